@@ -1,0 +1,61 @@
+// Package vfs is the small filesystem interface that every durable part of
+// hourglass writes through.
+//
+// It exists so that durability can be tested without root and without a
+// real power cut: the OS implementation (OS) is what the broker runs on, and
+// the memory implementation (NewMem) keeps apart what was written and what
+// was made durable by Sync or SyncDir, so a test can take the image a power
+// loss would leave behind (Mem.Crash). A fault-injecting wrapper (Faulty)
+// makes chosen operations fail, for example with ENOSPC, to test disk full.
+//
+// The interface is deliberately narrow: positional reads and writes, sync,
+// truncate, and the directory operations an append-only store needs.
+package vfs
+
+import (
+	"errors"
+	"io"
+)
+
+// File is an open file. Writes are positional so that a writer keeps its own
+// offset and a reader never disturbs it; callers may read and write the same
+// file from different goroutines as long as regions do not overlap.
+type File interface {
+	io.ReaderAt
+	io.WriterAt
+	io.Closer
+	// Sync makes the file's data durable (fdatasync on the OS).
+	Sync() error
+	// Truncate cuts or extends the file to size bytes. It is not durable
+	// until Sync.
+	Truncate(size int64) error
+	// Size returns the file's current length in bytes.
+	Size() (int64, error)
+}
+
+// FS is a filesystem. Names are slash-separated paths as the OS takes them.
+//
+// Durability contract (what Mem enforces and the OS provides): file data is
+// durable only after File.Sync; a created, renamed or removed directory entry
+// is durable only after SyncDir on its parent directory.
+type FS interface {
+	// Create creates name, or truncates it if it exists, opened read-write.
+	Create(name string) (File, error)
+	// Open opens an existing file read-write.
+	Open(name string) (File, error)
+	// Remove deletes a file.
+	Remove(name string) error
+	// Rename atomically replaces newname with oldname.
+	Rename(oldname, newname string) error
+	// MkdirAll creates dir and its parents; existing ones are fine.
+	MkdirAll(dir string) error
+	// List returns the names (not paths) of the entries of dir, sorted.
+	List(dir string) ([]string, error)
+	// SyncDir makes dir's entries durable (fsync on the directory).
+	SyncDir(dir string) error
+}
+
+// ErrNotExist is returned (possibly wrapped) when a file or directory does
+// not exist. Implementations wrap io/fs.ErrNotExist so errors.Is works with
+// either.
+var ErrNotExist = errors.New("vfs: file does not exist")
