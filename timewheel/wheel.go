@@ -1,0 +1,326 @@
+package timewheel
+
+import (
+	"fmt"
+	"math"
+)
+
+// Timer is one scheduled callback target. The caller allocates it (it may
+// embed it in its own struct or keep a pool) and passes its address to Add;
+// the wheel links it into its lists through the unexported fields, which is
+// why the wheel itself allocates nothing per timer.
+//
+// A Timer must not be copied while it is scheduled: the wheel holds pointers
+// to it. The zero value is an unscheduled timer.
+type Timer[T any] struct {
+	// Value is the caller's payload; the wheel never reads or writes it.
+	Value T
+
+	prev, next *Timer[T]
+	bucket     *bucket[T] // nil exactly when the timer is not scheduled
+	deadline   int64      // as given to Add
+	expiry     uint64     // deadline in ticks, rounded up, relative to Wheel.origin
+}
+
+// Scheduled reports whether t is in a wheel: added and neither fired nor
+// cancelled. Inside the fire callback the fired timer is no longer
+// scheduled, so the callback may Add it again.
+func (t *Timer[T]) Scheduled() bool { return t.bucket != nil }
+
+// Deadline returns the deadline t was last added with. It keeps that value
+// after t fires or is cancelled, so a fire callback can tell how late it is.
+func (t *Timer[T]) Deadline() int64 { return t.deadline }
+
+// level is one ring of the hierarchy. Level i has unit slots^i ticks per
+// bucket.
+type level[T any] struct {
+	buckets []bucket[T]
+	unit    uint64 // ticks per bucket
+	cur     uint64 // Wheel.cur / unit: the bucket number the clock is in
+}
+
+// Wheel is a hierarchical timing wheel of Timers carrying a T. It is not
+// safe for concurrent use. Create it with New.
+type Wheel[T any] struct {
+	tick   int64
+	slots  uint64
+	origin int64 // floor(start/tick): absolute tick that relative tick 0 is
+	now    int64 // latest time given to New or Advance
+	cur    uint64
+	levels []level[T]
+	queue  bucketQueue[T]
+	n      int
+
+	// ready holds timers added with a deadline at or before the current
+	// tick; they fire at the start of the next Advance. due holds timers
+	// the current Advance is about to fire. They are separate so that a
+	// fire callback that re-adds a timer in the past cannot keep one
+	// Advance looping forever: such a timer waits in ready. Advance swaps
+	// the two pointers; the lists themselves live in lists, at addresses
+	// that do not change, because timers point at their list.
+	ready, due *bucket[T]
+	lists      [2]bucket[T]
+	advancing  bool
+}
+
+// New returns an empty wheel whose clock reads now.
+//
+// tick is the width of the smallest bucket in the caller's time unit: the
+// resolution of the wheel, and the most a timer can fire late relative to
+// its deadline when Advance is called with every tick. slots is the number
+// of buckets per level; with tick 1 ms, 512 slots keep timers up to 512 ms
+// on the first level and up to 512² ms (about 4 min) on the second. New
+// panics if tick < 1 or slots < 2.
+func New[T any](tick int64, slots int, now int64) *Wheel[T] {
+	if tick < 1 {
+		panic(fmt.Sprintf("timewheel: tick must be at least 1, got %d", tick))
+	}
+	if slots < 2 {
+		panic(fmt.Sprintf("timewheel: slots must be at least 2, got %d", slots))
+	}
+	w := &Wheel[T]{
+		tick:   tick,
+		slots:  uint64(slots),
+		origin: floorDiv(now, tick),
+		now:    now,
+	}
+	for i := range w.lists {
+		w.lists[i].wheel, w.lists[i].index = w, -1
+	}
+	w.ready, w.due = &w.lists[0], &w.lists[1]
+	w.addLevel()
+	return w
+}
+
+// Len returns the number of scheduled timers, including those that are
+// due and wait for the next Advance.
+func (w *Wheel[T]) Len() int { return w.n }
+
+// Now returns the latest time given to New or Advance: the wheel's clock.
+func (w *Wheel[T]) Now() int64 { return w.now }
+
+// Add schedules t to fire at the first Advance whose now is at or after
+// deadline rounded up to a multiple of tick (or math.MaxInt64 if rounding up
+// leaves the int64 range). A deadline at or before the
+// wheel's clock (Now) fires at the next Advance, whatever the tick. Add panics if t is already
+// scheduled, in this wheel or another; Cancel it first to reschedule.
+//
+// Add may be called from inside the fire callback of Advance. A timer so
+// added fires within the same Advance if its deadline lies after the tick
+// being fired and at or before that Advance's now, and at the next Advance
+// if its deadline is at or before the tick being fired.
+func (w *Wheel[T]) Add(t *Timer[T], deadline int64) {
+	if t.bucket != nil {
+		panic("timewheel: Add of a timer that is already scheduled; Cancel it first")
+	}
+	t.deadline = deadline
+	w.n++
+	if deadline <= w.now {
+		// Checked on the time, not the tick: with tick > 1 a deadline
+		// just before now can still round up past the current tick.
+		t.expiry = w.cur
+		w.ready.push(t)
+		return
+	}
+	// deadline > now implies ceilDiv(deadline) > floorDiv(now) >= origin,
+	// so the true difference is in [1, 2^64) even when the int64
+	// subtraction would overflow; uint64 wrap-around arithmetic gives
+	// exactly that difference.
+	// The tick is capped at the last one an int64 now can reach, so that a
+	// deadline near math.MaxInt64 still fires, at Advance(math.MaxInt64).
+	t.expiry = uint64(min(ceilDiv(deadline, w.tick), lastTick(w.tick))) - uint64(w.origin)
+	if t.expiry <= w.cur {
+		// Only inside a fire callback, where the clock runs ahead of
+		// w.now: the deadline lies before the tick being fired.
+		w.ready.push(t)
+		return
+	}
+	w.place(t)
+}
+
+// place links t, whose expiry is after w.cur, into the lowest level whose
+// range reaches its expiry.
+//
+// Invariant that makes buckets reusable: a timer goes to level i only when
+// level i-1 cannot hold it, which implies its bucket number v on level i is
+// greater than level i's current bucket number; and only when v is less
+// than that number plus slots. So the buckets a level holds at any time have
+// distinct numbers modulo slots, none is the bucket the clock is in, and
+// every queued bucket starts after w.cur.
+func (w *Wheel[T]) place(t *Timer[T]) {
+	e := t.expiry
+	for i := 0; ; i++ {
+		if i == len(w.levels) {
+			w.addLevel()
+		}
+		lv := &w.levels[i]
+		v := e / lv.unit
+		// On the top level unit*slots exceeds 2^64, so v < slots and the
+		// test always passes: the loop ends by the top level at the latest.
+		if v-lv.cur < w.slots {
+			b := &lv.buckets[v%w.slots]
+			if b.index < 0 {
+				b.exp = v * lv.unit
+				w.queue.push(b)
+			}
+			b.push(t)
+			return
+		}
+	}
+}
+
+// addLevel appends the next overflow wheel. The caller only asks for it
+// when the current top level cannot hold an expiry, which means the top
+// level's unit*slots still fits in a uint64.
+func (w *Wheel[T]) addLevel() {
+	unit := uint64(1)
+	if n := len(w.levels); n > 0 {
+		unit = w.levels[n-1].unit * w.slots
+	}
+	lv := level[T]{
+		buckets: make([]bucket[T], w.slots),
+		unit:    unit,
+		cur:     w.cur / unit,
+	}
+	for i := range lv.buckets {
+		lv.buckets[i].wheel = w
+		lv.buckets[i].index = -1
+	}
+	w.levels = append(w.levels, lv)
+}
+
+// Cancel unschedules t and reports whether it was scheduled. A cancelled
+// timer never fires, even if it was due and waiting for Advance. Cancel
+// panics if t is scheduled in a different wheel.
+//
+// A bucket emptied by Cancel stays in the bucket queue until Advance or
+// NextDeadline reaches it; that keeps Cancel O(1).
+func (w *Wheel[T]) Cancel(t *Timer[T]) bool {
+	b := t.bucket
+	if b == nil {
+		return false
+	}
+	if b.wheel != w {
+		panic("timewheel: Cancel of a timer scheduled in another wheel")
+	}
+	b.remove(t)
+	w.n--
+	return true
+}
+
+// Advance moves the wheel's clock to now and calls fire, on the calling
+// goroutine, for every timer that is due: those whose deadline rounded up to
+// a tick is at or before now, and those added after their deadline. Each
+// timer is unscheduled just before fire is called with it.
+//
+// A now before the wheel's clock does not move the clock back; timers added
+// after their deadline still fire.
+//
+// fire may call Add and Cancel on w; cancelling a timer that is due but not
+// yet fired stops it from firing. fire must not call Advance: that panics.
+// If fire panics, the wheel stays consistent and the timers that were due
+// but not fired yet fire at the next Advance.
+func (w *Wheel[T]) Advance(now int64, fire func(*Timer[T])) {
+	if w.advancing {
+		panic("timewheel: Advance called from inside a fire callback")
+	}
+	w.advancing = true
+	defer func() { w.advancing = false }()
+
+	// Leftovers from a fire callback that panicked come first.
+	w.drainDue(fire)
+	// Everything in ready was added with a deadline that has passed. Make it
+	// the due batch; what fire callbacks add as already due from here on
+	// collects in the emptied ready list for the next Advance.
+	w.ready, w.due = w.due, w.ready
+	w.drainDue(fire)
+
+	if now <= w.now {
+		return
+	}
+	// floorDiv(now) > floorDiv(w.now) >= origin unless both are in one tick.
+	target := uint64(floorDiv(now, w.tick)) - uint64(w.origin)
+	for len(w.queue) > 0 && w.queue[0].exp <= target {
+		b := w.queue.pop()
+		w.setClock(b.exp)
+		// Every timer in b expires at or after b.exp; those at b.exp are
+		// due, the rest move to a lower level (their expiry is after the
+		// new clock, so place accepts them below b's level).
+		for t := b.head; t != nil; t = b.head {
+			b.remove(t)
+			if t.expiry <= w.cur {
+				w.due.push(t)
+			} else {
+				w.place(t)
+			}
+		}
+		w.drainDue(fire)
+	}
+	w.setClock(target)
+	w.now = now
+}
+
+// drainDue fires the due list one timer at a time. Taking timers off the
+// list head one by one, instead of detaching the whole list, keeps every
+// timer that has not fired yet properly linked, so a callback can Cancel it.
+func (w *Wheel[T]) drainDue(fire func(*Timer[T])) {
+	for w.due.head != nil {
+		t := w.due.head
+		w.due.remove(t)
+		w.n--
+		fire(t)
+	}
+}
+
+// setClock sets the current tick on every level.
+func (w *Wheel[T]) setClock(c uint64) {
+	w.cur = c
+	for i := range w.levels {
+		w.levels[i].cur = c / w.levels[i].unit
+	}
+}
+
+// NextDeadline returns the earliest time at which Advance has work to do:
+// fire a timer, or move the timers of a higher-level bucket down a level
+// (which fires nothing, after which NextDeadline returns a later time). The
+// owner can sleep until then. If some timer is already due it returns the
+// wheel's clock; if no timer is scheduled it returns false.
+func (w *Wheel[T]) NextDeadline() (int64, bool) {
+	if w.ready.head != nil || w.due.head != nil {
+		return w.now, true
+	}
+	// Drop buckets emptied by Cancel so that they do not cause a wake-up
+	// with nothing to do.
+	for len(w.queue) > 0 && w.queue[0].head == nil {
+		w.queue.pop()
+	}
+	if len(w.queue) == 0 {
+		return 0, false
+	}
+	// exp is at most a timer's expiry, which is capped at lastTick: the
+	// product stays in range.
+	return (w.origin + int64(w.queue[0].exp)) * w.tick, true
+}
+
+// lastTick is the tick Advance(math.MaxInt64) reaches.
+func lastTick(tick int64) int64 { return math.MaxInt64 / tick }
+
+// floorDiv returns floor(a/b) for b > 0.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && a < 0 {
+		q--
+	}
+	return q
+}
+
+// ceilDiv returns ceil(a/b) for b > 0. It cannot overflow: when b == 1
+// there is no remainder, and when b >= 2 the quotient is at most half the
+// int64 range.
+func ceilDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && a > 0 {
+		q++
+	}
+	return q
+}
