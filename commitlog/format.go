@@ -1,0 +1,141 @@
+package commitlog
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"strconv"
+	"strings"
+)
+
+// These constants are part of the on-disk format (see the package doc).
+// Changing any of them makes existing logs unreadable; a change of layout
+// must bump formatVersion instead.
+const (
+	// segmentMagic opens every segment file.
+	segmentMagic = "HGCL"
+	// formatVersion is the version byte of the segment header.
+	formatVersion = 1
+	// HeaderSize is the length of the segment header. It does not count in
+	// positions: the first record of a segment is at the segment's base.
+	HeaderSize = 20
+	// FrameHeaderSize is the length of a record's frame before its payload:
+	// length, CRC and type.
+	FrameHeaderSize = 9
+	// MaxPayloadLimit is the largest payload the format admits; recovery
+	// treats a larger length field as damage whatever Options say, and
+	// Options.MaxRecordBytes may not exceed it.
+	MaxPayloadLimit = 1 << 30
+	// segmentSuffix and segmentNameDigits make names like
+	// 00000000000000004096.log: fixed width so that the sorted directory
+	// listing is the position order.
+	segmentSuffix     = ".log"
+	segmentNameDigits = 20
+)
+
+// castagnoli is the CRC32C table; the polynomial is part of the format.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// segmentName returns the file name of the segment whose first record is at
+// base.
+func segmentName(base Pos) string {
+	return fmt.Sprintf("%0*d%s", segmentNameDigits, uint64(base), segmentSuffix)
+}
+
+// parseSegmentName returns the base of a segment file name, and false for
+// any name that is not exactly one this package writes (such files are left
+// alone).
+func parseSegmentName(name string) (Pos, bool) {
+	digits, ok := strings.CutSuffix(name, segmentSuffix)
+	if !ok || len(digits) != segmentNameDigits {
+		return 0, false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+	}
+	v, err := strconv.ParseUint(digits, 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return Pos(v), true
+}
+
+// encodeHeader returns the header of the segment starting at base.
+func encodeHeader(base Pos) []byte {
+	h := make([]byte, HeaderSize)
+	copy(h[0:4], segmentMagic)
+	h[4] = formatVersion
+	binary.LittleEndian.PutUint64(h[8:16], uint64(base))
+	binary.LittleEndian.PutUint32(h[16:20], crc32.Checksum(h[:16], castagnoli))
+	return h
+}
+
+// checkHeader validates a segment header read from the file named for base.
+// The base is stored redundantly so that a renamed or copied file is caught.
+func checkHeader(h []byte, base Pos) error {
+	switch {
+	case len(h) < HeaderSize:
+		return fmt.Errorf("header is %d bytes, want %d", len(h), HeaderSize)
+	case string(h[0:4]) != segmentMagic:
+		return fmt.Errorf("bad magic %q", h[0:4])
+	case binary.LittleEndian.Uint32(h[16:20]) != crc32.Checksum(h[:16], castagnoli):
+		return fmt.Errorf("header checksum mismatch")
+	case h[4] != formatVersion:
+		return fmt.Errorf("unsupported format version %d", h[4])
+	case Pos(binary.LittleEndian.Uint64(h[8:16])) != base:
+		return fmt.Errorf("header base %d does not match file name base %d",
+			binary.LittleEndian.Uint64(h[8:16]), base)
+	}
+	return nil
+}
+
+// frameSize is the number of bytes (and positions) a record of n payload
+// bytes occupies.
+func frameSize(n int) int { return FrameHeaderSize + n }
+
+// recordCRC is the checksum stored in a frame: CRC32C over type and payload.
+func recordCRC(t Type, payload []byte) uint32 {
+	c := crc32.Update(0, castagnoli, []byte{byte(t)})
+	return crc32.Update(c, castagnoli, payload)
+}
+
+// appendFrame appends the frame of a record whose checksum is crc to dst.
+func appendFrame(dst []byte, r Record, crc uint32) []byte {
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(r.Payload)))
+	dst = binary.LittleEndian.AppendUint32(dst, crc)
+	dst = append(dst, byte(r.Type))
+	return append(dst, r.Payload...)
+}
+
+// frameHeader is a decoded frame header.
+type frameHeader struct {
+	length uint32
+	crc    uint32
+	typ    Type
+}
+
+func decodeFrameHeader(b []byte) frameHeader {
+	return frameHeader{
+		length: binary.LittleEndian.Uint32(b[0:4]),
+		crc:    binary.LittleEndian.Uint32(b[4:8]),
+		typ:    Type(b[8]),
+	}
+}
+
+// checkFrameHeader validates what can be known before the payload is read:
+// a zero type never comes from Append, and the frame must fit below limit
+// (the number of record bytes from the frame's start to the end of valid
+// data). It returns the reason, or "" if the header is plausible.
+func checkFrameHeader(h frameHeader, room int64) string {
+	switch {
+	case h.typ == 0:
+		return "record type 0"
+	case h.length > MaxPayloadLimit:
+		return fmt.Sprintf("length %d beyond the format limit", h.length)
+	case int64(FrameHeaderSize)+int64(h.length) > room:
+		return fmt.Sprintf("length %d runs past the end of the data", h.length)
+	}
+	return ""
+}

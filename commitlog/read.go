@@ -1,0 +1,131 @@
+package commitlog
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/hourglass-mq/hourglass/vfs"
+)
+
+// readChunk is how many bytes a sequential scan reads at a time.
+const readChunk = 256 << 10
+
+// frameIter walks the frames of one segment file from pos up to limit,
+// validating each. Reads are positional, so any number of iterators may run
+// beside the writer.
+type frameIter struct {
+	f     vfs.File
+	base  Pos // position of the segment's first record
+	pos   Pos // next frame to decode
+	limit Pos // end of the valid range; a frame crossing it is damage
+	// ahead is how many bytes to read at once; zero means readChunk. Read
+	// of a single record uses a small value, Scan the default.
+	ahead int64
+
+	// buf caches file bytes of positions [bufPos, bufPos+len(buf)).
+	buf    []byte
+	bufPos Pos
+}
+
+// corruptError is damage found while decoding: where and why.
+type corruptError struct {
+	pos    Pos
+	reason string
+}
+
+func (e *corruptError) Error() string {
+	return fmt.Sprintf("%v: at position %d: %s", ErrCorrupt, e.pos, e.reason)
+}
+
+func (e *corruptError) Is(target error) bool { return target == ErrCorrupt }
+
+// fill makes sure buf covers [it.pos, it.pos+n), reading ahead when it has
+// to read at all.
+func (it *frameIter) fill(n int64) error {
+	if it.pos >= it.bufPos && int64(it.pos-it.bufPos)+n <= int64(len(it.buf)) {
+		return nil
+	}
+	ahead := it.ahead
+	if ahead == 0 {
+		ahead = readChunk
+	}
+	want := max(n, min(ahead, int64(it.limit-it.pos)))
+	if int64(cap(it.buf)) < want {
+		it.buf = make([]byte, want)
+	}
+	it.buf = it.buf[:want]
+	it.bufPos = it.pos
+	got, err := it.f.ReadAt(it.buf, HeaderSize+int64(it.pos-it.base))
+	it.buf = it.buf[:got]
+	if int64(got) >= n {
+		return nil
+	}
+	if err == nil || errors.Is(err, io.EOF) {
+		// The file is shorter than the range the log believes valid: it was
+		// cut behind the log's back.
+		return &corruptError{pos: it.pos, reason: "file ends inside the record"}
+	}
+	return err
+}
+
+// next decodes and validates the frame at it.pos and advances past it. It
+// returns io.EOF at limit, a *corruptError for damage, or an I/O error. The
+// second result is the record's position.
+func (it *frameIter) next() (Record, Pos, error) {
+	at := it.pos
+	room := int64(it.limit) - int64(at)
+	if room <= 0 {
+		return Record{}, at, io.EOF
+	}
+	if room < FrameHeaderSize {
+		return Record{}, at, &corruptError{pos: at, reason: "truncated frame header"}
+	}
+	if err := it.fill(FrameHeaderSize); err != nil {
+		return Record{}, at, err
+	}
+	off := it.pos - it.bufPos
+	h := decodeFrameHeader(it.buf[off : off+FrameHeaderSize])
+	if reason := checkFrameHeader(h, room); reason != "" {
+		return Record{}, at, &corruptError{pos: at, reason: reason}
+	}
+	total := int64(FrameHeaderSize) + int64(h.length)
+	payload := make([]byte, h.length)
+	if total <= readChunk {
+		if err := it.fill(total); err != nil {
+			return Record{}, at, err
+		}
+		off = it.pos - it.bufPos
+		copy(payload, it.buf[off+FrameHeaderSize:])
+	} else if h.length > 0 {
+		// Too big to cache: read straight into the payload.
+		n, err := it.f.ReadAt(payload, HeaderSize+int64(at-it.base)+FrameHeaderSize)
+		if n < len(payload) {
+			if err == nil || errors.Is(err, io.EOF) {
+				return Record{}, at, &corruptError{pos: at, reason: "file ends inside the record"}
+			}
+			return Record{}, at, err
+		}
+	}
+	if recordCRC(h.typ, payload) != h.crc {
+		return Record{}, at, &corruptError{pos: at, reason: "checksum mismatch"}
+	}
+	it.pos = at + Pos(total)
+	return Record{Type: h.typ, Payload: payload}, at, nil
+}
+
+// each calls fn for every frame up to limit.
+func (it *frameIter) each(fn func(Pos, Record) error) error {
+	for {
+		rec, at, err := it.next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := fn(at, rec); err != nil {
+			return err
+		}
+	}
+}

@@ -1,0 +1,438 @@
+package commitlog
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// request is one Append (or Sync) call waiting for the writer. Its frames
+// are bytes [start, end) of the queue buffer it was added to.
+type request struct {
+	start, end int
+	records    int
+	sync       bool // a Sync call: make everything written durable
+	// Set by the writer before it signals done; read by the caller after.
+	base Pos
+	err  error
+	done chan struct{} // capacity 1, reused across pool cycles
+}
+
+var requestPool = sync.Pool{New: func() any { return &request{done: make(chan struct{}, 1)} }}
+
+// queue holds the requests that arrived since the writer last looked: their
+// frames, already encoded and checksummed by the callers, are concatenated
+// in buf in arrival order, so a batch is written with one WriteAt.
+type queue struct {
+	mu     sync.Mutex
+	buf    []byte
+	reqs   []*request
+	closed bool
+	// failed is the sticky error: once set, every later Append and Sync
+	// fails with it. It is set only by the writer, when it could not put
+	// the files back into a state it can vouch for.
+	failed error
+}
+
+// maxSpareBuf bounds the batch buffer kept for reuse, so that one huge
+// Append does not pin its memory for the life of the log.
+const maxSpareBuf = 8 << 20
+
+// writer is the state of the writer goroutine; nothing else touches it
+// (Open fills it in before starting the goroutine).
+//
+// Invariants: synced <= written; bytes [0, written) of active's records are
+// in the file and their Appends are answered or being answered; under
+// FlushSync, written == synced between batches.
+type writer struct {
+	log     *Log
+	active  *segment
+	written int64 // record bytes in the active file
+	synced  int64 // record bytes of the active file known durable
+	// Records and bytes written since the last data sync, for OnSync.
+	pendingRecords int
+	pendingBytes   int
+
+	spareBuf  []byte
+	spareReqs []*request
+	data      []*request // scratch: the data requests of a batch
+	syncs     []*request // scratch: the Sync requests of a batch
+}
+
+// errCleanup marks an error whose cleanup failed too, leaving files the log
+// cannot vouch for; the writer makes such errors sticky.
+var errCleanup = errors.New("commitlog: cleanup after the failure failed")
+
+// classify adds ErrDiskFull to an error caused by ENOSPC.
+func classify(err error) error {
+	if errors.Is(err, syscall.ENOSPC) && !errors.Is(err, ErrDiskFull) {
+		return fmt.Errorf("%w: %w", ErrDiskFull, err)
+	}
+	return err
+}
+
+// enqueue adds a request for recs (nil for a Sync) and waits for the
+// writer's answer. The caller returns req to the pool.
+func (l *Log) enqueue(req *request, recs []Record, crcs []uint32, total int) error {
+	l.q.mu.Lock()
+	if l.q.closed {
+		l.q.mu.Unlock()
+		return ErrClosed
+	}
+	if l.q.failed != nil {
+		err := l.q.failed
+		l.q.mu.Unlock()
+		return err
+	}
+	req.start = len(l.q.buf)
+	l.q.buf = slices.Grow(l.q.buf, total)
+	for i, r := range recs {
+		l.q.buf = appendFrame(l.q.buf, r, crcs[i])
+	}
+	req.end = len(l.q.buf)
+	l.q.reqs = append(l.q.reqs, req)
+	l.q.mu.Unlock()
+	select {
+	case l.wake <- struct{}{}:
+	default: // a wake-up is already pending
+	}
+	<-req.done
+	return req.err
+}
+
+// Append writes recs contiguously and in order, in one group commit with
+// whatever other Appends are queued, and returns their positions. Under
+// FlushSync it returns once they are durable, under FlushAsync once they
+// are written. On error none of recs is acknowledged: a failed write is
+// truncated away, so no later record follows a hole. The payloads are
+// copied before Append returns and may be reused. Append of no records
+// returns nil, nil.
+func (l *Log) Append(recs ...Record) ([]Pos, error) {
+	if len(recs) == 0 {
+		return nil, nil
+	}
+	var crcArr [8]uint32
+	crcs := crcArr[:0]
+	total := 0
+	for _, r := range recs {
+		if r.Type == 0 {
+			return nil, ErrInvalidRecord
+		}
+		if len(r.Payload) > l.opts.MaxRecordBytes {
+			return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrRecordTooLarge, len(r.Payload), l.opts.MaxRecordBytes)
+		}
+		// Checksums are computed here, on the callers' goroutines, so that
+		// the single writer only copies and writes.
+		crcs = append(crcs, recordCRC(r.Type, r.Payload))
+		total += frameSize(len(r.Payload))
+	}
+	req := requestPool.Get().(*request)
+	req.records, req.sync = len(recs), false
+	err := l.enqueue(req, recs, crcs, total)
+	base := req.base
+	requestPool.Put(req)
+	if err != nil {
+		return nil, err
+	}
+	pos := make([]Pos, len(recs))
+	for i, r := range recs {
+		pos[i] = base
+		base += Pos(frameSize(len(r.Payload)))
+	}
+	return pos, nil
+}
+
+// Sync makes every record appended so far durable. Under FlushSync this is
+// already so when Append returns; Sync then only reports the sticky error,
+// if any.
+func (l *Log) Sync() error {
+	req := requestPool.Get().(*request)
+	req.records, req.sync = 0, true
+	err := l.enqueue(req, nil, nil, 0)
+	requestPool.Put(req)
+	return err
+}
+
+// Close stops the writer after it has served every queued Append, syncs
+// what is unsynced, and closes the files. It reports a failed final sync
+// and the sticky error, if any. Later calls return ErrClosed.
+func (l *Log) Close() error {
+	first := false
+	l.closeOnce.Do(func() {
+		first = true
+		l.q.mu.Lock()
+		l.q.closed = true
+		l.q.mu.Unlock()
+		select {
+		case l.wake <- struct{}{}:
+		default:
+		}
+		<-l.done
+	})
+	if !first {
+		return ErrClosed
+	}
+	return l.closeErr
+}
+
+// run is the writer goroutine. Each round takes everything queued and
+// commits it as one batch; Appends arriving meanwhile (during the write
+// and the fdatasync) queue up for the next round, which is what makes one
+// fdatasync serve many producers.
+func (l *Log) run() {
+	w := &l.w
+	var tick <-chan time.Time
+	if l.opts.Flush == FlushAsync {
+		t := time.NewTicker(l.opts.FlushInterval)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		l.q.mu.Lock()
+		buf, reqs, closed := l.q.buf, l.q.reqs, l.q.closed
+		l.q.buf, l.q.reqs = w.spareBuf[:0], w.spareReqs[:0]
+		l.q.mu.Unlock()
+
+		n := len(reqs)
+		if n > 0 {
+			w.commit(buf, reqs)
+		}
+		clear(reqs) // drop the pooled requests
+		if cap(buf) > maxSpareBuf {
+			buf = nil
+		}
+		w.spareBuf, w.spareReqs = buf, reqs
+		if n > 0 {
+			continue
+		}
+		if closed {
+			l.finish()
+			return
+		}
+		select {
+		case <-l.wake:
+		case <-tick:
+			w.background()
+		}
+	}
+}
+
+// finish runs on the writer goroutine once the queue is closed and empty.
+func (l *Log) finish() {
+	w := &l.w
+	var errs []error
+	if w.written > w.synced {
+		if err := w.fdatasync(); err != nil {
+			errs = append(errs, fmt.Errorf("commitlog: final sync: %w", classify(err)))
+		}
+	}
+	l.q.mu.Lock()
+	if l.q.failed != nil {
+		errs = append(errs, l.q.failed)
+	}
+	l.q.mu.Unlock()
+	l.mu.Lock()
+	l.mu.closed = true
+	for _, s := range l.mu.segs {
+		if s.refs == 0 {
+			if err := s.f.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("commitlog: close %s: %w", s.name, err))
+			}
+		}
+	}
+	l.mu.Unlock()
+	l.closeErr = errors.Join(errs...)
+	close(l.done)
+}
+
+// answer wakes the callers of reqs with err.
+func answer(reqs []*request, err error) {
+	for _, r := range reqs {
+		r.err = err
+		r.done <- struct{}{}
+	}
+}
+
+// sticky records err as the log's permanent failure (the first one wins)
+// and returns the sticky error.
+func (w *writer) sticky(err error) error {
+	q := &w.log.q
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.failed == nil {
+		q.failed = fmt.Errorf("commitlog: log failed, no more writes are accepted: %w", err)
+	}
+	return q.failed
+}
+
+func (w *writer) stickyErr() error {
+	q := &w.log.q
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.failed
+}
+
+// commit writes one batch: the data requests in chunks, one chunk per
+// segment they land in (a roll between chunks), then serves Sync requests.
+func (w *writer) commit(buf []byte, reqs []*request) {
+	if err := w.stickyErr(); err != nil {
+		answer(reqs, err)
+		return
+	}
+	w.data, w.syncs = w.data[:0], w.syncs[:0]
+	for _, r := range reqs {
+		if r.sync {
+			w.syncs = append(w.syncs, r)
+		} else {
+			w.data = append(w.data, r)
+		}
+	}
+	limit := w.log.opts.SegmentBytes
+	data := w.data
+	for i := 0; i < len(data); {
+		if n := int64(data[i].end - data[i].start); w.written > 0 && w.written+n > limit {
+			if err := w.roll(); err != nil {
+				answer(data[i:], err)
+				break
+			}
+		}
+		// The chunk: as many requests as fit, and always at least one.
+		j, size := i, w.written
+		for j < len(data) {
+			n := int64(data[j].end - data[j].start)
+			if j > i && size+n > limit {
+				break
+			}
+			data[j].base = w.active.base + Pos(size)
+			size += n
+			j++
+		}
+		if err := w.writeChunk(buf, data[i:j]); err != nil {
+			answer(data[i:], err)
+			break
+		}
+		i = j
+	}
+	if len(w.syncs) > 0 {
+		err := w.stickyErr()
+		if err == nil && w.written > w.synced {
+			if serr := w.fdatasync(); serr != nil {
+				// Under FlushAsync the unsynced bytes were acknowledged
+				// already; after a failed fdatasync nobody can say whether
+				// they will ever reach the disk.
+				err = w.sticky(fmt.Errorf("sync: %w", classify(serr)))
+			}
+		}
+		answer(w.syncs, err)
+	}
+	clear(w.data)
+	clear(w.syncs)
+}
+
+// writeChunk writes chunk (consecutive requests that fit the active
+// segment), syncs it under FlushSync, publishes it and answers it. On
+// failure it undoes the write and returns the error for the caller to
+// answer with.
+func (w *writer) writeChunk(buf []byte, chunk []*request) error {
+	l := w.log
+	from, to := chunk[0].start, chunk[len(chunk)-1].end
+	if _, err := w.active.f.WriteAt(buf[from:to], HeaderSize+w.written); err != nil {
+		return w.undo(w.written, fmt.Errorf("commitlog: write %s: %w", w.active.name, classify(err)))
+	}
+	w.written += int64(to - from)
+	w.pendingBytes += to - from
+	for _, r := range chunk {
+		w.pendingRecords += r.records
+	}
+	if l.opts.Flush == FlushSync {
+		if err := w.fdatasync(); err != nil {
+			return w.undo(w.synced, fmt.Errorf("commitlog: sync %s: %w", w.active.name, classify(err)))
+		}
+	}
+	l.mu.Lock()
+	w.active.size = w.written
+	l.mu.head = w.active.end()
+	l.mu.Unlock()
+	answer(chunk, nil)
+	return nil
+}
+
+// fdatasync syncs the active segment and reports it to OnSync.
+func (w *writer) fdatasync() error {
+	began := time.Now()
+	if err := w.active.f.Sync(); err != nil {
+		return err
+	}
+	if hook := w.log.opts.OnSync; hook != nil {
+		hook(time.Since(began), w.pendingRecords, w.pendingBytes)
+	}
+	w.synced = w.written
+	w.pendingRecords, w.pendingBytes = 0, 0
+	return nil
+}
+
+// undo cuts the active segment back to to record bytes after a failed
+// write or sync, so that no later record follows a hole, and makes the cut
+// durable. If that works the log goes on and cause is returned; if not,
+// the failure becomes sticky.
+func (w *writer) undo(to int64, cause error) error {
+	if err := w.active.f.Truncate(HeaderSize + to); err != nil {
+		return w.sticky(fmt.Errorf("%w; then truncate failed: %w", cause, err))
+	}
+	if to == w.synced {
+		// Under FlushSync the failed chunk was counted; it is gone now.
+		w.pendingRecords, w.pendingBytes = 0, 0
+	}
+	w.written = to
+	// Forced even if nothing is pending: the new length must be durable.
+	began := time.Now()
+	if err := w.active.f.Sync(); err != nil {
+		return w.sticky(fmt.Errorf("%w; then sync after truncate failed: %w", cause, err))
+	}
+	if w.written > w.synced {
+		// Under FlushAsync this sync also made earlier records durable.
+		if hook := w.log.opts.OnSync; hook != nil {
+			hook(time.Since(began), w.pendingRecords, w.pendingBytes)
+		}
+		w.pendingRecords, w.pendingBytes = 0, 0
+	}
+	w.synced = w.written
+	return cause
+}
+
+// roll seals the active segment and starts the next one at its end.
+func (w *writer) roll() error {
+	l := w.log
+	// A segment is durable in full before its successor exists, so that
+	// recovery needs to scan only the last segment.
+	if w.written > w.synced {
+		if err := w.fdatasync(); err != nil {
+			return w.sticky(fmt.Errorf("sync %s before roll: %w", w.active.name, classify(err)))
+		}
+	}
+	s, err := createSegment(l.opts.FS, l.opts.Dir, w.active.base+Pos(w.written))
+	if err != nil {
+		if errors.Is(err, errCleanup) {
+			return w.sticky(err)
+		}
+		return err
+	}
+	l.mu.Lock()
+	l.mu.segs = append(l.mu.segs, s)
+	l.mu.Unlock()
+	w.active, w.written, w.synced = s, 0, 0
+	return nil
+}
+
+// background is the FlushAsync ticker's sync.
+func (w *writer) background() {
+	if w.written == w.synced || w.stickyErr() != nil {
+		return
+	}
+	if err := w.fdatasync(); err != nil {
+		w.sticky(fmt.Errorf("background sync: %w", classify(err)))
+	}
+}
