@@ -34,6 +34,8 @@
 //     least d rounded up to a multiple of tick; with tick 1 that is exactly
 //     the first Advance with now >= d. A timer whose deadline has already
 //     passed when it is added fires at the next Advance; it is never dropped.
+//     Advance(math.MaxInt64) fires every timer, even one whose deadline
+//     rounds up past the int64 range.
 //   - Within one Advance, timers fire in non-decreasing order of the tick they
 //     are due at (a timer added after its deadline counts as due at the tick
 //     the wheel had reached when it was added); within a tick the order is

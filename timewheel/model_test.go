@@ -96,6 +96,20 @@ func newHarness(t testing.TB, src source, maxTimers int) *harness {
 	return h
 }
 
+// clockAt is the model's tick for a clock reading: the tick that holds now,
+// except that the largest time counts as the end of every tick, so that
+// every deadline is due by then.
+func (h *harness) clockAt(now int64) int64 {
+	c := now / h.tick
+	if now < 0 && now%h.tick != 0 {
+		c--
+	}
+	if now == math.MaxInt64 && now%h.tick != 0 {
+		c++
+	}
+	return c
+}
+
 // logf records an operation for the failure report.
 func (h *harness) logf(format string, args ...any) {
 	if len(h.trace) == 64 {
@@ -171,7 +185,7 @@ func (h *harness) add(id int, deadline int64, clock int64) {
 	}
 	h.logf("Add(%d, %d) clock %d", id, deadline, clock)
 	h.w.Add(tm, deadline)
-	mt := &modelTimer{deadline: deadline, tick: min(ceilDiv(deadline, h.tick), math.MaxInt64/h.tick), readyGen: -1}
+	mt := &modelTimer{deadline: deadline, tick: ceilDiv(deadline, h.tick), readyGen: -1}
 	if deadline <= h.now || mt.tick <= clock {
 		mt.readyGen = h.gen
 	}
@@ -196,8 +210,8 @@ func (h *harness) cancel(id int) {
 func (h *harness) advance(now int64) {
 	h.gen++
 	h.advNow = now
-	h.cOld = floorDiv(h.now, h.tick)
-	h.cNew = floorDiv(max(now, h.now), h.tick)
+	h.cOld = h.clockAt(h.now)
+	h.cNew = h.clockAt(max(now, h.now))
 	h.lastEff = math.MinInt64
 	h.logf("Advance(%d) from %d", now, h.now)
 	h.w.Advance(now, h.fire)
@@ -264,7 +278,7 @@ func (h *harness) step() {
 	n := uint64(len(h.timers))
 	switch h.pick(10) {
 	case 0, 1, 2:
-		h.add(int(h.pick(n)), h.deadline(h.now), floorDiv(h.now, h.tick))
+		h.add(int(h.pick(n)), h.deadline(h.now), h.clockAt(h.now))
 	case 3:
 		h.cancel(int(h.pick(n)))
 	case 4, 5:
@@ -338,7 +352,7 @@ func checkInvariants(t testing.TB, w *Wheel[int]) {
 	if w.due.head != nil {
 		t.Fatal("due list not empty outside Advance")
 	}
-	if c := floorDiv(w.now, w.tick); uint64(c)-uint64(w.origin) != w.cur {
+	if c := clockTick(w.now, w.tick); uint64(c)-uint64(w.origin) != w.cur {
 		t.Fatalf("cur %d does not match now %d", w.cur, w.now)
 	}
 	count := walk(t, w.ready, func(tm *Timer[int]) {

@@ -81,7 +81,7 @@ func New[T any](tick int64, slots int, now int64) *Wheel[T] {
 	w := &Wheel[T]{
 		tick:   tick,
 		slots:  uint64(slots),
-		origin: floorDiv(now, tick),
+		origin: clockTick(now, tick),
 		now:    now,
 	}
 	for i := range w.lists {
@@ -101,7 +101,7 @@ func (w *Wheel[T]) Now() int64 { return w.now }
 
 // Add schedules t to fire at the first Advance whose now is at or after
 // deadline rounded up to a multiple of tick (or math.MaxInt64 if rounding up
-// leaves the int64 range). A deadline at or before the
+// leaves the int64 range: Advance(math.MaxInt64) fires every timer). A deadline at or before the
 // wheel's clock (Now) fires at the next Advance, whatever the tick. Add panics if t is already
 // scheduled, in this wheel or another; Cancel it first to reschedule.
 //
@@ -122,13 +122,11 @@ func (w *Wheel[T]) Add(t *Timer[T], deadline int64) {
 		w.ready.push(t)
 		return
 	}
-	// deadline > now implies ceilDiv(deadline) > floorDiv(now) >= origin,
+	// deadline > now implies ceilDiv(deadline) > clockTick(now) >= origin,
 	// so the true difference is in [1, 2^64) even when the int64
 	// subtraction would overflow; uint64 wrap-around arithmetic gives
 	// exactly that difference.
-	// The tick is capped at the last one an int64 now can reach, so that a
-	// deadline near math.MaxInt64 still fires, at Advance(math.MaxInt64).
-	t.expiry = uint64(min(ceilDiv(deadline, w.tick), lastTick(w.tick))) - uint64(w.origin)
+	t.expiry = uint64(ceilDiv(deadline, w.tick)) - uint64(w.origin)
 	if t.expiry <= w.cur {
 		// Only inside a fire callback, where the clock runs ahead of
 		// w.now: the deadline lies before the tick being fired.
@@ -238,8 +236,7 @@ func (w *Wheel[T]) Advance(now int64, fire func(*Timer[T])) {
 	if now <= w.now {
 		return
 	}
-	// floorDiv(now) > floorDiv(w.now) >= origin unless both are in one tick.
-	target := uint64(floorDiv(now, w.tick)) - uint64(w.origin)
+	target := uint64(clockTick(now, w.tick)) - uint64(w.origin)
 	for len(w.queue) > 0 && w.queue[0].exp <= target {
 		b := w.queue.pop()
 		w.setClock(b.exp)
@@ -297,13 +294,26 @@ func (w *Wheel[T]) NextDeadline() (int64, bool) {
 	if len(w.queue) == 0 {
 		return 0, false
 	}
-	// exp is at most a timer's expiry, which is capped at lastTick: the
-	// product stays in range.
-	return (w.origin + int64(w.queue[0].exp)) * w.tick, true
+	// exp is at most a timer's ceilDiv(deadline), so the sum fits; the
+	// product may not, for the tick that only Advance(math.MaxInt64) reaches.
+	abs := w.origin + int64(w.queue[0].exp)
+	if abs > math.MaxInt64/w.tick {
+		return math.MaxInt64, true
+	}
+	return abs * w.tick, true
 }
 
-// lastTick is the tick Advance(math.MaxInt64) reaches.
-func lastTick(tick int64) int64 { return math.MaxInt64 / tick }
+// clockTick returns the tick the clock is in at time now. The end of time
+// is special: rounding a deadline near math.MaxInt64 up to a tick boundary
+// may leave the int64 range, so no now would ever reach its tick; reading
+// math.MaxInt64 as the tick after it makes Advance(math.MaxInt64) fire
+// every timer, and it is never early, since no deadline is later.
+func clockTick(now, tick int64) int64 {
+	if now == math.MaxInt64 {
+		return ceilDiv(now, tick)
+	}
+	return floorDiv(now, tick)
+}
 
 // floorDiv returns floor(a/b) for b > 0.
 func floorDiv(a, b int64) int64 {
