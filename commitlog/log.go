@@ -332,12 +332,14 @@ func (l *Log) Read(pos Pos) (Record, Pos, error) {
 // returned as is. fn may call other methods of the Log, Append included;
 // records appended meanwhile are not visited.
 func (l *Log) Scan(from Pos, fn func(pos Pos, rec Record) error) error {
-	head := l.Head()
-	if from == head {
-		if l.isClosed() {
-			return ErrClosed
-		}
-		return nil
+	l.mu.Lock()
+	head, start, closed := l.mu.head, l.mu.segs[0].base, l.mu.closed
+	l.mu.Unlock()
+	switch {
+	case closed:
+		return ErrClosed
+	case from < start || from > head:
+		return fmt.Errorf("%w: scan from %d, log holds [%d, %d)", ErrOutOfRange, from, start, head)
 	}
 	for pos := from; pos < head; {
 		s, end, err := l.acquire(pos)
