@@ -1,0 +1,251 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/hourglass-mq/hourglass/commitlog"
+	"github.com/hourglass-mq/hourglass/errs"
+	"github.com/hourglass-mq/hourglass/message"
+)
+
+// State is where a message is in its life.
+type State string
+
+// The states of a message.
+const (
+	// StatePending: waiting for its due time; cancellable.
+	StatePending State = "pending"
+	// StateDue: its due time has passed and it is queued for dispatch
+	// (a herd is being spread at the dispatch rate); no longer cancellable.
+	StateDue State = "due"
+	// StateVisible: in its topic queue, available to consumers.
+	StateVisible State = "visible"
+	// StateCancelled: cancelled before it fell due; it will never be delivered.
+	StateCancelled State = "cancelled"
+)
+
+// Info describes a message for operators: where it is and when it fires.
+type Info struct {
+	ID         message.ID
+	State      State
+	Topic      string
+	Queue      int
+	Key        string
+	Tag        string
+	Due        int64 // Unix ms, after any reschedule
+	Sent       int64 // Unix ms
+	Visible    int64 // Unix ms it became visible, when known (0 otherwise)
+	BodyBytes  int
+	Properties map[string]string
+}
+
+// readMessage returns the stored message at id, or NotFound.
+func (e *Engine) readMessage(id message.ID) (*message.Stored, error) {
+	if id.Incarnation != e.incarn {
+		return nil, errs.New(errs.NotFound, "message %s does not exist (it was not issued by this broker's data directory)", id)
+	}
+	if id.Pos < uint64(e.clog.Start()) {
+		return nil, errs.New(errs.NotFound, "message %s no longer exists (removed by retention)", id)
+	}
+	if id.Pos >= uint64(e.clog.Head()) {
+		return nil, errs.New(errs.NotFound, "message %s does not exist", id)
+	}
+	rec, _, err := e.clog.Read(commitlog.Pos(id.Pos))
+	if err != nil || rec.Type != recMessage {
+		return nil, errs.New(errs.NotFound, "message %s does not exist", id)
+	}
+	s, err := message.Decode(rec.Payload)
+	if err != nil {
+		return nil, errs.Wrap(errs.Internal, err, "message %s is unreadable", id)
+	}
+	return s, nil
+}
+
+// stateLocked derives the state and effective due time of the message at pos.
+func (e *Engine) stateLocked(pos uint64, s *message.Stored) (State, int64, int64) {
+	due := s.Due
+	if ov := e.overlay[pos]; ov != nil {
+		due = ov.Due
+		switch {
+		case ov.Cancelled:
+			return StateCancelled, due, 0
+		case ov.Fired:
+			return StateVisible, due, ov.Visible
+		}
+	}
+	switch {
+	case e.near[pos] != nil:
+		return StatePending, due, 0
+	case e.dispatching[pos]:
+		return StateDue, due, 0
+	case due >= e.loadedUntil:
+		return StatePending, due, 0
+	}
+	return StateVisible, due, 0
+}
+
+// Inspect tells the state of a message by ID.
+func (e *Engine) Inspect(id message.ID) (Info, error) {
+	s, err := e.readMessage(id)
+	if err != nil {
+		return Info{}, err
+	}
+	e.mu.Lock()
+	st, due, vis := e.stateLocked(id.Pos, s)
+	e.mu.Unlock()
+	return Info{ID: id, State: st, Topic: s.Topic, Queue: s.Queue, Key: s.Key, Tag: s.Tag,
+		Due: due, Sent: s.Sent, Visible: vis, BodyBytes: len(s.Body), Properties: s.Properties}, nil
+}
+
+// LookupKey returns the ID of the latest message sent to topic with key.
+func (e *Engine) LookupKey(topic, key string) (message.ID, error) {
+	if key == "" {
+		return message.ID{}, errs.New(errs.InvalidArgument, "key is required")
+	}
+	e.mu.Lock()
+	pos, ok := e.keys[keyHash(topic, key)]
+	e.mu.Unlock()
+	if ok {
+		id := message.ID{Incarnation: e.incarn, Pos: pos}
+		// Check the record: a 64-bit hash collision must not return another key's message.
+		if s, err := e.readMessage(id); err == nil && s.Topic == topic && s.Key == key {
+			return id, nil
+		}
+	}
+	return message.ID{}, errs.New(errs.NotFound, "no message with key %q in topic %q", key, topic)
+}
+
+// InspectKey tells the state of the latest message sent to topic with key.
+func (e *Engine) InspectKey(topic, key string) (Info, error) {
+	id, err := e.LookupKey(topic, key)
+	if err != nil {
+		return Info{}, err
+	}
+	return e.Inspect(id)
+}
+
+// Cancel durably cancels a pending message: it will never be delivered. A
+// message already due or visible cannot be cancelled (FailedPrecondition,
+// saying so); cancelling twice is FailedPrecondition too.
+func (e *Engine) Cancel(ctx context.Context, id message.ID) error {
+	_, err := e.change(ctx, id, nil, 0)
+	return err
+}
+
+// Reschedule durably moves a pending message to a new delivery time. If
+// ifDue is not 0 it is a compare-and-set: the change happens only if the
+// current due time equals ifDue. It returns the new due time.
+func (e *Engine) Reschedule(ctx context.Context, id message.ID, w message.When, ifDue int64) (int64, error) {
+	return e.change(ctx, id, &w, ifDue)
+}
+
+// change cancels (w == nil) or reschedules a pending message. The message
+// leaves the wheel before the record is appended, so it cannot fire while
+// the change is being made durable; if the append fails it is put back.
+func (e *Engine) change(ctx context.Context, id message.ID, w *message.When, ifDue int64) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	s, err := e.readMessage(id)
+	if err != nil {
+		return 0, err
+	}
+	var newDue int64
+	if w != nil {
+		if newDue, err = e.opts.Limits.DueAt(*w, e.Now()); err != nil {
+			return 0, err
+		}
+	}
+	e.gate.RLock()
+	defer e.gate.RUnlock()
+	e.mu.Lock()
+	if err := e.unavailableLocked(); err != nil {
+		e.mu.Unlock()
+		return 0, err
+	}
+	st, due, vis := e.stateLocked(id.Pos, s)
+	switch st {
+	case StateCancelled:
+		e.mu.Unlock()
+		return 0, errs.New(errs.FailedPrecondition, "message %s is already cancelled", id)
+	case StateDue, StateVisible:
+		e.mu.Unlock()
+		at := due
+		if vis != 0 {
+			at = vis
+		}
+		return 0, errs.New(errs.FailedPrecondition, "message %s was already delivered: it fell due at %s", id, fmtMs(at))
+	}
+	if ifDue != 0 && ifDue != due {
+		e.mu.Unlock()
+		return 0, errs.New(errs.FailedPrecondition, "message %s is due at %d, not %d: not rescheduled", id, due, ifDue)
+	}
+	// Take it out of the wheel and mark it, remembering how to undo.
+	prev, hadPrev := e.overlay[id.Pos]
+	var prevCopy overlayEntry
+	if hadPrev {
+		prevCopy = *prev
+	}
+	t := e.near[id.Pos]
+	if t != nil {
+		e.wheel.Cancel(t)
+		delete(e.near, id.Pos)
+	}
+	ov := &overlayEntry{Due: due}
+	if w == nil {
+		ov.Cancelled = true
+	} else {
+		ov.Due = newDue
+	}
+	e.overlay[id.Pos] = ov
+	e.mu.Unlock()
+
+	var rec commitlog.Record
+	if w == nil {
+		rec = encodePos(recCancel, id.Pos, 0)
+	} else {
+		rec = encodePos(recReschedule, id.Pos, newDue)
+	}
+	_, aerr := e.clog.Append(rec)
+
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ref := timerRef{pos: id.Pos, due: due, topic: e.topicsByName[s.Topic].id, queue: uint16(s.Queue)}
+	if aerr != nil {
+		if hadPrev {
+			*ov = prevCopy
+		} else {
+			delete(e.overlay, id.Pos)
+		}
+		if t != nil {
+			e.free = append(e.free, t)
+		}
+		// Its bucket may have been loaded (and this entry skipped) while
+		// the change was being written.
+		if t != nil || ref.due < e.loadedUntil {
+			e.scheduleLocked(ref)
+		}
+		return 0, storageErr(aerr)
+	}
+	if t != nil {
+		e.free = append(e.free, t)
+	}
+	if w == nil {
+		e.segPending[e.segOfLocked(id.Pos)]--
+		e.stats.Pending.Add(-1)
+		e.stats.Cancelled.Add(1)
+		return 0, nil
+	}
+	ref.due = newDue
+	e.addTimerLocked(ref)
+	e.stats.Rescheduled.Add(1)
+	e.kickLoop()
+	return newDue, nil
+}
+
+func fmtMs(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano) }
+
+// IsNotFound reports whether err is a NotFound error.
+func IsNotFound(err error) bool { return errors.Is(err, errs.ErrNotFound) }

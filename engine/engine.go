@@ -1,0 +1,378 @@
+// Package engine is the broker core of hourglass on one machine: it accepts
+// messages with a delivery time, keeps them durable in the commit log, and
+// makes each one visible in its topic queue's index when it falls due.
+//
+// # Data flow
+//
+// Send validates, appends a message record to the commit log (group commit;
+// in sync mode the call returns after fdatasync), then registers the timer:
+// always in the on-disk timer index (timerstore, one file per time bucket),
+// and also in the in-memory timing wheel when its bucket is in the near
+// window. The dispatch loop advances the wheel; due timers enter a dispatch
+// heap ordered by due time, from which batches leave at the configured rate:
+// each batch is one fire record in the commit log, and after it is durable
+// the batch's entries are appended to the queue indexes and consumers are
+// woken. The body is never rewritten.
+//
+// # Durability invariants
+//
+//   - The log is the truth: the timer buckets, queue indexes and key index
+//     are caches. A checkpoint records the log position L up to which they
+//     are complete and synced, the fire frontier F (every timer due at or
+//     before F, registered before L, is visible), and the small in-memory
+//     state (topics, reschedule/cancel overlay, per-segment pending counts).
+//   - Recovery truncates the caches to the checkpoint, replays the log from
+//     L, and loads timer buckets from F on. A message fires at most once per
+//     fire record: fire records replayed after L mark what is already
+//     visible, and overlay entries remember fired, cancelled or moved timers
+//     so stale bucket entries are skipped.
+//   - Checkpoint and every append+apply exclude each other through gate, so
+//     a checkpoint never records L beyond a record whose effect is not yet
+//     in the caches.
+//
+// # Locks
+//
+// gate (RWMutex) before mu (Mutex). Appenders hold gate shared from before
+// their append until their effect is applied under mu; the checkpoint holds
+// gate exclusively while it captures state. Methods named ...Locked expect
+// mu held.
+package engine
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"log/slog"
+	"math"
+	"path"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hourglass-mq/hourglass/commitlog"
+	"github.com/hourglass-mq/hourglass/errs"
+	"github.com/hourglass-mq/hourglass/queueindex"
+	"github.com/hourglass-mq/hourglass/timerstore"
+	"github.com/hourglass-mq/hourglass/timewheel"
+	"github.com/hourglass-mq/hourglass/vfs"
+)
+
+// timerRef is what a wheel timer carries.
+type timerRef struct {
+	pos   uint64
+	due   int64
+	topic uint32
+	queue uint16
+}
+
+type wheelTimer = timewheel.Timer[timerRef]
+
+// overlayEntry remembers a message whose timer no longer matches its
+// record: rescheduled, cancelled or already fired after a reschedule. It is
+// kept while the message's record is retained, so that stale bucket entries
+// are skipped and Inspect tells the truth.
+type overlayEntry struct {
+	Due       int64 // effective due time
+	Cancelled bool
+	Fired     bool
+	Visible   int64 // when it became visible, if Fired
+}
+
+// topic is one topic and its queue indexes.
+type topic struct {
+	id     uint32
+	name   string
+	fifo   bool
+	queues []*queueindex.Index
+	rr     atomic.Uint32 // round robin for messages without key or group
+}
+
+// Engine is the broker core. Its methods are safe for concurrent use.
+type Engine struct {
+	opts   Options
+	log    *slog.Logger
+	fs     vfs.FS
+	clog   *commitlog.Log
+	incarn uint32
+	stats  *Stats
+
+	gate sync.RWMutex
+	mu   sync.Mutex
+	// Fields below are guarded by mu.
+	topicsByName map[string]*topic
+	topicsByID   map[uint32]*topic
+	nextTopicID  uint32
+	overlay      map[uint64]*overlayEntry
+	keys         map[uint64]uint64 // hash(topic, key) -> pos of the latest message
+	keyFile      vfs.File
+	keyLen       int64 // bytes of keyFile written
+	keyBuf       []byte
+	timers       *timerstore.Store
+	wheel        *timewheel.Wheel[timerRef]
+	near         map[uint64]*wheelTimer // pending timers in the wheel, by pos
+	free         []*wheelTimer          // recycled timers
+	loadedUntil  int64                  // buckets starting before this are in the wheel
+	lastAdvance  int64                  // wheel time: every wheel timer due <= this has left it
+	dispatch     dispatchHeap           // due, waiting for a fire record
+	inflight     []fireEntry            // in the fire record being written
+	dispatching  map[uint64]bool        // positions in dispatch or inflight
+	segPending   map[uint64]int64       // segment base -> pending messages in it
+	segLast      map[uint64]int64       // segment base -> latest visible time of its messages
+	segBases     []uint64               // cached segment bases, ascending
+	segsHead     uint64                 // log head when segBases was read
+	tokens       float64                // dispatch rate limiter
+	tokensAt     int64
+	// Recovery filter: entries registered before recL and due at or
+	// before recF are visible already; firedSince lists positions made
+	// visible by fire records replayed after recL.
+	recL         uint64
+	recF         int64
+	firedSince   map[uint64]bool
+	firedSinceTo int64
+	visibleCh    chan struct{} // closed and replaced when messages become visible
+	closed       bool
+
+	timeMu   sync.Mutex
+	lastWall int64
+	lastMono time.Duration
+	brokerT  int64
+
+	kick     chan struct{}
+	done     chan struct{}
+	loopDone chan struct{}
+	ckptDone chan struct{}
+}
+
+// Open opens or creates the data directory, recovers, and starts the
+// dispatch loop and the checkpointer.
+func Open(opts Options) (*Engine, error) {
+	opts.setDefaults()
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	e := &Engine{
+		opts:         opts,
+		log:          opts.Logger,
+		fs:           opts.FS,
+		stats:        newStats(),
+		topicsByName: map[string]*topic{},
+		topicsByID:   map[uint32]*topic{},
+		nextTopicID:  1,
+		overlay:      map[uint64]*overlayEntry{},
+		keys:         map[uint64]uint64{},
+		near:         map[uint64]*wheelTimer{},
+		dispatching:  map[uint64]bool{},
+		segPending:   map[uint64]int64{},
+		segLast:      map[uint64]int64{},
+		firedSince:   map[uint64]bool{},
+		visibleCh:    make(chan struct{}),
+		kick:         make(chan struct{}, 1),
+		done:         make(chan struct{}),
+		loopDone:     make(chan struct{}),
+		ckptDone:     make(chan struct{}),
+	}
+	if err := e.fs.MkdirAll(opts.Dir); err != nil {
+		return nil, err
+	}
+	var err error
+	if e.incarn, err = loadIncarnation(e.fs, opts.Dir); err != nil {
+		return nil, err
+	}
+	e.clog, err = commitlog.Open(commitlog.Options{
+		FS:            e.fs,
+		Dir:           path.Join(opts.Dir, "log"),
+		SegmentBytes:  opts.SegmentBytes,
+		Flush:         opts.Flush,
+		FlushInterval: opts.FlushInterval,
+		// A message record holds the body plus its header fields.
+		MaxRecordBytes: opts.Limits.MaxBodyBytes + opts.Limits.MaxHeaderBytes + 1024,
+		OnSync: func(d time.Duration, records, bytes int) {
+			e.stats.FsyncSeconds.Observe(d.Seconds())
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("engine: open commit log: %w", err)
+	}
+	e.initClock()
+	if err := e.recover(); err != nil {
+		e.clog.Close()
+		return nil, fmt.Errorf("engine: recovery: %w", err)
+	}
+	took := time.Since(start)
+	e.stats.RecoverySeconds.Store(math.Float64bits(took.Seconds()))
+	e.log.Info("engine recovered", "dir", opts.Dir, "took", took,
+		"log_start", e.clog.Start(), "log_head", e.clog.Head(),
+		"pending", e.stats.Pending.Load(), "fire_frontier", time.UnixMilli(e.recF).UTC())
+	go e.loop()
+	go e.checkpointer()
+	return e, nil
+}
+
+// loadIncarnation reads the data directory's random incarnation number,
+// drawing and durably storing one for a new directory. It makes IDs of a
+// wiped or foreign directory unrecognised rather than aliased.
+func loadIncarnation(fs vfs.FS, dir string) (uint32, error) {
+	name := path.Join(dir, "INCARNATION")
+	if f, err := fs.Open(name); err == nil {
+		var b [4]byte
+		_, err := f.ReadAt(b[:], 0)
+		f.Close()
+		if err != nil {
+			return 0, fmt.Errorf("engine: read %s: %w", name, err)
+		}
+		return binary.LittleEndian.Uint32(b[:]), nil
+	} else if !vfs.IsNotExist(err) {
+		return 0, err
+	}
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return 0, err
+	}
+	if err := writeFileAtomic(fs, dir, "INCARNATION", b[:]); err != nil {
+		return 0, err
+	}
+	return binary.LittleEndian.Uint32(b[:]), nil
+}
+
+// writeFileAtomic replaces dir/name with data: temp file, sync, rename,
+// sync the directory.
+func writeFileAtomic(fs vfs.FS, dir, name string, data []byte) error {
+	tmp := path.Join(dir, name+".tmp")
+	f, err := fs.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteAt(data, 0); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := fs.Rename(tmp, path.Join(dir, name)); err != nil {
+		return err
+	}
+	return fs.SyncDir(dir)
+}
+
+// Close stops dispatching, writes a final checkpoint and closes the files.
+// It is idempotent. Sends that race with Close fail with Unavailable.
+func (e *Engine) Close() error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	e.mu.Unlock()
+	close(e.done)
+	<-e.loopDone
+	<-e.ckptDone
+	err := e.checkpoint()
+	e.mu.Lock()
+	for _, t := range e.topicsByID {
+		for _, q := range t.queues {
+			q.Close()
+		}
+	}
+	if e.keyFile != nil {
+		e.keyFile.Close()
+	}
+	e.mu.Unlock()
+	if cerr := e.clog.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func (e *Engine) unavailableLocked() error {
+	if e.closed {
+		return errs.New(errs.Unavailable, "broker is shutting down")
+	}
+	return nil
+}
+
+// initClock anchors the broker clock at the wall clock.
+func (e *Engine) initClock() {
+	e.lastWall = e.opts.Clock.Now().UnixMilli()
+	e.lastMono = e.opts.Clock.Since()
+	e.brokerT = e.lastWall
+}
+
+// Now returns the broker's time in Unix milliseconds. It follows the wall
+// clock but never runs backwards: after a backward step it holds still
+// until the wall clock catches up, so nothing becomes visible early; a
+// forward step makes what it skipped due at once, at the dispatch rate.
+// Steps larger than ClockJumpThreshold relative to the monotonic clock are
+// logged and counted.
+func (e *Engine) Now() int64 {
+	wall := e.opts.Clock.Now().UnixMilli()
+	mono := e.opts.Clock.Since()
+	e.timeMu.Lock()
+	defer e.timeMu.Unlock()
+	expect := e.lastWall + (mono - e.lastMono).Milliseconds()
+	if d := wall - expect; d > e.opts.ClockJumpThreshold.Milliseconds() || -d > e.opts.ClockJumpThreshold.Milliseconds() {
+		e.stats.ClockJumps.Add(1)
+		e.log.Warn("wall clock jumped", "by", time.Duration(d)*time.Millisecond)
+	}
+	e.lastWall, e.lastMono = wall, mono
+	if wall > e.brokerT {
+		e.brokerT = wall
+	}
+	return e.brokerT
+}
+
+// kickLoop wakes the dispatch loop without blocking.
+func (e *Engine) kickLoop() {
+	select {
+	case e.kick <- struct{}{}:
+	default:
+	}
+}
+
+// notifyVisibleLocked wakes every waiter of VisibleSignal.
+func (e *Engine) notifyVisibleLocked() {
+	close(e.visibleCh)
+	e.visibleCh = make(chan struct{})
+}
+
+// VisibleSignal returns a channel that is closed the next time messages
+// become visible; long-polling consumers wait on it.
+func (e *Engine) VisibleSignal() <-chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.visibleCh
+}
+
+// segOfLocked returns the base of the commit-log segment holding pos.
+func (e *Engine) segOfLocked(pos uint64) uint64 {
+	n := len(e.segBases)
+	if n == 0 || pos >= e.segsHead {
+		// pos may be in a segment created since the cache was made.
+		e.segsHead = uint64(e.clog.Head())
+		segs := e.clog.Segments()
+		e.segBases = e.segBases[:0]
+		for _, s := range segs {
+			e.segBases = append(e.segBases, uint64(s.Base))
+		}
+		n = len(e.segBases)
+	}
+	lo, hi := 0, n
+	for lo < hi {
+		m := (lo + hi) / 2
+		if e.segBases[m] <= pos {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo == 0 {
+		return 0
+	}
+	return e.segBases[lo-1]
+}

@@ -1,0 +1,262 @@
+package engine
+
+import (
+	"container/heap"
+	"time"
+
+	"github.com/hourglass-mq/hourglass/queueindex"
+)
+
+// dispatchHeap orders due timers by due time, so a herd is dispatched
+// earliest first and the fire frontier is its minimum.
+type dispatchHeap []timerRef
+
+func (h dispatchHeap) Len() int           { return len(h) }
+func (h dispatchHeap) Less(i, j int) bool { return h[i].due < h[j].due }
+func (h dispatchHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *dispatchHeap) Push(x any)        { *h = append(*h, x.(timerRef)) }
+func (h *dispatchHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+func (e *Engine) pushDispatchLocked(ref timerRef) {
+	heap.Push(&e.dispatch, ref)
+	e.dispatching[ref.pos] = true
+}
+
+// validLocked reports whether a timer loaded from a bucket should fire:
+// its record still exists, it was not cancelled, moved or fired, and it is
+// not one the recovery filter knows to be visible already.
+func (e *Engine) validLocked(pos uint64, due int64) bool {
+	if pos < uint64(e.clog.Start()) || e.near[pos] != nil || e.dispatching[pos] {
+		return false
+	}
+	if ov := e.overlay[pos]; ov != nil {
+		return !ov.Cancelled && !ov.Fired && ov.Due == due
+	}
+	if e.firedSince[pos] {
+		return false
+	}
+	return due > e.recF || pos >= e.recL
+}
+
+// loadLocked moves the buckets of the near window into the wheel.
+func (e *Engine) loadLocked(now int64) {
+	width := e.timers.Width()
+	target := e.timers.BucketOf(now+e.opts.Lookahead.Milliseconds()) + width
+	for {
+		b, ok := e.timers.NextBucket(e.loadedUntil)
+		if !ok || b >= target {
+			break
+		}
+		entries, err := e.timers.Load(b)
+		if err != nil {
+			// Do not advance past a bucket we could not read: retry next round.
+			e.log.Error("timer bucket load failed", "bucket", fmtMs(b), "err", err)
+			e.stats.TimerLoadErrors.Add(1)
+			return
+		}
+		if b+width > e.loadedUntil {
+			e.loadedUntil = b + width
+		}
+		for _, en := range entries {
+			if en.Kind != kindMessage || !e.validLocked(en.Pos, en.Due) {
+				continue
+			}
+			e.scheduleLocked(timerRef{pos: en.Pos, due: en.Due, topic: en.Topic, queue: en.Queue})
+		}
+	}
+	if target > e.loadedUntil {
+		e.loadedUntil = target
+	}
+	if len(e.firedSince) > 0 && e.loadedUntil > e.firedSinceTo {
+		e.firedSince = map[uint64]bool{}
+	}
+}
+
+// expireLocked is the wheel's fire callback.
+func (e *Engine) expireLocked(t *wheelTimer) {
+	ref := t.Value
+	delete(e.near, ref.pos)
+	t.Value = timerRef{}
+	e.free = append(e.free, t)
+	e.pushDispatchLocked(ref)
+}
+
+// takeBatchLocked takes the next fire batch from the dispatch heap, within
+// the rate limit.
+func (e *Engine) takeBatchLocked(now int64) []fireEntry {
+	if len(e.dispatch) == 0 {
+		return nil
+	}
+	n := e.opts.DispatchBatch
+	if e.opts.DispatchRate > 0 {
+		rate := float64(e.opts.DispatchRate)
+		e.tokens += float64(now-e.tokensAt) * rate / 1000
+		e.tokensAt = now
+		// Burst of at most one batch or 10 ms of rate, whichever is larger.
+		burst := max(float64(e.opts.DispatchBatch), rate/100)
+		if e.tokens > burst {
+			e.tokens = burst
+		}
+		if int(e.tokens) < n {
+			n = int(e.tokens)
+		}
+	}
+	if n > len(e.dispatch) {
+		n = len(e.dispatch)
+	}
+	if n <= 0 {
+		return nil
+	}
+	batch := make([]fireEntry, 0, n)
+	for len(batch) < n {
+		ref := heap.Pop(&e.dispatch).(timerRef)
+		batch = append(batch, fireEntry{pos: ref.pos, due: ref.due, topic: ref.topic, queue: ref.queue})
+	}
+	if e.opts.DispatchRate > 0 {
+		e.tokens -= float64(n)
+	}
+	e.inflight = batch
+	return batch
+}
+
+// frontierLocked is the fire frontier: every timer due at or before it has
+// been made visible.
+func (e *Engine) frontierLocked() int64 {
+	f := e.lastAdvance
+	if len(e.dispatch) > 0 && e.dispatch[0].due-1 < f {
+		f = e.dispatch[0].due - 1
+	}
+	for _, fe := range e.inflight {
+		if fe.due-1 < f {
+			f = fe.due - 1
+		}
+	}
+	return f
+}
+
+// loop is the one goroutine that advances time: it loads buckets, advances
+// the wheel and writes fire records. It owns nothing else; all state it
+// touches is under mu.
+func (e *Engine) loop() {
+	defer close(e.loopDone)
+	for {
+		e.mu.Lock()
+		now := e.Now()
+		e.loadLocked(now)
+		if now > e.lastAdvance {
+			e.wheel.Advance(now, e.expireLocked)
+			e.lastAdvance = now
+		}
+		batch := e.takeBatchLocked(now)
+		wait := e.waitLocked(now)
+		e.mu.Unlock()
+		if len(batch) > 0 {
+			e.fire(batch, now)
+			continue
+		}
+		timer := e.opts.Clock.NewTimer(wait)
+		select {
+		case <-timer.C():
+		case <-e.kick:
+			timer.Stop()
+		case <-e.done:
+			timer.Stop()
+			return
+		}
+	}
+}
+
+// waitLocked says how long the loop may sleep.
+func (e *Engine) waitLocked(now int64) time.Duration {
+	next := e.loadedUntil - e.opts.Lookahead.Milliseconds()
+	if d, ok := e.wheel.NextDeadline(); ok && d < next {
+		next = d
+	}
+	if len(e.dispatch) > 0 && e.opts.DispatchRate > 0 {
+		// Until enough tokens for a useful batch accrue.
+		need := min(float64(e.opts.DispatchBatch), float64(len(e.dispatch))) - e.tokens
+		ms := int64(need*1000/float64(e.opts.DispatchRate)) + 1
+		if now+ms < next {
+			next = now + ms
+		}
+	}
+	d := time.Duration(next-now) * time.Millisecond
+	if d < time.Millisecond {
+		d = time.Millisecond
+	}
+	if d > time.Second {
+		// Wake at least once a second to notice wall-clock steps.
+		d = time.Second
+	}
+	return d
+}
+
+// fire makes a batch visible: one fire record, then the queue indexes.
+func (e *Engine) fire(batch []fireEntry, visible int64) {
+	e.gate.RLock()
+	defer e.gate.RUnlock()
+	_, err := e.clog.Append(encodeFire(visible, batch))
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.inflight = nil
+	if err != nil {
+		// Put the batch back; it is retried after a pause. Nothing is lost:
+		// the timers are still in their buckets and the log.
+		e.log.Error("fire record write failed; will retry", "messages", len(batch), "err", err)
+		e.stats.FireErrors.Add(1)
+		for _, fe := range batch {
+			heap.Push(&e.dispatch, timerRef{pos: fe.pos, due: fe.due, topic: fe.topic, queue: fe.queue})
+		}
+		e.tokens = -float64(e.opts.DispatchBatch) // back off
+		return
+	}
+	e.applyFireLocked(visible, batch, true)
+}
+
+// applyFireLocked appends fired messages to their queue indexes and
+// updates the accounting. It runs live and in replay.
+func (e *Engine) applyFireLocked(visible int64, batch []fireEntry, live bool) {
+	type qk struct {
+		topic uint32
+		queue uint16
+	}
+	groups := map[qk][]queueindex.Entry{}
+	for _, fe := range batch {
+		delete(e.dispatching, fe.pos)
+		if ov := e.overlay[fe.pos]; ov != nil {
+			ov.Fired, ov.Visible = true, visible
+		}
+		k := qk{fe.topic, fe.queue}
+		groups[k] = append(groups[k], queueindex.Entry{Pos: fe.pos, Due: fe.due, Visible: visible, Size: fe.size})
+		seg := e.segOfLocked(fe.pos)
+		e.segPending[seg]--
+		if visible > e.segLast[seg] {
+			e.segLast[seg] = visible
+		}
+		if live {
+			e.stats.Lateness.Observe(float64(visible-fe.due) / 1000)
+		}
+	}
+	for k, es := range groups {
+		t := e.topicsByID[k.topic]
+		if t == nil || int(k.queue) >= len(t.queues) {
+			e.log.Error("fire for unknown topic queue", "topic", k.topic, "queue", k.queue)
+			continue
+		}
+		if _, err := t.queues[k.queue].Append(es); err != nil {
+			// The fire record is durable; the index is re-derived from it
+			// at the next recovery.
+			e.log.Error("queue index write failed", "topic", t.name, "err", err)
+		}
+	}
+	e.stats.Pending.Add(-int64(len(batch)))
+	if live {
+		e.stats.Fired.Add(uint64(len(batch)))
+		e.notifyVisibleLocked()
+	}
+}

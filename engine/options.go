@@ -1,0 +1,155 @@
+package engine
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/hourglass-mq/hourglass/clock"
+	"github.com/hourglass-mq/hourglass/commitlog"
+	"github.com/hourglass-mq/hourglass/message"
+	"github.com/hourglass-mq/hourglass/vfs"
+)
+
+// Options configure an Engine. The zero value of every field means its
+// default, so NewOptions() and Options{Dir: d} behave the same.
+type Options struct {
+	// Dir is the data directory. Required.
+	Dir string
+	// FS is the filesystem; default vfs.OS. Tests pass vfs.NewMem().
+	FS vfs.FS
+	// Clock is the time source; default the system clock.
+	Clock clock.Clock
+	// Logger receives structured logs; default slog.Default().
+	Logger *slog.Logger
+
+	// Flush is the commit-log flush policy: commitlog.FlushSync (default)
+	// acknowledges a send after fdatasync; commitlog.FlushAsync acknowledges
+	// after the write and syncs every FlushInterval, so a power loss may
+	// lose up to one interval of acknowledged sends. A process crash
+	// (kill -9) loses nothing under either policy: the data is in the page cache.
+	Flush commitlog.FlushPolicy
+	// FlushInterval is the async sync period; default 10ms.
+	FlushInterval time.Duration
+	// SegmentBytes is the commit-log segment size; default 64 MiB.
+	SegmentBytes int64
+
+	// Limits bound message inputs (body size, maximum delay, delay levels).
+	Limits message.Limits
+	// DefaultQueues is the queue count of an auto-created topic; default 4.
+	DefaultQueues int
+	// MaxQueues bounds the queues of one topic; default 256.
+	MaxQueues int
+	// MaxTopics bounds the number of topics; default 10,000.
+	MaxTopics int
+	// NoAutoCreate makes sends to an unknown topic fail instead of creating it.
+	NoAutoCreate bool
+	// MaxBatch bounds the messages of one SendBatch; default 1,000.
+	MaxBatch int
+
+	// BucketWidth is the span of one on-disk timer bucket; default 1 minute.
+	// It must not change for an existing data directory.
+	BucketWidth time.Duration
+	// Lookahead is how long before its start a bucket is loaded into the
+	// in-memory wheel; default half a bucket width.
+	Lookahead time.Duration
+	// DispatchRate bounds how many due messages per second become visible,
+	// so that a herd (or what fell due while the broker was down) reaches
+	// consumers at a bounded rate; default 200,000. Negative means unbounded.
+	DispatchRate int
+	// DispatchBatch bounds the messages made visible by one fire record;
+	// default 4,096.
+	DispatchBatch int
+
+	// CheckpointInterval is how often the checkpoint is written; it bounds
+	// the log replayed at recovery. Default 5s.
+	CheckpointInterval time.Duration
+	// Retention is how long a segment whose messages are all visible (and
+	// none pending) is kept for consumers before deletion; default 72h.
+	Retention time.Duration
+	// ClockJumpThreshold is the wall-clock step, relative to the monotonic
+	// clock, that is logged and counted as a jump; default 1s.
+	ClockJumpThreshold time.Duration
+}
+
+// NewOptions returns the defaults for dir.
+func NewOptions(dir string) Options {
+	o := Options{Dir: dir}
+	o.setDefaults()
+	return o
+}
+
+func (o *Options) setDefaults() {
+	if o.FS == nil {
+		o.FS = vfs.OS
+	}
+	if o.Clock == nil {
+		o.Clock = clock.NewReal()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.FlushInterval == 0 {
+		o.FlushInterval = 10 * time.Millisecond
+	}
+	if o.SegmentBytes == 0 {
+		o.SegmentBytes = 64 << 20
+	}
+	o.Limits = o.Limits.Defaults()
+	if o.DefaultQueues == 0 {
+		o.DefaultQueues = 4
+	}
+	if o.MaxQueues == 0 {
+		o.MaxQueues = 256
+	}
+	if o.MaxTopics == 0 {
+		o.MaxTopics = 10000
+	}
+	if o.MaxBatch == 0 {
+		o.MaxBatch = 1000
+	}
+	if o.BucketWidth == 0 {
+		o.BucketWidth = time.Minute
+	}
+	if o.Lookahead == 0 {
+		o.Lookahead = o.BucketWidth / 2
+	}
+	if o.DispatchRate == 0 {
+		o.DispatchRate = 200000
+	}
+	if o.DispatchBatch == 0 {
+		o.DispatchBatch = 4096
+	}
+	if o.CheckpointInterval == 0 {
+		o.CheckpointInterval = 5 * time.Second
+	}
+	if o.Retention == 0 {
+		o.Retention = 72 * time.Hour
+	}
+	if o.ClockJumpThreshold == 0 {
+		o.ClockJumpThreshold = time.Second
+	}
+}
+
+func (o *Options) validate() error {
+	switch {
+	case o.Dir == "":
+		return fmt.Errorf("engine: Options.Dir is required")
+	case o.BucketWidth < time.Millisecond:
+		return fmt.Errorf("engine: BucketWidth %v is below 1ms", o.BucketWidth)
+	case o.DefaultQueues < 1 || o.DefaultQueues > o.MaxQueues:
+		return fmt.Errorf("engine: DefaultQueues %d is not in [1, %d]", o.DefaultQueues, o.MaxQueues)
+	case o.MaxQueues > 65535:
+		return fmt.Errorf("engine: MaxQueues %d is above 65535", o.MaxQueues)
+	case o.DispatchBatch < 1:
+		return fmt.Errorf("engine: DispatchBatch %d must be positive", o.DispatchBatch)
+	case o.Limits.MaxBodyBytes < 0 || o.Limits.MaxDelay < 0:
+		return fmt.Errorf("engine: negative limits")
+	}
+	for i, d := range o.Limits.DelayLevels {
+		if d <= 0 || d > o.Limits.MaxDelay {
+			return fmt.Errorf("engine: delay level %d is %v; levels must be positive and within the maximum delay %v", i+1, d, o.Limits.MaxDelay)
+		}
+	}
+	return nil
+}

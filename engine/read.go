@@ -1,0 +1,80 @@
+package engine
+
+import (
+	"github.com/hourglass-mq/hourglass/commitlog"
+	"github.com/hourglass-mq/hourglass/errs"
+	"github.com/hourglass-mq/hourglass/message"
+)
+
+// Visible is a message in a topic queue, as consumers see it.
+type Visible struct {
+	ID      message.ID
+	Offset  uint64 // index of the entry in its queue
+	Due     int64
+	Visible int64
+	Message *message.Stored
+}
+
+// TopicInfo describes a topic.
+type TopicInfo struct {
+	Name   string
+	Queues int
+	FIFO   bool
+	// Lengths is the number of visible entries ever appended per queue.
+	Lengths []uint64
+}
+
+// Topics lists the topics.
+func (e *Engine) Topics() []TopicInfo {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]TopicInfo, 0, len(e.topicsByName))
+	for _, t := range e.topicsByID {
+		ti := TopicInfo{Name: t.name, Queues: len(t.queues), FIFO: t.fifo}
+		for _, q := range t.queues {
+			ti.Lengths = append(ti.Lengths, q.Len())
+		}
+		out = append(out, ti)
+	}
+	return out
+}
+
+// ReadQueue returns up to max visible messages of a topic queue starting
+// at offset from. It does not consume: consumer groups keep their own
+// progress. A message whose record was removed by retention is skipped.
+func (e *Engine) ReadQueue(topic string, queue int, from uint64, max int) ([]Visible, error) {
+	e.mu.Lock()
+	t := e.topicsByName[topic]
+	if t == nil {
+		e.mu.Unlock()
+		return nil, errs.New(errs.NotFound, "topic %q does not exist", topic)
+	}
+	if queue < 0 || queue >= len(t.queues) {
+		e.mu.Unlock()
+		return nil, errs.New(errs.InvalidArgument, "topic %q has queues 0 to %d, not %d", topic, len(t.queues)-1, queue)
+	}
+	q := t.queues[queue]
+	n := q.Len()
+	e.mu.Unlock()
+	entries, err := q.Read(from, max, n)
+	if err != nil {
+		return nil, errs.Wrap(errs.Internal, err, "read queue %s/%d", topic, queue)
+	}
+	out := make([]Visible, 0, len(entries))
+	for i, en := range entries {
+		if en.Pos < uint64(e.clog.Start()) {
+			continue
+		}
+		rec, _, err := e.clog.Read(commitlog.Pos(en.Pos))
+		if err != nil {
+			return nil, errs.Wrap(errs.Internal, err, "read message at %d", en.Pos)
+		}
+		s, err := message.Decode(rec.Payload)
+		if err != nil {
+			return nil, errs.Wrap(errs.Internal, err, "decode message at %d", en.Pos)
+		}
+		out = append(out, Visible{ID: message.ID{Incarnation: e.incarn, Pos: en.Pos}, Offset: from + uint64(i),
+			Due: en.Due, Visible: en.Visible, Message: s})
+	}
+	return out, nil
+}

@@ -1,0 +1,336 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"hash/fnv"
+	"path"
+	"strconv"
+
+	"github.com/hourglass-mq/hourglass/commitlog"
+	"github.com/hourglass-mq/hourglass/errs"
+	"github.com/hourglass-mq/hourglass/message"
+	"github.com/hourglass-mq/hourglass/queueindex"
+	"github.com/hourglass-mq/hourglass/timerstore"
+)
+
+// SendRequest is one message to send and when to deliver it.
+type SendRequest struct {
+	Message message.Message
+	When    message.When
+}
+
+// Receipt is what a send returns: the handle to cancel, reschedule or
+// inspect the message, and when it will become visible.
+type Receipt struct {
+	ID    message.ID
+	Topic string
+	Queue int
+	Due   int64 // Unix ms
+}
+
+// Send durably accepts one message. In sync flush mode it returns after the
+// message is on disk.
+func (e *Engine) Send(ctx context.Context, m message.Message, w message.When) (Receipt, error) {
+	rs, err := e.SendBatch(ctx, []SendRequest{{Message: m, When: w}})
+	if err != nil {
+		return Receipt{}, err
+	}
+	return rs[0], nil
+}
+
+// SendBatch durably accepts several messages in one commit-log write: all
+// or none. Every message is validated before anything is written; the
+// error of the first invalid one names its index.
+func (e *Engine) SendBatch(ctx context.Context, reqs []SendRequest) ([]Receipt, error) {
+	if len(reqs) == 0 {
+		return nil, errs.New(errs.InvalidArgument, "batch is empty")
+	}
+	if len(reqs) > e.opts.MaxBatch {
+		return nil, errs.New(errs.TooLarge, "batch has %d messages; the limit is %d", len(reqs), e.opts.MaxBatch)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	now := e.Now()
+	recs := make([]commitlog.Record, len(reqs))
+	stored := make([]*message.Stored, len(reqs))
+	tops := make([]*topic, len(reqs))
+	for i := range reqs {
+		r := &reqs[i]
+		if err := e.opts.Limits.Validate(&r.Message); err != nil {
+			return nil, batchErr(len(reqs), i, err)
+		}
+		due, err := e.opts.Limits.DueAt(r.When, now)
+		if err != nil {
+			return nil, batchErr(len(reqs), i, err)
+		}
+		t, err := e.topicFor(r.Message.Topic)
+		if err != nil {
+			return nil, batchErr(len(reqs), i, err)
+		}
+		if t.fifo && r.Message.Group == "" {
+			return nil, batchErr(len(reqs), i, errs.New(errs.InvalidArgument, "topic %q is FIFO: a message group is required", t.name))
+		}
+		s := &message.Stored{Message: r.Message, Due: due, Sent: now, Queue: pickQueue(t, &r.Message)}
+		stored[i], tops[i] = s, t
+		recs[i] = commitlog.Record{Type: recMessage, Payload: message.Encode(nil, s)}
+	}
+
+	e.gate.RLock()
+	defer e.gate.RUnlock()
+	if err := e.checkOpen(); err != nil {
+		return nil, err
+	}
+	pos, err := e.clog.Append(recs...)
+	if err != nil {
+		return nil, storageErr(err)
+	}
+	out := make([]Receipt, len(reqs))
+	e.mu.Lock()
+	for i, s := range stored {
+		e.applyMessageLocked(uint64(pos[i]), s, tops[i], len(recs[i].Payload))
+		out[i] = Receipt{ID: message.ID{Incarnation: e.incarn, Pos: uint64(pos[i])}, Topic: s.Topic, Queue: s.Queue, Due: s.Due}
+	}
+	e.mu.Unlock()
+	e.stats.Sent.Add(uint64(len(reqs)))
+	e.kickLoop()
+	return out, nil
+}
+
+func batchErr(n, i int, err error) error {
+	if n == 1 {
+		return err
+	}
+	var he *errs.Error
+	if errors.As(err, &he) {
+		return &errs.Error{Code: he.Code, Msg: "message " + strconv.Itoa(i) + ": " + he.Msg, Err: he.Err}
+	}
+	return err
+}
+
+// storageErr classifies a commit-log failure for the caller.
+func storageErr(err error) error {
+	switch {
+	case errors.Is(err, commitlog.ErrDiskFull):
+		return errs.Wrap(errs.ResourceExhausted, err, "disk full: the message was not stored")
+	case errors.Is(err, commitlog.ErrClosed):
+		return errs.New(errs.Unavailable, "broker is shutting down")
+	case errors.Is(err, commitlog.ErrRecordTooLarge):
+		return errs.Wrap(errs.TooLarge, err, "record too large")
+	}
+	return errs.Wrap(errs.Unavailable, err, "storage failed: the message was not stored")
+}
+
+func (e *Engine) checkOpen() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.unavailableLocked()
+}
+
+// pickQueue spreads messages over queues: by group or key when given, so one
+// group's messages stay in one queue (and in order), else round robin.
+func pickQueue(t *topic, m *message.Message) int {
+	n := len(t.queues)
+	if n == 1 {
+		return 0
+	}
+	switch {
+	case m.Group != "":
+		return int(hash64(m.Group) % uint64(n))
+	case m.Key != "":
+		return int(hash64(m.Key) % uint64(n))
+	}
+	return int(t.rr.Add(1) % uint32(n))
+}
+
+func hash64(s string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(s))
+	return h.Sum64()
+}
+
+// keyHash identifies a (topic, key) pair in the key index.
+func keyHash(topic, key string) uint64 { return hash64(topic + "\x00" + key) }
+
+// applyMessageLocked registers a durably written message: key index, timer
+// index, and the wheel when its bucket is loaded.
+func (e *Engine) applyMessageLocked(pos uint64, s *message.Stored, t *topic, size int) {
+	if s.Key != "" {
+		e.addKeyLocked(keyHash(s.Topic, s.Key), pos)
+	}
+	ref := timerRef{pos: pos, due: s.Due, topic: t.id, queue: uint16(s.Queue)}
+	e.addTimerLocked(ref)
+	e.segPending[e.segOfLocked(pos)]++
+	e.stats.Pending.Add(1)
+	_ = size
+}
+
+// addTimerLocked writes a timer to its bucket and, if that bucket is
+// already in the wheel, schedules it there too.
+func (e *Engine) addTimerLocked(ref timerRef) {
+	if err := e.timers.Add(timerstore.Entry{Due: ref.due, Pos: ref.pos, Topic: ref.topic, Queue: ref.queue, Kind: kindMessage}); err != nil {
+		// The bucket is a cache of the log: a write failure here loses
+		// nothing durable, the next recovery re-derives it. Keep the timer in
+		// memory so it still fires in this process.
+		e.log.Error("timer index write failed; the timer is kept in memory", "err", err)
+		if ref.due >= e.loadedUntil {
+			e.stats.TimerWriteErrors.Add(1)
+		}
+	}
+	if ref.due < e.loadedUntil {
+		e.scheduleLocked(ref)
+	}
+}
+
+// scheduleLocked puts a timer in the wheel, or straight into the dispatch
+// heap when the wheel has already passed its due time.
+func (e *Engine) scheduleLocked(ref timerRef) {
+	if ref.due <= e.lastAdvance {
+		e.pushDispatchLocked(ref)
+		return
+	}
+	var t *wheelTimer
+	if n := len(e.free); n > 0 {
+		t = e.free[n-1]
+		e.free = e.free[:n-1]
+	} else {
+		t = &wheelTimer{}
+	}
+	t.Value = ref
+	e.wheel.Add(t, ref.due)
+	e.near[ref.pos] = t
+}
+
+func (e *Engine) addKeyLocked(h, pos uint64) {
+	e.keys[h] = pos
+	var b [16]byte
+	putU64(b[:], h)
+	putU64(b[8:], pos)
+	e.keyBuf = append(e.keyBuf, b[:]...)
+	if len(e.keyBuf) >= 64<<10 {
+		e.flushKeysLocked()
+	}
+}
+
+// flushKeysLocked writes buffered key-index entries; a failure is logged,
+// the log re-derives them at recovery.
+func (e *Engine) flushKeysLocked() {
+	if len(e.keyBuf) == 0 || e.keyFile == nil {
+		return
+	}
+	if _, err := e.keyFile.WriteAt(e.keyBuf, e.keyLen); err != nil {
+		e.log.Error("key index write failed", "err", err)
+		return
+	}
+	e.keyLen += int64(len(e.keyBuf))
+	e.keyBuf = e.keyBuf[:0]
+}
+
+// topicFor returns the topic, creating it durably when auto-create is on.
+func (e *Engine) topicFor(name string) (*topic, error) {
+	if err := message.ValidateTopic(name); err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	t := e.topicsByName[name]
+	e.mu.Unlock()
+	if t != nil {
+		return t, nil
+	}
+	if e.opts.NoAutoCreate {
+		return nil, errs.New(errs.NotFound, "topic %q does not exist (auto-create is off)", name)
+	}
+	t, err := e.createTopic(name, TopicConfig{})
+	if errs.CodeOf(err) == errs.AlreadyExists {
+		e.mu.Lock()
+		t = e.topicsByName[name]
+		e.mu.Unlock()
+		return t, nil
+	}
+	return t, err
+}
+
+// TopicConfig configures a new topic; zero values mean defaults.
+type TopicConfig struct {
+	// Queues is the number of queues; default Options.DefaultQueues.
+	Queues int
+	// FIFO hands out messages of one message group one at a time, in order.
+	FIFO bool
+}
+
+// CreateTopic durably creates a topic. It fails with AlreadyExists if the
+// topic exists. It holds the engine lock across one fsync: topic creation
+// is rare and this keeps it simple.
+func (e *Engine) CreateTopic(name string, cfg TopicConfig) error {
+	_, err := e.createTopic(name, cfg)
+	return err
+}
+
+func (e *Engine) createTopic(name string, cfg TopicConfig) (*topic, error) {
+	if err := message.ValidateTopic(name); err != nil {
+		return nil, err
+	}
+	if cfg.Queues == 0 {
+		cfg.Queues = e.opts.DefaultQueues
+	}
+	if cfg.Queues < 1 || cfg.Queues > e.opts.MaxQueues {
+		return nil, errs.New(errs.InvalidArgument, "queues %d is not in [1, %d]", cfg.Queues, e.opts.MaxQueues)
+	}
+	var flags uint8
+	if cfg.FIFO {
+		flags |= topicFIFO
+	}
+	e.gate.RLock()
+	defer e.gate.RUnlock()
+	// Creation is serialised under mu with the check, so two creators of one
+	// name cannot both append a topic record.
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.unavailableLocked(); err != nil {
+		return nil, err
+	}
+	if t := e.topicsByName[name]; t != nil {
+		return t, errs.New(errs.AlreadyExists, "topic %q exists", name)
+	}
+	if len(e.topicsByName) >= e.opts.MaxTopics {
+		return nil, errs.New(errs.ResourceExhausted, "there are %d topics; the limit is %d", len(e.topicsByName), e.opts.MaxTopics)
+	}
+	id := e.nextTopicID
+	if _, err := e.clog.Append(encodeTopic(id, cfg.Queues, flags, name)); err != nil {
+		return nil, storageErr(err)
+	}
+	t, err := e.applyTopicLocked(id, cfg.Queues, flags, name, nil)
+	if err != nil {
+		return nil, errs.Wrap(errs.Internal, err, "create topic %q", name)
+	}
+	e.log.Info("topic created", "topic", name, "queues", cfg.Queues, "fifo", cfg.FIFO)
+	return t, nil
+}
+
+// applyTopicLocked opens a topic's queue indexes. keep is the number of
+// index entries the checkpoint recorded per queue (nil: 0 for all).
+func (e *Engine) applyTopicLocked(id uint32, queues int, flags uint8, name string, keep []int64) (*topic, error) {
+	t := &topic{id: id, name: name, fifo: flags&topicFIFO != 0}
+	dir := path.Join(e.opts.Dir, "queues", strconv.FormatUint(uint64(id), 10))
+	if err := e.fs.MkdirAll(dir); err != nil {
+		return nil, err
+	}
+	for q := 0; q < queues; q++ {
+		k := int64(0)
+		if q < len(keep) {
+			k = keep[q]
+		}
+		x, err := queueindex.Open(e.fs, path.Join(dir, strconv.Itoa(q)+".qi"), k)
+		if err != nil {
+			return nil, err
+		}
+		t.queues = append(t.queues, x)
+	}
+	e.topicsByName[name] = t
+	e.topicsByID[id] = t
+	if id >= e.nextTopicID {
+		e.nextTopicID = id + 1
+	}
+	return t, nil
+}

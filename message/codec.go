@@ -1,0 +1,138 @@
+package message
+
+import (
+	"encoding/binary"
+	"errors"
+	"sort"
+)
+
+// Record payload layout of a message (all integers little endian). These
+// bytes are part of the on-disk format: never change the meaning of an
+// existing version; add a new version instead.
+//
+//	version  u8   (1)
+//	queue    u16  queue of the topic the message was assigned to
+//	due      i64  Unix ms when it becomes visible (as accepted)
+//	sent     i64  Unix ms when the broker accepted it
+//	topic    u16 len + bytes
+//	key      u16 len + bytes
+//	tag      u16 len + bytes
+//	group    u16 len + bytes
+//	nprops   u16, then per property: name u16 len + bytes, value u32 len + bytes (sorted by name)
+//	body     u32 len + bytes
+const codecVersion = 1
+
+// Stored is a message as it lies in the log: the message plus what the
+// broker decided when it accepted it.
+type Stored struct {
+	Message
+	Queue int
+	Due   int64
+	Sent  int64
+}
+
+// ErrBadRecord is returned by Decode for a payload that is not a message.
+var ErrBadRecord = errors.New("message: malformed message record")
+
+// Encode appends the record payload of s to dst.
+func Encode(dst []byte, s *Stored) []byte {
+	dst = append(dst, codecVersion)
+	dst = binary.LittleEndian.AppendUint16(dst, uint16(s.Queue))
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(s.Due))
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(s.Sent))
+	for _, f := range []string{s.Topic, s.Key, s.Tag, s.Group} {
+		dst = binary.LittleEndian.AppendUint16(dst, uint16(len(f)))
+		dst = append(dst, f...)
+	}
+	names := make([]string, 0, len(s.Properties))
+	for k := range s.Properties {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	dst = binary.LittleEndian.AppendUint16(dst, uint16(len(names)))
+	for _, k := range names {
+		v := s.Properties[k]
+		dst = binary.LittleEndian.AppendUint16(dst, uint16(len(k)))
+		dst = append(dst, k...)
+		dst = binary.LittleEndian.AppendUint32(dst, uint32(len(v)))
+		dst = append(dst, v...)
+	}
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(s.Body)))
+	return append(dst, s.Body...)
+}
+
+// Decode parses a record payload written by Encode. The result does not
+// alias b.
+func Decode(b []byte) (*Stored, error) {
+	d := decoder{b: b}
+	if d.u8() != codecVersion {
+		return nil, ErrBadRecord
+	}
+	s := &Stored{}
+	s.Queue = int(d.u16())
+	s.Due = int64(d.u64())
+	s.Sent = int64(d.u64())
+	s.Topic = d.str16()
+	s.Key = d.str16()
+	s.Tag = d.str16()
+	s.Group = d.str16()
+	if n := int(d.u16()); n > 0 {
+		s.Properties = make(map[string]string, n)
+		for i := 0; i < n && !d.bad; i++ {
+			k := d.str16()
+			s.Properties[k] = string(d.bytes(int(d.u32())))
+		}
+	}
+	s.Body = append([]byte(nil), d.bytes(int(d.u32()))...)
+	if d.bad || len(d.b) != 0 {
+		return nil, ErrBadRecord
+	}
+	return s, nil
+}
+
+// decoder reads fields and remembers whether it ran past the end, so the
+// caller checks once.
+type decoder struct {
+	b   []byte
+	bad bool
+}
+
+func (d *decoder) bytes(n int) []byte {
+	if d.bad || n < 0 || n > len(d.b) {
+		d.bad = true
+		return nil
+	}
+	v := d.b[:n]
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) u8() uint8 {
+	if v := d.bytes(1); v != nil {
+		return v[0]
+	}
+	return 0
+}
+
+func (d *decoder) u16() uint16 {
+	if v := d.bytes(2); v != nil {
+		return binary.LittleEndian.Uint16(v)
+	}
+	return 0
+}
+
+func (d *decoder) u32() uint32 {
+	if v := d.bytes(4); v != nil {
+		return binary.LittleEndian.Uint32(v)
+	}
+	return 0
+}
+
+func (d *decoder) u64() uint64 {
+	if v := d.bytes(8); v != nil {
+		return binary.LittleEndian.Uint64(v)
+	}
+	return 0
+}
+
+func (d *decoder) str16() string { return string(d.bytes(int(d.u16()))) }

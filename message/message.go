@@ -1,0 +1,186 @@
+// Package message defines what a producer sends: the message, when it is
+// to be delivered, the limits every input is checked against, and the
+// binary encoding of a message inside a commit-log record.
+package message
+
+import (
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hourglass-mq/hourglass/errs"
+)
+
+// Message is what a producer sends. Only Topic is required.
+type Message struct {
+	// Topic names the destination; see Limits.ValidateTopic for the rules.
+	Topic string
+	// Key is an optional business key ("order-123"): a message can be
+	// inspected, cancelled or rescheduled by it.
+	Key string
+	// Tag is an optional short label consumers may filter on.
+	Tag string
+	// Group is the optional FIFO message group: messages of one group in a
+	// FIFO topic are handed out one at a time, in send order.
+	Group string
+	// Properties are optional user string pairs.
+	Properties map[string]string
+	// Body is the payload, opaque to the broker.
+	Body []byte
+}
+
+// When says when a message becomes visible. At most one field may be set;
+// the zero value means now.
+type When struct {
+	// Delay is relative to the broker's clock when the send is accepted.
+	Delay time.Duration
+	// At is an absolute Unix time in milliseconds. A time in the past means now.
+	At int64
+	// Level is a 1-based index into the configured delay-level table.
+	Level int
+}
+
+// IsZero reports whether w means "now".
+func (w When) IsZero() bool { return w.Delay == 0 && w.At == 0 && w.Level == 0 }
+
+// DefaultDelayLevels is RocketMQ 4.x's default table: level 1 is 1s, level 18 is 2h.
+var DefaultDelayLevels = []time.Duration{
+	1 * time.Second, 5 * time.Second, 10 * time.Second, 30 * time.Second,
+	1 * time.Minute, 2 * time.Minute, 3 * time.Minute, 4 * time.Minute,
+	5 * time.Minute, 6 * time.Minute, 7 * time.Minute, 8 * time.Minute,
+	9 * time.Minute, 10 * time.Minute, 20 * time.Minute, 30 * time.Minute,
+	1 * time.Hour, 2 * time.Hour,
+}
+
+// Limits bound every input. The zero value of a field means the default.
+type Limits struct {
+	// MaxBodyBytes bounds a body; default 4 MiB.
+	MaxBodyBytes int
+	// MaxDelay bounds how far in the future a message may be due; default 400 days.
+	MaxDelay time.Duration
+	// DelayLevels is the table Level indexes; default DefaultDelayLevels.
+	DelayLevels []time.Duration
+	// MaxProperties bounds the number of properties; default 64.
+	MaxProperties int
+	// MaxHeaderBytes bounds key, tag, group and all properties together;
+	// default 32 KiB.
+	MaxHeaderBytes int
+}
+
+// Defaults returns l with every zero field set to its default.
+func (l Limits) Defaults() Limits {
+	if l.MaxBodyBytes == 0 {
+		l.MaxBodyBytes = 4 << 20
+	}
+	if l.MaxDelay == 0 {
+		l.MaxDelay = 400 * 24 * time.Hour
+	}
+	if len(l.DelayLevels) == 0 {
+		l.DelayLevels = DefaultDelayLevels
+	}
+	if l.MaxProperties == 0 {
+		l.MaxProperties = 64
+	}
+	if l.MaxHeaderBytes == 0 {
+		l.MaxHeaderBytes = 32 << 10
+	}
+	return l
+}
+
+// MaxTopicLen is the longest topic name accepted.
+const MaxTopicLen = 200
+
+// ValidateTopic checks a topic name: 1 to 200 characters of letters, digits,
+// '-', '_', '.' and '%' (the set RocketMQ allows, so names carry over).
+func ValidateTopic(name string) error {
+	if name == "" {
+		return errs.New(errs.InvalidArgument, "topic is required")
+	}
+	if len(name) > MaxTopicLen {
+		return errs.New(errs.InvalidArgument, "topic %.20q... is %d bytes long; the limit is %d", name, len(name), MaxTopicLen)
+	}
+	for _, r := range name {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.%", r)
+		if !ok {
+			return errs.New(errs.InvalidArgument, "topic %q has the character %q; allowed are letters, digits, '-', '_', '.', '%%'", name, r)
+		}
+	}
+	return nil
+}
+
+// Validate checks m against l (l must have had Defaults applied).
+func (l Limits) Validate(m *Message) error {
+	if err := ValidateTopic(m.Topic); err != nil {
+		return err
+	}
+	if len(m.Body) > l.MaxBodyBytes {
+		return errs.New(errs.TooLarge, "body is %d bytes; the limit is %d bytes", len(m.Body), l.MaxBodyBytes)
+	}
+	if len(m.Properties) > l.MaxProperties {
+		return errs.New(errs.TooLarge, "message has %d properties; the limit is %d", len(m.Properties), l.MaxProperties)
+	}
+	header := len(m.Key) + len(m.Tag) + len(m.Group)
+	for k, v := range m.Properties {
+		if k == "" {
+			return errs.New(errs.InvalidArgument, "property name must not be empty")
+		}
+		if !utf8.ValidString(k) || !utf8.ValidString(v) {
+			return errs.New(errs.InvalidArgument, "property %q is not valid UTF-8", k)
+		}
+		header += len(k) + len(v)
+	}
+	if header > l.MaxHeaderBytes {
+		return errs.New(errs.TooLarge, "key, tag, group and properties take %d bytes; the limit is %d", header, l.MaxHeaderBytes)
+	}
+	for _, f := range []struct{ name, v string }{{"key", m.Key}, {"tag", m.Tag}, {"group", m.Group}} {
+		if !utf8.ValidString(f.v) {
+			return errs.New(errs.InvalidArgument, "%s is not valid UTF-8", f.name)
+		}
+		if len(f.v) > 0xffff {
+			return errs.New(errs.TooLarge, "%s is %d bytes; the limit is 65535", f.name, len(f.v))
+		}
+	}
+	return nil
+}
+
+// DueAt resolves w against now (Unix ms) into an absolute due time in Unix
+// ms. A time in the past becomes now; beyond now+MaxDelay is an error that
+// names the limit, never a silent clamp.
+func (l Limits) DueAt(w When, now int64) (int64, error) {
+	set := 0
+	for _, b := range []bool{w.Delay != 0, w.At != 0, w.Level != 0} {
+		if b {
+			set++
+		}
+	}
+	if set > 1 {
+		return 0, errs.New(errs.InvalidArgument, "give at most one of delay, at and level")
+	}
+	var due int64
+	switch {
+	case w.Level != 0:
+		if w.Level < 1 || w.Level > len(l.DelayLevels) {
+			return 0, errs.New(errs.InvalidArgument, "delay level %d does not exist; levels are 1 to %d", w.Level, len(l.DelayLevels))
+		}
+		due = now + l.DelayLevels[w.Level-1].Milliseconds()
+	case w.Delay < 0:
+		return 0, errs.New(errs.InvalidArgument, "delay %v is negative", w.Delay)
+	case w.Delay > 0:
+		if w.Delay > l.MaxDelay {
+			return 0, errs.New(errs.InvalidArgument, "delay %v is beyond the maximum delay of %v", w.Delay, l.MaxDelay)
+		}
+		due = now + w.Delay.Milliseconds()
+	case w.At < 0:
+		return 0, errs.New(errs.InvalidArgument, "at %d is negative; it is Unix time in milliseconds", w.At)
+	case w.At > 0:
+		due = w.At
+		if due > now+l.MaxDelay.Milliseconds() {
+			return 0, errs.New(errs.InvalidArgument, "at %s is %v ahead, beyond the maximum delay of %v",
+				time.UnixMilli(due).UTC().Format(time.RFC3339Nano), time.Duration(due-now)*time.Millisecond, l.MaxDelay)
+		}
+	}
+	if due < now {
+		due = now
+	}
+	return due, nil
+}
