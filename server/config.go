@@ -1,0 +1,605 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hourglass-mq/hourglass/commitlog"
+	"github.com/hourglass-mq/hourglass/engine"
+	"github.com/hourglass-mq/hourglass/message"
+)
+
+// Config is every setting of a hourglass server. Each field is also a
+// command-line flag, a key of the JSON config file and an environment
+// variable; the names are listed in the field docs (flag name; the file key
+// is the flag name with '-' replaced by '_'; the variable is HOURGLASS_ and
+// the flag name upper-cased with '-' replaced by '_').
+//
+// Precedence, from strongest to weakest: command-line flags, environment
+// variables, the config file, the defaults of DefaultConfig. To get it,
+// call RegisterFlags, parse the flags, then LoadFile and then ApplyEnv (or
+// Resolve, which does both and validates): both leave alone every setting
+// given on the command line, and the environment, applied last, overrides
+// the file.
+type Config struct {
+	// ConfigFile is the path of an optional JSON config file
+	// (flag -config, variable HOURGLASS_CONFIG). Empty means none. It is
+	// read by Resolve; LoadFile takes its path as an argument.
+	ConfigFile string
+
+	// DataDir is the data directory, created if missing (flag -data-dir).
+	DataDir string
+	// Listen is the TCP address to listen on, host:port (flag -listen).
+	// Port 0 picks a free port; Run reports the bound address to ready.
+	Listen string
+	// AuthToken, when not empty, is the bearer token every /v1 request must
+	// carry (Authorization: Bearer <token>); /healthz and /metrics stay open
+	// (flag -auth-token). Empty means no authentication. Prefer the
+	// environment variable HOURGLASS_AUTH_TOKEN or the file over the flag:
+	// a flag is visible to every local user in the process list.
+	AuthToken string
+
+	// Flush is the commit-log flush policy, "sync" or "async" (flag -flush).
+	// sync acknowledges a send after fdatasync; async acknowledges after the
+	// write and syncs every FlushInterval, so a power loss may lose up to one
+	// interval of acknowledged sends (a process crash loses nothing).
+	Flush string
+	// FlushInterval is the sync period under async flush (flag
+	// -flush-interval). Ignored under sync. Must be positive.
+	FlushInterval time.Duration
+	// SegmentBytes is the commit-log segment size in bytes (flag
+	// -segment-bytes; accepts suffixes KiB, MiB, GiB). At least 1 MiB.
+	SegmentBytes int64
+
+	// MaxBodyBytes bounds one message body, in bytes (flag -max-body-bytes).
+	MaxBodyBytes int64
+	// MaxDelay bounds how far ahead a message may be due (flag -max-delay).
+	// A later delivery time is rejected with invalid_argument.
+	MaxDelay time.Duration
+	// DelayLevels is the table that a send's "level" indexes, level 1 first
+	// (flag -delay-levels, a comma-separated list of durations). Each must
+	// be positive and at most MaxDelay. Default: RocketMQ 4.x's 18 levels.
+	DelayLevels []time.Duration
+	// DefaultQueues is the queue count of a topic created without one
+	// (auto-created, or PUT without "queues") (flag -default-queues).
+	DefaultQueues int
+	// AutoCreateTopics makes a send to an unknown topic create it; when
+	// false such a send fails with not_found (flag -auto-create-topics).
+	AutoCreateTopics bool
+	// MaxTopics bounds the number of topics (flag -max-topics).
+	MaxTopics int
+	// MaxBatch bounds the messages of one batch send (flag -max-batch).
+	MaxBatch int
+	// MaxRequestBytes bounds the body of any HTTP request, in bytes; a
+	// larger one fails with 413 too_large (flag -max-request-bytes). It must
+	// hold one maximal message sent as body_base64 (4/3 of MaxBodyBytes plus
+	// 64 KiB of headers): the default 8 MiB does so for a 4 MiB body. A
+	// batch is bounded by both this and MaxBatch.
+	MaxRequestBytes int64
+
+	// DispatchRate bounds how many due messages per second become visible,
+	// so a herd reaches consumers at a bounded rate (flag -dispatch-rate).
+	// Negative means unbounded; zero is rejected (it would mean the
+	// engine's default, which is spelled out here instead).
+	DispatchRate int
+	// CheckpointInterval is how often the engine checkpoints; it bounds the
+	// log replayed at startup (flag -checkpoint-interval). Must be positive.
+	CheckpointInterval time.Duration
+	// Retention is how long a commit-log segment whose messages are all
+	// visible is kept for consumers before deletion (flag -retention).
+	// Must be positive.
+	Retention time.Duration
+
+	// DrainTimeout bounds a graceful shutdown: how long in-flight requests
+	// may take to finish once shutdown starts, after which their
+	// connections are closed (flag -drain-timeout). Zero closes them at
+	// once. Long-poll receives end at once when shutdown starts.
+	DrainTimeout time.Duration
+	// LogLevel is debug, info, warn or error (flag -log-level). Requests are
+	// logged at debug; client errors at warn; server errors at error.
+	LogLevel string
+	// LogFormat is text or json (flag -log-format).
+	LogFormat string
+
+	// cmdline records the settings given on the command line, so that
+	// LoadFile and ApplyEnv leave them alone.
+	cmdline map[string]bool
+}
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config {
+	return Config{
+		DataDir:            "./hourglass-data",
+		Listen:             "127.0.0.1:7070",
+		Flush:              "sync",
+		FlushInterval:      10 * time.Millisecond,
+		SegmentBytes:       64 << 20,
+		MaxBodyBytes:       4 << 20,
+		MaxDelay:           400 * 24 * time.Hour,
+		DelayLevels:        append([]time.Duration(nil), message.DefaultDelayLevels...),
+		DefaultQueues:      4,
+		AutoCreateTopics:   true,
+		MaxTopics:          10000,
+		MaxBatch:           1000,
+		MaxRequestBytes:    8 << 20,
+		DispatchRate:       200000,
+		CheckpointInterval: 5 * time.Second,
+		Retention:          72 * time.Hour,
+		DrainTimeout:       15 * time.Second,
+		LogLevel:           "info",
+		LogFormat:          "text",
+	}
+}
+
+// setting is one configurable field: its flag name, help text and a
+// flag.Value that reads and writes the field.
+type setting struct {
+	name  string
+	usage string
+	value flag.Value
+}
+
+// settings lists every setting of c, bound to c's fields.
+func (c *Config) settings() []setting {
+	return []setting{
+		{"config", "path of an optional JSON config file; keys are flag names with '_' for '-'", (*stringValue)(&c.ConfigFile)},
+		{"data-dir", "data directory (created if missing)", (*stringValue)(&c.DataDir)},
+		{"listen", "TCP address to listen on, host:port (port 0 picks a free port)", (*stringValue)(&c.Listen)},
+		{"auth-token", "bearer token required on every /v1 request; empty disables auth (prefer HOURGLASS_AUTH_TOKEN: flags show in the process list)", (*secretValue)(&c.AuthToken)},
+		{"flush", "commit-log flush policy: sync (ack after fdatasync) or async (ack after write, fdatasync every -flush-interval)", (*stringValue)(&c.Flush)},
+		{"flush-interval", "fdatasync period under -flush async", (*durationValue)(&c.FlushInterval)},
+		{"segment-bytes", "commit-log segment size in bytes (suffixes KiB, MiB, GiB), at least 1MiB", (*sizeValue)(&c.SegmentBytes)},
+		{"max-body-bytes", "largest message body in bytes (suffixes KiB, MiB, GiB)", (*sizeValue)(&c.MaxBodyBytes)},
+		{"max-delay", "furthest a message may be due ahead of now; later times are rejected", (*durationValue)(&c.MaxDelay)},
+		{"delay-levels", "comma-separated durations that a send's \"level\" (1-based) indexes", (*durationsValue)(&c.DelayLevels)},
+		{"default-queues", "queue count of a topic created without one", (*intValue)(&c.DefaultQueues)},
+		{"auto-create-topics", "create an unknown topic on first send (false: such a send is not_found)", (*boolValue)(&c.AutoCreateTopics)},
+		{"max-topics", "largest number of topics", (*intValue)(&c.MaxTopics)},
+		{"max-batch", "most messages in one batch send", (*intValue)(&c.MaxBatch)},
+		{"max-request-bytes", "largest HTTP request body in bytes (suffixes KiB, MiB, GiB); must fit one max-size body in base64", (*sizeValue)(&c.MaxRequestBytes)},
+		{"dispatch-rate", "most due messages made visible per second; negative means unbounded", (*intValue)(&c.DispatchRate)},
+		{"checkpoint-interval", "how often the engine checkpoints (bounds the log replayed at startup)", (*durationValue)(&c.CheckpointInterval)},
+		{"retention", "how long a fully delivered commit-log segment is kept before deletion", (*durationValue)(&c.Retention)},
+		{"drain-timeout", "on shutdown, how long in-flight requests may take before their connections are closed (0: at once)", (*durationValue)(&c.DrainTimeout)},
+		{"log-level", "log level: debug (logs every request), info, warn or error", (*stringValue)(&c.LogLevel)},
+		{"log-format", "log format: text or json", (*stringValue)(&c.LogFormat)},
+	}
+}
+
+// RegisterFlags binds every setting of c to a flag of fs, with c's current
+// value as the default. c must outlive the parse of fs; settings given on
+// the command line are remembered so LoadFile and ApplyEnv do not override
+// them.
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	if c.cmdline == nil {
+		c.cmdline = map[string]bool{}
+	}
+	for _, s := range c.settings() {
+		fs.Var(&cmdlineValue{Value: s.value, name: s.name, seen: c.cmdline}, s.name, s.usage)
+	}
+}
+
+// cmdlineValue marks a setting as given on the command line when the flag
+// package sets it.
+type cmdlineValue struct {
+	flag.Value
+	name string
+	seen map[string]bool
+}
+
+func (v *cmdlineValue) Set(s string) error {
+	if err := v.Value.Set(s); err != nil {
+		return err
+	}
+	v.seen[v.name] = true
+	return nil
+}
+
+func (v *cmdlineValue) String() string {
+	if v == nil || v.Value == nil {
+		return ""
+	}
+	return v.Value.String()
+}
+
+// IsBoolFlag lets "-auto-create-topics" stand for "-auto-create-topics=true".
+func (v *cmdlineValue) IsBoolFlag() bool {
+	b, ok := v.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
+// EnvName returns the environment variable of a setting's flag name.
+func EnvName(flagName string) string {
+	return "HOURGLASS_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// LoadFile merges the JSON config file at path into c. The file is one
+// object whose keys are flag names with '_' for '-' ("data_dir"); values
+// are strings in flag syntax ("30s", "4MiB", "1s,5s") or, where natural,
+// JSON numbers and booleans. An unknown key is an error, so a typo is not
+// silently ignored. Settings given on the command line are left alone. An
+// empty path does nothing.
+func (c *Config) LoadFile(path string) error {
+	if path == "" {
+		return nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("config file: %w", err)
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return fmt.Errorf("config file %s: not a JSON object: %w", path, err)
+	}
+	byKey := map[string]setting{}
+	for _, s := range c.settings() {
+		byKey[strings.ReplaceAll(s.name, "-", "_")] = s
+	}
+	keys := make([]string, 0, len(raw))
+	for k := range raw {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		s, ok := byKey[k]
+		if !ok {
+			return fmt.Errorf("config file %s: unknown key %q", path, k)
+		}
+		if s.name == "config" {
+			return fmt.Errorf("config file %s: key %q cannot name another file", path, k)
+		}
+		if c.cmdline[s.name] {
+			continue
+		}
+		text, err := jsonScalar(raw[k])
+		if err != nil {
+			return fmt.Errorf("config file %s: key %q: %w", path, k, err)
+		}
+		if err := s.value.Set(text); err != nil {
+			return fmt.Errorf("config file %s: key %q: %w", path, k, err)
+		}
+	}
+	return nil
+}
+
+// jsonScalar returns a JSON string's content, or a number's or boolean's text.
+func jsonScalar(raw json.RawMessage) (string, error) {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return "", err
+	}
+	switch v.(type) {
+	case string:
+		return v.(string), nil
+	case bool, float64:
+		return strings.TrimSpace(string(raw)), nil
+	}
+	return "", fmt.Errorf("value %s is not a string, number or boolean", raw)
+}
+
+// ApplyEnv merges HOURGLASS_* environment variables into c, read through
+// lookup (os.LookupEnv in production). Settings given on the command line
+// are left alone. The variable of a flag is EnvName(flag).
+func (c *Config) ApplyEnv(lookup func(string) (string, bool)) error {
+	for _, s := range c.settings() {
+		if c.cmdline[s.name] {
+			continue
+		}
+		v, ok := lookup(EnvName(s.name))
+		if !ok {
+			continue
+		}
+		if err := s.value.Set(v); err != nil {
+			return fmt.Errorf("environment variable %s: %w", EnvName(s.name), err)
+		}
+	}
+	return nil
+}
+
+// Resolve completes a Config after the flags are parsed: it reads the
+// config file named by -config (or, if no flag gave it, HOURGLASS_CONFIG),
+// then the environment, then validates. The result obeys flags > env >
+// file > defaults.
+func (c *Config) Resolve(lookup func(string) (string, bool)) error {
+	path := c.ConfigFile
+	if !c.cmdline["config"] {
+		if v, ok := lookup(EnvName("config")); ok {
+			path = v
+		}
+	}
+	if err := c.LoadFile(path); err != nil {
+		return err
+	}
+	if err := c.ApplyEnv(lookup); err != nil {
+		return err
+	}
+	return c.Validate()
+}
+
+// Validate checks every setting and names the flag of the first bad one.
+func (c Config) Validate() error {
+	var problems []string
+	bad := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+	if c.DataDir == "" {
+		bad("-data-dir is required")
+	}
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		bad("-listen %q is not host:port: %v", c.Listen, err)
+	}
+	if _, err := c.flushPolicy(); err != nil {
+		bad("%v", err)
+	}
+	if c.FlushInterval <= 0 {
+		bad("-flush-interval %v must be positive", c.FlushInterval)
+	}
+	if c.SegmentBytes < 1<<20 {
+		bad("-segment-bytes %d is below 1MiB", c.SegmentBytes)
+	}
+	if c.MaxBodyBytes < 1 || c.MaxBodyBytes > 256<<20 {
+		bad("-max-body-bytes %d is not in [1, 256MiB]", c.MaxBodyBytes)
+	}
+	if c.MaxDelay <= 0 {
+		bad("-max-delay %v must be positive", c.MaxDelay)
+	}
+	if len(c.DelayLevels) == 0 {
+		bad("-delay-levels must list at least one duration")
+	}
+	for i, d := range c.DelayLevels {
+		if d <= 0 || d > c.MaxDelay {
+			bad("-delay-levels: level %d is %v; levels must be positive and at most -max-delay %v", i+1, d, c.MaxDelay)
+		}
+	}
+	if c.DefaultQueues < 1 || c.DefaultQueues > 256 {
+		bad("-default-queues %d is not in [1, 256]", c.DefaultQueues)
+	}
+	if c.MaxTopics < 1 {
+		bad("-max-topics %d must be positive", c.MaxTopics)
+	}
+	if c.MaxBatch < 1 {
+		bad("-max-batch %d must be positive", c.MaxBatch)
+	}
+	if need := minRequestBytes(c.MaxBodyBytes); c.MaxRequestBytes < need {
+		bad("-max-request-bytes %d cannot carry a body of -max-body-bytes %d in base64; it must be at least %d", c.MaxRequestBytes, c.MaxBodyBytes, need)
+	}
+	if c.DispatchRate == 0 {
+		bad("-dispatch-rate must not be 0 (negative means unbounded)")
+	}
+	if c.CheckpointInterval <= 0 {
+		bad("-checkpoint-interval %v must be positive", c.CheckpointInterval)
+	}
+	if c.Retention <= 0 {
+		bad("-retention %v must be positive", c.Retention)
+	}
+	if c.DrainTimeout < 0 {
+		bad("-drain-timeout %v is negative", c.DrainTimeout)
+	}
+	if _, err := parseLevel(c.LogLevel); err != nil {
+		bad("%v", err)
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		bad("-log-format %q is not text or json", c.LogFormat)
+	}
+	if len(problems) > 0 {
+		return errors.New("invalid configuration: " + strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// minRequestBytes is the smallest request limit that carries one body of
+// maxBody bytes as base64 plus 64 KiB of headers and JSON.
+func minRequestBytes(maxBody int64) int64 {
+	return (maxBody+2)/3*4 + 64<<10
+}
+
+func (c Config) flushPolicy() (commitlog.FlushPolicy, error) {
+	switch c.Flush {
+	case "sync":
+		return commitlog.FlushSync, nil
+	case "async":
+		return commitlog.FlushAsync, nil
+	}
+	return 0, fmt.Errorf("-flush %q is not sync or async", c.Flush)
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	switch strings.ToLower(s) {
+	case "debug":
+		return slog.LevelDebug, nil
+	case "info":
+		return slog.LevelInfo, nil
+	case "warn":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
+	}
+	return 0, fmt.Errorf("-log-level %q is not debug, info, warn or error", s)
+}
+
+// NewLogger returns a logger writing to w with c's level and format. An
+// invalid level falls back to info (Validate reports it).
+func (c Config) NewLogger(w io.Writer) *slog.Logger {
+	lvl, err := parseLevel(c.LogLevel)
+	if err != nil {
+		lvl = slog.LevelInfo
+	}
+	opts := &slog.HandlerOptions{Level: lvl}
+	if c.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// EngineOptions maps c onto the engine's options; logger receives the
+// engine's logs.
+func (c Config) EngineOptions(logger *slog.Logger) engine.Options {
+	o := engine.NewOptions(c.DataDir)
+	o.Logger = logger
+	o.Flush, _ = c.flushPolicy()
+	o.FlushInterval = c.FlushInterval
+	o.SegmentBytes = c.SegmentBytes
+	o.Limits.MaxBodyBytes = int(c.MaxBodyBytes)
+	o.Limits.MaxDelay = c.MaxDelay
+	o.Limits.DelayLevels = append([]time.Duration(nil), c.DelayLevels...)
+	o.DefaultQueues = c.DefaultQueues
+	o.NoAutoCreate = !c.AutoCreateTopics
+	o.MaxTopics = c.MaxTopics
+	o.MaxBatch = c.MaxBatch
+	o.DispatchRate = c.DispatchRate
+	o.CheckpointInterval = c.CheckpointInterval
+	o.Retention = c.Retention
+	return o
+}
+
+// flag.Value implementations over Config's field types.
+
+type stringValue string
+
+func (v *stringValue) Set(s string) error { *v = stringValue(s); return nil }
+func (v *stringValue) String() string {
+	if v == nil {
+		return ""
+	}
+	return string(*v)
+}
+
+// secretValue is a string whose value is never printed (in -help defaults).
+type secretValue string
+
+func (v *secretValue) Set(s string) error { *v = secretValue(s); return nil }
+func (v *secretValue) String() string     { return "" }
+
+type intValue int
+
+func (v *intValue) Set(s string) error {
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		return fmt.Errorf("%q is not an integer", s)
+	}
+	*v = intValue(n)
+	return nil
+}
+func (v *intValue) String() string {
+	if v == nil {
+		return "0"
+	}
+	return strconv.Itoa(int(*v))
+}
+
+type boolValue bool
+
+func (v *boolValue) Set(s string) error {
+	b, err := strconv.ParseBool(strings.TrimSpace(s))
+	if err != nil {
+		return fmt.Errorf("%q is not true or false", s)
+	}
+	*v = boolValue(b)
+	return nil
+}
+func (v *boolValue) String() string   { return strconv.FormatBool(v != nil && bool(*v)) }
+func (v *boolValue) IsBoolFlag() bool { return true }
+
+type durationValue time.Duration
+
+func (v *durationValue) Set(s string) error {
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil {
+		return fmt.Errorf("%q is not a duration such as 250ms, 30s or 1h30m", s)
+	}
+	*v = durationValue(d)
+	return nil
+}
+func (v *durationValue) String() string {
+	if v == nil {
+		return "0s"
+	}
+	return time.Duration(*v).String()
+}
+
+type durationsValue []time.Duration
+
+func (v *durationsValue) Set(s string) error {
+	var out []time.Duration
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		d, err := time.ParseDuration(f)
+		if err != nil {
+			return fmt.Errorf("%q is not a duration such as 1s or 2h", f)
+		}
+		out = append(out, d)
+	}
+	*v = out
+	return nil
+}
+func (v *durationsValue) String() string {
+	if v == nil {
+		return ""
+	}
+	parts := make([]string, len(*v))
+	for i, d := range *v {
+		parts[i] = shortDuration(d)
+	}
+	return strings.Join(parts, ",")
+}
+
+// shortDuration prints 1m rather than 1m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
+}
+
+// sizeValue is a byte count written as an integer with an optional binary
+// suffix (KiB, MiB, GiB).
+type sizeValue int64
+
+var sizeUnits = []struct {
+	suffix string
+	mult   int64
+}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}}
+
+func (v *sizeValue) Set(s string) error {
+	t := strings.TrimSpace(s)
+	mult := int64(1)
+	for _, u := range sizeUnits {
+		if strings.HasSuffix(t, u.suffix) {
+			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n < 0 || n > (1<<62)/mult {
+		return fmt.Errorf("%q is not a size such as 1048576, 512KiB or 4MiB", s)
+	}
+	*v = sizeValue(n * mult)
+	return nil
+}
+func (v *sizeValue) String() string {
+	if v == nil {
+		return "0"
+	}
+	n := int64(*v)
+	for _, u := range sizeUnits {
+		if n != 0 && n%u.mult == 0 {
+			return strconv.FormatInt(n/u.mult, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}

@@ -1,0 +1,94 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/hourglass-mq/hourglass/engine"
+)
+
+// Fixed HTTP timeouts. There is no write timeout: a long-poll receive may
+// legitimately hold a response for up to the engine's maximum wait (30 s).
+const (
+	readHeaderTimeout = 10 * time.Second
+	idleTimeout       = 2 * time.Minute
+)
+
+// Run opens the engine in cfg.DataDir, listens on cfg.Listen and serves the
+// HTTP API until ctx is cancelled. Then it shuts down in this order: stop
+// accepting connections and end long-poll receives (they answer with what
+// they have), let in-flight requests finish for at most cfg.DrainTimeout,
+// close the remaining connections, and close the engine, which flushes the
+// commit log and writes a final checkpoint. A send answered 200 is durable
+// before the answer is written, so the shutdown order loses nothing that
+// was acknowledged.
+//
+// ready, if not nil, is called with the bound address once the listener is
+// open and requests are accepted. Run returns nil after a clean shutdown.
+func Run(ctx context.Context, cfg Config, logger *slog.Logger, ready func(addr string)) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if logger == nil {
+		logger = slog.Default()
+	}
+	eng, err := engine.Open(cfg.EngineOptions(logger))
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		eng.Close()
+		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+	}
+	h := New(eng, cfg, logger)
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       idleTimeout,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	addr := ln.Addr().String()
+	logger.Info("listening", "addr", addr, "data_dir", cfg.DataDir, "flush", cfg.Flush, "auth", cfg.AuthToken != "")
+	if ready != nil {
+		ready(addr)
+	}
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		// Serve failed on its own, not through Shutdown.
+		runErr = fmt.Errorf("serve: %w", err)
+		serveErr = nil
+	}
+	logger.Info("shutting down", "drain_timeout", cfg.DrainTimeout)
+	h.Drain()
+	drainCtx, cancel := context.WithTimeout(context.Background(), cfg.DrainTimeout)
+	if err := srv.Shutdown(drainCtx); err != nil {
+		logger.Warn("drain timeout reached; closing the remaining connections", "err", err)
+		srv.Close()
+	}
+	cancel()
+	if serveErr != nil {
+		if err := <-serveErr; !errors.Is(err, http.ErrServerClosed) {
+			runErr = fmt.Errorf("serve: %w", err)
+		}
+	}
+	if err := eng.Close(); err != nil {
+		logger.Error("engine close failed", "err", err)
+		if runErr == nil {
+			runErr = fmt.Errorf("close engine: %w", err)
+		}
+	}
+	logger.Info("stopped")
+	return runErr
+}
+
