@@ -91,4 +91,3 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, ready func(addr s
 	logger.Info("stopped")
 	return runErr
 }
-
