@@ -32,6 +32,7 @@ type checkpointState struct {
 	LogPos      uint64 // replay starts here
 	Frontier    int64  // every timer registered before LogPos and due at or before it is visible
 	Topics      []checkpointTopic
+	Groups      []checkpointGroup
 	Overlay     map[uint64]overlayEntry
 	KeyBytes    int64 // synced length of the key index
 	SegPending  map[uint64]int64
@@ -44,6 +45,20 @@ type checkpointTopic struct {
 	Name    string
 	Flags   uint8
 	Entries []int64 // synced entries per queue index
+	Pending int64
+}
+
+type checkpointGroup struct {
+	ID, Topic uint32
+	Name      string
+	Config    GroupConfig
+	Queues    []checkpointGroupQueue
+}
+
+type checkpointGroupQueue struct {
+	Acked    uint64
+	Done     []uint64
+	Attempts map[uint64]uint32
 }
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
@@ -136,7 +151,7 @@ func (e *Engine) checkpoint() error {
 	}
 	var toSync []interface{ Sync() error }
 	for _, t := range e.topicsByID {
-		ct := checkpointTopic{ID: t.id, Name: t.name}
+		ct := checkpointTopic{ID: t.id, Name: t.name, Pending: t.pending}
 		if t.fifo {
 			ct.Flags |= topicFIFO
 		}
@@ -145,6 +160,20 @@ func (e *Engine) checkpoint() error {
 			toSync = append(toSync, q)
 		}
 		st.Topics = append(st.Topics, ct)
+	}
+	for _, g := range e.groupsByID {
+		cg := checkpointGroup{ID: g.id, Topic: g.topic.id, Name: g.name, Config: g.cfg}
+		for _, gq := range g.queues {
+			cq := checkpointGroupQueue{Acked: gq.acked, Attempts: make(map[uint64]uint32, len(gq.attempts))}
+			for off := range gq.done {
+				cq.Done = append(cq.Done, off)
+			}
+			for off, a := range gq.attempts {
+				cq.Attempts[off] = a
+			}
+			cg.Queues = append(cg.Queues, cq)
+		}
+		st.Groups = append(st.Groups, cg)
 	}
 	e.flushKeysLocked()
 	st.KeyBytes = e.keyLen
@@ -265,8 +294,30 @@ func (e *Engine) recover() error {
 		e.segLast[k] = v
 	}
 	for _, t := range st.Topics {
-		if _, err := e.applyTopicLocked(t.ID, len(t.Entries), t.Flags, t.Name, t.Entries); err != nil {
+		tp, err := e.applyTopicLocked(t.ID, len(t.Entries), t.Flags, t.Name, t.Entries)
+		if err != nil {
 			return err
+		}
+		tp.pending = t.Pending
+	}
+	for _, cg := range st.Groups {
+		t := e.topicsByID[cg.Topic]
+		if t == nil {
+			return fmt.Errorf("checkpoint group %q names unknown topic %d", cg.Name, cg.Topic)
+		}
+		g := e.applyGroupLocked(cg.ID, t, cg.Config, cg.Name)
+		for i, cq := range cg.Queues {
+			if i >= len(g.queues) {
+				break
+			}
+			gq := g.queues[i]
+			gq.acked, gq.next = cq.Acked, cq.Acked
+			for _, off := range cq.Done {
+				gq.done[off] = true
+			}
+			for off, a := range cq.Attempts {
+				gq.attempts[off] = a
+			}
 		}
 	}
 	if err := e.openKeys(st.KeyBytes); err != nil {
@@ -355,6 +406,9 @@ func (e *Engine) replayLocked(pos uint64, rec commitlog.Record, minDue *int64) e
 		if rec.Type == recCancel {
 			ov.Cancelled = true
 			e.segPending[e.segOfLocked(p)]--
+			if t := e.topicsByName[s.Topic]; t != nil {
+				t.pending--
+			}
 			return nil
 		}
 		ov.Due = due
@@ -373,6 +427,38 @@ func (e *Engine) replayLocked(pos uint64, rec commitlog.Record, minDue *int64) e
 			}
 		}
 		e.applyFireLocked(visible, es, false)
+	case recGroup:
+		id, tid, cfg, name, err := decodeGroup(rec.Payload)
+		if err != nil {
+			return err
+		}
+		t := e.topicsByID[tid]
+		if t == nil {
+			return fmt.Errorf("group at %d names unknown topic %d", pos, tid)
+		}
+		if e.groupsByID[id] == nil {
+			e.applyGroupLocked(id, t, cfg, name)
+		}
+	case recAck, recAttempt:
+		gid, items, err := decodeProgress(rec.Type, rec.Payload)
+		if err != nil {
+			return err
+		}
+		g := e.groupsByID[gid]
+		if g == nil {
+			return fmt.Errorf("progress at %d names unknown group %d", pos, gid)
+		}
+		for _, it := range items {
+			if int(it.queue) >= len(g.queues) {
+				return fmt.Errorf("progress at %d names queue %d of %d", pos, it.queue, len(g.queues))
+			}
+			gq := g.queues[it.queue]
+			if rec.Type == recAck {
+				gq.markDone(it.offset)
+			} else if it.offset >= gq.acked && !gq.done[it.offset] && it.attempt > gq.attempts[it.offset] {
+				gq.attempts[it.offset] = it.attempt
+			}
+		}
 	default:
 		// Unknown types are written by a newer version; refuse rather than
 		// silently drop state.

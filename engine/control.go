@@ -236,6 +236,10 @@ func (e *Engine) change(ctx context.Context, id message.ID, w *message.When, ifD
 		e.segPending[e.segOfLocked(id.Pos)]--
 		e.stats.Pending.Add(-1)
 		e.stats.Cancelled.Add(1)
+		if t := e.topicsByName[s.Topic]; t != nil {
+			t.pending--
+			t.cancelled++
+		}
 		return 0, nil
 	}
 	ref.due = newDue

@@ -57,13 +57,26 @@ import (
 	"github.com/hourglass-mq/hourglass/vfs"
 )
 
-// timerRef is what a wheel timer carries.
+// timerRef is what a wheel timer carries. kind says what the timer is
+// for; message timers use pos, topic and queue, lease and retry timers use
+// group, queue, offset and seq.
 type timerRef struct {
-	pos   uint64
-	due   int64
-	topic uint32
-	queue uint16
+	pos    uint64
+	due    int64
+	topic  uint32
+	queue  uint16
+	kind   uint8
+	seq    uint32
+	group  uint32
+	offset uint64
 }
+
+// Kinds of wheel timers.
+const (
+	refMessage uint8 = iota // a message falls due
+	refLease                // a receive lease ends unacknowledged
+	refRetry                // a redelivery backoff ends
+)
 
 type wheelTimer = timewheel.Timer[timerRef]
 
@@ -85,6 +98,10 @@ type topic struct {
 	fifo   bool
 	queues []*queueindex.Index
 	rr     atomic.Uint32 // round robin for messages without key or group
+	// Counters, under the engine's mu. pending survives restarts through
+	// the checkpoint; the others count since the process started.
+	pending                int64
+	sent, fired, cancelled uint64
 }
 
 // Engine is the broker core. Its methods are safe for concurrent use.
@@ -129,7 +146,12 @@ type Engine struct {
 	recF         int64
 	firedSince   map[uint64]bool
 	firedSinceTo int64
-	visibleCh    chan struct{} // closed and replaced when messages become visible
+	visibleCh    chan struct{}     // closed and replaced when messages become visible
+	groups       map[string]*group // by topic + "\x00" + name
+	groupsByID   map[uint32]*group
+	nextGroupID  uint32
+	leaseSeq     uint32
+	deadLetters  []deadLetter // waiting to be moved by the loop
 	closed       bool
 
 	timeMu   sync.Mutex
@@ -167,6 +189,9 @@ func Open(opts Options) (*Engine, error) {
 		segLast:      map[uint64]int64{},
 		firedSince:   map[uint64]bool{},
 		visibleCh:    make(chan struct{}),
+		groups:       map[string]*group{},
+		groupsByID:   map[uint32]*group{},
+		nextGroupID:  1,
 		kick:         make(chan struct{}, 1),
 		done:         make(chan struct{}),
 		loopDone:     make(chan struct{}),

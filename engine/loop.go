@@ -11,10 +11,13 @@ import (
 // earliest first and the fire frontier is its minimum.
 type dispatchHeap []timerRef
 
-func (h dispatchHeap) Len() int           { return len(h) }
-func (h dispatchHeap) Less(i, j int) bool { return h[i].due < h[j].due }
-func (h dispatchHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *dispatchHeap) Push(x any)        { *h = append(*h, x.(timerRef)) }
+func (h dispatchHeap) Len() int { return len(h) }
+func (h dispatchHeap) Less(i, j int) bool {
+	// Ties go in send order, which FIFO topics rely on.
+	return h[i].due < h[j].due || h[i].due == h[j].due && h[i].pos < h[j].pos
+}
+func (h dispatchHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *dispatchHeap) Push(x any)   { *h = append(*h, x.(timerRef)) }
 func (h *dispatchHeap) Pop() any {
 	old := *h
 	x := old[len(old)-1]
@@ -80,10 +83,41 @@ func (e *Engine) loadLocked(now int64) {
 // expireLocked is the wheel's fire callback.
 func (e *Engine) expireLocked(t *wheelTimer) {
 	ref := t.Value
-	delete(e.near, ref.pos)
 	t.Value = timerRef{}
 	e.free = append(e.free, t)
-	e.pushDispatchLocked(ref)
+	switch ref.kind {
+	case refMessage:
+		delete(e.near, ref.pos)
+		e.pushDispatchLocked(ref)
+	case refLease:
+		e.leaseExpiredLocked(ref)
+	case refRetry:
+		e.retryReadyLocked(ref)
+	}
+}
+
+// newTimerLocked returns a recycled or new wheel timer.
+func (e *Engine) newTimerLocked(ref timerRef) *wheelTimer {
+	var t *wheelTimer
+	if n := len(e.free); n > 0 {
+		t = e.free[n-1]
+		e.free = e.free[:n-1]
+	} else {
+		t = &wheelTimer{}
+	}
+	t.Value = ref
+	return t
+}
+
+// addWheelLocked schedules a lease or retry timer; one already due fires
+// at the next tick.
+func (e *Engine) addWheelLocked(ref timerRef) *wheelTimer {
+	if ref.due <= e.lastAdvance {
+		ref.due = e.lastAdvance + 1
+	}
+	t := e.newTimerLocked(ref)
+	e.wheel.Add(t, ref.due)
+	return t
 }
 
 // takeBatchLocked takes the next fire batch from the dispatch heap, within
@@ -154,7 +188,11 @@ func (e *Engine) loop() {
 		}
 		batch := e.takeBatchLocked(now)
 		wait := e.waitLocked(now)
+		dead := len(e.deadLetters) > 0
 		e.mu.Unlock()
+		if dead {
+			e.moveDeadLetters()
+		}
 		if len(batch) > 0 {
 			e.fire(batch, now)
 			continue
@@ -233,6 +271,12 @@ func (e *Engine) applyFireLocked(visible int64, batch []fireEntry, live bool) {
 		}
 		k := qk{fe.topic, fe.queue}
 		groups[k] = append(groups[k], queueindex.Entry{Pos: fe.pos, Due: fe.due, Visible: visible, Size: fe.size})
+		if t := e.topicsByID[fe.topic]; t != nil {
+			t.pending--
+			if live {
+				t.fired++
+			}
+		}
 		seg := e.segOfLocked(fe.pos)
 		e.segPending[seg]--
 		if visible > e.segLast[seg] {

@@ -163,6 +163,8 @@ func (e *Engine) applyMessageLocked(pos uint64, s *message.Stored, t *topic, siz
 	e.addTimerLocked(ref)
 	e.segPending[e.segOfLocked(pos)]++
 	e.stats.Pending.Add(1)
+	t.pending++
+	t.sent++
 	_ = size
 }
 
@@ -190,14 +192,7 @@ func (e *Engine) scheduleLocked(ref timerRef) {
 		e.pushDispatchLocked(ref)
 		return
 	}
-	var t *wheelTimer
-	if n := len(e.free); n > 0 {
-		t = e.free[n-1]
-		e.free = e.free[:n-1]
-	} else {
-		t = &wheelTimer{}
-	}
-	t.Value = ref
+	t := e.newTimerLocked(ref)
 	e.wheel.Add(t, ref.due)
 	e.near[ref.pos] = t
 }

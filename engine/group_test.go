@@ -1,0 +1,217 @@
+package engine
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/hourglass-mq/hourglass/errs"
+	"github.com/hourglass-mq/hourglass/message"
+)
+
+// receiveN polls Receive until n messages arrived in total or a real-time
+// deadline passes.
+func (h *harness) receiveN(topic, grp string, n int, invisible time.Duration) []Received {
+	h.t.Helper()
+	var out []Received
+	deadline := time.Now().Add(5 * time.Second)
+	for len(out) < n && time.Now().Before(deadline) {
+		rs, err := h.e.Receive(context.Background(), ReceiveRequest{Topic: topic, Group: grp, Max: n - len(out), Invisible: invisible})
+		if err != nil {
+			h.t.Fatalf("receive: %v", err)
+		}
+		out = append(out, rs...)
+		if len(rs) == 0 {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	if len(out) != n {
+		h.t.Fatalf("received %d, want %d", len(out), n)
+	}
+	return out
+}
+
+func (h *harness) receiveNone(topic, grp string) {
+	h.t.Helper()
+	time.Sleep(20 * time.Millisecond)
+	rs, err := h.e.Receive(context.Background(), ReceiveRequest{Topic: topic, Group: grp, Max: 100})
+	if err != nil || len(rs) != 0 {
+		h.t.Fatalf("expected nothing, got %d messages, err %v", len(rs), err)
+	}
+}
+
+func TestGroupReceiveAckAndIndependentGroups(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx := context.Background()
+	for i := 0; i < 10; i++ {
+		h.send("t", "", message.When{})
+	}
+	a := h.receiveN("t", "a", 10, time.Minute)
+	seen := map[message.ID]bool{}
+	var receipts []string
+	for _, r := range a {
+		if seen[r.ID] || r.Attempt != 1 {
+			t.Fatalf("duplicate or wrong attempt: %+v", r)
+		}
+		seen[r.ID] = true
+		receipts = append(receipts, r.Receipt)
+	}
+	h.receiveNone("t", "a")
+	// Another group gets every message too.
+	h.receiveN("t", "b", 10, time.Minute)
+	if err := h.e.Ack(ctx, "t", "a", receipts...); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.e.Ack(ctx, "t", "a", receipts[0]); !IsNotFound(err) {
+		t.Fatalf("second ack of a receipt: %v", err)
+	}
+	if err := h.e.Ack(ctx, "t", "a", "not-a-receipt"); errs.CodeOf(err) != errs.InvalidArgument {
+		t.Fatalf("malformed receipt: %v", err)
+	}
+	gs, err := h.e.Groups("t")
+	if err != nil || len(gs) != 2 || gs[0].Acked != 10 || gs[0].Backlog != 0 || gs[1].InFlight != 10 {
+		t.Fatalf("groups: %+v %v", gs, err)
+	}
+}
+
+func TestLeaseExpiryRedeliversWithBackoffThenDeadLetters(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx := context.Background()
+	if err := h.e.CreateTopic("jobs", TopicConfig{Queues: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.e.CreateGroup("jobs", "w", GroupConfig{MaxAttempts: 3, BackoffBase: time.Second, BackoffMax: 2 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	r := h.send("jobs", "k", message.When{})
+	got := h.receiveN("jobs", "w", 1, 10*time.Second)
+	if got[0].ID != r.ID || got[0].Attempt != 1 {
+		t.Fatalf("first delivery %+v", got[0])
+	}
+	// Lease ends at +10s, backoff 1s: not before +11s.
+	h.clk.Advance(10*time.Second + 500*time.Millisecond)
+	h.receiveNone("jobs", "w")
+	h.clk.Advance(600 * time.Millisecond)
+	got = h.receiveN("jobs", "w", 1, 10*time.Second)
+	if got[0].Attempt != 2 {
+		t.Fatalf("second delivery attempt %d", got[0].Attempt)
+	}
+	// A nack with a delay brings it back after that delay.
+	if err := h.e.Nack(ctx, "jobs", "w", got[0].Receipt, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	h.clk.Advance(4 * time.Second)
+	h.receiveNone("jobs", "w")
+	h.clk.Advance(2 * time.Second)
+	got = h.receiveN("jobs", "w", 1, 10*time.Second)
+	if got[0].Attempt != 3 {
+		t.Fatalf("third delivery attempt %d", got[0].Attempt)
+	}
+	// Third failure: dead-lettered.
+	if err := h.e.Nack(ctx, "jobs", "w", got[0].Receipt, 0); err != nil {
+		t.Fatal(err)
+	}
+	dlq := DeadLetterTopic("jobs", "w")
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		gs, _ := h.e.Groups("jobs")
+		if gs[0].DeadLettered == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not dead-lettered: %+v", gs[0])
+		}
+		time.Sleep(time.Millisecond)
+	}
+	dl := h.receiveN(dlq, "ops", 1, time.Minute)
+	if dl[0].Message.Properties["hourglass-origin-id"] != r.ID.String() || string(dl[0].Message.Body) != "body-k" {
+		t.Fatalf("dead letter %+v", dl[0].Message)
+	}
+	h.clk.Advance(time.Hour)
+	h.receiveNone("jobs", "w")
+	gs, _ := h.e.Groups("jobs")
+	if gs[0].DeadLettered != 1 || gs[0].Redelivered != 2 {
+		t.Fatalf("group counters %+v", gs[0])
+	}
+	// Redrive sends it back to the topic as a new message.
+	n, err := h.e.Redrive(ctx, "jobs", "w", 10)
+	if err != nil || n != 1 {
+		t.Fatalf("redrive: %d %v", n, err)
+	}
+	again := h.receiveN("jobs", "w", 1, time.Minute)
+	if string(again[0].Message.Body) != "body-k" || again[0].Attempt != 1 {
+		t.Fatalf("redriven %+v", again[0])
+	}
+}
+
+func TestChangeInvisibilityExtendsLease(t *testing.T) {
+	h := newHarness(t, nil)
+	h.send("t", "", message.When{})
+	got := h.receiveN("t", "g", 1, 5*time.Second)
+	if err := h.e.ChangeInvisibility(context.Background(), "t", "g", got[0].Receipt, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	h.clk.Advance(30 * time.Second)
+	h.receiveNone("t", "g")
+	if err := h.e.Ack(context.Background(), "t", "g", got[0].Receipt); err != nil {
+		t.Fatalf("ack after extension: %v", err)
+	}
+}
+
+func TestFIFOGroupOrder(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx := context.Background()
+	if err := h.e.CreateTopic("f", TopicConfig{Queues: 2, FIFO: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.e.Send(ctx, message.Message{Topic: "f"}, message.When{}); errs.CodeOf(err) != errs.InvalidArgument {
+		t.Fatalf("FIFO send without group: %v", err)
+	}
+	var want []message.ID
+	for i := 0; i < 5; i++ {
+		r, err := h.e.Send(ctx, message.Message{Topic: "f", Group: "order-1", Body: []byte{byte(i)}}, message.When{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, r.ID)
+	}
+	h.waitVisible("f", 5)
+	for i := 0; i < 5; i++ {
+		got := h.receiveN("f", "g", 1, time.Minute)
+		if got[0].ID != want[i] {
+			t.Fatalf("FIFO position %d: got %v want %v", i, got[0].ID, want[i])
+		}
+		h.receiveNone("f", "g") // the next waits for the ack
+		if err := h.e.Ack(ctx, "f", "g", got[0].Receipt); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestGroupProgressSurvivesRestart(t *testing.T) {
+	h := newHarness(t, nil)
+	for i := 0; i < 6; i++ {
+		h.send("t", "", message.When{})
+	}
+	got := h.receiveN("t", "g", 6, time.Minute)
+	var acked []string
+	ackedIDs := map[message.ID]bool{}
+	for _, r := range got[:4] {
+		acked = append(acked, r.Receipt)
+		ackedIDs[r.ID] = true
+	}
+	if err := h.e.Ack(context.Background(), "t", "g", acked...); err != nil {
+		t.Fatal(err)
+	}
+	h.restart()
+	again := h.receiveN("t", "g", 2, time.Minute)
+	for _, r := range again {
+		if ackedIDs[r.ID] {
+			t.Fatalf("acked message %v redelivered after restart", r.ID)
+		}
+		if r.Attempt != 2 {
+			t.Fatalf("attempt after restart = %d, want 2", r.Attempt)
+		}
+	}
+	h.receiveNone("t", "g")
+}
