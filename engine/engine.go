@@ -142,17 +142,18 @@ type Engine struct {
 	// Recovery filter: entries registered before recL and due at or
 	// before recF are visible already; firedSince lists positions made
 	// visible by fire records replayed after recL.
-	recL         uint64
-	recF         int64
-	firedSince   map[uint64]bool
-	firedSinceTo int64
-	visibleCh    chan struct{}     // closed and replaced when messages become visible
-	groups       map[string]*group // by topic + "\x00" + name
-	groupsByID   map[uint32]*group
-	nextGroupID  uint32
-	leaseSeq     uint32
-	deadLetters  []deadLetter // waiting to be moved by the loop
-	closed       bool
+	recL            uint64
+	recF            int64
+	firedSince      map[uint64]bool
+	firedSinceTo    int64
+	visibleCh       chan struct{}     // closed and replaced when messages become visible
+	groups          map[string]*group // by topic + "\x00" + name
+	groupsByID      map[uint32]*group
+	nextGroupID     uint32
+	leaseSeq        uint32
+	deadLetters     []deadLetter // waiting to be moved by the loop
+	deadLetterAfter int64        // no dead-lettering before this (after a failure)
+	closed          bool
 
 	timeMu   sync.Mutex
 	lastWall int64

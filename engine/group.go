@@ -665,6 +665,8 @@ func (e *Engine) moveDeadLetters() {
 	if len(retry) > 0 {
 		e.mu.Lock()
 		e.deadLetters = append(e.deadLetters, retry...)
+		// Do not spin on a failing disk: the loop retries after a pause.
+		e.deadLetterAfter = e.Now() + 1000
 		e.mu.Unlock()
 	}
 }

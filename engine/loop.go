@@ -188,7 +188,7 @@ func (e *Engine) loop() {
 		}
 		batch := e.takeBatchLocked(now)
 		wait := e.waitLocked(now)
-		dead := len(e.deadLetters) > 0
+		dead := len(e.deadLetters) > 0 && now >= e.deadLetterAfter
 		e.mu.Unlock()
 		if dead {
 			e.moveDeadLetters()
