@@ -2,42 +2,207 @@ package server
 
 import (
 	"context"
+	"crypto/subtle"
 	"log/slog"
 	"net/http"
+	"strings"
+	"time"
 
 	"github.com/hourglass-mq/hourglass/engine"
+	"github.com/hourglass-mq/hourglass/errs"
 )
 
 // Handler serves the HTTP API over one engine. Create it with New.
 type Handler struct {
-	eng *engine.Engine
-	cfg Config
-	log *slog.Logger
-	mux *http.ServeMux
+	eng     *engine.Engine
+	cfg     Config
+	log     *slog.Logger
+	mux     *http.ServeMux
+	metrics http.Handler
 
 	// draining is cancelled by Drain: long-poll receives end at once.
 	draining context.Context
 	drain    context.CancelFunc
 }
 
+// route is one endpoint of the API. The table is the single source of the
+// routes: New registers it and the OpenAPI test checks the document
+// against it.
+type route struct {
+	method, path string
+	serve        func(h *Handler, w http.ResponseWriter, r *http.Request)
+}
+
+var routes = []route{
+	{"POST", "/v1/topics/{topic}/messages", (*Handler).send},
+	{"POST", "/v1/topics/{topic}/batch", (*Handler).sendBatch},
+	{"GET", "/v1/messages/{id}", (*Handler).inspect},
+	{"DELETE", "/v1/messages/{id}", (*Handler).cancel},
+	{"POST", "/v1/messages/{id}/reschedule", (*Handler).reschedule},
+	{"GET", "/v1/topics/{topic}/keys/{key}", (*Handler).inspectKey},
+	{"PUT", "/v1/topics/{topic}", (*Handler).createTopic},
+	{"GET", "/v1/topics", (*Handler).listTopics},
+	{"GET", "/v1/topics/{topic}", (*Handler).describeTopic},
+	{"PUT", "/v1/topics/{topic}/groups/{group}", (*Handler).createGroup},
+	{"GET", "/v1/topics/{topic}/groups", (*Handler).listGroups},
+	{"POST", "/v1/topics/{topic}/groups/{group}/receive", (*Handler).receive},
+	{"POST", "/v1/topics/{topic}/groups/{group}/ack", (*Handler).ack},
+	{"POST", "/v1/topics/{topic}/groups/{group}/nack", (*Handler).nack},
+	{"POST", "/v1/topics/{topic}/groups/{group}/invisibility", (*Handler).invisibility},
+	{"POST", "/v1/topics/{topic}/groups/{group}/redrive", (*Handler).redrive},
+	{"GET", "/v1/stats", (*Handler).stats},
+	{"GET", "/healthz", (*Handler).healthz},
+	{"GET", "/metrics", (*Handler).serveMetrics},
+}
+
 // New returns the HTTP API of eng configured by cfg (limits, auth token).
-// The caller owns eng and closes it after the server has stopped.
-func New(eng *engine.Engine, cfg Config, logger *slog.Logger) *Handler {
+// metrics serves GET /metrics (nil: 404). The caller owns eng and closes
+// it after the server has stopped.
+func New(eng *engine.Engine, cfg Config, logger *slog.Logger, metrics http.Handler) *Handler {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	h := &Handler{eng: eng, cfg: cfg, log: logger, mux: http.NewServeMux()}
+	h := &Handler{eng: eng, cfg: cfg, log: logger, mux: http.NewServeMux(), metrics: metrics}
 	h.draining, h.drain = context.WithCancel(context.Background())
-	h.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.Write([]byte(`{"status":"ok"}` + "\n"))
-	})
+	for _, rt := range routes {
+		serve := rt.serve
+		h.mux.HandleFunc(rt.method+" "+rt.path, func(w http.ResponseWriter, r *http.Request) { serve(h, w, r) })
+	}
+	h.mux.HandleFunc("/", h.noRoute)
 	return h
 }
-
-// ServeHTTP implements http.Handler.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
 
 // Drain tells the handler that shutdown has begun: waiting long-poll
 // receives return at once with what they have. It is idempotent.
 func (h *Handler) Drain() { h.drain() }
+
+// ServeHTTP authenticates /v1 requests, dispatches, and logs the outcome.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rec := &recorder{ResponseWriter: w}
+	defer func() {
+		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			h.log.Error("handler panic", "method", r.Method, "path", r.URL.Path, "panic", p)
+			if rec.status == 0 {
+				h.writeError(rec, errs.New(errs.Internal, "internal error: %v", p))
+			}
+		}
+		h.logRequest(r, rec, time.Since(start))
+	}()
+	if h.cfg.AuthToken != "" && (r.URL.Path == "/v1" || strings.HasPrefix(r.URL.Path, "/v1/")) && !h.authorized(r) {
+		rec.Header().Set("WWW-Authenticate", `Bearer realm="hourglass"`)
+		h.writeError(rec, errs.New(errs.Unauthenticated, "a valid bearer token is required: send the header Authorization: Bearer <token>"))
+		return
+	}
+	h.mux.ServeHTTP(rec, r)
+}
+
+func (h *Handler) authorized(r *http.Request) bool {
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(h.cfg.AuthToken)) == 1
+}
+
+// logRequest logs every request at debug, client errors at warn and
+// server errors at error, with the error code and message.
+func (h *Handler) logRequest(r *http.Request, rec *recorder, took time.Duration) {
+	status := rec.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	lvl := slog.LevelDebug
+	switch {
+	case status >= 500:
+		lvl = slog.LevelError
+	case status >= 400:
+		lvl = slog.LevelWarn
+	}
+	if !h.log.Enabled(r.Context(), lvl) {
+		return
+	}
+	attrs := []slog.Attr{
+		slog.String("method", r.Method), slog.String("path", r.URL.Path),
+		slog.Int("status", status), slog.Duration("duration", took), slog.Int64("bytes", rec.bytes),
+	}
+	if rec.errCode != "" {
+		attrs = append(attrs, slog.String("code", rec.errCode), slog.String("error", rec.errMsg))
+	}
+	h.log.LogAttrs(r.Context(), lvl, "http request", attrs...)
+}
+
+// noRoute answers requests no route matches: 405 with Allow when the path
+// exists with other methods, 404 otherwise.
+func (h *Handler) noRoute(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, m := range []string{"GET", "POST", "PUT", "DELETE"} {
+		r2 := r.Clone(r.Context())
+		r2.Method = m
+		if _, pat := h.mux.Handler(r2); pat != "" && pat != "/" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		h.writeErrorStatus(w, http.StatusMethodNotAllowed, errs.New(errs.InvalidArgument,
+			"method %s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, strings.Join(allow, ", ")))
+		return
+	}
+	h.writeError(w, errs.New(errs.NotFound, "no such endpoint: %s %s", r.Method, r.URL.Path))
+}
+
+func (h *Handler) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (h *Handler) serveMetrics(w http.ResponseWriter, r *http.Request) {
+	if h.metrics == nil {
+		h.writeError(w, errs.New(errs.NotFound, "metrics are not enabled"))
+		return
+	}
+	h.metrics.ServeHTTP(w, r)
+}
+
+// recorder remembers the status, size and error of a response for the
+// request log.
+type recorder struct {
+	http.ResponseWriter
+	status  int
+	bytes   int64
+	errCode string
+	errMsg  string
+}
+
+func (r *recorder) WriteHeader(status int) {
+	if r.status == 0 {
+		r.status = status
+	}
+	r.ResponseWriter.WriteHeader(status)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	n, err := r.ResponseWriter.Write(b)
+	r.bytes += int64(n)
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// pathTopic returns the {topic} path value.
+func pathTopic(r *http.Request) string { return r.PathValue("topic") }
+
+func durationField(field, s string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, errs.New(errs.InvalidArgument, "%s %q is not a duration such as 250ms, 30s or 1h30m", field, s)
+	}
+	return d, nil
+}

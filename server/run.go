@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hourglass-mq/hourglass/engine"
+	"github.com/hourglass-mq/hourglass/metrics"
 )
 
 // Fixed HTTP timeouts. There is no write timeout: a long-poll receive may
@@ -46,7 +47,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, ready func(addr s
 		eng.Close()
 		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
-	h := New(eng, cfg, logger)
+	h := New(eng, cfg, logger, metrics.Handler(eng))
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: readHeaderTimeout,

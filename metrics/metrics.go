@@ -1,0 +1,172 @@
+// Package metrics exports an engine's instrumentation in the Prometheus
+// format. It is a separate package so the engine does not depend on the
+// Prometheus client: the engine keeps plain atomic counters and histograms
+// (engine.Stats), and a Collector reads them at scrape time.
+//
+// Counters count since the process started (Prometheus handles the reset at
+// a restart); gauges are read live. Per-topic and per-group series carry the
+// labels topic and group.
+package metrics
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/hourglass-mq/hourglass/engine"
+)
+
+const ns = "hourglass"
+
+// Collector is a prometheus.Collector over one engine.
+type Collector struct {
+	eng *engine.Engine
+
+	sent, fired, cancelled, rescheduled   *prometheus.Desc
+	pending                               *prometheus.Desc
+	lateness, fsync, checkpoint           *prometheus.Desc
+	recovery, replayed                    *prometheus.Desc
+	clockJumps, checkpoints, segsDel      *prometheus.Desc
+	fireErrs, loadErrs, writeErrs, ckErrs *prometheus.Desc
+
+	topicSent, topicFired, topicCancelled, topicPending, topicVisible *prometheus.Desc
+
+	groupDelivered, groupAcked, groupRedelivered, groupDead *prometheus.Desc
+	groupBacklog, groupInFlight                             *prometheus.Desc
+}
+
+// NewCollector returns a collector over eng.
+func NewCollector(eng *engine.Engine) *Collector {
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc(prometheus.BuildFQName(ns, "", name), help, labels, nil)
+	}
+	return &Collector{
+		eng:         eng,
+		sent:        d("messages_sent_total", "Messages accepted by sends."),
+		fired:       d("messages_fired_total", "Messages that fell due and became visible to consumers (delivered to their queue)."),
+		cancelled:   d("messages_cancelled_total", "Pending messages cancelled."),
+		rescheduled: d("messages_rescheduled_total", "Pending messages moved to another due time."),
+		pending:     d("messages_pending", "Messages accepted and not yet visible or cancelled."),
+		lateness:    d("lateness_seconds", "Time from a message's due time to its becoming visible."),
+		fsync:       d("fsync_seconds", "Duration of each commit-log fdatasync."),
+		checkpoint:  d("checkpoint_seconds", "Duration of each checkpoint."),
+		recovery:    d("recovery_seconds", "Duration of the recovery at the last start."),
+		replayed:    d("recovery_replayed_records", "Commit-log records replayed at the last start."),
+		clockJumps:  d("clock_jumps_total", "Wall-clock steps beyond the threshold, relative to the monotonic clock."),
+		checkpoints: d("checkpoints_total", "Checkpoints written."),
+		segsDel:     d("segments_deleted_total", "Commit-log segments deleted by retention."),
+		fireErrs:    d("fire_errors_total", "Failures to write a fire record (due messages are retried)."),
+		loadErrs:    d("timer_load_errors_total", "Failures to load a timer bucket into the wheel."),
+		writeErrs:   d("timer_write_errors_total", "Failures to write a timer to its bucket (the timer is kept in memory)."),
+		ckErrs:      d("checkpoint_errors_total", "Failed checkpoints."),
+
+		topicSent:      d("topic_messages_sent_total", "Messages accepted by sends, by topic.", "topic"),
+		topicFired:     d("topic_messages_fired_total", "Messages that became visible, by topic.", "topic"),
+		topicCancelled: d("topic_messages_cancelled_total", "Messages cancelled, by topic.", "topic"),
+		topicPending:   d("topic_messages_pending", "Messages accepted and not yet visible or cancelled, by topic.", "topic"),
+		topicVisible:   d("topic_queue_entries", "Entries in the topic's queues: every message made visible since the topic was created.", "topic"),
+
+		groupDelivered:   d("group_delivered_total", "Deliveries to the consumer group (first deliveries and redeliveries).", "topic", "group"),
+		groupAcked:       d("group_acked_total", "Messages acknowledged by the consumer group.", "topic", "group"),
+		groupRedelivered: d("group_redelivered_total", "Redeliveries to the consumer group after a lease expiry or nack.", "topic", "group"),
+		groupDead:        d("group_dead_lettered_total", "Messages moved to the group's dead-letter topic after max attempts.", "topic", "group"),
+		groupBacklog:     d("group_backlog", "Visible messages the group has not acked yet, in flight included.", "topic", "group"),
+		groupInFlight:    d("group_in_flight", "Messages of the group under a lease now.", "topic", "group"),
+	}
+}
+
+func (c *Collector) descs() []*prometheus.Desc {
+	return []*prometheus.Desc{
+		c.sent, c.fired, c.cancelled, c.rescheduled, c.pending, c.lateness, c.fsync, c.checkpoint,
+		c.recovery, c.replayed, c.clockJumps, c.checkpoints, c.segsDel, c.fireErrs, c.loadErrs, c.writeErrs, c.ckErrs,
+		c.topicSent, c.topicFired, c.topicCancelled, c.topicPending, c.topicVisible,
+		c.groupDelivered, c.groupAcked, c.groupRedelivered, c.groupDead, c.groupBacklog, c.groupInFlight,
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.descs() {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector: it reads the engine's
+// statistics, then every topic and its groups.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	s := c.eng.Stats()
+	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter(c.sent, s.Sent.Load())
+	counter(c.fired, s.Fired.Load())
+	counter(c.cancelled, s.Cancelled.Load())
+	counter(c.rescheduled, s.Rescheduled.Load())
+	gauge(c.pending, float64(s.Pending.Load()))
+	ch <- histogram(c.lateness, s.Lateness)
+	ch <- histogram(c.fsync, s.FsyncSeconds)
+	ch <- histogram(c.checkpoint, s.CheckpointSeconds)
+	gauge(c.recovery, s.RecoveryDuration())
+	gauge(c.replayed, float64(s.Replayed.Load()))
+	counter(c.clockJumps, s.ClockJumps.Load())
+	counter(c.checkpoints, s.Checkpoints.Load())
+	counter(c.segsDel, s.SegmentsDeleted.Load())
+	counter(c.fireErrs, s.FireErrors.Load())
+	counter(c.loadErrs, s.TimerLoadErrors.Load())
+	counter(c.writeErrs, s.TimerWriteErrors.Load())
+	counter(c.ckErrs, s.CheckpointErrors.Load())
+
+	for _, t := range c.eng.Topics() {
+		ts, err := c.eng.DescribeTopic(t.Name)
+		if err != nil {
+			// Deleted between the two calls; nothing to report.
+			continue
+		}
+		counter(c.topicSent, ts.Sent, ts.Name)
+		counter(c.topicFired, ts.Fired, ts.Name)
+		counter(c.topicCancelled, ts.Cancelled, ts.Name)
+		gauge(c.topicPending, float64(ts.Pending), ts.Name)
+		gauge(c.topicVisible, float64(ts.Visible), ts.Name)
+		for _, g := range ts.Groups {
+			counter(c.groupDelivered, g.Delivered, g.Topic, g.Name)
+			counter(c.groupAcked, g.Acked, g.Topic, g.Name)
+			counter(c.groupRedelivered, g.Redelivered, g.Topic, g.Name)
+			counter(c.groupDead, g.DeadLettered, g.Topic, g.Name)
+			gauge(c.groupBacklog, float64(g.Backlog), g.Topic, g.Name)
+			gauge(c.groupInFlight, float64(g.InFlight), g.Topic, g.Name)
+		}
+	}
+}
+
+// histogram converts an engine histogram into a Prometheus one: the
+// engine keeps per-bucket counts, Prometheus wants cumulative ones.
+func histogram(d *prometheus.Desc, h *engine.Histogram) prometheus.Metric {
+	counts, n, sum := h.Snapshot()
+	buckets := make(map[float64]uint64, len(h.Bounds))
+	var acc uint64
+	for i, b := range h.Bounds {
+		acc += counts[i]
+		buckets[b] = acc
+	}
+	// The +Inf bucket is implied by the count. The count is read after the
+	// buckets, so a concurrent Observe may make it larger than the last
+	// bucket, which Prometheus allows (those observations are above it or
+	// not yet counted in a bucket).
+	if n < acc {
+		n = acc
+	}
+	return prometheus.MustNewConstHistogram(d, n, sum, buckets)
+}
+
+// Handler returns an http.Handler serving eng's metrics, plus the Go
+// runtime's and the process's, from a registry of its own.
+func Handler(eng *engine.Engine) http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(NewCollector(eng), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+}

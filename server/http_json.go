@@ -1,0 +1,142 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"reflect"
+	"strings"
+
+	"github.com/hourglass-mq/hourglass/errs"
+)
+
+// statusOf maps an error code to its HTTP status. The mapping is part of
+// the API contract.
+func statusOf(c errs.Code) int {
+	switch c {
+	case errs.InvalidArgument:
+		return http.StatusBadRequest
+	case errs.Unauthenticated:
+		return http.StatusUnauthorized
+	case errs.NotFound:
+		return http.StatusNotFound
+	case errs.AlreadyExists, errs.FailedPrecondition:
+		return http.StatusConflict
+	case errs.TooLarge:
+		return http.StatusRequestEntityTooLarge
+	case errs.ResourceExhausted:
+		return http.StatusTooManyRequests
+	case errs.Unavailable:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+// decode reads the request body, at most MaxRequestBytes of it, as exactly
+// one JSON value into v, rejecting unknown fields. If optional, an empty
+// body leaves v as it is (all defaults).
+func (h *Handler) decode(w http.ResponseWriter, r *http.Request, v any, optional bool) error {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxRequestBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return errs.New(errs.TooLarge, "request body exceeds the limit of %d bytes (-max-request-bytes)", tooBig.Limit)
+		}
+		return errs.Wrap(errs.InvalidArgument, err, "cannot read the request body")
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		if optional {
+			return nil
+		}
+		return errs.New(errs.InvalidArgument, "request body is empty; a JSON object is required")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return jsonError(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errs.New(errs.InvalidArgument, "request body holds more than one JSON value")
+	}
+	return nil
+}
+
+// jsonError turns a decoding error into an invalid_argument that names the
+// problem and, where known, the field.
+func jsonError(err error) error {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syntax):
+		return errs.New(errs.InvalidArgument, "request body is not valid JSON: %v (at byte %d)", syntax, syntax.Offset)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return errs.New(errs.InvalidArgument, "request body is not valid JSON: it ends in the middle of a value")
+	case errors.As(err, &typ):
+		if typ.Field == "" {
+			return errs.New(errs.InvalidArgument, "request body must be a JSON %s, not %s", jsonKind(typ.Type), typ.Value)
+		}
+		return errs.New(errs.InvalidArgument, "field %q must be a JSON %s, not %s", typ.Field, jsonKind(typ.Type), typ.Value)
+	}
+	if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		return errs.New(errs.InvalidArgument, "unknown field %s in the request body", f)
+	}
+	return errs.New(errs.InvalidArgument, "request body is not valid: %s", strings.TrimPrefix(err.Error(), "json: "))
+}
+
+// jsonKind names the JSON type a Go type decodes from.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "string"
+	case reflect.Bool:
+		return "boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "integer"
+	case reflect.Float32, reflect.Float64:
+		return "number"
+	case reflect.Slice, reflect.Array:
+		return "array"
+	case reflect.Map, reflect.Struct:
+		return "object"
+	case reflect.Pointer:
+		return jsonKind(t.Elem())
+	}
+	return t.String()
+}
+
+// writeJSON writes v with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.Encode(v)
+}
+
+// writeError writes err as the API's error body with its code's status.
+func (h *Handler) writeError(w http.ResponseWriter, err error) {
+	h.writeErrorStatus(w, 0, err)
+}
+
+// writeErrorStatus is writeError with an explicit status (0: the code's).
+// A cancelled request context means the client left or the server is
+// stopping; it is answered as unavailable.
+func (h *Handler) writeErrorStatus(w http.ResponseWriter, status int, err error) {
+	code := errs.CodeOf(err)
+	msg := err.Error()
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		code, msg = errs.Unavailable, "request cancelled: "+msg
+	} else if _, ok := errors.AsType[*errs.Error](err); !ok {
+		msg = "internal error: " + msg
+	}
+	if status == 0 {
+		status = statusOf(code)
+	}
+	if rec, ok := w.(*recorder); ok {
+		rec.errCode, rec.errMsg = string(code), msg
+	}
+	writeJSON(w, status, errorJSON{Error: errorBodyJSON{Code: string(code), Message: msg}})
+}

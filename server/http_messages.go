@@ -1,0 +1,175 @@
+package server
+
+import (
+	"encoding/base64"
+	"net/http"
+
+	"github.com/hourglass-mq/hourglass/engine"
+	"github.com/hourglass-mq/hourglass/errs"
+	"github.com/hourglass-mq/hourglass/message"
+)
+
+// when converts delivery options. The engine checks that at most one is
+// set and that the time is within the maximum delay.
+func (d deliveryJSON) when() (message.When, error) {
+	delay, err := durationField("delay", d.Delay)
+	if err != nil {
+		return message.When{}, err
+	}
+	if d.Delay != "" && delay == 0 && (d.At != 0 || d.Level != 0) {
+		// "delay":"0s" plus another option is still two options.
+		return message.When{}, errs.New(errs.InvalidArgument, "give at most one of delay, at and level")
+	}
+	return message.When{Delay: delay, At: d.At, Level: d.Level}, nil
+}
+
+// request converts one message of a send to topic.
+func (m *sendJSON) request(topic string) (engine.SendRequest, error) {
+	msg := message.Message{Topic: topic, Key: m.Key, Tag: m.Tag, Group: m.Group, Properties: m.Properties}
+	switch {
+	case m.Body != nil && m.BodyBase64 != nil:
+		return engine.SendRequest{}, errs.New(errs.InvalidArgument, "give body or body_base64, not both")
+	case m.Body != nil:
+		msg.Body = []byte(*m.Body)
+	case m.BodyBase64 != nil:
+		b, err := base64.StdEncoding.DecodeString(*m.BodyBase64)
+		if err != nil {
+			return engine.SendRequest{}, errs.New(errs.InvalidArgument, "body_base64 is not standard base64: %v", err)
+		}
+		msg.Body = b
+	}
+	w, err := m.when()
+	if err != nil {
+		return engine.SendRequest{}, err
+	}
+	return engine.SendRequest{Message: msg, When: w}, nil
+}
+
+func (h *Handler) send(w http.ResponseWriter, r *http.Request) {
+	var in sendJSON
+	if err := h.decode(w, r, &in, false); err != nil {
+		h.writeError(w, err)
+		return
+	}
+	req, err := in.request(pathTopic(r))
+	if err != nil {
+		h.writeError(w, err)
+		return
+	}
+	rc, err := h.eng.Send(r.Context(), req.Message, req.When)
+	if err != nil {
+		h.writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, receiptOf(rc))
+}
+
+func (h *Handler) sendBatch(w http.ResponseWriter, r *http.Request) {
+	var in batchJSON
+	if err := h.decode(w, r, &in, false); err != nil {
+		h.writeError(w, err)
+		return
+	}
+	if len(in.Messages) == 0 {
+		h.writeError(w, errs.New(errs.InvalidArgument, "messages is empty; a batch needs at least one message"))
+		return
+	}
+	if len(in.Messages) > h.cfg.MaxBatch {
+		h.writeError(w, errs.New(errs.TooLarge, "batch has %d messages; the limit is %d (-max-batch)", len(in.Messages), h.cfg.MaxBatch))
+		return
+	}
+	topic := pathTopic(r)
+	reqs := make([]engine.SendRequest, len(in.Messages))
+	for i := range in.Messages {
+		req, err := in.Messages[i].request(topic)
+		if err != nil {
+			h.writeError(w, errs.Wrap(errs.CodeOf(err), err, "message %d", i))
+			return
+		}
+		reqs[i] = req
+	}
+	rcs, err := h.eng.SendBatch(r.Context(), reqs)
+	if err != nil {
+		h.writeError(w, err)
+		return
+	}
+	out := batchReceiptsJSON{Receipts: make([]receiptJSON, len(rcs))}
+	for i, rc := range rcs {
+		out.Receipts[i] = receiptOf(rc)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// pathID parses the {id} path value.
+func pathID(r *http.Request) (message.ID, error) {
+	return message.ParseID(r.PathValue("id"))
+}
+
+func (h *Handler) inspect(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err != nil {
+		h.writeError(w, err)
+		return
+	}
+	info, err := h.eng.Inspect(id)
+	if err != nil {
+		h.writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, infoOf(info))
+}
+
+func (h *Handler) inspectKey(w http.ResponseWriter, r *http.Request) {
+	topic := pathTopic(r)
+	if err := message.ValidateTopic(topic); err != nil {
+		h.writeError(w, err)
+		return
+	}
+	info, err := h.eng.InspectKey(topic, r.PathValue("key"))
+	if err != nil {
+		h.writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, infoOf(info))
+}
+
+func (h *Handler) cancel(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err != nil {
+		h.writeError(w, err)
+		return
+	}
+	if err := h.eng.Cancel(r.Context(), id); err != nil {
+		h.writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, cancelledJSON{ID: id.String(), State: string(engine.StateCancelled)})
+}
+
+func (h *Handler) reschedule(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err != nil {
+		h.writeError(w, err)
+		return
+	}
+	var in rescheduleJSON
+	if err := h.decode(w, r, &in, false); err != nil {
+		h.writeError(w, err)
+		return
+	}
+	when, err := in.when()
+	if err != nil {
+		h.writeError(w, err)
+		return
+	}
+	if in.IfDue < 0 {
+		h.writeError(w, errs.New(errs.InvalidArgument, "if_due %d is negative; it is Unix time in milliseconds", in.IfDue))
+		return
+	}
+	due, err := h.eng.Reschedule(r.Context(), id, when, in.IfDue)
+	if err != nil {
+		h.writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rescheduledJSON{ID: id.String(), Due: due, DueTime: msTime(due)})
+}

@@ -1,0 +1,269 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"math"
+	"net/http"
+	"sort"
+
+	"github.com/hourglass-mq/hourglass/engine"
+	"github.com/hourglass-mq/hourglass/errs"
+	"github.com/hourglass-mq/hourglass/message"
+)
+
+func (h *Handler) createTopic(w http.ResponseWriter, r *http.Request) {
+	var in topicConfigJSON
+	if err := h.decode(w, r, &in, true); err != nil {
+		h.writeError(w, err)
+		return
+	}
+	name := pathTopic(r)
+	if err := h.eng.CreateTopic(name, engine.TopicConfig{Queues: in.Queues, FIFO: in.FIFO}); err != nil {
+		h.writeError(w, err)
+		return
+	}
+	ts, err := h.eng.DescribeTopic(name)
+	if err != nil {
+		h.writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, topicOf(ts))
+}
+
+func (h *Handler) listTopics(w http.ResponseWriter, r *http.Request) {
+	out := topicsJSON{Topics: []topicJSON{}}
+	for _, t := range h.eng.Topics() {
+		ts, err := h.eng.DescribeTopic(t.Name)
+		if errs.CodeOf(err) == errs.NotFound {
+			continue
+		}
+		if err != nil {
+			h.writeError(w, err)
+			return
+		}
+		out.Topics = append(out.Topics, topicOf(ts))
+	}
+	sort.Slice(out.Topics, func(i, j int) bool { return out.Topics[i].Name < out.Topics[j].Name })
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (h *Handler) describeTopic(w http.ResponseWriter, r *http.Request) {
+	name := pathTopic(r)
+	if err := message.ValidateTopic(name); err != nil {
+		h.writeError(w, err)
+		return
+	}
+	ts, err := h.eng.DescribeTopic(name)
+	if err != nil {
+		h.writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, topicOf(ts))
+}
+
+func (h *Handler) stats(w http.ResponseWriter, r *http.Request) {
+	s := h.eng.Stats()
+	_, n, _ := s.Lateness.Snapshot()
+	out := statsJSON{
+		Pending: s.Pending.Load(), Sent: s.Sent.Load(), Fired: s.Fired.Load(),
+		Cancelled: s.Cancelled.Load(), Rescheduled: s.Rescheduled.Load(),
+		LatenessCount: n, RecoverySeconds: s.RecoveryDuration(), ClockJumps: s.ClockJumps.Load(),
+	}
+	if n > 0 {
+		out.LatenessP50Ms = quantileMs(s.Lateness, 0.5)
+		out.LatenessP99Ms = quantileMs(s.Lateness, 0.99)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// quantileMs returns the q-quantile of a seconds histogram in ms, nil when
+// it lies above the largest bucket.
+func quantileMs(hist *engine.Histogram, q float64) *float64 {
+	v := hist.Quantile(q)
+	if math.IsInf(v, 0) {
+		return nil
+	}
+	ms := v * 1000
+	return &ms
+}
+
+// Consumer groups.
+
+func (h *Handler) createGroup(w http.ResponseWriter, r *http.Request) {
+	var in groupConfigJSON
+	if err := h.decode(w, r, &in, true); err != nil {
+		h.writeError(w, err)
+		return
+	}
+	cfg := engine.GroupConfig{MaxAttempts: in.MaxAttempts}
+	var err error
+	if cfg.BackoffBase, err = durationField("backoff_base", in.BackoffBase); err != nil {
+		h.writeError(w, err)
+		return
+	}
+	if cfg.BackoffMax, err = durationField("backoff_max", in.BackoffMax); err != nil {
+		h.writeError(w, err)
+		return
+	}
+	topic, name := pathTopic(r), r.PathValue("group")
+	if err := h.eng.CreateGroup(topic, name, cfg); err != nil {
+		h.writeError(w, err)
+		return
+	}
+	gs, err := h.eng.Groups(topic)
+	if err != nil {
+		h.writeError(w, err)
+		return
+	}
+	for _, g := range gs {
+		if g.Name == name {
+			writeJSON(w, http.StatusCreated, groupOf(g))
+			return
+		}
+	}
+	h.writeError(w, errs.New(errs.Internal, "group %q of topic %q was created but is not listed", name, topic))
+}
+
+func (h *Handler) listGroups(w http.ResponseWriter, r *http.Request) {
+	gs, err := h.eng.Groups(pathTopic(r))
+	if err != nil {
+		h.writeError(w, err)
+		return
+	}
+	out := groupsJSON{Groups: make([]groupJSON, 0, len(gs))}
+	for _, g := range gs {
+		out.Groups = append(out.Groups, groupOf(g))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// receive leases messages, long-polling up to "wait". The wait ends early
+// when the client disconnects or the server starts shutting down; either
+// way nothing was leased, and the answer is an empty list.
+func (h *Handler) receive(w http.ResponseWriter, r *http.Request) {
+	var in receiveJSON
+	if err := h.decode(w, r, &in, true); err != nil {
+		h.writeError(w, err)
+		return
+	}
+	req := engine.ReceiveRequest{Topic: pathTopic(r), Group: r.PathValue("group"), Max: in.Max}
+	var err error
+	if req.Invisible, err = durationField("invisible", in.Invisible); err != nil {
+		h.writeError(w, err)
+		return
+	}
+	if req.Wait, err = durationField("wait", in.Wait); err != nil {
+		h.writeError(w, err)
+		return
+	}
+	if in.Max < 0 {
+		h.writeError(w, errs.New(errs.InvalidArgument, "max %d is negative", in.Max))
+		return
+	}
+	if in.Invisible != "" && req.Invisible == 0 {
+		h.writeError(w, errs.New(errs.InvalidArgument, "invisible must be positive; omit it for the default of %v", engine.DefaultInvisible))
+		return
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	stop := context.AfterFunc(h.draining, cancel)
+	defer stop()
+	got, err := h.eng.Receive(ctx, req)
+	if err != nil && !(errors.Is(err, context.Canceled) && ctx.Err() != nil) {
+		h.writeError(w, err)
+		return
+	}
+	out := messagesJSON{Messages: make([]receivedJSON, 0, len(got))}
+	for _, m := range got {
+		out.Messages = append(out.Messages, receivedOf(m))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (h *Handler) ack(w http.ResponseWriter, r *http.Request) {
+	var in ackJSON
+	if err := h.decode(w, r, &in, false); err != nil {
+		h.writeError(w, err)
+		return
+	}
+	if len(in.Receipts) == 0 {
+		h.writeError(w, errs.New(errs.InvalidArgument, "receipts is empty; give at least one receipt"))
+		return
+	}
+	if err := h.eng.Ack(r.Context(), pathTopic(r), r.PathValue("group"), in.Receipts...); err != nil {
+		h.writeError(w, err)
+		return
+	}
+	unique := map[string]bool{}
+	for _, rc := range in.Receipts {
+		unique[rc] = true
+	}
+	writeJSON(w, http.StatusOK, ackedJSON{Acked: len(unique)})
+}
+
+func (h *Handler) nack(w http.ResponseWriter, r *http.Request) {
+	var in nackJSON
+	if err := h.decode(w, r, &in, false); err != nil {
+		h.writeError(w, err)
+		return
+	}
+	if in.Receipt == "" {
+		h.writeError(w, errs.New(errs.InvalidArgument, "receipt is required"))
+		return
+	}
+	delay, err := durationField("delay", in.Delay)
+	if err != nil {
+		h.writeError(w, err)
+		return
+	}
+	if err := h.eng.Nack(r.Context(), pathTopic(r), r.PathValue("group"), in.Receipt, delay); err != nil {
+		h.writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, struct{}{})
+}
+
+func (h *Handler) invisibility(w http.ResponseWriter, r *http.Request) {
+	var in invisibilityJSON
+	if err := h.decode(w, r, &in, false); err != nil {
+		h.writeError(w, err)
+		return
+	}
+	if in.Receipt == "" {
+		h.writeError(w, errs.New(errs.InvalidArgument, "receipt is required"))
+		return
+	}
+	if in.Invisible == "" {
+		h.writeError(w, errs.New(errs.InvalidArgument, "invisible is required"))
+		return
+	}
+	d, err := durationField("invisible", in.Invisible)
+	if err != nil {
+		h.writeError(w, err)
+		return
+	}
+	if err := h.eng.ChangeInvisibility(r.Context(), pathTopic(r), r.PathValue("group"), in.Receipt, d); err != nil {
+		h.writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, struct{}{})
+}
+
+// defaultRedrive is how many dead letters a redrive moves when the request
+// does not say.
+const defaultRedrive = 100
+
+func (h *Handler) redrive(w http.ResponseWriter, r *http.Request) {
+	in := redriveJSON{Max: defaultRedrive}
+	if err := h.decode(w, r, &in, true); err != nil {
+		h.writeError(w, err)
+		return
+	}
+	n, err := h.eng.Redrive(r.Context(), pathTopic(r), r.PathValue("group"), in.Max)
+	if err != nil {
+		h.writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, redrivenJSON{Redriven: n})
+}
