@@ -257,6 +257,11 @@ func (e *Engine) retain(st *checkpointState) {
 			delete(e.overlay, p)
 		}
 	}
+	for h, p := range e.keys {
+		if p < uint64(cut) {
+			delete(e.keys, h)
+		}
+	}
 	e.segBases = nil
 	e.mu.Unlock()
 	e.stats.SegmentsDeleted.Add(uint64(n))
