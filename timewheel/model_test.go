@@ -15,6 +15,9 @@ import (
 // validates each fire as it happens (pending, not early, not out of tick
 // order) and, after each Advance, that nothing due was left behind.
 
+// maxRefires bounds how many fires per Advance may add timers.
+const maxRefires = 256
+
 // source yields the choices that drive a run: either decoded from fuzz
 // input or drawn from a seeded generator.
 type source interface {
@@ -70,6 +73,8 @@ type harness struct {
 	stop     bool     // the source ran out
 	trace    []string // the latest operations, printed on failure
 	draining bool     // fire callbacks stop adding timers
+	// firedInAdvance counts fires in the current Advance.
+	firedInAdvance int
 }
 
 func newHarness(t testing.TB, src source, maxTimers int) *harness {
@@ -213,6 +218,7 @@ func (h *harness) advance(now int64) {
 	h.cOld = h.clockAt(h.now)
 	h.cNew = h.clockAt(max(now, h.now))
 	h.lastEff = math.MinInt64
+	h.firedInAdvance = 0
 	h.logf("Advance(%d) from %d", now, h.now)
 	h.w.Advance(now, h.fire)
 	h.now = max(now, h.now)
@@ -257,7 +263,10 @@ func (h *harness) fire(tm *Timer[int]) {
 	delete(h.model, id)
 	h.fired++
 
-	if h.draining {
+	h.firedInAdvance++
+	if h.draining || h.firedInAdvance > maxRefires {
+		// A callback that keeps rescheduling itself a tick ahead would make
+		// a jump over 2^50 ticks fire 2^50 times: correct, but endless.
 		return
 	}
 	// Re-enter the wheel the way the engine does: reschedule, cancel
