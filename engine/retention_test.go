@@ -1,0 +1,69 @@
+package engine
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hourglass-mq/hourglass/message"
+)
+
+func TestRetentionDeletesDeliveredSegmentsButNotPendingOnes(t *testing.T) {
+	h := newHarness(t, func(o *Options) {
+		o.SegmentBytes = 16 << 10
+		o.Retention = time.Hour
+	})
+	long := h.send("t", "long", message.When{Delay: 48 * time.Hour}) // pins the first segment
+	var first Receipt
+	for i := 0; i < 300; i++ {
+		r, err := h.e.Send(t.Context(), message.Message{Topic: "t", Body: make([]byte, 200)}, message.When{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = r
+		}
+	}
+	h.waitVisible("t", 300)
+	if n := len(h.e.clog.Segments()); n < 4 {
+		t.Fatalf("only %d segments; the test needs several", n)
+	}
+	h.clk.Advance(2 * time.Hour)
+	if err := h.e.checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.e.Stats().SegmentsDeleted.Load(); got != 0 {
+		t.Fatalf("%d segments deleted while the first one holds a pending message", got)
+	}
+	if _, err := h.e.Inspect(long.ID); err != nil {
+		t.Fatalf("pending message lost its record: %v", err)
+	}
+	// Once the long-pending message is visible and retention passed, the
+	// old segments go.
+	h.clk.Advance(47 * time.Hour)
+	h.waitVisible("t", 301)
+	h.clk.Advance(2 * time.Hour)
+	if err := h.e.checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.e.Stats().SegmentsDeleted.Load(); got == 0 {
+		t.Fatal("no segment deleted after everything was delivered and retention passed")
+	}
+	if _, err := h.e.Inspect(first.ID); !IsNotFound(err) || !strings.Contains(err.Error(), "retention") {
+		t.Fatalf("inspect of a deleted message: %v", err)
+	}
+	// The engine still works and recovers after deletion.
+	h.restart()
+	after := h.send("t", "after", message.When{})
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		info, err := h.e.Inspect(after.ID)
+		if err == nil && info.State == StateVisible {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("message sent after retention and restart not visible: %+v %v", info, err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
