@@ -259,6 +259,9 @@ func (h *harness) fire(tm *Timer[int]) {
 		h.fatalf("timer %d fired out of order: tick %d after tick %d", id, eff, h.lastEff)
 	}
 	h.lastEff = eff
+	if eff > h.cOld && h.w.Now() != tickStart(eff, h.tick) {
+		h.fatalf("Now() = %d inside fire of tick %d, want its start", h.w.Now(), eff)
+	}
 	h.clock = max(h.cOld, eff)
 	delete(h.model, id)
 	h.fired++

@@ -299,13 +299,16 @@ func TestFirePanic(t *testing.T) {
 		}()
 		w.Advance(5, func(*Timer[int]) { panic("boom") })
 	}()
-	if w.Len() != 9 {
-		t.Fatalf("Len %d after one timer fired and panicked, want 9", w.Len())
+	if w.Len() != 9 || w.Now() != 5 {
+		t.Fatalf("Len %d, Now %d after one timer fired and panicked, want 9, 5", w.Len(), w.Now())
 	}
+	var later Timer[int]
+	later.Value = 100
+	w.Add(&later, 6)
 	var got []int
 	w.Advance(5, collect(&got))
-	if len(got) != 9 || w.Len() != 0 {
-		t.Fatalf("after recovery fired %d, Len %d", len(got), w.Len())
+	if len(got) != 9 || w.Len() != 1 {
+		t.Fatalf("after recovery fired %v, Len %d; want the 9 left, not the one due at 6", got, w.Len())
 	}
 	checkInvariants(t, w)
 }

@@ -96,19 +96,22 @@ func New[T any](tick int64, slots int, now int64) *Wheel[T] {
 // due and wait for the next Advance.
 func (w *Wheel[T]) Len() int { return w.n }
 
-// Now returns the latest time given to New or Advance: the wheel's clock.
+// Now returns the wheel's clock: the latest time given to New or Advance.
+// Inside a fire callback it is the start of the tick being fired, which is
+// at or before the now passed to Advance.
 func (w *Wheel[T]) Now() int64 { return w.now }
 
 // Add schedules t to fire at the first Advance whose now is at or after
-// deadline rounded up to a multiple of tick (or math.MaxInt64 if rounding up
-// leaves the int64 range: Advance(math.MaxInt64) fires every timer). A deadline at or before the
-// wheel's clock (Now) fires at the next Advance, whatever the tick. Add panics if t is already
-// scheduled, in this wheel or another; Cancel it first to reschedule.
+// deadline rounded up to a multiple of tick (or math.MaxInt64 if rounding
+// up leaves the int64 range: Advance(math.MaxInt64) fires every timer). A
+// deadline at or before the wheel's clock (Now) fires at the next Advance,
+// whatever the tick. Add panics if t is already scheduled, in this wheel or
+// another; Cancel it first to reschedule.
 //
-// Add may be called from inside the fire callback of Advance. A timer so
-// added fires within the same Advance if its deadline lies after the tick
-// being fired and at or before that Advance's now, and at the next Advance
-// if its deadline is at or before the tick being fired.
+// Add may be called from inside the fire callback of Advance, where Now is
+// the start of the tick being fired. A timer so added fires within the same
+// Advance if its deadline is after Now and at or before the now passed to
+// Advance, and at the next Advance if its deadline is at or before Now.
 func (w *Wheel[T]) Add(t *Timer[T], deadline int64) {
 	if t.bucket != nil {
 		panic("timewheel: Add of a timer that is already scheduled; Cancel it first")
@@ -122,17 +125,11 @@ func (w *Wheel[T]) Add(t *Timer[T], deadline int64) {
 		w.ready.push(t)
 		return
 	}
-	// deadline > now implies ceilDiv(deadline) > clockTick(now) >= origin,
+	// deadline > now implies ceilDiv(deadline) > clockTick(now) = origin+cur,
 	// so the true difference is in [1, 2^64) even when the int64
 	// subtraction would overflow; uint64 wrap-around arithmetic gives
-	// exactly that difference.
+	// exactly that difference, and it is after cur as place requires.
 	t.expiry = uint64(ceilDiv(deadline, w.tick)) - uint64(w.origin)
-	if t.expiry <= w.cur {
-		// Only inside a fire callback, where the clock runs ahead of
-		// w.now: the deadline lies before the tick being fired.
-		w.ready.push(t)
-		return
-	}
 	w.place(t)
 }
 
@@ -240,6 +237,9 @@ func (w *Wheel[T]) Advance(now int64, fire func(*Timer[T])) {
 	for len(w.queue) > 0 && w.queue[0].exp <= target {
 		b := w.queue.pop()
 		w.setClock(b.exp)
+		// Keep now in step with the clock, so that Add in a fire callback
+		// and a fire callback that panics see a consistent wheel.
+		w.now = w.timeOf(b.exp)
 		// Every timer in b expires at or after b.exp; those at b.exp are
 		// due, the rest move to a lower level (their expiry is after the
 		// new clock, so place accepts them below b's level).
@@ -294,13 +294,19 @@ func (w *Wheel[T]) NextDeadline() (int64, bool) {
 	if len(w.queue) == 0 {
 		return 0, false
 	}
-	// exp is at most a timer's ceilDiv(deadline), so the sum fits; the
-	// product may not, for the tick that only Advance(math.MaxInt64) reaches.
-	abs := w.origin + int64(w.queue[0].exp)
+	return w.timeOf(w.queue[0].exp), true
+}
+
+// timeOf returns the time at which relative tick c starts. c is at most a
+// timer's ceilDiv(deadline) minus origin, so origin+c fits; the product may
+// not, for the tick that only Advance(math.MaxInt64) reaches, which is
+// reported as math.MaxInt64.
+func (w *Wheel[T]) timeOf(c uint64) int64 {
+	abs := w.origin + int64(c)
 	if abs > math.MaxInt64/w.tick {
-		return math.MaxInt64, true
+		return math.MaxInt64
 	}
-	return abs * w.tick, true
+	return abs * w.tick
 }
 
 // clockTick returns the tick the clock is in at time now. The end of time
