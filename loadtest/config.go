@@ -1,0 +1,425 @@
+package loadtest
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Mode is how due times are chosen.
+type Mode string
+
+// The modes.
+const (
+	// ModeTiers spreads the messages evenly over fixed delays: message i
+	// gets tier i mod len(tiers), due that delay after it is sent.
+	ModeTiers Mode = "tiers"
+	// ModeSpread gives each message a delay drawn uniformly at random
+	// from [SpreadMin, SpreadMax].
+	ModeSpread Mode = "spread"
+	// ModeHerd makes every message due at the same instant.
+	ModeHerd Mode = "herd"
+)
+
+// Config is one bench run. Main fills it from the command line; its zero
+// value is not usable (see defaultConfig).
+type Config struct {
+	// Server is the base URL of the broker (ignored by a drill, which
+	// starts its own).
+	Server string
+	// Token is the bearer token, empty for none.
+	Token string
+	// Topic is the topic the bench sends to; empty means a fresh name per
+	// run, so that nothing left from an earlier run is counted.
+	Topic string
+	// Group is the consumer group the bench receives with.
+	Group string
+
+	// N is the number of messages to get acknowledged by the broker.
+	N int
+	// Mode, with Tiers, SpreadMin/SpreadMax or Herd, chooses due times.
+	Mode                 Mode
+	Tiers                []time.Duration
+	SpreadMin, SpreadMax time.Duration
+	// HerdAt is the herd's instant: absolute when HerdAbs is set,
+	// otherwise HerdIn after the start of sending.
+	HerdAt  time.Time
+	HerdIn  time.Duration
+	HerdAbs bool
+
+	// Producers is the number of concurrent senders.
+	Producers int
+	// Rate is the target send rate over all producers in messages per
+	// second; 0 sends as fast as the broker accepts.
+	Rate float64
+	// Batch is the number of messages per send request (1 uses the
+	// single-message endpoint).
+	Batch int
+	// BodyBytes is the size of each message body.
+	BodyBytes int
+
+	// Consumers is the number of concurrent receivers.
+	Consumers int
+	// Max is the most messages one receive returns.
+	Max int
+	// Invisible is the lease of a receive.
+	Invisible time.Duration
+	// Wait is the long-poll wait of a receive.
+	Wait time.Duration
+
+	// Deadline is how long after the last due time the bench waits for
+	// stragglers before it counts them lost.
+	Deadline time.Duration
+	// Linger is how long the bench keeps receiving after every message
+	// arrived, to catch late duplicates.
+	Linger time.Duration
+
+	// JSONPath and PNGPath name the machine report and the chart; empty
+	// writes none.
+	JSONPath, PNGPath string
+	// Progress is the period of the live progress line; 0 prints none.
+	Progress time.Duration
+	// Seed seeds the random choices (spread delays, kill moments).
+	Seed uint64
+
+	// Drill starts the broker as a child process and kills it Kills
+	// times, each time leaving it down for Downtime.
+	Drill    bool
+	Kills    int
+	Downtime time.Duration
+	// DataDir is the drill broker's data directory; empty uses a fresh
+	// temporary directory that is removed afterwards.
+	DataDir string
+	// Binary is the hourglass executable the drill starts.
+	Binary string
+	// ServerArgs are extra arguments of "hourglass serve".
+	ServerArgs []string
+	// ServerLog, when set, receives the drill broker's output.
+	ServerLog string
+}
+
+// Defaults of the flags.
+const (
+	defaultServer    = "http://127.0.0.1:7070"
+	defaultGroup     = "bench"
+	defaultN         = 10000
+	defaultTiers     = "1s,5s,30s,5m"
+	defaultProducers = 4
+	defaultBatch     = 100
+	defaultConsumers = 4
+	defaultMax       = 256
+	defaultInvisible = 30 * time.Second
+	defaultWait      = time.Second
+	defaultBodyBytes = 256
+	// defaultDeadline is the straggler wait of an ordinary run.
+	defaultDeadline = 30 * time.Second
+	// maxBatch and maxReceive are the API's limits.
+	maxBatch   = 1000
+	maxReceive = 1000
+)
+
+// autoDuration is a duration flag whose unset value means "computed from
+// the other settings"; it prints as "auto".
+type autoDuration struct {
+	d   time.Duration
+	set bool
+}
+
+func (a *autoDuration) String() string {
+	if a == nil || !a.set {
+		return "auto"
+	}
+	return a.d.String()
+}
+
+func (a *autoDuration) Set(s string) error {
+	if s == "auto" {
+		a.set = false
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	if d < 0 {
+		return errors.New("must not be negative")
+	}
+	a.d, a.set = d, true
+	return nil
+}
+
+const usageText = `usage: hourglass bench [flags]
+
+Sends -n messages with delays, receives them in a consumer group, acks each,
+and reports per delay tier how late they arrived (p50, p95, p99, p99.9, max),
+how many arrived early (must be 0), were lost (acknowledged by the broker but
+never received before the deadline) or duplicated, and the send and receive
+rates. A progress line goes to stderr while it runs, a table to stdout at the
+end; --json and --png write the report and a chart of lateness over time.
+
+Due times: --tiers (each message gets the next tier in turn), --spread
+(uniform random delay), or --herd N@T (N messages all due at instant T, a
+duration after sending starts such as 10s, or an RFC 3339 time).
+
+Early arrivals are counted with zero tolerance: an arrival before the due
+time by any amount counts. This assumes the bench and the broker read the
+same clock (same machine, or well synchronised clocks).
+
+--drill starts the broker itself (--binary serve --data-dir D --listen on a
+free loopback port, plus --server-args), sends and receives throughout,
+SIGKILLs it --kills times at random moments, leaves it down for --downtime,
+restarts it on the same data directory, and reports lost and duplicated
+messages and, separately, the lateness of messages due while it was down.
+Sends that fail are not acknowledged, so they are retried as new messages and
+counted as failed sends, not as lost. With --rate 0 the drill paces its sends
+over the kill window (kills x (downtime + 2s)) so that it sends throughout.
+
+Exit status: 0 no message lost or early; 1 otherwise (or the run failed);
+2 bad command line.
+
+flags:
+`
+
+// parseArgs parses the bench's command line. It returns ok=false with the
+// exit code when the command must end: 0 after --help, 2 after an error
+// (which it has printed to stderr).
+func parseArgs(args []string, stderr io.Writer) (cfg Config, code int, ok bool) {
+	fs := flag.NewFlagSet("hourglass bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usageText)
+		fs.PrintDefaults()
+	}
+	var (
+		tiers, spread, herd, serverArgs string
+		deadline, linger                autoDuration
+		seed                            int64
+	)
+	fs.StringVar(&cfg.Server, "server", defaultServer, "broker base `URL` (or $HOURGLASS_SERVER)")
+	fs.StringVar(&cfg.Token, "token", "", "bearer `token` (or $HOURGLASS_TOKEN)")
+	fs.StringVar(&cfg.Topic, "topic", "", "topic to use (default: a fresh name per run)")
+	fs.StringVar(&cfg.Group, "group", defaultGroup, "consumer `group`")
+	fs.IntVar(&cfg.N, "n", defaultN, "number of messages the broker must acknowledge")
+	fs.StringVar(&tiers, "tiers", defaultTiers, "comma-separated delay `tiers`, used in turn")
+	fs.StringVar(&spread, "spread", "", "uniform random delay `range`, e.g. 0s-10m (instead of --tiers)")
+	fs.StringVar(&herd, "herd", "", "`N@T`: N messages all due at T (a duration after sending starts, or RFC 3339)")
+	fs.IntVar(&cfg.Producers, "producers", defaultProducers, "concurrent producers")
+	fs.Float64Var(&cfg.Rate, "rate", 0, "target send rate in messages/s over all producers (0: as fast as possible)")
+	fs.IntVar(&cfg.Batch, "batch", defaultBatch, "messages per send request (1-1000)")
+	fs.IntVar(&cfg.BodyBytes, "body-bytes", defaultBodyBytes, "message body size in `bytes`")
+	fs.IntVar(&cfg.Consumers, "consumers", defaultConsumers, "concurrent consumers")
+	fs.IntVar(&cfg.Max, "max", defaultMax, "most messages per receive (1-1000)")
+	fs.DurationVar(&cfg.Invisible, "invisible", defaultInvisible, "lease of a receive (unacked messages return after it)")
+	fs.DurationVar(&cfg.Wait, "wait", defaultWait, "long-poll wait of a receive")
+	fs.Var(&deadline, "deadline", "how long after the last due time to wait for stragglers before counting them lost\n(auto: 30s; in a drill downtime + invisible + 30s)")
+	fs.Var(&linger, "linger", "how long to keep receiving after all arrived, to catch late duplicates\n(auto: 0; in a drill invisible + 2s)")
+	fs.StringVar(&cfg.JSONPath, "json", "", "write the report as JSON to `file`")
+	fs.StringVar(&cfg.PNGPath, "png", "", "write the lateness chart as PNG to `file`")
+	fs.DurationVar(&cfg.Progress, "progress", time.Second, "period of the progress line on stderr (0: none)")
+	fs.Int64Var(&seed, "seed", 0, "random seed (0: from the clock); reported so a run can be repeated")
+	fs.BoolVar(&cfg.Drill, "drill", false, "crash drill: start the broker, kill -9 and restart it during the run")
+	fs.IntVar(&cfg.Kills, "kills", 3, "drill: number of kills")
+	fs.DurationVar(&cfg.Downtime, "downtime", 5*time.Second, "drill: how long the broker stays down after each kill")
+	fs.StringVar(&cfg.DataDir, "data-dir", "", "drill: broker data `directory` (default: a temporary one, removed after)")
+	fs.StringVar(&cfg.Binary, "binary", "", "drill: hourglass `executable` to start (default: this program)")
+	fs.StringVar(&serverArgs, "server-args", "", "drill: extra `arguments` of serve, space-separated")
+	fs.StringVar(&cfg.ServerLog, "server-log", "", "drill: append the broker's output to `file` (default: keep only its tail for errors)")
+
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return cfg, 0, false
+		}
+		return cfg, 2, false
+	}
+	fail := func(format string, a ...any) (Config, int, bool) {
+		fmt.Fprintf(stderr, "hourglass bench: "+format+"\n", a...)
+		fmt.Fprintln(stderr, "run 'hourglass bench --help' for the flags")
+		return cfg, 2, false
+	}
+	if fs.NArg() > 0 {
+		return fail("unexpected argument %q", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if !set["server"] {
+		if v, ok := os.LookupEnv("HOURGLASS_SERVER"); ok && v != "" {
+			cfg.Server = v
+		}
+	}
+	if !set["token"] {
+		if v, ok := os.LookupEnv("HOURGLASS_TOKEN"); ok {
+			cfg.Token = v
+		}
+	}
+	cfg.Seed = uint64(seed)
+	cfg.ServerArgs = strings.Fields(serverArgs)
+
+	modes := 0
+	for _, f := range []string{"tiers", "spread", "herd"} {
+		if set[f] {
+			modes++
+		}
+	}
+	if modes > 1 {
+		return fail("--tiers, --spread and --herd are alternatives; give one")
+	}
+	var err error
+	switch {
+	case set["herd"]:
+		cfg.Mode = ModeHerd
+		if set["n"] {
+			return fail("--herd N@T gives the message count; drop -n")
+		}
+		if err = parseHerd(herd, &cfg); err != nil {
+			return fail("--herd: %v", err)
+		}
+	case set["spread"]:
+		cfg.Mode = ModeSpread
+		if cfg.SpreadMin, cfg.SpreadMax, err = parseSpread(spread); err != nil {
+			return fail("--spread: %v", err)
+		}
+	default:
+		cfg.Mode = ModeTiers
+		if cfg.Tiers, err = parseTiers(tiers); err != nil {
+			return fail("--tiers: %v", err)
+		}
+	}
+
+	switch {
+	case cfg.N < 1:
+		return fail("-n must be at least 1")
+	case cfg.Producers < 1:
+		return fail("--producers must be at least 1")
+	case cfg.Consumers < 1:
+		return fail("--consumers must be at least 1")
+	case cfg.Batch < 1 || cfg.Batch > maxBatch:
+		return fail("--batch must be in 1..%d", maxBatch)
+	case cfg.Max < 1 || cfg.Max > maxReceive:
+		return fail("--max must be in 1..%d", maxReceive)
+	case cfg.Rate < 0:
+		return fail("--rate must not be negative")
+	case cfg.BodyBytes < 0:
+		return fail("--body-bytes must not be negative")
+	case cfg.Invisible < time.Second:
+		return fail("--invisible must be at least 1s")
+	case cfg.Wait < 0 || cfg.Wait > 30*time.Second:
+		return fail("--wait must be in 0s..30s")
+	case cfg.Progress < 0:
+		return fail("--progress must not be negative")
+	case cfg.Group == "":
+		return fail("--group must not be empty")
+	}
+	if cfg.Drill {
+		switch {
+		case set["server"]:
+			return fail("--drill starts its own broker; drop --server")
+		case cfg.Kills < 1:
+			return fail("--kills must be at least 1")
+		case cfg.Downtime < 0:
+			return fail("--downtime must not be negative")
+		}
+		if cfg.Binary == "" {
+			if cfg.Binary, err = os.Executable(); err != nil {
+				cfg.Binary = os.Args[0]
+			}
+		}
+	} else {
+		for _, f := range []string{"kills", "downtime", "data-dir", "binary", "server-args", "server-log"} {
+			if set[f] {
+				return fail("--%s only applies to --drill", f)
+			}
+		}
+	}
+	cfg.Deadline = defaultDeadline
+	if cfg.Drill {
+		cfg.Deadline = cfg.Downtime + cfg.Invisible + defaultDeadline
+	}
+	if deadline.set {
+		cfg.Deadline = deadline.d
+	}
+	if cfg.Drill {
+		cfg.Linger = cfg.Invisible + 2*time.Second
+	}
+	if linger.set {
+		cfg.Linger = linger.d
+	}
+	return cfg, 0, true
+}
+
+// parseTiers parses "1s,5s,30s,5m".
+func parseTiers(s string) ([]time.Duration, error) {
+	var out []time.Duration
+	seen := map[time.Duration]bool{}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			return nil, fmt.Errorf("empty tier in %q", s)
+		}
+		d, err := time.ParseDuration(part)
+		if err != nil {
+			return nil, err
+		}
+		if d < 0 {
+			return nil, fmt.Errorf("tier %s is negative", part)
+		}
+		if seen[d] {
+			return nil, fmt.Errorf("tier %s is given twice", part)
+		}
+		seen[d] = true
+		out = append(out, d)
+	}
+	if len(out) > len(palette) {
+		return nil, fmt.Errorf("at most %d tiers", len(palette))
+	}
+	return out, nil
+}
+
+// parseSpread parses "0s-10m".
+func parseSpread(s string) (lo, hi time.Duration, err error) {
+	a, b, ok := strings.Cut(s, "-")
+	if !ok {
+		return 0, 0, fmt.Errorf("%q is not MIN-MAX, e.g. 0s-10m", s)
+	}
+	if lo, err = time.ParseDuration(strings.TrimSpace(a)); err != nil {
+		return 0, 0, err
+	}
+	if hi, err = time.ParseDuration(strings.TrimSpace(b)); err != nil {
+		return 0, 0, err
+	}
+	if lo < 0 || hi < lo {
+		return 0, 0, fmt.Errorf("need 0 <= MIN <= MAX, got %s-%s", lo, hi)
+	}
+	return lo, hi, nil
+}
+
+// parseHerd parses "N@T" into cfg.N and the herd instant.
+func parseHerd(s string, cfg *Config) error {
+	a, b, ok := strings.Cut(s, "@")
+	if !ok {
+		return fmt.Errorf("%q is not N@T, e.g. 100000@30s", s)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(a))
+	if err != nil || n < 1 {
+		return fmt.Errorf("N in %q must be a positive integer", s)
+	}
+	cfg.N = n
+	b = strings.TrimSpace(b)
+	if d, err := time.ParseDuration(b); err == nil {
+		if d < 0 {
+			return fmt.Errorf("T %s is negative", b)
+		}
+		cfg.HerdIn = d
+		return nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, b)
+	if err != nil {
+		return fmt.Errorf("T %q is neither a duration (10s) nor an RFC 3339 time", b)
+	}
+	cfg.HerdAt, cfg.HerdAbs = t, true
+	return nil
+}

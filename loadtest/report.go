@@ -1,0 +1,338 @@
+package loadtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// ReportVersion is the version of the JSON report's shape; it changes
+// when a field is renamed or removed (adding fields does not change it).
+const ReportVersion = 1
+
+// Report is the outcome of a run: what the JSON file holds and what the
+// table shows. Durations are milliseconds (…_ms) or seconds (…_s).
+type Report struct {
+	Version int    `json:"version"`
+	RunID   string `json:"run_id"`
+	Server  string `json:"server"`
+	Topic   string `json:"topic"`
+	Group   string `json:"group"`
+	Mode    Mode   `json:"mode"`
+	// Settings echoes the configuration that shaped the run.
+	Settings Settings `json:"settings"`
+
+	Started   time.Time `json:"started"`
+	Finished  time.Time `json:"finished"`
+	DurationS float64   `json:"duration_s"`
+	// Ended says why the run stopped: "all arrived", "deadline",
+	// "interrupted" or "error: ...".
+	Ended string `json:"ended"`
+
+	// EarlyToleranceMs is the tolerance of the early check: always 0, an
+	// arrival before the due time by any amount counts as early.
+	EarlyToleranceMs float64 `json:"early_tolerance_ms"`
+
+	Sends    SendStats    `json:"sends"`
+	Receives ReceiveStats `json:"receives"`
+
+	// Total is over all messages; Tiers has one row per tier (one row
+	// for a spread or a herd).
+	Total Row   `json:"total"`
+	Tiers []Row `json:"tiers"`
+
+	Herd  *HerdReport  `json:"herd,omitempty"`
+	Drill *DrillReport `json:"drill,omitempty"`
+
+	// Passed is true when no message was lost or early and the run ended
+	// normally; Failures lists why not.
+	Passed   bool     `json:"passed"`
+	Failures []string `json:"failures"`
+}
+
+// Settings are the knobs of a run, for the record.
+type Settings struct {
+	Messages  int      `json:"messages"`
+	Tiers     []string `json:"tiers,omitempty"`
+	Spread    string   `json:"spread,omitempty"`
+	Producers int      `json:"producers"`
+	Rate      float64  `json:"rate"`
+	Batch     int      `json:"batch"`
+	BodyBytes int      `json:"body_bytes"`
+	Consumers int      `json:"consumers"`
+	Max       int      `json:"max"`
+	Invisible string   `json:"invisible"`
+	Wait      string   `json:"wait"`
+	Deadline  string   `json:"deadline"`
+	Linger    string   `json:"linger"`
+	Seed      uint64   `json:"seed"`
+}
+
+// SendStats describes the producer side.
+type SendStats struct {
+	// Requests is the number of send requests made, FailedRequests those
+	// that did not get a 200.
+	Requests       int `json:"requests"`
+	FailedRequests int `json:"failed_requests"`
+	// Acked is the number of messages the broker acknowledged.
+	Acked int `json:"acked"`
+	// Unacknowledged is the number of messages whose send failed; they
+	// were retried as new messages and are not counted as lost.
+	Unacknowledged int `json:"unacknowledged"`
+	// UnacknowledgedDelivered is how many of those arrived anyway (the
+	// broker stored them but its answer was lost).
+	UnacknowledgedDelivered int `json:"unacknowledged_delivered"`
+	// SentAfterDue counts acknowledged messages whose send was answered
+	// after their due time; their lateness includes send latency.
+	SentAfterDue int `json:"sent_after_due"`
+	// RatePerS is acknowledged messages per second while sending.
+	RatePerS float64 `json:"rate_per_s"`
+}
+
+// ReceiveStats describes the consumer side.
+type ReceiveStats struct {
+	Requests int `json:"requests"`
+	Errors   int `json:"errors"`
+	// AckFailures is the number of messages whose ack failed; they come
+	// back after the lease and count as duplicates.
+	AckFailures int `json:"ack_failures"`
+	// Redelivered counts deliveries the broker marked as attempt > 1.
+	Redelivered int `json:"redelivered"`
+	// Foreign counts messages received that this run did not send.
+	Foreign int `json:"foreign"`
+	// RatePerS is first arrivals per second while receiving.
+	RatePerS float64 `json:"rate_per_s"`
+}
+
+// Row is the result for one tier (or a class of messages).
+type Row struct {
+	Name string `json:"name"`
+	// Sent is the number of acknowledged messages.
+	Sent int `json:"sent"`
+	// Received is how many of them arrived; Lost how many did not.
+	Received int `json:"received"`
+	Lost     int `json:"lost"`
+	// Early counts first arrivals before the due time; EarlyMaxMs is the
+	// largest such gap.
+	Early      int     `json:"early"`
+	EarlyMaxMs float64 `json:"early_max_ms"`
+	// Duplicated counts messages received more than once;
+	// ExtraDeliveries counts the receipts beyond the first.
+	Duplicated      int `json:"duplicated"`
+	ExtraDeliveries int `json:"extra_deliveries"`
+	// Lateness is arrival at the consumer minus the intended due time, of
+	// every message that arrived (acknowledged or not).
+	Lateness Lateness `json:"lateness"`
+	// BrokerLateness is the broker's own visible-minus-due (ms
+	// resolution), of the same messages.
+	BrokerLateness Lateness `json:"broker_lateness"`
+	// SendRate and ReceiveRate are messages per second between the
+	// first and last send answer, and the first and last arrival.
+	SendRate    float64 `json:"send_rate_per_s"`
+	ReceiveRate float64 `json:"receive_rate_per_s"`
+}
+
+// HerdReport is the herd's result.
+type HerdReport struct {
+	At       time.Time `json:"at"`
+	Messages int       `json:"messages"`
+	// SentAfterAt counts messages acknowledged only after the instant;
+	// their lateness includes the time it took to send them.
+	SentAfterAt int `json:"sent_after_at"`
+	// FirstAfterMs and LastAfterMs are the first and last arrival,
+	// measured from the instant; LastAfterMs is how long until all
+	// arrived (or until the last that arrived, if some were lost).
+	FirstAfterMs float64 `json:"first_after_ms"`
+	LastAfterMs  float64 `json:"last_after_ms"`
+	AllArrived   bool    `json:"all_arrived"`
+	// DrainRate is arrivals per second between first and last arrival.
+	DrainRate float64 `json:"drain_rate_per_s"`
+}
+
+// DrillReport is the crash drill's result.
+type DrillReport struct {
+	Binary     string   `json:"binary"`
+	DataDir    string   `json:"data_dir"`
+	ServerArgs []string `json:"server_args"`
+	Downtime   string   `json:"downtime"`
+	// WindowS is the span over which the kills were spread.
+	WindowS float64      `json:"window_s"`
+	Kills   []KillReport `json:"kills"`
+	// DueWhileDown covers messages whose due time fell while the broker
+	// was down (from a kill until the restarted broker answered its
+	// health check); DueWhileUp the others.
+	DueWhileDown Row `json:"due_while_down"`
+	DueWhileUp   Row `json:"due_while_up"`
+}
+
+// KillReport is one kill and restart.
+type KillReport struct {
+	KilledAt    time.Time `json:"killed_at"`
+	RestartedAt time.Time `json:"restarted_at"`
+	ReadyAt     time.Time `json:"ready_at"`
+	// AtS is the kill's time since the run started.
+	AtS float64 `json:"at_s"`
+	// DownMs is from the kill until the broker answered again;
+	// RecoveryMs from the restart until it answered.
+	DownMs     float64 `json:"down_ms"`
+	RecoveryMs float64 `json:"recovery_ms"`
+}
+
+// rowOf computes a Row over the entries that pass keep.
+func rowOf(name string, entries []entry, keep func(*entry) bool) Row {
+	row := Row{Name: name}
+	var late, broker []int64
+	var firstSent, lastSent, firstArr, lastArr int64
+	for i := range entries {
+		e := &entries[i]
+		if !keep(e) {
+			continue
+		}
+		if e.state == sendAcked {
+			row.Sent++
+			firstSent, lastSent = minNZ(firstSent, e.sent), max(lastSent, e.sent)
+			if e.arrival == 0 {
+				row.Lost++
+			} else {
+				row.Received++
+			}
+		}
+		if e.arrival == 0 {
+			continue
+		}
+		firstArr, lastArr = minNZ(firstArr, e.arrival), max(lastArr, e.arrival)
+		d := e.arrival - e.due
+		late = append(late, d)
+		if e.brokerVisible != 0 {
+			broker = append(broker, e.brokerVisible*1e6-e.due)
+		}
+		if d < 0 {
+			row.Early++
+			row.EarlyMaxMs = max(row.EarlyMaxMs, toMs(-d))
+		}
+		if e.receipts > 1 {
+			row.Duplicated++
+			row.ExtraDeliveries += int(e.receipts - 1)
+		}
+	}
+	row.Lateness = summarize(late)
+	row.BrokerLateness = summarize(broker)
+	row.SendRate = rate(row.Sent, firstSent, lastSent)
+	row.ReceiveRate = rate(len(late), firstArr, lastArr)
+	return row
+}
+
+// minNZ is the minimum of a and b where 0 means "none yet".
+func minNZ(a, b int64) int64 {
+	if a == 0 || (b != 0 && b < a) {
+		return b
+	}
+	return a
+}
+
+// verdict fills Passed and Failures from the totals.
+func (r *Report) verdict() {
+	r.Failures = []string{}
+	if r.Total.Lost > 0 {
+		r.Failures = append(r.Failures, fmt.Sprintf("%d acknowledged messages lost (not received within %s after the last due time)", r.Total.Lost, r.Settings.Deadline))
+	}
+	if r.Total.Early > 0 {
+		r.Failures = append(r.Failures, fmt.Sprintf("%d messages arrived early (up to %.3f ms before their due time)", r.Total.Early, r.Total.EarlyMaxMs))
+	}
+	if r.Ended != endAllArrived && r.Ended != endDeadline {
+		r.Failures = append(r.Failures, "the run did not finish: "+r.Ended)
+	}
+	if r.Total.Sent < r.Settings.Messages {
+		r.Failures = append(r.Failures, fmt.Sprintf("only %d of %d messages were sent", r.Total.Sent, r.Settings.Messages))
+	}
+	r.Passed = len(r.Failures) == 0
+}
+
+// writeJSON writes the report to path, indented.
+func (r *Report) writeJSON(path string) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// writeTable writes the human report.
+func (r *Report) writeTable(w io.Writer) {
+	s := r.Settings
+	what := strings.Join(s.Tiers, ",")
+	switch r.Mode {
+	case ModeSpread:
+		what = "delays uniform in " + s.Spread
+	case ModeHerd:
+		what = "herd"
+	default:
+		what = "tiers " + what
+	}
+	fmt.Fprintf(w, "hourglass bench: %d messages, %s, topic %s, group %s\n", s.Messages, what, r.Topic, r.Group)
+	rateText := "as fast as possible"
+	if s.Rate > 0 {
+		rateText = fmt.Sprintf("%g msg/s", s.Rate)
+	}
+	fmt.Fprintf(w, "  %d producers, batch %d, %s, %d B bodies; %d consumers, max %d, lease %s\n",
+		s.Producers, s.Batch, rateText, s.BodyBytes, s.Consumers, s.Max, s.Invisible)
+	fmt.Fprintf(w, "  server %s, run %s, ended: %s after %s\n\n", r.Server, r.RunID, r.Ended,
+		time.Duration(r.DurationS*float64(time.Second)).Round(time.Millisecond))
+
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "tier\tsent\treceived\tlost\tearly\tdup\tp50 ms\tp95 ms\tp99 ms\tp99.9 ms\tmax ms\tsend/s\trecv/s\t")
+	rows := append([]Row(nil), r.Tiers...)
+	if len(rows) > 1 {
+		rows = append(rows, r.Total)
+	}
+	if r.Drill != nil {
+		rows = append(rows, r.Drill.DueWhileUp, r.Drill.DueWhileDown)
+	}
+	for _, row := range rows {
+		l := row.Lateness
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%.0f\t%.0f\t\n", row.Name, row.Sent, row.Received,
+			row.Lost, row.Early, row.Duplicated, msCell(l, l.P50), msCell(l, l.P95), msCell(l, l.P99), msCell(l, l.P999),
+			msCell(l, l.Max), row.SendRate, row.ReceiveRate)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "lateness = arrival at the consumer - intended due time; broker-side p50/p99/max (visible - due, ms resolution): %s/%s/%s ms\n",
+		msCell(r.Total.BrokerLateness, r.Total.BrokerLateness.P50), msCell(r.Total.BrokerLateness, r.Total.BrokerLateness.P99),
+		msCell(r.Total.BrokerLateness, r.Total.BrokerLateness.Max))
+	fmt.Fprintf(w, "early = arrived before the due time, with %g ms tolerance (the bench and the broker must share a clock)\n", r.EarlyToleranceMs)
+	fmt.Fprintf(w, "sends: %d requests, %d failed (%d messages unacknowledged and resent, %d of them delivered anyway), %d answered after due, %.0f msg/s\n",
+		r.Sends.Requests, r.Sends.FailedRequests, r.Sends.Unacknowledged, r.Sends.UnacknowledgedDelivered, r.Sends.SentAfterDue, r.Sends.RatePerS)
+	fmt.Fprintf(w, "receives: %d requests, %d errors, %d ack failures, %d redeliveries, %d foreign, %.0f msg/s\n",
+		r.Receives.Requests, r.Receives.Errors, r.Receives.AckFailures, r.Receives.Redelivered, r.Receives.Foreign, r.Receives.RatePerS)
+	if h := r.Herd; h != nil {
+		all := "all arrived"
+		if !h.AllArrived {
+			all = "NOT all arrived; last arrival"
+		}
+		fmt.Fprintf(w, "herd: %d messages due at %s (%d sent after it): first arrival %.1f ms after, %s %.1f ms after, drained at %.0f msg/s\n",
+			h.Messages, h.At.UTC().Format(time.RFC3339Nano), h.SentAfterAt, h.FirstAfterMs, all, h.LastAfterMs, h.DrainRate)
+	}
+	if d := r.Drill; d != nil {
+		fmt.Fprintf(w, "drill: %d kills over %.0f s, downtime %s, data dir %s\n", len(d.Kills), d.WindowS, d.Downtime, d.DataDir)
+		for i, k := range d.Kills {
+			fmt.Fprintf(w, "  kill %d at +%.1f s: down %.0f ms, recovery after restart %.0f ms\n", i+1, k.AtS, k.DownMs, k.RecoveryMs)
+		}
+	}
+	if r.Passed {
+		fmt.Fprintln(w, "PASS: no acknowledged message lost, none early")
+	} else {
+		fmt.Fprintln(w, "FAIL: "+strings.Join(r.Failures, "; "))
+	}
+}
+
+// msCell renders a lateness value, or "-" when nothing was observed.
+func msCell(l Lateness, v float64) string {
+	if l.Count == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.3f", v)
+}

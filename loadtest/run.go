@@ -1,0 +1,475 @@
+package loadtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hourglass-mq/hourglass/client"
+)
+
+// Why a run ended (Report.Ended).
+const (
+	endAllArrived  = "all arrived"
+	endDeadline    = "deadline"
+	endInterrupted = "interrupted"
+)
+
+// Message properties every bench message carries.
+const (
+	// propID is the bench ID: the run ID, a dash and the sequence number.
+	propID = "bench_id"
+	// propDue is the intended due time in Unix milliseconds.
+	propDue = "bench_due"
+)
+
+// api is the part of the broker's client the bench uses; *client.Client
+// implements it, and tests substitute a broker that misbehaves on purpose.
+type api interface {
+	Send(ctx context.Context, topic string, m client.Message) (client.Receipt, error)
+	SendBatch(ctx context.Context, topic string, msgs []client.Message) ([]client.Receipt, error)
+	Receive(ctx context.Context, topic, group string, opts client.ReceiveOptions) ([]client.Received, error)
+	Ack(ctx context.Context, topic, group string, receipts ...string) (int, error)
+	CreateTopic(ctx context.Context, name string, cfg client.TopicConfig) (client.TopicInfo, error)
+	CreateGroup(ctx context.Context, topic, group string, cfg client.GroupConfig) (client.GroupInfo, error)
+}
+
+// runner is one run: it owns the producers, the consumers, the progress
+// line and, in a drill, the goroutine that kills the broker. Every
+// goroutine it starts has ended when run returns.
+type runner struct {
+	cfg    Config
+	api    api
+	rec    *recorder
+	runID  string
+	topic  string
+	body   []byte
+	stderr io.Writer
+	// isTerminal makes the progress line rewrite itself in place.
+	isTerminal bool
+	// drill, when not nil, kills and restarts the broker during the run.
+	drill *drill
+
+	start  time.Time
+	herdAt int64 // Unix ms, ModeHerd only
+
+	claimed  atomic.Int64 // messages claimed by producers
+	nextTier atomic.Uint64
+	pace     pacer
+
+	sendReqs, sendFailed  atomic.Int64
+	recvReqs, recvErrors  atomic.Int64
+	ackFailures           atomic.Int64
+	lastSendErr, lastRecv atomic.Value // string: the latest error, for the progress line
+
+	fatalOnce sync.Once
+	fatalErr  error
+	fatal     chan struct{}
+}
+
+// newRunner prepares a run of cfg against a.
+func newRunner(cfg Config, a api, stderr io.Writer, isTerminal bool) *runner {
+	runID := newRunID()
+	topic := cfg.Topic
+	if topic == "" {
+		topic = "bench-" + runID
+	}
+	body := make([]byte, cfg.BodyBytes)
+	const filler = "hourglass bench payload. "
+	for i := range body {
+		body[i] = filler[i%len(filler)]
+	}
+	return &runner{
+		cfg: cfg, api: a, rec: newRecorder(cfg.N + cfg.N/8), runID: runID, topic: topic, body: body,
+		stderr: stderr, isTerminal: isTerminal, pace: pacer{rate: cfg.Rate}, fatal: make(chan struct{}),
+	}
+}
+
+// newRunID returns a short ID unique enough to tell runs apart: the start
+// time in base 36 and a random suffix.
+func newRunID() string {
+	return strconv.FormatInt(time.Now().UnixMilli(), 36) + strconv.FormatUint(rand.Uint64N(36*36*36), 36)
+}
+
+// fail records the first fatal error and ends the run.
+func (r *runner) fail(err error) {
+	r.fatalOnce.Do(func() {
+		r.fatalErr = err
+		close(r.fatal)
+	})
+}
+
+// run executes the run and returns its report. It returns an error only
+// when the run could not start (setup failed); failures during the run
+// are in the report.
+func (r *runner) run(ctx context.Context) (*Report, error) {
+	if err := r.setup(ctx); err != nil {
+		return nil, err
+	}
+	r.start = time.Now()
+	switch {
+	case r.cfg.Mode != ModeHerd:
+	case r.cfg.HerdAbs:
+		r.herdAt = r.cfg.HerdAt.UnixMilli()
+	default:
+		r.herdAt = r.start.Add(r.cfg.HerdIn).UnixMilli()
+	}
+
+	var wg sync.WaitGroup
+	runCtx, stopAll := context.WithCancel(ctx)
+	defer stopAll()
+	consCtx, stopConsumers := context.WithCancel(runCtx)
+	defer stopConsumers()
+	for range r.cfg.Consumers {
+		wg.Go(func() { r.consume(consCtx) })
+	}
+	var prodWG sync.WaitGroup
+	for i := range r.cfg.Producers {
+		prodWG.Go(func() { r.produce(runCtx, rand.New(rand.NewPCG(r.cfg.Seed, uint64(i)))) })
+	}
+	producersDone := make(chan struct{})
+	go func() { prodWG.Wait(); close(producersDone) }()
+	drillDone := make(chan struct{})
+	if r.drill != nil {
+		wg.Go(func() {
+			defer close(drillDone)
+			if err := r.drill.run(runCtx, r.start); err != nil {
+				r.fail(err)
+			}
+		})
+	} else {
+		close(drillDone)
+	}
+	progStop := make(chan struct{})
+	var progWG sync.WaitGroup
+	if r.cfg.Progress > 0 {
+		progWG.Go(func() { r.progress(progStop) })
+	}
+
+	ended := r.waitForEnd(ctx, producersDone, drillDone)
+	stopConsumers()
+	stopAll()
+	prodWG.Wait()
+	wg.Wait()
+	close(progStop)
+	progWG.Wait()
+	return r.report(ended, time.Now()), nil
+}
+
+// setup creates the topic and the group, so that the group exists before
+// the first message and a broker that does not auto-create topics works.
+func (r *runner) setup(ctx context.Context) error {
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, err := r.api.CreateTopic(sctx, r.topic, client.TopicConfig{}); err != nil && !client.IsAlreadyExists(err) {
+		return fmt.Errorf("create topic %s: %w", r.topic, err)
+	}
+	if _, err := r.api.CreateGroup(sctx, r.topic, r.cfg.Group, client.GroupConfig{}); err != nil && !client.IsAlreadyExists(err) {
+		return fmt.Errorf("create group %s: %w", r.cfg.Group, err)
+	}
+	return nil
+}
+
+// waitForEnd blocks until the run is over and says why: every
+// acknowledged message arrived (and the linger passed), the deadline
+// after the last due time passed, ctx ended, or a fatal error happened.
+func (r *runner) waitForEnd(ctx context.Context, producersDone, drillDone <-chan struct{}) string {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	var allSince time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return endInterrupted
+		case <-r.fatal:
+			return "error: " + r.fatalErr.Error()
+		case <-tick.C:
+		}
+		select {
+		case <-producersDone:
+		default:
+			continue
+		}
+		select {
+		case <-drillDone:
+		default:
+			continue
+		}
+		now := time.Now()
+		if r.rec.complete() {
+			if allSince.IsZero() {
+				allSince = now
+			}
+			if now.Sub(allSince) >= r.cfg.Linger {
+				return endAllArrived
+			}
+			continue
+		}
+		last := r.rec.snapshot().maxAckedDue
+		if now.UnixNano() > last+int64(r.cfg.Deadline) {
+			return endDeadline
+		}
+	}
+}
+
+// claim takes up to r.cfg.Batch of the messages still to send; 0 means
+// all are claimed. A claim is kept until its messages are acknowledged.
+func (r *runner) claim() int {
+	for {
+		c := r.claimed.Load()
+		left := int64(r.cfg.N) - c
+		if left <= 0 {
+			return 0
+		}
+		n := min(left, int64(r.cfg.Batch))
+		if r.claimed.CompareAndSwap(c, c+n) {
+			return int(n)
+		}
+	}
+}
+
+// produce is one producer: claim, pace, send; a failed send is retried
+// (as new messages, with new due times) after a backoff until it is
+// acknowledged, the run ends, or the error is one a retry cannot fix.
+func (r *runner) produce(ctx context.Context, rng *rand.Rand) {
+	for {
+		n := r.claim()
+		if n == 0 {
+			return
+		}
+		if !r.pace.wait(ctx, n) {
+			return
+		}
+		backoff := 50 * time.Millisecond
+		for {
+			err := r.sendOnce(ctx, n, rng)
+			if err == nil {
+				break
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			if permanent(err) {
+				r.fail(fmt.Errorf("send: %w", err))
+				return
+			}
+			if !sleepCtx(ctx, backoff) {
+				return
+			}
+			backoff = min(2*backoff, time.Second)
+		}
+	}
+}
+
+// sendOnce sends n new messages in one request.
+func (r *runner) sendOnce(ctx context.Context, n int, rng *rand.Rand) error {
+	now := time.Now()
+	duesMs := make([]int64, n)
+	dues := make([]int64, n)
+	tiers := make([]uint8, n)
+	for i := range n {
+		switch r.cfg.Mode {
+		case ModeTiers:
+			k := int(r.nextTier.Add(1)-1) % len(r.cfg.Tiers)
+			tiers[i] = uint8(k)
+			duesMs[i] = ceilMs(now.Add(r.cfg.Tiers[k]))
+		case ModeSpread:
+			span := int64(r.cfg.SpreadMax - r.cfg.SpreadMin)
+			d := r.cfg.SpreadMin + time.Duration(rng.Int64N(span+1))
+			duesMs[i] = ceilMs(now.Add(d))
+		case ModeHerd:
+			duesMs[i] = r.herdAt
+		}
+		dues[i] = duesMs[i] * int64(time.Millisecond)
+	}
+	first := r.rec.add(dues, tiers)
+	msgs := make([]client.Message, n)
+	prefix := r.runID + "-"
+	for i := range msgs {
+		msgs[i] = client.Message{
+			Tag: "bench",
+			Properties: map[string]string{
+				propID:  prefix + strconv.Itoa(first+i),
+				propDue: strconv.FormatInt(duesMs[i], 10),
+			},
+			Body: r.body,
+			When: client.AtTime(time.UnixMilli(duesMs[i])),
+		}
+	}
+	r.sendReqs.Add(1)
+	var err error
+	if r.cfg.Batch == 1 {
+		_, err = r.api.Send(ctx, r.topic, msgs[0])
+	} else {
+		_, err = r.api.SendBatch(ctx, r.topic, msgs)
+	}
+	r.rec.sent(first, n, err == nil, time.Now().UnixNano())
+	if err != nil {
+		r.sendFailed.Add(1)
+		r.lastSendErr.Store(err.Error())
+	}
+	return err
+}
+
+// ceilMs rounds t up to a whole millisecond, as Unix ms: the API's due
+// times are milliseconds, and rounding up keeps the delay at least the
+// tier's.
+func ceilMs(t time.Time) int64 {
+	ns := t.UnixNano()
+	ms := ns / int64(time.Millisecond)
+	if ns%int64(time.Millisecond) != 0 {
+		ms++
+	}
+	return ms
+}
+
+// consume is one consumer: receive, record the arrival time, ack. A
+// failed receive is retried after a backoff; a failed ack is counted (the
+// message comes back after its lease and is counted as a duplicate).
+func (r *runner) consume(ctx context.Context) {
+	backoff := 50 * time.Millisecond
+	prefix := r.runID + "-"
+	opts := client.ReceiveOptions{Max: r.cfg.Max, Invisible: r.cfg.Invisible, Wait: r.cfg.Wait}
+	batch := make([]arrival, 0, r.cfg.Max)
+	for ctx.Err() == nil {
+		r.recvReqs.Add(1)
+		msgs, err := r.api.Receive(ctx, r.topic, r.cfg.Group, opts)
+		at := time.Now().UnixNano()
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			r.recvErrors.Add(1)
+			r.lastRecv.Store(err.Error())
+			if permanent(err) {
+				r.fail(fmt.Errorf("receive: %w", err))
+				return
+			}
+			if !sleepCtx(ctx, backoff) {
+				return
+			}
+			backoff = min(2*backoff, time.Second)
+			continue
+		}
+		backoff = 50 * time.Millisecond
+		if len(msgs) == 0 {
+			continue
+		}
+		batch = batch[:0]
+		receipts := make([]string, 0, len(msgs))
+		for _, m := range msgs {
+			seq := -1
+			if s, ok := strings.CutPrefix(m.Properties[propID], prefix); ok {
+				if v, err := strconv.Atoi(s); err == nil {
+					seq = v
+				}
+			}
+			batch = append(batch, arrival{seq: seq, at: at, brokerDue: int64(m.Due), brokerVisible: int64(m.Visible), attempt: m.Attempt})
+			receipts = append(receipts, m.Receipt)
+		}
+		r.rec.arrive(batch)
+		// The ack outlives a cancelled run context for a moment, so that
+		// the end of a run does not turn into ack failures.
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		if _, err := r.api.Ack(actx, r.topic, r.cfg.Group, receipts...); err != nil {
+			r.ackFailures.Add(int64(len(receipts)))
+			r.lastRecv.Store("ack: " + err.Error())
+		}
+		cancel()
+	}
+}
+
+// permanent reports whether err is one that retrying cannot fix: a 4xx
+// answer other than 408 and 429 (bad request, bad token, unknown topic).
+func permanent(err error) bool {
+	var e *client.Error
+	if !errors.As(err, &e) {
+		return false
+	}
+	return e.StatusCode >= 400 && e.StatusCode < 500 &&
+		e.StatusCode != http.StatusTooManyRequests && e.StatusCode != http.StatusRequestTimeout
+}
+
+// sleepCtx sleeps for d or until ctx ends; it reports whether it slept.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// pacer spaces sends so that they average rate messages per second over
+// all producers. It does not catch up after a stall (a broker that was
+// down): the rate is a ceiling, not a quota.
+type pacer struct {
+	rate float64 // messages per second; 0 = no pacing
+	mu   sync.Mutex
+	next time.Time
+}
+
+// wait blocks until n more messages may go; it returns false if ctx ended.
+func (p *pacer) wait(ctx context.Context, n int) bool {
+	if p.rate <= 0 {
+		return ctx.Err() == nil
+	}
+	p.mu.Lock()
+	now := time.Now()
+	if p.next.Before(now) {
+		p.next = now
+	}
+	at := p.next
+	p.next = p.next.Add(time.Duration(float64(n) / p.rate * float64(time.Second)))
+	p.mu.Unlock()
+	if d := time.Until(at); d > 0 {
+		return sleepCtx(ctx, d)
+	}
+	return ctx.Err() == nil
+}
+
+// progress prints the progress line every r.cfg.Progress until stop.
+func (r *runner) progress(stop <-chan struct{}) {
+	t := time.NewTicker(r.cfg.Progress)
+	defer t.Stop()
+	var prev counters
+	prevAt := r.start
+	width := 0
+	for {
+		select {
+		case <-stop:
+			if r.isTerminal && width > 0 {
+				fmt.Fprintln(r.stderr)
+			}
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		c := r.rec.snapshotOverdue(now.UnixNano())
+		secs := now.Sub(prevAt).Seconds()
+		line := fmt.Sprintf("%6.1fs sent %d/%d (%.0f/s, %d failed) | recv %d (%.0f/s) in-flight %d overdue %d | dup %d early %d",
+			now.Sub(r.start).Seconds(), c.acked, r.cfg.N, float64(c.acked-prev.acked)/secs, c.failed,
+			c.arrived, float64(c.arrived-prev.arrived)/secs, c.acked-c.ackedArrived, c.overdue, c.extra, c.early)
+		if r.drill != nil {
+			line += " | " + r.drill.status()
+		}
+		prev, prevAt = c, now
+		if r.isTerminal {
+			pad := max(width-len(line), 0)
+			fmt.Fprintf(r.stderr, "\r%s%s", line, strings.Repeat(" ", pad))
+			width = len(line)
+		} else {
+			fmt.Fprintln(r.stderr, line)
+		}
+	}
+}
