@@ -78,12 +78,25 @@ func jsonError(err error) error {
 		if typ.Field == "" {
 			return errs.New(errs.InvalidArgument, "request body must be a JSON %s, not %s", jsonKind(typ.Type), typ.Value)
 		}
-		return errs.New(errs.InvalidArgument, "field %q must be a JSON %s, not %s", typ.Field, jsonKind(typ.Type), typ.Value)
+		return errs.New(errs.InvalidArgument, "field %q must be a JSON %s, not %s", fieldPath(typ.Field), jsonKind(typ.Type), typ.Value)
 	}
 	if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 		return errs.New(errs.InvalidArgument, "unknown field %s in the request body", f)
 	}
 	return errs.New(errs.InvalidArgument, "request body is not valid: %s", strings.TrimPrefix(err.Error(), "json: "))
+}
+
+// fieldPath drops the names of embedded Go structs (which end in "JSON")
+// from a decoder's field path, leaving the JSON names the client sent.
+func fieldPath(p string) string {
+	parts := strings.Split(p, ".")
+	out := parts[:0]
+	for _, s := range parts {
+		if !strings.HasSuffix(s, "JSON") {
+			out = append(out, s)
+		}
+	}
+	return strings.Join(out, ".")
 }
 
 // jsonKind names the JSON type a Go type decodes from.

@@ -1,0 +1,166 @@
+package server
+
+import (
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hourglass-mq/hourglass/commitlog"
+	"github.com/hourglass-mq/hourglass/message"
+)
+
+func TestDefaultConfigIsValid(t *testing.T) {
+	c := DefaultConfig()
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	o := c.EngineOptions(nil)
+	if o.Dir != "./hourglass-data" || o.Flush != commitlog.FlushSync || o.Limits.MaxBodyBytes != 4<<20 ||
+		o.Limits.MaxDelay != 400*24*time.Hour || !reflect.DeepEqual(o.Limits.DelayLevels, message.DefaultDelayLevels) ||
+		o.NoAutoCreate || o.MaxBatch != 1000 || o.DispatchRate != 200000 {
+		t.Fatalf("engine options from defaults: %+v", o)
+	}
+}
+
+// TestPrecedence: flags beat the environment, which beats the file, which
+// beats the defaults, whatever order the sources are applied in.
+func TestPrecedence(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "hourglass.json")
+	os.WriteFile(file, []byte(`{"listen":"127.0.0.1:1","data_dir":"/from-file","max_batch":7,"flush":"async","delay_levels":"2s, 3s","auto_create_topics":false,"max_body_bytes":"1MiB"}`), 0o644)
+	env := map[string]string{
+		"HOURGLASS_CONFIG":   file,
+		"HOURGLASS_LISTEN":   "127.0.0.1:2",
+		"HOURGLASS_DATA_DIR": "/from-env",
+	}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+
+	c := DefaultConfig()
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	c.RegisterFlags(fs)
+	if err := fs.Parse([]string{"-listen", "127.0.0.1:3", "-flush-interval=25ms"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Resolve(lookup); err != nil {
+		t.Fatal(err)
+	}
+	want := DefaultConfig()
+	want.ConfigFile = ""
+	want.Listen = "127.0.0.1:3"                                          // flag over env and file
+	want.DataDir = "/from-env"                                           // env over file
+	want.MaxBatch = 7                                                    // file over default
+	want.Flush = "async"                                                 // file
+	want.DelayLevels = []time.Duration{2 * time.Second, 3 * time.Second} // file, list syntax
+	want.AutoCreateTopics = false                                        // file, JSON boolean
+	want.MaxBodyBytes = 1 << 20                                          // file, size syntax
+	want.FlushInterval = 25 * time.Millisecond                           // flag
+	c.cmdline, c.ConfigFile = nil, ""
+	if !reflect.DeepEqual(c, want) {
+		t.Fatalf("resolved\n%+v\nwant\n%+v", c, want)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	dir := t.TempDir()
+	write := func(s string) string {
+		p := filepath.Join(dir, "c.json")
+		os.WriteFile(p, []byte(s), 0o644)
+		return p
+	}
+	none := func(string) (string, bool) { return "", false }
+	for _, tc := range []struct {
+		name, file string
+		env        map[string]string
+		want       string
+	}{
+		{"unknown key", `{"listn":"x"}`, nil, `unknown key "listn"`},
+		{"not an object", `[1]`, nil, "not a JSON object"},
+		{"bad duration", `{"max_delay":"forever"}`, nil, `"forever" is not a duration`},
+		{"object value", `{"listen":{}}`, nil, "not a string, number or boolean"},
+		{"bad env", `{}`, map[string]string{"HOURGLASS_MAX_BATCH": "many"}, "HOURGLASS_MAX_BATCH"},
+		{"bad size", `{"segment_bytes":"12XB"}`, nil, "is not a size"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := DefaultConfig()
+			err := c.LoadFile(write(tc.file))
+			if err == nil {
+				err = c.ApplyEnv(func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok })
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one mentioning %s", err, tc.want)
+			}
+		})
+	}
+	if err := (&Config{}).LoadFile(filepath.Join(dir, "missing.json")); err == nil {
+		t.Fatal("a missing config file is not an error")
+	}
+	c := DefaultConfig()
+	if err := c.Resolve(none); err != nil {
+		t.Fatalf("no file, no env: %v", err)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	for _, tc := range []struct {
+		mutate func(*Config)
+		want   string
+	}{
+		{func(c *Config) { c.DataDir = "" }, "-data-dir"},
+		{func(c *Config) { c.Listen = "7070" }, "-listen"},
+		{func(c *Config) { c.Flush = "sometimes" }, "-flush"},
+		{func(c *Config) { c.SegmentBytes = 1000 }, "-segment-bytes"},
+		{func(c *Config) { c.DelayLevels = []time.Duration{time.Hour}; c.MaxDelay = time.Minute }, "-delay-levels"},
+		{func(c *Config) { c.DelayLevels = nil }, "-delay-levels"},
+		{func(c *Config) { c.MaxBodyBytes = 16 << 20 }, "-max-request-bytes"},
+		{func(c *Config) { c.DispatchRate = 0 }, "-dispatch-rate"},
+		{func(c *Config) { c.DefaultQueues = 0 }, "-default-queues"},
+		{func(c *Config) { c.LogLevel = "loud" }, "-log-level"},
+		{func(c *Config) { c.LogFormat = "xml" }, "-log-format"},
+		{func(c *Config) { c.DrainTimeout = -time.Second }, "-drain-timeout"},
+	} {
+		c := DefaultConfig()
+		tc.mutate(&c)
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("error %v, want one naming %s", err, tc.want)
+		}
+	}
+}
+
+// TestFlagsHelp: every setting has a flag with help text and its default.
+func TestFlagsHelp(t *testing.T) {
+	c := DefaultConfig()
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	c.RegisterFlags(fs)
+	n := 0
+	fs.VisitAll(func(f *flag.Flag) {
+		n++
+		if f.Usage == "" {
+			t.Errorf("flag -%s has no help", f.Name)
+		}
+	})
+	if want := reflect.TypeOf(Config{}).NumField() - 1; n != want {
+		t.Fatalf("%d flags for %d settings", n, want)
+	}
+	for name, def := range map[string]string{"listen": "127.0.0.1:7070", "max-body-bytes": "4MiB", "max-request-bytes": "8MiB",
+		"max-delay": "9600h0m0s", "delay-levels": "1s,5s,10s,30s,1m,2m,3m,4m,5m,6m,7m,8m,9m,10m,20m,30m,1h,2h", "auto-create-topics": "true", "auth-token": ""} {
+		if got := fs.Lookup(name).DefValue; got != def {
+			t.Errorf("-%s default %q, want %q", name, got, def)
+		}
+	}
+	c.AuthToken = "hidden"
+	if s := fs.Lookup("auth-token").Value.String(); s != "" {
+		t.Errorf("the auth token is printed: %q", s)
+	}
+	if err := fs.Parse([]string{"-auto-create-topics=false", "-max-body-bytes", "2MiB"}); err != nil {
+		t.Fatal(err)
+	}
+	if c.AutoCreateTopics || c.MaxBodyBytes != 2<<20 {
+		t.Fatalf("flags not applied: %+v", c)
+	}
+}
