@@ -43,6 +43,17 @@ const (
 	FlushAsync
 )
 
+// String returns "sync" or "async".
+func (p FlushPolicy) String() string {
+	switch p {
+	case FlushSync:
+		return "sync"
+	case FlushAsync:
+		return "async"
+	}
+	return fmt.Sprintf("FlushPolicy(%d)", int(p))
+}
+
 // Default option values.
 const (
 	DefaultSegmentBytes   = 64 << 20
