@@ -1,0 +1,208 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hourglass-mq/hourglass/engine"
+	"github.com/hourglass-mq/hourglass/message"
+)
+
+const latenessTopic = "lateness"
+
+// consumer follows every queue of a topic and measures, for each message it
+// sees, visible minus due twice: from the queue index entry (Visible and Due,
+// in ms, stamped by the engine) and from its own clock (time.Now() when the
+// message was read, minus the due instant, in ns).
+type consumer struct {
+	e      *engine.Engine
+	topic  string
+	queues int
+	offs   []uint64
+
+	indexMs []int64 // entry.Visible - entry.Due
+	clockNs []int64 // time seen - due instant
+}
+
+func newConsumer(e *engine.Engine, topic string, queues, want int) *consumer {
+	return &consumer{e: e, topic: topic, queues: queues, offs: make([]uint64, queues),
+		indexMs: make([]int64, 0, want), clockNs: make([]int64, 0, want)}
+}
+
+// run reads until want messages were seen or the deadline passes. It waits
+// on VisibleSignal between rounds, taking the channel before reading so no
+// wake-up is lost.
+func (c *consumer) run(want int, deadline time.Time) error {
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	for len(c.clockNs) < want {
+		ch := c.e.VisibleSignal()
+		got := 0
+		for q := 0; q < c.queues; q++ {
+			for {
+				vs, err := c.e.ReadQueue(c.topic, q, c.offs[q], 4096)
+				if err != nil {
+					return err
+				}
+				now := time.Now().UnixNano()
+				for _, v := range vs {
+					c.indexMs = append(c.indexMs, v.Visible-v.Due)
+					c.clockNs = append(c.clockNs, now-v.Due*int64(time.Millisecond))
+					c.offs[q] = v.Offset + 1
+				}
+				got += len(vs)
+				if len(vs) < 4096 {
+					break
+				}
+			}
+		}
+		if got > 0 {
+			continue
+		}
+		select {
+		case <-ch:
+		case <-timer.C:
+			return fmt.Errorf("saw %d of %d messages before the deadline", len(c.clockNs), want)
+		}
+	}
+	return nil
+}
+
+// runLateness preloads far-future pending messages, then makes -rate
+// messages per second fall due for -window and measures how late each
+// became visible; Go runtime timers for the same due times are the baseline.
+func runLateness(c config, dir string) (*report, error) {
+	r := newReport("lateness", dir)
+	count := int(int64(c.rate) * int64(c.window) / int64(time.Second))
+	e, err := engine.Open(engineOptions(dir))
+	if err != nil {
+		return nil, err
+	}
+	defer e.Close()
+	const queues = 4
+	if err := e.CreateTopic(latenessTopic, engine.TopicConfig{Queues: queues}); err != nil {
+		return nil, err
+	}
+	if err := e.CreateTopic(pendingTopic, engine.TopicConfig{}); err != nil {
+		return nil, err
+	}
+	body := make([]byte, pendingBody)
+	now := e.Now()
+	pre, err := preload(e, preloadSpec{topic: pendingTopic, keyPrefix: "order-", n: c.preload, batch: c.batch,
+		senders: c.senders, body: body, due: uniformDue(now+c.offset.Milliseconds(), c.horizon.Milliseconds())})
+	if err != nil {
+		return nil, err
+	}
+	r.note("size: %s pending messages first (due over %v from %v after the start; sent in %s), then %s messages due uniformly over a %v window (%s/s), 16 B bodies, topic of %d queues, engine defaults (sync flush, DispatchRate 200,000/s)",
+		humanInt(int64(c.preload)), c.horizon, c.offset, secs(pre.took), humanInt(int64(count)), c.window, humanInt(int64(c.rate)), queues)
+
+	// Due times of the window, relative to its start, in ms, sorted.
+	rng := rand.New(rand.NewPCG(42, 42))
+	rel := make([]int64, count)
+	for i := range rel {
+		rel[i] = rng.Int64N(c.window.Milliseconds())
+	}
+	slices.Sort(rel)
+	start := e.Now() + 2000 + c.lead.Milliseconds()
+	if c.presend {
+		start += int64(count/c.batch)*20 + 2000 // room to send everything first
+	}
+
+	cons := newConsumer(e, latenessTopic, queues, count)
+	var wg sync.WaitGroup
+	var consErr, sendErr error
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		consErr = cons.run(count, time.UnixMilli(start).Add(c.window+2*time.Minute))
+	}()
+	sendLat := make([]int64, 0, count/c.batch+1)
+	lateSends := 0
+	go func() {
+		defer wg.Done()
+		reqs := make([]engine.SendRequest, c.batch)
+		for i := 0; i < count; i += c.batch {
+			k := min(c.batch, count-i)
+			first := start + rel[i]
+			if !c.presend {
+				time.Sleep(time.Until(time.UnixMilli(first - c.lead.Milliseconds())))
+			}
+			for j := 0; j < k; j++ {
+				reqs[j] = engine.SendRequest{Message: message.Message{Topic: latenessTopic, Body: body},
+					When: message.When{At: start + rel[i+j]}}
+			}
+			t := time.Now()
+			if t.UnixMilli() >= first {
+				lateSends++
+			}
+			if _, err := e.SendBatch(bg, reqs[:k]); err != nil {
+				sendErr = err
+				return
+			}
+			sendLat = append(sendLat, int64(time.Since(t)))
+		}
+	}()
+	wg.Wait()
+	if err := errors.Join(sendErr, consErr); err != nil {
+		return r, err
+	}
+	if c.presend {
+		r.note("method: the whole window was sent before it started (pre-send then wait)")
+	} else {
+		r.note("method: sending overlaps firing: each SendBatch of %d is sent %v before the first due time in it", c.batch, c.lead)
+	}
+	if lateSends > 0 {
+		r.note("WARNING: %d batches were sent after their first due time (the sender fell behind)", lateSends)
+	}
+	r.note("visible minus due from the queue index: Visible and Due fields in ms, Visible stamped by the engine before the fire record's fsync; from the consumer's clock: time.Now() after ReadQueue returned the message minus the due instant, in ns")
+	st := e.Stats()
+	if err := e.Close(); err != nil {
+		return r, err
+	}
+	idx := summarize(cons.indexMs)
+	clk := summarize(cons.clockNs)
+	base := goTimerLateness(rel)
+	r.cmp("lateness p50 / p99 / p99.9 / max, consumer clock", clk.nsAsMs(), base.nsAsMs(), float64(clk.p99)/float64(max(base.p99, 1)), "p99 < 5 ms")
+	r.fig("lateness p50 / p99 / p99.9 / max, queue index", idx.ms())
+	r.fig("early (seen before due), consumer clock / index", fmt.Sprintf("%d / %d of %s (min %.3f ms / %d ms)",
+		countBelow(cons.clockNs, 0), countBelow(cons.indexMs, 0), humanInt(int64(count)), float64(clk.min)/1e6, idx.min))
+	r.fig("engine Lateness histogram p50 / p99 (bucket upper bounds, all fired messages)",
+		fmt.Sprintf("%g / %g ms", st.Lateness.Quantile(0.5)*1000, st.Lateness.Quantile(0.99)*1000))
+	sl := summarize(sendLat)
+	r.fig("SendBatch latency during the window p50 / p99 / max", fmt.Sprintf("%.3f / %.3f / %.3f ms", float64(sl.p50)/1e6, float64(sl.p99)/1e6, float64(sl.max)/1e6))
+	r.fig("checkpoints during the run", fmt.Sprintf("%d", st.Checkpoints.Load()))
+	r.note("baseline: Go runtime timers (time.AfterFunc), one per message, all created %v before the window, for the same relative due times, after the engine was closed; lateness = time.Now() in the callback minus the due instant", 2*time.Second)
+	return r, nil
+}
+
+func countBelow(xs []int64, v int64) int {
+	n := 0
+	for _, x := range xs {
+		if x < v {
+			n++
+		}
+	}
+	return n
+}
+
+// goTimerLateness runs one time.AfterFunc per due time (ms relative to a
+// window starting 2 s from now) and returns their lateness in ns.
+func goTimerLateness(rel []int64) quantiles {
+	late := make([]int64, len(rel))
+	var wg sync.WaitGroup
+	wg.Add(len(rel))
+	start := (time.Now().UnixMilli() + 2000) * int64(time.Millisecond)
+	for i, d := range rel {
+		due := start + d*int64(time.Millisecond)
+		time.AfterFunc(time.Until(time.Unix(0, due)), func() {
+			late[i] = time.Now().UnixNano() - due
+			wg.Done()
+		})
+	}
+	wg.Wait()
+	return summarize(late)
+}

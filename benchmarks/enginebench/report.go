@@ -1,0 +1,194 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// report is the result block of one scenario. It prints as Markdown so the
+// block can be pasted into docs/benchmarks.md as is.
+type report struct {
+	scenario string
+	dataDir  string // for the filesystem fact; never printed
+	notes    []string
+	rows     [][5]string // figure, value, baseline, ratio, target
+}
+
+func newReport(scenario, dataDir string) *report {
+	return &report{scenario: scenario, dataDir: dataDir}
+}
+
+// note adds a line of explanation: sizes, method, deviations from the brief.
+func (r *report) note(format string, args ...any) {
+	r.notes = append(r.notes, fmt.Sprintf(format, args...))
+}
+
+// fig adds a figure without baseline.
+func (r *report) fig(name, value string) { r.rows = append(r.rows, [5]string{name, value, "", "", ""}) }
+
+// figT adds a figure with the design target it is checked against.
+func (r *report) figT(name, value, target string) {
+	r.rows = append(r.rows, [5]string{name, value, "", "", target})
+}
+
+// cmp adds a figure with its same-run baseline and the ratio value/baseline.
+func (r *report) cmp(name, value, baseline string, ratio float64, target string) {
+	r.rows = append(r.rows, [5]string{name, value, baseline, fmt.Sprintf("%.2f", ratio), target})
+}
+
+func (r *report) print(w io.Writer) {
+	fmt.Fprintf(w, "\n### enginebench %s\n\n", r.scenario)
+	fmt.Fprintf(w, "- command: `go run ./benchmarks/enginebench %s`\n", strings.Join(os.Args[1:], " "))
+	fmt.Fprintf(w, "- date: %s\n", time.Now().UTC().Format(time.RFC3339))
+	fmt.Fprintf(w, "- machine: %s\n", machineFacts(r.dataDir))
+	fmt.Fprintf(w, "- code: %s\n", codeVersion())
+	for _, n := range r.notes {
+		fmt.Fprintf(w, "- %s\n", n)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| figure | value | baseline (same run) | ratio | target |")
+	fmt.Fprintln(w, "|---|---|---|---|---|")
+	for _, row := range r.rows {
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", row[0], row[1], row[2], row[3], row[4])
+	}
+	fmt.Fprintln(w)
+}
+
+// machineFacts describes the machine: CPUs as nproc counts them, the CPU
+// model, memory, kernel, Go version and the data directory's filesystem.
+func machineFacts(dir string) string {
+	cpu := "unknown CPU"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "model name") {
+				if _, v, ok := strings.Cut(l, ":"); ok {
+					cpu = strings.TrimSpace(v)
+				}
+				break
+			}
+		}
+	}
+	mem := "unknown"
+	if kb := procField("/proc/meminfo", "MemTotal"); kb > 0 {
+		mem = fmt.Sprintf("%.1f GiB", float64(kb)/(1<<20))
+	}
+	kernel := "unknown"
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		kernel = strings.TrimSpace(string(b))
+	}
+	return fmt.Sprintf("nproc %d (%s), RAM %s, Linux %s, %s, GOMAXPROCS %d, data dir on %s",
+		runtime.NumCPU(), cpu, mem, kernel, runtime.Version(), runtime.GOMAXPROCS(0), fsType(dir))
+}
+
+// codeVersion names the commit the program was built from, from the
+// build's VCS stamp, or from git when the build was not stamped (go run).
+func codeVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		var rev, mod string
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				mod = s.Value
+			}
+		}
+		if rev != "" {
+			if mod == "true" {
+				return "commit " + rev[:min(12, len(rev))] + " with uncommitted changes in the tree"
+			}
+			return "commit " + rev[:min(12, len(rev))]
+		}
+	}
+	out, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output()
+	if err != nil {
+		return "unknown commit"
+	}
+	v := "commit " + strings.TrimSpace(string(out))
+	if st, err := exec.Command("git", "status", "--porcelain", "--", "engine", "commitlog", "timerstore", "timewheel", "queueindex", "message", "vfs").Output(); err == nil && len(st) > 0 {
+		v += " with uncommitted changes under the engine's packages"
+	}
+	return v
+}
+
+// fsType names the filesystem holding dir, for the few types we expect.
+func fsType(dir string) string {
+	if dir == "" {
+		return "n/a"
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return "unknown filesystem"
+	}
+	switch st.Type {
+	case 0xEF53:
+		return "ext4"
+	case 0x58465342:
+		return "xfs"
+	case 0x9123683E:
+		return "btrfs"
+	case 0x01021994:
+		return "tmpfs (NOT a disk: fsync is free)"
+	case 0x794c7630:
+		return "overlayfs"
+	}
+	return fmt.Sprintf("filesystem 0x%x", st.Type)
+}
+
+// procField returns the value in kB of a "Name:   123 kB" line of a /proc file.
+func procField(file, name string) int64 {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return -1
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, name+":"); ok {
+			var n int64
+			fmt.Sscanf(strings.TrimSpace(v), "%d", &n)
+			return n
+		}
+	}
+	return -1
+}
+
+// rssBytes is the process's resident set size (VmRSS).
+func rssBytes() int64 { return procField("/proc/self/status", "VmRSS") * 1024 }
+
+// hwmBytes is the process's peak resident set size (VmHWM).
+func hwmBytes() int64 { return procField("/proc/self/status", "VmHWM") * 1024 }
+
+// mib formats bytes as MiB.
+func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+// rate formats a per-second rate.
+func rate(n int, d time.Duration) string {
+	return fmt.Sprintf("%s/s", humanInt(int64(float64(n)/d.Seconds())))
+}
+
+// humanInt writes n with thousands separators.
+func humanInt(n int64) string {
+	s := fmt.Sprint(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// secs formats a duration in seconds with millisecond precision.
+func secs(d time.Duration) string { return fmt.Sprintf("%.3f s", d.Seconds()) }
