@@ -276,7 +276,7 @@ func (r *Report) writeTable(w io.Writer) {
 	fmt.Fprintf(w, "hourglass bench: %d messages, %s, topic %s, group %s\n", s.Messages, what, r.Topic, r.Group)
 	rateText := "as fast as possible"
 	if s.Rate > 0 {
-		rateText = fmt.Sprintf("%g msg/s", s.Rate)
+		rateText = fmt.Sprintf("%.0f msg/s", s.Rate)
 	}
 	fmt.Fprintf(w, "  %d producers, batch %d, %s, %d B bodies; %d consumers, max %d, lease %s\n",
 		s.Producers, s.Batch, rateText, s.BodyBytes, s.Consumers, s.Max, s.Invisible)

@@ -1,0 +1,72 @@
+package loadtest
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// buildHourglass builds the hourglass binary into a temporary directory.
+func buildHourglass(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "hourglass")
+	out, err := exec.Command("go", "build", "-o", bin, "../cmd/hourglass").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build ../cmd/hourglass: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestDrillLosesNothing is the short crash drill of make test: the real
+// binary is SIGKILLed twice while messages are sent and received, and no
+// acknowledged message may be lost or arrive early.
+func TestDrillLosesNothing(t *testing.T) {
+	bin := buildHourglass(t)
+	dir := t.TempDir()
+	dataDir := filepath.Join(dir, "data")
+	jsonPath, pngPath := filepath.Join(dir, "drill.json"), filepath.Join(dir, "drill.png")
+	var stdout, stderr bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	code := Main(ctx, []string{
+		"--drill", "--binary", bin, "--data-dir", dataDir, "--server-args=--log-level=warn",
+		"--kills", "2", "--downtime", "1s", "-n", "2000", "--tiers", "200ms,1s", "--batch", "20",
+		"--invisible", "1s", "--linger", "2s", "--progress", "0", "--json", jsonPath, "--png", pngPath,
+	}, &stdout, &stderr)
+	t.Logf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	if code != 0 {
+		t.Fatalf("exit code %d, want 0", code)
+	}
+	rep := readReport(t, jsonPath)
+	if rep.Total.Sent != 2000 || rep.Total.Lost != 0 || rep.Total.Early != 0 {
+		t.Errorf("sent %d lost %d early %d, want 2000, 0, 0", rep.Total.Sent, rep.Total.Lost, rep.Total.Early)
+	}
+	d := rep.Drill
+	if d == nil || len(d.Kills) != 2 {
+		t.Fatalf("drill report %+v, want 2 kills", d)
+	}
+	for i, k := range d.Kills {
+		if !k.KilledAt.Before(k.RestartedAt) || k.ReadyAt.Before(k.RestartedAt) {
+			t.Errorf("kill %d: killed %s restarted %s ready %s, out of order", i+1, k.KilledAt, k.RestartedAt, k.ReadyAt)
+		}
+		if k.DownMs < 1000 {
+			t.Errorf("kill %d: down %v ms, want at least the 1s downtime", i+1, k.DownMs)
+		}
+	}
+	if d.DueWhileDown.Sent+d.DueWhileUp.Sent != rep.Total.Sent {
+		t.Errorf("due while down %d + up %d != %d sent", d.DueWhileDown.Sent, d.DueWhileUp.Sent, rep.Total.Sent)
+	}
+	if d.DataDir != dataDir {
+		t.Errorf("data dir %q, want %q", d.DataDir, dataDir)
+	}
+	if entries, err := os.ReadDir(dataDir); err != nil || len(entries) == 0 {
+		t.Errorf("the broker wrote nothing to its data directory (%v)", err)
+	}
+	if _, err := os.Stat(pngPath); err != nil {
+		t.Errorf("no chart: %v", err)
+	}
+}

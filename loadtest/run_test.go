@@ -1,0 +1,237 @@
+package loadtest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hourglass-mq/hourglass/client"
+	"github.com/hourglass-mq/hourglass/errs"
+)
+
+// fakeBroker is an in-memory broker that delivers each message when it
+// falls due, except where told to misbehave: the bench must notice every
+// misbehaviour, and only those.
+type fakeBroker struct {
+	mu      sync.Mutex
+	queue   []*fakeMsg
+	nextID  int
+	drop    map[int]bool          // never deliver these sequence numbers
+	early   map[int]time.Duration // deliver these this much early
+	dup     map[int]bool          // deliver these twice
+	failAt  map[int]bool          // fail the send of a batch holding this seq...
+	storeAt map[int]bool          // ...and store it anyway (the answer was lost)
+	recvErr error                 // every receive fails with this
+}
+
+type fakeMsg struct {
+	id      string
+	seq     int
+	due     time.Time
+	props   map[string]string
+	attempt int
+}
+
+func seqOf(m client.Message) int {
+	id := m.Properties[propID]
+	n, err := strconv.Atoi(id[strings.LastIndexByte(id, '-')+1:])
+	if err != nil {
+		panic("bad bench id " + id)
+	}
+	return n
+}
+
+func (f *fakeBroker) Send(ctx context.Context, topic string, m client.Message) (client.Receipt, error) {
+	r, err := f.SendBatch(ctx, topic, []client.Message{m})
+	if err != nil {
+		return client.Receipt{}, err
+	}
+	return r[0], nil
+}
+
+func (f *fakeBroker) SendBatch(_ context.Context, topic string, msgs []client.Message) ([]client.Receipt, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fail, store := false, true
+	for _, m := range msgs {
+		if s := seqOf(m); f.failAt[s] {
+			fail, store = true, f.storeAt[s]
+		}
+	}
+	var out []client.Receipt
+	if store {
+		for _, m := range msgs {
+			f.nextID++
+			fm := &fakeMsg{id: fmt.Sprint(f.nextID), seq: seqOf(m), due: m.When.At, props: m.Properties, attempt: 1}
+			out = append(out, client.Receipt{ID: fm.id, Topic: topic, Due: client.MillisOf(fm.due)})
+			if !f.drop[fm.seq] {
+				f.queue = append(f.queue, fm)
+			}
+		}
+	}
+	if fail {
+		return nil, errors.New("connection reset by peer")
+	}
+	return out, nil
+}
+
+func (f *fakeBroker) Receive(ctx context.Context, _, _ string, opts client.ReceiveOptions) ([]client.Received, error) {
+	if f.recvErr != nil {
+		return nil, f.recvErr
+	}
+	until := time.Now().Add(opts.Wait)
+	for {
+		f.mu.Lock()
+		now := time.Now()
+		var out []client.Received
+		kept := f.queue[:0]
+		for _, m := range f.queue {
+			if len(out) < opts.Max && !now.Before(m.due.Add(-f.early[m.seq])) {
+				out = append(out, client.Received{ID: m.id, Receipt: "r" + m.id, Attempt: m.attempt, Properties: m.props,
+					Due: client.MillisOf(m.due), Visible: client.MillisOf(now)})
+				if f.dup[m.seq] && m.attempt == 1 {
+					m.attempt++
+					kept = append(kept, m)
+				}
+				continue
+			}
+			kept = append(kept, m)
+		}
+		f.queue = kept
+		f.mu.Unlock()
+		if len(out) > 0 || !now.Before(until) {
+			return out, nil
+		}
+		if !sleepCtx(ctx, 2*time.Millisecond) {
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func (f *fakeBroker) Ack(_ context.Context, _, _ string, receipts ...string) (int, error) {
+	return len(receipts), nil
+}
+
+func (f *fakeBroker) CreateTopic(context.Context, string, client.TopicConfig) (client.TopicInfo, error) {
+	return client.TopicInfo{}, nil
+}
+
+func (f *fakeBroker) CreateGroup(context.Context, string, string, client.GroupConfig) (client.GroupInfo, error) {
+	return client.GroupInfo{}, &client.Error{StatusCode: 409, Code: errs.AlreadyExists}
+}
+
+// fakeRun runs the bench with args against f.
+func fakeRun(t *testing.T, f *fakeBroker, args ...string) *Report {
+	t.Helper()
+	cfg, _, ok := parseArgs(append([]string{"--progress", "0"}, args...), io.Discard)
+	if !ok {
+		t.Fatalf("bad args %v", args)
+	}
+	r := newRunner(cfg, f, io.Discard, false)
+	rep, err := r.run(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table bytes.Buffer
+	rep.writeTable(&table)
+	t.Logf("\n%s", table.String())
+	return rep
+}
+
+func TestBenchCountsEveryMisbehaviour(t *testing.T) {
+	f := &fakeBroker{
+		drop:    map[int]bool{7: true},
+		early:   map[int]time.Duration{12: 5 * time.Millisecond},
+		dup:     map[int]bool{20: true},
+		failAt:  map[int]bool{100: true, 150: true},
+		storeAt: map[int]bool{100: true},
+	}
+	rep := fakeRun(t, f, "-n", "200", "--tiers", "20ms,50ms", "--producers", "2", "--batch", "10",
+		"--consumers", "2", "--wait", "50ms", "--deadline", "300ms")
+	tot := rep.Total
+	if tot.Sent != 200 || tot.Lost != 1 || tot.Early != 1 || tot.Duplicated != 1 || tot.ExtraDeliveries != 1 {
+		t.Errorf("sent %d lost %d early %d duplicated %d extra %d, want 200, 1, 1, 1, 1",
+			tot.Sent, tot.Lost, tot.Early, tot.Duplicated, tot.ExtraDeliveries)
+	}
+	if tot.EarlyMaxMs <= 0 || tot.EarlyMaxMs > 5 {
+		t.Errorf("early by %v ms, want within (0, 5]", tot.EarlyMaxMs)
+	}
+	s := rep.Sends
+	if s.FailedRequests != 2 || s.Unacknowledged != 20 || s.UnacknowledgedDelivered != 10 || s.Acked != 200 || s.Requests != 22 {
+		t.Errorf("sends %+v, want 22 requests, 2 failed, 20 unacknowledged of which 10 delivered, 200 acked", s)
+	}
+	if rep.Ended != endDeadline || rep.Passed {
+		t.Errorf("ended %q passed %v, want the deadline and a failure", rep.Ended, rep.Passed)
+	}
+	if rep.Receives.Redelivered != 1 {
+		t.Errorf("redelivered %d, want 1 (the duplicate's attempt 2)", rep.Receives.Redelivered)
+	}
+	if len(rep.Tiers) != 2 || rep.Tiers[0].Sent+rep.Tiers[1].Sent != 200 {
+		t.Errorf("tier rows %+v do not add up to 200", rep.Tiers)
+	}
+}
+
+func TestBenchCleanRunPasses(t *testing.T) {
+	rep := fakeRun(t, &fakeBroker{}, "-n", "300", "--tiers", "0s,30ms", "--batch", "1", "--rate", "3000",
+		"--wait", "50ms", "--deadline", "5s", "--linger", "50ms")
+	if !rep.Passed || rep.Ended != endAllArrived || rep.Total.Received != 300 {
+		t.Errorf("passed %v ended %q received %d failures %q", rep.Passed, rep.Ended, rep.Total.Received, rep.Failures)
+	}
+	// 300 messages at 3000/s take at least 0.1 s to send.
+	if d := rep.Total.SendRate; d <= 0 || d > 3300 {
+		t.Errorf("send rate %v msg/s, want paced at about 3000", d)
+	}
+}
+
+func TestBenchHerd(t *testing.T) {
+	rep := fakeRun(t, &fakeBroker{}, "--herd", "500@150ms", "--batch", "50", "--wait", "50ms", "--deadline", "5s")
+	h := rep.Herd
+	if h == nil {
+		t.Fatal("no herd report")
+	}
+	if h.Messages != 500 || !h.AllArrived || h.FirstAfterMs < 0 || h.LastAfterMs < h.FirstAfterMs {
+		t.Errorf("herd %+v", h)
+	}
+	if rep.Tiers[0].Name != "herd" || rep.Tiers[0].Lateness.Count != 500 || rep.Tiers[0].Lateness.Max != h.LastAfterMs {
+		t.Errorf("herd row %+v, want 500 arrivals whose max lateness is the herd's last arrival (%v ms)", rep.Tiers[0], h.LastAfterMs)
+	}
+	if !rep.Passed {
+		t.Errorf("failures %q", rep.Failures)
+	}
+}
+
+func TestBenchStopsOnPermanentError(t *testing.T) {
+	f := &fakeBroker{recvErr: &client.Error{StatusCode: 401, Code: errs.Unauthenticated, Message: "bad token"}}
+	rep := fakeRun(t, f, "-n", "10", "--tiers", "0s")
+	if !strings.HasPrefix(rep.Ended, "error: receive:") || !strings.Contains(rep.Ended, "bad token") || rep.Passed {
+		t.Errorf("ended %q passed %v, want a receive error and a failure", rep.Ended, rep.Passed)
+	}
+}
+
+func TestBenchInterrupted(t *testing.T) {
+	cfg, _, _ := parseArgs([]string{"-n", "10", "--tiers", "1h", "--progress", "0"}, io.Discard)
+	ctx, cancel := context.WithCancel(t.Context())
+	r := newRunner(cfg, &fakeBroker{}, io.Discard, false)
+	go func() {
+		// Cancel once every message is acknowledged: the run would
+		// otherwise wait an hour.
+		for r.rec.snapshot().acked < 10 {
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+	}()
+	rep, err := r.run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Ended != endInterrupted || rep.Passed {
+		t.Errorf("ended %q passed %v, want interrupted and failed", rep.Ended, rep.Passed)
+	}
+}
