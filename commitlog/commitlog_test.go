@@ -126,6 +126,28 @@ func TestRoundTripManySegments(t *testing.T) {
 	}
 }
 
+// TestOversizedAppend: an Append larger than SegmentBytes gets a segment of
+// its own, whole, and the next Append starts a new one.
+func TestOversizedAppend(t *testing.T) {
+	l := openLog(t, newMem(t), Options{SegmentBytes: 100})
+	mustAppend(t, l, Record{Type: 1, Payload: make([]byte, 10)})
+	big := make([]Record, 5)
+	for i := range big {
+		big[i] = Record{Type: 2, Payload: bytes.Repeat([]byte{byte(i)}, 50)}
+	}
+	pos := mustAppend(t, l, big...)
+	mustAppend(t, l, Record{Type: 3, Payload: make([]byte, 10)})
+	segs := l.Segments()
+	if len(segs) != 3 || segs[1].Base != pos[0] || segs[1].End != segs[1].Base+5*Pos(frameSize(50)) {
+		t.Fatalf("segments %+v for an oversized Append at %v", segs, pos)
+	}
+	for i, p := range pos {
+		if rec, _, err := l.Read(p); err != nil || !bytes.Equal(rec.Payload, big[i].Payload) {
+			t.Fatalf("Read(%d): %v", p, err)
+		}
+	}
+}
+
 func TestPayloadIsCopied(t *testing.T) {
 	l := openLog(t, newMem(t), Options{})
 	buf := []byte("original")

@@ -13,7 +13,7 @@ import (
 	"github.com/hourglass-mq/hourglass/vfs"
 )
 
-const testDir = "/db/log"
+const testDir = "db/log"
 
 // openLog opens a log on fsys in testDir and closes it at the end of the
 // test, after checking its invariants.

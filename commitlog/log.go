@@ -112,8 +112,9 @@ type RecoveryInfo struct {
 	// scanned tail segment.
 	RecordsScanned int
 	BytesScanned   int64
-	// TruncatedBytes is how many bytes of torn or corrupt tail were cut;
-	// the cut was at TruncatedAt (which is then Head).
+	// TruncatedAt is where the valid records of the tail end, which is
+	// Head after Open; TruncatedBytes is how many bytes of torn or corrupt
+	// tail beyond it were cut (zero for a clean tail).
 	TruncatedBytes int64
 	TruncatedAt    Pos
 	// Reason says why the tail was cut, or is empty if it was clean.

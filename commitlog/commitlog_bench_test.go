@@ -1,0 +1,128 @@
+package commitlog
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hourglass-mq/hourglass/vfs"
+)
+
+const (
+	benchProducers = 64
+	benchPayload   = 1024
+)
+
+// measuredBatch is the average records per fdatasync of the last
+// BenchmarkAppendSync run, so that BenchmarkRawFdatasync writes the same
+// batches; zero until that benchmark has run.
+var measuredBatch atomic.Int64
+
+// runLog appends n records of benchPayload bytes from benchProducers
+// goroutines to a FlushSync log on the real disk under dir, and returns
+// every Append's latency and the average batch per fdatasync.
+func runLog(tb testing.TB, dir string, n int) (lat []time.Duration, batch float64) {
+	var syncs, records atomic.Int64
+	l, err := Open(Options{FS: vfs.OS, Dir: dir, OnSync: func(_ time.Duration, r, _ int) {
+		syncs.Add(1)
+		records.Add(int64(r))
+	}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	payload := make([]byte, benchPayload)
+	var next atomic.Int64
+	lats := make([][]time.Duration, benchProducers)
+	var wg sync.WaitGroup
+	for p := range benchProducers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			mine := make([]time.Duration, 0, n/benchProducers+1)
+			for next.Add(1) <= int64(n) {
+				began := time.Now()
+				if _, err := l.Append(Record{Type: 1, Payload: payload}); err != nil {
+					tb.Error(err)
+					return
+				}
+				mine = append(mine, time.Since(began))
+			}
+			lats[p] = mine
+		}()
+	}
+	wg.Wait()
+	if err := l.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	for _, m := range lats {
+		lat = append(lat, m...)
+	}
+	if s := syncs.Load(); s > 0 {
+		batch = float64(records.Load()) / float64(s)
+	}
+	return lat, batch
+}
+
+// BenchmarkAppendSync: 64 producers, 1 KiB records, FlushSync, real disk.
+// One op is one acknowledged (durable) record.
+func BenchmarkAppendSync(b *testing.B) {
+	dir := filepath.Join(b.TempDir(), "log")
+	b.SetBytes(benchPayload)
+	b.ResetTimer()
+	began := time.Now()
+	lat, batch := runLog(b, dir, b.N)
+	elapsed := time.Since(began)
+	b.StopTimer()
+	os.RemoveAll(dir)
+	slices.Sort(lat)
+	p99 := lat[min(len(lat)-1, int(math.Ceil(float64(len(lat))*0.99))-1)]
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "msgs/s")
+	b.ReportMetric(float64(p99)/float64(time.Millisecond), "p99-ms")
+	b.ReportMetric(batch, "recs/sync")
+	measuredBatch.Store(int64(math.Round(batch)))
+}
+
+// BenchmarkRawFdatasync is the baseline for BenchmarkAppendSync: a plain
+// os.File, one WriteAt of a batch of framed 1 KiB records and one
+// fdatasync per batch, in a single goroutine, with the batch size the log
+// achieved (measured by BenchmarkAppendSync, or by a short calibration run
+// of the log if that benchmark was not run). The log's msgs/s over this
+// one's is the cost of the log's machinery at equal batching.
+func BenchmarkRawFdatasync(b *testing.B) {
+	batch := int(measuredBatch.Load())
+	if batch == 0 {
+		_, avg := runLog(b, filepath.Join(b.TempDir(), "calibrate"), 20000)
+		batch = max(1, int(math.Round(avg)))
+		measuredBatch.Store(int64(batch))
+	}
+	f, err := os.Create(filepath.Join(b.TempDir(), "raw"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	rec := appendFrame(nil, Record{Type: 1, Payload: make([]byte, benchPayload)}, 0)
+	buf := slices.Repeat(rec, batch)
+	b.SetBytes(benchPayload)
+	b.ResetTimer()
+	began := time.Now()
+	var off int64
+	for done := 0; done < b.N; done += batch {
+		k := min(batch, b.N-done)
+		if _, err := f.WriteAt(buf[:k*len(rec)], off); err != nil {
+			b.Fatal(err)
+		}
+		off += int64(k * len(rec))
+		if err := fdatasync(f); err != nil {
+			b.Fatal(err)
+		}
+	}
+	elapsed := time.Since(began)
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "msgs/s")
+	b.ReportMetric(float64(batch), "recs/sync")
+}
