@@ -246,9 +246,9 @@ const readAhead = 4 << 10
 
 func (l *Log) path(name string) string { return path.Join(l.opts.Dir, name) }
 
-// Head returns the position after the last acknowledged record: where the
-// next record will go unless a segment roll intervenes (a roll does not
-// change positions, so it is exactly the next record's position).
+// Head returns the position after the last acknowledged record, which is
+// exactly where the next record will go: a segment roll does not skip
+// positions.
 func (l *Log) Head() Pos {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -322,8 +322,9 @@ func (l *Log) release(s *segment) {
 
 // Read returns the record at pos, which must be a record boundary, and the
 // position of the next record (Head if it was the last). The payload is a
-// fresh copy. A pos that is not a boundary, or a damaged record, gives an
-// error wrapping ErrCorrupt.
+// fresh copy. A pos outside [Start, Head) gives ErrOutOfRange; a pos that
+// is not a boundary, or a damaged record, gives an error wrapping
+// ErrCorrupt.
 func (l *Log) Read(pos Pos) (Record, Pos, error) {
 	s, end, err := l.acquire(pos)
 	if err != nil {
