@@ -328,6 +328,7 @@ func TestCloseServesQueuedAppends(t *testing.T) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	acked := map[Pos][]byte{}
+	closed := make(chan error, 1)
 	for w := range 8 {
 		wg.Add(1)
 		go func() {
@@ -347,12 +348,15 @@ func TestCloseServesQueuedAppends(t *testing.T) {
 				n := len(acked)
 				mu.Unlock()
 				if n == 200 {
-					go l.Close()
+					go func() { closed <- l.Close() }()
 				}
 			}
 		}()
 	}
 	wg.Wait()
+	if err := <-closed; err != nil {
+		t.Fatalf("Close: %v", err)
+	}
 	l2 := openLog(t, fsys.Crash(nil), Options{})
 	for p, want := range acked {
 		rec, _, err := l2.Read(p)
