@@ -86,6 +86,10 @@
 // is in Recovery(). Torn tails are only ever in the last segment, so Open
 // costs one segment's scan whatever the log's size.
 //
+// In the last segment a corrupt record cannot be told from a torn write, so
+// it is cut with everything after it, even if the cause was media damage
+// rather than a crash and acknowledged records followed it.
+//
 // Damage no crash can cause under this protocol is not repaired, because
 // repairing it would mean dropping acknowledged records on a guess:
 //
