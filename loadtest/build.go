@@ -149,12 +149,24 @@ func (r *runner) chart(rep *Report) chartData {
 	for _, name := range r.seriesNames() {
 		d.series = append(d.series, name)
 	}
+	// A herd's due times are all one instant, so its x axis is the
+	// arrival time instead: the chart then shows how the herd drained.
+	herd := r.cfg.Mode == ModeHerd
+	if herd {
+		d.title = fmt.Sprintf("hourglass bench %s: lateness of a herd of %d messages", r.runID, rep.Total.Sent)
+		d.xTitle = fmt.Sprintf("arrival time, since the start of the run (all due at %.1fs)",
+			float64(r.herdAt*int64(time.Millisecond)-start)/1e9)
+	}
 	for i := range entries {
 		e := &entries[i]
 		if e.arrival == 0 {
 			continue
 		}
-		d.points = append(d.points, chartPoint{x: float64(e.due-start) / 1e9, late: e.arrival - e.due, series: int(e.tier)})
+		x := e.due
+		if herd {
+			x = e.arrival
+		}
+		d.points = append(d.points, chartPoint{x: float64(x-start) / 1e9, late: e.arrival - e.due, series: int(e.tier)})
 	}
 	if rep.Drill != nil {
 		for _, k := range rep.Drill.Kills {

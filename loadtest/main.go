@@ -88,7 +88,8 @@ func execute(ctx context.Context, cfg Config, stderr io.Writer) (*Report, *runne
 			cfg.Rate = float64(cfg.N) / d.window.Seconds()
 		}
 	}
-	c := client.New(cfg.Server, client.WithToken(cfg.Token), client.WithHTTPClient(httpClient(cfg)))
+	c := client.New(cfg.Server, client.WithToken(cfg.Token), client.WithHTTPClient(httpClient(cfg)),
+		client.WithBackoff(minBackoff, maxBackoff))
 	r := newRunner(cfg, c, stderr, isTerminal(stderr))
 	r.drill = d
 	rep, err := r.run(ctx)

@@ -31,6 +31,14 @@ const (
 	propDue = "bench_due"
 )
 
+// Backoff between failed requests. The cap is short on purpose: after a
+// restart, the time until the bench notices the broker is back counts as
+// lateness, and it should be the broker's, not the bench's.
+const (
+	minBackoff = 20 * time.Millisecond
+	maxBackoff = 100 * time.Millisecond
+)
+
 // api is the part of the broker's client the bench uses; *client.Client
 // implements it, and tests substitute a broker that misbehaves on purpose.
 type api interface {
@@ -248,7 +256,7 @@ func (r *runner) produce(ctx context.Context, rng *rand.Rand) {
 		if !r.pace.wait(ctx, n) {
 			return
 		}
-		backoff := 50 * time.Millisecond
+		backoff := minBackoff
 		for {
 			err := r.sendOnce(ctx, n, rng)
 			if err == nil {
@@ -264,7 +272,7 @@ func (r *runner) produce(ctx context.Context, rng *rand.Rand) {
 			if !sleepCtx(ctx, backoff) {
 				return
 			}
-			backoff = min(2*backoff, time.Second)
+			backoff = min(2*backoff, maxBackoff)
 		}
 	}
 }
@@ -335,7 +343,7 @@ func ceilMs(t time.Time) int64 {
 // failed receive is retried after a backoff; a failed ack is counted (the
 // message comes back after its lease and is counted as a duplicate).
 func (r *runner) consume(ctx context.Context) {
-	backoff := 50 * time.Millisecond
+	backoff := minBackoff
 	prefix := r.runID + "-"
 	opts := client.ReceiveOptions{Max: r.cfg.Max, Invisible: r.cfg.Invisible, Wait: r.cfg.Wait}
 	batch := make([]arrival, 0, r.cfg.Max)
@@ -356,10 +364,10 @@ func (r *runner) consume(ctx context.Context) {
 			if !sleepCtx(ctx, backoff) {
 				return
 			}
-			backoff = min(2*backoff, time.Second)
+			backoff = min(2*backoff, maxBackoff)
 			continue
 		}
-		backoff = 50 * time.Millisecond
+		backoff = minBackoff
 		if len(msgs) == 0 {
 			continue
 		}
