@@ -68,8 +68,38 @@ func runLog(tb testing.TB, dir string, n int) (lat []time.Duration, batch float6
 	return lat, batch
 }
 
+// runRaw is the baseline: n framed records of benchPayload bytes written to
+// a plain os.File under dir, batch records per WriteAt, one fdatasync per
+// batch, from a single goroutine. It returns the elapsed time.
+func runRaw(tb testing.TB, dir string, n, batch int) time.Duration {
+	f, err := os.Create(filepath.Join(dir, "raw"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	rec := appendFrame(nil, Record{Type: 1, Payload: make([]byte, benchPayload)}, 0)
+	buf := slices.Repeat(rec, batch)
+	began := time.Now()
+	var off int64
+	for done := 0; done < n; done += batch {
+		k := min(batch, n-done)
+		if _, err := f.WriteAt(buf[:k*len(rec)], off); err != nil {
+			tb.Fatal(err)
+		}
+		off += int64(k * len(rec))
+		if err := fdatasync(f); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return time.Since(began)
+}
+
 // BenchmarkAppendSync: 64 producers, 1 KiB records, FlushSync, real disk.
-// One op is one acknowledged (durable) record.
+// One op is one acknowledged (durable) record. Besides msgs/s and the p99
+// Append latency it reports the average records per fdatasync and, because
+// a shared machine's load drifts between benchmarks, a paired baseline run
+// right after the log's (timer stopped): raw-msgs/s of runRaw with the same
+// record count and the log's batch size, and their ratio log/raw.
 func BenchmarkAppendSync(b *testing.B) {
 	dir := filepath.Join(b.TempDir(), "log")
 	b.SetBytes(benchPayload)
@@ -81,18 +111,24 @@ func BenchmarkAppendSync(b *testing.B) {
 	os.RemoveAll(dir)
 	slices.Sort(lat)
 	p99 := lat[min(len(lat)-1, int(math.Ceil(float64(len(lat))*0.99))-1)]
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "msgs/s")
+	rate := float64(b.N) / elapsed.Seconds()
+	b.ReportMetric(rate, "msgs/s")
 	b.ReportMetric(float64(p99)/float64(time.Millisecond), "p99-ms")
 	b.ReportMetric(batch, "recs/sync")
 	measuredBatch.Store(int64(math.Round(batch)))
+
+	rawDir := b.TempDir()
+	raw := float64(b.N) / runRaw(b, rawDir, b.N, max(1, int(math.Round(batch)))).Seconds()
+	os.RemoveAll(rawDir)
+	b.ReportMetric(raw, "raw-msgs/s")
+	b.ReportMetric(rate/raw, "log/raw")
 }
 
-// BenchmarkRawFdatasync is the baseline for BenchmarkAppendSync: a plain
-// os.File, one WriteAt of a batch of framed 1 KiB records and one
-// fdatasync per batch, in a single goroutine, with the batch size the log
-// achieved (measured by BenchmarkAppendSync, or by a short calibration run
-// of the log if that benchmark was not run). The log's msgs/s over this
-// one's is the cost of the log's machinery at equal batching.
+// BenchmarkRawFdatasync is the baseline for BenchmarkAppendSync on its own:
+// runRaw with the batch size the log achieved (measured by
+// BenchmarkAppendSync, or by a short calibration run of the log if that
+// benchmark was not run). The log's msgs/s over this one's is the cost of
+// the log's machinery at equal batching.
 func BenchmarkRawFdatasync(b *testing.B) {
 	batch := int(measuredBatch.Load())
 	if batch == 0 {
@@ -100,28 +136,10 @@ func BenchmarkRawFdatasync(b *testing.B) {
 		batch = max(1, int(math.Round(avg)))
 		measuredBatch.Store(int64(batch))
 	}
-	f, err := os.Create(filepath.Join(b.TempDir(), "raw"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	rec := appendFrame(nil, Record{Type: 1, Payload: make([]byte, benchPayload)}, 0)
-	buf := slices.Repeat(rec, batch)
+	dir := b.TempDir()
 	b.SetBytes(benchPayload)
 	b.ResetTimer()
-	began := time.Now()
-	var off int64
-	for done := 0; done < b.N; done += batch {
-		k := min(batch, b.N-done)
-		if _, err := f.WriteAt(buf[:k*len(rec)], off); err != nil {
-			b.Fatal(err)
-		}
-		off += int64(k * len(rec))
-		if err := fdatasync(f); err != nil {
-			b.Fatal(err)
-		}
-	}
-	elapsed := time.Since(began)
+	elapsed := runRaw(b, dir, b.N, batch)
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "msgs/s")
 	b.ReportMetric(float64(batch), "recs/sync")
