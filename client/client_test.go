@@ -182,7 +182,7 @@ func TestEndpoints(t *testing.T) {
 			call:   func(c *Client) (any, error) { return c.DescribeTopic(ctx, "a") },
 			method: "GET", path: "/v1/topics/a",
 			want: TopicInfo{Name: "a", Queues: 4, Pending: 2, Visible: 7, Groups: []GroupInfo{{Topic: "a", Name: "g",
-				Config: GroupConfig{MaxAttempts: 16, BackoffBase: time.Second, BackoffMax: 5 * time.Minute},
+				Config:  GroupConfig{MaxAttempts: 16, BackoffBase: time.Second, BackoffMax: 5 * time.Minute},
 				Backlog: 3, InFlight: 1, Delivered: 9, Acked: 8, Redelivered: 1, DeadLetterTopic: "%DLQ%g"}}},
 		},
 		{
