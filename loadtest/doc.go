@@ -34,6 +34,13 @@
 //     After every message arrived the bench keeps receiving for --linger
 //     to see such late duplicates; in a drill that defaults to the lease
 //     plus two seconds.
+//   - With --topic naming a topic that holds other messages, those are
+//     received, acked and counted as foreign; by default every run uses a
+//     fresh topic.
+//   - The consumers run in the bench's process: on a small machine shared
+//     with the broker, their CPU bounds the receive rate, and lateness
+//     past that rate is the bench's. Raise --consumers and --max, or keep
+//     --rate below the receive rate the report shows.
 //   - The recorder holds about 48 bytes per message in memory: a run of
 //     ten million messages needs about half a gigabyte.
 package loadtest

@@ -235,3 +235,22 @@ func TestBenchInterrupted(t *testing.T) {
 		t.Errorf("ended %q passed %v, want interrupted and failed", rep.Ended, rep.Passed)
 	}
 }
+
+func TestProgressLine(t *testing.T) {
+	cfg, _, _ := parseArgs([]string{"-n", "50", "--tiers", "150ms", "--progress", "20ms", "--wait", "20ms"}, io.Discard)
+	var stderr bytes.Buffer
+	r := newRunner(cfg, &fakeBroker{}, &stderr, false)
+	rep, err := r.run(t.Context())
+	if err != nil || !rep.Passed {
+		t.Fatalf("run: %v, failures %v", err, rep.Failures)
+	}
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	if len(lines) < 2 {
+		t.Fatalf("progress output %q, want a line per period", stderr.String())
+	}
+	for _, l := range lines {
+		if !strings.Contains(l, "/50 (") || !strings.Contains(l, "in-flight") || strings.Contains(l, "\r") {
+			t.Errorf("progress line %q lacks the counts (or rewrites itself on a non-terminal)", l)
+		}
+	}
+}
