@@ -77,7 +77,21 @@ type command struct {
 
 // commands lists the subcommands in the order help shows them.
 func commands() []*command {
-	return []*command{}
+	return []*command{
+		serveCommand(),
+		sendCommand(),
+		receiveCommand(),
+		ackCommand(),
+		nackCommand(),
+		cancelCommand(),
+		rescheduleCommand(),
+		inspectCommand(),
+		topicsCommand(),
+		groupsCommand(),
+		redriveCommand(),
+		statsCommand(),
+		demoCommand(),
+	}
 }
 
 // Run runs one command line (without the program name) with ctx.
@@ -136,7 +150,7 @@ commands:
 	tw.Flush()
 	fmt.Fprint(w, `
 Run 'hourglass <command> --help' for the flags of a command.
-Client commands talk to --server (default http://127.0.0.1:7070, or $HOURGLASS_SERVER)
+Client commands talk to --server (default `+defaultServer+`, or $HOURGLASS_SERVER)
 with an optional --token (or $HOURGLASS_TOKEN); add --json for machine-readable output.
 Exit status: 0 success, 1 the operation failed, 2 bad command line.
 `)

@@ -1,0 +1,109 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+
+	"github.com/hourglass-mq/hourglass/client"
+)
+
+func inspectCommand() *command {
+	return &command{
+		name:     "inspect",
+		synopsis: "ID | --topic T --key K",
+		summary:  "show where a message is and when it fires",
+		help: `Shows a message's state (pending, due, visible, cancelled), its due time
+and when it was sent, by ID or, with --topic and --key, the latest message
+sent to the topic with that business key.`,
+		run: runInspect,
+	}
+}
+
+// target is a message named by ID or by topic and key.
+type target struct {
+	topic, key string
+}
+
+func addTargetFlags(fs *flag.FlagSet, t *target) {
+	fs.StringVar(&t.topic, "topic", "", "with --key: the topic of the message")
+	fs.StringVar(&t.key, "key", "", "find the latest message sent to --topic with this key instead of giving its ID")
+}
+
+// resolve returns the message ID named by the positional arguments or by
+// t's key. When it looked the key up it also returns the message's info.
+// A non-empty usage is a command-line mistake; err is the server's error.
+func (t *target) resolve(ctx context.Context, cl *client.Client, pos []string) (id string, info *client.Info, usage string, err error) {
+	switch {
+	case t.key != "" || t.topic != "":
+		if t.key == "" || t.topic == "" {
+			return "", nil, "--topic and --key go together", nil
+		}
+		if len(pos) > 0 {
+			return "", nil, "give a message ID or --topic and --key, not both", nil
+		}
+		in, err := cl.InspectKey(ctx, t.topic, t.key)
+		if err != nil {
+			return "", nil, "", err
+		}
+		return in.ID, &in, "", nil
+	case len(pos) == 1:
+		return pos[0], nil, "", nil
+	case len(pos) == 0:
+		return "", nil, "give a message ID, or --topic and --key", nil
+	}
+	return "", nil, fmt.Sprintf("give one message ID, not %d arguments", len(pos)), nil
+}
+
+func runInspect(ctx context.Context, a *App, c *command, args []string) int {
+	fs := a.newFlagSet(c)
+	cf := a.addClientFlags(fs)
+	var t target
+	addTargetFlags(fs, &t)
+	pos, code, ok := parseFlags(fs, args)
+	if !ok {
+		return code
+	}
+	cl := a.client(cf)
+	id, info, usage, err := t.resolve(ctx, cl, pos)
+	switch {
+	case usage != "":
+		return a.usageError(c, "%s", usage)
+	case err != nil:
+		return a.failed(c, err)
+	case info == nil:
+		in, err := cl.Inspect(ctx, id)
+		if err != nil {
+			return a.failed(c, err)
+		}
+		info = &in
+	}
+	if cf.json {
+		a.printJSON(info)
+		return ExitOK
+	}
+	a.printInfo(*info)
+	return ExitOK
+}
+
+func (a *App) printInfo(in client.Info) {
+	w := a.Stdout
+	field(w, "id", in.ID)
+	field(w, "state", string(in.State))
+	field(w, "topic", fmt.Sprintf("%s (queue %d)", in.Topic, in.Queue))
+	if in.Key != "" {
+		field(w, "key", in.Key)
+	}
+	if in.Tag != "" {
+		field(w, "tag", in.Tag)
+	}
+	field(w, "due", a.when(in.Due))
+	field(w, "sent", a.when(in.Sent))
+	if in.Visible != 0 {
+		field(w, "visible", fmt.Sprintf("%s (%s late)", in.Visible, roundDuration(in.Visible.Time().Sub(in.Due.Time()))))
+	}
+	field(w, "body", fmt.Sprintf("%d bytes", in.BodyBytes))
+	if len(in.Properties) > 0 {
+		field(w, "properties", formatProps(in.Properties))
+	}
+}

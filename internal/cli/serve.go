@@ -1,0 +1,54 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hourglass-mq/hourglass/server"
+)
+
+func serveCommand() *command {
+	return &command{
+		name:    "serve",
+		summary: "run the broker (HTTP API, embedded storage)",
+		help: `Runs the broker: opens (or creates) the data directory, recovers what a
+previous run left, and serves the HTTP API until SIGINT or SIGTERM, then shuts
+down gracefully (in-flight requests finish, the log is flushed and a final
+checkpoint written). Prints "listening on http://ADDR" once requests are
+accepted.
+
+Every flag can also be set in a JSON config file (--config FILE; keys are the
+flag names with '_' for '-') or in an environment variable (HOURGLASS_ and the
+flag name upper-cased, '-' as '_', e.g. HOURGLASS_DATA_DIR). Precedence:
+flags, then environment, then the file, then the defaults.`,
+		run: runServe,
+	}
+}
+
+func runServe(ctx context.Context, a *App, c *command, args []string) int {
+	fs := a.newFlagSet(c)
+	cfg := server.DefaultConfig()
+	cfg.RegisterFlags(fs)
+	pos, code, ok := parseFlags(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) > 0 {
+		return a.usageError(c, "unexpected argument %q", pos[0])
+	}
+	lookup := a.LookupEnv
+	if lookup == nil {
+		lookup = func(string) (string, bool) { return "", false }
+	}
+	if err := cfg.Resolve(lookup); err != nil {
+		return a.usageError(c, "%v", err)
+	}
+	logger := cfg.NewLogger(a.Stderr)
+	err := server.Run(ctx, cfg, logger, func(addr string) {
+		fmt.Fprintf(a.Stdout, "listening on http://%s\n", addr)
+	})
+	if err != nil {
+		return a.failed(c, err)
+	}
+	return ExitOK
+}
