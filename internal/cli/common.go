@@ -173,3 +173,8 @@ func formatBody(b []byte) string {
 func field(w io.Writer, name, value string) {
 	fmt.Fprintf(w, "%-13s %s\n", name+":", value)
 }
+
+// subfield prints an indented "name: value" line under a heading.
+func subfield(w io.Writer, name, value string) {
+	fmt.Fprintf(w, "  %-11s %s\n", name+":", value)
+}

@@ -150,19 +150,19 @@ func (a *App) printReceived(msgs []client.Received, asJSON bool) {
 		}
 		fmt.Fprintf(a.Stdout, "message %s (queue %d, offset %d, attempt %d)\n", m.ID, m.Queue, m.Offset, m.Attempt)
 		if m.Key != "" {
-			field(a.Stdout, "  key", m.Key)
+			subfield(a.Stdout, "key", m.Key)
 		}
 		if m.Tag != "" {
-			field(a.Stdout, "  tag", m.Tag)
+			subfield(a.Stdout, "tag", m.Tag)
 		}
 		if m.Group != "" {
-			field(a.Stdout, "  group", m.Group)
+			subfield(a.Stdout, "group", m.Group)
 		}
 		if len(m.Properties) > 0 {
-			field(a.Stdout, "  properties", formatProps(m.Properties))
+			subfield(a.Stdout, "properties", formatProps(m.Properties))
 		}
-		field(a.Stdout, "  due", fmt.Sprintf("%s, visible %s late", m.Due, m.Lateness()))
-		field(a.Stdout, "  receipt", m.Receipt)
-		field(a.Stdout, "  body", formatBody(m.Body))
+		subfield(a.Stdout, "due", fmt.Sprintf("%s, visible %s late", m.Due, m.Lateness()))
+		subfield(a.Stdout, "receipt", m.Receipt)
+		subfield(a.Stdout, "body", formatBody(m.Body))
 	}
 }
