@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -100,6 +101,13 @@ func runLateness(c config, dir string) (*report, error) {
 	r.note("size: %s pending messages first (due over %v from %v after the start; sent in %s), then %s messages due uniformly over a %v window (%s/s), 16 B bodies, topic of %d queues, engine defaults (sync flush, DispatchRate 200,000/s)",
 		humanInt(int64(c.preload)), c.horizon, c.offset, secs(pre.took), humanInt(int64(count)), c.window, humanInt(int64(c.rate)), queues)
 
+	if c.settle {
+		if err := waitCheckpoints(e, 2, 10*time.Minute); err != nil {
+			return r, err
+		}
+		r.note("the window started after a checkpoint that began after the preload had finished (-settle): the preload's dirty timer buckets were synced before the window")
+	}
+
 	// Due times of the window, relative to its start, in ms, sorted.
 	rng := rand.New(rand.NewPCG(42, 42))
 	rel := make([]int64, count)
@@ -146,8 +154,20 @@ func runLateness(c config, dir string) (*report, error) {
 			sendLat = append(sendLat, int64(time.Since(t)))
 		}
 	}()
+	var bgSent int
+	var bgErr error
+	if c.bgRate > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			bgSent, bgErr = sendBackground(e, c, body, start-c.lead.Milliseconds(), start+c.window.Milliseconds())
+		}()
+	}
 	wg.Wait()
-	if err := errors.Join(sendErr, consErr); err != nil {
+	if c.bgRate > 0 {
+		r.note("during the window, %s far-future messages with keys were also sent (%s/s in batches of 100, due like the preload), as producers keep scheduling in real use", humanInt(int64(bgSent)), humanInt(int64(c.bgRate)))
+	}
+	if err := errors.Join(sendErr, consErr, bgErr); err != nil {
 		return r, err
 	}
 	if c.presend {
@@ -177,6 +197,48 @@ func runLateness(c config, dir string) (*report, error) {
 	r.fig("checkpoints during the run", fmt.Sprintf("%d", st.Checkpoints.Load()))
 	r.note("baseline: Go runtime timers (time.AfterFunc), one per message, all created %v before the window, for the same relative due times, after the engine was closed; lateness = time.Now() in the callback minus the due instant", 2*time.Second)
 	return r, nil
+}
+
+// waitCheckpoints waits until n more checkpoints have completed.
+func waitCheckpoints(e *engine.Engine, n uint64, limit time.Duration) error {
+	st := e.Stats()
+	want := st.Checkpoints.Load() + n
+	deadline := time.Now().Add(limit)
+	for st.Checkpoints.Load() < want {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d checkpoints did not complete within %v", n, limit)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return nil
+}
+
+// sendBackground sends far-future messages at c.bgRate per second, in
+// batches of 100, from the Unix ms from until to.
+func sendBackground(e *engine.Engine, c config, body []byte, from, to int64) (int, error) {
+	const batch = 100
+	rng := rand.New(rand.NewPCG(99, 99))
+	every := time.Second * batch / time.Duration(c.bgRate)
+	time.Sleep(time.Until(time.UnixMilli(from)))
+	reqs := make([]engine.SendRequest, batch)
+	sent := 0
+	next := time.Now()
+	for time.Now().UnixMilli() < to {
+		now := e.Now()
+		for j := range reqs {
+			reqs[j] = engine.SendRequest{
+				Message: message.Message{Topic: pendingTopic, Key: "bg-" + strconv.Itoa(sent+j), Body: body},
+				When:    message.When{At: now + c.offset.Milliseconds() + rng.Int64N(c.horizon.Milliseconds())},
+			}
+		}
+		if _, err := e.SendBatch(bg, reqs); err != nil {
+			return sent, err
+		}
+		sent += batch
+		next = next.Add(every)
+		time.Sleep(time.Until(next))
+	}
+	return sent, nil
 }
 
 func countBelow(xs []int64, v int64) int {

@@ -57,6 +57,8 @@ type config struct {
 	window  time.Duration // lateness: how long they fall due
 	lead    time.Duration // lateness: how long before its due time a batch is sent
 	presend bool          // lateness: send the whole window before it starts
+	settle  bool          // lateness: wait for a checkpoint after the preload
+	bgRate  int           // lateness: far-future sends per second during the window
 
 	herd     int           // herd: messages due at one instant
 	herdLead time.Duration // herd: the instant is this long after sending starts
@@ -66,7 +68,8 @@ type config struct {
 	body      int           // produce: body bytes
 	delay     time.Duration // produce: delay of each message
 
-	marker time.Duration // restart: the reopen starts this long after the markers are sent
+	marker   time.Duration // restart: the reopen starts this long after the markers are sent
+	crashFor time.Duration // restart: the kill -9 child is killed this long after its first ack
 }
 
 func main() {
@@ -85,6 +88,8 @@ func main() {
 	flag.DurationVar(&c.window, "window", 30*time.Second, "lateness: how long messages fall due at -rate")
 	flag.DurationVar(&c.lead, "lead", time.Second, "lateness: a batch is sent this long before its first due time")
 	flag.BoolVar(&c.presend, "presend", false, "lateness: send the whole window before it starts instead of overlapping")
+	flag.BoolVar(&c.settle, "settle", true, "lateness: start the window only after a checkpoint that began after the preload has finished")
+	flag.IntVar(&c.bgRate, "bg-rate", 0, "lateness: far-future messages per second sent during the window (spread like the preload)")
 	flag.IntVar(&c.herd, "herd", 1_000_000, "herd: messages due at one instant")
 	flag.DurationVar(&c.herdLead, "herd-lead", 15*time.Second, "herd: the instant is this long after sending starts")
 	flag.IntVar(&c.producers, "producers", 64, "produce: concurrent Send callers")
@@ -92,6 +97,7 @@ func main() {
 	flag.IntVar(&c.body, "body", 1024, "produce: body bytes")
 	flag.DurationVar(&c.delay, "delay", time.Hour, "produce: delay of each message")
 	flag.DurationVar(&c.marker, "marker", 30*time.Second, "restart: the reopen starts this long after the markers are sent")
+	flag.DurationVar(&c.crashFor, "crash-for", 4*time.Second, "restart: kill -9 the sending child this long after its first acknowledged batch (0: skip the kill -9 phase)")
 	flag.Parse()
 
 	if err := run(c); err != nil {
@@ -107,6 +113,8 @@ func run(c config) error {
 		"lateness": runLateness,
 		"herd":     runHerd,
 		"produce":  runProduce,
+		// The child process of restart's kill -9 phase; not for direct use.
+		"crashchild": runCrashChild,
 	}
 	fn := scenarios[c.scenario]
 	if fn == nil {
@@ -139,7 +147,7 @@ func run(c config) error {
 // one; the others need a new or empty one.
 func dataDir(c config) (string, func(), error) {
 	if c.dir == "" {
-		if c.scenario == "restart" {
+		if c.scenario == "restart" || c.scenario == "crashchild" {
 			return "", nil, errors.New("restart needs -dir: the directory a pending run left with -keep")
 		}
 		d, err := os.MkdirTemp("", "enginebench-")
@@ -153,18 +161,19 @@ func dataDir(c config) (string, func(), error) {
 		return d, func() { os.RemoveAll(d) }, nil
 	}
 	names, err := os.ReadDir(c.dir)
+	reuse := c.scenario == "restart" || c.scenario == "crashchild"
 	switch {
-	case c.scenario == "restart" && err != nil:
-		return "", nil, fmt.Errorf("restart: %w", err)
-	case c.scenario != "restart" && err == nil && len(names) > 0:
+	case reuse && err != nil:
+		return "", nil, fmt.Errorf("%s: %w", c.scenario, err)
+	case !reuse && err == nil && len(names) > 0:
 		return "", nil, fmt.Errorf("-dir %s is not empty; scenario %s needs a new directory", c.dir, c.scenario)
-	case c.scenario != "restart" && err != nil && !errors.Is(err, os.ErrNotExist):
+	case !reuse && err != nil && !errors.Is(err, os.ErrNotExist):
 		return "", nil, err
 	}
 	if err := os.MkdirAll(c.dir, 0o755); err != nil {
 		return "", nil, err
 	}
-	if c.keep || c.scenario == "restart" {
+	if c.keep || reuse {
 		return c.dir, func() {}, nil
 	}
 	return c.dir, func() { os.RemoveAll(c.dir) }, nil

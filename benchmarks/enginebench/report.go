@@ -6,11 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
 )
+
+// startVersion is codeVersion() when the program started.
+var startVersion = codeVersion()
 
 // report is the result block of one scenario. It prints as Markdown so the
 // block can be pasted into docs/benchmarks.md as is.
@@ -45,10 +47,10 @@ func (r *report) cmp(name, value, baseline string, ratio float64, target string)
 
 func (r *report) print(w io.Writer) {
 	fmt.Fprintf(w, "\n### enginebench %s\n\n", r.scenario)
-	fmt.Fprintf(w, "- command: `go run ./benchmarks/enginebench %s`\n", strings.Join(os.Args[1:], " "))
+	fmt.Fprintf(w, "- command: `go run ./benchmarks/enginebench %s`\n", commandArgs())
 	fmt.Fprintf(w, "- date: %s\n", time.Now().UTC().Format(time.RFC3339))
 	fmt.Fprintf(w, "- machine: %s\n", machineFacts(r.dataDir))
-	fmt.Fprintf(w, "- code: %s\n", codeVersion())
+	fmt.Fprintf(w, "- code: %s\n", startVersion)
 	for _, n := range r.notes {
 		fmt.Fprintf(w, "- %s\n", n)
 	}
@@ -59,6 +61,23 @@ func (r *report) print(w io.Writer) {
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", row[0], row[1], row[2], row[3], row[4])
 	}
 	fmt.Fprintln(w)
+}
+
+// commandArgs is the command line with the data directory shown as DIR,
+// so that no path of this machine ends up in the docs.
+func commandArgs() string {
+	args := append([]string(nil), os.Args[1:]...)
+	for i, a := range args {
+		switch {
+		case (a == "-dir" || a == "--dir") && i+1 < len(args):
+			args[i+1] = "DIR"
+		case strings.HasPrefix(a, "-dir=") || strings.HasPrefix(a, "--dir="):
+			args[i] = "-dir=DIR"
+		case (a == "-cpuprofile" || a == "--cpuprofile") && i+1 < len(args):
+			args[i+1] = "FILE"
+		}
+	}
+	return strings.Join(args, " ")
 }
 
 // machineFacts describes the machine: CPUs as nproc counts them, the CPU
@@ -87,33 +106,28 @@ func machineFacts(dir string) string {
 		runtime.NumCPU(), cpu, mem, kernel, runtime.Version(), runtime.GOMAXPROCS(0), fsType(dir))
 }
 
-// codeVersion names the commit the program was built from, from the
-// build's VCS stamp, or from git when the build was not stamped (go run).
+// engineDirs are the packages whose code the figures measure.
+var engineDirs = []string{"engine", "commitlog", "timerstore", "timewheel", "queueindex", "message", "vfs"}
+
+// codeVersion names the code under test, read from git when the program
+// starts (builds here are not VCS-stamped): HEAD, the last commit that
+// touched the engine's packages, and whether they had uncommitted changes.
 func codeVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		var rev, mod string
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				rev = s.Value
-			case "vcs.modified":
-				mod = s.Value
-			}
+	git := func(args ...string) string {
+		out, err := exec.Command("git", args...).Output()
+		if err != nil {
+			return ""
 		}
-		if rev != "" {
-			if mod == "true" {
-				return "commit " + rev[:min(12, len(rev))] + " with uncommitted changes in the tree"
-			}
-			return "commit " + rev[:min(12, len(rev))]
-		}
+		return strings.TrimSpace(string(out))
 	}
-	out, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output()
-	if err != nil {
-		return "unknown commit"
+	head := git("rev-parse", "--short=12", "HEAD")
+	if head == "" {
+		return "unknown (not run inside the git work tree)"
 	}
-	v := "commit " + strings.TrimSpace(string(out))
-	if st, err := exec.Command("git", "status", "--porcelain", "--", "engine", "commitlog", "timerstore", "timewheel", "queueindex", "message", "vfs").Output(); err == nil && len(st) > 0 {
-		v += " with uncommitted changes under the engine's packages"
+	eng := git(append([]string{"log", "-1", "--format=%h", "--abbrev=12", "--"}, engineDirs...)...)
+	v := fmt.Sprintf("HEAD %s; engine packages (%s) last changed in %s", head, strings.Join(engineDirs, ", "), eng)
+	if git(append([]string{"status", "--porcelain", "--"}, engineDirs...)...) != "" {
+		v += ", WITH uncommitted changes in them"
 	}
 	return v
 }
