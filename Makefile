@@ -1,0 +1,53 @@
+# hourglass: build, run and test entry points. CI runs `make test` (see .ci/run).
+
+GO        ?= go
+BIN       ?= bin/hourglass
+DATA_DIR  ?= ./hourglass-data
+BENCH_OUT ?= bench.txt
+# RACE is the race-detector flag of `make test`; it needs cgo and a C
+# compiler. `make test RACE=` runs without it.
+RACE      ?= -race
+
+# bash for pipefail: `make bench` must fail when a benchmark fails even
+# though its output goes through tee.
+SHELL       := /bin/bash
+.SHELLFLAGS := -o pipefail -c
+
+.PHONY: all build run test vet fmt-check fmt bench soak clean
+
+all: build
+
+## build: compile the hourglass binary into $(BIN)
+build:
+	$(GO) build -o $(BIN) ./cmd/hourglass
+
+## run: build, then run the broker on $(DATA_DIR) with the default settings (127.0.0.1:7070)
+run: build
+	./$(BIN) serve --data-dir $(DATA_DIR)
+
+## test: go vet, the gofmt check, and every test with the race detector
+test: vet fmt-check
+	$(GO) test $(RACE) -count=1 ./...
+
+vet:
+	$(GO) vet ./...
+
+fmt-check:
+	@files="$$(gofmt -l .)"; \
+	if [ -n "$$files" ]; then echo "gofmt would change these files (run make fmt):"; echo "$$files"; exit 1; fi
+
+## fmt: rewrite every Go file in gofmt style
+fmt:
+	gofmt -w .
+
+## bench: run every benchmark once, output to $(BENCH_OUT) (compare runs with benchstat)
+bench:
+	$(GO) test -run xxx -bench . -benchmem -timeout 60m ./... 2>&1 | tee $(BENCH_OUT)
+
+## soak: 1000 kill-and-recover cycles of the engine's crash test (up to 2 hours)
+soak:
+	HOURGLASS_CRASH_CYCLES=1000 $(GO) test -run TestCrash -count=1 -timeout 2h ./engine/
+
+## clean: remove build and benchmark outputs (never the data directory)
+clean:
+	rm -rf bin $(BENCH_OUT)
