@@ -138,7 +138,7 @@ func TestCommandHelpExplainsFlags(t *testing.T) {
 		if !strings.Contains(res.stderr, "usage: hourglass "+c.name) {
 			t.Errorf("%s --help: no usage line:\n%s", c.name, res.stderr)
 		}
-		if !strings.Contains(res.stderr, strings.Fields(c.help)[0]) {
+		if c.help != "" && !strings.Contains(res.stderr, strings.Fields(c.help)[0]) {
 			t.Errorf("%s --help does not show the help text", c.name)
 		}
 	}
