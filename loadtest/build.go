@@ -2,6 +2,7 @@ package loadtest
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -75,9 +76,22 @@ func (r *runner) seriesNames() []string {
 	}
 	names := make([]string, len(r.cfg.Tiers))
 	for i, t := range r.cfg.Tiers {
-		names[i] = t.String()
+		names[i] = shortDuration(t)
 	}
 	return names
+}
+
+// shortDuration is d.String() without zero trailing units: "5m", not
+// "5m0s"; "1h30m", not "1h30m0s".
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // herdReport measures the herd from its instant.

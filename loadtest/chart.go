@@ -127,7 +127,7 @@ func renderChart(d chartData) *image.RGBA {
 		px := xpix(x)
 		fillRect(img, image.Rect(px, plot.Min.Y, px+1, plot.Max.Y), gridGrey)
 		fillRect(img, image.Rect(px, plot.Max.Y, px+1, plot.Max.Y+tickLen), black)
-		label := formatSeconds(x)
+		label := formatSeconds(x, xticks[1]-xticks[0])
 		drawText(img, px-textWidth(label, fontScale)/2, plot.Max.Y+tickLen+4, label, black, fontScale)
 	}
 	for v := ylo; v <= yhi; v *= 10 {
@@ -254,12 +254,13 @@ func formatNs(ns int64) string {
 	}
 }
 
-// formatSeconds renders an x tick: "0s", "2.5s", "90s", "5m", "1h".
-func formatSeconds(s float64) string {
+// formatSeconds renders an x tick in the unit its step allows, so that
+// all ticks of an axis share one unit: "0s", "2.5s", "90s", "5m", "2h".
+func formatSeconds(s, step float64) string {
 	switch {
-	case s != 0 && math.Mod(s, 3600) == 0:
+	case math.Mod(step, 3600) == 0:
 		return fmt.Sprintf("%.0fh", s/3600)
-	case s != 0 && math.Mod(s, 60) == 0 && math.Abs(s) >= 120:
+	case math.Mod(step, 60) == 0:
 		return fmt.Sprintf("%.0fm", s/60)
 	case s == math.Trunc(s):
 		return fmt.Sprintf("%.0fs", s)

@@ -151,11 +151,11 @@ func TestAxes(t *testing.T) {
 		}
 	}
 	for _, c := range []struct {
-		s    float64
-		want string
-	}{{0, "0s"}, {2.5, "2.5s"}, {90, "90s"}, {300, "5m"}, {7200, "2h"}} {
-		if got := formatSeconds(c.s); got != c.want {
-			t.Errorf("formatSeconds(%v) = %q, want %q", c.s, got, c.want)
+		s, step float64
+		want    string
+	}{{0, 1, "0s"}, {2.5, 0.5, "2.5s"}, {90, 10, "90s"}, {300, 50, "300s"}, {300, 60, "5m"}, {0, 120, "0m"}, {7200, 3600, "2h"}} {
+		if got := formatSeconds(c.s, c.step); got != c.want {
+			t.Errorf("formatSeconds(%v, step %v) = %q, want %q", c.s, c.step, got, c.want)
 		}
 	}
 	for _, c := range []struct {
@@ -164,6 +164,18 @@ func TestAxes(t *testing.T) {
 	}{{10 * us, "10us"}, {ms, "1ms"}, {100 * ms, "100ms"}, {10 * int64(time.Second), "10s"}} {
 		if got := formatNs(c.ns); got != c.want {
 			t.Errorf("formatNs(%d) = %q, want %q", c.ns, got, c.want)
+		}
+	}
+}
+
+func TestShortDuration(t *testing.T) {
+	for _, c := range []struct {
+		d    time.Duration
+		want string
+	}{{5 * time.Minute, "5m"}, {time.Hour, "1h"}, {90 * time.Minute, "1h30m"}, {200 * time.Millisecond, "200ms"},
+		{90 * time.Second, "1m30s"}, {10 * time.Second, "10s"}, {0, "0s"}} {
+		if got := shortDuration(c.d); got != c.want {
+			t.Errorf("shortDuration(%s) = %q, want %q", c.d, got, c.want)
 		}
 	}
 }
