@@ -82,8 +82,14 @@ func WithToken(token string) Option { return func(c *Client) { c.token = token }
 // WithHTTPClient sets the HTTP client used for requests. Its Timeout, if
 // any, must exceed the longest Receive wait, or long polls fail; prefer
 // contexts for deadlines. Default: a client with no timeout over
-// http.DefaultTransport.
-func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
+// http.DefaultTransport. nil keeps the default.
+func WithHTTPClient(hc *http.Client) Option {
+	return func(c *Client) {
+		if hc != nil {
+			c.hc = hc
+		}
+	}
+}
 
 // WithRetries sets how many times a retryable failure is retried (see the
 // package doc for which are). 0 disables retries; negative is taken as 0.
