@@ -198,7 +198,8 @@ func Open(opts Options) (*Engine, error) {
 		loopDone:     make(chan struct{}),
 		ckptDone:     make(chan struct{}),
 	}
-	if err := e.fs.MkdirAll(opts.Dir); err != nil {
+	// The checkpoint syncs these directories, so they exist from the start.
+	if err := e.fs.MkdirAll(path.Join(opts.Dir, "queues")); err != nil {
 		return nil, err
 	}
 	var err error
@@ -229,7 +230,7 @@ func Open(opts Options) (*Engine, error) {
 	e.stats.RecoverySeconds.Store(math.Float64bits(took.Seconds()))
 	e.log.Info("engine recovered", "dir", opts.Dir, "took", took,
 		"log_start", e.clog.Start(), "log_head", e.clog.Head(),
-		"pending", e.stats.Pending.Load(), "fire_frontier", time.UnixMilli(e.recF).UTC())
+		"pending", e.stats.Pending.Load(), "replayed", e.stats.Replayed.Load())
 	go e.loop()
 	go e.checkpointer()
 	return e, nil

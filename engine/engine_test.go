@@ -280,3 +280,12 @@ func TestRestartDeliversWhatFellDueWhileDown(t *testing.T) {
 		}
 	}
 }
+
+func TestCloseFreshDirectory(t *testing.T) {
+	h := newHarness(t, nil)
+	if err := h.e.Close(); err != nil {
+		t.Fatalf("close of an engine that never saw a topic: %v", err)
+	}
+	h.e = nil
+	h.open()
+}
