@@ -175,8 +175,9 @@ free loopback port, plus --server-args), sends and receives throughout,
 SIGKILLs it --kills times at random moments, leaves it down for --downtime,
 restarts it on the same data directory, and reports lost and duplicated
 messages and, separately, the lateness of messages due while it was down.
-Sends that fail are not acknowledged, so they are retried as new messages and
-counted as failed sends, not as lost. With --rate 0 the drill paces its sends
+A send the broker refused (connection refused) is retried under the same IDs;
+any other failed send is not acknowledged, so it is resent as new messages and
+counted as failed, not as lost. With --rate 0 the drill paces its sends
 over the kill window (kills x (downtime + 2s)) so that it sends throughout.
 
 Exit status: 0 no message lost or early; 1 otherwise (or the run failed);

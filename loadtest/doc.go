@@ -25,10 +25,13 @@
 //   - Early arrivals are counted with zero tolerance. That is only fair
 //     when the bench and the broker read the same clock: run it on the
 //     broker's machine or keep both clocks synchronised.
-//   - A send whose request failed (broker down, connection reset) is not
-//     acknowledged and is resent as a new message. If the broker had
-//     stored it after all, it is delivered too; it is then counted as
-//     "unacknowledged, delivered", never as a duplicate.
+//   - A send the broker refused before acting on it (connection refused,
+//     429, 503) is retried under the same bench IDs with fresh due times.
+//     A send that failed otherwise (connection reset, timeout) is not
+//     acknowledged and is resent as new messages. If the broker had
+//     stored the first attempt after all, it is delivered too; it is then
+//     counted as "unacknowledged, delivered", never as a duplicate or as
+//     lost.
 //   - A message whose ack failed is delivered again after its lease and
 //     counted as a duplicate: that is the documented at-least-once window.
 //     After every message arrived the bench keeps receiving for --linger

@@ -80,6 +80,16 @@ func (r *recorder) add(dues []int64, tiers []uint8) int {
 	return first
 }
 
+// redue sets new due times for the pending entries from first on, before
+// they are sent again after a refused send.
+func (r *recorder) redue(first int, dues []int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, d := range dues {
+		r.entries[first+i].due = d
+	}
+}
+
 // sent records the outcome of the send of entries [first, first+n).
 func (r *recorder) sent(first, n int, ok bool, at int64) {
 	r.mu.Lock()

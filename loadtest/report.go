@@ -74,13 +74,18 @@ type Settings struct {
 
 // SendStats describes the producer side.
 type SendStats struct {
-	// Requests is the number of send requests made, FailedRequests those
-	// that did not get a 200.
+	// Requests is the number of send requests made. Refused counts those
+	// the broker certainly did not act on (connection refused, 429, 503):
+	// their messages were sent again under the same bench IDs.
+	// FailedRequests counts the other failures (connection reset, timeout,
+	// 500), after which the broker may or may not have stored the
+	// messages.
 	Requests       int `json:"requests"`
+	Refused        int `json:"refused_requests"`
 	FailedRequests int `json:"failed_requests"`
 	// Acked is the number of messages the broker acknowledged.
 	Acked int `json:"acked"`
-	// Unacknowledged is the number of messages whose send failed; they
+	// Unacknowledged is the number of messages of FailedRequests; they
 	// were retried as new messages and are not counted as lost.
 	Unacknowledged int `json:"unacknowledged"`
 	// UnacknowledgedDelivered is how many of those arrived anyway (the
@@ -304,8 +309,8 @@ func (r *Report) writeTable(w io.Writer) {
 		msCell(r.Total.BrokerLateness, r.Total.BrokerLateness.P50), msCell(r.Total.BrokerLateness, r.Total.BrokerLateness.P99),
 		msCell(r.Total.BrokerLateness, r.Total.BrokerLateness.Max))
 	fmt.Fprintf(w, "early = arrived before the due time, with %g ms tolerance (the bench and the broker must share a clock)\n", r.EarlyToleranceMs)
-	fmt.Fprintf(w, "sends: %d requests, %d failed (%d messages unacknowledged and resent, %d of them delivered anyway), %d answered after due, %.0f msg/s\n",
-		r.Sends.Requests, r.Sends.FailedRequests, r.Sends.Unacknowledged, r.Sends.UnacknowledgedDelivered, r.Sends.SentAfterDue, r.Sends.RatePerS)
+	fmt.Fprintf(w, "sends: %d requests, %d refused (retried), %d failed (%d messages unacknowledged and resent as new ones, %d of them delivered anyway), %d answered after due, %.0f msg/s\n",
+		r.Sends.Requests, r.Sends.Refused, r.Sends.FailedRequests, r.Sends.Unacknowledged, r.Sends.UnacknowledgedDelivered, r.Sends.SentAfterDue, r.Sends.RatePerS)
 	fmt.Fprintf(w, "receives: %d requests, %d errors, %d ack failures, %d redeliveries, %d foreign, %.0f msg/s\n",
 		r.Receives.Requests, r.Receives.Errors, r.Receives.AckFailures, r.Receives.Redelivered, r.Receives.Foreign, r.Receives.RatePerS)
 	if h := r.Herd; h != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -74,6 +75,7 @@ type runner struct {
 	pace     pacer
 
 	sendReqs, sendFailed  atomic.Int64
+	sendRefused           atomic.Int64
 	recvReqs, recvErrors  atomic.Int64
 	ackFailures           atomic.Int64
 	lastSendErr, lastRecv atomic.Value // string: the latest error, for the progress line
@@ -244,9 +246,12 @@ func (r *runner) claim() int {
 	}
 }
 
-// produce is one producer: claim, pace, send; a failed send is retried
-// (as new messages, with new due times) after a backoff until it is
-// acknowledged, the run ends, or the error is one a retry cannot fix.
+// produce is one producer: claim, pace, send. A failed send is retried
+// after a backoff until it is acknowledged, the run ends, or the error is
+// one a retry cannot fix. A send the broker refused (nothing reached it)
+// is retried with the same bench IDs and fresh due times; any other
+// failure may have stored the messages, so they are marked failed and the
+// retry sends new ones.
 func (r *runner) produce(ctx context.Context, rng *rand.Rand) {
 	for {
 		n := r.claim()
@@ -256,9 +261,17 @@ func (r *runner) produce(ctx context.Context, rng *rand.Rand) {
 		if !r.pace.wait(ctx, n) {
 			return
 		}
+		tiers := make([]uint8, n)
+		if r.cfg.Mode == ModeTiers {
+			for i := range tiers {
+				tiers[i] = uint8((r.nextTier.Add(1) - 1) % uint64(len(r.cfg.Tiers)))
+			}
+		}
 		backoff := minBackoff
+		first := -1
 		for {
-			err := r.sendOnce(ctx, n, rng)
+			var err error
+			first, err = r.sendOnce(ctx, tiers, first, rng)
 			if err == nil {
 				break
 			}
@@ -269,6 +282,9 @@ func (r *runner) produce(ctx context.Context, rng *rand.Rand) {
 				r.fail(fmt.Errorf("send: %w", err))
 				return
 			}
+			if !refused(err) {
+				first = -1
+			}
 			if !sleepCtx(ctx, backoff) {
 				return
 			}
@@ -277,18 +293,19 @@ func (r *runner) produce(ctx context.Context, rng *rand.Rand) {
 	}
 }
 
-// sendOnce sends n new messages in one request.
-func (r *runner) sendOnce(ctx context.Context, n int, rng *rand.Rand) error {
+// sendOnce sends one request with a message per element of tiers, due
+// from now. With reuse < 0 it records new messages; otherwise it sends
+// again the messages from sequence number reuse on, with new due times.
+// It returns the first sequence number.
+func (r *runner) sendOnce(ctx context.Context, tiers []uint8, reuse int, rng *rand.Rand) (int, error) {
+	n := len(tiers)
 	now := time.Now()
 	duesMs := make([]int64, n)
 	dues := make([]int64, n)
-	tiers := make([]uint8, n)
 	for i := range n {
 		switch r.cfg.Mode {
 		case ModeTiers:
-			k := int(r.nextTier.Add(1)-1) % len(r.cfg.Tiers)
-			tiers[i] = uint8(k)
-			duesMs[i] = ceilMs(now.Add(r.cfg.Tiers[k]))
+			duesMs[i] = ceilMs(now.Add(r.cfg.Tiers[tiers[i]]))
 		case ModeSpread:
 			span := int64(r.cfg.SpreadMax - r.cfg.SpreadMin)
 			d := r.cfg.SpreadMin + time.Duration(rng.Int64N(span+1))
@@ -298,7 +315,12 @@ func (r *runner) sendOnce(ctx context.Context, n int, rng *rand.Rand) error {
 		}
 		dues[i] = duesMs[i] * int64(time.Millisecond)
 	}
-	first := r.rec.add(dues, tiers)
+	first := reuse
+	if first < 0 {
+		first = r.rec.add(dues, tiers)
+	} else {
+		r.rec.redue(first, dues)
+	}
 	msgs := make([]client.Message, n)
 	prefix := r.runID + "-"
 	for i := range msgs {
@@ -319,12 +341,32 @@ func (r *runner) sendOnce(ctx context.Context, n int, rng *rand.Rand) error {
 	} else {
 		_, err = r.api.SendBatch(ctx, r.topic, msgs)
 	}
-	r.rec.sent(first, n, err == nil, time.Now().UnixNano())
-	if err != nil {
+	switch {
+	case err == nil:
+		r.rec.sent(first, n, true, time.Now().UnixNano())
+	case refused(err):
+		// Nothing was stored: the entries stay pending for the retry.
+		r.sendRefused.Add(1)
+		r.lastSendErr.Store(err.Error())
+	default:
+		r.rec.sent(first, n, false, time.Now().UnixNano())
 		r.sendFailed.Add(1)
 		r.lastSendErr.Store(err.Error())
 	}
-	return err
+	return first, err
+}
+
+// refused reports whether err proves the broker did not store anything:
+// the connection could not be opened, or the broker answered 429
+// (resource_exhausted) or 503 (unavailable), which it gives before
+// writing.
+func refused(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	var e *client.Error
+	return errors.As(err, &e) && (e.StatusCode == http.StatusTooManyRequests || e.StatusCode == http.StatusServiceUnavailable)
 }
 
 // ceilMs rounds t up to a whole millisecond, as Unix ms: the API's due
@@ -465,8 +507,8 @@ func (r *runner) progress(stop <-chan struct{}) {
 		now := time.Now()
 		c := r.rec.snapshotOverdue(now.UnixNano())
 		secs := now.Sub(prevAt).Seconds()
-		line := fmt.Sprintf("%6.1fs sent %d/%d (%.0f/s, %d failed) | recv %d (%.0f/s) in-flight %d overdue %d | dup %d early %d",
-			now.Sub(r.start).Seconds(), c.acked, r.cfg.N, float64(c.acked-prev.acked)/secs, c.failed,
+		line := fmt.Sprintf("%6.1fs sent %d/%d (%.0f/s, %d refused, %d unacked) | recv %d (%.0f/s) in-flight %d overdue %d | dup %d early %d",
+			now.Sub(r.start).Seconds(), c.acked, r.cfg.N, float64(c.acked-prev.acked)/secs, r.sendRefused.Load(), c.failed,
 			c.arrived, float64(c.arrived-prev.arrived)/secs, c.acked-c.ackedArrived, c.overdue, c.extra, c.early)
 		if r.drill != nil {
 			line += " | " + r.drill.status()

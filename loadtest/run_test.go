@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,7 +30,9 @@ type fakeBroker struct {
 	dup     map[int]bool          // deliver these twice
 	failAt  map[int]bool          // fail the send of a batch holding this seq...
 	storeAt map[int]bool          // ...and store it anyway (the answer was lost)
+	refuse  map[int]bool          // refuse, once, the connection of a batch holding this seq
 	recvErr error                 // every receive fails with this
+	ids     map[string]bool       // bench IDs stored
 }
 
 type fakeMsg struct {
@@ -59,6 +63,12 @@ func (f *fakeBroker) Send(ctx context.Context, topic string, m client.Message) (
 func (f *fakeBroker) SendBatch(_ context.Context, topic string, msgs []client.Message) ([]client.Receipt, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	for _, m := range msgs {
+		if s := seqOf(m); f.refuse[s] {
+			delete(f.refuse, s)
+			return nil, &url.Error{Op: "Post", URL: "http://127.0.0.1:1", Err: &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}}
+		}
+	}
 	fail, store := false, true
 	for _, m := range msgs {
 		if s := seqOf(m); f.failAt[s] {
@@ -70,6 +80,10 @@ func (f *fakeBroker) SendBatch(_ context.Context, topic string, msgs []client.Me
 		for _, m := range msgs {
 			f.nextID++
 			fm := &fakeMsg{id: fmt.Sprint(f.nextID), seq: seqOf(m), due: m.When.At, props: m.Properties, attempt: 1}
+			if f.ids == nil {
+				f.ids = map[string]bool{}
+			}
+			f.ids[m.Properties[propID]] = true
 			out = append(out, client.Receipt{ID: fm.id, Topic: topic, Due: client.MillisOf(fm.due)})
 			if !f.drop[fm.seq] {
 				f.queue = append(f.queue, fm)
@@ -80,6 +94,13 @@ func (f *fakeBroker) SendBatch(_ context.Context, topic string, msgs []client.Me
 		return nil, errors.New("connection reset by peer")
 	}
 	return out, nil
+}
+
+// seen returns the distinct bench IDs stored so far.
+func (f *fakeBroker) seen() map[string]bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.ids
 }
 
 func (f *fakeBroker) Receive(ctx context.Context, _, _ string, opts client.ReceiveOptions) ([]client.Received, error) {
@@ -152,6 +173,7 @@ func TestBenchCountsEveryMisbehaviour(t *testing.T) {
 		dup:     map[int]bool{20: true},
 		failAt:  map[int]bool{100: true, 150: true},
 		storeAt: map[int]bool{100: true},
+		refuse:  map[int]bool{60: true},
 	}
 	rep := fakeRun(t, f, "-n", "200", "--tiers", "20ms,50ms", "--producers", "2", "--batch", "10",
 		"--consumers", "2", "--wait", "50ms", "--deadline", "300ms")
@@ -164,8 +186,13 @@ func TestBenchCountsEveryMisbehaviour(t *testing.T) {
 		t.Errorf("early by %v ms, want within (0, 5]", tot.EarlyMaxMs)
 	}
 	s := rep.Sends
-	if s.FailedRequests != 2 || s.Unacknowledged != 20 || s.UnacknowledgedDelivered != 10 || s.Acked != 200 || s.Requests != 22 {
-		t.Errorf("sends %+v, want 22 requests, 2 failed, 20 unacknowledged of which 10 delivered, 200 acked", s)
+	if s.FailedRequests != 2 || s.Refused != 1 || s.Unacknowledged != 20 || s.UnacknowledgedDelivered != 10 || s.Acked != 200 || s.Requests != 23 {
+		t.Errorf("sends %+v, want 23 requests, 1 refused, 2 failed, 20 unacknowledged of which 10 delivered, 200 acked", s)
+	}
+	// The refused batch was sent again under the same IDs: 200 acked
+	// plus 20 unacknowledged entries, no more.
+	if got := len(f.seen()); got != 210 {
+		t.Errorf("the broker stored %d distinct bench IDs, want 210 (200 acked + 10 stored without an answer)", got)
 	}
 	if rep.Ended != endDeadline || rep.Passed {
 		t.Errorf("ended %q passed %v, want the deadline and a failure", rep.Ended, rep.Passed)
