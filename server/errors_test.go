@@ -110,6 +110,20 @@ func TestUnknownTopicWithoutAutoCreate(t *testing.T) {
 	}
 	ts.call("PUT", "/v1/topics/nope", nil, http.StatusCreated, nil)
 	ts.call("POST", "/v1/topics/nope/messages", `{"body":"x"}`, http.StatusOK, nil)
+
+	// Dead-lettering creates the dead-letter topic even with auto-create off.
+	ts.call("PUT", "/v1/topics/nope/groups/g", `{"max_attempts":1}`, http.StatusCreated, nil)
+	var got []receivedJSON
+	eventually(t, 10*time.Second, "delivery", func() bool {
+		got = ts.receive("nope", "g", nil)
+		return len(got) > 0
+	})
+	ts.call("POST", "/v1/topics/nope/groups/g/nack", map[string]any{"receipt": got[0].Receipt}, http.StatusOK, nil)
+	eventually(t, 10*time.Second, "dead-lettering", func() bool {
+		var gl groupsJSON
+		ts.call("GET", "/v1/topics/nope/groups", nil, http.StatusOK, &gl)
+		return gl.Groups[0].DeadLettered == 1
+	})
 }
 
 func TestAuth(t *testing.T) {

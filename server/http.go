@@ -76,7 +76,7 @@ func New(eng *engine.Engine, cfg Config, logger *slog.Logger, metrics http.Handl
 // receives return at once with what they have. It is idempotent.
 func (h *Handler) Drain() { h.drain() }
 
-// ServeHTTP authenticates /v1 requests, dispatches, and logs the outcome.
+// ServeHTTP authenticates, dispatches, and logs the outcome.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rec := &recorder{ResponseWriter: w}
@@ -92,7 +92,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		h.logRequest(r, rec, time.Since(start))
 	}()
-	if h.cfg.AuthToken != "" && (r.URL.Path == "/v1" || strings.HasPrefix(r.URL.Path, "/v1/")) && !h.authorized(r) {
+	// Everything but the two open endpoints needs the token, so that no
+	// spelling of a /v1 path (unclean, doubled slashes) slips past.
+	open := r.URL.Path == "/healthz" || r.URL.Path == "/metrics"
+	if h.cfg.AuthToken != "" && !open && !h.authorized(r) {
 		rec.Header().Set("WWW-Authenticate", `Bearer realm="hourglass"`)
 		h.writeError(rec, errs.New(errs.Unauthenticated, "a valid bearer token is required: send the header Authorization: Bearer <token>"))
 		return
