@@ -333,8 +333,10 @@ func (c Config) Validate() error {
 	if c.DataDir == "" {
 		bad("-data-dir is required")
 	}
-	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+	if _, port, err := net.SplitHostPort(c.Listen); err != nil {
 		bad("-listen %q is not host:port: %v", c.Listen, err)
+	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		bad("-listen %q: port %q is not a number in [0, 65535]", c.Listen, port)
 	}
 	if _, err := c.flushPolicy(); err != nil {
 		bad("%v", err)

@@ -112,6 +112,7 @@ func TestValidate(t *testing.T) {
 	}{
 		{func(c *Config) { c.DataDir = "" }, "-data-dir"},
 		{func(c *Config) { c.Listen = "7070" }, "-listen"},
+		{func(c *Config) { c.Listen = "127.0.0.1:-5" }, "-listen"},
 		{func(c *Config) { c.Flush = "sometimes" }, "-flush"},
 		{func(c *Config) { c.SegmentBytes = 1000 }, "-segment-bytes"},
 		{func(c *Config) { c.DelayLevels = []time.Duration{time.Hour}; c.MaxDelay = time.Minute }, "-delay-levels"},
