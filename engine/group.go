@@ -681,9 +681,20 @@ func (e *Engine) moveDeadLetter(j deadLetter) error {
 	}
 	var recs []commitlog.Record
 	var s *message.Stored
-	dlq, err := e.topicFor(j.g.dlq)
-	if err != nil {
-		return err
+	// Dead-letter topics are created whatever NoAutoCreate says: the group
+	// exists, so its dead letters must have somewhere to go.
+	e.mu.Lock()
+	dlq := e.topicsByName[j.g.dlq]
+	e.mu.Unlock()
+	if dlq == nil {
+		t, err := e.createTopic(j.g.dlq, TopicConfig{})
+		if errs.CodeOf(err) == errs.AlreadyExists {
+			err = nil
+		}
+		if err != nil {
+			return err
+		}
+		dlq = t
 	}
 	if rec, _, err := e.clog.Read(commitlog.Pos(en[0].Pos)); err == nil {
 		if s, err = message.Decode(rec.Payload); err != nil {

@@ -215,3 +215,38 @@ func TestGroupProgressSurvivesRestart(t *testing.T) {
 	}
 	h.receiveNone("t", "g")
 }
+
+func TestDeadLetterWithoutAutoCreate(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.NoAutoCreate = true })
+	ctx := context.Background()
+	if err := h.e.CreateTopic("jobs", TopicConfig{Queues: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.e.CreateGroup("jobs", "w", GroupConfig{MaxAttempts: 1}); err != nil {
+		t.Fatal(err)
+	}
+	h.send("jobs", "k", message.When{})
+	got := h.receiveN("jobs", "w", 1, time.Minute)
+	if err := h.e.Nack(ctx, "jobs", "w", got[0].Receipt, 0); err != nil {
+		t.Fatal(err)
+	}
+	dl := h.receiveDLQ(DeadLetterTopic("jobs", "w"))
+	if string(dl.Message.Body) != "body-k" {
+		t.Fatalf("dead letter %+v", dl.Message)
+	}
+}
+
+// receiveDLQ waits for the dead-letter topic to exist and returns its first message.
+func (h *harness) receiveDLQ(topic string) Received {
+	h.t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		rs, err := h.e.Receive(context.Background(), ReceiveRequest{Topic: topic, Group: "ops", Max: 1})
+		if err == nil && len(rs) == 1 {
+			return rs[0]
+		}
+		time.Sleep(time.Millisecond)
+	}
+	h.t.Fatalf("nothing arrived in %s", topic)
+	return Received{}
+}
