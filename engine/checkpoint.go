@@ -325,6 +325,9 @@ func (e *Engine) recover() error {
 			}
 		}
 	}
+	if err := e.markVisibleAboveFrontier(st.Frontier); err != nil {
+		return err
+	}
 	if err := e.openKeys(st.KeyBytes); err != nil {
 		return err
 	}
@@ -362,6 +365,44 @@ func (e *Engine) recover() error {
 		pending += n
 	}
 	e.stats.Pending.Store(pending)
+	return nil
+}
+
+// markVisibleAboveFrontier adds to firedSince the messages the queue
+// indexes already hold that are due after the checkpoint's frontier. The
+// frontier is the earliest due time still waiting for dispatch, but later
+// ones may have fired before it: the part of a herd the dispatch rate let
+// through, or everything fired while a late arrival (due at or before the
+// wheel's time) waited. Their bucket entries are not behind the frontier,
+// so without this they would fire a second time.
+//
+// Visible times never decrease along a queue index, so each is read
+// backwards only until an entry that became visible at or before the
+// frontier: that one and all before it were due at or before it too.
+func (e *Engine) markVisibleAboveFrontier(frontier int64) error {
+	const chunk = 1024
+	for _, t := range e.topicsByID {
+		for _, q := range t.queues {
+		scan:
+			for end := q.Len(); end > 0; {
+				from := end - min(end, chunk)
+				es, err := q.Read(from, int(end-from), end)
+				if err != nil {
+					return fmt.Errorf("topic %q: %w", t.name, err)
+				}
+				for i := len(es) - 1; i >= 0; i-- {
+					if es[i].Visible <= frontier {
+						break scan
+					}
+					if es[i].Due > frontier {
+						e.firedSince[es[i].Pos] = true
+						e.firedSinceTo = max(e.firedSinceTo, es[i].Due+1)
+					}
+				}
+				end = from
+			}
+		}
+	}
 	return nil
 }
 
