@@ -540,7 +540,7 @@ func (e *Engine) openKeys(keep int64) error {
 			return err
 		}
 	}
-	buf := make([]byte, 1<<20)
+	buf := make([]byte, min(keep, 1<<20))
 	start := uint64(e.clog.Start())
 	for off := int64(0); off < keep; {
 		n := min(int64(len(buf)), keep-off)
