@@ -180,11 +180,19 @@ func (e *Engine) checkpoint() error {
 	if e.keyFile != nil {
 		toSync = append(toSync, e.keyFile)
 	}
-	err := e.timers.Sync()
+	// The checkpoint tells recovery that the log holds everything before
+	// LogPos, and the timer buckets synced next point at those records:
+	// under async flush both are true only once the log is synced.
+	err := e.clog.Sync()
+	if err != nil {
+		err = fmt.Errorf("sync commit log: %w", err)
+	} else if err = e.timers.Sync(); err != nil {
+		err = fmt.Errorf("sync timer buckets: %w", err)
+	}
 	e.mu.Unlock()
 	e.gate.Unlock()
 	if err != nil {
-		return fmt.Errorf("sync timer buckets: %w", err)
+		return err
 	}
 	// The caches only grow after the capture; syncing more than was
 	// captured is harmless.
