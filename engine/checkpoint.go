@@ -131,6 +131,26 @@ func (e *Engine) checkpoint() error {
 	start := time.Now()
 	e.gate.Lock()
 	e.mu.Lock()
+	// An index write that failed (a full disk) left entries whose fire
+	// records lie before the log position captured below: write them now,
+	// or refuse, so that recovery still replays those records.
+	retried := false
+	for _, t := range e.topicsByID {
+		for _, q := range t.queues {
+			if q.Unwritten() == 0 {
+				continue
+			}
+			if err := q.Retry(); err != nil {
+				e.mu.Unlock()
+				e.gate.Unlock()
+				return fmt.Errorf("queue index of topic %q: %w", t.name, err)
+			}
+			retried = true
+		}
+	}
+	if retried {
+		e.notifyVisibleLocked()
+	}
 	st := &checkpointState{
 		Incarnation: e.incarn,
 		LogPos:      uint64(e.clog.Head()),

@@ -47,6 +47,11 @@ type Index struct {
 	// n is the number of entries; written only by the appender under the
 	// engine's lock, read by readers under the same lock.
 	n uint64
+	// unwritten holds, in order, the entries of Appends whose write failed
+	// (a full disk). They are written before anything appended later, so
+	// the file keeps the order of the Appends; readers do not see them
+	// until then.
+	unwritten []Entry
 }
 
 // Open opens or creates the index file name and positions the end at the
@@ -85,9 +90,14 @@ func Open(fs vfs.FS, name string, keep int64) (*Index, error) {
 // Len returns the number of entries.
 func (x *Index) Len() uint64 { return x.n }
 
-// Append writes entries at the end and returns the offset of the first.
-// They are durable after Sync.
+// Append writes entries at the end, after any an earlier failed Append
+// left unwritten, and returns the offset of the first of es. They are
+// durable after Sync. If the write fails, es are kept with the unwritten
+// entries for the next Append or Retry, and Len does not count them yet.
 func (x *Index) Append(es []Entry) (uint64, error) {
+	if len(x.unwritten) > 0 {
+		es = append(x.unwritten[:len(x.unwritten):len(x.unwritten)], es...)
+	}
 	buf := make([]byte, len(es)*EntrySize)
 	for i, e := range es {
 		b := buf[i*EntrySize:]
@@ -97,12 +107,27 @@ func (x *Index) Append(es []Entry) (uint64, error) {
 		binary.LittleEndian.PutUint32(b[24:], e.Size)
 		binary.LittleEndian.PutUint32(b[28:], e.check())
 	}
-	first := x.n
-	if _, err := x.f.WriteAt(buf, int64(first)*EntrySize); err != nil {
+	first := x.n + uint64(len(x.unwritten))
+	if _, err := x.f.WriteAt(buf, int64(x.n)*EntrySize); err != nil {
+		x.unwritten = es
 		return 0, err
 	}
 	x.n += uint64(len(es))
+	x.unwritten = nil
 	return first, nil
+}
+
+// Unwritten returns the number of entries that failed Appends left to be
+// written.
+func (x *Index) Unwritten() int { return len(x.unwritten) }
+
+// Retry writes the entries failed Appends left unwritten, if any.
+func (x *Index) Retry() error {
+	if len(x.unwritten) == 0 {
+		return nil
+	}
+	_, err := x.Append(nil)
+	return err
 }
 
 // Read returns up to max entries from offset from (fewer at the end).
