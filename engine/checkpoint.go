@@ -196,6 +196,13 @@ func (e *Engine) checkpoint() error {
 		st.Groups = append(st.Groups, cg)
 	}
 	e.flushKeysLocked()
+	if n := len(e.keyBuf) / 16; n > 0 {
+		// The write failed (and was logged). Recovery reads keys of records
+		// before LogPos only from the file: do not pass them.
+		e.mu.Unlock()
+		e.gate.Unlock()
+		return fmt.Errorf("key index: %d entries could not be written", n)
+	}
 	st.KeyBytes = e.keyLen
 	if e.keyFile != nil {
 		toSync = append(toSync, e.keyFile)

@@ -305,3 +305,56 @@ func TestQueueIndexWriteFailure(t *testing.T) {
 	c.e = e
 	c.check("after a checkpoint and a restart")
 }
+
+// TestKeyIndexWriteFailure fails the key-index writes: recovery reads the
+// keys of records before the checkpoint only from that file, so no
+// checkpoint may pass keys it could not write, and a message stays
+// findable by its key through a power loss.
+func TestKeyIndexWriteFailure(t *testing.T) {
+	mem := vfs.NewMem()
+	ffs := vfs.NewFaulty(mem)
+	var mu sync.Mutex
+	failKeys := true
+	ffs.Inject(func(op vfs.Op, name string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if failKeys && op == vfs.OpWrite && strings.HasSuffix(name, "keys.idx") {
+			return syscall.ENOSPC
+		}
+		return nil
+	})
+	clk := clock.NewFake(t0)
+	e, err := Open(plOptions(ffs, clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { e.Close() }()
+	c := &faultClient{t: t, e: e, clk: clk, rng: rand.New(rand.NewPCG(5, 6))}
+	for i := 0; i < 12; i++ {
+		if err := c.send(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recoverAndCheck := func(step string) {
+		t.Helper()
+		pclk := clock.NewFake(clk.Now())
+		pe, err := Open(plOptions(mem.Crash(nil), pclk))
+		if err != nil {
+			t.Fatalf("%s: recovery: %v", step, err)
+		}
+		defer pe.Close()
+		pc := &faultClient{t: t, e: pe, clk: pclk, events: c.events}
+		pc.check(step) // LookupKey must find the latest message of every key
+	}
+	if err := e.checkpoint(); err == nil {
+		t.Fatal("a checkpoint passed keys that could not be written")
+	}
+	recoverAndCheck("power loss after the refused checkpoint")
+	mu.Lock()
+	failKeys = false
+	mu.Unlock()
+	if err := e.checkpoint(); err != nil {
+		t.Fatalf("checkpoint once the key index can be written: %v", err)
+	}
+	recoverAndCheck("power loss after the checkpoint")
+}
