@@ -196,7 +196,15 @@ func tornTailCase(t *testing.T, seed int, st *tornStats) {
 		}
 	case "zero":
 		c = ckptPos + rng.Uint64N(head-ckptPos)
-		_, err = f.WriteAt(make([]byte, head-c), offset(c))
+		old := make([]byte, head-c)
+		if _, err = f.ReadAt(old, offset(c)); err == nil {
+			_, err = f.WriteAt(make([]byte, head-c), offset(c))
+		}
+		// Bytes that were zero already are not damage (a fire record ends
+		// in zeros): the damage starts at the first byte that changed.
+		for len(old) > 0 && old[0] == 0 {
+			old, c = old[1:], c+1
+		}
 	case "garbage":
 		junk := make([]byte, 1+rng.IntN(100))
 		for i := range junk {
