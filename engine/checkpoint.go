@@ -35,9 +35,11 @@ type checkpointState struct {
 	Groups      []checkpointGroup
 	Overlay     map[uint64]overlayEntry
 	KeyBytes    int64 // synced length of the key index
-	SegPending  map[uint64]int64
-	SegLast     map[uint64]int64
-	Written     int64 // Unix ms
+	// TimerBuckets is the synced length of each timer bucket file.
+	TimerBuckets map[int64]int64
+	SegPending   map[uint64]int64
+	SegLast      map[uint64]int64
+	Written      int64 // Unix ms
 }
 
 type checkpointTopic struct {
@@ -216,6 +218,7 @@ func (e *Engine) checkpoint() error {
 	} else if err = e.timers.Sync(); err != nil {
 		err = fmt.Errorf("sync timer buckets: %w", err)
 	}
+	st.TimerBuckets = e.timers.Sizes()
 	e.mu.Unlock()
 	e.gate.Unlock()
 	if err != nil {
@@ -368,6 +371,9 @@ func (e *Engine) recover() error {
 	}
 	if e.timers, err = timerstore.Open(e.fs, path.Join(e.opts.Dir, "timers"), e.opts.BucketWidth.Milliseconds()); err != nil {
 		return err
+	}
+	if err := e.timers.Trim(st.TimerBuckets); err != nil {
+		return fmt.Errorf("trim timer buckets to the checkpoint: %w", err)
 	}
 	// Replay: every timer goes to the buckets (loadedUntil is -inf).
 	e.loadedUntil = math.MinInt64

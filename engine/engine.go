@@ -21,8 +21,11 @@
 //     are complete and synced, the fire frontier F (every timer due at or
 //     before F, registered before L, is visible), and the small in-memory
 //     state (topics, reschedule/cancel overlay, per-segment pending counts).
-//   - Recovery truncates the caches to the checkpoint, replays the log from
-//     L, and loads timer buckets from F on. A message fires at most once per
+//   - Recovery truncates the caches (queue indexes, key index and timer
+//     buckets) to the lengths the checkpoint recorded, replays the log from
+//     L, and loads timer buckets from F on. Messages due after F may already
+//     be visible (a herd cut by the dispatch rate): recovery reads each queue
+//     index back to F and marks them fired. A message fires at most once per
 //     fire record: fire records replayed after L mark what is already
 //     visible, and overlay entries remember fired, cancelled or moved timers
 //     so stale bucket entries are skipped.

@@ -9,7 +9,8 @@
 //	0      8    pos      u64 commit-log position of the message record
 //	8      8    due      i64 Unix ms the message was due
 //	16     8    visible  i64 Unix ms it became visible
-//	24     4    size     u32 bytes of the message record payload
+//	24     4    size     u32 reserved for the record payload size; 0 today (the timer
+//	                         that fires a message does not carry it)
 //	28     4    check    u32 low 32 bits of a mix of the fields, to drop torn entries
 //
 // The file is a cache derived from the commit log's fire records: the

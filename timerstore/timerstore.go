@@ -316,3 +316,50 @@ func (h *bucketHeap) Pop() any {
 	*h = old[:len(old)-1]
 	return x
 }
+
+// Sizes returns the written length of every bucket file, by bucket start.
+// The engine records it in its checkpoint after Sync.
+func (s *Store) Sizes() map[int64]int64 {
+	out := make(map[int64]int64, len(s.sizes))
+	for b, n := range s.sizes {
+		if n > 0 {
+			out[b] = n
+		}
+	}
+	return out
+}
+
+// Trim cuts every bucket file back to the length a checkpoint recorded and
+// removes buckets it did not record, so that what recovery replays from the
+// log is the only source of later entries. Without it, an entry written
+// after the checkpoint could point at a record that a power loss took away
+// under async flush, and whose position a new record reuses.
+func (s *Store) Trim(keep map[int64]int64) error {
+	for b, size := range s.sizes {
+		k := keep[b]
+		if k >= size {
+			continue
+		}
+		if k == 0 {
+			if err := s.fs.Remove(s.name(b)); err != nil && !vfs.IsNotExist(err) {
+				return err
+			}
+			delete(s.sizes, b)
+			continue
+		}
+		f, err := s.fs.Open(s.name(b))
+		if err != nil {
+			return err
+		}
+		err = f.Truncate(k)
+		if err == nil {
+			err = f.Sync()
+		}
+		f.Close()
+		if err != nil {
+			return err
+		}
+		s.sizes[b] = k
+	}
+	return s.fs.SyncDir(s.dir)
+}

@@ -82,3 +82,29 @@ func TestBucketOfNegative(t *testing.T) {
 		}
 	}
 }
+
+func TestTrimToCheckpoint(t *testing.T) {
+	fs := vfs.NewMem()
+	s, _ := Open(fs, "timers", 1000)
+	s.Add(Entry{Due: 10, Pos: 1, Kind: 1})
+	s.Add(Entry{Due: 5010, Pos: 2, Kind: 1})
+	s.Sync()
+	keep := s.Sizes()
+	// Written after the checkpoint: one more entry in an old bucket and a new bucket.
+	s.Add(Entry{Due: 20, Pos: 3, Kind: 1})
+	s.Add(Entry{Due: 9010, Pos: 4, Kind: 1})
+	s.Sync()
+	s2, _ := Open(fs, "timers", 1000)
+	if err := s2.Trim(keep); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s2.Load(0); len(got) != 1 || got[0].Pos != 1 {
+		t.Fatalf("bucket 0 after trim: %+v", got)
+	}
+	if got, _ := s2.Load(9000); len(got) != 0 {
+		t.Fatalf("bucket created after the checkpoint survived: %+v", got)
+	}
+	if n, _ := s2.Buckets(); n != 2 {
+		t.Fatalf("%d buckets after trim, want 2", n)
+	}
+}
