@@ -565,6 +565,10 @@ func (e *Engine) Ack(ctx context.Context, topic, name string, receipts ...string
 		t.gq.markDone(t.off)
 	}
 	g.acked += uint64(len(ts))
+	if g.topic.fifo {
+		// The ack unblocks the queue's next message: wake long polls.
+		e.notifyVisibleLocked()
+	}
 	return nil
 }
 

@@ -250,3 +250,32 @@ func (h *harness) receiveDLQ(topic string) Received {
 	h.t.Fatalf("nothing arrived in %s", topic)
 	return Received{}
 }
+
+func TestFIFOLongPollWakesOnAck(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx := context.Background()
+	if err := h.e.CreateTopic("f", TopicConfig{Queues: 1, FIFO: true}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		if _, err := h.e.Send(ctx, message.Message{Topic: "f", Group: "g1"}, message.When{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.waitVisible("f", 2)
+	first := h.receiveN("f", "c", 1, time.Minute)
+	got := make(chan []Received, 1)
+	go func() {
+		rs, _ := h.e.Receive(ctx, ReceiveRequest{Topic: "f", Group: "c", Max: 1, Wait: 10 * time.Second})
+		got <- rs
+	}()
+	time.Sleep(20 * time.Millisecond) // let the long poll park
+	start := time.Now()
+	if err := h.e.Ack(ctx, "f", "c", first[0].Receipt); err != nil {
+		t.Fatal(err)
+	}
+	rs := <-got
+	if len(rs) != 1 || time.Since(start) > 5*time.Second {
+		t.Fatalf("long poll after ack: %d messages after %v", len(rs), time.Since(start))
+	}
+}
