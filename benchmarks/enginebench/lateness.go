@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -27,11 +28,12 @@ type consumer struct {
 
 	indexMs []int64 // entry.Visible - entry.Due
 	clockNs []int64 // time seen - due instant
+	dueMs   []int64 // entry.Due
 }
 
 func newConsumer(e *engine.Engine, topic string, queues, want int) *consumer {
 	return &consumer{e: e, topic: topic, queues: queues, offs: make([]uint64, queues),
-		indexMs: make([]int64, 0, want), clockNs: make([]int64, 0, want)}
+		indexMs: make([]int64, 0, want), clockNs: make([]int64, 0, want), dueMs: make([]int64, 0, want)}
 }
 
 // run reads until want messages were seen or the deadline passes. It waits
@@ -53,6 +55,7 @@ func (c *consumer) run(want int, deadline time.Time) error {
 				for _, v := range vs {
 					c.indexMs = append(c.indexMs, v.Visible-v.Due)
 					c.clockNs = append(c.clockNs, now-v.Due*int64(time.Millisecond))
+					c.dueMs = append(c.dueMs, v.Due)
 					c.offs[q] = v.Offset + 1
 				}
 				got += len(vs)
@@ -120,6 +123,7 @@ func runLateness(c config, dir string) (*report, error) {
 		start += int64(count/c.batch)*20 + 2000 // room to send everything first
 	}
 
+	mon := startCheckpointMonitor(e)
 	cons := newConsumer(e, latenessTopic, queues, count)
 	var wg sync.WaitGroup
 	var consErr, sendErr error
@@ -179,6 +183,13 @@ func runLateness(c config, dir string) (*report, error) {
 		r.note("WARNING: %d batches were sent after their first due time (the sender fell behind)", lateSends)
 	}
 	r.note("visible minus due from the queue index: Visible and Due fields in ms, Visible stamped by the engine before the fire record's fsync; from the consumer's clock: time.Now() after ReadQueue returned the message minus the due instant, in ns")
+	ckpts := mon.finish()
+	for _, ck := range ckpts {
+		if ck.end.UnixMilli() >= start-c.lead.Milliseconds() {
+			r.note("checkpoint ended at %+.3f s from the window start, took %.3f s", float64(ck.end.UnixMilli()-start)/1000, ck.took)
+		}
+	}
+	r.note("worst 100 ms stretches of due times (max consumer-clock lateness): %s", worstBins(cons.dueMs, cons.clockNs, start, 5))
 	st := e.Stats()
 	if err := e.Close(); err != nil {
 		return r, err
@@ -197,6 +208,82 @@ func runLateness(c config, dir string) (*report, error) {
 	r.fig("checkpoints during the run", fmt.Sprintf("%d", st.Checkpoints.Load()))
 	r.note("baseline: Go runtime timers (time.AfterFunc), one per message, all created %v before the window, for the same relative due times, after the engine was closed; lateness = time.Now() in the callback minus the due instant", 2*time.Second)
 	return r, nil
+}
+
+// checkpointEvent is one completed checkpoint seen by the monitor.
+type checkpointEvent struct {
+	end  time.Time
+	took float64 // seconds, from the CheckpointSeconds sum
+}
+
+// checkpointMonitor polls the engine's checkpoint counter every 10 ms to
+// timestamp checkpoints, so that lateness spikes can be matched to them.
+type checkpointMonitor struct {
+	stop   chan struct{}
+	done   chan struct{}
+	events []checkpointEvent
+}
+
+func startCheckpointMonitor(e *engine.Engine) *checkpointMonitor {
+	m := &checkpointMonitor{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(m.done)
+		st := e.Stats()
+		n := st.Checkpoints.Load()
+		_, _, sum := st.CheckpointSeconds.Snapshot()
+		t := time.NewTicker(10 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-m.stop:
+				return
+			case <-t.C:
+			}
+			if n2 := st.Checkpoints.Load(); n2 != n {
+				_, _, sum2 := st.CheckpointSeconds.Snapshot()
+				m.events = append(m.events, checkpointEvent{end: time.Now(), took: sum2 - sum})
+				n, sum = n2, sum2
+			}
+		}
+	}()
+	return m
+}
+
+func (m *checkpointMonitor) finish() []checkpointEvent {
+	close(m.stop)
+	<-m.done
+	return m.events
+}
+
+// worstBins groups samples by 100 ms of due time and names the k groups
+// with the largest lateness, as "+due s: max ms".
+func worstBins(dueMs, lateNs []int64, start int64, k int) string {
+	worst := map[int64]int64{}
+	for i, d := range dueMs {
+		b := floorDiv(d-start, 100)
+		worst[b] = max(worst[b], lateNs[i])
+	}
+	bins := make([]int64, 0, len(worst))
+	for b := range worst {
+		bins = append(bins, b)
+	}
+	slices.SortFunc(bins, func(a, b int64) int { return cmp.Compare(worst[b], worst[a]) })
+	out := ""
+	for i, b := range bins[:min(k, len(bins))] {
+		if i > 0 {
+			out += ", "
+		}
+		out += fmt.Sprintf("%+.1f s: %.0f ms", float64(b)/10, float64(worst[b])/1e6)
+	}
+	return out
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
 }
 
 // waitCheckpoints waits until n more checkpoints have completed.

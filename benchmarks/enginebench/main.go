@@ -33,7 +33,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"time"
 
 	"github.com/hourglass-mq/hourglass/engine"
@@ -45,6 +47,8 @@ type config struct {
 	dir        string
 	keep       bool
 	cpuprofile string
+	mutexprof  string
+	tracefile  string
 
 	n       int           // pending: messages
 	batch   int           // messages per SendBatch
@@ -62,6 +66,7 @@ type config struct {
 
 	herd     int           // herd: messages due at one instant
 	herdLead time.Duration // herd: the instant is this long after sending starts
+	probe    int           // herd: probe messages per second in another topic
 
 	producers int           // produce: concurrent Send callers
 	duration  time.Duration // produce: how long they send
@@ -78,6 +83,8 @@ func main() {
 	flag.StringVar(&c.dir, "dir", "", "data directory (default: a temporary one, removed afterwards)")
 	flag.BoolVar(&c.keep, "keep", false, "keep the data directory (for a later -scenario restart)")
 	flag.StringVar(&c.cpuprofile, "cpuprofile", "", "write a CPU profile of the scenario to this file")
+	flag.StringVar(&c.mutexprof, "mutexprofile", "", "write a mutex contention profile (who held the locks others waited for) to this file")
+	flag.StringVar(&c.tracefile, "trace", "", "write a runtime execution trace of the scenario to this file (large)")
 	flag.IntVar(&c.n, "n", 10_000_000, "pending: messages")
 	flag.IntVar(&c.batch, "batch", 1000, "messages per SendBatch (pending, lateness, herd)")
 	flag.IntVar(&c.senders, "senders", 1, "concurrent SendBatch callers (pending, lateness preload, herd)")
@@ -92,6 +99,7 @@ func main() {
 	flag.IntVar(&c.bgRate, "bg-rate", 0, "lateness: far-future messages per second sent during the window (spread like the preload)")
 	flag.IntVar(&c.herd, "herd", 1_000_000, "herd: messages due at one instant")
 	flag.DurationVar(&c.herdLead, "herd-lead", 15*time.Second, "herd: the instant is this long after sending starts")
+	flag.IntVar(&c.probe, "probe-rate", 100, "herd: probe messages per second in another topic, due from the end of sending to 15 s after the herd instant (0: none)")
 	flag.IntVar(&c.producers, "producers", 64, "produce: concurrent Send callers")
 	flag.DurationVar(&c.duration, "duration", 10*time.Second, "produce: how long to send")
 	flag.IntVar(&c.body, "body", 1024, "produce: body bytes")
@@ -135,6 +143,26 @@ func run(c config) error {
 			return err
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if c.mutexprof != "" {
+		runtime.SetMutexProfileFraction(1)
+		defer func() {
+			if f, err := os.Create(c.mutexprof); err == nil {
+				pprof.Lookup("mutex").WriteTo(f, 0)
+				f.Close()
+			}
+		}()
+	}
+	if c.tracefile != "" {
+		f, err := os.Create(c.tracefile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			return err
+		}
+		defer trace.Stop()
 	}
 	r, err := fn(c, dir)
 	if r != nil {

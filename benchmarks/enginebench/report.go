@@ -14,6 +14,23 @@ import (
 // startVersion is codeVersion() when the program started.
 var startVersion = codeVersion()
 
+// startLoad is the 1-minute load average when the program started.
+var startLoad = loadAvg()
+
+// loadAvg is the 1-minute load average: on a shared machine, other work
+// competes with the benchmark for the CPUs and the disk.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return "unknown"
+	}
+	return f[0]
+}
+
 // report is the result block of one scenario. It prints as Markdown so the
 // block can be pasted into docs/benchmarks.md as is.
 type report struct {
@@ -51,6 +68,7 @@ func (r *report) print(w io.Writer) {
 	fmt.Fprintf(w, "- date: %s\n", time.Now().UTC().Format(time.RFC3339))
 	fmt.Fprintf(w, "- machine: %s\n", machineFacts(r.dataDir))
 	fmt.Fprintf(w, "- code: %s\n", startVersion)
+	fmt.Fprintf(w, "- load average (1 min) at start / end: %s / %s (other work on the machine competes for its %d CPUs and disk)\n", startLoad, loadAvg(), runtime.NumCPU())
 	for _, n := range r.notes {
 		fmt.Fprintf(w, "- %s\n", n)
 	}
@@ -73,7 +91,7 @@ func commandArgs() string {
 			args[i+1] = "DIR"
 		case strings.HasPrefix(a, "-dir=") || strings.HasPrefix(a, "--dir="):
 			args[i] = "-dir=DIR"
-		case (a == "-cpuprofile" || a == "--cpuprofile") && i+1 < len(args):
+		case (a == "-cpuprofile" || a == "-mutexprofile" || a == "-trace") && i+1 < len(args):
 			args[i+1] = "FILE"
 		}
 	}
