@@ -215,14 +215,26 @@ func (e *Engine) checkpoint() error {
 	err := e.clog.Sync()
 	if err != nil {
 		err = fmt.Errorf("sync commit log: %w", err)
-	} else if err = e.timers.Sync(); err != nil {
-		err = fmt.Errorf("sync timer buckets: %w", err)
+	}
+	var bucketSync *timerstore.SyncJob
+	if err == nil {
+		if bucketSync, err = e.timers.PrepareSync(); err != nil {
+			err = fmt.Errorf("write timer buckets: %w", err)
+		}
 	}
 	st.TimerBuckets = e.timers.Sizes()
 	e.mu.Unlock()
 	e.gate.Unlock()
 	if err != nil {
 		return err
+	}
+	// The bucket files are synced outside the locks: there may be thousands
+	// of them, and sends and dispatch must not wait for that.
+	if err := bucketSync.Run(4); err != nil {
+		e.mu.Lock()
+		e.timers.Requeue(bucketSync)
+		e.mu.Unlock()
+		return fmt.Errorf("sync timer buckets: %w", err)
 	}
 	// The caches only grow after the capture; syncing more than was
 	// captured is harmless.

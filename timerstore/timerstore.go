@@ -77,8 +77,10 @@ type Store struct {
 	order bucketHeap
 }
 
-// FlushThreshold is how many buffered bytes make Add write them out.
-const FlushThreshold = 1 << 20
+// FlushThreshold is how many buffered bytes make Add write them out. It is
+// large because far-future timers spread over thousands of bucket files: a
+// small buffer would cost an open, a write and a close per entry.
+const FlushThreshold = 8 << 20
 
 // Open opens (creating if needed) the bucket directory. width is the bucket
 // width in milliseconds; it must stay the same for a directory's lifetime.
@@ -185,27 +187,105 @@ func (s *Store) write(b int64, data []byte) error {
 // Sync flushes and makes every written bucket durable, including new
 // directory entries.
 func (s *Store) Sync() error {
-	if err := s.Flush(); err != nil {
+	j, err := s.PrepareSync()
+	if err != nil {
 		return err
 	}
-	for b := range s.dirty {
-		f, err := s.fs.Open(s.name(b))
-		if err != nil {
-			return err
-		}
-		err = f.Sync()
-		f.Close()
-		if err != nil {
-			return err
-		}
+	if err := j.Run(1); err != nil {
+		s.Requeue(j)
+		return err
 	}
-	if len(s.dirty) > 0 {
-		if err := s.fs.SyncDir(s.dir); err != nil {
-			return err
-		}
+	return nil
+}
+
+// PrepareSync writes every buffered entry and returns the job that makes
+// the buckets written since the last PrepareSync durable. The job touches
+// only files, not the Store, so the engine runs it without holding its lock:
+// with one-minute buckets a checkpoint may have thousands of files to sync.
+func (s *Store) PrepareSync() (*SyncJob, error) {
+	if err := s.Flush(); err != nil {
+		return nil, err
+	}
+	j := &SyncJob{fs: s.fs, dir: s.dir, buckets: make([]int64, 0, len(s.dirty))}
+	for b := range s.dirty {
+		j.buckets = append(j.buckets, b)
+	}
+	j.names = make([]string, len(j.buckets))
+	for i, b := range j.buckets {
+		j.names[i] = s.name(b)
 	}
 	clear(s.dirty)
-	return nil
+	return j, nil
+}
+
+// Requeue marks a failed job's buckets dirty again, so the next sync
+// covers them.
+func (s *Store) Requeue(j *SyncJob) {
+	for _, b := range j.buckets {
+		if _, ok := s.sizes[b]; ok {
+			s.dirty[b] = true
+		}
+	}
+}
+
+// SyncJob is a set of bucket files to fsync; see PrepareSync.
+type SyncJob struct {
+	fs      vfs.FS
+	dir     string
+	buckets []int64
+	names   []string
+}
+
+// Len returns the number of files the job syncs.
+func (j *SyncJob) Len() int { return len(j.names) }
+
+// Run fsyncs the job's files with the given number of concurrent workers,
+// then the directory. A file removed meanwhile (its bucket was loaded and
+// dropped) is skipped.
+func (j *SyncJob) Run(workers int) error {
+	if len(j.names) == 0 {
+		return nil
+	}
+	workers = max(1, min(workers, len(j.names)))
+	next := make(chan string)
+	errc := make(chan error, workers)
+	for w := 0; w < workers; w++ {
+		go func() {
+			var first error
+			for name := range next {
+				if first != nil {
+					continue
+				}
+				f, err := j.fs.Open(name)
+				if vfs.IsNotExist(err) {
+					continue
+				}
+				if err != nil {
+					first = err
+					continue
+				}
+				if err := f.Sync(); err != nil {
+					first = err
+				}
+				f.Close()
+			}
+			errc <- first
+		}()
+	}
+	for _, n := range j.names {
+		next <- n
+	}
+	close(next)
+	var err error
+	for w := 0; w < workers; w++ {
+		if e := <-errc; e != nil && err == nil {
+			err = e
+		}
+	}
+	if err != nil {
+		return err
+	}
+	return j.fs.SyncDir(j.dir)
 }
 
 // NextBucket returns the smallest non-empty bucket start >= from.
