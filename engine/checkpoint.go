@@ -130,6 +130,9 @@ func (e *Engine) checkpointer() {
 // the new checkpoint no longer needs: loaded timer buckets behind the
 // frontier and commit-log segments past retention.
 func (e *Engine) checkpoint() error {
+	// One checkpoint at a time: the timer store allows one sync job.
+	e.ckptMu.Lock()
+	defer e.ckptMu.Unlock()
 	start := time.Now()
 	e.gate.Lock()
 	e.mu.Lock()
@@ -218,9 +221,7 @@ func (e *Engine) checkpoint() error {
 	}
 	var bucketSync *timerstore.SyncJob
 	if err == nil {
-		if bucketSync, err = e.timers.PrepareSync(); err != nil {
-			err = fmt.Errorf("write timer buckets: %w", err)
-		}
+		bucketSync = e.timers.PrepareSync()
 	}
 	st.TimerBuckets = e.timers.Sizes()
 	e.mu.Unlock()
@@ -230,11 +231,12 @@ func (e *Engine) checkpoint() error {
 	}
 	// The bucket files are synced outside the locks: there may be thousands
 	// of them, and sends and dispatch must not wait for that.
-	if err := bucketSync.Run(4); err != nil {
-		e.mu.Lock()
-		e.timers.Requeue(bucketSync)
-		e.mu.Unlock()
-		return fmt.Errorf("sync timer buckets: %w", err)
+	err = bucketSync.Run(4)
+	e.mu.Lock()
+	e.timers.Complete(bucketSync, err)
+	e.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("write and sync timer buckets: %w", err)
 	}
 	// The caches only grow after the capture; syncing more than was
 	// captured is harmless.

@@ -35,7 +35,7 @@
 //
 // # Locks
 //
-// gate (RWMutex) before mu (Mutex). Appenders hold gate shared from before
+// ckptMu before gate (RWMutex) before mu (Mutex). Appenders hold gate shared from before
 // their append until their effect is applied under mu; the checkpoint holds
 // gate exclusively while it captures state. Methods named ...Locked expect
 // mu held.
@@ -116,8 +116,9 @@ type Engine struct {
 	incarn uint32
 	stats  *Stats
 
-	gate sync.RWMutex
-	mu   sync.Mutex
+	ckptMu sync.Mutex // serialises checkpoints; taken before gate
+	gate   sync.RWMutex
+	mu     sync.Mutex
 	// Fields below are guarded by mu.
 	topicsByName map[string]*topic
 	topicsByID   map[uint32]*topic

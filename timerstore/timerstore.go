@@ -23,6 +23,7 @@ import (
 	"container/heap"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"path"
 	"sort"
 	"strconv"
@@ -75,6 +76,17 @@ type Store struct {
 	dirty map[int64]bool
 	// order is a min-heap of the bucket starts in sizes, for NextBucket.
 	order bucketHeap
+	// inflight holds entries a sync job writes outside the engine's lock;
+	// sizes already counts them. Load reads them from here until the job
+	// completes, and Flush leaves those buckets alone meanwhile, so only
+	// the job writes (and creates) their files.
+	inflight map[int64][]pendingWrite
+}
+
+// pendingWrite is data to be written at off in a bucket file.
+type pendingWrite struct {
+	off  int64
+	data []byte
 }
 
 // FlushThreshold is how many buffered bytes make Add write them out. It is
@@ -95,7 +107,7 @@ func Open(fs vfs.FS, dir string, width int64) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{fs: fs, dir: dir, width: width, buf: map[int64][]byte{}, sizes: map[int64]int64{}, dirty: map[int64]bool{}}
+	s := &Store{fs: fs, dir: dir, width: width, buf: map[int64][]byte{}, sizes: map[int64]int64{}, dirty: map[int64]bool{}, inflight: map[int64][]pendingWrite{}}
 	for _, n := range names {
 		if !strings.HasSuffix(n, ".tb") {
 			continue
@@ -151,9 +163,13 @@ func (s *Store) Add(e Entry) error {
 
 func (s *Store) name(b int64) string { return path.Join(s.dir, strconv.FormatInt(b, 10)+".tb") }
 
-// Flush writes every buffered entry to its file.
+// Flush writes every buffered entry to its file, except for buckets a sync
+// job is writing: those stay buffered until the next one.
 func (s *Store) Flush() error {
 	for b, data := range s.buf {
+		if len(s.inflight[b]) > 0 {
+			continue
+		}
 		if err := s.write(b, data); err != nil {
 			return err
 		}
@@ -184,54 +200,72 @@ func (s *Store) write(b int64, data []byte) error {
 	return nil
 }
 
-// Sync flushes and makes every written bucket durable, including new
-// directory entries.
+// Sync writes and makes every bucket durable, including new directory
+// entries.
 func (s *Store) Sync() error {
-	j, err := s.PrepareSync()
-	if err != nil {
-		return err
-	}
-	if err := j.Run(1); err != nil {
-		s.Requeue(j)
-		return err
-	}
-	return nil
+	j := s.PrepareSync()
+	err := j.Run(1)
+	s.Complete(j, err)
+	return err
 }
 
-// PrepareSync writes every buffered entry and returns the job that makes
-// the buckets written since the last PrepareSync durable. The job touches
-// only files, not the Store, so the engine runs it without holding its lock:
-// with one-minute buckets a checkpoint may have thousands of files to sync.
-func (s *Store) PrepareSync() (*SyncJob, error) {
-	if err := s.Flush(); err != nil {
-		return nil, err
+// PrepareSync hands every buffered entry to a job that writes it and then
+// makes the buckets written since the last job durable. The job touches only
+// files, so the engine runs it without holding its lock: with one-minute
+// buckets a checkpoint may have thousands of files to write and sync. The
+// caller must call Complete with the job's result, under its lock, before
+// the next PrepareSync.
+func (s *Store) PrepareSync() *SyncJob {
+	for b, data := range s.buf {
+		s.inflight[b] = append(s.inflight[b], pendingWrite{off: s.sizes[b], data: data})
+		s.sizes[b] += int64(len(data))
+		s.dirty[b] = true
+		delete(s.buf, b)
+		s.bufBytes -= len(data)
 	}
-	j := &SyncJob{fs: s.fs, dir: s.dir, buckets: make([]int64, 0, len(s.dirty))}
+	j := &SyncJob{fs: s.fs, dir: s.dir, writes: map[string][]pendingWrite{}, counts: map[int64]int{}}
+	for b, ws := range s.inflight {
+		j.writes[s.name(b)] = append([]pendingWrite(nil), ws...)
+		j.counts[b] = len(ws)
+	}
 	for b := range s.dirty {
 		j.buckets = append(j.buckets, b)
-	}
-	j.names = make([]string, len(j.buckets))
-	for i, b := range j.buckets {
-		j.names[i] = s.name(b)
+		j.names = append(j.names, s.name(b))
 	}
 	clear(s.dirty)
-	return j, nil
+	return j
 }
 
-// Requeue marks a failed job's buckets dirty again, so the next sync
-// covers them.
-func (s *Store) Requeue(j *SyncJob) {
-	for _, b := range j.buckets {
-		if _, ok := s.sizes[b]; ok {
-			s.dirty[b] = true
+// Complete ends a job: on success its writes leave inflight; on failure its
+// buckets are marked dirty again and its writes stay for the next job.
+func (s *Store) Complete(j *SyncJob, err error) {
+	if err != nil {
+		for _, b := range j.buckets {
+			if _, ok := s.sizes[b]; ok {
+				s.dirty[b] = true
+			}
+		}
+		return
+	}
+	for b, n := range j.counts {
+		if n > len(s.inflight[b]) { // removed meanwhile
+			n = len(s.inflight[b])
+		}
+		rest := s.inflight[b][n:]
+		if len(rest) == 0 {
+			delete(s.inflight, b)
+		} else {
+			s.inflight[b] = rest
 		}
 	}
 }
 
-// SyncJob is a set of bucket files to fsync; see PrepareSync.
+// SyncJob writes entries and syncs bucket files; see PrepareSync.
 type SyncJob struct {
 	fs      vfs.FS
 	dir     string
+	writes  map[string][]pendingWrite
+	counts  map[int64]int
 	buckets []int64
 	names   []string
 }
@@ -239,10 +273,14 @@ type SyncJob struct {
 // Len returns the number of files the job syncs.
 func (j *SyncJob) Len() int { return len(j.names) }
 
-// Run fsyncs the job's files with the given number of concurrent workers,
-// then the directory. A file removed meanwhile (its bucket was loaded and
-// dropped) is skipped.
+// Run writes the job's entries, then fsyncs its files with the given
+// number of concurrent workers, then the directory.
 func (j *SyncJob) Run(workers int) error {
+	for name, ws := range j.writes {
+		if err := writeAll(j.fs, name, ws); err != nil {
+			return err
+		}
+	}
 	if len(j.names) == 0 {
 		return nil
 	}
@@ -257,9 +295,6 @@ func (j *SyncJob) Run(workers int) error {
 					continue
 				}
 				f, err := j.fs.Open(name)
-				if vfs.IsNotExist(err) {
-					continue
-				}
 				if err != nil {
 					first = err
 					continue
@@ -288,6 +323,28 @@ func (j *SyncJob) Run(workers int) error {
 	return j.fs.SyncDir(j.dir)
 }
 
+// writeAll writes ws to the file name, creating it when the first write is
+// at offset 0 (the file is new).
+func writeAll(fs vfs.FS, name string, ws []pendingWrite) error {
+	var f vfs.File
+	var err error
+	if ws[0].off == 0 {
+		f, err = fs.Create(name)
+	} else {
+		f, err = fs.Open(name)
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	for _, w := range ws {
+		if _, err := f.WriteAt(w.data, w.off); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // NextBucket returns the smallest non-empty bucket start >= from.
 // Buckets below from are forgotten by the search order (not deleted).
 func (s *Store) NextBucket(from int64) (int64, bool) {
@@ -311,15 +368,22 @@ func (s *Store) Load(b int64) ([]Entry, error) {
 	}
 	data := make([]byte, size)
 	if size > 0 {
+		// The file may be shorter than size, or not exist yet, while a sync
+		// job writes it: those bytes come from inflight below.
 		f, err := s.fs.Open(s.name(b))
-		if err != nil {
+		if err != nil && !vfs.IsNotExist(err) {
 			return nil, err
 		}
-		n, err := f.ReadAt(data, 0)
-		f.Close()
-		if err != nil && n < len(data) {
-			return nil, err
+		if err == nil {
+			n, err := f.ReadAt(data, 0)
+			f.Close()
+			if err != nil && err != io.EOF && n < len(data) {
+				return nil, err
+			}
 		}
+	}
+	for _, w := range s.inflight[b] {
+		copy(data[w.off:], w.data)
 	}
 	data = append(data, s.buf[b]...)
 	type key struct {
@@ -370,6 +434,7 @@ func (s *Store) Remove(t int64) (int, error) {
 		}
 		delete(s.sizes, b)
 		delete(s.dirty, b)
+		delete(s.inflight, b)
 		n++
 	}
 	return n, nil
