@@ -108,3 +108,32 @@ func TestTrimToCheckpoint(t *testing.T) {
 		t.Fatalf("%d buckets after trim, want 2", n)
 	}
 }
+
+func TestSyncJobOutsideTheLock(t *testing.T) {
+	fs := vfs.NewMem()
+	s, _ := Open(fs, "timers", 1000)
+	s.Add(Entry{Due: 10, Pos: 1, Kind: 1})
+	j := s.PrepareSync()
+	// Before the job runs, the entry is still loadable and later adds to
+	// the same (not yet created) file stay buffered through a Flush.
+	s.Add(Entry{Due: 20, Pos: 2, Kind: 1})
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Load(0); err != nil || len(got) != 2 {
+		t.Fatalf("load during a pending job: %+v %v", got, err)
+	}
+	if err := j.Run(2); err != nil {
+		t.Fatal(err)
+	}
+	s.Complete(j, nil)
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	// Both entries reached the disk durably, in order.
+	s2, _ := Open(fs.Crash(nil), "timers", 1000)
+	got, err := s2.Load(0)
+	if err != nil || len(got) != 2 || got[0].Pos != 1 || got[1].Pos != 2 {
+		t.Fatalf("after crash: %+v %v", got, err)
+	}
+}
