@@ -595,6 +595,11 @@ func (e *Engine) openKeys(keep int64) error {
 			return err
 		}
 	}
+	if len(e.keys) == 0 {
+		// Presized: growing a map of millions of keys entry by entry costs
+		// seconds of a restart.
+		e.keys = make(map[uint64]uint64, keep/16)
+	}
 	buf := make([]byte, min(keep, 1<<20))
 	start := uint64(e.clog.Start())
 	for off := int64(0); off < keep; {
