@@ -35,6 +35,8 @@ type checkpointState struct {
 	Groups      []checkpointGroup
 	Overlay     map[uint64]overlayEntry
 	KeyBytes    int64 // synced length of the key index
+	// Reloc maps moved messages (by identity) to their current copy.
+	Reloc map[uint64]uint64
 	// TimerBuckets is the synced length of each timer bucket file.
 	TimerBuckets map[int64]int64
 	SegPending   map[uint64]int64
@@ -168,6 +170,10 @@ func (e *Engine) checkpoint() error {
 	for p, ov := range e.overlay {
 		st.Overlay[p] = *ov
 	}
+	st.Reloc = make(map[uint64]uint64, len(e.reloc))
+	for k, v := range e.reloc {
+		st.Reloc[k] = v
+	}
 	for k, v := range e.segPending {
 		st.SegPending[k] = v
 	}
@@ -283,14 +289,30 @@ func (e *Engine) retain(st *checkpointState) {
 	segs := e.clog.Segments()
 	cut := commitlog.Pos(0)
 	now := e.Now()
+	var pinned *commitlog.Segment // the first segment kept only by pending messages
 	for i, s := range segs {
-		if i == len(segs)-1 || uint64(s.End) > st.LogPos || e.segPending[uint64(s.Base)] > 0 ||
+		if i == len(segs)-1 || uint64(s.End) > st.LogPos ||
 			now-e.segLast[uint64(s.Base)] < e.opts.Retention.Milliseconds() {
+			break
+		}
+		if n := e.segPending[uint64(s.Base)]; n > 0 {
+			if n <= int64(e.opts.CompactMaxPending) {
+				pinned = &segs[i]
+			}
 			break
 		}
 		cut = s.End
 	}
 	e.mu.Unlock()
+	if pinned != nil {
+		// Move its pending messages forward; a later retain deletes it.
+		n, err := e.compact(*pinned)
+		if err != nil {
+			e.log.Error("compaction failed", "segment", pinned.Name, "err", err)
+		} else if n > 0 {
+			e.log.Info("compacted pending messages out of an old segment", "segment", pinned.Name, "moved", n)
+		}
+	}
 	if cut == 0 {
 		return
 	}
@@ -305,13 +327,18 @@ func (e *Engine) retain(st *checkpointState) {
 		delete(e.segLast, uint64(s.Base))
 	}
 	for p := range e.overlay {
-		if p < uint64(cut) {
+		if e.physLocked(p) < uint64(cut) {
 			delete(e.overlay, p)
 		}
 	}
 	for h, p := range e.keys {
-		if p < uint64(cut) {
+		if e.physLocked(p) < uint64(cut) {
 			delete(e.keys, h)
+		}
+	}
+	for orig, p := range e.reloc {
+		if p < uint64(cut) {
+			delete(e.reloc, orig)
 		}
 	}
 	e.segBases = nil
@@ -346,6 +373,9 @@ func (e *Engine) recover() error {
 	}
 	for k, v := range st.SegPending {
 		e.segPending[k] = v
+	}
+	for k, v := range st.Reloc {
+		e.reloc[k] = v
 	}
 	for k, v := range st.SegLast {
 		e.segLast[k] = v
@@ -491,13 +521,9 @@ func (e *Engine) replayLocked(pos uint64, rec commitlog.Record, minDue *int64) e
 		if err != nil {
 			return err
 		}
-		rr, _, err := e.clog.Read(commitlog.Pos(p))
+		s, _, err := e.readStored(p)
 		if err != nil {
 			return fmt.Errorf("change at %d of %d: %w", pos, p, err)
-		}
-		s, err := message.Decode(rr.Payload)
-		if err != nil {
-			return err
 		}
 		ov := e.overlay[p]
 		if ov == nil {
@@ -506,7 +532,7 @@ func (e *Engine) replayLocked(pos uint64, rec commitlog.Record, minDue *int64) e
 		}
 		if rec.Type == recCancel {
 			ov.Cancelled = true
-			e.segPending[e.segOfLocked(p)]--
+			e.segPending[e.segOfLocked(e.physLocked(p))]--
 			if t := e.topicsByName[s.Topic]; t != nil {
 				t.pending--
 			}
@@ -528,6 +554,11 @@ func (e *Engine) replayLocked(pos uint64, rec commitlog.Record, minDue *int64) e
 			}
 		}
 		e.applyFireLocked(visible, es, false)
+	case recMoved:
+		if len(rec.Payload) < 8 {
+			return errBadPayload
+		}
+		e.applyMovedLocked(binary.LittleEndian.Uint64(rec.Payload), pos)
 	case recGroup:
 		id, tid, cfg, name, err := decodeGroup(rec.Payload)
 		if err != nil {
@@ -610,7 +641,7 @@ func (e *Engine) openKeys(keep int64) error {
 		}
 		for i := int64(0); i+16 <= n; i += 16 {
 			h, p := getU64(buf[i:]), getU64(buf[i+8:])
-			if p >= start {
+			if e.physLocked(p) >= start {
 				e.keys[h] = p
 			}
 		}

@@ -46,19 +46,15 @@ func (e *Engine) readMessage(id message.ID) (*message.Stored, error) {
 	if id.Incarnation != e.incarn {
 		return nil, errs.New(errs.NotFound, "message %s does not exist (it was not issued by this broker's data directory)", id)
 	}
-	if id.Pos < uint64(e.clog.Start()) {
-		return nil, errs.New(errs.NotFound, "message %s no longer exists (removed by retention)", id)
-	}
 	if id.Pos >= uint64(e.clog.Head()) {
 		return nil, errs.New(errs.NotFound, "message %s does not exist", id)
 	}
-	rec, _, err := e.clog.Read(commitlog.Pos(id.Pos))
-	if err != nil || rec.Type != recMessage {
+	s, _, err := e.readStored(id.Pos)
+	switch {
+	case errors.Is(err, errGone):
+		return nil, errs.New(errs.NotFound, "message %s no longer exists (removed by retention)", id)
+	case err != nil:
 		return nil, errs.New(errs.NotFound, "message %s does not exist", id)
-	}
-	s, err := message.Decode(rec.Payload)
-	if err != nil {
-		return nil, errs.Wrap(errs.Internal, err, "message %s is unreadable", id)
 	}
 	return s, nil
 }
@@ -233,7 +229,7 @@ func (e *Engine) change(ctx context.Context, id message.ID, w *message.When, ifD
 		e.free = append(e.free, t)
 	}
 	if w == nil {
-		e.segPending[e.segOfLocked(id.Pos)]--
+		e.segPending[e.segOfLocked(e.physLocked(id.Pos))]--
 		e.stats.Pending.Add(-1)
 		e.stats.Cancelled.Add(1)
 		if t := e.topicsByName[s.Topic]; t != nil {

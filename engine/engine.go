@@ -124,6 +124,7 @@ type Engine struct {
 	topicsByID   map[uint32]*topic
 	nextTopicID  uint32
 	overlay      map[uint64]*overlayEntry
+	reloc        map[uint64]uint64 // moved messages: identity -> current copy (see compact.go)
 	keys         map[uint64]uint64 // hash(topic, key) -> pos of the latest message
 	keyFile      vfs.File
 	keyLen       int64 // bytes of keyFile written
@@ -187,6 +188,7 @@ func Open(opts Options) (*Engine, error) {
 		topicsByID:   map[uint32]*topic{},
 		nextTopicID:  1,
 		overlay:      map[uint64]*overlayEntry{},
+		reloc:        map[uint64]uint64{},
 		keys:         map[uint64]uint64{},
 		near:         map[uint64]*wheelTimer{},
 		dispatching:  map[uint64]bool{},

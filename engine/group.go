@@ -423,12 +423,7 @@ func (e *Engine) deliver(g *group, hs []handout) ([]Received, error) {
 		if err != nil || len(en) != 1 {
 			return nil, errs.Wrap(errs.Internal, err, "read queue %s/%d offset %d", g.topic.name, h.queue, h.offset)
 		}
-		var s *message.Stored
-		if en[0].Pos >= uint64(e.clog.Start()) {
-			if rec, _, err := e.clog.Read(commitlog.Pos(en[0].Pos)); err == nil {
-				s, _ = message.Decode(rec.Payload)
-			}
-		}
+		s, _, _ := e.readStored(en[0].Pos)
 		if s == nil {
 			gone = append(gone, h) // removed by retention
 			continue
@@ -700,10 +695,7 @@ func (e *Engine) moveDeadLetter(j deadLetter) error {
 		}
 		dlq = t
 	}
-	if rec, _, err := e.clog.Read(commitlog.Pos(en[0].Pos)); err == nil {
-		if s, err = message.Decode(rec.Payload); err != nil {
-			return err
-		}
+	if s, _, err = e.readStored(en[0].Pos); err == nil {
 		props := map[string]string{}
 		for k, v := range s.Properties {
 			props[k] = v

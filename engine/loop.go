@@ -34,7 +34,7 @@ func (e *Engine) pushDispatchLocked(ref timerRef) {
 // its record still exists, it was not cancelled, moved or fired, and it is
 // not one the recovery filter knows to be visible already.
 func (e *Engine) validLocked(pos uint64, due int64) bool {
-	if pos < uint64(e.clog.Start()) || e.near[pos] != nil || e.dispatching[pos] {
+	if e.physLocked(pos) < uint64(e.clog.Start()) || e.near[pos] != nil || e.dispatching[pos] {
 		return false
 	}
 	if ov := e.overlay[pos]; ov != nil {
@@ -277,7 +277,7 @@ func (e *Engine) applyFireLocked(visible int64, batch []fireEntry, live bool) {
 				t.fired++
 			}
 		}
-		seg := e.segOfLocked(fe.pos)
+		seg := e.segOfLocked(e.physLocked(fe.pos))
 		e.segPending[seg]--
 		if visible > e.segLast[seg] {
 			e.segLast[seg] = visible

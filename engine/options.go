@@ -67,6 +67,10 @@ type Options struct {
 	// Retention is how long a segment whose messages are all visible (and
 	// none pending) is kept for consumers before deletion; default 72h.
 	Retention time.Duration
+	// CompactMaxPending is the most pending messages retention copies to
+	// the head of the log to free an old segment they alone keep;
+	// default 10,000. Negative disables compaction.
+	CompactMaxPending int
 	// ClockJumpThreshold is the wall-clock step, relative to the monotonic
 	// clock, that is logged and counted as a jump; default 1s.
 	ClockJumpThreshold time.Duration
@@ -125,6 +129,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.Retention == 0 {
 		o.Retention = 72 * time.Hour
+	}
+	if o.CompactMaxPending == 0 {
+		o.CompactMaxPending = DefaultCompactMaxPending
 	}
 	if o.ClockJumpThreshold == 0 {
 		o.ClockJumpThreshold = time.Second

@@ -1,7 +1,8 @@
 package engine
 
 import (
-	"github.com/hourglass-mq/hourglass/commitlog"
+	"errors"
+
 	"github.com/hourglass-mq/hourglass/errs"
 	"github.com/hourglass-mq/hourglass/message"
 )
@@ -62,16 +63,12 @@ func (e *Engine) ReadQueue(topic string, queue int, from uint64, max int) ([]Vis
 	}
 	out := make([]Visible, 0, len(entries))
 	for i, en := range entries {
-		if en.Pos < uint64(e.clog.Start()) {
+		s, _, err := e.readStored(en.Pos)
+		if errors.Is(err, errGone) {
 			continue
 		}
-		rec, _, err := e.clog.Read(commitlog.Pos(en.Pos))
 		if err != nil {
 			return nil, errs.Wrap(errs.Internal, err, "read message at %d", en.Pos)
-		}
-		s, err := message.Decode(rec.Payload)
-		if err != nil {
-			return nil, errs.Wrap(errs.Internal, err, "decode message at %d", en.Pos)
 		}
 		out = append(out, Visible{ID: message.ID{Incarnation: e.incarn, Pos: en.Pos}, Offset: from + uint64(i),
 			Due: en.Due, Visible: en.Visible, Message: s})

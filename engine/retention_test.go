@@ -12,6 +12,7 @@ func TestRetentionDeletesDeliveredSegmentsButNotPendingOnes(t *testing.T) {
 	h := newHarness(t, func(o *Options) {
 		o.SegmentBytes = 16 << 10
 		o.Retention = time.Hour
+		o.CompactMaxPending = -1 // compaction has its own test
 	})
 	long := h.send("t", "long", message.When{Delay: 48 * time.Hour}) // pins the first segment
 	var first Receipt

@@ -86,6 +86,8 @@ type Stats struct {
 	ClockJumps, Checkpoints, SegmentsDeleted      atomic.Uint64
 	FireErrors, TimerLoadErrors, TimerWriteErrors atomic.Uint64
 	CheckpointErrors                              atomic.Uint64
+	// Compacted counts pending messages moved out of old segments.
+	Compacted atomic.Uint64
 }
 
 // LatenessBounds are the lateness histogram's buckets, in seconds: fine

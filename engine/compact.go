@@ -1,0 +1,163 @@
+package engine
+
+import (
+	"encoding/binary"
+	"errors"
+
+	"github.com/hourglass-mq/hourglass/commitlog"
+	"github.com/hourglass-mq/hourglass/message"
+)
+
+// Compaction forward: a message pending for months would pin its whole
+// segment, and a few such messages spread over many segments would pin
+// gigabytes of delivered data. When the only thing keeping an old segment
+// is a few pending messages, retention copies them to the head of the log
+// as moved records and the segment can go.
+//
+// A moved message keeps its identity: its ID, timers, overlay entry, key
+// index entry and queue-index entries all keep using the original
+// position. reloc maps that identity to the position of the current copy,
+// and every read of a message record goes through readStored, which follows
+// it. reloc holds only moved messages, and an entry goes when retention
+// deletes the copy's segment.
+
+// recMoved is a copy of a pending message: orig u64 (its identity), then
+// the message payload as in recMessage. Part of the on-disk format.
+const recMoved commitlog.Type = 9
+
+// DefaultCompactMaxPending bounds how many pending messages retention
+// moves to free one segment; a segment pinned by more is kept.
+const DefaultCompactMaxPending = 10000
+
+var errGone = errors.New("engine: message record no longer exists")
+
+// physLocked returns the log position of the current copy of the message
+// whose identity is pos.
+func (e *Engine) physLocked(pos uint64) uint64 {
+	if p, ok := e.reloc[pos]; ok {
+		return p
+	}
+	return pos
+}
+
+// readStored reads the message whose identity is pos, following a move.
+// It returns errGone when retention removed it and another error when pos
+// is not a message.
+func (e *Engine) readStored(pos uint64) (*message.Stored, int, error) {
+	e.mu.Lock()
+	phys := e.physLocked(pos)
+	e.mu.Unlock()
+	return e.readStoredAt(phys)
+}
+
+// readStoredAt reads the message record (original or moved copy) at phys.
+func (e *Engine) readStoredAt(phys uint64) (*message.Stored, int, error) {
+	if phys < uint64(e.clog.Start()) {
+		return nil, 0, errGone
+	}
+	rec, _, err := e.clog.Read(commitlog.Pos(phys))
+	if err != nil {
+		return nil, 0, err
+	}
+	payload := rec.Payload
+	switch rec.Type {
+	case recMessage:
+	case recMoved:
+		if len(payload) < 8 {
+			return nil, 0, errBadPayload
+		}
+		payload = payload[8:]
+	default:
+		return nil, 0, errBadPayload
+	}
+	s, err := message.Decode(payload)
+	return s, len(payload), err
+}
+
+// applyMovedLocked records that the message orig now lives at newPos.
+func (e *Engine) applyMovedLocked(orig, newPos uint64) {
+	e.segPending[e.segOfLocked(e.physLocked(orig))]--
+	e.segPending[e.segOfLocked(newPos)]++
+	e.reloc[orig] = newPos
+}
+
+// movable is a message record found in a segment being compacted.
+type movable struct {
+	orig    uint64 // identity
+	due     int64  // due time in the record
+	payload []byte // message payload
+}
+
+// compact moves the pending messages of segment seg to the head of the log.
+// It reports how many it moved; the segment is deleted by a later retain.
+func (e *Engine) compact(seg commitlog.Segment) (int, error) {
+	// Read the segment without the lock: it is sealed.
+	var cands []movable
+	stop := errors.New("stop")
+	err := e.clog.Scan(seg.Base, func(pos commitlog.Pos, rec commitlog.Record) error {
+		if pos >= seg.End {
+			return stop
+		}
+		var m movable
+		switch rec.Type {
+		case recMessage:
+			m = movable{orig: uint64(pos), payload: rec.Payload}
+		case recMoved:
+			if len(rec.Payload) < 8 {
+				return nil
+			}
+			m = movable{orig: binary.LittleEndian.Uint64(rec.Payload), payload: rec.Payload[8:]}
+		default:
+			return nil
+		}
+		s, err := message.Decode(m.payload)
+		if err != nil {
+			return nil
+		}
+		m.due = s.Due
+		cands = append(cands, m)
+		return nil
+	})
+	if err != nil && err != stop {
+		return 0, err
+	}
+	e.gate.RLock()
+	defer e.gate.RUnlock()
+	// The lock is held across the append so that nothing fires, is
+	// cancelled or moves meanwhile; this runs once per old segment.
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var recs []commitlog.Record
+	var origs []uint64
+	for _, m := range cands {
+		if e.physLocked(m.orig) < uint64(seg.Base) || e.physLocked(m.orig) >= uint64(seg.End) {
+			continue // a copy elsewhere is current
+		}
+		due := m.due
+		if ov := e.overlay[m.orig]; ov != nil {
+			if ov.Cancelled || ov.Fired {
+				continue
+			}
+			due = ov.Due
+		}
+		pending := e.near[m.orig] != nil || (due >= e.loadedUntil && !e.dispatching[m.orig])
+		if !pending {
+			continue
+		}
+		b := binary.LittleEndian.AppendUint64(make([]byte, 0, 8+len(m.payload)), m.orig)
+		recs = append(recs, commitlog.Record{Type: recMoved, Payload: append(b, m.payload...)})
+		origs = append(origs, m.orig)
+	}
+	if len(recs) == 0 {
+		return 0, nil
+	}
+	pos, err := e.clog.Append(recs...)
+	if err != nil {
+		return 0, err
+	}
+	for i, o := range origs {
+		e.applyMovedLocked(o, uint64(pos[i]))
+	}
+	e.stats.Compacted.Add(uint64(len(recs)))
+	return len(recs), nil
+}
