@@ -35,10 +35,11 @@
 //
 // # Locks
 //
-// ckptMu before gate (RWMutex) before mu (Mutex). Appenders hold gate shared from before
-// their append until their effect is applied under mu; the checkpoint holds
-// gate exclusively while it captures state. Methods named ...Locked expect
-// mu held.
+// ckptMu (one checkpoint at a time) before gate (RWMutex) before mu
+// (Mutex) before timeMu. Appenders hold gate shared from before their append
+// until their effect is applied under mu; the checkpoint holds gate
+// exclusively while it captures state. Methods named ...Locked expect mu
+// held.
 package engine
 
 import (
