@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -288,4 +289,20 @@ func TestCloseFreshDirectory(t *testing.T) {
 	}
 	h.e = nil
 	h.open()
+}
+
+func TestDispatchHeapOrder(t *testing.T) {
+	var h dispatchHeap
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 2000; i++ {
+		h.push(timerRef{due: int64(r.IntN(50)), pos: uint64(r.IntN(1000))})
+	}
+	prev := h.pop()
+	for len(h) > 0 {
+		x := h.pop()
+		if x.due < prev.due || x.due == prev.due && x.pos < prev.pos {
+			t.Fatalf("out of order: %+v after %+v", x, prev)
+		}
+		prev = x
+	}
 }

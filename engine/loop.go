@@ -1,32 +1,61 @@
 package engine
 
 import (
-	"container/heap"
 	"time"
 
 	"github.com/hourglass-mq/hourglass/queueindex"
 )
 
 // dispatchHeap orders due timers by due time, so a herd is dispatched
-// earliest first and the fire frontier is its minimum.
+// earliest first and the fire frontier is its minimum. It is a typed binary
+// heap rather than container/heap, whose interface boxing would allocate once
+// per message of a herd.
 type dispatchHeap []timerRef
 
-func (h dispatchHeap) Len() int { return len(h) }
-func (h dispatchHeap) Less(i, j int) bool {
+func (h dispatchHeap) less(i, j int) bool {
 	// Ties go in send order, which FIFO topics rely on.
 	return h[i].due < h[j].due || h[i].due == h[j].due && h[i].pos < h[j].pos
 }
-func (h dispatchHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *dispatchHeap) Push(x any)   { *h = append(*h, x.(timerRef)) }
-func (h *dispatchHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+
+func (h *dispatchHeap) push(r timerRef) {
+	*h = append(*h, r)
+	q := *h
+	for i := len(q) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !q.less(i, p) {
+			break
+		}
+		q[i], q[p] = q[p], q[i]
+		i = p
+	}
+}
+
+func (h *dispatchHeap) pop() timerRef {
+	q := *h
+	top := q[0]
+	n := len(q) - 1
+	q[0] = q[n]
+	q = q[:n]
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < n && q.less(l, m) {
+			m = l
+		}
+		if r < n && q.less(r, m) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		q[i], q[m] = q[m], q[i]
+		i = m
+	}
+	*h = q
+	return top
 }
 
 func (e *Engine) pushDispatchLocked(ref timerRef) {
-	heap.Push(&e.dispatch, ref)
+	e.dispatch.push(ref)
 	e.dispatching[ref.pos] = true
 }
 
@@ -148,7 +177,7 @@ func (e *Engine) takeBatchLocked(now int64) []fireEntry {
 	}
 	batch := make([]fireEntry, 0, n)
 	for len(batch) < n {
-		ref := heap.Pop(&e.dispatch).(timerRef)
+		ref := e.dispatch.pop()
 		batch = append(batch, fireEntry{pos: ref.pos, due: ref.due, topic: ref.topic, queue: ref.queue})
 	}
 	if e.opts.DispatchRate > 0 {
@@ -248,7 +277,7 @@ func (e *Engine) fire(batch []fireEntry, visible int64) {
 		e.log.Error("fire record write failed; will retry", "messages", len(batch), "err", err)
 		e.stats.FireErrors.Add(1)
 		for _, fe := range batch {
-			heap.Push(&e.dispatch, timerRef{pos: fe.pos, due: fe.due, topic: fe.topic, queue: fe.queue})
+			e.dispatch.push(timerRef{pos: fe.pos, due: fe.due, topic: fe.topic, queue: fe.queue})
 		}
 		e.tokens = -float64(e.opts.DispatchBatch) // back off
 		return
