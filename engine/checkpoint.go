@@ -514,7 +514,7 @@ func (e *Engine) replayLocked(pos uint64, rec commitlog.Record, minDue *int64) e
 		if t == nil {
 			return fmt.Errorf("message at %d names unknown topic %q", pos, s.Topic)
 		}
-		e.applyMessageLocked(pos, s, t, len(rec.Payload))
+		e.applyMessageLocked(pos, s, t)
 		*minDue = min(*minDue, s.Due)
 	case recCancel, recReschedule:
 		p, due, err := decodePos(rec.Payload)

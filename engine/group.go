@@ -717,7 +717,7 @@ func (e *Engine) moveDeadLetter(j deadLetter) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if s != nil {
-		e.applyMessageLocked(uint64(pos[0]), s, dlq, len(recs[0].Payload))
+		e.applyMessageLocked(uint64(pos[0]), s, dlq)
 	}
 	j.g.queues[j.queue].markDone(j.offset)
 	j.g.deadLettered++

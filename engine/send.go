@@ -56,6 +56,7 @@ func (e *Engine) SendBatch(ctx context.Context, reqs []SendRequest) ([]Receipt, 
 	recs := make([]commitlog.Record, len(reqs))
 	stored := make([]*message.Stored, len(reqs))
 	tops := make([]*topic, len(reqs))
+	var last *topic // a batch usually goes to one topic: look it up once
 	for i := range reqs {
 		r := &reqs[i]
 		if err := e.opts.Limits.Validate(&r.Message); err != nil {
@@ -65,9 +66,12 @@ func (e *Engine) SendBatch(ctx context.Context, reqs []SendRequest) ([]Receipt, 
 		if err != nil {
 			return nil, batchErr(len(reqs), i, err)
 		}
-		t, err := e.topicFor(r.Message.Topic)
-		if err != nil {
-			return nil, batchErr(len(reqs), i, err)
+		t := last
+		if t == nil || t.name != r.Message.Topic {
+			if t, err = e.topicFor(r.Message.Topic); err != nil {
+				return nil, batchErr(len(reqs), i, err)
+			}
+			last = t
 		}
 		if t.fifo && r.Message.Group == "" {
 			return nil, batchErr(len(reqs), i, errs.New(errs.InvalidArgument, "topic %q is FIFO: a message group is required", t.name))
@@ -89,7 +93,7 @@ func (e *Engine) SendBatch(ctx context.Context, reqs []SendRequest) ([]Receipt, 
 	out := make([]Receipt, len(reqs))
 	e.mu.Lock()
 	for i, s := range stored {
-		e.applyMessageLocked(uint64(pos[i]), s, tops[i], len(recs[i].Payload))
+		e.applyMessageLocked(uint64(pos[i]), s, tops[i])
 		out[i] = Receipt{ID: message.ID{Incarnation: e.incarn, Pos: uint64(pos[i])}, Topic: s.Topic, Queue: s.Queue, Due: s.Due}
 	}
 	e.mu.Unlock()
@@ -155,7 +159,7 @@ func keyHash(topic, key string) uint64 { return hash64(topic + "\x00" + key) }
 
 // applyMessageLocked registers a durably written message: key index, timer
 // index, and the wheel when its bucket is loaded.
-func (e *Engine) applyMessageLocked(pos uint64, s *message.Stored, t *topic, size int) {
+func (e *Engine) applyMessageLocked(pos uint64, s *message.Stored, t *topic) {
 	if s.Key != "" {
 		e.addKeyLocked(keyHash(s.Topic, s.Key), pos)
 	}
@@ -165,7 +169,6 @@ func (e *Engine) applyMessageLocked(pos uint64, s *message.Stored, t *topic, siz
 	e.stats.Pending.Add(1)
 	t.pending++
 	t.sent++
-	_ = size
 }
 
 // addTimerLocked writes a timer to its bucket and, if that bucket is
