@@ -244,8 +244,32 @@ type servedEntry struct {
 	queue int
 }
 
+// queueReader is what readAllVisible needs of a broker.
+type queueReader interface {
+	Topics() []TopicInfo
+	ReadQueue(topic string, queue int, from uint64, max int) ([]Visible, error)
+}
+
+// checkTarget is what the checker reads of a broker. *Engine serves it
+// through engineTarget; the checker's self-test (checker_self_test.go)
+// serves it from a deliberately wrong fake, so that every counter is shown
+// to fire.
+type checkTarget interface {
+	queueReader
+	Inspect(id message.ID) (Info, error)
+	LookupKey(topic, key string) (message.ID, error)
+	// logStart is the first log position still held: a message before it
+	// may have been removed by retention.
+	logStart() uint64
+}
+
+// engineTarget adapts an engine to checkTarget.
+type engineTarget struct{ *Engine }
+
+func (e engineTarget) logStart() uint64 { return uint64(e.clog.Start()) }
+
 // readAllVisible returns every visible entry of every topic queue.
-func readAllVisible(e *Engine) ([]servedEntry, error) {
+func readAllVisible(e queueReader) ([]servedEntry, error) {
 	var out []servedEntry
 	topics := e.Topics()
 	slices.SortFunc(topics, func(a, b TopicInfo) int { return strings.Compare(a.Name, b.Name) })
@@ -267,13 +291,18 @@ func readAllVisible(e *Engine) ([]servedEntry, error) {
 // settled at now (see settled): every message whose due time is at or
 // before now must then be visible, and no later one may be.
 func checkEngine(e *Engine, m *model, now int64) *report {
+	return checkServed(engineTarget{e}, m, now)
+}
+
+// checkServed is checkEngine for any broker that serves checkTarget.
+func checkServed(e checkTarget, m *model, now int64) *report {
 	r := &report{Acked: len(m.order)}
 	served, err := readAllVisible(e)
 	if err != nil {
 		r.bad(&r.Unreadable, "%v", err)
 		return r
 	}
-	start := uint64(e.clog.Start())
+	start := e.logStart()
 	count := map[message.ID]int{}
 	at := map[string]message.ID{}
 	for _, v := range served {
