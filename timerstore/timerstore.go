@@ -3,28 +3,51 @@
 // the buckets of the near window are loaded into the in-memory timing wheel.
 //
 // A bucket covers [start, start+width) in Unix milliseconds and is one file
-// named by its start, "<start>.tb", holding fixed-size entries:
+// named by its start, "<start>.tb", holding fixed-size entries (little
+// endian):
 //
 //	offset size field
-//	0      8    due    i64 Unix ms
-//	8      8    pos    u64 commit-log position of the message
-//	16     4    topic  u32 topic id
-//	20     2    queue  u16
-//	22     1    kind   u8  what the timer is for (the engine's choice)
-//	23     1    check  u8  xor of bytes 0..22, to drop a torn entry
+//	0      8    pos    u64 commit-log position of the message
+//	8      4    topic  u32 topic id
+//	12     2    queue  u16
+//	14     1    kind   u8  what the timer is for (the engine's choice)
+//	15     5    due    u40 due time minus the bucket's start, ms (< width)
+//	20     4    check  u32 CRC-32C (Castagnoli) of bytes 0..19, with the
+//	                       register started at checkSeed, not at zero
 //
-// The layout is part of the on-disk format. The files are a cache derived
-// from the commit log: the engine's checkpoint says up to which log position
-// they are complete and synced, recovery re-adds what came after, and a
+// The due time is stored relative to the file's bucket so that a 4-byte
+// checksum fits in the 24 bytes an entry has always taken; the width is
+// therefore at most MaxWidth. The seed makes an all-zero entry (a file
+// extended but never written, as a power loss can leave) fail its check,
+// and a relative due time of width or more is rejected too, which catches
+// an entry read against the wrong bucket. The layout is part of the on-disk
+// format; files written before it (1-byte XOR check, absolute due time) fail
+// verification, and the engine rebuilds them from the log (Reset).
+//
+// The files are a cache derived from the commit log: the engine's checkpoint
+// records the synced length of every bucket file, recovery cuts each file
+// back to that length (Trim) and re-adds from the log what came after, and a
 // bucket may therefore hold the same entry twice; Load removes duplicates.
+//
+// Trust: the bytes below a recorded length were synced before the
+// checkpoint vouched for them, so an entry there that fails its check, or a
+// file that is missing or shorter than recorded, is damage, never a torn
+// write: Trim, Verify and Load report it as ErrCorrupt naming the file and
+// offset, and the engine either rebuilds the timers from the log (Reset) or
+// refuses to start. Only bytes beyond a recorded length may be torn, and
+// Trim cuts them. I/O errors are returned as they are, never read as an
+// empty bucket.
 package timerstore
 
 import (
 	"container/heap"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -44,21 +67,57 @@ type Entry struct {
 	Kind  uint8
 }
 
-func (e Entry) put(b []byte) {
-	binary.LittleEndian.PutUint64(b[0:], uint64(e.Due))
-	binary.LittleEndian.PutUint64(b[8:], e.Pos)
-	binary.LittleEndian.PutUint32(b[16:], e.Topic)
-	binary.LittleEndian.PutUint16(b[20:], e.Queue)
-	b[22] = e.Kind
-	b[23] = checkByte(b[:23])
+// MaxWidth is the largest bucket width in milliseconds (about 34 years):
+// an entry stores its due time relative to its bucket in 40 bits.
+const MaxWidth = 1 << 40
+
+// ErrCorrupt means a bucket file disagrees with what was written and synced
+// into it: an entry fails its check, or the file is missing or shorter than
+// the checkpoint recorded. Errors wrap it with the file and offset.
+var ErrCorrupt = errors.New("timerstore: corrupt timer bucket")
+
+// checkSeed starts the CRC register, so that the check of twenty zero bytes
+// is not zero and an all-zero entry fails (TestZeroEntryFails).
+const checkSeed = 0x74696d72 // "timr"
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+func entryCheck(b []byte) uint32 { return crc32.Update(checkSeed, castagnoli, b[:20]) }
+
+// put encodes e, which belongs to the bucket starting at start, into b.
+func (e Entry) put(b []byte, start int64) {
+	binary.LittleEndian.PutUint64(b[0:], e.Pos)
+	binary.LittleEndian.PutUint32(b[8:], e.Topic)
+	binary.LittleEndian.PutUint16(b[12:], e.Queue)
+	b[14] = e.Kind
+	rel := uint64(e.Due - start)
+	binary.LittleEndian.PutUint32(b[15:], uint32(rel))
+	b[19] = byte(rel >> 32)
+	binary.LittleEndian.PutUint32(b[20:], entryCheck(b))
 }
 
-func checkByte(b []byte) byte {
-	c := byte(0x5a)
-	for _, x := range b {
-		c ^= x
+// decode reads the entry at b of the bucket [start, start+width), and
+// reports whether it passes its check.
+func decode(b []byte, start, width int64) (Entry, bool) {
+	if binary.LittleEndian.Uint32(b[20:]) != entryCheck(b) {
+		return Entry{}, false
 	}
-	return c
+	rel := int64(binary.LittleEndian.Uint32(b[15:])) | int64(b[19])<<32
+	if rel >= width {
+		return Entry{}, false
+	}
+	return Entry{
+		Due:   start + rel,
+		Pos:   binary.LittleEndian.Uint64(b[0:]),
+		Topic: binary.LittleEndian.Uint32(b[8:]),
+		Queue: binary.LittleEndian.Uint16(b[12:]),
+		Kind:  b[14],
+	}, true
+}
+
+// corrupt returns an ErrCorrupt naming the file and offset.
+func corrupt(name string, off int64, what string) error {
+	return fmt.Errorf("%w: %s at offset %d: %s", ErrCorrupt, name, off, what)
 }
 
 // Store is a set of bucket files in one directory. It is not safe for
@@ -81,6 +140,9 @@ type Store struct {
 	// completes, and Flush leaves those buckets alone meanwhile, so only
 	// the job writes (and creates) their files.
 	inflight map[int64][]pendingWrite
+	// removing holds the buckets the last Remove forgot, whose files the
+	// next Remove deletes (see Remove). None of them is in sizes.
+	removing map[int64]bool
 }
 
 // pendingWrite is data to be written at off in a bucket file.
@@ -97,8 +159,8 @@ const FlushThreshold = 8 << 20
 // Open opens (creating if needed) the bucket directory. width is the bucket
 // width in milliseconds; it must stay the same for a directory's lifetime.
 func Open(fs vfs.FS, dir string, width int64) (*Store, error) {
-	if width <= 0 {
-		return nil, fmt.Errorf("timerstore: bucket width %d must be positive", width)
+	if width <= 0 || width > MaxWidth {
+		return nil, fmt.Errorf("timerstore: bucket width %d ms is not in [1, %d]", width, int64(MaxWidth))
 	}
 	if err := fs.MkdirAll(dir); err != nil {
 		return nil, err
@@ -107,7 +169,7 @@ func Open(fs vfs.FS, dir string, width int64) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{fs: fs, dir: dir, width: width, buf: map[int64][]byte{}, sizes: map[int64]int64{}, dirty: map[int64]bool{}, inflight: map[int64][]pendingWrite{}}
+	s := &Store{fs: fs, dir: dir, width: width, buf: map[int64][]byte{}, sizes: map[int64]int64{}, dirty: map[int64]bool{}, inflight: map[int64][]pendingWrite{}, removing: map[int64]bool{}}
 	for _, n := range names {
 		if !strings.HasSuffix(n, ".tb") {
 			continue
@@ -147,12 +209,13 @@ func (s *Store) BucketOf(t int64) int64 {
 // durable after Sync.
 func (s *Store) Add(e Entry) error {
 	b := s.BucketOf(e.Due)
+	delete(s.removing, b)
 	if _, ok := s.sizes[b]; !ok {
 		s.sizes[b] = 0
 		heap.Push(&s.order, b)
 	}
 	var tmp [EntrySize]byte
-	e.put(tmp[:])
+	e.put(tmp[:], b)
 	s.buf[b] = append(s.buf[b], tmp[:]...)
 	s.bufBytes += EntrySize
 	if s.bufBytes >= FlushThreshold {
@@ -360,26 +423,26 @@ func (s *Store) NextBucket(from int64) (int64, bool) {
 }
 
 // Load returns the entries of the bucket starting at b, without duplicate
-// (due, pos) pairs, in due order. Torn trailing entries are ignored.
+// (due, pos) pairs, in due order. An entry that fails its check, or a file
+// missing or shorter than what was written to it, is an ErrCorrupt: after
+// Trim every byte of a file was either vouched for by the checkpoint or
+// written by this process, so nothing in it may be torn.
 func (s *Store) Load(b int64) ([]Entry, error) {
 	size, ok := s.sizes[b]
 	if !ok {
 		return nil, nil
 	}
 	data := make([]byte, size)
-	if size > 0 {
-		// The file may be shorter than size, or not exist yet, while a sync
-		// job writes it: those bytes come from inflight below.
-		f, err := s.fs.Open(s.name(b))
-		if err != nil && !vfs.IsNotExist(err) {
+	// From lo on, the bytes may still be in a sync job's hands: the file
+	// may be shorter there, or not exist yet when lo is 0. The job's writes
+	// are contiguous up to size, so inflight supplies all of them.
+	lo := size
+	for _, w := range s.inflight[b] {
+		lo = min(lo, w.off)
+	}
+	if lo > 0 {
+		if err := readFile(s.fs, s.name(b), lo, data[:lo], func(int64, []byte) error { return nil }); err != nil {
 			return nil, err
-		}
-		if err == nil {
-			n, err := f.ReadAt(data, 0)
-			f.Close()
-			if err != nil && err != io.EOF && n < len(data) {
-				return nil, err
-			}
 		}
 	}
 	for _, w := range s.inflight[b] {
@@ -393,16 +456,9 @@ func (s *Store) Load(b int64) ([]Entry, error) {
 	seen := make(map[key]bool, len(data)/EntrySize)
 	out := make([]Entry, 0, len(data)/EntrySize)
 	for off := 0; off+EntrySize <= len(data); off += EntrySize {
-		r := data[off : off+EntrySize]
-		if checkByte(r[:23]) != r[23] {
-			continue
-		}
-		e := Entry{
-			Due:   int64(binary.LittleEndian.Uint64(r[0:])),
-			Pos:   binary.LittleEndian.Uint64(r[8:]),
-			Topic: binary.LittleEndian.Uint32(r[16:]),
-			Queue: binary.LittleEndian.Uint16(r[20:]),
-			Kind:  r[22],
+		e, ok := decode(data[off:off+EntrySize], b, s.width)
+		if !ok {
+			return nil, corrupt(s.name(b), int64(off), "entry fails its check")
 		}
 		k := key{e.Due, e.Pos}
 		if seen[k] {
@@ -415,9 +471,141 @@ func (s *Store) Load(b int64) ([]Entry, error) {
 	return out, nil
 }
 
-// Remove deletes every bucket that ends at or before t. The engine calls it
-// only for buckets its latest durable checkpoint no longer needs.
+// readFile reads the first length bytes of the file name through buf, in
+// chunks of len(buf) bytes (a multiple of EntrySize), and hands each to fn
+// with its offset. A missing file or one shorter than length is an
+// ErrCorrupt; any other error is returned as it is.
+func readFile(fs vfs.FS, name string, length int64, buf []byte, fn func(off int64, p []byte) error) error {
+	f, err := fs.Open(name)
+	if vfs.IsNotExist(err) {
+		return corrupt(name, 0, fmt.Sprintf("file is missing, expected %d bytes", length))
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return err
+	}
+	if size < length {
+		return corrupt(name, size, fmt.Sprintf("file ends here, expected %d bytes", length))
+	}
+	for off := int64(0); off < length; {
+		p := buf[:min(int64(len(buf)), length-off)]
+		if n, err := f.ReadAt(p, off); n < len(p) {
+			if err == io.EOF {
+				return corrupt(name, off+int64(n), fmt.Sprintf("file ends here, expected %d bytes", length))
+			}
+			return err
+		}
+		if err := fn(off, p); err != nil {
+			return err
+		}
+		off += int64(len(p))
+	}
+	return nil
+}
+
+// verifyChunk is how many bytes Verify reads at a time: a whole number of
+// entries, large enough that a bucket is a few reads.
+const verifyChunk = EntrySize * 43690
+
+// Verify reads every bucket file keep names up to its recorded length and
+// checks every entry, so that recovery finds damage before it trusts the
+// files rather than when a bucket falls due. It fails with ErrCorrupt, naming
+// the file and offset, on the first bad entry, a file missing or shorter
+// than recorded, or a recorded length that is not a whole number of entries.
+// It only reads; call it after Trim, before Load.
+func (s *Store) Verify(keep map[int64]int64) error {
+	buf := make([]byte, verifyChunk)
+	for _, b := range sortedStarts(keep) {
+		name, k := s.name(b), keep[b]
+		if err := s.checkRecorded(b, k); err != nil {
+			return err
+		}
+		err := readFile(s.fs, name, k, buf, func(off int64, p []byte) error {
+			for i := 0; i < len(p); i += EntrySize {
+				if _, ok := decode(p[i:i+EntrySize], b, s.width); !ok {
+					return corrupt(name, off+int64(i), "entry fails its check")
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkRecorded rejects a recorded length that no sequence of writes could
+// have produced.
+func (s *Store) checkRecorded(b, k int64) error {
+	if k < 0 || k%EntrySize != 0 {
+		return corrupt(s.name(b), 0, fmt.Sprintf("the checkpoint recorded %d bytes, not a whole number of %d-byte entries", k, EntrySize))
+	}
+	return nil
+}
+
+// sortedStarts returns the bucket starts of m in order, so that errors and
+// file operations do not depend on map order.
+func sortedStarts(m map[int64]int64) []int64 {
+	out := make([]int64, 0, len(m))
+	for b := range m {
+		out = append(out, b)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Reset removes every bucket file, including ones this Store does not know,
+// and forgets every entry, buffered ones too: the engine calls it when
+// Trim or Verify finds the cache damaged, and then re-adds every pending
+// timer from a scan of the log. No sync job may be outstanding. The memory
+// state is cleared first, so that after a failed removal a leftover file is
+// one no checkpoint records: a later Add recreates it from empty, and the
+// next recovery's Trim removes it.
+func (s *Store) Reset() error {
+	clear(s.buf)
+	s.bufBytes = 0
+	clear(s.sizes)
+	clear(s.dirty)
+	clear(s.inflight)
+	clear(s.removing)
+	s.order = s.order[:0]
+	names, err := s.fs.List(s.dir)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if !strings.HasSuffix(n, ".tb") {
+			continue
+		}
+		if err := s.fs.Remove(path.Join(s.dir, n)); err != nil && !vfs.IsNotExist(err) {
+			return err
+		}
+	}
+	return s.fs.SyncDir(s.dir)
+}
+
+// Remove forgets every bucket that ends at or before t and returns how
+// many it forgot. The engine calls it only for buckets its latest durable
+// checkpoint no longer needs, after each checkpoint.
+//
+// The files go in two steps: a bucket Remove forgets is no longer in Sizes,
+// and its file is deleted by the next call of Remove, which comes after the
+// next durable checkpoint, one that no longer records it. Deleting at once
+// would leave the latest checkpoint recording a file that is gone, which
+// Trim rightly refuses after a crash. An Add to a forgotten bucket before
+// then keeps its file: the bucket starts again from empty.
 func (s *Store) Remove(t int64) (int, error) {
+	for b := range s.removing {
+		if err := s.fs.Remove(s.name(b)); err != nil && !vfs.IsNotExist(err) {
+			return 0, err
+		}
+		delete(s.removing, b)
+	}
 	n := 0
 	for b := range s.sizes {
 		if b+s.width > t {
@@ -427,10 +615,8 @@ func (s *Store) Remove(t int64) (int, error) {
 			s.bufBytes -= len(s.buf[b])
 			delete(s.buf, b)
 		}
-		if s.sizes[b] > 0 || s.dirty[b] {
-			if err := s.fs.Remove(s.name(b)); err != nil && !vfs.IsNotExist(err) {
-				return n, err
-			}
+		if s.sizes[b] > 0 || s.dirty[b] || len(s.inflight[b]) > 0 {
+			s.removing[b] = true
 		}
 		delete(s.sizes, b)
 		delete(s.dirty, b)
@@ -479,7 +665,32 @@ func (s *Store) Sizes() map[int64]int64 {
 // log is the only source of later entries. Without it, an entry written
 // after the checkpoint could point at a record that a power loss took away
 // under async flush, and whose position a new record reuses.
+//
+// A bucket keep records whose file is missing or shorter than recorded is
+// damage, not a torn write (the checkpoint is written only after the files
+// are synced): Trim then fails with ErrCorrupt before it changes anything.
+// keep must therefore list only the buckets recovery needs; one the engine
+// may have removed after the checkpoint (Remove of buckets wholly before
+// its frontier) must be left out of it. Trim checks lengths only; Verify
+// checks the entries.
 func (s *Store) Trim(keep map[int64]int64) error {
+	starts := sortedStarts(keep)
+	for _, b := range starts {
+		k := keep[b]
+		if err := s.checkRecorded(b, k); err != nil {
+			return err
+		}
+		if k == 0 {
+			continue
+		}
+		size, ok := s.sizes[b]
+		if !ok {
+			return corrupt(s.name(b), 0, fmt.Sprintf("file is missing, the checkpoint recorded %d bytes", k))
+		}
+		if size < k {
+			return corrupt(s.name(b), size, fmt.Sprintf("file ends here, the checkpoint recorded %d bytes", k))
+		}
+	}
 	for b, size := range s.sizes {
 		k := keep[b]
 		if k >= size {

@@ -57,23 +57,6 @@ func TestAddLoadDedupeAndReopen(t *testing.T) {
 	}
 }
 
-func TestTornEntryIgnored(t *testing.T) {
-	fs := vfs.NewMem()
-	s, _ := Open(fs, "timers", 1000)
-	s.Add(Entry{Due: 10, Pos: 1, Kind: 1})
-	s.Add(Entry{Due: 20, Pos: 2, Kind: 1})
-	if err := s.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	f, _ := fs.Open("timers/0.tb")
-	f.WriteAt([]byte{0xff}, EntrySize+3) // corrupt the second entry
-	f.Close()
-	got, err := s.Load(0)
-	if err != nil || len(got) != 1 || got[0].Pos != 1 {
-		t.Fatalf("corrupt entry not dropped: %+v %v", got, err)
-	}
-}
-
 func TestBucketOfNegative(t *testing.T) {
 	s, _ := Open(vfs.NewMem(), "t", 1000)
 	for _, c := range [][2]int64{{0, 0}, {999, 0}, {1000, 1000}, {-1, -1000}, {-1000, -1000}} {
