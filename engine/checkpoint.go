@@ -432,6 +432,9 @@ func (e *Engine) recover() error {
 		return fmt.Errorf("replay from %d: %w", st.LogPos, err)
 	}
 	e.recL, e.recF = st.LogPos, st.Frontier
+	// The broker clock must not run backwards across the restart: raise it
+	// to the latest time the durable state shows it had reached.
+	e.clock.Raise(max(st.Written, st.Frontier, e.replayHWM))
 	start := st.Frontier
 	if minDue-1 < start {
 		start = minDue - 1
@@ -516,6 +519,7 @@ func (e *Engine) replayLocked(pos uint64, rec commitlog.Record, minDue *int64) e
 		}
 		e.applyMessageLocked(pos, s, t)
 		*minDue = min(*minDue, s.Due)
+		e.replayHWM = max(e.replayHWM, s.Sent)
 	case recCancel, recReschedule:
 		p, due, err := decodePos(rec.Payload)
 		if err != nil {
@@ -554,6 +558,7 @@ func (e *Engine) replayLocked(pos uint64, rec commitlog.Record, minDue *int64) e
 			}
 		}
 		e.applyFireLocked(visible, es, false)
+		e.replayHWM = max(e.replayHWM, visible)
 	case recMoved:
 		if len(rec.Payload) < 8 {
 			return errBadPayload

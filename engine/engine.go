@@ -36,7 +36,7 @@
 // # Locks
 //
 // ckptMu (one checkpoint at a time) before gate (RWMutex) before mu
-// (Mutex) before timeMu. Appenders hold gate shared from before their append
+// (Mutex). Appenders hold gate shared from before their append
 // until their effect is applied under mu; the checkpoint holds gate
 // exclusively while it captures state. Methods named ...Locked expect mu
 // held.
@@ -53,6 +53,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hourglass-mq/hourglass/clock"
 	"github.com/hourglass-mq/hourglass/commitlog"
 	"github.com/hourglass-mq/hourglass/errs"
 	"github.com/hourglass-mq/hourglass/queueindex"
@@ -152,6 +153,7 @@ type Engine struct {
 	recF            int64
 	firedSince      map[uint64]bool
 	firedSinceTo    int64
+	replayHWM       int64 // latest broker time a replayed record carries
 	visibleCh       chan struct{}     // closed and replaced when messages become visible
 	groups          map[string]*group // by topic + "\x00" + name
 	groupsByID      map[uint32]*group
@@ -161,10 +163,10 @@ type Engine struct {
 	deadLetterAfter int64        // no dead-lettering before this (after a failure)
 	closed          bool
 
-	timeMu   sync.Mutex
-	lastWall int64
-	lastMono time.Duration
-	brokerT  int64
+	// clock is the broker clock: wall-clock time that never runs
+	// backwards, across restarts too (recovery raises it to the durable
+	// high-water mark before anything reads it).
+	clock *clock.Broker
 
 	kick     chan struct{}
 	done     chan struct{}
@@ -331,35 +333,22 @@ func (e *Engine) unavailableLocked() error {
 	return nil
 }
 
-// initClock anchors the broker clock at the wall clock.
+// initClock starts the broker clock at the wall clock; recovery raises it
+// to the durable high-water mark.
 func (e *Engine) initClock() {
-	e.lastWall = e.opts.Clock.Now().UnixMilli()
-	e.lastMono = e.opts.Clock.Since()
-	e.brokerT = e.lastWall
+	e.clock = clock.NewBroker(e.opts.Clock, e.opts.ClockJumpThreshold, func(by time.Duration) {
+		e.stats.ClockJumps.Add(1)
+		e.log.Warn("wall clock jumped", "by", by)
+	})
 }
 
 // Now returns the broker's time in Unix milliseconds. It follows the wall
-// clock but never runs backwards: after a backward step it holds still
-// until the wall clock catches up, so nothing becomes visible early; a
-// forward step makes what it skipped due at once, at the dispatch rate.
-// Steps larger than ClockJumpThreshold relative to the monotonic clock are
-// logged and counted.
-func (e *Engine) Now() int64 {
-	wall := e.opts.Clock.Now().UnixMilli()
-	mono := e.opts.Clock.Since()
-	e.timeMu.Lock()
-	defer e.timeMu.Unlock()
-	expect := e.lastWall + (mono - e.lastMono).Milliseconds()
-	if d := wall - expect; d > e.opts.ClockJumpThreshold.Milliseconds() || -d > e.opts.ClockJumpThreshold.Milliseconds() {
-		e.stats.ClockJumps.Add(1)
-		e.log.Warn("wall clock jumped", "by", time.Duration(d)*time.Millisecond)
-	}
-	e.lastWall, e.lastMono = wall, mono
-	if wall > e.brokerT {
-		e.brokerT = wall
-	}
-	return e.brokerT
-}
+// clock but never runs backwards, across restarts too: after a backward
+// step it holds still until the wall clock catches up, so nothing becomes
+// visible early; a forward step makes what it skipped due at once, at the
+// dispatch rate. Steps larger than ClockJumpThreshold relative to the
+// monotonic clock are logged and counted.
+func (e *Engine) Now() int64 { return e.clock.Now() }
 
 // kickLoop wakes the dispatch loop without blocking.
 func (e *Engine) kickLoop() {
