@@ -153,7 +153,7 @@ type Engine struct {
 	recF            int64
 	firedSince      map[uint64]bool
 	firedSinceTo    int64
-	replayHWM       int64 // latest broker time a replayed record carries
+	replayHWM       int64             // latest broker time a replayed record carries
 	visibleCh       chan struct{}     // closed and replaced when messages become visible
 	groups          map[string]*group // by topic + "\x00" + name
 	groupsByID      map[uint32]*group
