@@ -542,9 +542,12 @@ func (e *Engine) replayLocked(pos uint64, rec commitlog.Record, minDue *int64) e
 			}
 			return nil
 		}
+		t := e.topicsByName[s.Topic]
+		if t == nil {
+			return fmt.Errorf("reschedule at %d of %d names unknown topic %q", pos, p, s.Topic)
+		}
 		ov.Due = due
 		*minDue = min(*minDue, due)
-		t := e.topicsByName[s.Topic]
 		e.addTimerLocked(timerRef{pos: p, due: due, topic: t.id, queue: uint16(s.Queue)})
 	case recFire:
 		visible, es, err := decodeFire(rec.Payload)

@@ -56,6 +56,7 @@ import (
 	"github.com/hourglass-mq/hourglass/clock"
 	"github.com/hourglass-mq/hourglass/commitlog"
 	"github.com/hourglass-mq/hourglass/errs"
+	"github.com/hourglass-mq/hourglass/message"
 	"github.com/hourglass-mq/hourglass/queueindex"
 	"github.com/hourglass-mq/hourglass/timerstore"
 	"github.com/hourglass-mq/hourglass/timewheel"
@@ -115,7 +116,13 @@ type Engine struct {
 	log    *slog.Logger
 	fs     vfs.FS
 	clog   *commitlog.Log
-	incarn uint32
+	incarn uint32 // fingerprint of the directory's identity, in the checkpoint
+	// seal makes and checks message IDs with the directory's secret;
+	// receipts seals lease receipts with a key drawn per process, so that a
+	// receipt of an earlier process (leases are not durable) never matches.
+	seal     *message.Sealer
+	receipts *message.Sealer
+	nonce    atomic.Uint64 // the last nonce given to a message
 	stats  *Stats
 
 	ckptMu sync.Mutex // serialises checkpoints; taken before gate
@@ -211,8 +218,11 @@ func Open(opts Options) (*Engine, error) {
 	if err := e.fs.MkdirAll(path.Join(opts.Dir, "queues")); err != nil {
 		return nil, err
 	}
-	var err error
-	if e.incarn, err = loadIncarnation(e.fs, opts.Dir); err != nil {
+	id, err := loadIdentity(e.fs, opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.initSeals(id); err != nil {
 		return nil, err
 	}
 	e.clog, err = commitlog.Open(commitlog.Options{
@@ -245,30 +255,26 @@ func Open(opts Options) (*Engine, error) {
 	return e, nil
 }
 
-// loadIncarnation reads the data directory's random incarnation number,
-// drawing and durably storing one for a new directory. It makes IDs of a
-// wiped or foreign directory unrecognised rather than aliased.
-func loadIncarnation(fs vfs.FS, dir string) (uint32, error) {
-	name := path.Join(dir, "INCARNATION")
-	if f, err := fs.Open(name); err == nil {
-		var b [4]byte
-		_, err := f.ReadAt(b[:], 0)
-		f.Close()
-		if err != nil {
-			return 0, fmt.Errorf("engine: read %s: %w", name, err)
-		}
-		return binary.LittleEndian.Uint32(b[:]), nil
-	} else if !vfs.IsNotExist(err) {
-		return 0, err
+// initSeals sets up the sealers of IDs and receipts and the nonce
+// sequence. Nonces start at a random point in every process: after a power
+// loss reuses a log position, the new record's nonce differs from the lost
+// one's (with probability 1 - 2^-64), so the lost message's ID does not
+// verify against it.
+func (e *Engine) initSeals(id *identity) error {
+	var err error
+	if e.seal, err = message.NewSealer(id.key[:]); err != nil {
+		return err
 	}
-	var b [4]byte
+	var b [message.SealKeySize + 8]byte
 	if _, err := rand.Read(b[:]); err != nil {
-		return 0, err
+		return err
 	}
-	if err := writeFileAtomic(fs, dir, "INCARNATION", b[:]); err != nil {
-		return 0, err
+	if e.receipts, err = message.NewSealer(b[:message.SealKeySize]); err != nil {
+		return err
 	}
-	return binary.LittleEndian.Uint32(b[:]), nil
+	e.nonce.Store(binary.LittleEndian.Uint64(b[message.SealKeySize:]))
+	e.incarn = id.dirTag()
+	return nil
 }
 
 // writeFileAtomic replaces dir/name with data: temp file, sync, rename,
