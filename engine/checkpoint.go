@@ -649,7 +649,7 @@ func (e *Engine) openKeys(keep int64) error {
 		}
 		for i := int64(0); i+16 <= n; i += 16 {
 			h, p := getU64(buf[i:]), getU64(buf[i+8:])
-			if e.physLocked(p) >= start {
+			if cur, ok := e.keys[h]; e.physLocked(p) >= start && (!ok || p > cur) {
 				e.keys[h] = p
 			}
 		}

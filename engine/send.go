@@ -200,8 +200,15 @@ func (e *Engine) scheduleLocked(ref timerRef) {
 	e.near[ref.pos] = t
 }
 
+// addKeyLocked records that the message at pos carries key hash h. The
+// latest message of a key is the one latest in the log, i.e. at the
+// greatest position: concurrent senders apply in lock order, which is not
+// log order, so the index keeps the greatest position rather than the last
+// one applied, live and at replay alike.
 func (e *Engine) addKeyLocked(h, pos uint64) {
-	e.keys[h] = pos
+	if cur, ok := e.keys[h]; !ok || pos > cur {
+		e.keys[h] = pos
+	}
 	var b [16]byte
 	putU64(b[:], h)
 	putU64(b[8:], pos)
