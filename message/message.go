@@ -91,27 +91,57 @@ func (l Limits) Defaults() Limits {
 const MaxTopicLen = 200
 
 // ValidateTopic checks a topic name: 1 to 200 characters of letters, digits,
-// '-', '_', '.' and '%' (the set RocketMQ allows, so names carry over).
-func ValidateTopic(name string) error {
+// '-', '_', '.' and '%' (the set RocketMQ allows, so names carry over),
+// except "." and "..", which name directories, not topics (a client can
+// send them percent-encoded, past HTTP path cleaning).
+func ValidateTopic(name string) error { return ValidateName("topic", name) }
+
+// ValidateName checks a topic or consumer-group name by the rules of
+// ValidateTopic; kind ("topic", "group") names the field in the error.
+func ValidateName(kind, name string) error {
 	if name == "" {
-		return errs.New(errs.InvalidArgument, "topic is required")
+		return errs.New(errs.InvalidArgument, "%s is required", kind)
+	}
+	if !utf8.ValidString(name) {
+		return errs.New(errs.InvalidArgument, "%s %q is not valid UTF-8", kind, name)
 	}
 	if len(name) > MaxTopicLen {
-		return errs.New(errs.InvalidArgument, "topic %.20q... is %d bytes long; the limit is %d", name, len(name), MaxTopicLen)
+		return errs.New(errs.InvalidArgument, "%s %.20q... is %d bytes long; the limit is %d", kind, name, len(name), MaxTopicLen)
+	}
+	if name == "." || name == ".." {
+		return errs.New(errs.InvalidArgument, "%s %q is reserved; a name must not be \".\" or \"..\"", kind, name)
 	}
 	for _, r := range name {
 		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.%", r)
 		if !ok {
-			return errs.New(errs.InvalidArgument, "topic %q has the character %q; allowed are letters, digits, '-', '_', '.', '%%'", name, r)
+			return errs.New(errs.InvalidArgument, "%s %q has the character %q; allowed are letters, digits, '-', '_', '.', '%%'", kind, name, r)
 		}
 	}
 	return nil
 }
 
-// Validate checks m against l (l must have had Defaults applied).
+// Validate checks m against l (l must have had Defaults applied). Every
+// string field must be valid UTF-8: the Go library refuses what the HTTP
+// layer refuses, so no path stores text that reads back altered.
 func (l Limits) Validate(m *Message) error {
 	if err := ValidateTopic(m.Topic); err != nil {
 		return err
+	}
+	for _, f := range []struct{ name, v string }{{"key", m.Key}, {"tag", m.Tag}, {"group", m.Group}} {
+		if !utf8.ValidString(f.v) {
+			return errs.New(errs.InvalidArgument, "%s %q is not valid UTF-8", f.name, f.v)
+		}
+	}
+	for k, v := range m.Properties {
+		if !utf8.ValidString(k) {
+			return errs.New(errs.InvalidArgument, "property name %q is not valid UTF-8", k)
+		}
+		if !utf8.ValidString(v) {
+			return errs.New(errs.InvalidArgument, "value of property %q is not valid UTF-8", k)
+		}
+		if k == "" {
+			return errs.New(errs.InvalidArgument, "property name must not be empty")
+		}
 	}
 	if len(m.Body) > l.MaxBodyBytes {
 		return errs.New(errs.TooLarge, "body is %d bytes; the limit is %d bytes", len(m.Body), l.MaxBodyBytes)
@@ -121,21 +151,12 @@ func (l Limits) Validate(m *Message) error {
 	}
 	header := len(m.Key) + len(m.Tag) + len(m.Group)
 	for k, v := range m.Properties {
-		if k == "" {
-			return errs.New(errs.InvalidArgument, "property name must not be empty")
-		}
-		if !utf8.ValidString(k) || !utf8.ValidString(v) {
-			return errs.New(errs.InvalidArgument, "property %q is not valid UTF-8", k)
-		}
 		header += len(k) + len(v)
 	}
 	if header > l.MaxHeaderBytes {
 		return errs.New(errs.TooLarge, "key, tag, group and properties take %d bytes; the limit is %d", header, l.MaxHeaderBytes)
 	}
 	for _, f := range []struct{ name, v string }{{"key", m.Key}, {"tag", m.Tag}, {"group", m.Group}} {
-		if !utf8.ValidString(f.v) {
-			return errs.New(errs.InvalidArgument, "%s is not valid UTF-8", f.name)
-		}
 		if len(f.v) > 0xffff {
 			return errs.New(errs.TooLarge, "%s is %d bytes; the limit is 65535", f.name, len(f.v))
 		}
@@ -162,25 +183,38 @@ func (l Limits) DueAt(w When, now int64) (int64, error) {
 		if w.Level < 1 || w.Level > len(l.DelayLevels) {
 			return 0, errs.New(errs.InvalidArgument, "delay level %d does not exist; levels are 1 to %d", w.Level, len(l.DelayLevels))
 		}
-		due = now + l.DelayLevels[w.Level-1].Milliseconds()
+		due = now + ceilMillis(l.DelayLevels[w.Level-1])
 	case w.Delay < 0:
 		return 0, errs.New(errs.InvalidArgument, "delay %v is negative", w.Delay)
 	case w.Delay > 0:
 		if w.Delay > l.MaxDelay {
 			return 0, errs.New(errs.InvalidArgument, "delay %v is beyond the maximum delay of %v", w.Delay, l.MaxDelay)
 		}
-		due = now + w.Delay.Milliseconds()
+		// Rounded up: a sub-millisecond remainder must not make the
+		// message due before the delay has passed.
+		due = now + ceilMillis(w.Delay)
 	case w.At < 0:
 		return 0, errs.New(errs.InvalidArgument, "at %d is negative; it is Unix time in milliseconds", w.At)
 	case w.At > 0:
 		due = w.At
-		if due > now+l.MaxDelay.Milliseconds() {
-			return 0, errs.New(errs.InvalidArgument, "at %s is %v ahead, beyond the maximum delay of %v",
-				time.UnixMilli(due).UTC().Format(time.RFC3339Nano), time.Duration(due-now)*time.Millisecond, l.MaxDelay)
+		if latest := now + l.MaxDelay.Milliseconds(); due > latest {
+			// No duration is computed from due: due-now can overflow
+			// time.Duration and print as negative.
+			return 0, errs.New(errs.InvalidArgument, "at %d is beyond the maximum delay of %v; the latest accepted now is %d (%s)",
+				w.At, l.MaxDelay, latest, time.UnixMilli(latest).UTC().Format(time.RFC3339Nano))
 		}
 	}
 	if due < now {
 		due = now
 	}
 	return due, nil
+}
+
+// ceilMillis is d in whole milliseconds, rounded up.
+func ceilMillis(d time.Duration) int64 {
+	ms := d.Milliseconds()
+	if d > time.Duration(ms)*time.Millisecond {
+		ms++
+	}
+	return ms
 }

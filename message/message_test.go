@@ -1,7 +1,9 @@
 package message
 
 import (
+	"math"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -49,6 +51,9 @@ func FuzzDecode(f *testing.F) {
 	})
 }
 
+// negativeNumber finds a negative number or duration in a text.
+var negativeNumber = regexp.MustCompile(`(^|[ (])-[0-9]`)
+
 func TestDueAt(t *testing.T) {
 	l := Limits{}.Defaults()
 	now := int64(1_000_000_000)
@@ -71,11 +76,20 @@ func TestDueAt(t *testing.T) {
 		{When{Delay: -1}, 0, errs.InvalidArgument, "negative"},
 		{When{At: -1}, 0, errs.InvalidArgument, "negative"},
 		{When{Delay: 1, At: 1}, 0, errs.InvalidArgument, "at most one"},
+		// A sub-millisecond remainder rounds up, never early.
+		{When{Delay: 1500 * time.Microsecond}, now + 2, "", ""},
+		{When{Delay: time.Nanosecond}, now + 1, "", ""},
+		// at so large that at-now overflows a time.Duration.
+		{When{At: math.MaxInt64}, 0, errs.InvalidArgument, "at 9223372036854775807 is beyond the maximum delay of 9600h0m0s"},
+		{When{At: math.MaxInt64 / 1000}, 0, errs.InvalidArgument, "beyond the maximum delay"},
 	}
 	for _, c := range cases {
 		due, err := l.DueAt(c.w, now)
 		if errs.CodeOf(err) != c.code || (c.code == "" && due != c.due) || (c.msg != "" && !strings.Contains(err.Error(), c.msg)) {
 			t.Errorf("%+v: got %d, %v; want %d, code %q containing %q", c.w, due, err, c.due, c.code, c.msg)
+		}
+		if err != nil && negativeNumber.MatchString(err.Error()) && c.w.At >= 0 && c.w.Delay >= 0 && c.w.Level >= 0 {
+			t.Errorf("%+v: error %q has a minus sign (a negative duration?)", c.w, err)
 		}
 	}
 }
@@ -95,10 +109,37 @@ func TestValidate(t *testing.T) {
 		{Message{Topic: "ok", Properties: map[string]string{"": "1"}}, errs.InvalidArgument},
 		{Message{Topic: "ok", Key: "123456789"}, errs.TooLarge},
 		{Message{Topic: "ok", Key: "\xff"}, errs.InvalidArgument},
+		{Message{Topic: "ok", Tag: "a\xc3"}, errs.InvalidArgument},
+		{Message{Topic: "ok", Group: "\xed\xa0\x80"}, errs.InvalidArgument}, // an encoded surrogate
+		{Message{Topic: "ok", Properties: map[string]string{"\xfe": "v"}}, errs.InvalidArgument},
+		{Message{Topic: "ok", Properties: map[string]string{"k": "\xfe"}}, errs.InvalidArgument},
+		{Message{Topic: "o\xffk"}, errs.InvalidArgument},
+		{Message{Topic: "."}, errs.InvalidArgument},
+		{Message{Topic: ".."}, errs.InvalidArgument},
+		{Message{Topic: "..."}, ""},
+		{Message{Topic: ".a"}, ""},
+		// Invalid UTF-8 is named as such, even where a size limit is also broken.
+		{Message{Topic: "ok", Key: strings.Repeat("\xff", 9)}, errs.InvalidArgument},
 	}
 	for i, c := range cases {
 		if got := errs.CodeOf(l.Validate(&c.m)); got != c.code {
 			t.Errorf("case %d: code %q, want %q", i, got, c.code)
+		}
+	}
+}
+
+func TestValidateNameErrors(t *testing.T) {
+	cases := []struct{ kind, name, want string }{
+		{"topic", "..", `topic ".." is reserved`},
+		{"group", ".", `group "." is reserved`},
+		{"group", "a\xffb", `group "a\xffb" is not valid UTF-8`},
+		{"topic", "", "topic is required"},
+		{"group", "a b", `group "a b" has the character ' '`},
+	}
+	for _, c := range cases {
+		err := ValidateName(c.kind, c.name)
+		if errs.CodeOf(err) != errs.InvalidArgument || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("ValidateName(%q, %q) = %v; want invalid_argument containing %q", c.kind, c.name, err, c.want)
 		}
 	}
 }

@@ -47,9 +47,11 @@ func (o Op) String() string {
 // failing fsync, a rename that does not happen (Inject, FailAfter).
 //
 // A failed operation is not passed to the inner FS at all, so the inner
-// state shows exactly what a caller that saw the error may rely on. Files
-// opened through a Faulty wrap the inner files and are subject to the same
-// faults. Faulty is safe for concurrent use.
+// state shows exactly what a caller that saw the error may rely on, with
+// one exception that is the point of the model: a failed File.Sync does
+// what a failed fsync does on Linux and drops the dirty data it covered
+// (see SetSyncFailure). Files opened through a Faulty wrap the inner files
+// and are subject to the same faults. Faulty is safe for concurrent use.
 type Faulty struct {
 	inner FS
 
@@ -61,6 +63,7 @@ type Faulty struct {
 	mu struct {
 		sync.Mutex
 		hook  func(op Op, name string) error
+		sync  SyncFailure
 		limit int64 // < 0: no limit
 		used  int64 // sum of size over files
 		// files maps the cleaned name of each file opened or created
@@ -68,6 +71,45 @@ type Faulty struct {
 		// the record, so a write through any of them is counted once.
 		files map[string]*fileUsage
 	}
+}
+
+// SyncFailure says what an injected File.Sync failure does to the data the
+// sync was to make durable.
+type SyncFailure uint8
+
+const (
+	// SyncDropsPages is the default and what Linux does: when writeback
+	// of a page fails, the kernel reports the error to fsync and marks the
+	// page clean anyway. Reads in this process still return the new bytes
+	// (page cache), a later Sync succeeds without writing them, and a power
+	// loss reverts them to their last durable content (Mem.Crash). So
+	// retrying a failed fsync proves nothing. The model needs the inner FS
+	// to be a Mem (or a Faulty over one); over the OS the kernel does
+	// whatever it does.
+	SyncDropsPages SyncFailure = iota
+	// SyncKeepsDirty leaves the data dirty, so that a later successful
+	// Sync still makes it durable: the behaviour of some other systems and
+	// of this package before it modelled Linux. It hides the bugs of a
+	// caller that retries a failed fsync; use it only in a test that says
+	// why it needs it.
+	SyncKeepsDirty
+)
+
+// SetSyncFailure sets what an injected Sync failure does to the file's
+// dirty data; the default is SyncDropsPages. A failed SyncDir never drops
+// anything: the directory's entries stay as durable as they were, and the
+// next successful SyncDir makes them durable.
+func (f *Faulty) SetSyncFailure(m SyncFailure) {
+	f.mu.Lock()
+	f.mu.sync = m
+	f.mu.Unlock()
+}
+
+// pageDropper is a file that can model a failed fsync: its dirty pages are
+// marked clean without being made durable. Mem's files implement it, and
+// Faulty's forward it to the file they wrap.
+type pageDropper interface {
+	dropDirtyPages()
 }
 
 // fileUsage is the accounted size of one file. Guarded by Faulty.mu.
@@ -340,12 +382,27 @@ func (ff *faultyFile) growLocked(end int64) {
 // Close closes the inner file; it is never injected.
 func (ff *faultyFile) Close() error { return ff.inner.Close() }
 
-// Sync syncs the inner file unless a fault is injected.
+// Sync syncs the inner file unless a fault is injected. An injected
+// failure drops the inner file's dirty pages under SyncDropsPages.
 func (ff *faultyFile) Sync() error {
 	if err := ff.fs.check(OpSync, ff.name); err != nil {
+		ff.fs.mu.Lock()
+		mode := ff.fs.mu.sync
+		ff.fs.mu.Unlock()
+		if mode == SyncDropsPages {
+			ff.dropDirtyPages()
+		}
 		return err
 	}
 	return ff.inner.Sync()
+}
+
+// dropDirtyPages passes a failed sync's effect on to the inner file, so
+// that a Faulty over a Faulty over a Mem models it too.
+func (ff *faultyFile) dropDirtyPages() {
+	if d, ok := ff.inner.(pageDropper); ok {
+		d.dropDirtyPages()
+	}
 }
 
 // Truncate resizes the inner file unless a fault is injected or growing it

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path"
@@ -30,6 +31,16 @@ import (
 //     the target is synced, the crash image holds the file under both names
 //     (one file, two entries, like a hard link); if only the source is
 //     synced, the file is gone from both.
+//   - A failed fsync drops what it covered, as Linux does (see
+//     Faulty.SetSyncFailure): the kernel marks the pages it could not write
+//     clean, so reads still return the new bytes but a later Sync does not
+//     write them and a power loss reverts them to their last durable
+//     content. Mem tracks this per page of MemPageSize bytes: such "lost"
+//     pages keep their durable content on every later Sync and Crash until
+//     a write or truncate touches them again, which dirties the whole page
+//     (its current bytes, the ones reads return, are then written at the
+//     next Sync). A later Sync does make the file's current length durable,
+//     so lost pages beyond the old durable length come back as zeros.
 //   - Directories are durable as soon as MkdirAll creates them, and cannot be
 //     removed or renamed. This is simpler than requiring a SyncDir of the
 //     parent and loses nothing a test of hourglass needs: the broker creates
@@ -70,7 +81,19 @@ type memNode struct {
 	data   []byte // current content
 	synced []byte // durable content
 	shared bool   // synced aliases data's backing array
+	// lost holds the indexes of the pages (MemPageSize bytes each) that a
+	// failed Sync marked clean without writing: their current bytes are
+	// what reads return, their durable bytes are those of synced (zeros
+	// past its end) whatever later Syncs do. Empty in the common case, so
+	// that Sync stays O(1). A page leaves lost when a write or truncate
+	// touches it (it is dirty again) or when the file no longer reaches it.
+	lost map[int64]struct{}
 }
+
+// MemPageSize is the page size of Mem's failed-sync model: a failed Sync
+// drops whole pages, and a write into a dropped page dirties all of it
+// again, as the page cache does.
+const MemPageSize = 4096
 
 // NewMem returns an empty in-memory FS holding only the roots "." and "/".
 func NewMem() *Mem {
@@ -94,9 +117,75 @@ func (n *memNode) mutateLocked(lo int64) {
 	}
 }
 
+// touchLocked records that bytes [lo, hi) of the current data change: the
+// pages they fall in are dirty again, so none of them stays lost.
+func (n *memNode) touchLocked(lo, hi int64) {
+	if len(n.lost) == 0 || hi <= lo {
+		return
+	}
+	first, last := lo/MemPageSize, (hi-1)/MemPageSize
+	for p := range n.lost {
+		if p >= first && p <= last {
+			delete(n.lost, p)
+		}
+	}
+}
+
+// durableByte returns the durable byte at i: synced's, or zero past its
+// end (a region the file never durably held reads as a hole).
+func (n *memNode) durableByte(i int64) byte {
+	if i < int64(len(n.synced)) {
+		return n.synced[i]
+	}
+	return 0
+}
+
+// writebackLocked returns what writing back every dirty page would leave on
+// disk: the current data, except that lost pages keep their durable bytes.
+// Without lost pages it is the current data itself (not a copy).
+func (n *memNode) writebackLocked() []byte {
+	if len(n.lost) == 0 {
+		return n.data
+	}
+	out := slices.Clone(n.data)
+	for p := range n.lost {
+		lo, hi := p*MemPageSize, min((p+1)*MemPageSize, int64(len(out)))
+		for i := lo; i < hi; i++ {
+			out[i] = n.durableByte(i)
+		}
+	}
+	return out
+}
+
+// dropDirtyLocked is what a failed fsync does: every dirty page (one whose
+// current bytes differ from its durable ones and that is not lost already)
+// is marked clean without being written, so it joins lost. Pages equal to
+// their durable content need no tracking: losing them changes nothing.
+func (n *memNode) dropDirtyLocked() {
+	size := int64(len(n.data))
+	for p := int64(0); p*MemPageSize < size; p++ {
+		if _, ok := n.lost[p]; ok {
+			continue
+		}
+		lo, hi := p*MemPageSize, min((p+1)*MemPageSize, size)
+		for i := lo; i < hi; i++ {
+			if n.data[i] != n.durableByte(i) {
+				if n.lost == nil {
+					n.lost = make(map[int64]struct{})
+				}
+				n.lost[p] = struct{}{}
+				break
+			}
+		}
+	}
+}
+
 // resizeLocked sets the current length to size, zero-filling any growth.
+// The pages between the old and the new end are dirty (the kernel zeroes
+// the tail of a cut page and writes it again).
 func (n *memNode) resizeLocked(size int64) {
 	old := int64(len(n.data))
+	n.touchLocked(min(old, size), max(old, size))
 	if size <= old {
 		n.data = n.data[:size]
 		return
@@ -338,7 +427,8 @@ func (m *Mem) UsedBytes() int64 {
 // run.
 //
 // With a non-nil rng each file additionally keeps a random prefix (possibly
-// empty, possibly all) of its current bytes beyond its durable length: the
+// empty, possibly all) of its current bytes beyond its durable length (with
+// the pages a failed Sync dropped holding zeros instead: see the type): the
 // writes of an append-only file reach the disk in order but may be cut at
 // any byte. Bytes below the durable length are always the durable ones, and
 // no byte is ever made up. Directory entries are not randomized: an unsynced
@@ -350,9 +440,11 @@ func (m *Mem) Crash(rng *rand.Rand) *Mem {
 	image := func(n *memNode) *memNode {
 		data := slices.Clone(n.synced)
 		if rng != nil && len(n.data) > len(n.synced) {
-			extra := len(n.data) - len(n.synced)
+			// Lost pages were marked clean: writeback never sends them.
+			wb := n.writebackLocked()
+			extra := len(wb) - len(n.synced)
 			k := rng.IntN(extra + 1)
-			data = append(data, n.data[len(n.synced):len(n.synced)+k]...)
+			data = append(data, wb[len(n.synced):len(n.synced)+k]...)
 		}
 		return &memNode{data: data, synced: slices.Clone(data)}
 	}
@@ -366,7 +458,7 @@ func (m *Mem) Clone() *Mem {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	clone := func(n *memNode) *memNode {
-		return &memNode{data: slices.Clone(n.data), synced: slices.Clone(n.synced)}
+		return &memNode{data: slices.Clone(n.data), synced: slices.Clone(n.synced), lost: maps.Clone(n.lost)}
 	}
 	return m.copyLocked(func(d *memDir) map[string]*memNode { return d.entries }, clone)
 }
@@ -482,6 +574,7 @@ func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 	if end > int64(len(f.n.data)) {
 		f.n.resizeLocked(end)
 	}
+	f.n.touchLocked(off, end)
 	f.n.mutateLocked(off)
 	copy(f.n.data[off:], p)
 	return len(p), nil
@@ -498,17 +591,33 @@ func (f *memFile) Close() error {
 	return nil
 }
 
-// Sync makes the current data durable. It is O(1): the durable bytes share
-// the current array until one of them is overwritten.
+// Sync makes the current data durable, except the pages a failed Sync
+// dropped (see the type). Without such pages it is O(1): the durable bytes
+// share the current array until one of them is overwritten.
 func (f *memFile) Sync() error {
 	f.m.mu.Lock()
 	defer f.m.mu.Unlock()
 	if err := f.checkLocked("sync"); err != nil {
 		return err
 	}
+	if len(f.n.lost) > 0 {
+		f.n.synced = f.n.writebackLocked()
+		f.n.shared = false
+		return nil
+	}
 	f.n.synced = f.n.data[:len(f.n.data):len(f.n.data)]
 	f.n.shared = true
 	return nil
+}
+
+// dropDirtyPages is called by Faulty instead of Sync when it fails a Sync:
+// the dirty pages are marked clean without being made durable.
+func (f *memFile) dropDirtyPages() {
+	f.m.mu.Lock()
+	defer f.m.mu.Unlock()
+	if !f.closed {
+		f.n.dropDirtyLocked()
+	}
 }
 
 // Truncate cuts or zero-extends the current data.
