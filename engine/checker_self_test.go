@@ -71,12 +71,12 @@ func (f *fakeBroker) logStart() uint64 { return f.start }
 const selfNow = 10000
 
 var (
-	selfA = message.ID{Incarnation: 7, Pos: 100}
-	selfB = message.ID{Incarnation: 7, Pos: 200}
-	selfC = message.ID{Incarnation: 7, Pos: 300}
-	selfD = message.ID{Incarnation: 7, Pos: 400}
-	selfE = message.ID{Incarnation: 7, Pos: 500}
-	selfX = message.ID{Incarnation: 7, Pos: 600} // never sent
+	selfA = message.ID{Tag: 7, Pos: 100}
+	selfB = message.ID{Tag: 7, Pos: 200}
+	selfC = message.ID{Tag: 7, Pos: 300}
+	selfD = message.ID{Tag: 7, Pos: 400}
+	selfE = message.ID{Tag: 7, Pos: 500}
+	selfX = message.ID{Tag: 7, Pos: 600} // never sent
 )
 
 func selfLedger() []event {

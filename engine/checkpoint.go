@@ -432,6 +432,9 @@ func (e *Engine) recover() error {
 		return fmt.Errorf("replay from %d: %w", st.LogPos, err)
 	}
 	e.recL, e.recF = st.LogPos, st.Frontier
+	// The broker clock must not run backwards across the restart: raise it
+	// to the latest time the durable state shows it had reached.
+	e.clock.Raise(max(st.Written, st.Frontier, e.replayHWM))
 	start := st.Frontier
 	if minDue-1 < start {
 		start = minDue - 1
@@ -516,6 +519,7 @@ func (e *Engine) replayLocked(pos uint64, rec commitlog.Record, minDue *int64) e
 		}
 		e.applyMessageLocked(pos, s, t)
 		*minDue = min(*minDue, s.Due)
+		e.replayHWM = max(e.replayHWM, s.Sent)
 	case recCancel, recReschedule:
 		p, due, err := decodePos(rec.Payload)
 		if err != nil {
@@ -538,9 +542,12 @@ func (e *Engine) replayLocked(pos uint64, rec commitlog.Record, minDue *int64) e
 			}
 			return nil
 		}
+		t := e.topicsByName[s.Topic]
+		if t == nil {
+			return fmt.Errorf("reschedule at %d of %d names unknown topic %q", pos, p, s.Topic)
+		}
 		ov.Due = due
 		*minDue = min(*minDue, due)
-		t := e.topicsByName[s.Topic]
 		e.addTimerLocked(timerRef{pos: p, due: due, topic: t.id, queue: uint16(s.Queue)})
 	case recFire:
 		visible, es, err := decodeFire(rec.Payload)
@@ -554,6 +561,7 @@ func (e *Engine) replayLocked(pos uint64, rec commitlog.Record, minDue *int64) e
 			}
 		}
 		e.applyFireLocked(visible, es, false)
+		e.replayHWM = max(e.replayHWM, visible)
 	case recMoved:
 		if len(rec.Payload) < 8 {
 			return errBadPayload
@@ -641,7 +649,7 @@ func (e *Engine) openKeys(keep int64) error {
 		}
 		for i := int64(0); i+16 <= n; i += 16 {
 			h, p := getU64(buf[i:]), getU64(buf[i+8:])
-			if e.physLocked(p) >= start {
+			if cur, ok := e.keys[h]; e.physLocked(p) >= start && (!ok || p > cur) {
 				e.keys[h] = p
 			}
 		}

@@ -142,3 +142,42 @@ func TestClockJumps(t *testing.T) {
 		t.Fatalf("time passing counted %d jumps", n)
 	}
 }
+
+// TestRestartWithClockBehind restarts the broker with the wall clock ten
+// minutes behind the time it had reached (an NTP step during downtime, a VM
+// snapshot restored). The broker clock is persisted: it resumes where it
+// was, so a message sent with a ten-minute delay after the restart is due
+// ten minutes after the old time, not at once.
+func TestRestartWithClockBehind(t *testing.T) {
+	h := newHarness(t, nil)
+	l := &clockLedger{h: h}
+	l.send("b", "before", message.When{Delay: time.Second})
+	l.advance(5 * time.Second)
+	if rep := l.check("before the restart"); rep.Visible != 1 {
+		t.Fatalf("before the restart: %s", rep)
+	}
+	reached := h.e.Now()
+	h.e.Close()
+	h.clk.Jump(-10 * time.Minute)
+	h.open()
+	if got := h.e.Now(); got < reached {
+		t.Fatalf("after a restart 10m behind the broker reads %s, before the %s it had reached", fmtMs(got), fmtMs(reached))
+	}
+	r := l.send("b", "after", message.When{Delay: 10 * time.Minute})
+	if r.Due < reached+600_000 {
+		t.Fatalf("a 10m delay sent after the restart is due %s, before %s", fmtMs(r.Due), fmtMs(reached+600_000))
+	}
+	if rep := l.check("just after the restart"); rep.Visible != 1 || rep.Pending != 1 {
+		t.Fatalf("just after the restart: %s", rep)
+	}
+	// Ten minutes of wall time later the wall clock has only caught up:
+	// the broker clock stood still, the message is still pending.
+	l.advance(10 * time.Minute)
+	if rep := l.check("when the wall clock caught up"); rep.Visible != 1 || rep.Pending != 1 {
+		t.Fatalf("when the wall clock caught up: %s", rep)
+	}
+	l.advance(10*time.Minute + time.Second)
+	if rep := l.check("ten minutes after that"); rep.Visible != 2 {
+		t.Fatalf("ten minutes after that: %s", rep)
+	}
+}

@@ -41,22 +41,37 @@ type Info struct {
 	Properties map[string]string
 }
 
-// readMessage returns the stored message at id, or NotFound.
+// readMessage returns the stored message id names, or NotFound. An ID is
+// honoured only if its tag verifies against the nonce of the record at its
+// position: a made-up, forged, truncated or stale ID, or one aimed at
+// record-shaped bytes inside a body, names nothing. An I/O error is
+// Unavailable, never "not found".
 func (e *Engine) readMessage(id message.ID) (*message.Stored, error) {
-	if id.Incarnation != e.incarn {
-		return nil, errs.New(errs.NotFound, "message %s does not exist (it was not issued by this broker's data directory)", id)
-	}
 	if id.Pos >= uint64(e.clog.Head()) {
 		return nil, errs.New(errs.NotFound, "message %s does not exist", id)
 	}
 	s, _, err := e.readStored(id.Pos)
-	switch {
-	case errors.Is(err, errGone):
-		return nil, errs.New(errs.NotFound, "message %s no longer exists (removed by retention)", id)
-	case err != nil:
+	if err != nil {
+		if errors.Is(err, errGone) {
+			return nil, errs.New(errs.NotFound, "message %s does not exist or was removed by retention", id)
+		}
+		if isNotARecord(err) {
+			return nil, errs.New(errs.NotFound, "message %s does not exist", id)
+		}
+		return nil, errs.Wrap(errs.Unavailable, err, "message %s could not be read", id)
+	}
+	if e.seal.Tag(id.Pos, s.Nonce) != id.Tag {
 		return nil, errs.New(errs.NotFound, "message %s does not exist", id)
 	}
 	return s, nil
+}
+
+// isNotARecord reports whether a read error means "no message record is
+// there" (bytes that do not frame a record, or a record of another type)
+// rather than a failure to read.
+func isNotARecord(err error) bool {
+	return errors.Is(err, commitlog.ErrCorrupt) || errors.Is(err, commitlog.ErrOutOfRange) ||
+		errors.Is(err, errBadPayload) || errors.Is(err, message.ErrBadRecord)
 }
 
 // stateLocked derives the state and effective due time of the message at pos.
@@ -104,10 +119,13 @@ func (e *Engine) LookupKey(topic, key string) (message.ID, error) {
 	pos, ok := e.keys[keyHash(topic, key)]
 	e.mu.Unlock()
 	if ok {
-		id := message.ID{Incarnation: e.incarn, Pos: pos}
 		// Check the record: a 64-bit hash collision must not return another key's message.
-		if s, err := e.readMessage(id); err == nil && s.Topic == topic && s.Key == key {
-			return id, nil
+		s, _, err := e.readStored(pos)
+		switch {
+		case err == nil && s.Topic == topic && s.Key == key:
+			return e.seal.ID(pos, s.Nonce), nil
+		case err != nil && !errors.Is(err, errGone) && !isNotARecord(err):
+			return message.ID{}, errs.Wrap(errs.Unavailable, err, "key %q of topic %q could not be read", key, topic)
 		}
 	}
 	return message.ID{}, errs.New(errs.NotFound, "no message with key %q in topic %q", key, topic)
@@ -161,6 +179,11 @@ func (e *Engine) change(ctx context.Context, id message.ID, w *message.When, ifD
 		e.mu.Unlock()
 		return 0, err
 	}
+	top := e.topicsByName[s.Topic]
+	if top == nil {
+		e.mu.Unlock()
+		return 0, errs.New(errs.NotFound, "message %s does not exist", id)
+	}
 	st, due, vis := e.stateLocked(id.Pos, s)
 	switch st {
 	case StateCancelled:
@@ -208,7 +231,7 @@ func (e *Engine) change(ctx context.Context, id message.ID, w *message.When, ifD
 
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	ref := timerRef{pos: id.Pos, due: due, topic: e.topicsByName[s.Topic].id, queue: uint16(s.Queue)}
+	ref := timerRef{pos: id.Pos, due: due, topic: top.id, queue: uint16(s.Queue)}
 	if aerr != nil {
 		if hadPrev {
 			*ov = prevCopy
@@ -232,10 +255,8 @@ func (e *Engine) change(ctx context.Context, id message.ID, w *message.When, ifD
 		e.segPending[e.segOfLocked(e.physLocked(id.Pos))]--
 		e.stats.Pending.Add(-1)
 		e.stats.Cancelled.Add(1)
-		if t := e.topicsByName[s.Topic]; t != nil {
-			t.pending--
-			t.cancelled++
-		}
+		top.pending--
+		top.cancelled++
 		return 0, nil
 	}
 	ref.due = newDue

@@ -36,7 +36,7 @@
 // # Locks
 //
 // ckptMu (one checkpoint at a time) before gate (RWMutex) before mu
-// (Mutex) before timeMu. Appenders hold gate shared from before their append
+// (Mutex). Appenders hold gate shared from before their append
 // until their effect is applied under mu; the checkpoint holds gate
 // exclusively while it captures state. Methods named ...Locked expect mu
 // held.
@@ -53,8 +53,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hourglass-mq/hourglass/clock"
 	"github.com/hourglass-mq/hourglass/commitlog"
 	"github.com/hourglass-mq/hourglass/errs"
+	"github.com/hourglass-mq/hourglass/message"
 	"github.com/hourglass-mq/hourglass/queueindex"
 	"github.com/hourglass-mq/hourglass/timerstore"
 	"github.com/hourglass-mq/hourglass/timewheel"
@@ -114,7 +116,13 @@ type Engine struct {
 	log    *slog.Logger
 	fs     vfs.FS
 	clog   *commitlog.Log
-	incarn uint32
+	incarn uint32 // fingerprint of the directory's identity, in the checkpoint
+	// seal makes and checks message IDs with the directory's secret;
+	// receipts seals lease receipts with a key drawn per process, so that a
+	// receipt of an earlier process (leases are not durable) never matches.
+	seal     *message.Sealer
+	receipts *message.Sealer
+	nonce    atomic.Uint64 // the last nonce given to a message
 	stats  *Stats
 
 	ckptMu sync.Mutex // serialises checkpoints; taken before gate
@@ -152,6 +160,7 @@ type Engine struct {
 	recF            int64
 	firedSince      map[uint64]bool
 	firedSinceTo    int64
+	replayHWM       int64             // latest broker time a replayed record carries
 	visibleCh       chan struct{}     // closed and replaced when messages become visible
 	groups          map[string]*group // by topic + "\x00" + name
 	groupsByID      map[uint32]*group
@@ -161,10 +170,10 @@ type Engine struct {
 	deadLetterAfter int64        // no dead-lettering before this (after a failure)
 	closed          bool
 
-	timeMu   sync.Mutex
-	lastWall int64
-	lastMono time.Duration
-	brokerT  int64
+	// clock is the broker clock: wall-clock time that never runs
+	// backwards, across restarts too (recovery raises it to the durable
+	// high-water mark before anything reads it).
+	clock *clock.Broker
 
 	kick     chan struct{}
 	done     chan struct{}
@@ -209,8 +218,11 @@ func Open(opts Options) (*Engine, error) {
 	if err := e.fs.MkdirAll(path.Join(opts.Dir, "queues")); err != nil {
 		return nil, err
 	}
-	var err error
-	if e.incarn, err = loadIncarnation(e.fs, opts.Dir); err != nil {
+	id, err := loadIdentity(e.fs, opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.initSeals(id); err != nil {
 		return nil, err
 	}
 	e.clog, err = commitlog.Open(commitlog.Options{
@@ -243,30 +255,26 @@ func Open(opts Options) (*Engine, error) {
 	return e, nil
 }
 
-// loadIncarnation reads the data directory's random incarnation number,
-// drawing and durably storing one for a new directory. It makes IDs of a
-// wiped or foreign directory unrecognised rather than aliased.
-func loadIncarnation(fs vfs.FS, dir string) (uint32, error) {
-	name := path.Join(dir, "INCARNATION")
-	if f, err := fs.Open(name); err == nil {
-		var b [4]byte
-		_, err := f.ReadAt(b[:], 0)
-		f.Close()
-		if err != nil {
-			return 0, fmt.Errorf("engine: read %s: %w", name, err)
-		}
-		return binary.LittleEndian.Uint32(b[:]), nil
-	} else if !vfs.IsNotExist(err) {
-		return 0, err
+// initSeals sets up the sealers of IDs and receipts and the nonce
+// sequence. Nonces start at a random point in every process: after a power
+// loss reuses a log position, the new record's nonce differs from the lost
+// one's (with probability 1 - 2^-64), so the lost message's ID does not
+// verify against it.
+func (e *Engine) initSeals(id *identity) error {
+	var err error
+	if e.seal, err = message.NewSealer(id.key[:]); err != nil {
+		return err
 	}
-	var b [4]byte
+	var b [message.SealKeySize + 8]byte
 	if _, err := rand.Read(b[:]); err != nil {
-		return 0, err
+		return err
 	}
-	if err := writeFileAtomic(fs, dir, "INCARNATION", b[:]); err != nil {
-		return 0, err
+	if e.receipts, err = message.NewSealer(b[:message.SealKeySize]); err != nil {
+		return err
 	}
-	return binary.LittleEndian.Uint32(b[:]), nil
+	e.nonce.Store(binary.LittleEndian.Uint64(b[message.SealKeySize:]))
+	e.incarn = id.dirTag()
+	return nil
 }
 
 // writeFileAtomic replaces dir/name with data: temp file, sync, rename,
@@ -331,35 +339,22 @@ func (e *Engine) unavailableLocked() error {
 	return nil
 }
 
-// initClock anchors the broker clock at the wall clock.
+// initClock starts the broker clock at the wall clock; recovery raises it
+// to the durable high-water mark.
 func (e *Engine) initClock() {
-	e.lastWall = e.opts.Clock.Now().UnixMilli()
-	e.lastMono = e.opts.Clock.Since()
-	e.brokerT = e.lastWall
+	e.clock = clock.NewBroker(e.opts.Clock, e.opts.ClockJumpThreshold, func(by time.Duration) {
+		e.stats.ClockJumps.Add(1)
+		e.log.Warn("wall clock jumped", "by", by)
+	})
 }
 
 // Now returns the broker's time in Unix milliseconds. It follows the wall
-// clock but never runs backwards: after a backward step it holds still
-// until the wall clock catches up, so nothing becomes visible early; a
-// forward step makes what it skipped due at once, at the dispatch rate.
-// Steps larger than ClockJumpThreshold relative to the monotonic clock are
-// logged and counted.
-func (e *Engine) Now() int64 {
-	wall := e.opts.Clock.Now().UnixMilli()
-	mono := e.opts.Clock.Since()
-	e.timeMu.Lock()
-	defer e.timeMu.Unlock()
-	expect := e.lastWall + (mono - e.lastMono).Milliseconds()
-	if d := wall - expect; d > e.opts.ClockJumpThreshold.Milliseconds() || -d > e.opts.ClockJumpThreshold.Milliseconds() {
-		e.stats.ClockJumps.Add(1)
-		e.log.Warn("wall clock jumped", "by", time.Duration(d)*time.Millisecond)
-	}
-	e.lastWall, e.lastMono = wall, mono
-	if wall > e.brokerT {
-		e.brokerT = wall
-	}
-	return e.brokerT
-}
+// clock but never runs backwards, across restarts too: after a backward
+// step it holds still until the wall clock catches up, so nothing becomes
+// visible early; a forward step makes what it skipped due at once, at the
+// dispatch rate. Steps larger than ClockJumpThreshold relative to the
+// monotonic clock are logged and counted.
+func (e *Engine) Now() int64 { return e.clock.Now() }
 
 // kickLoop wakes the dispatch loop without blocking.
 func (e *Engine) kickLoop() {

@@ -248,7 +248,7 @@ func TestInspectByKeyAndUnknownID(t *testing.T) {
 		t.Fatalf("unknown key: %v", err)
 	}
 	foreign := r2.ID
-	foreign.Incarnation++
+	foreign.Tag++
 	if _, err := h.e.Inspect(foreign); !IsNotFound(err) {
 		t.Fatalf("foreign id: %v", err)
 	}

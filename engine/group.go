@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -413,24 +415,37 @@ func (e *Engine) lastAdvanceOrNow() int64 {
 	return max(e.lastAdvance, e.Now())
 }
 
-// deliver reads the handed-out messages and records the attempts.
+// deliver reads the handed-out messages and records the attempts. If a
+// read fails, nothing is handed out: the leases are given back and the
+// caller gets Unavailable; the messages stay where they were for the next
+// receive. Only a record that retention removed is skipped (and marked done).
 func (e *Engine) deliver(g *group, hs []handout) ([]Received, error) {
 	out := make([]Received, 0, len(hs))
 	items := make([]progressItem, 0, len(hs))
 	var gone []handout
 	for _, h := range hs {
 		en, err := g.topic.queues[h.queue].Read(h.offset, 1, h.n)
-		if err != nil || len(en) != 1 {
-			return nil, errs.Wrap(errs.Internal, err, "read queue %s/%d offset %d", g.topic.name, h.queue, h.offset)
+		if err == nil && len(en) != 1 {
+			err = fmt.Errorf("queue entry %d is missing", h.offset)
 		}
-		s, _, _ := e.readStored(en[0].Pos)
-		if s == nil {
-			gone = append(gone, h) // removed by retention
-			continue
+		var s *message.Stored
+		if err == nil {
+			s, _, err = e.readStored(en[0].Pos)
+			if errors.Is(err, errGone) {
+				gone = append(gone, h)
+				continue
+			}
+		}
+		if err != nil {
+			e.mu.Lock()
+			e.giveBackLocked(g, hs)
+			e.mu.Unlock()
+			e.stats.ReadErrors.Add(1)
+			return nil, errs.Wrap(errs.Unavailable, err, "read topic %s queue %d offset %d", g.topic.name, h.queue, h.offset)
 		}
 		out = append(out, Received{
-			Visible: Visible{ID: message.ID{Incarnation: e.incarn, Pos: en[0].Pos}, Offset: h.offset, Due: en[0].Due, Visible: en[0].Visible, Message: s},
-			Receipt: encodeReceipt(h.queue, h.offset, h.seq), Attempt: int(h.attempt), Queue: int(h.queue),
+			Visible: Visible{ID: e.seal.ID(en[0].Pos, s.Nonce), Offset: h.offset, Due: en[0].Due, Visible: en[0].Visible, Message: s},
+			Receipt: e.encodeReceipt(g.id, h.queue, h.offset, h.seq), Attempt: int(h.attempt), Queue: int(h.queue),
 		})
 		items = append(items, progressItem{queue: h.queue, offset: h.offset, attempt: h.attempt})
 	}
@@ -459,31 +474,70 @@ func (e *Engine) deliver(g *group, hs []handout) ([]Received, error) {
 	return out, nil
 }
 
-func encodeReceipt(queue uint16, offset uint64, seq uint32) string {
-	var b [14]byte
+// giveBackLocked undoes a handout that could not be delivered: the leases
+// end, the attempt counts go back, and the offsets are ready again at once.
+func (e *Engine) giveBackLocked(g *group, hs []handout) {
+	for _, h := range hs {
+		gq := g.queues[h.queue]
+		l := gq.leases[h.offset]
+		if l == nil || l.seq != h.seq {
+			continue
+		}
+		e.wheel.Cancel(l.timer)
+		e.free = append(e.free, l.timer)
+		delete(gq.leases, h.offset)
+		if h.attempt <= 1 {
+			delete(gq.attempts, h.offset)
+		} else {
+			gq.attempts[h.offset] = h.attempt - 1
+			g.redelivered--
+		}
+		g.delivered--
+		gq.ready = append(gq.ready, h.offset)
+	}
+}
+
+// A receipt names one lease: queue u16, offset u64, lease sequence u32 and
+// a tag u64 that seals them with the group's id under the process's receipt
+// key, so a receipt cannot be made up or carried over from an earlier
+// process, and sequence numbers never meet an old receipt.
+const receiptLen = 2 + 8 + 4 + 8
+
+func (e *Engine) receiptTag(gid uint32, queue uint16, offset uint64, seq uint32) uint64 {
+	return e.receipts.Tag(offset, uint64(gid)<<32|uint64(seq)^uint64(queue)<<16)
+}
+
+func (e *Engine) encodeReceipt(gid uint32, queue uint16, offset uint64, seq uint32) string {
+	var b [receiptLen]byte
 	binary.BigEndian.PutUint16(b[:], queue)
 	binary.BigEndian.PutUint64(b[2:], offset)
 	binary.BigEndian.PutUint32(b[10:], seq)
+	binary.BigEndian.PutUint64(b[14:], e.receiptTag(gid, queue, offset, seq))
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-func decodeReceipt(s string) (queue uint16, offset uint64, seq uint32, err error) {
+// decodeReceipt parses a receipt of group gid and checks its tag.
+func (e *Engine) decodeReceipt(gid uint32, s string) (queue uint16, offset uint64, seq uint32, err error) {
 	b, derr := base64.RawURLEncoding.DecodeString(s)
-	if derr != nil || len(b) != 14 {
+	if derr != nil || len(b) != receiptLen {
 		return 0, 0, 0, errs.New(errs.InvalidArgument, "receipt %q is malformed", s)
 	}
-	return binary.BigEndian.Uint16(b), binary.BigEndian.Uint64(b[2:]), binary.BigEndian.Uint32(b[10:]), nil
+	queue, offset, seq = binary.BigEndian.Uint16(b), binary.BigEndian.Uint64(b[2:]), binary.BigEndian.Uint32(b[10:])
+	if binary.BigEndian.Uint64(b[14:]) != e.receiptTag(gid, queue, offset, seq) {
+		return 0, 0, 0, errs.New(errs.NotFound, "receipt %q is unknown or its lease has ended", s)
+	}
+	return queue, offset, seq, nil
 }
 
 // leaseLocked finds the live lease a receipt names.
 func (e *Engine) leaseLocked(topic, name, receipt string) (*group, *groupQueue, uint16, uint64, *lease, error) {
-	q, off, seq, err := decodeReceipt(receipt)
-	if err != nil {
-		return nil, nil, 0, 0, nil, err
-	}
 	g := e.groups[groupKey(topic, name)]
 	if g == nil {
 		return nil, nil, 0, 0, nil, errs.New(errs.NotFound, "group %q of topic %q does not exist", name, topic)
+	}
+	q, off, seq, err := e.decodeReceipt(g.id, receipt)
+	if err != nil {
+		return nil, nil, 0, 0, nil, err
 	}
 	if int(q) >= len(g.queues) {
 		return nil, nil, 0, 0, nil, errs.New(errs.NotFound, "receipt %q is unknown", receipt)
@@ -701,10 +755,10 @@ func (e *Engine) moveDeadLetter(j deadLetter) error {
 			props[k] = v
 		}
 		props["hourglass-origin-topic"] = s.Topic
-		props["hourglass-origin-id"] = message.ID{Incarnation: e.incarn, Pos: en[0].Pos}.String()
+		props["hourglass-origin-id"] = e.seal.ID(en[0].Pos, s.Nonce).String()
 		props["hourglass-attempts"] = strconv.Itoa(int(j.attempt))
 		m := message.Message{Topic: dlq.name, Key: s.Key, Tag: s.Tag, Group: s.Group, Properties: props, Body: s.Body}
-		s = &message.Stored{Message: m, Due: e.Now(), Sent: e.Now(), Queue: pickQueue(dlq, &m)}
+		s = &message.Stored{Message: m, Due: e.Now(), Sent: e.Now(), Queue: pickQueue(dlq, &m), Nonce: e.nonce.Add(1)}
 		recs = append(recs, commitlog.Record{Type: recMessage, Payload: message.Encode(nil, s)})
 	}
 	recs = append(recs, encodeProgress(recAck, j.g.id, []progressItem{{queue: j.queue, offset: j.offset}}))

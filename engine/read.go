@@ -68,9 +68,9 @@ func (e *Engine) ReadQueue(topic string, queue int, from uint64, max int) ([]Vis
 			continue
 		}
 		if err != nil {
-			return nil, errs.Wrap(errs.Internal, err, "read message at %d", en.Pos)
+			return nil, errs.Wrap(errs.Unavailable, err, "read message at %d", en.Pos)
 		}
-		out = append(out, Visible{ID: message.ID{Incarnation: e.incarn, Pos: en.Pos}, Offset: from + uint64(i),
+		out = append(out, Visible{ID: e.seal.ID(en.Pos, s.Nonce), Offset: from + uint64(i),
 			Due: en.Due, Visible: en.Visible, Message: s})
 	}
 	return out, nil

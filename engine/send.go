@@ -76,7 +76,7 @@ func (e *Engine) SendBatch(ctx context.Context, reqs []SendRequest) ([]Receipt, 
 		if t.fifo && r.Message.Group == "" {
 			return nil, batchErr(len(reqs), i, errs.New(errs.InvalidArgument, "topic %q is FIFO: a message group is required", t.name))
 		}
-		s := &message.Stored{Message: r.Message, Due: due, Sent: now, Queue: pickQueue(t, &r.Message)}
+		s := &message.Stored{Message: r.Message, Due: due, Sent: now, Queue: pickQueue(t, &r.Message), Nonce: e.nonce.Add(1)}
 		stored[i], tops[i] = s, t
 		recs[i] = commitlog.Record{Type: recMessage, Payload: message.Encode(nil, s)}
 	}
@@ -94,7 +94,7 @@ func (e *Engine) SendBatch(ctx context.Context, reqs []SendRequest) ([]Receipt, 
 	e.mu.Lock()
 	for i, s := range stored {
 		e.applyMessageLocked(uint64(pos[i]), s, tops[i])
-		out[i] = Receipt{ID: message.ID{Incarnation: e.incarn, Pos: uint64(pos[i])}, Topic: s.Topic, Queue: s.Queue, Due: s.Due}
+		out[i] = Receipt{ID: e.seal.ID(uint64(pos[i]), s.Nonce), Topic: s.Topic, Queue: s.Queue, Due: s.Due}
 	}
 	e.mu.Unlock()
 	e.stats.Sent.Add(uint64(len(reqs)))
@@ -200,8 +200,15 @@ func (e *Engine) scheduleLocked(ref timerRef) {
 	e.near[ref.pos] = t
 }
 
+// addKeyLocked records that the message at pos carries key hash h. The
+// latest message of a key is the one latest in the log, i.e. at the
+// greatest position: concurrent senders apply in lock order, which is not
+// log order, so the index keeps the greatest position rather than the last
+// one applied, live and at replay alike.
 func (e *Engine) addKeyLocked(h, pos uint64) {
-	e.keys[h] = pos
+	if cur, ok := e.keys[h]; !ok || pos > cur {
+		e.keys[h] = pos
+	}
 	var b [16]byte
 	putU64(b[:], h)
 	putU64(b[8:], pos)

@@ -86,6 +86,9 @@ type Stats struct {
 	ClockJumps, Checkpoints, SegmentsDeleted      atomic.Uint64
 	FireErrors, TimerLoadErrors, TimerWriteErrors atomic.Uint64
 	CheckpointErrors                              atomic.Uint64
+	// ReadErrors counts message reads that failed with an I/O error while
+	// delivering; the messages stayed in place.
+	ReadErrors atomic.Uint64
 	// Compacted counts pending messages moved out of old segments.
 	Compacted atomic.Uint64
 }

@@ -10,17 +10,21 @@ import (
 // bytes are part of the on-disk format: never change the meaning of an
 // existing version; add a new version instead.
 //
-//	version  u8   (1)
+//	version  u8   (2)
 //	queue    u16  queue of the topic the message was assigned to
 //	due      i64  Unix ms when it becomes visible (as accepted)
 //	sent     i64  Unix ms when the broker accepted it
+//	nonce    u64  unique per message; the message's ID is sealed over it
 //	topic    u16 len + bytes
 //	key      u16 len + bytes
 //	tag      u16 len + bytes
 //	group    u16 len + bytes
 //	nprops   u16, then per property: name u16 len + bytes, value u32 len + bytes (sorted by name)
 //	body     u32 len + bytes
-const codecVersion = 1
+//
+// Version 1 (no nonce) was written by data directories of format 1, which
+// this version refuses to open.
+const codecVersion = 2
 
 // Stored is a message as it lies in the log: the message plus what the
 // broker decided when it accepted it.
@@ -29,6 +33,9 @@ type Stored struct {
 	Queue int
 	Due   int64
 	Sent  int64
+	// Nonce is drawn by the broker, unique per message: the message's ID
+	// is sealed over it (see ID).
+	Nonce uint64
 }
 
 // ErrBadRecord is returned by Decode for a payload that is not a message.
@@ -40,6 +47,7 @@ func Encode(dst []byte, s *Stored) []byte {
 	dst = binary.LittleEndian.AppendUint16(dst, uint16(s.Queue))
 	dst = binary.LittleEndian.AppendUint64(dst, uint64(s.Due))
 	dst = binary.LittleEndian.AppendUint64(dst, uint64(s.Sent))
+	dst = binary.LittleEndian.AppendUint64(dst, s.Nonce)
 	for _, f := range []string{s.Topic, s.Key, s.Tag, s.Group} {
 		dst = binary.LittleEndian.AppendUint16(dst, uint16(len(f)))
 		dst = append(dst, f...)
@@ -72,6 +80,7 @@ func Decode(b []byte) (*Stored, error) {
 	s.Queue = int(d.u16())
 	s.Due = int64(d.u64())
 	s.Sent = int64(d.u64())
+	s.Nonce = d.u64()
 	s.Topic = d.str16()
 	s.Key = d.str16()
 	s.Tag = d.str16()

@@ -1,44 +1,86 @@
 package message
 
 import (
+	"crypto/aes"
+	"crypto/cipher"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 
 	"github.com/hourglass-mq/hourglass/errs"
 )
 
-// ID identifies a message for its whole life. It is the message's position
-// in its broker's commit log plus the broker's incarnation (a random number
-// drawn when the data directory was created), so an ID needs no index to be
-// found, sorts in send order within a broker, and an ID from another broker
-// or a wiped data directory is recognised as foreign rather than aliasing a
-// different message.
+// ID identifies a message for its whole life. Pos is the position of the
+// message's record in its broker's commit log, so an ID needs no index to be
+// found and sorts in send order within a broker. Tag is a MAC, keyed by a
+// secret of the data directory, over Pos and a nonce stored in the record:
+//
+//   - a client cannot make up an ID, nor aim one at bytes it controls (a
+//     record-shaped body): without the key it cannot produce the tag;
+//   - an ID names exactly one message, ever: if a power loss drops a record
+//     and its position is reused, the new record has another nonce, so the
+//     old ID does not verify against it;
+//   - an ID of another data directory does not verify (another key).
+//
+// The text form is 32 hex digits: Pos then Tag.
 type ID struct {
-	Incarnation uint32
-	Pos         uint64
+	Pos uint64
+	Tag uint64
 }
 
-// String renders the ID as 24 hex digits, position first so that the text
+// IDLen is the length of an ID's text form.
+const IDLen = 32
+
+// String renders the ID as 32 hex digits, position first so that the text
 // sorts like the ID.
 func (id ID) String() string {
-	return fmt.Sprintf("%016x%08x", id.Pos, id.Incarnation)
+	return fmt.Sprintf("%016x%016x", id.Pos, id.Tag)
 }
 
-// ParseID parses the text form of an ID.
+// ParseID parses the text form of an ID. It checks the form only; whether
+// the ID names a message is for the broker to say.
 func ParseID(s string) (ID, error) {
-	if len(s) != 24 {
-		return ID{}, errs.New(errs.InvalidArgument, "message id %q is not 24 hex digits", s)
+	var b [16]byte
+	if len(s) != IDLen {
+		return ID{}, errs.New(errs.InvalidArgument, "message id %q is not %d hex digits", s, IDLen)
 	}
-	var b [12]byte
 	if _, err := hex.Decode(b[:], []byte(s)); err != nil {
-		return ID{}, errs.New(errs.InvalidArgument, "message id %q is not 24 hex digits", s)
+		return ID{}, errs.New(errs.InvalidArgument, "message id %q is not %d hex digits", s, IDLen)
 	}
-	var id ID
-	for _, c := range b[:8] {
-		id.Pos = id.Pos<<8 | uint64(c)
-	}
-	for _, c := range b[8:] {
-		id.Incarnation = id.Incarnation<<8 | uint32(c)
-	}
-	return id, nil
+	return ID{Pos: binary.BigEndian.Uint64(b[:8]), Tag: binary.BigEndian.Uint64(b[8:])}, nil
 }
+
+// SealKeySize is the size of a Sealer's key.
+const SealKeySize = 16
+
+// Sealer computes the tags of IDs and receipts: a 64-bit MAC of two 64-bit
+// words. It encrypts the 16-byte block (a, b) with AES-128 and keeps the
+// first 8 bytes: AES is a pseudorandom permutation of one block, so for
+// distinct inputs the tags are unpredictable without the key, and one block
+// costs tens of nanoseconds with the CPU's AES instructions (a send must not
+// pay for an HMAC). It is safe for concurrent use.
+type Sealer struct{ block cipher.Block }
+
+// NewSealer returns a Sealer for a SealKeySize-byte key.
+func NewSealer(key []byte) (*Sealer, error) {
+	if len(key) != SealKeySize {
+		return nil, fmt.Errorf("message: seal key is %d bytes, want %d", len(key), SealKeySize)
+	}
+	b, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, err
+	}
+	return &Sealer{block: b}, nil
+}
+
+// Tag returns the MAC of (a, b).
+func (s *Sealer) Tag(a, b uint64) uint64 {
+	var in, out [16]byte
+	binary.LittleEndian.PutUint64(in[:8], a)
+	binary.LittleEndian.PutUint64(in[8:], b)
+	s.block.Encrypt(out[:], in[:])
+	return binary.LittleEndian.Uint64(out[:8])
+}
+
+// ID returns the ID of the message at pos whose record carries nonce.
+func (s *Sealer) ID(pos, nonce uint64) ID { return ID{Pos: pos, Tag: s.Tag(pos, nonce)} }

@@ -145,8 +145,8 @@ func TestValidateNameErrors(t *testing.T) {
 }
 
 func TestIDRoundTripAndOrder(t *testing.T) {
-	a := ID{Incarnation: 0xdeadbeef, Pos: 42}
-	b := ID{Incarnation: 0xdeadbeef, Pos: 1 << 40}
+	a := ID{Tag: 0xdeadbeef, Pos: 42}
+	b := ID{Tag: 0xdeadbeef, Pos: 1 << 40}
 	for _, id := range []ID{a, b} {
 		got, err := ParseID(id.String())
 		if err != nil || got != id {
@@ -156,7 +156,7 @@ func TestIDRoundTripAndOrder(t *testing.T) {
 	if !(a.String() < b.String()) {
 		t.Fatalf("text form does not sort like positions: %s %s", a, b)
 	}
-	for _, bad := range []string{"", "xyz", strings.Repeat("g", 24), a.String() + "0"} {
+	for _, bad := range []string{"", "xyz", strings.Repeat("g", IDLen), a.String() + "0"} {
 		if _, err := ParseID(bad); errs.CodeOf(err) != errs.InvalidArgument {
 			t.Errorf("ParseID(%q) = %v", bad, err)
 		}
