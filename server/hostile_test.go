@@ -2,13 +2,17 @@ package server
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // TestHostileInput: input that encoding/json or ServeMux would rewrite,
@@ -238,4 +242,45 @@ func TestHTTPServerBoundsEveryConnection(t *testing.T) {
 		srv.IdleTimeout <= 0 || srv.MaxHeaderBytes < 200<<10 {
 		t.Fatalf("unbounded server: %+v", srv)
 	}
+}
+
+// FuzzCheckStrict: on any body the decoder accepts, the strict walk ends
+// without panicking, and what it lets through decodes to exactly the
+// strings sent: no replacement character appears that the body did not
+// spell itself.
+func FuzzCheckStrict(f *testing.F) {
+	for _, seed := range []string{
+		`{"key":"a","body":"x","properties":{"k":"v"}}`, "{\"key\":\"\xff\"}", `{"tag":"\ud800"}`,
+		`{"key":"\ud83d\ude00","group":null}`, `{"messages":[{"body":"x"},{"key":"a","key":"b"}]}`, `{"Body":"x"}`,
+		`{"properties":{"a":null}}`, `{"key":"\\\"\ufffd"}`, ` { "at" : 5 , "level" : 1 } `,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var in batchJSON
+		if json.Unmarshal(body, &in) != nil {
+			var one sendJSON
+			if json.Unmarshal(body, &one) != nil {
+				return
+			}
+			in.Messages = []sendJSON{one}
+			if checkStrict(body, reflect.TypeOf(&one)) != nil {
+				return
+			}
+		} else if checkStrict(body, reflect.TypeOf(&in)) != nil {
+			return
+		}
+		spelled := bytes.Contains(body, []byte("\uFFFD")) || bytes.Contains(bytes.ToLower(body), []byte(`\ufffd`))
+		for _, m := range in.Messages {
+			strs := []string{m.Key, m.Tag, m.Group, m.Delay}
+			for k, v := range m.Properties {
+				strs = append(strs, k, v)
+			}
+			for _, s := range strs {
+				if !utf8.ValidString(s) || (strings.ContainsRune(s, utf8.RuneError) && !spelled) {
+					t.Fatalf("accepted %q, which decodes to the rewritten %q", body, s)
+				}
+			}
+		}
+	})
 }

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -26,95 +27,145 @@ import (
 //     as if the field were left out, and stays accepted.
 //
 // Each error names the field by its JSON path ("messages[2].properties.k").
+// The body must be one well-formed JSON value (the decoder said so); the
+// walk reads its bytes directly, without decoding strings, so it costs
+// little next to the decoding.
 func checkStrict(body []byte, t reflect.Type) error {
-	s := &strictWalk{dec: json.NewDecoder(bytes.NewReader(body)), body: body}
-	s.dec.UseNumber()
-	return s.value(t, "", false)
-}
-
-// strictWalk reads tokens and checks the raw bytes of every string token;
-// last is the input offset where the previous token ended.
-type strictWalk struct {
-	dec  *json.Decoder
-	body []byte
-	last int64
-}
-
-// token returns the next token and the raw bytes it was read from (with
-// any separator before it, which is plain ASCII).
-func (s *strictWalk) token() (json.Token, []byte, error) {
-	tok, err := s.dec.Token()
-	if err != nil {
-		return nil, nil, err
+	s := &strictWalk{b: body}
+	if err := s.value(t, "", false); err != nil {
+		return err
 	}
-	end := s.dec.InputOffset()
-	raw := s.body[s.last:end]
-	s.last = end
-	return tok, raw, nil
+	if s.ws(); s.i != len(s.b) {
+		return errs.New(errs.InvalidArgument, "request body holds data after the JSON object (at byte %d)", s.i)
+	}
+	return nil
+}
+
+// strictWalk is a position in a JSON text.
+type strictWalk struct {
+	b []byte
+	i int
+}
+
+// malformed is returned where the text is not the JSON the decoder
+// accepted; it cannot happen after a successful decode.
+func (s *strictWalk) malformed() error {
+	return errs.New(errs.InvalidArgument, "request body is not valid JSON (at byte %d)", s.i)
+}
+
+// ws skips white space.
+func (s *strictWalk) ws() {
+	for s.i < len(s.b) && (s.b[s.i] == ' ' || s.b[s.i] == '\t' || s.b[s.i] == '\n' || s.b[s.i] == '\r') {
+		s.i++
+	}
+}
+
+// str reads a string at s.i and returns its raw bytes between the quotes.
+func (s *strictWalk) str() ([]byte, error) {
+	if s.i >= len(s.b) || s.b[s.i] != '"' {
+		return nil, s.malformed()
+	}
+	start := s.i + 1
+	for i := start; i < len(s.b); i++ {
+		switch s.b[i] {
+		case '\\':
+			i++
+		case '"':
+			s.i = i + 1
+			return s.b[start:i], nil
+		}
+	}
+	return nil, s.malformed()
 }
 
 // value checks one JSON value that decodes into t; path names it. element
 // says it is an array element or a map value (where null is refused).
 func (s *strictWalk) value(t reflect.Type, path string, element bool) error {
-	tok, raw, err := s.token()
-	if err != nil {
-		return err
-	}
 	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	switch tok := tok.(type) {
-	case nil:
+	if s.ws(); s.i >= len(s.b) {
+		return s.malformed()
+	}
+	switch s.b[s.i] {
+	case '"':
+		raw, err := s.str()
+		if err != nil {
+			return err
+		}
+		return checkRawString(raw, path)
+	case '{':
+		return s.object(t, path)
+	case '[':
+		var elem reflect.Type
+		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+			elem = t.Elem()
+		}
+		s.i++
+		for n := 0; ; n++ {
+			if s.ws(); s.i < len(s.b) && s.b[s.i] == ']' {
+				s.i++
+				return nil
+			}
+			if n > 0 {
+				if s.i >= len(s.b) || s.b[s.i] != ',' {
+					return s.malformed()
+				}
+				s.i++
+			}
+			if err := s.value(elem, path+"["+strconv.Itoa(n)+"]", true); err != nil {
+				return err
+			}
+		}
+	case 'n':
 		if element {
 			return errs.New(errs.InvalidArgument, "%s is null; give a value or leave the entry out", describe(path))
 		}
-	case string:
-		return checkRawString(raw, path)
-	case json.Delim:
-		switch tok {
-		case '{':
-			return s.object(t, path)
-		case '[':
-			var elem reflect.Type
-			if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
-				elem = t.Elem()
-			}
-			for i := 0; s.dec.More(); i++ {
-				if err := s.value(elem, path+"["+strconv.Itoa(i)+"]", true); err != nil {
-					return err
-				}
-			}
-			_, _, err := s.token() // ']'
-			return err
-		}
+	}
+	// A literal or a number: up to the next delimiter.
+	for s.i < len(s.b) && !strings.ContainsRune(",]} \t\r\n", rune(s.b[s.i])) {
+		s.i++
 	}
 	return nil
 }
 
-// object checks the members of an object after its '{'. Into a struct,
-// every key must be a field's exact JSON name; into a map, any key.
+// object checks an object at s.i. Into a struct, every key must be a
+// field's exact JSON name; into a map, any key.
 func (s *strictWalk) object(t reflect.Type, path string) error {
 	var fields map[string]reflect.Type
 	var elem reflect.Type
-	if t != nil {
-		switch t.Kind() {
-		case reflect.Struct:
-			fields = wireFields(t)
-		case reflect.Map:
-			elem = t.Elem()
-		}
+	isMap := t != nil && t.Kind() == reflect.Map
+	if t != nil && t.Kind() == reflect.Struct {
+		fields = wireFields(t)
+	}
+	if isMap {
+		elem = t.Elem()
 	}
 	seen := map[string]bool{}
-	for s.dec.More() {
-		tok, raw, err := s.token()
+	s.i++ // '{'
+	for n := 0; ; n++ {
+		if s.ws(); s.i < len(s.b) && s.b[s.i] == '}' {
+			s.i++
+			return nil
+		}
+		if n > 0 {
+			if s.i >= len(s.b) || s.b[s.i] != ',' {
+				return s.malformed()
+			}
+			s.i++
+			s.ws()
+		}
+		raw, err := s.str()
 		if err != nil {
 			return err
 		}
-		key, _ := tok.(string)
-		if !utf8.Valid(raw) {
-			// Name the key by the bytes sent, not by the decoder's
-			// replacement characters.
-			key = strings.Trim(strings.TrimLeft(string(raw), " \t\r\n,{"), `"`)
+		// The key as the decoder saw it; for an invalid one, the bytes
+		// sent, so that the error shows them.
+		key := string(raw)
+		if bytes.IndexByte(raw, '\\') >= 0 && utf8.Valid(raw) {
+			if err := json.Unmarshal(s.b[s.i-len(raw)-2:s.i], &key); err != nil {
+				return s.malformed()
+			}
 		}
 		sub := key
 		if path != "" {
@@ -127,7 +178,11 @@ func (s *strictWalk) object(t reflect.Type, path string) error {
 			return errs.New(errs.InvalidArgument, "%s appears more than once in one object", describe(sub))
 		}
 		seen[key] = true
-		vt, element := elem, t != nil && t.Kind() == reflect.Map
+		if s.ws(); s.i >= len(s.b) || s.b[s.i] != ':' {
+			return s.malformed()
+		}
+		s.i++
+		vt := elem
 		if fields != nil {
 			ft, ok := fields[key]
 			if !ok {
@@ -135,12 +190,10 @@ func (s *strictWalk) object(t reflect.Type, path string) error {
 			}
 			vt = ft
 		}
-		if err := s.value(vt, sub, element); err != nil {
+		if err := s.value(vt, sub, isMap); err != nil {
 			return err
 		}
 	}
-	_, _, err := s.token() // '}'
-	return err
 }
 
 // unknownField reports a key that is no field's exact name (the decoder
@@ -154,9 +207,21 @@ func unknownField(fields map[string]reflect.Type, path, key string) error {
 	return errs.New(errs.InvalidArgument, "unknown field %q in the request body", path)
 }
 
+// fieldCache holds wireFields by type: the wire types are few and fixed.
+var fieldCache sync.Map // reflect.Type -> map[string]reflect.Type
+
 // wireFields maps the JSON names of t's fields, those of embedded structs
-// included, to their types.
+// included, to their types. The map is shared: do not modify it.
 func wireFields(t reflect.Type) map[string]reflect.Type {
+	if m, ok := fieldCache.Load(t); ok {
+		return m.(map[string]reflect.Type)
+	}
+	m := collectFields(t)
+	fieldCache.Store(t, m)
+	return m
+}
+
+func collectFields(t reflect.Type) map[string]reflect.Type {
 	out := map[string]reflect.Type{}
 	for i := range t.NumField() {
 		f := t.Field(i)
@@ -165,7 +230,7 @@ func wireFields(t reflect.Type) map[string]reflect.Type {
 			continue
 		}
 		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
-			for k, v := range wireFields(f.Type) {
+			for k, v := range collectFields(f.Type) {
 				out[k] = v
 			}
 			continue
