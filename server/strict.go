@@ -103,15 +103,8 @@ func (s *strictWalk) value(t reflect.Type, path string, element bool) error {
 		}
 		s.i++
 		for n := 0; ; n++ {
-			if s.ws(); s.i < len(s.b) && s.b[s.i] == ']' {
-				s.i++
-				return nil
-			}
-			if n > 0 {
-				if s.i >= len(s.b) || s.b[s.i] != ',' {
-					return s.malformed()
-				}
-				s.i++
+			if end, err := s.member(n, ']'); end || err != nil {
+				return err
 			}
 			if err := s.value(elem, path+"["+strconv.Itoa(n)+"]", true); err != nil {
 				return err
@@ -129,6 +122,24 @@ func (s *strictWalk) value(t reflect.Type, path string, element bool) error {
 	return nil
 }
 
+// member moves to the n-th member of an array or object: past the
+// separator before it, if n > 0, and any white space. At the closing
+// delimiter it moves past it and reports the end.
+func (s *strictWalk) member(n int, closing byte) (end bool, err error) {
+	if s.ws(); s.i < len(s.b) && s.b[s.i] == closing {
+		s.i++
+		return true, nil
+	}
+	if n > 0 {
+		if s.i >= len(s.b) || s.b[s.i] != ',' {
+			return false, s.malformed()
+		}
+		s.i++
+		s.ws()
+	}
+	return false, nil
+}
+
 // object checks an object at s.i. Into a struct, every key must be a
 // field's exact JSON name; into a map, any key.
 func (s *strictWalk) object(t reflect.Type, path string) error {
@@ -144,16 +155,8 @@ func (s *strictWalk) object(t reflect.Type, path string) error {
 	seen := map[string]bool{}
 	s.i++ // '{'
 	for n := 0; ; n++ {
-		if s.ws(); s.i < len(s.b) && s.b[s.i] == '}' {
-			s.i++
-			return nil
-		}
-		if n > 0 {
-			if s.i >= len(s.b) || s.b[s.i] != ',' {
-				return s.malformed()
-			}
-			s.i++
-			s.ws()
+		if end, err := s.member(n, '}'); end || err != nil {
+			return err
 		}
 		raw, err := s.str()
 		if err != nil {
