@@ -19,6 +19,7 @@ func TestBadInput(t *testing.T) {
 		c.DelayLevels = []time.Duration{time.Second, time.Minute}
 	}))
 	ts.call("PUT", "/v1/topics/t", nil, http.StatusCreated, nil)
+	ts.call("PUT", "/v1/topics/t/groups/g", nil, http.StatusCreated, nil)
 	var rc receiptJSON
 	ts.call("POST", "/v1/topics/t/messages", `{"body":"x","delay":"1h"}`, http.StatusOK, &rc)
 	farFuture := time.Now().Add(48 * time.Hour).UnixMilli()
@@ -52,10 +53,10 @@ func TestBadInput(t *testing.T) {
 		{"batch too many", "POST", "/v1/topics/t/batch", `{"messages":[{},{},{},{}]}`, 413, "too_large", "limit is 3"},
 		{"batch bad member", "POST", "/v1/topics/t/batch", `{"messages":[{"body":"ok"},{"delay":"x"}]}`, 400, "invalid_argument", "message 1"},
 		{"batch member too far", "POST", "/v1/topics/t/batch", `{"messages":[{"body":"ok"},{"delay":"48h"}]}`, 400, "invalid_argument", "message 1"},
-		{"bad id", "GET", "/v1/messages/xyz", ``, 400, "invalid_argument", "24 hex digits"},
-		{"foreign id", "GET", "/v1/messages/000000000000000100000000", ``, 404, "not_found", "does not exist"},
-		{"cancel bad id", "DELETE", "/v1/messages/zz", ``, 400, "invalid_argument", "24 hex digits"},
-		{"reschedule foreign id", "POST", "/v1/messages/000000000000000100000000/reschedule", `{"delay":"1s"}`, 404, "not_found", "does not exist"},
+		{"bad id", "GET", "/v1/messages/xyz", ``, 400, "invalid_argument", "32 hex digits"},
+		{"foreign id", "GET", "/v1/messages/00000000000000010000000000000000", ``, 404, "not_found", "does not exist"},
+		{"cancel bad id", "DELETE", "/v1/messages/zz", ``, 400, "invalid_argument", "32 hex digits"},
+		{"reschedule foreign id", "POST", "/v1/messages/00000000000000010000000000000000/reschedule", `{"delay":"1s"}`, 404, "not_found", "does not exist"},
 		{"reschedule beyond max", "POST", "/v1/messages/" + rc.ID + "/reschedule", `{"delay":"30h"}`, 400, "invalid_argument", "maximum delay"},
 		{"reschedule negative if_due", "POST", "/v1/messages/" + rc.ID + "/reschedule", `{"delay":"1s","if_due":-4}`, 400, "invalid_argument", "if_due"},
 		{"unknown key", "GET", "/v1/topics/t/keys/nope", ``, 404, "not_found", "nope"},
