@@ -218,25 +218,25 @@ func (e *Engine) checkpoint() error {
 	if e.keyFile != nil {
 		toSync = append(toSync, e.keyFile)
 	}
-	// The checkpoint tells recovery that the log holds everything before
-	// LogPos, and the timer buckets synced next point at those records:
-	// under async flush both are true only once the log is synced.
-	err := e.clog.Sync()
-	if err != nil {
-		err = fmt.Errorf("sync commit log: %w", err)
-	}
-	var bucketSync *timerstore.SyncJob
-	if err == nil {
-		bucketSync = e.timers.PrepareSync()
-	}
+	bucketSync := e.timers.PrepareSync()
 	st.TimerBuckets = e.timers.Sizes()
 	e.mu.Unlock()
 	e.gate.Unlock()
+	// Everything below runs without the locks: sends, fires and acks do
+	// not wait for the checkpoint's fsyncs.
+	//
+	// The checkpoint tells recovery that the log holds everything before
+	// LogPos, and the timer buckets synced next point at those records:
+	// under async flush both are true only once the log is synced. A sync
+	// now covers at least everything before LogPos.
+	err := e.clog.Sync()
 	if err != nil {
-		return err
+		e.mu.Lock()
+		e.timers.Complete(bucketSync, err)
+		e.mu.Unlock()
+		return fmt.Errorf("sync commit log: %w", err)
 	}
-	// The bucket files are synced outside the locks: there may be thousands
-	// of them, and sends and dispatch must not wait for that.
+	// There may be thousands of bucket files.
 	err = bucketSync.Run(4)
 	e.mu.Lock()
 	e.timers.Complete(bucketSync, err)

@@ -123,11 +123,12 @@ type Engine struct {
 	seal     *message.Sealer
 	receipts *message.Sealer
 	nonce    atomic.Uint64 // the last nonce given to a message
-	stats  *Stats
+	stats    *Stats
 
-	ckptMu sync.Mutex // serialises checkpoints; taken before gate
-	gate   sync.RWMutex
-	mu     sync.Mutex
+	ckptMu   sync.Mutex // serialises checkpoints; taken before gate
+	createMu sync.Mutex // serialises topic and group creation; taken before gate
+	gate     sync.RWMutex
+	mu       sync.Mutex
 	// Fields below are guarded by mu.
 	topicsByName map[string]*topic
 	topicsByID   map[uint32]*topic
