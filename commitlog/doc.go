@@ -67,13 +67,38 @@
 //
 // # Failures
 //
-// If a write or fdatasync fails, the Appends of that batch fail with an
-// error wrapping the cause (and ErrDiskFull for ENOSPC). The segment is
-// truncated back to the last acknowledged byte and the truncation synced,
-// so no hole is left and later Appends, once space is free again, succeed.
-// If the truncate or its sync fails too, or a FlushAsync sync fails (the
-// records it covered were acknowledged already), the failure is sticky:
-// every later Append and Sync returns it, and the log must be reopened.
+// A failed write (for example ENOSPC on a full disk) fails the Appends of
+// that batch with an error wrapping the cause and ErrDiskFull for ENOSPC.
+// The segment is truncated back to the last acknowledged byte and the
+// truncation synced, so no hole is left and later Appends succeed once
+// space is free: a full disk refuses writes and loses nothing.
+//
+// A failed fsync is different, and stops the log (fail-stop). When Linux
+// cannot write a dirty page back it reports the error to fsync and marks
+// the page clean anyway: reads still return the new bytes, a retried fsync
+// succeeds without writing them, and a power loss loses them. So after a
+// failed fdatasync of a segment, or a failed fsync of the log's directory
+// (at a roll, or after DeleteBefore), nothing written since the last
+// successful sync can be vouched for. The log then:
+//
+//   - cuts the active segment back to the last successful sync (truncate,
+//     then sync, best effort), so that a reopen in the same boot cannot
+//     read from the page cache records the disk may not have and append
+//     after a hole. Under FlushSync that removes only the failed,
+//     unacknowledged batch; under FlushAsync also the records acknowledged
+//     since the last sync, which a power loss could have taken anyway, and
+//     Head moves back to the cut;
+//   - fails the batch and every later Append and Sync with one sticky
+//     error wrapping ErrFailed, ErrFsyncFailed and the cause: no length is
+//     published or acknowledged past the last successful sync;
+//   - must be closed and reopened: recovery re-reads what is durable.
+//
+// It never truncates and goes on, and never retries the fsync. ENOSPC from
+// an fdatasync is such a failure (ErrDiskFull is wrapped as well), as is a
+// failed sync of the cut after a failed write. A failed write that cannot
+// be cut back (the truncate fails) also makes the log's error sticky, with
+// ErrFailed but not ErrFsyncFailed. Callers test errors.Is(err, ErrFailed)
+// before ErrDiskFull: the first means stop, the second means retry later.
 //
 // # Recovery
 //

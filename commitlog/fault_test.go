@@ -158,8 +158,12 @@ func TestDiskFullConcurrent(t *testing.T) {
 	checkExactly(t, openLog(t, mem.Crash(nil), Options{SegmentBytes: 2048}), acked)
 }
 
-// TestSyncFailure: a failed fdatasync fails the batch, its bytes are cut,
-// and the log goes on.
+// TestSyncFailure: a failed fdatasync stops the log (fail-stop): the batch
+// fails, and so does every later Append and Sync, even once the disk works
+// again, because a retried fsync would succeed without writing the pages the
+// failure dropped. The failed batch is cut away, so neither a reopen in the
+// same boot (page cache intact) nor one after a power loss finds it, and
+// nothing acknowledged before is lost.
 func TestSyncFailure(t *testing.T) {
 	for _, cause := range []error{syscall.EIO, syscall.ENOSPC} {
 		t.Run(cause.Error(), func(t *testing.T) {
@@ -169,6 +173,7 @@ func TestSyncFailure(t *testing.T) {
 			acked := map[Pos][]byte{}
 			p := mustAppend(t, l, Record{Type: 1, Payload: []byte("before")})
 			acked[p[0]] = []byte("before")
+			head := l.Head()
 			fail := true
 			fsys.Inject(func(op vfs.Op, name string) error {
 				if op == vfs.OpSync && fail {
@@ -178,18 +183,29 @@ func TestSyncFailure(t *testing.T) {
 				return nil
 			})
 			_, err := l.Append(Record{Type: 1, Payload: []byte("lost")})
-			if !errors.Is(err, cause) || errors.Is(err, ErrDiskFull) != (cause == syscall.ENOSPC) {
-				t.Fatalf("Append with failing sync: %v", err)
+			if !errors.Is(err, cause) || !errors.Is(err, ErrFsyncFailed) || !errors.Is(err, ErrFailed) {
+				t.Fatalf("Append with failing sync: %v, want %v wrapped with ErrFsyncFailed and ErrFailed", err, cause)
 			}
-			p = mustAppend(t, l, Record{Type: 1, Payload: []byte("after")})
-			acked[p[0]] = []byte("after")
-			if p[0] != Pos(frameSize(6)) {
-				t.Fatalf("record after the failure at %d: the failed one left a hole", p[0])
+			if l.Head() != head {
+				t.Fatalf("Head moved from %d to %d past a failed sync", head, l.Head())
 			}
-			if err := l.Close(); err != nil {
-				t.Fatal(err)
+			fsys.Inject(nil)
+			if _, err2 := l.Append(Record{Type: 1, Payload: []byte("after")}); err2 == nil || err2.Error() != err.Error() {
+				t.Fatalf("Append after a failed sync: %v, want the sticky %v", err2, err)
 			}
-			checkExactly(t, openLog(t, mem.Crash(nil), Options{}), acked)
+			if serr := l.Sync(); serr == nil || serr.Error() != err.Error() {
+				t.Fatalf("Sync after a failed sync: %v, want the sticky %v", serr, err)
+			}
+			if cerr := l.Close(); !errors.Is(cerr, ErrFsyncFailed) {
+				t.Fatalf("Close of a stopped log: %v", cerr)
+			}
+			for name, img := range map[string]vfs.FS{"reopen": mem.Clone(), "power loss": mem.Crash(nil)} {
+				t.Run(name, func(t *testing.T) {
+					l2 := openLog(t, img, Options{})
+					checkExactly(t, l2, acked)
+					mustAppend(t, l2, Record{Type: 1, Payload: []byte("after reopen")})
+				})
+			}
 		})
 	}
 }
@@ -237,12 +253,17 @@ func TestAsyncSyncFailureIsSticky(t *testing.T) {
 	fsys := vfs.NewFaulty(mem)
 	l := openLog(t, fsys, Options{Flush: FlushAsync, FlushInterval: 1 << 40})
 	mustAppend(t, l, Record{Type: 1, Payload: []byte("acked, not durable")})
-	fsys.FailAfter(vfs.OpSync, 0, syscall.EIO)
-	if err := l.Sync(); !errors.Is(err, syscall.EIO) {
+	failSyncs(fsys, 1) // the cut-back's own sync works
+	if err := l.Sync(); !errors.Is(err, syscall.EIO) || !errors.Is(err, ErrFsyncFailed) {
 		t.Fatalf("Sync: %v", err)
 	}
+	// The unsynced records were cut away (see syncFailed): Head is back at
+	// the last synced byte.
+	if h := l.Head(); h != 0 {
+		t.Fatalf("Head %d after a failed async sync; want 0, the last synced byte", h)
+	}
 	fsys.Inject(nil)
-	if _, err := l.Append(Record{Type: 1}); !errors.Is(err, syscall.EIO) {
+	if _, err := l.Append(Record{Type: 1}); !errors.Is(err, syscall.EIO) || !errors.Is(err, ErrFsyncFailed) {
 		t.Fatalf("Append after failed async sync: %v", err)
 	}
 	l.Close()

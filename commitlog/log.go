@@ -14,7 +14,8 @@ import (
 // record frames only (segment headers excluded), so the positions of all
 // segments form one contiguous range: a segment's End is the next one's
 // Base. Positions of acknowledged records are never reused (see the package
-// doc for the one exception under FlushAsync).
+// doc for the exceptions under FlushAsync: a power loss, or a failed fsync,
+// may drop acknowledged records written since the last sync).
 type Pos uint64
 
 // Type is the caller's record type. Zero is reserved: Append rejects it and
@@ -143,10 +144,24 @@ var (
 	// ErrOutOfRange is returned for a position below Start or at or beyond
 	// Head.
 	ErrOutOfRange = errors.New("commitlog: position out of range")
-	// ErrDiskFull accompanies syscall.ENOSPC from a write, sync or create:
-	// the failed Append wrote nothing (its bytes were truncated away), and
-	// later Appends are served again once space is freed.
+	// ErrDiskFull accompanies syscall.ENOSPC from a write or create: the
+	// failed Append wrote nothing (its bytes were truncated away), and
+	// later Appends are served again once space is freed. ENOSPC from an
+	// fdatasync is a failed sync: the error then wraps ErrFsyncFailed too,
+	// and the log has stopped.
 	ErrDiskFull = errors.New("commitlog: disk full")
+	// ErrFailed is wrapped by every error of a log that has stopped
+	// accepting writes (fail-stop): every later Append and Sync returns the
+	// same error, and only reopening the log (recovery) gets it going
+	// again. Callers must treat it as fatal for the whole process state
+	// derived from the log, not retry the call.
+	ErrFailed = errors.New("commitlog: the log failed and accepts no more writes; it must be reopened")
+	// ErrFsyncFailed is wrapped, with ErrFailed and the cause, when the log
+	// stopped because an fdatasync of a segment or an fsync of its
+	// directory failed. After such a failure the kernel may have marked the
+	// unwritten pages clean, so a retried fsync would succeed without
+	// writing them: nothing past the last successful sync may be trusted.
+	ErrFsyncFailed = errors.New("commitlog: fsync failed; data not yet synced may be lost, and recovery re-reads what is durable")
 )
 
 // Log is an append-only log of records in segment files. It is safe for
@@ -417,10 +432,15 @@ func (l *Log) DeleteBefore(pos Pos) (int, error) {
 	}
 	if removed > 0 {
 		// The removals need not be durable for correctness (a segment that
-		// comes back after a crash is only retained longer), but report a
-		// failing directory sync rather than hide it.
-		if serr := l.opts.FS.SyncDir(l.opts.Dir); serr != nil && err == nil {
-			err = fmt.Errorf("commitlog: sync dir after delete: %w", serr)
+		// comes back after a crash is only retained longer), but a failed
+		// directory fsync says the filesystem can no longer be trusted to
+		// persist the log's directory (the next roll's entry included), so
+		// the log stops as for any failed fsync.
+		if serr := l.opts.FS.SyncDir(l.opts.Dir); serr != nil {
+			ferr := l.fail(fmt.Errorf("%w: sync dir after delete: %w", ErrFsyncFailed, serr))
+			if err == nil {
+				err = ferr
+			}
 		}
 	}
 	return removed, err

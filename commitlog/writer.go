@@ -7,6 +7,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/hourglass-mq/hourglass/vfs"
 )
 
 // request is one Append (or Sync) call waiting for the writer. Its frames
@@ -32,8 +34,9 @@ type queue struct {
 	reqs   []*request
 	closed bool
 	// failed is the sticky error: once set, every later Append and Sync
-	// fails with it. It is set only by the writer, when it could not put
-	// the files back into a state it can vouch for.
+	// fails with it. It wraps ErrFailed. It is set when the log cannot
+	// vouch for its files any more: a failed fsync (ErrFsyncFailed), or a
+	// failed write it could not undo.
 	failed error
 }
 
@@ -107,8 +110,11 @@ func (l *Log) enqueue(req *request, recs []Record, crcs []uint32, total int) err
 // whatever other Appends are queued, and returns their positions. Under
 // FlushSync it returns once they are durable, under FlushAsync once they
 // are written. On error none of recs is acknowledged: a failed write is
-// truncated away, so no later record follows a hole. The payloads are
-// copied before Append returns and may be reused. Append of no records
+// truncated away, so no later record follows a hole. An error wrapping
+// ErrFailed (ErrFsyncFailed for a failed fdatasync) means the log has
+// stopped; the failed records were cut away too, unless the cut itself
+// failed, and then a reopened log may or may not hold them. The payloads
+// are copied before Append returns and may be reused. Append of no records
 // returns nil, nil.
 func (l *Log) Append(recs ...Record) ([]Pos, error) {
 	if len(recs) == 0 {
@@ -147,7 +153,7 @@ func (l *Log) Append(recs ...Record) ([]Pos, error) {
 
 // Sync makes every record appended so far durable. Under FlushSync this is
 // already so when Append returns; Sync then only reports the sticky error,
-// if any.
+// if any. A failed fdatasync is sticky: see ErrFsyncFailed.
 func (l *Log) Sync() error {
 	req := requestPool.Get().(*request)
 	req.records, req.sync = 0, true
@@ -226,7 +232,8 @@ func (l *Log) finish() {
 	var errs []error
 	if w.written > w.synced {
 		if err := w.fdatasync(); err != nil {
-			errs = append(errs, fmt.Errorf("commitlog: final sync: %w", classify(err)))
+			// Reported through the sticky error below.
+			w.syncFailed(fmt.Errorf("final sync of %s: %w", w.active.name, err))
 		}
 	}
 	l.q.mu.Lock()
@@ -256,16 +263,55 @@ func answer(reqs []*request, err error) {
 	}
 }
 
-// sticky records err as the log's permanent failure (the first one wins)
-// and returns the sticky error.
-func (w *writer) sticky(err error) error {
-	q := &w.log.q
+// fail records err as the log's permanent failure (the first one wins)
+// and returns the sticky error, which wraps ErrFailed and the first err.
+// It may be called from any goroutine.
+func (l *Log) fail(err error) error {
+	q := &l.q
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.failed == nil {
-		q.failed = fmt.Errorf("commitlog: log failed, no more writes are accepted: %w", err)
+		q.failed = fmt.Errorf("%w: %w", ErrFailed, err)
 	}
 	return q.failed
+}
+
+func (w *writer) sticky(err error) error { return w.log.fail(err) }
+
+// syncFailed stops the log after a failed fdatasync of the active segment
+// (cause describes it) and returns the sticky error, which wraps
+// ErrFsyncFailed.
+//
+// Why stop: after a failed fsync Linux marks the pages it could not write
+// clean, so a retry succeeds without writing them; the bytes after the last
+// successful sync may be gone from the disk while reads still return them.
+// Why cut back to the last successful sync first: a reopen in the same boot
+// reads the page cache, and would otherwise take those records as present,
+// append after them and, after a power loss, find a hole before records it
+// acknowledged later. Every byte below synced was covered by a successful
+// fsync, so the cut loses nothing that reached the disk. Under FlushSync it
+// removes only the failed, unacknowledged batch; under FlushAsync it also
+// removes acknowledged records written since the last sync, which a power
+// loss could have taken anyway and which the failed sync may already have
+// lost. Head moves back accordingly. The cut is best effort: if it fails,
+// recovery sorts out the tail.
+func (w *writer) syncFailed(cause error) error {
+	err := fmt.Errorf("%w: %w", ErrFsyncFailed, classify(cause))
+	if w.written > w.synced {
+		if terr := w.active.f.Truncate(HeaderSize + w.synced); terr != nil {
+			err = fmt.Errorf("%w; cutting %s back to its last synced byte failed too: %w", err, w.active.name, terr)
+		} else if serr := w.active.f.Sync(); serr != nil {
+			err = fmt.Errorf("%w; syncing the cut failed too: %w", err, serr)
+		}
+		w.written = w.synced
+		w.pendingRecords, w.pendingBytes = 0, 0
+		l := w.log
+		l.mu.Lock()
+		w.active.size = min(w.active.size, w.synced)
+		l.mu.head = w.active.end()
+		l.mu.Unlock()
+	}
+	return w.sticky(err)
 }
 
 func (w *writer) stickyErr() error {
@@ -320,10 +366,7 @@ func (w *writer) commit(buf []byte, reqs []*request) {
 		err := w.stickyErr()
 		if err == nil && w.written > w.synced {
 			if serr := w.fdatasync(); serr != nil {
-				// Under FlushAsync the unsynced bytes were acknowledged
-				// already; after a failed fdatasync nobody can say whether
-				// they will ever reach the disk.
-				err = w.sticky(fmt.Errorf("sync: %w", classify(serr)))
+				err = w.syncFailed(fmt.Errorf("sync %s: %w", w.active.name, serr))
 			}
 		}
 		answer(w.syncs, err)
@@ -348,8 +391,10 @@ func (w *writer) writeChunk(buf []byte, chunk []*request) error {
 		w.pendingRecords += r.records
 	}
 	if l.opts.Flush == FlushSync {
+		// Not undone and retried: the retry could succeed without writing
+		// the pages the failure dropped (see syncFailed).
 		if err := w.fdatasync(); err != nil {
-			return w.undo(w.synced, fmt.Errorf("commitlog: sync %s: %w", w.active.name, classify(err)))
+			return w.syncFailed(fmt.Errorf("sync %s: %w", w.active.name, err))
 		}
 	}
 	l.mu.Lock()
@@ -375,22 +420,18 @@ func (w *writer) fdatasync() error {
 }
 
 // undo cuts the active segment back to to record bytes after a failed
-// write or sync, so that no later record follows a hole, and makes the cut
-// durable. If that works the log goes on and cause is returned; if not,
-// the failure becomes sticky.
+// write (not a failed sync: see syncFailed), so that no later record
+// follows a hole, and makes the cut durable. If that works the log goes on
+// and cause is returned; if not, the failure becomes sticky.
 func (w *writer) undo(to int64, cause error) error {
 	if err := w.active.f.Truncate(HeaderSize + to); err != nil {
 		return w.sticky(fmt.Errorf("%w; then truncate failed: %w", cause, err))
-	}
-	if to == w.synced {
-		// Under FlushSync the failed chunk was counted; it is gone now.
-		w.pendingRecords, w.pendingBytes = 0, 0
 	}
 	w.written = to
 	// Forced even if nothing is pending: the new length must be durable.
 	began := time.Now()
 	if err := w.active.f.Sync(); err != nil {
-		return w.sticky(fmt.Errorf("%w; then sync after truncate failed: %w", cause, err))
+		return w.syncFailed(fmt.Errorf("%w; then sync after truncate failed: %w", cause, err))
 	}
 	if w.written > w.synced {
 		// Under FlushAsync this sync also made earlier records durable.
@@ -410,15 +451,24 @@ func (w *writer) roll() error {
 	// recovery needs to scan only the last segment.
 	if w.written > w.synced {
 		if err := w.fdatasync(); err != nil {
-			return w.sticky(fmt.Errorf("sync %s before roll: %w", w.active.name, classify(err)))
+			return w.syncFailed(fmt.Errorf("sync %s before roll: %w", w.active.name, err))
 		}
 	}
-	s, err := createSegment(l.opts.FS, l.opts.Dir, w.active.base+Pos(w.written))
+	watch := &syncWatch{FS: l.opts.FS}
+	s, err := createSegment(watch, l.opts.Dir, w.active.base+Pos(w.written))
 	if err != nil {
+		if watch.failed {
+			// The new file's header or its directory entry could not be
+			// synced: fail-stop, as for any fsync of the log.
+			return w.sticky(fmt.Errorf("%w: %w", ErrFsyncFailed, err))
+		}
 		if errors.Is(err, errCleanup) {
 			return w.sticky(err)
 		}
 		return err
+	}
+	if f, ok := s.f.(*syncWatchFile); ok {
+		s.f = f.File
 	}
 	l.mu.Lock()
 	l.mu.segs = append(l.mu.segs, s)
@@ -433,6 +483,49 @@ func (w *writer) background() {
 		return
 	}
 	if err := w.fdatasync(); err != nil {
-		w.sticky(fmt.Errorf("background sync: %w", classify(err)))
+		w.syncFailed(fmt.Errorf("background sync of %s: %w", w.active.name, err))
 	}
+}
+
+// syncWatch is the FS a roll creates its segment through: it notes whether
+// a File.Sync or SyncDir failed, which createSegment's error does not say,
+// so that roll can fail-stop on a failed fsync but go on after a failed
+// create or header write (a full disk).
+type syncWatch struct {
+	vfs.FS
+	failed bool // only the writer goroutine uses a syncWatch
+}
+
+// Create creates name and watches the new file's Sync.
+func (s *syncWatch) Create(name string) (vfs.File, error) {
+	f, err := s.FS.Create(name)
+	if err != nil {
+		return nil, err
+	}
+	return &syncWatchFile{File: f, watch: s}, nil
+}
+
+// SyncDir syncs dir and notes a failure.
+func (s *syncWatch) SyncDir(dir string) error {
+	err := s.FS.SyncDir(dir)
+	if err != nil {
+		s.failed = true
+	}
+	return err
+}
+
+// syncWatchFile is a file created through a syncWatch; roll unwraps it
+// once the segment exists.
+type syncWatchFile struct {
+	vfs.File
+	watch *syncWatch
+}
+
+// Sync syncs the file and notes a failure.
+func (f *syncWatchFile) Sync() error {
+	err := f.File.Sync()
+	if err != nil {
+		f.watch.failed = true
+	}
+	return err
 }

@@ -100,6 +100,30 @@ type Config struct {
 	// Must be positive.
 	Retention time.Duration
 
+	// ReadHeaderTimeout bounds how long a client may take to send a
+	// request's line and headers (flag -read-header-timeout). Must be
+	// positive.
+	ReadHeaderTimeout time.Duration
+	// ReadTimeout bounds how long a client may take to send a whole
+	// request, headers and body; a body sent slowly is cut off with 400 and
+	// the connection closed (flag -read-timeout). It covers the request
+	// only: a long-poll receive waits after its small body was read. At
+	// least ReadHeaderTimeout.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds the handling of a request and the writing of its
+	// answer once the request was read (flag -write-timeout). It must exceed
+	// the longest long-poll wait (engine.MaxReceiveWait, 30s) by at least
+	// 5s, so that a long poll answers before its connection is cut.
+	WriteTimeout time.Duration
+	// IdleTimeout is how long a keep-alive connection may wait for its next
+	// request (flag -idle-timeout). Must be positive.
+	IdleTimeout time.Duration
+	// MaxHeaderBytes bounds a request's line and headers, in bytes; a
+	// larger one is answered 431 (flag -max-header-bytes). At least 256KiB
+	// by default so that a path with the longest key (65535 bytes, 3 bytes
+	// a byte percent-encoded) fits; at least 4KiB.
+	MaxHeaderBytes int64
+
 	// DrainTimeout bounds a graceful shutdown: how long in-flight requests
 	// may take to finish once shutdown starts, after which their
 	// connections are closed (flag -drain-timeout). Zero closes them at
@@ -135,6 +159,11 @@ func DefaultConfig() Config {
 		DispatchRate:       200000,
 		CheckpointInterval: 5 * time.Second,
 		Retention:          72 * time.Hour,
+		ReadHeaderTimeout:  10 * time.Second,
+		ReadTimeout:        time.Minute,
+		WriteTimeout:       time.Minute,
+		IdleTimeout:        2 * time.Minute,
+		MaxHeaderBytes:     256 << 10,
 		DrainTimeout:       15 * time.Second,
 		LogLevel:           "info",
 		LogFormat:          "text",
@@ -170,6 +199,11 @@ func (c *Config) settings() []setting {
 		{"dispatch-rate", "most due messages made visible per second; negative means unbounded", (*intValue)(&c.DispatchRate)},
 		{"checkpoint-interval", "how often the engine checkpoints (bounds the log replayed at startup)", (*durationValue)(&c.CheckpointInterval)},
 		{"retention", "how long a fully delivered commit-log segment is kept before deletion", (*durationValue)(&c.Retention)},
+		{"read-header-timeout", "longest a client may take to send a request's line and headers", (*durationValue)(&c.ReadHeaderTimeout)},
+		{"read-timeout", "longest a client may take to send a whole request, body included; a slower body is cut off with 400 (not the long-poll wait, which comes after)", (*durationValue)(&c.ReadTimeout)},
+		{"write-timeout", "longest the handling and answer of a read request may take; must exceed the 30s long-poll wait by at least 5s", (*durationValue)(&c.WriteTimeout)},
+		{"idle-timeout", "how long a keep-alive connection may wait for its next request", (*durationValue)(&c.IdleTimeout)},
+		{"max-header-bytes", "largest request line plus headers in bytes (suffixes KiB, MiB); a larger one is answered 431", (*sizeValue)(&c.MaxHeaderBytes)},
 		{"drain-timeout", "on shutdown, how long in-flight requests may take before their connections are closed (0: at once)", (*durationValue)(&c.DrainTimeout)},
 		{"log-level", "log level: debug (logs every request), info, warn or error", (*stringValue)(&c.LogLevel)},
 		{"log-format", "log format: text or json", (*stringValue)(&c.LogFormat)},
@@ -382,6 +416,21 @@ func (c Config) Validate() error {
 	if c.Retention <= 0 {
 		bad("-retention %v must be positive", c.Retention)
 	}
+	if c.ReadHeaderTimeout <= 0 {
+		bad("-read-header-timeout %v must be positive", c.ReadHeaderTimeout)
+	}
+	if c.ReadTimeout < c.ReadHeaderTimeout {
+		bad("-read-timeout %v must be at least -read-header-timeout %v (it covers the headers too)", c.ReadTimeout, c.ReadHeaderTimeout)
+	}
+	if c.WriteTimeout < MinWriteTimeout {
+		bad("-write-timeout %v must be at least %v: the longest long-poll wait (%v) plus %v to answer", c.WriteTimeout, MinWriteTimeout, engine.MaxReceiveWait, MinWriteTimeout-engine.MaxReceiveWait)
+	}
+	if c.IdleTimeout <= 0 {
+		bad("-idle-timeout %v must be positive", c.IdleTimeout)
+	}
+	if c.MaxHeaderBytes < 4<<10 || c.MaxHeaderBytes > 64<<20 {
+		bad("-max-header-bytes %d is not in [4KiB, 64MiB]", c.MaxHeaderBytes)
+	}
 	if c.DrainTimeout < 0 {
 		bad("-drain-timeout %v is negative", c.DrainTimeout)
 	}
@@ -396,6 +445,10 @@ func (c Config) Validate() error {
 	}
 	return nil
 }
+
+// MinWriteTimeout is the smallest WriteTimeout accepted: the longest
+// long-poll wait plus a margin to answer it.
+const MinWriteTimeout = engine.MaxReceiveWait + 5*time.Second
 
 // minRequestBytes is the smallest request limit that carries one body of
 // maxBody bytes as base64 plus 64 KiB of headers and JSON.

@@ -32,18 +32,20 @@ func TestDefaultConfigIsValid(t *testing.T) {
 func TestPrecedence(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "hourglass.json")
-	os.WriteFile(file, []byte(`{"listen":"127.0.0.1:1","data_dir":"/from-file","max_batch":7,"flush":"async","delay_levels":"2s, 3s","auto_create_topics":false,"max_body_bytes":"1MiB"}`), 0o644)
+	os.WriteFile(file, []byte(`{"listen":"127.0.0.1:1","data_dir":"/from-file","max_batch":7,"read_timeout":"20s","write_timeout":"50s","max_header_bytes":"64KiB","flush":"async","delay_levels":"2s, 3s","auto_create_topics":false,"max_body_bytes":"1MiB"}`), 0o644)
 	env := map[string]string{
-		"HOURGLASS_CONFIG":   file,
-		"HOURGLASS_LISTEN":   "127.0.0.1:2",
-		"HOURGLASS_DATA_DIR": "/from-env",
+		"HOURGLASS_CONFIG":       file,
+		"HOURGLASS_LISTEN":       "127.0.0.1:2",
+		"HOURGLASS_DATA_DIR":     "/from-env",
+		"HOURGLASS_READ_TIMEOUT": "40s",
+		"HOURGLASS_IDLE_TIMEOUT": "3m",
 	}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 
 	c := DefaultConfig()
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	c.RegisterFlags(fs)
-	if err := fs.Parse([]string{"-listen", "127.0.0.1:3", "-flush-interval=25ms"}); err != nil {
+	if err := fs.Parse([]string{"-listen", "127.0.0.1:3", "-flush-interval=25ms", "-idle-timeout", "90s"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Resolve(lookup); err != nil {
@@ -59,6 +61,10 @@ func TestPrecedence(t *testing.T) {
 	want.AutoCreateTopics = false                                        // file, JSON boolean
 	want.MaxBodyBytes = 1 << 20                                          // file, size syntax
 	want.FlushInterval = 25 * time.Millisecond                           // flag
+	want.ReadTimeout = 40 * time.Second                                  // env over file
+	want.WriteTimeout = 50 * time.Second                                 // file
+	want.MaxHeaderBytes = 64 << 10                                       // file, size syntax
+	want.IdleTimeout = 90 * time.Second                                  // flag over env
 	c.cmdline, c.ConfigFile = nil, ""
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("resolved\n%+v\nwant\n%+v", c, want)
@@ -123,6 +129,11 @@ func TestValidate(t *testing.T) {
 		{func(c *Config) { c.LogLevel = "loud" }, "-log-level"},
 		{func(c *Config) { c.LogFormat = "xml" }, "-log-format"},
 		{func(c *Config) { c.DrainTimeout = -time.Second }, "-drain-timeout"},
+		{func(c *Config) { c.ReadHeaderTimeout = 0 }, "-read-header-timeout"},
+		{func(c *Config) { c.ReadTimeout = time.Second }, "-read-timeout"},
+		{func(c *Config) { c.WriteTimeout = 30 * time.Second }, "-write-timeout 30s must be at least 35s"},
+		{func(c *Config) { c.IdleTimeout = 0 }, "-idle-timeout"},
+		{func(c *Config) { c.MaxHeaderBytes = 100 }, "-max-header-bytes"},
 	} {
 		c := DefaultConfig()
 		tc.mutate(&c)
@@ -149,7 +160,8 @@ func TestFlagsHelp(t *testing.T) {
 		t.Fatalf("%d flags for %d settings", n, want)
 	}
 	for name, def := range map[string]string{"listen": "127.0.0.1:7070", "max-body-bytes": "4MiB", "max-request-bytes": "8MiB",
-		"max-delay": "9600h0m0s", "delay-levels": "1s,5s,10s,30s,1m,2m,3m,4m,5m,6m,7m,8m,9m,10m,20m,30m,1h,2h", "auto-create-topics": "true", "auth-token": ""} {
+		"max-delay": "9600h0m0s", "delay-levels": "1s,5s,10s,30s,1m,2m,3m,4m,5m,6m,7m,8m,9m,10m,20m,30m,1h,2h", "auto-create-topics": "true", "auth-token": "",
+		"read-header-timeout": "10s", "read-timeout": "1m0s", "write-timeout": "1m0s", "idle-timeout": "2m0s", "max-header-bytes": "256KiB"} {
 		if got := fs.Lookup(name).DefValue; got != def {
 			t.Errorf("-%s default %q, want %q", name, got, def)
 		}

@@ -33,7 +33,7 @@ func TestBadInput(t *testing.T) {
 		{"not an object", "POST", "/v1/topics/t/messages", `[1,2]`, 400, "invalid_argument", "object"},
 		{"unknown field", "POST", "/v1/topics/t/messages", `{"bdy":"x"}`, 400, "invalid_argument", `"bdy"`},
 		{"wrong type", "POST", "/v1/topics/t/messages", `{"at":"tomorrow"}`, 400, "invalid_argument", `"at"`},
-		{"two JSON values", "POST", "/v1/topics/t/messages", `{} {}`, 400, "invalid_argument", "more than one"},
+		{"two JSON values", "POST", "/v1/topics/t/messages", `{} {}`, 400, "invalid_argument", "after the JSON object"},
 		{"empty body", "POST", "/v1/topics/t/messages", ``, 400, "invalid_argument", "empty"},
 		{"body and body_base64", "POST", "/v1/topics/t/messages", `{"body":"a","body_base64":"YQ=="}`, 400, "invalid_argument", "not both"},
 		{"bad base64", "POST", "/v1/topics/t/messages", `{"body_base64":"***"}`, 400, "invalid_argument", "base64"},

@@ -7,9 +7,11 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hourglass-mq/hourglass/engine"
 	"github.com/hourglass-mq/hourglass/errs"
+	"github.com/hourglass-mq/hourglass/message"
 )
 
 // Handler serves the HTTP API over one engine. Create it with New.
@@ -65,8 +67,14 @@ func New(eng *engine.Engine, cfg Config, logger *slog.Logger, metrics http.Handl
 	h := &Handler{eng: eng, cfg: cfg, log: logger, mux: http.NewServeMux(), metrics: metrics}
 	h.draining, h.drain = context.WithCancel(context.Background())
 	for _, rt := range routes {
-		serve := rt.serve
-		h.mux.HandleFunc(rt.method+" "+rt.path, func(w http.ResponseWriter, r *http.Request) { serve(h, w, r) })
+		serve, wild := rt.serve, wildcards(rt.path)
+		h.mux.HandleFunc(rt.method+" "+rt.path, func(w http.ResponseWriter, r *http.Request) {
+			if err := checkPath(r, wild); err != nil {
+				h.writeError(w, err)
+				return
+			}
+			serve(h, w, r)
+		})
 	}
 	h.mux.HandleFunc("/", h.noRoute)
 	return h
@@ -196,6 +204,42 @@ func (r *recorder) Write(b []byte) (int, error) {
 // Unwrap lets http.ResponseController reach the connection's writer.
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
+// wildcards lists the {names} of a route pattern.
+func wildcards(pattern string) []string {
+	var out []string
+	for _, seg := range strings.Split(pattern, "/") {
+		if name, ok := strings.CutPrefix(seg, "{"); ok {
+			out = append(out, strings.TrimSuffix(name, "}"))
+		}
+	}
+	return out
+}
+
+// checkPath refuses path values the engine would store or look up
+// altered or never find: invalid UTF-8 (a percent-encoded byte such as
+// %ff decodes to it), and topic and group names that break the naming
+// rules, "." and ".." included (ServeMux cleans them only when they are
+// not percent-encoded). No /v1 endpoint takes query parameters, so one
+// that is given is a mistake, not an option to ignore.
+func checkPath(r *http.Request, wild []string) error {
+	for _, name := range wild {
+		v := r.PathValue(name)
+		if !utf8.ValidString(v) {
+			return errs.New(errs.InvalidArgument, "path segment {%s} %q is not valid UTF-8", name, v)
+		}
+		switch name {
+		case "topic", "group":
+			if err := message.ValidateName(name, v); err != nil {
+				return err
+			}
+		}
+	}
+	if r.URL.RawQuery != "" && strings.HasPrefix(r.URL.Path, "/v1/") {
+		return errs.New(errs.InvalidArgument, "query %q is not accepted: %s %s takes no query parameters", r.URL.RawQuery, r.Method, r.Pattern)
+	}
+	return nil
+}
+
 // pathTopic returns the {topic} path value.
 func pathTopic(r *http.Request) string { return r.PathValue("topic") }
 
@@ -208,4 +252,15 @@ func durationField(field, s string) (time.Duration, error) {
 		return 0, errs.New(errs.InvalidArgument, "%s %q is not a duration such as 250ms, 30s or 1h30m", field, s)
 	}
 	return d, nil
+}
+
+// positiveDurationField is durationField for a setting whose zero value
+// means "the default": a given "0s" (or a negative) is refused rather than
+// silently read as "not given".
+func positiveDurationField(field, s string) (time.Duration, error) {
+	d, err := durationField(field, s)
+	if err == nil && s != "" && d <= 0 {
+		return 0, errs.New(errs.InvalidArgument, "%s %q must be positive; leave it out for the default", field, s)
+	}
+	return d, err
 }

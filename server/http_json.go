@@ -7,8 +7,10 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/hourglass-mq/hourglass/errs"
 )
@@ -37,7 +39,14 @@ func statusOf(c errs.Code) int {
 
 // decode reads the request body, at most MaxRequestBytes of it, as exactly
 // one JSON value into v, rejecting unknown fields. If optional, an empty
-// body leaves v as it is (all defaults).
+// body leaves v as it is (all defaults). Beyond what encoding/json checks,
+// it refuses what that decoder would silently rewrite or guess (see
+// checkStrict): every string reaches the engine exactly as the client sent
+// it, or the request fails with invalid_argument naming the field.
+//
+// Once the body is read, the write deadline is set WriteTimeout ahead, so
+// that WriteTimeout bounds the handling and the answer, however long the
+// body took to arrive (that is bounded by ReadTimeout).
 func (h *Handler) decode(w http.ResponseWriter, r *http.Request, v any, optional bool) error {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxRequestBytes))
 	if err != nil {
@@ -45,7 +54,15 @@ func (h *Handler) decode(w http.ResponseWriter, r *http.Request, v any, optional
 		if errors.As(err, &tooBig) {
 			return errs.New(errs.TooLarge, "request body exceeds the limit of %d bytes (-max-request-bytes)", tooBig.Limit)
 		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return errs.New(errs.InvalidArgument, "the request body did not arrive within -read-timeout %v", h.cfg.ReadTimeout)
+		}
 		return errs.Wrap(errs.InvalidArgument, err, "cannot read the request body")
+	}
+	if h.cfg.WriteTimeout > 0 {
+		// Not supported only under a test's ResponseWriter; then no
+		// deadline was set either.
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(h.cfg.WriteTimeout))
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		if optional {
@@ -59,9 +76,9 @@ func (h *Handler) decode(w http.ResponseWriter, r *http.Request, v any, optional
 		return jsonError(err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return errs.New(errs.InvalidArgument, "request body holds more than one JSON value")
+		return errs.New(errs.InvalidArgument, "request body holds data after the JSON object (at byte %d); send exactly one JSON value", dec.InputOffset())
 	}
-	return nil
+	return checkStrict(body, reflect.TypeOf(v))
 }
 
 // jsonError turns a decoding error into an invalid_argument that names the

@@ -98,11 +98,11 @@ func (h *Handler) createGroup(w http.ResponseWriter, r *http.Request) {
 	}
 	cfg := engine.GroupConfig{MaxAttempts: in.MaxAttempts}
 	var err error
-	if cfg.BackoffBase, err = durationField("backoff_base", in.BackoffBase); err != nil {
+	if cfg.BackoffBase, err = positiveDurationField("backoff_base", in.BackoffBase); err != nil {
 		h.writeError(w, err)
 		return
 	}
-	if cfg.BackoffMax, err = durationField("backoff_max", in.BackoffMax); err != nil {
+	if cfg.BackoffMax, err = positiveDurationField("backoff_max", in.BackoffMax); err != nil {
 		h.writeError(w, err)
 		return
 	}
@@ -149,7 +149,7 @@ func (h *Handler) receive(w http.ResponseWriter, r *http.Request) {
 	}
 	req := engine.ReceiveRequest{Topic: pathTopic(r), Group: r.PathValue("group"), Max: in.Max}
 	var err error
-	if req.Invisible, err = durationField("invisible", in.Invisible); err != nil {
+	if req.Invisible, err = positiveDurationField("invisible", in.Invisible); err != nil {
 		h.writeError(w, err)
 		return
 	}
@@ -159,10 +159,6 @@ func (h *Handler) receive(w http.ResponseWriter, r *http.Request) {
 	}
 	if in.Max < 0 {
 		h.writeError(w, errs.New(errs.InvalidArgument, "max %d is negative", in.Max))
-		return
-	}
-	if in.Invisible != "" && req.Invisible == 0 {
-		h.writeError(w, errs.New(errs.InvalidArgument, "invisible must be positive; omit it for the default of %v", engine.DefaultInvisible))
 		return
 	}
 	ctx, cancel := context.WithCancel(r.Context())

@@ -114,29 +114,6 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 	}
 }
 
-// jsonFields lists the JSON names of a struct's fields, embedded structs
-// flattened, as encoding/json sees them.
-func jsonFields(typ reflect.Type) []string {
-	var out []string
-	for i := 0; i < typ.NumField(); i++ {
-		f := typ.Field(i)
-		tag := f.Tag.Get("json")
-		name, _, _ := strings.Cut(tag, ",")
-		if f.Anonymous && tag == "" {
-			out = append(out, jsonFields(f.Type)...)
-			continue
-		}
-		if name == "-" || !f.IsExported() {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		out = append(out, name)
-	}
-	return out
-}
-
 func TestOpenAPISchemasMatchWireTypes(t *testing.T) {
 	_, schemas := readOpenAPI(t)
 	types := map[string]any{
@@ -158,7 +135,10 @@ func TestOpenAPISchemasMatchWireTypes(t *testing.T) {
 			t.Errorf("schema %s is missing from %s", name, openapiFile)
 			continue
 		}
-		want := jsonFields(reflect.TypeOf(v))
+		want := []string{}
+		for name := range wireFields(reflect.TypeOf(v)) {
+			want = append(want, name)
+		}
 		sort.Strings(props)
 		sort.Strings(want)
 		if !reflect.DeepEqual(props, want) && !(len(props) == 0 && len(want) == 0) {

@@ -7,17 +7,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"time"
 
 	"github.com/hourglass-mq/hourglass/engine"
 	"github.com/hourglass-mq/hourglass/metrics"
-)
-
-// Fixed HTTP timeouts. There is no write timeout: a long-poll receive may
-// legitimately hold a response for up to the engine's maximum wait (30 s).
-const (
-	readHeaderTimeout = 10 * time.Second
-	idleTimeout       = 2 * time.Minute
 )
 
 // Run opens the engine in cfg.DataDir, listens on cfg.Listen and serves the
@@ -48,12 +40,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, ready func(addr s
 		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
 	h := New(eng, cfg, logger, metrics.Handler(eng))
-	srv := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: readHeaderTimeout,
-		IdleTimeout:       idleTimeout,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
+	srv := cfg.httpServer(h, logger)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	addr := ln.Addr().String()
@@ -91,4 +78,19 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, ready func(addr s
 	}
 	logger.Info("stopped")
 	return runErr
+}
+
+// httpServer returns the server of h with every connection bounded by c:
+// the time to send headers and a whole request, to handle and answer it,
+// to wait idle between requests, and the size of the headers.
+func (c Config) httpServer(h http.Handler, logger *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: c.ReadHeaderTimeout,
+		ReadTimeout:       c.ReadTimeout,
+		WriteTimeout:      c.WriteTimeout,
+		IdleTimeout:       c.IdleTimeout,
+		MaxHeaderBytes:    int(c.MaxHeaderBytes),
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
 }
