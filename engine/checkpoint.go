@@ -33,7 +33,9 @@ type checkpointState struct {
 	Frontier    int64  // every timer registered before LogPos and due at or before it is visible
 	Topics      []checkpointTopic
 	Groups      []checkpointGroup
-	Overlay     map[uint64]overlayEntry
+	// OverlayFiles is the synced length of each overlay journal file, by
+	// segment base (see overlay.go).
+	OverlayFiles map[uint64]int64
 	KeyBytes    int64 // synced length of the key index
 	// Reloc maps moved messages (by identity) to their current copy.
 	Reloc map[uint64]uint64
@@ -162,13 +164,9 @@ func (e *Engine) checkpoint() error {
 		Incarnation: e.incarn,
 		LogPos:      uint64(e.clog.Head()),
 		Frontier:    e.frontierLocked(),
-		Overlay:     make(map[uint64]overlayEntry, len(e.overlay)),
 		SegPending:  make(map[uint64]int64, len(e.segPending)),
 		SegLast:     make(map[uint64]int64, len(e.segLast)),
 		Written:     e.Now(),
-	}
-	for p, ov := range e.overlay {
-		st.Overlay[p] = *ov
 	}
 	st.Reloc = make(map[uint64]uint64, len(e.reloc))
 	for k, v := range e.reloc {
@@ -219,6 +217,8 @@ func (e *Engine) checkpoint() error {
 		toSync = append(toSync, e.keyFile)
 	}
 	bucketSync := e.timers.PrepareSync()
+	ovJob, ovSizes := e.ovj.prepare()
+	st.OverlayFiles = ovSizes
 	st.TimerBuckets = e.timers.Sizes()
 	e.mu.Unlock()
 	e.gate.Unlock()
@@ -235,6 +235,9 @@ func (e *Engine) checkpoint() error {
 		e.timers.Complete(bucketSync, err)
 		e.mu.Unlock()
 		return fmt.Errorf("sync commit log: %w", err)
+	}
+	if err := ovJob.run(); err != nil {
+		return e.fail(fmt.Errorf("write and sync the overlay journal: %w", err))
 	}
 	// There may be thousands of bucket files.
 	err = bucketSync.Run(4)
@@ -325,6 +328,9 @@ func (e *Engine) retain(st *checkpointState) {
 	for _, s := range segs[:n] {
 		delete(e.segPending, uint64(s.Base))
 		delete(e.segLast, uint64(s.Base))
+		if err := e.ovj.remove(uint64(s.Base)); err != nil {
+			e.log.Error("overlay journal removal failed", "segment", s.Name, "err", err)
+		}
 	}
 	for p := range e.overlay {
 		if e.physLocked(p) < uint64(cut) {
@@ -367,9 +373,11 @@ func (e *Engine) recover() error {
 	default:
 		return err
 	}
-	for p, ov := range st.Overlay {
-		ov := ov
-		e.overlay[p] = &ov
+	if e.ovj, err = newOverlayJournal(e.fs, e.opts.Dir); err != nil {
+		return err
+	}
+	if err := e.ovj.load(st.OverlayFiles, func(pos uint64, ov overlayEntry) { e.overlay[pos] = &ov }); err != nil {
+		return err
 	}
 	for k, v := range st.SegPending {
 		e.segPending[k] = v
@@ -536,6 +544,7 @@ func (e *Engine) replayLocked(pos uint64, rec commitlog.Record, minDue *int64) e
 		}
 		if rec.Type == recCancel {
 			ov.Cancelled = true
+			e.journalLocked(p)
 			e.segPending[e.segOfLocked(e.physLocked(p))]--
 			if t := e.topicsByName[s.Topic]; t != nil {
 				t.pending--
@@ -547,6 +556,7 @@ func (e *Engine) replayLocked(pos uint64, rec commitlog.Record, minDue *int64) e
 			return fmt.Errorf("reschedule at %d of %d names unknown topic %q", pos, p, s.Topic)
 		}
 		ov.Due = due
+		e.journalLocked(p)
 		*minDue = min(*minDue, due)
 		e.addTimerLocked(timerRef{pos: p, due: due, topic: t.id, queue: uint16(s.Queue)})
 	case recFire:

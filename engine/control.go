@@ -251,6 +251,7 @@ func (e *Engine) change(ctx context.Context, id message.ID, w *message.When, ifD
 	if t != nil {
 		e.free = append(e.free, t)
 	}
+	e.journalLocked(id.Pos)
 	if w == nil {
 		e.segPending[e.segOfLocked(e.physLocked(id.Pos))]--
 		e.stats.Pending.Add(-1)

@@ -297,6 +297,7 @@ func (e *Engine) applyFireLocked(visible int64, batch []fireEntry, live bool) {
 		delete(e.dispatching, fe.pos)
 		if ov := e.overlay[fe.pos]; ov != nil {
 			ov.Fired, ov.Visible = true, visible
+			e.journalLocked(fe.pos)
 		}
 		k := qk{fe.topic, fe.queue}
 		groups[k] = append(groups[k], queueindex.Entry{Pos: fe.pos, Due: fe.due, Visible: visible, Size: fe.size})
