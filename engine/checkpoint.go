@@ -140,6 +140,14 @@ func (e *Engine) checkpoint() error {
 	start := time.Now()
 	e.gate.Lock()
 	e.mu.Lock()
+	if e.failed != nil {
+		// No checkpoint after a fatal failure: the last durable one and
+		// the log are the truth.
+		err := e.failed
+		e.mu.Unlock()
+		e.gate.Unlock()
+		return err
+	}
 	// An index write that failed (a full disk) left entries whose fire
 	// records lie before the log position captured below: write them now,
 	// or refuse, so that recovery still replays those records.
@@ -234,7 +242,7 @@ func (e *Engine) checkpoint() error {
 		e.mu.Lock()
 		e.timers.Complete(bucketSync, err)
 		e.mu.Unlock()
-		return fmt.Errorf("sync commit log: %w", err)
+		return e.storageErr(fmt.Errorf("sync commit log: %w", err))
 	}
 	if err := ovJob.run(); err != nil {
 		return e.fail(fmt.Errorf("write and sync the overlay journal: %w", err))
@@ -245,23 +253,22 @@ func (e *Engine) checkpoint() error {
 	e.timers.Complete(bucketSync, err)
 	e.mu.Unlock()
 	if err != nil {
-		return fmt.Errorf("write and sync timer buckets: %w", err)
+		return e.cacheErr("write and sync timer buckets", err)
 	}
 	// The caches only grow after the capture; syncing more than was
 	// captured is harmless.
 	for _, s := range toSync {
 		if err := s.Sync(); err != nil {
-			return err
+			return e.cacheErr("sync a queue or key index", err)
 		}
 	}
-	for _, d := range []string{e.opts.Dir, path.Join(e.opts.Dir, "queues")} {
-		if err := e.fs.SyncDir(d); err != nil {
-			return err
-		}
-	}
+	dirs := []string{e.opts.Dir, path.Join(e.opts.Dir, "queues")}
 	for _, t := range st.Topics {
-		if err := e.fs.SyncDir(path.Join(e.opts.Dir, "queues", fmt.Sprint(t.ID))); err != nil {
-			return err
+		dirs = append(dirs, path.Join(e.opts.Dir, "queues", fmt.Sprint(t.ID)))
+	}
+	for _, d := range dirs {
+		if err := e.fs.SyncDir(d); err != nil {
+			return e.cacheErr("sync directory "+d, err)
 		}
 	}
 	data, err := encodeCheckpoint(st)
@@ -376,7 +383,7 @@ func (e *Engine) recover() error {
 	if e.ovj, err = newOverlayJournal(e.fs, e.opts.Dir); err != nil {
 		return err
 	}
-	if err := e.ovj.load(st.OverlayFiles, func(pos uint64, ov overlayEntry) { e.overlay[pos] = &ov }); err != nil {
+	if err := e.ovj.load(st.OverlayFiles, uint64(e.clog.Start()), func(pos uint64, ov overlayEntry) { e.overlay[pos] = &ov }); err != nil {
 		return err
 	}
 	for k, v := range st.SegPending {

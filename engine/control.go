@@ -246,7 +246,7 @@ func (e *Engine) change(ctx context.Context, id message.ID, w *message.When, ifD
 		if t != nil || ref.due < e.loadedUntil {
 			e.scheduleLocked(ref)
 		}
-		return 0, storageErr(aerr)
+		return 0, e.storageErr(aerr)
 	}
 	if t != nil {
 		e.free = append(e.free, t)

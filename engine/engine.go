@@ -171,6 +171,8 @@ type Engine struct {
 	deadLetters     []deadLetter // waiting to be moved by the loop
 	deadLetterAfter int64        // no dead-lettering before this (after a failure)
 	closed          bool
+	failed          error         // the fatal storage failure, if any (see fail.go)
+	failedCh        chan struct{} // closed when failed is set
 
 	// clock is the broker clock: wall-clock time that never runs
 	// backwards, across restarts too (recovery raises it to the durable
@@ -212,6 +214,7 @@ func Open(opts Options) (*Engine, error) {
 		groupsByID:   map[uint32]*group{},
 		nextGroupID:  1,
 		kick:         make(chan struct{}, 1),
+		failedCh:     make(chan struct{}),
 		done:         make(chan struct{}),
 		loopDone:     make(chan struct{}),
 		ckptDone:     make(chan struct{}),
@@ -335,6 +338,9 @@ func (e *Engine) Close() error {
 }
 
 func (e *Engine) unavailableLocked() error {
+	if e.failed != nil {
+		return e.failedErrLocked()
+	}
 	if e.closed {
 		return errs.New(errs.Unavailable, "broker is shutting down")
 	}

@@ -204,7 +204,7 @@ func (e *Engine) createGroup(topicName, name string, cfg GroupConfig, existingOK
 		return g, errs.New(errs.AlreadyExists, "group %q of topic %q exists", name, topicName)
 	}
 	if _, err := e.clog.Append(encodeGroup(id, t.id, cfg, name)); err != nil {
-		return nil, storageErr(err)
+		return nil, e.storageErr(err)
 	}
 	e.mu.Lock()
 	g = e.applyGroupLocked(id, t, cfg, name)
@@ -626,7 +626,7 @@ func (e *Engine) Ack(ctx context.Context, topic, name string, receipts ...string
 			t.l.timer = e.addWheelLocked(t.ref)
 			t.gq.leases[t.off] = t.l
 		}
-		return storageErr(err)
+		return e.storageErr(err)
 	}
 	for _, t := range ts {
 		t.gq.markDone(t.off)
@@ -784,7 +784,7 @@ func (e *Engine) moveDeadLetter(j deadLetter) error {
 	defer e.gate.RUnlock()
 	pos, err := e.clog.Append(recs...)
 	if err != nil {
-		return storageErr(err)
+		return e.storageErr(err)
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()

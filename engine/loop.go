@@ -209,6 +209,12 @@ func (e *Engine) loop() {
 	defer close(e.loopDone)
 	for {
 		e.mu.Lock()
+		if e.failed != nil {
+			// Stopped: nothing more becomes visible.
+			e.mu.Unlock()
+			<-e.done
+			return
+		}
 		now := e.Now()
 		e.loadLocked(now)
 		if now > e.lastAdvance {
@@ -268,6 +274,9 @@ func (e *Engine) fire(batch []fireEntry, visible int64) {
 	e.gate.RLock()
 	defer e.gate.RUnlock()
 	_, err := e.clog.Append(encodeFire(visible, batch))
+	if err != nil {
+		e.storageErr(err)
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.inflight = nil

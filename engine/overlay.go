@@ -180,7 +180,10 @@ func (j *overlayJournal) remove(seg uint64) error {
 // the journal cannot be rebuilt from a log whose older segments may be
 // gone, so recovery refuses rather than forget a cancel. Bytes beyond the
 // recorded length, and files the checkpoint does not name, are cut.
-func (j *overlayJournal) load(keep map[uint64]int64, apply func(pos uint64, ov overlayEntry)) error {
+//
+// Files of segments below logStart are skipped and removed: retention
+// deletes a segment's journal after the checkpoint that still lists it.
+func (j *overlayJournal) load(keep map[uint64]int64, logStart uint64, apply func(pos uint64, ov overlayEntry)) error {
 	names, err := j.fs.List(j.dir)
 	if err != nil {
 		return err
@@ -191,7 +194,7 @@ func (j *overlayJournal) load(keep map[uint64]int64, apply func(pos uint64, ov o
 		if err != nil || !strings.HasSuffix(n, overlayFiles) {
 			continue
 		}
-		if _, ok := keep[seg]; !ok {
+		if _, ok := keep[seg]; !ok || seg < logStart {
 			if err := j.fs.Remove(path.Join(j.dir, n)); err != nil {
 				return err
 			}
@@ -201,7 +204,9 @@ func (j *overlayJournal) load(keep map[uint64]int64, apply func(pos uint64, ov o
 	}
 	segs := make([]uint64, 0, len(keep))
 	for seg := range keep {
-		segs = append(segs, seg)
+		if seg >= logStart {
+			segs = append(segs, seg)
+		}
 	}
 	sort.Slice(segs, func(a, b int) bool { return segs[a] < segs[b] })
 	for _, seg := range segs {

@@ -88,7 +88,7 @@ func (e *Engine) SendBatch(ctx context.Context, reqs []SendRequest) ([]Receipt, 
 	}
 	pos, err := e.clog.Append(recs...)
 	if err != nil {
-		return nil, storageErr(err)
+		return nil, e.storageErr(err)
 	}
 	out := make([]Receipt, len(reqs))
 	e.mu.Lock()
@@ -315,7 +315,7 @@ func (e *Engine) createTopic(name string, cfg TopicConfig) (*topic, error) {
 	}
 	if _, err := e.clog.Append(encodeTopic(id, cfg.Queues, flags, name)); err != nil {
 		t.close()
-		return nil, storageErr(err)
+		return nil, e.storageErr(err)
 	}
 	e.mu.Lock()
 	e.installTopicLocked(t)

@@ -89,6 +89,8 @@ type Stats struct {
 	// ReadErrors counts message reads that failed with an I/O error while
 	// delivering; the messages stayed in place.
 	ReadErrors atomic.Uint64
+	// Failed is set when the engine stopped after a storage failure.
+	Failed atomic.Bool
 	// Compacted counts pending messages moved out of old segments.
 	Compacted atomic.Uint64
 }
