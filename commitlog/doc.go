@@ -28,6 +28,20 @@
 //	+------------+------------+------+-----------------+
 //	length = len(payload); crc32c (Castagnoli) over type and payload.
 //
+// Two types are reserved. Type 0 never comes from Append, so zero-filled
+// space never parses as a record. TypeSkip (0xFE) marks a skip frame,
+// written only by Repair over a quarantined damaged range:
+//
+//	skip frame (exactly the length of the range it covers, >= 9 bytes)
+//	+------------+------------+------+-----------------------------+
+//	| length     | crc32c     | 0xFE | length zero bytes           |
+//	+------------+------------+------+-----------------------------+
+//
+// Its zero payload keeps any position inside it from framing a record
+// (type 0). Scan and recovery pass over skip frames; Read of one fails
+// with ErrCorrupt. A damaged range is never shorter than a frame header
+// (see Recovery), so no shorter padding form exists.
+//
 // These constants, the naming scheme and the layouts above are part of the
 // on-disk format and must not change without a new version byte.
 //
@@ -105,24 +119,83 @@
 // Open lists the segments, removes trailing files without a valid header
 // that are no longer than a header (interrupted creations), checks every
 // other header and that each segment starts where its predecessor ends,
-// and then reads the last segment record by record. The first record whose
-// frame runs past the end of the file, whose type is 0 or whose checksum
-// fails, and everything after it, is cut (Truncate, then Sync). What it did
-// is in Recovery(). Torn tails are only ever in the last segment, so Open
-// costs one segment's scan whatever the log's size.
+// and then reads the last segment record by record. Torn tails are only
+// ever in the last segment, so Open costs one segment's scan whatever the
+// log's size.
 //
-// In the last segment a corrupt record cannot be told from a torn write, so
-// it is cut with everything after it, even if the cause was media damage
-// rather than a crash and acknowledged records followed it.
+// A bad record there (a frame running past the end of the file, type 0, or
+// a checksum that fails) is either the torn tail of a crash or media
+// damage, and what follows it tells them apart. Recovery looks for the
+// next frame that validates and chains: it is followed by another frame
+// that validates, or it ends exactly at the end of the file.
 //
-// Damage no crash can cause under this protocol is not repaired, because
-// repairing it would mean dropping acknowledged records on a guess:
+//   - Nothing chains in the rest of the file (zeros, garbage, a partial
+//     frame): a torn tail. It is cut (Truncate, then Sync), and
+//     Recovery().Reason says so.
+//   - Something chains: valid records follow the damage, and under
+//     FlushSync they were acknowledged. Open fails with a *DamageError
+//     (errors.Is ErrCorrupt) that names the file, the damaged range's
+//     position, offset and length, and the valid records and bytes after
+//     it, and says to run `hourglass repair --data-dir DIR`. Nothing is
+//     cut.
+//
+// Where valid frames start again. The bad frame starts at a record
+// boundary (every frame before it validated), and frames are at least
+// FrameHeaderSize long, so the search starts FrameHeaderSize bytes after
+// it; that also makes every damaged range at least one frame header long,
+// which a skip frame can always cover exactly. A payload is a client's
+// bytes and may hold byte strings that frame valid records (forged or
+// not). Three rules keep them from being taken for records:
+//
+//  1. the bad frame's own length field is tried first: if the damage
+//     spared it, the frame after it is the true next record, and nothing
+//     inside the damaged payload is considered; a length reaching exactly
+//     the end of the file means nothing follows (a torn tail);
+//  2. an earlier candidate beats that length only if the bad frame
+//     validates when cut off there (the damage hit the length alone);
+//  3. a candidate must chain. A frame-shaped run inside a payload is
+//     almost never followed by another valid frame, so it is passed over,
+//     and searching from the earliest offset then finds the true next
+//     boundary, keeping the most records.
+//
+// What is left: a payload crafted to end in a chain of valid frames (or
+// whose checksum prefix is forged to pass rule 2), in a record whose
+// length field alone (or whose payload after the forged part) the media
+// damages. The forged frames would then be taken for records. That needs
+// a media fault in that very record, Open still refuses first, and Repair
+// reports each range; callers that take positions from clients must check
+// them on their own (a log position is not proof that a record was
+// written by Append). The search is in memory over the rest of the
+// segment and runs only when a bad record is found; cheap header checks of
+// both frames come before any checksum.
+//
+// Out-of-order writeback by a real disk can also leave valid, never
+// acknowledged frames after a hole in the unsynced tail. Open then refuses
+// too: the error costs a restart, never data. Repair salvage keeps those
+// records (a producer that saw no acknowledgement may have sent them
+// again); truncate mode drops them.
+//
+// Repair (offline: the log must not be open) checks every segment. Each
+// damaged range is first copied to <segment>.damaged-<position> beside
+// the log (never replacing an existing file), and that file and the
+// directory are synced before the segment is touched. In salvage mode the
+// range is then overwritten with a skip frame of its exact length and
+// synced, so every later position, and so every message ID, stays what it
+// was; a torn tail of the last segment is cut. In truncate mode the last
+// segment is cut at its first damage, as Open did before it told the two
+// apart. Damage in a sealed segment is salvaged in both modes: cutting it
+// would break the chain of positions. RepairReport lists each range, its
+// quarantine file, and what was kept and lost. A crash during Repair loses
+// nothing: running it again finishes the work.
+//
+// Damage Open does not repair:
 //
 //   - a record that fails validation in a sealed (not last) segment is
 //     reported by Read and Scan as ErrCorrupt when they reach it; Open
-//     succeeds and the records around it stay readable;
+//     succeeds and the records around it stay readable (Repair salvages
+//     it);
 //   - a bad header on a segment holding records, or segments that do not
-//     chain, make Open fail with ErrCorrupt naming the file.
+//     chain, make Open (and Repair) fail with ErrCorrupt naming the file.
 //
 // # Caveats
 //

@@ -142,3 +142,39 @@ func checkFrameHeader(h frameHeader, room int64) string {
 	}
 	return ""
 }
+
+// TypeSkip is the record type reserved for skip frames: a skip frame
+// covers a range of damaged bytes that Repair quarantined, so that the
+// positions of the records after it stay what they were. Its payload is
+// zeros. Scan and recovery pass over skip frames; Read of a skip frame's
+// position fails with ErrCorrupt, as it would for the damage it replaced.
+// Callers must not Append records of this type. (It is not 0xFF, the
+// highest type, because callers were already free to use that one.)
+const TypeSkip Type = 0xFE
+
+// appendSkipFrame appends a skip frame of exactly n bytes (n >=
+// FrameHeaderSize) to dst.
+func appendSkipFrame(dst []byte, n int) []byte {
+	payload := make([]byte, n-FrameHeaderSize)
+	return appendFrame(dst, Record{Type: TypeSkip, Payload: payload}, recordCRC(TypeSkip, payload))
+}
+
+// frameAt validates the frame at b[off:] entirely in memory, where b ends
+// at the end of valid data, and returns the offset just past it, its type,
+// and "" or the reason it is damage. It is the in-memory twin of
+// frameIter.next, used where recovery has to look at one range many ways.
+func frameAt(b []byte, off int) (end int, typ Type, reason string) {
+	room := len(b) - off
+	if room < FrameHeaderSize {
+		return off, 0, "truncated frame header"
+	}
+	h := decodeFrameHeader(b[off : off+FrameHeaderSize])
+	if reason := checkFrameHeader(h, int64(room)); reason != "" {
+		return off, h.typ, reason
+	}
+	end = off + frameSize(int(h.length))
+	if recordCRC(h.typ, b[off+FrameHeaderSize:end]) != h.crc {
+		return off, h.typ, "checksum mismatch"
+	}
+	return end, h.typ, ""
+}

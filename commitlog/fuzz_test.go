@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"path"
+	"slices"
 	"testing"
 )
 
@@ -13,6 +14,8 @@ import (
 // bit is set, as the whole segment file. Open must not panic; if it
 // succeeds, the log must hold exactly the longest valid prefix of frames as
 // an independent parser sees it, with nothing after it, and take appends.
+// If it refuses because valid frames follow the damage, it must have
+// changed nothing, and Repair must make the log open.
 func FuzzRecover(f *testing.F) {
 	valid := func(typ Type, payload string) []byte {
 		return appendFrame(nil, Record{Type: typ, Payload: []byte(payload)}, recordCRC(typ, []byte(payload)))
@@ -46,7 +49,30 @@ func FuzzRecover(f *testing.F) {
 		name := path.Join(testDir, segmentName(0))
 		writeFile(t, fsys, name, file)
 
+		var offsets []int
+		validEnd := HeaderSize
+		if len(file) >= HeaderSize && checkHeader(file[:HeaderSize], 0) == nil {
+			offsets, validEnd = rawFrames(file)
+		}
 		l, err := Open(Options{FS: fsys, Dir: testDir})
+		var de *DamageError
+		if errors.As(err, &de) {
+			// Valid frames follow the first bad one: nothing may have been
+			// cut, the damage must start where the valid prefix ends, and
+			// a salvage must make the log open.
+			if de.Ranges[0].Pos != Pos(validEnd-HeaderSize) || !bytes.Equal(readFile(t, fsys, name), file) {
+				t.Fatalf("refusal %+v, independent parse ends at %d", de.Ranges, validEnd-HeaderSize)
+			}
+			if _, err := Repair(Options{FS: fsys, Dir: testDir}, RepairSalvage); err != nil {
+				t.Fatalf("Repair: %v", err)
+			}
+			l, err := Open(Options{FS: fsys, Dir: testDir})
+			if err != nil {
+				t.Fatalf("Open after Repair: %v", err)
+			}
+			l.Close()
+			return
+		}
 		if err != nil {
 			if !errors.Is(err, ErrCorrupt) || data[0]&0x80 == 0 {
 				t.Fatalf("Open: %v", err)
@@ -54,11 +80,8 @@ func FuzzRecover(f *testing.F) {
 			return
 		}
 		defer l.Close()
-		var offsets []int
-		validEnd := HeaderSize
-		if len(file) >= HeaderSize && checkHeader(file[:HeaderSize], 0) == nil {
-			offsets, validEnd = rawFrames(file)
-		}
+		// Skip frames are valid frames that Scan passes over.
+		offsets = slices.DeleteFunc(offsets, func(off int) bool { return Type(file[off+8]) == TypeSkip })
 		if l.Head() != Pos(validEnd-HeaderSize) {
 			t.Fatalf("Head %d, independent parse ends at %d", l.Head(), validEnd-HeaderSize)
 		}

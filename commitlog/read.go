@@ -32,6 +32,10 @@ type frameIter struct {
 type corruptError struct {
 	pos    Pos
 	reason string
+	// skip is set for a valid skip frame (see TypeSkip): not damage to
+	// the reader that walks on (each, recovery), but no record either, so
+	// Read of its position fails like Read of the damage it replaced.
+	skip bool
 }
 
 func (e *corruptError) Error() string {
@@ -111,15 +115,28 @@ func (it *frameIter) next() (Record, Pos, error) {
 		return Record{}, at, &corruptError{pos: at, reason: "checksum mismatch"}
 	}
 	it.pos = at + Pos(total)
+	if h.typ == TypeSkip {
+		return Record{}, at, &corruptError{pos: at, reason: "quarantined damage (a skip frame left by repair)", skip: true}
+	}
 	return Record{Type: h.typ, Payload: payload}, at, nil
 }
 
-// each calls fn for every frame up to limit.
+// isSkip reports whether err is the skip frame report of next, after which
+// the iterator has moved past the frame.
+func isSkip(err error) bool {
+	var ce *corruptError
+	return errors.As(err, &ce) && ce.skip
+}
+
+// each calls fn for every record up to limit, passing over skip frames.
 func (it *frameIter) each(fn func(Pos, Record) error) error {
 	for {
 		rec, at, err := it.next()
 		if err == io.EOF {
 			return nil
+		}
+		if isSkip(err) {
+			continue
 		}
 		if err != nil {
 			return err

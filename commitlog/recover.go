@@ -21,9 +21,13 @@ import (
 //     is no longer than a header is an interrupted creation, holding nothing
 //     that was acknowledged.
 //
-// Damage that no crash under this protocol produces (a bad header on a
-// segment with records, segments that do not chain) fails with ErrCorrupt
-// rather than guessing which acknowledged records to drop.
+// A bad record in the last segment is cut with everything after it only
+// if no valid record follows it (a torn tail). If valid records follow, it
+// is media damage: recoverDir fails with a *DamageError and changes
+// nothing, and Repair is the way on. Damage that no crash under this
+// protocol produces (a bad header on a segment with records, segments that
+// do not chain) fails with ErrCorrupt rather than guessing which
+// acknowledged records to drop.
 func recoverDir(fsys vfs.FS, dir string) (segs []*segment, info RecoveryInfo, err error) {
 	began := time.Now()
 	defer func() {
@@ -51,69 +55,9 @@ func recoverDir(fsys vfs.FS, dir string) (segs []*segment, info RecoveryInfo, er
 	if err != nil {
 		return nil, info, fmt.Errorf("commitlog: list dir: %w", err)
 	}
-	for _, name := range names {
-		base, ok := parseSegmentName(name)
-		if !ok {
-			continue
-		}
-		f, err := fsys.Open(path.Join(dir, name))
-		if err != nil {
-			return segs, info, fmt.Errorf("commitlog: open %s: %w", name, err)
-		}
-		segs = append(segs, &segment{base: base, name: name, f: f})
-	}
-
-	// Drop interrupted creations from the end.
-	var nextBase Pos // where a replacement first segment would start
-	for len(segs) > 0 {
-		last := segs[len(segs)-1]
-		size, err := last.f.Size()
-		if err != nil {
-			return segs, info, fmt.Errorf("commitlog: size of %s: %w", last.name, err)
-		}
-		if size > HeaderSize {
-			break
-		}
-		h, err := readHeader(last)
-		if err != nil {
-			return segs, info, err
-		}
-		if size == HeaderSize && checkHeader(h, last.base) == nil {
-			break // an empty but complete segment
-		}
-		_ = last.f.Close()
-		if err := fsys.Remove(path.Join(dir, last.name)); err != nil {
-			return segs[:len(segs)-1], info, fmt.Errorf("commitlog: remove incomplete segment %s: %w", last.name, err)
-		}
-		segs = segs[:len(segs)-1]
-		info.RemovedSegments = append(info.RemovedSegments, last.name)
-		nextBase = last.base
-	}
-	if len(info.RemovedSegments) > 0 {
-		if err := fsys.SyncDir(dir); err != nil {
-			return segs, info, fmt.Errorf("commitlog: sync dir after removing incomplete segments: %w", err)
-		}
-	}
-
-	// Every remaining segment must have a valid header and continue its
-	// predecessor exactly.
-	for i, s := range segs {
-		size, err := s.f.Size()
-		if err != nil {
-			return segs, info, fmt.Errorf("commitlog: size of %s: %w", s.name, err)
-		}
-		h, err := readHeader(s)
-		if err != nil {
-			return segs, info, err
-		}
-		if herr := checkHeader(h, s.base); herr != nil {
-			return segs, info, fmt.Errorf("%w: segment %s: %v", ErrCorrupt, s.name, herr)
-		}
-		s.size = size - HeaderSize
-		if i > 0 && segs[i-1].end() != s.base {
-			return segs, info, fmt.Errorf("%w: segment %s starts at %d but its predecessor ends at %d",
-				ErrCorrupt, s.name, s.base, segs[i-1].end())
-		}
+	segs, nextBase, err := openSegments(fsys, dir, names, &info)
+	if err != nil {
+		return segs, info, err
 	}
 
 	if len(segs) == 0 {
@@ -128,37 +72,117 @@ func recoverDir(fsys vfs.FS, dir string) (segs []*segment, info RecoveryInfo, er
 	}
 	info.Segments = len(segs)
 
-	// Scan the tail record by record; cut at the first bad one.
+	// Scan the tail record by record. At the first bad record, tell a torn
+	// tail (nothing valid after it: cut it) from media damage (valid
+	// records follow: refuse, and leave the file as it is for Repair).
 	last := segs[len(segs)-1]
-	it := frameIter{f: last.f, base: last.base, pos: last.base, limit: last.end()}
-	for {
-		_, _, err := it.next()
-		if err == io.EOF {
-			break
-		}
-		var ce *corruptError
-		if errors.As(err, &ce) {
-			info.Reason = ce.reason
-			break
-		}
-		if err != nil {
-			return segs, info, fmt.Errorf("commitlog: scan %s: %w", last.name, err)
-		}
-		info.RecordsScanned++
+	sc, err := scanSegment(last)
+	if err != nil {
+		return segs, info, err
 	}
-	info.BytesScanned = int64(it.pos - last.base)
-	info.TruncatedAt = it.pos
-	if it.pos < last.end() {
-		info.TruncatedBytes = int64(last.end() - it.pos)
-		if err := last.f.Truncate(HeaderSize + info.BytesScanned); err != nil {
-			return segs, info, fmt.Errorf("commitlog: truncate %s: %w", last.name, err)
-		}
-		if err := last.f.Sync(); err != nil {
-			return segs, info, fmt.Errorf("commitlog: sync %s after truncate: %w", last.name, err)
-		}
-		last.size = info.BytesScanned
+	info.RecordsScanned = sc.records
+	info.BytesScanned = int64(sc.validEnd - last.base)
+	info.TruncatedAt = sc.validEnd
+	if len(sc.ranges) == 0 {
+		return segs, info, nil
+	}
+	if len(sc.ranges) > 1 || !sc.ranges[0].Tail {
+		return segs, info, &DamageError{Dir: dir, Segment: last.name, Ranges: sc.ranges}
+	}
+	torn := sc.ranges[0]
+	info.TruncatedBytes = torn.Length
+	info.Reason = fmt.Sprintf("torn tail: %s at position %d, and no valid record in the %d bytes from there to the end of %s",
+		torn.Reason, torn.Pos, torn.Length, last.name)
+	if err := cutSegment(last, sc.validEnd); err != nil {
+		return segs, info, err
 	}
 	return segs, info, nil
+}
+
+// openSegments opens the segment files among names, removes trailing ones
+// whose creation never completed, and checks that every other one has a
+// valid header and continues its predecessor exactly. It returns the
+// segments oldest first with their sizes set, and the base a replacement
+// first segment would get if none is left.
+func openSegments(fsys vfs.FS, dir string, names []string, info *RecoveryInfo) (segs []*segment, nextBase Pos, err error) {
+	for _, name := range names {
+		base, ok := parseSegmentName(name)
+		if !ok {
+			continue
+		}
+		f, err := fsys.Open(path.Join(dir, name))
+		if err != nil {
+			return segs, nextBase, fmt.Errorf("commitlog: open %s: %w", name, err)
+		}
+		segs = append(segs, &segment{base: base, name: name, f: f})
+	}
+
+	// Drop interrupted creations from the end.
+	for len(segs) > 0 {
+		last := segs[len(segs)-1]
+		size, err := last.f.Size()
+		if err != nil {
+			return segs, nextBase, fmt.Errorf("commitlog: size of %s: %w", last.name, err)
+		}
+		if size > HeaderSize {
+			break
+		}
+		h, err := readHeader(last)
+		if err != nil {
+			return segs, nextBase, err
+		}
+		if size == HeaderSize && checkHeader(h, last.base) == nil {
+			break // an empty but complete segment
+		}
+		_ = last.f.Close()
+		if err := fsys.Remove(path.Join(dir, last.name)); err != nil {
+			return segs[:len(segs)-1], nextBase, fmt.Errorf("commitlog: remove incomplete segment %s: %w", last.name, err)
+		}
+		segs = segs[:len(segs)-1]
+		info.RemovedSegments = append(info.RemovedSegments, last.name)
+		nextBase = last.base
+	}
+	if len(info.RemovedSegments) > 0 {
+		if err := fsys.SyncDir(dir); err != nil {
+			return segs, nextBase, fmt.Errorf("commitlog: sync dir after removing incomplete segments: %w", err)
+		}
+	}
+
+	// Every remaining segment must have a valid header and continue its
+	// predecessor exactly.
+	for i, s := range segs {
+		size, err := s.f.Size()
+		if err != nil {
+			return segs, nextBase, fmt.Errorf("commitlog: size of %s: %w", s.name, err)
+		}
+		h, err := readHeader(s)
+		if err != nil {
+			return segs, nextBase, err
+		}
+		if herr := checkHeader(h, s.base); herr != nil {
+			return segs, nextBase, fmt.Errorf("%w: segment %s: %v", ErrCorrupt, s.name, herr)
+		}
+		s.size = size - HeaderSize
+		if i > 0 && segs[i-1].end() != s.base {
+			return segs, nextBase, fmt.Errorf("%w: segment %s starts at %d but its predecessor ends at %d",
+				ErrCorrupt, s.name, s.base, segs[i-1].end())
+		}
+	}
+
+	return segs, nextBase, nil
+}
+
+// cutSegment truncates s to end the log at validEnd and makes the cut
+// durable.
+func cutSegment(s *segment, validEnd Pos) error {
+	if err := s.f.Truncate(HeaderSize + int64(validEnd-s.base)); err != nil {
+		return fmt.Errorf("commitlog: truncate %s: %w", s.name, err)
+	}
+	if err := s.f.Sync(); err != nil {
+		return fmt.Errorf("commitlog: sync %s after truncate: %w", s.name, err)
+	}
+	s.size = int64(validEnd - s.base)
+	return nil
 }
 
 // readHeader reads up to HeaderSize bytes from the start of s.
@@ -207,4 +231,243 @@ func createSegment(fsys vfs.FS, dir string, base Pos) (*segment, error) {
 		return nil, fmt.Errorf("commitlog: %s %s: %w (and removing it: %w: %w)", step, name, classify(err), errCleanup, rerr)
 	}
 	return nil, fmt.Errorf("commitlog: %s %s: %w", step, name, classify(err))
+}
+
+// DamagedRange is one range of a segment whose bytes failed validation,
+// as recovery and Repair delimit it: it starts at the first bad frame
+// (a record boundary, since every frame before it validated) and ends
+// where a frame that validates and chains starts again, or at the end of
+// the segment's data.
+type DamagedRange struct {
+	// Segment is the file name of the segment holding the range.
+	Segment string `json:"segment"`
+	// Pos is the position of the range's first byte; Offset is the same
+	// byte's offset in the file.
+	Pos    Pos   `json:"pos"`
+	Offset int64 `json:"offset"`
+	// Length is the number of bytes in the range.
+	Length int64 `json:"length"`
+	// Reason says why the frame at Pos failed validation.
+	Reason string `json:"reason"`
+	// Tail is set when no valid frame follows the range in its segment:
+	// in the last segment, the torn tail of a crash.
+	Tail bool `json:"tail"`
+	// RecordsAfter and BytesAfter count the valid records (skip frames
+	// excluded from the count, included in the bytes) from the range's end
+	// to the next damaged range or the end of the segment.
+	RecordsAfter int   `json:"records_after"`
+	BytesAfter   int64 `json:"bytes_after"`
+}
+
+// End returns the position just past the range.
+func (r DamagedRange) End() Pos { return r.Pos + Pos(r.Length) }
+
+// DamageError is Open's refusal of a last segment in which a bad record is
+// followed by valid ones: media damage rather than a torn write, so
+// cutting the tail would drop acknowledged records. Nothing was changed on
+// disk. It matches ErrCorrupt with errors.Is; Repair deals with it.
+type DamageError struct {
+	// Dir is the log's directory, Segment the damaged file's name in it.
+	Dir     string
+	Segment string
+	// Ranges are the damaged ranges of the segment, in order; at least one
+	// is followed by valid records.
+	Ranges []DamagedRange
+}
+
+// Error names the file, the damage and what follows it, and says what to
+// do.
+func (e *DamageError) Error() string {
+	first := e.Ranges[0]
+	var records int
+	var after, damaged int64
+	for _, r := range e.Ranges {
+		records += r.RecordsAfter
+		after += r.BytesAfter
+		damaged += r.Length
+	}
+	more := ""
+	if len(e.Ranges) > 1 {
+		more = fmt.Sprintf(" (%d damaged ranges, %d bytes in all)", len(e.Ranges), damaged)
+	}
+	return fmt.Sprintf("%v: segment %s: %d damaged bytes at position %d (file offset %d: %s) are followed by %d valid records (%d bytes)%s; "+
+		"this is media damage, not a torn write, so nothing was cut: stop the broker and run `hourglass repair --data-dir %s` "+
+		"to quarantine the damaged bytes and keep every record after them at its position",
+		ErrCorrupt, path.Join(e.Dir, e.Segment), first.Length, first.Pos, first.Offset, first.Reason,
+		records, after, more, dataDirHint(e.Dir))
+}
+
+// Is makes errors.Is(err, ErrCorrupt) hold.
+func (e *DamageError) Is(target error) bool { return target == ErrCorrupt }
+
+// dataDirHint names the data directory to repair: the engine keeps its log
+// in DIR/log.
+func dataDirHint(dir string) string {
+	if path.Base(path.Clean(dir)) == "log" {
+		return path.Dir(path.Clean(dir))
+	}
+	return "DIR (the data directory holding " + dir + ")"
+}
+
+// segmentScan is what scanSegment found.
+type segmentScan struct {
+	validEnd Pos // end of the valid prefix: the first damaged range's start, or the end
+	records  int // valid records (skip frames excluded) before validEnd
+	skips    int // skip frames before validEnd
+	ranges   []DamagedRange
+}
+
+// scanSegment validates s frame by frame. Up to the first bad frame it
+// streams; from there on (damage is rare) it reads the rest of the segment
+// into memory and delimits the damaged ranges with findDamage.
+func scanSegment(s *segment) (segmentScan, error) {
+	var sc segmentScan
+	it := frameIter{f: s.f, base: s.base, pos: s.base, limit: s.end()}
+	var ce *corruptError
+	for {
+		_, _, err := it.next()
+		if err == io.EOF {
+			sc.validEnd = it.pos
+			return sc, nil
+		}
+		if isSkip(err) {
+			sc.skips++
+			continue
+		}
+		if errors.As(err, &ce) {
+			break
+		}
+		if err != nil {
+			return sc, fmt.Errorf("commitlog: scan %s: %w", s.name, err)
+		}
+		sc.records++
+	}
+	sc.validEnd = ce.pos
+	rest := make([]byte, s.end()-ce.pos)
+	n, err := s.f.ReadAt(rest, HeaderSize+int64(ce.pos-s.base))
+	if n < len(rest) {
+		if err == nil || errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return sc, fmt.Errorf("commitlog: read damaged tail of %s: %w", s.name, err)
+	}
+	sc.ranges = findDamage(rest, ce.pos, ce.reason)
+	for i := range sc.ranges {
+		sc.ranges[i].Segment = s.name
+		sc.ranges[i].Offset = HeaderSize + int64(sc.ranges[i].Pos-s.base)
+	}
+	return sc, nil
+}
+
+// findDamage delimits the damaged ranges of b, the bytes of positions
+// [at, end of segment), where the frame at b[0] failed validation for
+// reason. After each damaged range it walks the valid frames that follow,
+// up to the next bad frame, which starts the next range.
+func findDamage(b []byte, at Pos, reason string) []DamagedRange {
+	var out []DamagedRange
+	cur := 0
+	for {
+		r := DamagedRange{Pos: at + Pos(cur), Reason: reason}
+		next, ok := resync(b, cur)
+		if !ok {
+			r.Length, r.Tail = int64(len(b)-cur), true
+			return append(out, r)
+		}
+		r.Length = int64(next - cur)
+		off := next
+		for off < len(b) {
+			end, typ, why := frameAt(b, off)
+			if why != "" {
+				reason = why
+				break
+			}
+			if typ != TypeSkip {
+				r.RecordsAfter++
+			}
+			r.BytesAfter += int64(end - off)
+			off = end
+		}
+		out = append(out, r)
+		if off >= len(b) {
+			return out
+		}
+		cur = off
+	}
+}
+
+// resync finds where valid frames start again after the bad frame at
+// b[cur], and reports false if none does. A candidate must validate and
+// chain (see chains), and no candidate starts in the bad frame's first
+// FrameHeaderSize bytes: the bad frame starts at a record boundary (every
+// frame before it validated), and every frame is at least that long. This
+// also makes every damaged range at least a frame header long, so that a
+// skip frame can always cover one exactly.
+//
+// The bad frame's own length field is the first witness: if the damage
+// spared it, the frame after it is the true next record (hint), and a
+// frame embedded in the damaged payload must not be picked instead. An
+// earlier candidate wins over the hint only if the bad frame validates
+// when cut off at that candidate: then the damage was in the length field
+// alone, and the candidate is the true next record. Without a usable hint
+// the earliest candidate wins, which keeps the most records. A hint that
+// reaches exactly the end of the data means that nothing follows.
+func resync(b []byte, cur int) (int, bool) {
+	hint := -1 // a chaining frame, or len(b), where the bad frame says it ends
+	if len(b)-cur >= FrameHeaderSize {
+		h := decodeFrameHeader(b[cur : cur+FrameHeaderSize])
+		if h.length <= MaxPayloadLimit {
+			end := int64(cur) + int64(frameSize(int(h.length)))
+			if end == int64(len(b)) || end < int64(len(b)) && chains(b, int(end)) {
+				hint = int(end)
+			}
+		}
+	}
+	limit := len(b)
+	if hint >= 0 {
+		limit = hint
+	}
+	for off := cur + FrameHeaderSize; off < limit && off+FrameHeaderSize <= len(b); off++ {
+		if chains(b, off) && (hint < 0 || lengthOnlyDamage(b, cur, off)) {
+			return off, true
+		}
+	}
+	if hint >= 0 && hint < len(b) {
+		return hint, true
+	}
+	return 0, false
+}
+
+// lengthOnlyDamage reports whether the frame at b[cur] validates when its
+// length is taken to be end-cur-FrameHeaderSize: whether only its length
+// field was damaged.
+func lengthOnlyDamage(b []byte, cur, end int) bool {
+	h := decodeFrameHeader(b[cur : cur+FrameHeaderSize])
+	return h.typ != 0 && recordCRC(h.typ, b[cur+FrameHeaderSize:end]) == h.crc
+}
+
+// chains reports whether the frame at b[off] validates and is followed
+// either by the end of the data or by another frame that validates. A
+// lone frame-shaped run of bytes inside a payload almost never has a valid
+// frame right after it; the cheap header checks of both frames run before
+// either checksum.
+func chains(b []byte, off int) bool {
+	plausible := func(o int) bool {
+		return len(b)-o >= FrameHeaderSize &&
+			checkFrameHeader(decodeFrameHeader(b[o:o+FrameHeaderSize]), int64(len(b)-o)) == ""
+	}
+	if !plausible(off) {
+		return false
+	}
+	end := off + frameSize(int(decodeFrameHeader(b[off:off+FrameHeaderSize]).length))
+	if end != len(b) && !plausible(end) {
+		return false
+	}
+	if _, _, why := frameAt(b, off); why != "" {
+		return false
+	}
+	if end == len(b) {
+		return true
+	}
+	_, _, why := frameAt(b, end)
+	return why == ""
 }

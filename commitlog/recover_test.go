@@ -85,8 +85,12 @@ func (f damageFixture) intactBefore(p Pos) int {
 }
 
 // TestTornTail cuts the last segment at hundreds of random offsets and
-// flips random bits in it, and checks after each that recovery keeps every
-// record before the damage, serves nothing after it, and takes appends.
+// flips random bits in it. A cut is a torn tail: recovery keeps every
+// record before it, serves nothing after it, and takes appends. A flipped
+// bit in the last record is indistinguishable from a torn write and is cut
+// the same way; one in any earlier record is media damage: Open refuses
+// and changes nothing, and Repair then salvages every other record at its
+// position.
 func TestTornTail(t *testing.T) {
 	f := newDamageFixture(t, 240, 4096)
 	if len(f.segs) < 3 {
@@ -97,6 +101,7 @@ func TestTornTail(t *testing.T) {
 	file := readFile(t, f.fs, name)
 	rng := rand.New(rand.NewPCG(3, 4))
 	sealed := f.intactBefore(last.Base)
+	var refused int
 
 	for trial := range 600 {
 		img := f.fs.Clone()
@@ -114,14 +119,19 @@ func TestTornTail(t *testing.T) {
 		}
 		writeFile(t, img, name, damaged)
 
+		want := f.intactBefore(damageAt)
+		if !cut && want < len(f.pos)-1 {
+			// Records follow the damaged one: refuse, then salvage.
+			refused++
+			expectRefusedThenSalvaged(t, f, img, want)
+			continue
+		}
 		l, err := Open(Options{FS: img, Dir: testDir, SegmentBytes: 4096})
 		if err != nil {
 			t.Fatalf("trial %d: Open: %v", trial, err)
 		}
-		want := f.intactBefore(damageAt)
 		if !cut && want < len(f.pos) && f.pos[want] <= damageAt {
-			// The flipped byte is inside record want; it must go with
-			// everything after it.
+			// The flipped byte is inside the last record; it is cut.
 			want = f.intactBefore(f.pos[want])
 		}
 		if want < sealed {
@@ -156,6 +166,40 @@ func TestTornTail(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if refused < 200 {
+		t.Fatalf("only %d of 300 flips hit a record with records after it", refused)
+	}
+}
+
+// expectRefusedThenSalvaged checks img, whose record victim (not the last)
+// is damaged: Open refuses with a *DamageError delimiting exactly that
+// record and leaves the file alone; Repair salvages; then every other
+// record reads at its position and the victim does not.
+func expectRefusedThenSalvaged(t *testing.T, f damageFixture, img *vfs.Mem, victim int) {
+	t.Helper()
+	name := path.Join(testDir, f.segs[len(f.segs)-1].Name)
+	before := readFile(t, img, name)
+	_, err := Open(Options{FS: img, Dir: testDir})
+	var de *DamageError
+	if !errors.As(err, &de) || !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Open with record %d damaged: %v, want a *DamageError", victim, err)
+	}
+	r := de.Ranges[0]
+	if len(de.Ranges) != 1 || r.Pos != f.pos[victim] || r.End() != f.pos[victim+1] || r.RecordsAfter != len(f.pos)-victim-1 {
+		t.Fatalf("record %d [%d, %d) damaged, error reports %+v", victim, f.pos[victim], f.pos[victim+1], de.Ranges)
+	}
+	if !bytes.Equal(readFile(t, img, name), before) {
+		t.Fatal("a refused Open changed the segment")
+	}
+	rep, err := Repair(Options{FS: img, Dir: testDir}, RepairSalvage)
+	if err != nil || len(rep.Ranges) != 1 || rep.RecordsKept != len(f.pos)-victim-1 {
+		t.Fatalf("Repair: %+v, %v", rep, err)
+	}
+	l, err := Open(Options{FS: img.Crash(nil), Dir: testDir})
+	if err != nil {
+		t.Fatalf("Open after Repair: %v", err)
+	}
+	f.expectSalvaged(t, l, victim)
 }
 
 func TestRecoverIncompleteSegment(t *testing.T) {

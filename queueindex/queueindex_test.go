@@ -1,6 +1,7 @@
 package queueindex
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/hourglass-mq/hourglass/vfs"
@@ -49,7 +50,7 @@ func TestCorruptEntryDetected(t *testing.T) {
 	f, _ := fs.Open("q.qi")
 	f.WriteAt([]byte{9}, 0)
 	f.Close()
-	if _, err := x.Read(0, 1, 1); err == nil {
-		t.Fatal("corrupt entry served")
+	if _, err := x.Read(0, 1, 1); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("corrupt entry: %v, want ErrCorrupt", err)
 	}
 }

@@ -7,6 +7,9 @@
 // was made durable by Sync or SyncDir, so a test can take the image a power
 // loss would leave behind (Mem.Crash). A fault-injecting wrapper (Faulty)
 // makes chosen operations fail, for example with ENOSPC, to test disk full.
+// A Sync it fails behaves as a failed fsync on Linux: the dirty pages are
+// marked clean without reaching the disk, so a retried Sync succeeds and
+// the data is still lost at the next power loss (Faulty.SetSyncFailure).
 //
 // The interface is deliberately narrow: positional reads and writes, sync,
 // truncate, and the directory operations an append-only store needs.
