@@ -116,6 +116,9 @@ func batchErr(n, i int, err error) error {
 // storageErr classifies a commit-log failure for the caller.
 func storageErr(err error) error {
 	switch {
+	case errors.Is(err, commitlog.ErrFailed):
+		// Checked first: a stopped log may wrap ErrDiskFull too.
+		return errs.Wrap(errs.Unavailable, err, "storage failed: the message was not stored, and the broker stopped; restart it")
 	case errors.Is(err, commitlog.ErrDiskFull):
 		return errs.Wrap(errs.ResourceExhausted, err, "disk full: the message was not stored")
 	case errors.Is(err, commitlog.ErrClosed):
