@@ -33,11 +33,7 @@ import (
 // returns err for the caller's convenience.
 func (e *Engine) fail(err error) error {
 	e.mu.Lock()
-	first := e.failed == nil
-	if first {
-		e.failed = err
-		close(e.failedCh)
-	}
+	first := e.setFailedLocked(err)
 	e.mu.Unlock()
 	if first {
 		e.stats.Failed.Store(true)
@@ -45,6 +41,24 @@ func (e *Engine) fail(err error) error {
 		e.kickLoop()
 	}
 	return err
+}
+
+// failLocked is fail for a caller holding mu.
+func (e *Engine) failLocked(err error) {
+	if e.setFailedLocked(err) {
+		e.stats.Failed.Store(true)
+		e.log.Error("storage failed: the broker stops; restart it to recover from the commit log", "err", err)
+		e.kickLoop()
+	}
+}
+
+func (e *Engine) setFailedLocked(err error) bool {
+	if e.failed != nil {
+		return false
+	}
+	e.failed = err
+	close(e.failedCh)
+	return true
 }
 
 // Failed is closed when the engine stopped after a storage failure; Err

@@ -1,9 +1,12 @@
 package engine
 
 import (
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/hourglass-mq/hourglass/queueindex"
+	"github.com/hourglass-mq/hourglass/timerstore"
 )
 
 // dispatchHeap orders due timers by due time, so a herd is dispatched
@@ -85,6 +88,12 @@ func (e *Engine) loadLocked(now int64) {
 			break
 		}
 		entries, err := e.timers.Load(b)
+		if errors.Is(err, timerstore.ErrCorrupt) {
+			// Damage found while running: stop, and let the restart's
+			// recovery rebuild the index from the log (checkTimers).
+			e.failLocked(fmt.Errorf("timer bucket %s: %w", fmtMs(b), err))
+			return
+		}
 		if err != nil {
 			// Do not advance past a bucket we could not read: retry next round.
 			e.log.Error("timer bucket load failed", "bucket", fmtMs(b), "err", err)
