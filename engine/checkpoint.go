@@ -36,7 +36,7 @@ type checkpointState struct {
 	// OverlayFiles is the synced length of each overlay journal file, by
 	// segment base (see overlay.go).
 	OverlayFiles map[uint64]int64
-	KeyBytes    int64 // synced length of the key index
+	KeyBytes     int64 // synced length of the key index
 	// Reloc maps moved messages (by identity) to their current copy.
 	Reloc map[uint64]uint64
 	// TimerBuckets is the synced length of each timer bucket file.

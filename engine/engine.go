@@ -134,7 +134,7 @@ type Engine struct {
 	topicsByID   map[uint32]*topic
 	nextTopicID  uint32
 	overlay      map[uint64]*overlayEntry
-	ovj          *overlayJournal // persists overlay changes for the checkpoint
+	ovj          *overlayJournal   // persists overlay changes for the checkpoint
 	reloc        map[uint64]uint64 // moved messages: identity -> current copy (see compact.go)
 	keys         map[uint64]uint64 // hash(topic, key) -> pos of the latest message
 	keyFile      vfs.File
