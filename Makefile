@@ -13,7 +13,7 @@ RACE      ?= -race
 SHELL       := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 
-.PHONY: all build run test vet fmt-check fmt bench soak clean
+.PHONY: all build run test vet fmt-check fmt bench soak mutate clean
 
 all: build
 
@@ -47,6 +47,10 @@ bench:
 ## soak: 1000 kill-and-recover cycles of the engine's crash test (up to 2 hours)
 soak:
 	HOURGLASS_CRASH_CYCLES=1000 $(GO) test -run TestCrash -count=1 -timeout 2h ./engine/
+
+## mutate: plant known bugs one at a time in a copy of the tree and report which the tests catch (slow, about 15 min; not part of test)
+mutate:
+	./scripts/mutate.sh
 
 ## clean: remove build and benchmark outputs (never the data directory)
 clean:

@@ -81,19 +81,12 @@ func (c *consumer) run(want int, deadline time.Time) error {
 // became visible; Go runtime timers for the same due times are the baseline.
 func runLateness(c config, dir string) (*report, error) {
 	r := newReport("lateness", dir)
-	count := int(int64(c.rate) * int64(c.window) / int64(time.Second))
-	e, err := engine.Open(engineOptions(dir))
+	count := c.windowCount()
+	e, err := openLatenessEngine(dir)
 	if err != nil {
 		return nil, err
 	}
 	defer e.Close()
-	const queues = 4
-	if err := e.CreateTopic(latenessTopic, engine.TopicConfig{Queues: queues}); err != nil {
-		return nil, err
-	}
-	if err := e.CreateTopic(pendingTopic, engine.TopicConfig{}); err != nil {
-		return nil, err
-	}
 	body := make([]byte, pendingBody)
 	now := e.Now()
 	pre, err := preload(e, preloadSpec{topic: pendingTopic, keyPrefix: "order-", n: c.preload, batch: c.batch,
@@ -102,7 +95,7 @@ func runLateness(c config, dir string) (*report, error) {
 		return nil, err
 	}
 	r.note("size: %s pending messages first (due over %v from %v after the start; sent in %s), then %s messages due uniformly over a %v window (%s/s), 16 B bodies, topic of %d queues, engine defaults (sync flush, DispatchRate 200,000/s)",
-		humanInt(int64(c.preload)), c.horizon, c.offset, secs(pre.took), humanInt(int64(count)), c.window, humanInt(int64(c.rate)), queues)
+		humanInt(int64(c.preload)), c.horizon, c.offset, secs(pre.took), humanInt(int64(count)), c.window, humanInt(int64(c.rate)), latenessQueues)
 
 	if c.settle {
 		if err := waitCheckpoints(e, 2, 10*time.Minute); err != nil {
@@ -124,7 +117,7 @@ func runLateness(c config, dir string) (*report, error) {
 	}
 
 	mon := startCheckpointMonitor(e)
-	cons := newConsumer(e, latenessTopic, queues, count)
+	cons := newConsumer(e, latenessTopic, latenessQueues, count)
 	var wg sync.WaitGroup
 	var consErr, sendErr error
 	wg.Add(2)
@@ -208,6 +201,31 @@ func runLateness(c config, dir string) (*report, error) {
 	r.fig("checkpoints during the run", fmt.Sprintf("%d", st.Checkpoints.Load()))
 	r.note("baseline: Go runtime timers (time.AfterFunc), one per message, all created %v before the window, for the same relative due times, after the engine was closed; lateness = time.Now() in the callback minus the due instant", 2*time.Second)
 	return r, nil
+}
+
+// windowCount is how many messages fall due in the window: -rate per
+// second for -window.
+func (c config) windowCount() int { return int(int64(c.rate) * int64(c.window) / int64(time.Second)) }
+
+// latenessQueues is the queue count of the lateness topic.
+const latenessQueues = 4
+
+// openLatenessEngine opens dir with the lateness topic (latenessQueues
+// queues) and the pending topic of the far-future preload.
+func openLatenessEngine(dir string) (*engine.Engine, error) {
+	e, err := engine.Open(engineOptions(dir))
+	if err != nil {
+		return nil, err
+	}
+	if err := e.CreateTopic(latenessTopic, engine.TopicConfig{Queues: latenessQueues}); err != nil {
+		e.Close()
+		return nil, err
+	}
+	if err := e.CreateTopic(pendingTopic, engine.TopicConfig{}); err != nil {
+		e.Close()
+		return nil, err
+	}
+	return e, nil
 }
 
 // checkpointEvent is one completed checkpoint seen by the monitor.

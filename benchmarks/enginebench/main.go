@@ -13,10 +13,22 @@
 //	lateness  1 M pending plus 20,000 messages/s falling due for 30 s:
 //	          visible minus due, from the queue index (ms) and from a
 //	          consumer's clock (ns), against Go runtime timers
+//	grouplateness
+//	          like lateness, but the window's messages are far-future when
+//	          sent (they go to timer bucket files and are loaded before and
+//	          during the window), and lateness is measured at goroutines
+//	          calling Receive and Ack on a consumer group
+//	rss       RSS of a real broker process (hourglass serve, -binary)
+//	          holding N far-future pending messages sent over HTTP, minus
+//	          its RSS empty, per message; -cancel-frac 0.1 cancels 10%
+//	drill     SIGKILLs of a real broker (-binary) while producers send and
+//	          consumers receive and ack over HTTP without retries: per
+//	          kill, the requests in doubt and what became of them
 //	herd      1 M messages due at the same millisecond, with the default
 //	          dispatch rate and unbounded
-//	produce   64 producers calling Send with 1 KiB bodies for 10 s, against a
-//	          raw append+fdatasync loop with the engine's average batch
+//	produce   64 producers calling Send with 1 KiB bodies for 10 s, against
+//	          the best rate of raw append+fdatasync loops at the same
+//	          concurrency over a sweep of batch sizes (1 to 4096 records)
 //
 // Usage:
 //
@@ -36,6 +48,8 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"runtime/trace"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hourglass-mq/hourglass/engine"
@@ -64,17 +78,31 @@ type config struct {
 	settle  bool          // lateness: wait for a checkpoint after the preload
 	bgRate  int           // lateness: far-future sends per second during the window
 
+	sendFor time.Duration // grouplateness: sending must end within this
+
+	binary   string // rss, drill: the hourglass binary to run as the broker
+	rssMarks []int  // rss: pending counts at which RSS is read
+
+	kills      int           // drill: SIGKILLs
+	upMin      time.Duration // drill: least uptime before a kill (at most twice this)
+	downtime   time.Duration // drill: how long the broker stays down
+	cancelFrac float64       // rss: share of the messages cancelled at the end
+	consumers  int           // grouplateness: Receive+Ack goroutines
+
 	herd     int           // herd: messages due at one instant
 	herdLead time.Duration // herd: the instant is this long after sending starts
 	probe    int           // herd: probe messages per second in another topic
 
-	producers int           // produce: concurrent Send callers
-	duration  time.Duration // produce: how long they send
-	body      int           // produce: body bytes
-	delay     time.Duration // produce: delay of each message
+	producers     int           // produce: concurrent Send callers
+	duration      time.Duration // produce: how long they send
+	body          int           // produce: body bytes
+	delay         time.Duration // produce: delay of each message
+	rawDuration   time.Duration // produce: how long each batch size of the raw and engine sweeps runs
+	engineBatches []int         // produce: SendBatch sizes of the engine sweep
 
-	marker   time.Duration // restart: the reopen starts this long after the markers are sent
-	crashFor time.Duration // restart: the kill -9 child is killed this long after its first ack
+	marker     time.Duration // restart: the reopen starts this long after the markers are sent
+	crashFor   time.Duration // restart: the kill -9 child is killed this long after its first ack
+	dropCaches bool          // restart: empty the page cache before every Open
 }
 
 func main() {
@@ -97,16 +125,43 @@ func main() {
 	flag.BoolVar(&c.presend, "presend", false, "lateness: send the whole window before it starts instead of overlapping")
 	flag.BoolVar(&c.settle, "settle", true, "lateness: start the window only after a checkpoint that began after the preload has finished")
 	flag.IntVar(&c.bgRate, "bg-rate", 0, "lateness: far-future messages per second sent during the window (spread like the preload)")
+	flag.DurationVar(&c.sendFor, "send-for", time.Minute, "grouplateness: the window is placed so that its messages are far-future if sending ends within this")
+	flag.IntVar(&c.consumers, "consumers", 4, "grouplateness: consumer goroutines calling Receive and Ack")
 	flag.IntVar(&c.herd, "herd", 1_000_000, "herd: messages due at one instant")
 	flag.DurationVar(&c.herdLead, "herd-lead", 15*time.Second, "herd: the instant is this long after sending starts")
 	flag.IntVar(&c.probe, "probe-rate", 100, "herd: probe messages per second in another topic, due from the end of sending to 15 s after the herd instant (0: none)")
 	flag.IntVar(&c.producers, "producers", 64, "produce: concurrent Send callers")
 	flag.DurationVar(&c.duration, "duration", 10*time.Second, "produce: how long to send")
 	flag.IntVar(&c.body, "body", 1024, "produce: body bytes")
+	flag.DurationVar(&c.rawDuration, "raw-duration", 3*time.Second, "produce: how long each batch size of the raw append+fdatasync sweep runs")
 	flag.DurationVar(&c.delay, "delay", time.Hour, "produce: delay of each message")
 	flag.DurationVar(&c.marker, "marker", 30*time.Second, "restart: the reopen starts this long after the markers are sent")
 	flag.DurationVar(&c.crashFor, "crash-for", 4*time.Second, "restart: kill -9 the sending child this long after its first acknowledged batch (0: skip the kill -9 phase)")
+	flag.StringVar(&c.binary, "binary", "", "rss, drill: path of a built hourglass binary, run as the broker process")
+	flag.IntVar(&c.kills, "kills", 5, "drill: SIGKILLs of the broker")
+	flag.DurationVar(&c.upMin, "up-min", 2*time.Second, "drill: the broker runs between this and twice this before each kill")
+	flag.DurationVar(&c.downtime, "downtime", time.Second, "drill: how long the broker stays down after a kill")
+	flag.Float64Var(&c.cancelFrac, "cancel-frac", 0, "rss: share of the messages cancelled by ID after sending (0.1: every 10th)")
+	marks := flag.String("rss-at", "", "rss: comma-separated pending counts at which RSS is also read (e.g. 1000000), besides -n")
+	batches := flag.String("engine-batches", "8,64,512", "produce: SendBatch sizes of the engine sweep, comma-separated (the engine's MaxBatch is 1,000)")
+	flag.BoolVar(&c.dropCaches, "drop-caches", false, "restart: sync and empty the page cache (echo 3 > /proc/sys/vm/drop_caches, needs root) before every Open: a cold start")
 	flag.Parse()
+	for _, f := range strings.Split(*marks, ",") {
+		if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && n > 0 && n < c.n {
+			c.rssMarks = append(c.rssMarks, n)
+		}
+	}
+	for _, f := range strings.Split(*batches, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		b, err := strconv.Atoi(f)
+		if err != nil || b < 2 {
+			fmt.Fprintln(os.Stderr, "enginebench: -engine-batches: want sizes of 2 or more, got", f)
+			os.Exit(2)
+		}
+		c.engineBatches = append(c.engineBatches, b)
+	}
 
 	if err := run(c); err != nil {
 		fmt.Fprintln(os.Stderr, "enginebench:", err)
@@ -116,17 +171,20 @@ func main() {
 
 func run(c config) error {
 	scenarios := map[string]func(config, string) (*report, error){
-		"pending":  runPending,
-		"restart":  runRestart,
-		"lateness": runLateness,
-		"herd":     runHerd,
-		"produce":  runProduce,
+		"pending":       runPending,
+		"restart":       runRestart,
+		"lateness":      runLateness,
+		"herd":          runHerd,
+		"produce":       runProduce,
+		"grouplateness": runGroupLateness,
+		"rss":           runRSS,
+		"drill":         runDrill,
 		// The child process of restart's kill -9 phase; not for direct use.
 		"crashchild": runCrashChild,
 	}
 	fn := scenarios[c.scenario]
 	if fn == nil {
-		return fmt.Errorf("unknown -scenario %q; want pending, restart, lateness, herd or produce", c.scenario)
+		return fmt.Errorf("unknown -scenario %q; want pending, restart, lateness, grouplateness, rss, drill, herd or produce", c.scenario)
 	}
 	dir, cleanup, err := dataDir(c)
 	if err != nil {

@@ -133,3 +133,26 @@ func (s *rssSampler) finish() int64 {
 	s.wg.Wait()
 	return s.peak.Load()
 }
+
+// parallel runs fn(0) .. fn(n-1) in n goroutines and returns the first
+// error any of them returned.
+func parallel(n int, fn func(i int) error) error {
+	errc := make(chan error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			if err := fn(i); err != nil {
+				errc <- err
+			}
+		}(i)
+	}
+	wg.Wait()
+	select {
+	case err := <-errc:
+		return err
+	default:
+		return nil
+	}
+}

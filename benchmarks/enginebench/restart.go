@@ -40,7 +40,13 @@ func runRestart(c config, dir string) (*report, error) {
 	}
 	app, _ := u.total()
 	r.note("data directory of %s (%s files), reopened after a clean Close (final checkpoint written)", mib(app), humanInt(int64(sumFiles(u))))
+	if c.dropCaches {
+		r.note("cold: before every Open (the first, the second and the one after kill -9), sync and `echo 3 > /proc/sys/vm/drop_caches` emptied the page cache")
+	}
 
+	if err := dropCaches(c); err != nil {
+		return r, err
+	}
 	t0 := time.Now()
 	e, err := engine.Open(opts)
 	if err != nil {
@@ -74,6 +80,9 @@ func runRestart(c config, dir string) (*report, error) {
 	r.fig("Close after the first Open", secs(time.Since(cs)))
 	if time.Now().UnixMilli() >= reopenAt-1000 {
 		return r, fmt.Errorf("Close ended after the first marker's due time; raise -marker (now %v)", c.marker)
+	}
+	if err := dropCaches(c); err != nil {
+		return r, err
 	}
 	time.Sleep(time.Until(time.UnixMilli(reopenAt)))
 
@@ -171,6 +180,9 @@ func crashRestart(c config, dir string, r *report, before int64) error {
 	cmd.Wait()
 	n := acked.Load()
 
+	if err := dropCaches(c); err != nil {
+		return err
+	}
 	t := time.Now()
 	e, err := engine.Open(engineOptions(dir))
 	if err != nil {
@@ -191,6 +203,20 @@ func crashRestart(c config, dir string, r *report, before int64) error {
 	r.note("kill -9: a child process opened the directory and sent keyed far-future messages (SendBatch of %d) until it was killed with SIGKILL %v after its first acknowledged batch; every acknowledged key was then looked up", c.batch, c.crashFor)
 	if missing > 0 {
 		return fmt.Errorf("%d acknowledged messages are missing after kill -9", missing)
+	}
+	return nil
+}
+
+// dropCaches, with -drop-caches, writes dirty pages and empties the page
+// cache (needs root), so that the next Open reads the directory from the
+// disk: a cold start, as after a reboot.
+func dropCaches(c config) error {
+	if !c.dropCaches {
+		return nil
+	}
+	syscall.Sync()
+	if err := os.WriteFile("/proc/sys/vm/drop_caches", []byte("3\n"), 0); err != nil {
+		return fmt.Errorf("-drop-caches: %w (it needs root)", err)
 	}
 	return nil
 }
