@@ -83,3 +83,31 @@ func TestDamagedTimerBucketsAreRebuilt(t *testing.T) {
 		h.e = nil
 	}
 }
+
+// TestDamagedKeyIndexIsRebuilt: keys.idx had no checksum and was trusted
+// blindly. A damaged one is now detected and rebuilt from the log.
+func TestDamagedKeyIndexIsRebuilt(t *testing.T) {
+	h := newHarness(t, nil)
+	var rs []Receipt
+	for _, k := range []string{"a", "b", "c"} {
+		rs = append(rs, h.send("t", k, message.When{Delay: time.Hour}))
+	}
+	h.e.Close()
+	f, err := h.fs.Open("data/keys.idx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(make([]byte, 24), 24); err != nil { // zero the second entry
+		t.Fatal(err)
+	}
+	f.Close()
+	h.open()
+	if n := h.e.Stats().CacheRebuilds.Load(); n != 1 {
+		t.Fatalf("%d rebuilds, want 1", n)
+	}
+	for i, k := range []string{"a", "b", "c"} {
+		if id, err := h.e.LookupKey("t", k); err != nil || id != rs[i].ID {
+			t.Fatalf("key %s: %v %v, want %v", k, id, err, rs[i].ID)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hourglass-mq/hourglass/commitlog"
+	"github.com/hourglass-mq/hourglass/keyindex"
 	"github.com/hourglass-mq/hourglass/message"
 	"github.com/hourglass-mq/hourglass/timerstore"
 	"github.com/hourglass-mq/hourglass/timewheel"
@@ -138,6 +139,11 @@ func (e *Engine) checkpoint() error {
 	e.ckptMu.Lock()
 	defer e.ckptMu.Unlock()
 	start := time.Now()
+	// Write the buffered key entries before taking the locks, so that the
+	// capture below writes only what arrives meanwhile.
+	if err := e.keys.Flush(); err != nil {
+		e.log.Warn("key index write failed; the checkpoint will retry", "err", err)
+	}
 	e.gate.Lock()
 	e.mu.Lock()
 	if e.failed != nil {
@@ -212,18 +218,18 @@ func (e *Engine) checkpoint() error {
 		}
 		st.Groups = append(st.Groups, cg)
 	}
-	e.flushKeysLocked()
-	if n := len(e.keyBuf) / 16; n > 0 {
+	// Most key entries were written before the locks were taken (see
+	// above); this writes the few that came since.
+	e.keys.Flush()
+	if n := e.keys.Unwritten(); n > 0 {
 		// The write failed (and was logged). Recovery reads keys of records
 		// before LogPos only from the file: do not pass them.
 		e.mu.Unlock()
 		e.gate.Unlock()
 		return fmt.Errorf("key index: %d entries could not be written", n)
 	}
-	st.KeyBytes = e.keyLen
-	if e.keyFile != nil {
-		toSync = append(toSync, e.keyFile)
-	}
+	st.KeyBytes = e.keys.Len()
+	toSync = append(toSync, e.keys)
 	bucketSync := e.timers.PrepareSync()
 	ovJob, ovSizes := e.ovj.prepare()
 	st.OverlayFiles = ovSizes
@@ -344,11 +350,7 @@ func (e *Engine) retain(st *checkpointState) {
 			delete(e.overlay, p)
 		}
 	}
-	for h, p := range e.keys {
-		if e.physLocked(p) < uint64(cut) {
-			delete(e.keys, h)
-		}
-	}
+	e.keys.DropBefore(uint64(cut))
 	for orig, p := range e.reloc {
 		if p < uint64(cut) {
 			delete(e.reloc, orig)
@@ -425,7 +427,7 @@ func (e *Engine) recover() error {
 	if err := e.markVisibleAboveFrontier(st.Frontier); err != nil {
 		return err
 	}
-	if err := e.openKeys(st.KeyBytes); err != nil {
+	if err := e.openKeys(st.KeyBytes, st.LogPos); err != nil {
 		return err
 	}
 	if e.timers, err = timerstore.Open(e.fs, path.Join(e.opts.Dir, "timers"), e.opts.BucketWidth.Milliseconds()); err != nil {
@@ -624,55 +626,54 @@ func (e *Engine) replayLocked(pos uint64, rec commitlog.Record, minDue *int64) e
 	return nil
 }
 
-// openKeys opens the key index, cuts it to the checkpointed length and
-// loads it.
-func (e *Engine) openKeys(keep int64) error {
+// openKeys opens the key index, checks it against the checkpoint and cuts
+// it to the checkpointed length. A damaged index is rebuilt from the log:
+// every retained message record before the checkpoint's position (replay
+// adds the keys of what follows).
+func (e *Engine) openKeys(keep int64, logPos uint64) error {
 	name := path.Join(e.opts.Dir, "keys.idx")
-	f, err := e.fs.Open(name)
-	if vfs.IsNotExist(err) {
-		f, err = e.fs.Create(name)
-	}
-	if err != nil {
-		return err
-	}
-	size, err := f.Size()
-	if err != nil {
-		f.Close()
-		return err
-	}
-	keep -= keep % 16
-	if keep > size {
-		f.Close()
-		return fmt.Errorf("key index is %d bytes, the checkpoint recorded %d", size, keep)
-	}
-	if keep < size {
-		if err := f.Truncate(keep); err != nil {
-			f.Close()
-			return err
-		}
-	}
-	if len(e.keys) == 0 {
-		// Presized: growing a map of millions of keys entry by entry costs
-		// seconds of a restart.
-		e.keys = make(map[uint64]uint64, keep/16)
-	}
-	buf := make([]byte, min(keep, 1<<20))
 	start := uint64(e.clog.Start())
-	for off := int64(0); off < keep; {
-		n := min(int64(len(buf)), keep-off)
-		if _, err := f.ReadAt(buf[:n], off); err != nil {
-			f.Close()
-			return err
-		}
-		for i := int64(0); i+16 <= n; i += 16 {
-			h, p := getU64(buf[i:]), getU64(buf[i+8:])
-			if cur, ok := e.keys[h]; e.physLocked(p) >= start && (!ok || p > cur) {
-				e.keys[h] = p
-			}
-		}
-		off += n
+	x, err := keyindex.Open(e.fs, name, keep, start, e.physLocked)
+	if err == nil {
+		e.keys = x
+		return nil
 	}
-	e.keyFile, e.keyLen = f, keep
+	if !errors.Is(err, keyindex.ErrCorrupt) {
+		return err
+	}
+	e.log.Warn("key index damaged; rebuilding it from the commit log", "err", err)
+	e.stats.CacheRebuilds.Add(1)
+	if x, err = keyindex.Open(e.fs, name, 0, start, e.physLocked); err != nil {
+		return err
+	}
+	e.keys = x
+	err = e.clog.Scan(e.clog.Start(), func(pos commitlog.Pos, rec commitlog.Record) error {
+		if uint64(pos) >= logPos {
+			return errStopScan
+		}
+		orig, payload := uint64(pos), rec.Payload
+		switch rec.Type {
+		case recMessage:
+		case recMoved:
+			if len(payload) < 8 {
+				return errBadPayload
+			}
+			orig, payload = binary.LittleEndian.Uint64(payload), payload[8:]
+		default:
+			return nil
+		}
+		s, err := message.Decode(payload)
+		if err != nil {
+			return fmt.Errorf("message at %d: %w", pos, err)
+		}
+		if s.Key != "" {
+			e.keys.Put(keyHash(s.Topic, s.Key), orig)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStopScan) {
+		return fmt.Errorf("rebuild the key index from the log: %w", err)
+	}
 	return nil
 }
 

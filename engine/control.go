@@ -115,9 +115,7 @@ func (e *Engine) LookupKey(topic, key string) (message.ID, error) {
 	if key == "" {
 		return message.ID{}, errs.New(errs.InvalidArgument, "key is required")
 	}
-	e.mu.Lock()
-	pos, ok := e.keys[keyHash(topic, key)]
-	e.mu.Unlock()
+	pos, ok := e.keys.Get(keyHash(topic, key))
 	if ok {
 		// Check the record: a 64-bit hash collision must not return another key's message.
 		s, _, err := e.readStored(pos)

@@ -56,6 +56,7 @@ import (
 	"github.com/hourglass-mq/hourglass/clock"
 	"github.com/hourglass-mq/hourglass/commitlog"
 	"github.com/hourglass-mq/hourglass/errs"
+	"github.com/hourglass-mq/hourglass/keyindex"
 	"github.com/hourglass-mq/hourglass/message"
 	"github.com/hourglass-mq/hourglass/queueindex"
 	"github.com/hourglass-mq/hourglass/timerstore"
@@ -136,10 +137,7 @@ type Engine struct {
 	overlay      map[uint64]*overlayEntry
 	ovj          *overlayJournal   // persists overlay changes for the checkpoint
 	reloc        map[uint64]uint64 // moved messages: identity -> current copy (see compact.go)
-	keys         map[uint64]uint64 // hash(topic, key) -> pos of the latest message
-	keyFile      vfs.File
-	keyLen       int64 // bytes of keyFile written
-	keyBuf       []byte
+	keys         *keyindex.Index // hash(topic, key) -> pos of the latest message; its own lock
 	timers       *timerstore.Store
 	wheel        *timewheel.Wheel[timerRef]
 	near         map[uint64]*wheelTimer // pending timers in the wheel, by pos
@@ -203,7 +201,6 @@ func Open(opts Options) (*Engine, error) {
 		nextTopicID:  1,
 		overlay:      map[uint64]*overlayEntry{},
 		reloc:        map[uint64]uint64{},
-		keys:         map[uint64]uint64{},
 		near:         map[uint64]*wheelTimer{},
 		dispatching:  map[uint64]bool{},
 		segPending:   map[uint64]int64{},
@@ -327,8 +324,8 @@ func (e *Engine) Close() error {
 			q.Close()
 		}
 	}
-	if e.keyFile != nil {
-		e.keyFile.Close()
+	if e.keys != nil {
+		e.keys.Close()
 	}
 	e.mu.Unlock()
 	if cerr := e.clog.Close(); err == nil {

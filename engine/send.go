@@ -206,34 +206,10 @@ func (e *Engine) scheduleLocked(ref timerRef) {
 // addKeyLocked records that the message at pos carries key hash h. The
 // latest message of a key is the one latest in the log, i.e. at the
 // greatest position: concurrent senders apply in lock order, which is not
-// log order, so the index keeps the greatest position rather than the last
-// one applied, live and at replay alike.
-func (e *Engine) addKeyLocked(h, pos uint64) {
-	if cur, ok := e.keys[h]; !ok || pos > cur {
-		e.keys[h] = pos
-	}
-	var b [16]byte
-	putU64(b[:], h)
-	putU64(b[8:], pos)
-	e.keyBuf = append(e.keyBuf, b[:]...)
-	if len(e.keyBuf) >= 64<<10 {
-		e.flushKeysLocked()
-	}
-}
-
-// flushKeysLocked writes buffered key-index entries; a failure is logged,
-// the log re-derives them at recovery.
-func (e *Engine) flushKeysLocked() {
-	if len(e.keyBuf) == 0 || e.keyFile == nil {
-		return
-	}
-	if _, err := e.keyFile.WriteAt(e.keyBuf, e.keyLen); err != nil {
-		e.log.Error("key index write failed", "err", err)
-		return
-	}
-	e.keyLen += int64(len(e.keyBuf))
-	e.keyBuf = e.keyBuf[:0]
-}
+// log order, so the index keeps the greatest position (keyindex.Put), live
+// and at replay alike. Put only buffers: the file is written by the
+// checkpoint.
+func (e *Engine) addKeyLocked(h, pos uint64) { e.keys.Put(h, pos) }
 
 // topicFor returns the topic, creating it durably when auto-create is on.
 func (e *Engine) topicFor(name string) (*topic, error) {
