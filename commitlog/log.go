@@ -136,7 +136,7 @@ var (
 	// Options.MaxRecordBytes; nothing of that call is written.
 	ErrRecordTooLarge = errors.New("commitlog: record too large")
 	// ErrInvalidRecord is returned by Append for a record of Type 0.
-	ErrInvalidRecord = errors.New("commitlog: invalid record type 0")
+	ErrInvalidRecord = errors.New("commitlog: invalid record type (0 and the skip type are reserved)")
 	// ErrCorrupt means bytes on disk failed validation: a bad checksum,
 	// length or header in a place recovery does not repair, or a position
 	// that is not a record boundary.

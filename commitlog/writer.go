@@ -124,7 +124,7 @@ func (l *Log) Append(recs ...Record) ([]Pos, error) {
 	crcs := crcArr[:0]
 	total := 0
 	for _, r := range recs {
-		if r.Type == 0 {
+		if r.Type == 0 || r.Type == TypeSkip {
 			return nil, ErrInvalidRecord
 		}
 		if len(r.Payload) > l.opts.MaxRecordBytes {

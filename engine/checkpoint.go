@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hourglass-mq/hourglass/commitlog"
+	"github.com/hourglass-mq/hourglass/keyindex"
 	"github.com/hourglass-mq/hourglass/message"
 	"github.com/hourglass-mq/hourglass/timerstore"
 	"github.com/hourglass-mq/hourglass/timewheel"
@@ -33,8 +34,10 @@ type checkpointState struct {
 	Frontier    int64  // every timer registered before LogPos and due at or before it is visible
 	Topics      []checkpointTopic
 	Groups      []checkpointGroup
-	Overlay     map[uint64]overlayEntry
-	KeyBytes    int64 // synced length of the key index
+	// OverlayFiles is the synced length of each overlay journal file, by
+	// segment base (see overlay.go).
+	OverlayFiles map[uint64]int64
+	KeyBytes     int64 // synced length of the key index
 	// Reloc maps moved messages (by identity) to their current copy.
 	Reloc map[uint64]uint64
 	// TimerBuckets is the synced length of each timer bucket file.
@@ -136,8 +139,21 @@ func (e *Engine) checkpoint() error {
 	e.ckptMu.Lock()
 	defer e.ckptMu.Unlock()
 	start := time.Now()
+	// Write the buffered key entries before taking the locks, so that the
+	// capture below writes only what arrives meanwhile.
+	if err := e.keys.Flush(); err != nil {
+		e.log.Warn("key index write failed; the checkpoint will retry", "err", err)
+	}
 	e.gate.Lock()
 	e.mu.Lock()
+	if e.failed != nil {
+		// No checkpoint after a fatal failure: the last durable one and
+		// the log are the truth.
+		err := e.failed
+		e.mu.Unlock()
+		e.gate.Unlock()
+		return err
+	}
 	// An index write that failed (a full disk) left entries whose fire
 	// records lie before the log position captured below: write them now,
 	// or refuse, so that recovery still replays those records.
@@ -162,13 +178,9 @@ func (e *Engine) checkpoint() error {
 		Incarnation: e.incarn,
 		LogPos:      uint64(e.clog.Head()),
 		Frontier:    e.frontierLocked(),
-		Overlay:     make(map[uint64]overlayEntry, len(e.overlay)),
 		SegPending:  make(map[uint64]int64, len(e.segPending)),
 		SegLast:     make(map[uint64]int64, len(e.segLast)),
 		Written:     e.Now(),
-	}
-	for p, ov := range e.overlay {
-		st.Overlay[p] = *ov
 	}
 	st.Reloc = make(map[uint64]uint64, len(e.reloc))
 	for k, v := range e.reloc {
@@ -206,59 +218,63 @@ func (e *Engine) checkpoint() error {
 		}
 		st.Groups = append(st.Groups, cg)
 	}
-	e.flushKeysLocked()
-	if n := len(e.keyBuf) / 16; n > 0 {
+	// Most key entries were written before the locks were taken (see
+	// above); this writes the few that came since.
+	e.keys.Flush()
+	if n := e.keys.Unwritten(); n > 0 {
 		// The write failed (and was logged). Recovery reads keys of records
 		// before LogPos only from the file: do not pass them.
 		e.mu.Unlock()
 		e.gate.Unlock()
 		return fmt.Errorf("key index: %d entries could not be written", n)
 	}
-	st.KeyBytes = e.keyLen
-	if e.keyFile != nil {
-		toSync = append(toSync, e.keyFile)
-	}
-	// The checkpoint tells recovery that the log holds everything before
-	// LogPos, and the timer buckets synced next point at those records:
-	// under async flush both are true only once the log is synced.
-	err := e.clog.Sync()
-	if err != nil {
-		err = fmt.Errorf("sync commit log: %w", err)
-	}
-	var bucketSync *timerstore.SyncJob
-	if err == nil {
-		bucketSync = e.timers.PrepareSync()
-	}
+	st.KeyBytes = e.keys.Len()
+	toSync = append(toSync, e.keys)
+	bucketSync := e.timers.PrepareSync()
+	ovJob, ovSizes := e.ovj.prepare()
+	st.OverlayFiles = ovSizes
 	st.TimerBuckets = e.timers.Sizes()
 	e.mu.Unlock()
 	e.gate.Unlock()
+	// Everything below runs without the locks: sends, fires and acks do
+	// not wait for the checkpoint's fsyncs.
+	//
+	// The checkpoint tells recovery that the log holds everything before
+	// LogPos, and the timer buckets synced next point at those records:
+	// under async flush both are true only once the log is synced. A sync
+	// now covers at least everything before LogPos.
+	err := e.clog.Sync()
 	if err != nil {
-		return err
+		e.mu.Lock()
+		e.timers.Complete(bucketSync, err)
+		e.mu.Unlock()
+		return e.storageErr(fmt.Errorf("sync commit log: %w", err))
 	}
-	// The bucket files are synced outside the locks: there may be thousands
-	// of them, and sends and dispatch must not wait for that.
+	if err := ovJob.run(); err != nil {
+		return e.fail(fmt.Errorf("write and sync the overlay journal: %w", err))
+	}
+	// There may be thousands of bucket files.
 	err = bucketSync.Run(4)
 	e.mu.Lock()
 	e.timers.Complete(bucketSync, err)
 	e.mu.Unlock()
 	if err != nil {
-		return fmt.Errorf("write and sync timer buckets: %w", err)
+		return e.cacheErr("write and sync timer buckets", err)
 	}
 	// The caches only grow after the capture; syncing more than was
 	// captured is harmless.
 	for _, s := range toSync {
 		if err := s.Sync(); err != nil {
-			return err
+			return e.cacheErr("sync a queue or key index", err)
 		}
 	}
-	for _, d := range []string{e.opts.Dir, path.Join(e.opts.Dir, "queues")} {
-		if err := e.fs.SyncDir(d); err != nil {
-			return err
-		}
-	}
+	dirs := []string{e.opts.Dir, path.Join(e.opts.Dir, "queues")}
 	for _, t := range st.Topics {
-		if err := e.fs.SyncDir(path.Join(e.opts.Dir, "queues", fmt.Sprint(t.ID))); err != nil {
-			return err
+		dirs = append(dirs, path.Join(e.opts.Dir, "queues", fmt.Sprint(t.ID)))
+	}
+	for _, d := range dirs {
+		if err := e.fs.SyncDir(d); err != nil {
+			return e.cacheErr("sync directory "+d, err)
 		}
 	}
 	data, err := encodeCheckpoint(st)
@@ -325,17 +341,16 @@ func (e *Engine) retain(st *checkpointState) {
 	for _, s := range segs[:n] {
 		delete(e.segPending, uint64(s.Base))
 		delete(e.segLast, uint64(s.Base))
+		if err := e.ovj.remove(uint64(s.Base)); err != nil {
+			e.log.Error("overlay journal removal failed", "segment", s.Name, "err", err)
+		}
 	}
 	for p := range e.overlay {
 		if e.physLocked(p) < uint64(cut) {
 			delete(e.overlay, p)
 		}
 	}
-	for h, p := range e.keys {
-		if e.physLocked(p) < uint64(cut) {
-			delete(e.keys, h)
-		}
-	}
+	e.keys.DropBefore(uint64(cut))
 	for orig, p := range e.reloc {
 		if p < uint64(cut) {
 			delete(e.reloc, orig)
@@ -367,9 +382,11 @@ func (e *Engine) recover() error {
 	default:
 		return err
 	}
-	for p, ov := range st.Overlay {
-		ov := ov
-		e.overlay[p] = &ov
+	if e.ovj, err = newOverlayJournal(e.fs, e.opts.Dir); err != nil {
+		return err
+	}
+	if err := e.ovj.load(st.OverlayFiles, uint64(e.clog.Start()), func(pos uint64, ov overlayEntry) { e.overlay[pos] = &ov }); err != nil {
+		return err
 	}
 	for k, v := range st.SegPending {
 		e.segPending[k] = v
@@ -410,14 +427,14 @@ func (e *Engine) recover() error {
 	if err := e.markVisibleAboveFrontier(st.Frontier); err != nil {
 		return err
 	}
-	if err := e.openKeys(st.KeyBytes); err != nil {
+	if err := e.openKeys(st.KeyBytes, st.LogPos); err != nil {
 		return err
 	}
 	if e.timers, err = timerstore.Open(e.fs, path.Join(e.opts.Dir, "timers"), e.opts.BucketWidth.Milliseconds()); err != nil {
 		return err
 	}
-	if err := e.timers.Trim(st.TimerBuckets); err != nil {
-		return fmt.Errorf("trim timer buckets to the checkpoint: %w", err)
+	if err := e.checkTimers(st); err != nil {
+		return err
 	}
 	// Replay: every timer goes to the buckets (loadedUntil is -inf).
 	e.loadedUntil = math.MinInt64
@@ -536,6 +553,7 @@ func (e *Engine) replayLocked(pos uint64, rec commitlog.Record, minDue *int64) e
 		}
 		if rec.Type == recCancel {
 			ov.Cancelled = true
+			e.journalLocked(p)
 			e.segPending[e.segOfLocked(e.physLocked(p))]--
 			if t := e.topicsByName[s.Topic]; t != nil {
 				t.pending--
@@ -547,6 +565,7 @@ func (e *Engine) replayLocked(pos uint64, rec commitlog.Record, minDue *int64) e
 			return fmt.Errorf("reschedule at %d of %d names unknown topic %q", pos, p, s.Topic)
 		}
 		ov.Due = due
+		e.journalLocked(p)
 		*minDue = min(*minDue, due)
 		e.addTimerLocked(timerRef{pos: p, due: due, topic: t.id, queue: uint16(s.Queue)})
 	case recFire:
@@ -607,57 +626,120 @@ func (e *Engine) replayLocked(pos uint64, rec commitlog.Record, minDue *int64) e
 	return nil
 }
 
-// openKeys opens the key index, cuts it to the checkpointed length and
-// loads it.
-func (e *Engine) openKeys(keep int64) error {
+// openKeys opens the key index, checks it against the checkpoint and cuts
+// it to the checkpointed length. A damaged index is rebuilt from the log:
+// every retained message record before the checkpoint's position (replay
+// adds the keys of what follows).
+func (e *Engine) openKeys(keep int64, logPos uint64) error {
 	name := path.Join(e.opts.Dir, "keys.idx")
-	f, err := e.fs.Open(name)
-	if vfs.IsNotExist(err) {
-		f, err = e.fs.Create(name)
-	}
-	if err != nil {
-		return err
-	}
-	size, err := f.Size()
-	if err != nil {
-		f.Close()
-		return err
-	}
-	keep -= keep % 16
-	if keep > size {
-		f.Close()
-		return fmt.Errorf("key index is %d bytes, the checkpoint recorded %d", size, keep)
-	}
-	if keep < size {
-		if err := f.Truncate(keep); err != nil {
-			f.Close()
-			return err
-		}
-	}
-	if len(e.keys) == 0 {
-		// Presized: growing a map of millions of keys entry by entry costs
-		// seconds of a restart.
-		e.keys = make(map[uint64]uint64, keep/16)
-	}
-	buf := make([]byte, min(keep, 1<<20))
 	start := uint64(e.clog.Start())
-	for off := int64(0); off < keep; {
-		n := min(int64(len(buf)), keep-off)
-		if _, err := f.ReadAt(buf[:n], off); err != nil {
-			f.Close()
-			return err
-		}
-		for i := int64(0); i+16 <= n; i += 16 {
-			h, p := getU64(buf[i:]), getU64(buf[i+8:])
-			if cur, ok := e.keys[h]; e.physLocked(p) >= start && (!ok || p > cur) {
-				e.keys[h] = p
-			}
-		}
-		off += n
+	x, err := keyindex.Open(e.fs, name, keep, start, e.physLocked)
+	if err == nil {
+		e.keys = x
+		return nil
 	}
-	e.keyFile, e.keyLen = f, keep
+	if !errors.Is(err, keyindex.ErrCorrupt) {
+		return err
+	}
+	e.log.Warn("key index damaged; rebuilding it from the commit log", "err", err)
+	e.stats.CacheRebuilds.Add(1)
+	if x, err = keyindex.Open(e.fs, name, 0, start, e.physLocked); err != nil {
+		return err
+	}
+	e.keys = x
+	err = e.clog.Scan(e.clog.Start(), func(pos commitlog.Pos, rec commitlog.Record) error {
+		if uint64(pos) >= logPos {
+			return errStopScan
+		}
+		orig, payload := uint64(pos), rec.Payload
+		switch rec.Type {
+		case recMessage:
+		case recMoved:
+			if len(payload) < 8 {
+				return errBadPayload
+			}
+			orig, payload = binary.LittleEndian.Uint64(payload), payload[8:]
+		default:
+			return nil
+		}
+		s, err := message.Decode(payload)
+		if err != nil {
+			return fmt.Errorf("message at %d: %w", pos, err)
+		}
+		if s.Key != "" {
+			e.keys.Put(keyHash(s.Topic, s.Key), orig)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStopScan) {
+		return fmt.Errorf("rebuild the key index from the log: %w", err)
+	}
 	return nil
 }
 
 func putU64(b []byte, v uint64) { binary.LittleEndian.PutUint64(b, v) }
 func getU64(b []byte) uint64    { return binary.LittleEndian.Uint64(b) }
+
+// errStopScan ends a log scan early.
+var errStopScan = errors.New("engine: stop scan")
+
+// checkTimers checks the timer buckets against the checkpoint: every file
+// it recorded must be there, at least as long, with every entry passing its
+// checksum. Damage is not trusted and not fatal: the buckets are a cache,
+// so they are rebuilt from the log (a scan of every retained record before
+// the checkpoint's position; replay adds what follows it).
+func (e *Engine) checkTimers(st *checkpointState) error {
+	err := e.timers.Trim(st.TimerBuckets)
+	if err == nil {
+		err = e.timers.Verify(st.TimerBuckets)
+	}
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, timerstore.ErrCorrupt) {
+		return fmt.Errorf("timer buckets: %w", err)
+	}
+	e.log.Warn("timer index damaged; rebuilding it from the commit log", "err", err)
+	if err := e.timers.Reset(); err != nil {
+		return fmt.Errorf("reset the damaged timer index: %w", err)
+	}
+	e.stats.CacheRebuilds.Add(1)
+	err = e.clog.Scan(e.clog.Start(), func(pos commitlog.Pos, rec commitlog.Record) error {
+		if uint64(pos) >= st.LogPos {
+			return errStopScan
+		}
+		orig, payload := uint64(pos), rec.Payload
+		switch rec.Type {
+		case recMessage:
+		case recMoved:
+			if len(payload) < 8 {
+				return errBadPayload
+			}
+			orig, payload = binary.LittleEndian.Uint64(payload), payload[8:]
+		default:
+			return nil
+		}
+		s, err := message.Decode(payload)
+		if err != nil {
+			return fmt.Errorf("message at %d: %w", pos, err)
+		}
+		t := e.topicsByName[s.Topic]
+		if t == nil {
+			return fmt.Errorf("message at %d names unknown topic %q", pos, s.Topic)
+		}
+		due := s.Due
+		if ov := e.overlay[orig]; ov != nil {
+			if ov.Cancelled || ov.Fired {
+				return nil
+			}
+			due = ov.Due
+		}
+		// Entries due at or before the frontier are filtered as visible when
+		// loaded, like any other (validLocked).
+		return e.timers.Add(timerstore.Entry{Due: due, Pos: orig, Topic: t.id, Queue: uint16(s.Queue), Kind: kindMessage})
+	})
+	if err != nil && !errors.Is(err, errStopScan) {
+		return fmt.Errorf("rebuild the timer index from the log: %w", err)
+	}
+	return nil
+}

@@ -79,6 +79,8 @@ func (e *Engine) applyMovedLocked(orig, newPos uint64) {
 	e.segPending[e.segOfLocked(e.physLocked(orig))]--
 	e.segPending[e.segOfLocked(newPos)]++
 	e.reloc[orig] = newPos
+	// The entry now belongs with the copy's segment: the old one goes.
+	e.journalLocked(orig)
 }
 
 // movable is a message record found in a segment being compacted.

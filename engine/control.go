@@ -115,9 +115,7 @@ func (e *Engine) LookupKey(topic, key string) (message.ID, error) {
 	if key == "" {
 		return message.ID{}, errs.New(errs.InvalidArgument, "key is required")
 	}
-	e.mu.Lock()
-	pos, ok := e.keys[keyHash(topic, key)]
-	e.mu.Unlock()
+	pos, ok := e.keys.Get(keyHash(topic, key))
 	if ok {
 		// Check the record: a 64-bit hash collision must not return another key's message.
 		s, _, err := e.readStored(pos)
@@ -246,11 +244,12 @@ func (e *Engine) change(ctx context.Context, id message.ID, w *message.When, ifD
 		if t != nil || ref.due < e.loadedUntil {
 			e.scheduleLocked(ref)
 		}
-		return 0, storageErr(aerr)
+		return 0, e.storageErr(aerr)
 	}
 	if t != nil {
 		e.free = append(e.free, t)
 	}
+	e.journalLocked(id.Pos)
 	if w == nil {
 		e.segPending[e.segOfLocked(e.physLocked(id.Pos))]--
 		e.stats.Pending.Add(-1)

@@ -56,6 +56,7 @@ import (
 	"github.com/hourglass-mq/hourglass/clock"
 	"github.com/hourglass-mq/hourglass/commitlog"
 	"github.com/hourglass-mq/hourglass/errs"
+	"github.com/hourglass-mq/hourglass/keyindex"
 	"github.com/hourglass-mq/hourglass/message"
 	"github.com/hourglass-mq/hourglass/queueindex"
 	"github.com/hourglass-mq/hourglass/timerstore"
@@ -123,21 +124,20 @@ type Engine struct {
 	seal     *message.Sealer
 	receipts *message.Sealer
 	nonce    atomic.Uint64 // the last nonce given to a message
-	stats  *Stats
+	stats    *Stats
 
-	ckptMu sync.Mutex // serialises checkpoints; taken before gate
-	gate   sync.RWMutex
-	mu     sync.Mutex
+	ckptMu   sync.Mutex // serialises checkpoints; taken before gate
+	createMu sync.Mutex // serialises topic and group creation; taken before gate
+	gate     sync.RWMutex
+	mu       sync.Mutex
 	// Fields below are guarded by mu.
 	topicsByName map[string]*topic
 	topicsByID   map[uint32]*topic
 	nextTopicID  uint32
 	overlay      map[uint64]*overlayEntry
+	ovj          *overlayJournal   // persists overlay changes for the checkpoint
 	reloc        map[uint64]uint64 // moved messages: identity -> current copy (see compact.go)
-	keys         map[uint64]uint64 // hash(topic, key) -> pos of the latest message
-	keyFile      vfs.File
-	keyLen       int64 // bytes of keyFile written
-	keyBuf       []byte
+	keys         *keyindex.Index // hash(topic, key) -> pos of the latest message; its own lock
 	timers       *timerstore.Store
 	wheel        *timewheel.Wheel[timerRef]
 	near         map[uint64]*wheelTimer // pending timers in the wheel, by pos
@@ -169,6 +169,8 @@ type Engine struct {
 	deadLetters     []deadLetter // waiting to be moved by the loop
 	deadLetterAfter int64        // no dead-lettering before this (after a failure)
 	closed          bool
+	failed          error         // the fatal storage failure, if any (see fail.go)
+	failedCh        chan struct{} // closed when failed is set
 
 	// clock is the broker clock: wall-clock time that never runs
 	// backwards, across restarts too (recovery raises it to the durable
@@ -199,7 +201,6 @@ func Open(opts Options) (*Engine, error) {
 		nextTopicID:  1,
 		overlay:      map[uint64]*overlayEntry{},
 		reloc:        map[uint64]uint64{},
-		keys:         map[uint64]uint64{},
 		near:         map[uint64]*wheelTimer{},
 		dispatching:  map[uint64]bool{},
 		segPending:   map[uint64]int64{},
@@ -210,6 +211,7 @@ func Open(opts Options) (*Engine, error) {
 		groupsByID:   map[uint32]*group{},
 		nextGroupID:  1,
 		kick:         make(chan struct{}, 1),
+		failedCh:     make(chan struct{}),
 		done:         make(chan struct{}),
 		loopDone:     make(chan struct{}),
 		ckptDone:     make(chan struct{}),
@@ -322,8 +324,8 @@ func (e *Engine) Close() error {
 			q.Close()
 		}
 	}
-	if e.keyFile != nil {
-		e.keyFile.Close()
+	if e.keys != nil {
+		e.keys.Close()
 	}
 	e.mu.Unlock()
 	if cerr := e.clog.Close(); err == nil {
@@ -333,6 +335,9 @@ func (e *Engine) Close() error {
 }
 
 func (e *Engine) unavailableLocked() error {
+	if e.failed != nil {
+		return e.failedErrLocked()
+	}
 	if e.closed {
 		return errs.New(errs.Unavailable, "broker is shutting down")
 	}

@@ -170,28 +170,45 @@ func (e *Engine) createGroup(topicName, name string, cfg GroupConfig, existingOK
 	if err := message.ValidateTopic(DeadLetterTopic(topicName, name)); err != nil {
 		return nil, errs.New(errs.InvalidArgument, "topic and group names together are too long for the dead-letter topic")
 	}
-	e.gate.RLock()
-	defer e.gate.RUnlock()
+	// The common case, the group exists, takes mu only.
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	if err := e.unavailableLocked(); err != nil {
+		e.mu.Unlock()
 		return nil, err
 	}
-	t := e.topicsByName[topicName]
-	if t == nil {
-		return nil, errs.New(errs.NotFound, "topic %q does not exist", topicName)
-	}
 	if g := e.groups[groupKey(topicName, name)]; g != nil {
+		e.mu.Unlock()
 		if existingOK {
 			return g, nil
 		}
 		return g, errs.New(errs.AlreadyExists, "group %q of topic %q exists", name, topicName)
 	}
+	e.mu.Unlock()
+	// Creation: serialised by createMu, the record's fsync without mu (see
+	// createTopic).
+	e.createMu.Lock()
+	defer e.createMu.Unlock()
+	e.gate.RLock()
+	defer e.gate.RUnlock()
+	e.mu.Lock()
+	t := e.topicsByName[topicName]
+	g := e.groups[groupKey(topicName, name)]
 	id := e.nextGroupID
-	if _, err := e.clog.Append(encodeGroup(id, t.id, cfg, name)); err != nil {
-		return nil, storageErr(err)
+	e.mu.Unlock()
+	switch {
+	case t == nil:
+		return nil, errs.New(errs.NotFound, "topic %q does not exist", topicName)
+	case g != nil && existingOK:
+		return g, nil
+	case g != nil:
+		return g, errs.New(errs.AlreadyExists, "group %q of topic %q exists", name, topicName)
 	}
-	g := e.applyGroupLocked(id, t, cfg, name)
+	if _, err := e.clog.Append(encodeGroup(id, t.id, cfg, name)); err != nil {
+		return nil, e.storageErr(err)
+	}
+	e.mu.Lock()
+	g = e.applyGroupLocked(id, t, cfg, name)
+	e.mu.Unlock()
 	e.log.Info("group created", "topic", topicName, "group", name)
 	return g, nil
 }
@@ -327,9 +344,10 @@ func (e *Engine) Receive(ctx context.Context, req ReceiveRequest) ([]Received, e
 	}
 	var deadline <-chan time.Time
 	if req.Wait > 0 {
-		t := time.NewTimer(req.Wait)
+		// The injected clock: tests advance it instead of sleeping.
+		t := e.opts.Clock.NewTimer(req.Wait)
 		defer t.Stop()
-		deadline = t.C
+		deadline = t.C()
 	}
 	for {
 		e.mu.Lock()
@@ -608,7 +626,7 @@ func (e *Engine) Ack(ctx context.Context, topic, name string, receipts ...string
 			t.l.timer = e.addWheelLocked(t.ref)
 			t.gq.leases[t.off] = t.l
 		}
-		return storageErr(err)
+		return e.storageErr(err)
 	}
 	for _, t := range ts {
 		t.gq.markDone(t.off)
@@ -766,7 +784,7 @@ func (e *Engine) moveDeadLetter(j deadLetter) error {
 	defer e.gate.RUnlock()
 	pos, err := e.clog.Append(recs...)
 	if err != nil {
-		return storageErr(err)
+		return e.storageErr(err)
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -1,9 +1,12 @@
 package engine
 
 import (
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/hourglass-mq/hourglass/queueindex"
+	"github.com/hourglass-mq/hourglass/timerstore"
 )
 
 // dispatchHeap orders due timers by due time, so a herd is dispatched
@@ -85,6 +88,12 @@ func (e *Engine) loadLocked(now int64) {
 			break
 		}
 		entries, err := e.timers.Load(b)
+		if errors.Is(err, timerstore.ErrCorrupt) {
+			// Damage found while running: stop, and let the restart's
+			// recovery rebuild the index from the log (checkTimers).
+			e.failLocked(fmt.Errorf("timer bucket %s: %w", fmtMs(b), err))
+			return
+		}
 		if err != nil {
 			// Do not advance past a bucket we could not read: retry next round.
 			e.log.Error("timer bucket load failed", "bucket", fmtMs(b), "err", err)
@@ -209,6 +218,12 @@ func (e *Engine) loop() {
 	defer close(e.loopDone)
 	for {
 		e.mu.Lock()
+		if e.failed != nil {
+			// Stopped: nothing more becomes visible.
+			e.mu.Unlock()
+			<-e.done
+			return
+		}
 		now := e.Now()
 		e.loadLocked(now)
 		if now > e.lastAdvance {
@@ -268,6 +283,9 @@ func (e *Engine) fire(batch []fireEntry, visible int64) {
 	e.gate.RLock()
 	defer e.gate.RUnlock()
 	_, err := e.clog.Append(encodeFire(visible, batch))
+	if err != nil {
+		e.storageErr(err)
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.inflight = nil
@@ -297,6 +315,7 @@ func (e *Engine) applyFireLocked(visible int64, batch []fireEntry, live bool) {
 		delete(e.dispatching, fe.pos)
 		if ov := e.overlay[fe.pos]; ov != nil {
 			ov.Fired, ov.Visible = true, visible
+			e.journalLocked(fe.pos)
 		}
 		k := qk{fe.topic, fe.queue}
 		groups[k] = append(groups[k], queueindex.Entry{Pos: fe.pos, Due: fe.due, Visible: visible, Size: fe.size})

@@ -88,7 +88,7 @@ func (e *Engine) SendBatch(ctx context.Context, reqs []SendRequest) ([]Receipt, 
 	}
 	pos, err := e.clog.Append(recs...)
 	if err != nil {
-		return nil, storageErr(err)
+		return nil, e.storageErr(err)
 	}
 	out := make([]Receipt, len(reqs))
 	e.mu.Lock()
@@ -116,6 +116,9 @@ func batchErr(n, i int, err error) error {
 // storageErr classifies a commit-log failure for the caller.
 func storageErr(err error) error {
 	switch {
+	case errors.Is(err, commitlog.ErrFailed):
+		// Checked first: a stopped log may wrap ErrDiskFull too.
+		return errs.Wrap(errs.Unavailable, err, "storage failed: the message was not stored, and the broker stopped; restart it")
 	case errors.Is(err, commitlog.ErrDiskFull):
 		return errs.Wrap(errs.ResourceExhausted, err, "disk full: the message was not stored")
 	case errors.Is(err, commitlog.ErrClosed):
@@ -203,34 +206,10 @@ func (e *Engine) scheduleLocked(ref timerRef) {
 // addKeyLocked records that the message at pos carries key hash h. The
 // latest message of a key is the one latest in the log, i.e. at the
 // greatest position: concurrent senders apply in lock order, which is not
-// log order, so the index keeps the greatest position rather than the last
-// one applied, live and at replay alike.
-func (e *Engine) addKeyLocked(h, pos uint64) {
-	if cur, ok := e.keys[h]; !ok || pos > cur {
-		e.keys[h] = pos
-	}
-	var b [16]byte
-	putU64(b[:], h)
-	putU64(b[8:], pos)
-	e.keyBuf = append(e.keyBuf, b[:]...)
-	if len(e.keyBuf) >= 64<<10 {
-		e.flushKeysLocked()
-	}
-}
-
-// flushKeysLocked writes buffered key-index entries; a failure is logged,
-// the log re-derives them at recovery.
-func (e *Engine) flushKeysLocked() {
-	if len(e.keyBuf) == 0 || e.keyFile == nil {
-		return
-	}
-	if _, err := e.keyFile.WriteAt(e.keyBuf, e.keyLen); err != nil {
-		e.log.Error("key index write failed", "err", err)
-		return
-	}
-	e.keyLen += int64(len(e.keyBuf))
-	e.keyBuf = e.keyBuf[:0]
-}
+// log order, so the index keeps the greatest position (keyindex.Put), live
+// and at replay alike. Put only buffers: the file is written by the
+// checkpoint.
+func (e *Engine) addKeyLocked(h, pos uint64) { e.keys.Put(h, pos) }
 
 // topicFor returns the topic, creating it durably when auto-create is on.
 func (e *Engine) topicFor(name string) (*topic, error) {
@@ -265,8 +244,7 @@ type TopicConfig struct {
 }
 
 // CreateTopic durably creates a topic. It fails with AlreadyExists if the
-// topic exists. It holds the engine lock across one fsync: topic creation
-// is rare and this keeps it simple.
+// topic exists.
 func (e *Engine) CreateTopic(name string, cfg TopicConfig) error {
 	_, err := e.createTopic(name, cfg)
 	return err
@@ -286,36 +264,75 @@ func (e *Engine) createTopic(name string, cfg TopicConfig) (*topic, error) {
 	if cfg.FIFO {
 		flags |= topicFIFO
 	}
+	// Creators are serialised by createMu, so two creators of one name
+	// cannot both append a topic record; the record's fsync and the queue
+	// index files are written without mu, so sends, fires and acks of other
+	// topics do not wait for them.
+	e.createMu.Lock()
+	defer e.createMu.Unlock()
 	e.gate.RLock()
 	defer e.gate.RUnlock()
-	// Creation is serialised under mu with the check, so two creators of one
-	// name cannot both append a topic record.
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	if err := e.unavailableLocked(); err != nil {
+		e.mu.Unlock()
 		return nil, err
 	}
 	if t := e.topicsByName[name]; t != nil {
+		e.mu.Unlock()
 		return t, errs.New(errs.AlreadyExists, "topic %q exists", name)
 	}
 	if len(e.topicsByName) >= e.opts.MaxTopics {
-		return nil, errs.New(errs.ResourceExhausted, "there are %d topics; the limit is %d", len(e.topicsByName), e.opts.MaxTopics)
+		n := len(e.topicsByName)
+		e.mu.Unlock()
+		return nil, errs.New(errs.ResourceExhausted, "there are %d topics; the limit is %d", n, e.opts.MaxTopics)
 	}
 	id := e.nextTopicID
-	if _, err := e.clog.Append(encodeTopic(id, cfg.Queues, flags, name)); err != nil {
-		return nil, storageErr(err)
-	}
-	t, err := e.applyTopicLocked(id, cfg.Queues, flags, name, nil)
+	e.mu.Unlock()
+	t, err := e.openTopic(id, cfg.Queues, flags, name, nil)
 	if err != nil {
-		return nil, errs.Wrap(errs.Internal, err, "create topic %q", name)
+		return nil, errs.Wrap(errs.Unavailable, err, "create topic %q", name)
 	}
+	if _, err := e.clog.Append(encodeTopic(id, cfg.Queues, flags, name)); err != nil {
+		t.close()
+		return nil, e.storageErr(err)
+	}
+	e.mu.Lock()
+	e.installTopicLocked(t)
+	e.mu.Unlock()
 	e.log.Info("topic created", "topic", name, "queues", cfg.Queues, "fifo", cfg.FIFO)
 	return t, nil
 }
 
-// applyTopicLocked opens a topic's queue indexes. keep is the number of
-// index entries the checkpoint recorded per queue (nil: 0 for all).
+// applyTopicLocked opens a topic's queue indexes and installs it (replay
+// and recovery, which run alone).
 func (e *Engine) applyTopicLocked(id uint32, queues int, flags uint8, name string, keep []int64) (*topic, error) {
+	t, err := e.openTopic(id, queues, flags, name, keep)
+	if err != nil {
+		return nil, err
+	}
+	e.installTopicLocked(t)
+	return t, nil
+}
+
+// installTopicLocked makes an opened topic known.
+func (e *Engine) installTopicLocked(t *topic) {
+	e.topicsByName[t.name] = t
+	e.topicsByID[t.id] = t
+	if t.id >= e.nextTopicID {
+		e.nextTopicID = t.id + 1
+	}
+}
+
+func (t *topic) close() {
+	for _, q := range t.queues {
+		q.Close()
+	}
+}
+
+// openTopic opens a topic's queue index files (no lock needed: the files
+// are the topic's alone). keep is the number of index entries the
+// checkpoint recorded per queue (nil: 0 for all).
+func (e *Engine) openTopic(id uint32, queues int, flags uint8, name string, keep []int64) (*topic, error) {
 	t := &topic{id: id, name: name, fifo: flags&topicFIFO != 0}
 	dir := path.Join(e.opts.Dir, "queues", strconv.FormatUint(uint64(id), 10))
 	if err := e.fs.MkdirAll(dir); err != nil {
@@ -328,14 +345,10 @@ func (e *Engine) applyTopicLocked(id uint32, queues int, flags uint8, name strin
 		}
 		x, err := queueindex.Open(e.fs, path.Join(dir, strconv.Itoa(q)+".qi"), k)
 		if err != nil {
+			t.close()
 			return nil, err
 		}
 		t.queues = append(t.queues, x)
-	}
-	e.topicsByName[name] = t
-	e.topicsByID[id] = t
-	if id >= e.nextTopicID {
-		e.nextTopicID = id + 1
 	}
 	return t, nil
 }

@@ -89,6 +89,11 @@ type Stats struct {
 	// ReadErrors counts message reads that failed with an I/O error while
 	// delivering; the messages stayed in place.
 	ReadErrors atomic.Uint64
+	// Failed is set when the engine stopped after a storage failure.
+	Failed atomic.Bool
+	// CacheRebuilds counts caches found damaged at recovery and rebuilt
+	// from the log.
+	CacheRebuilds atomic.Uint64
 	// Compacted counts pending messages moved out of old segments.
 	Compacted atomic.Uint64
 }

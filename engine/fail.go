@@ -1,0 +1,100 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+
+	"github.com/hourglass-mq/hourglass/commitlog"
+	"github.com/hourglass-mq/hourglass/errs"
+)
+
+// Fail-stop after a failed fsync.
+//
+// On Linux a failed fsync may drop the dirty pages it covered and mark them
+// clean, so the next fsync of the file succeeds without writing them
+// (PostgreSQL's "fsyncgate"). Retrying is therefore not a fix: after one,
+// the engine can no longer vouch that what it wrote is on disk. The policy
+// is fail-stop, as PostgreSQL's: the first failed fsync of the commit log
+// or of any cache the checkpoint would vouch for (timer buckets, queue
+// indexes, key index, overlay journal, their directories) stops the engine.
+// No checkpoint is written after it, so the last durable checkpoint and the
+// commit log stay the truth; every operation then fails with Unavailable,
+// nothing more is made visible, and Failed is closed so that the process
+// can exit and be restarted. Recovery re-reads only what is durable: it
+// truncates the caches to the checkpoint and replays the log, and the log
+// itself never acknowledged a record whose fsync failed.
+//
+// A failed write (not an fsync), such as ENOSPC, is not fatal: the write
+// is refused with a clear error, nothing acknowledged depends on it, and it
+// is retried.
+
+// fail records the engine's first fatal storage error and stops it. It
+// returns err for the caller's convenience.
+func (e *Engine) fail(err error) error {
+	e.mu.Lock()
+	first := e.setFailedLocked(err)
+	e.mu.Unlock()
+	if first {
+		e.stats.Failed.Store(true)
+		e.log.Error("storage failed: the broker stops; restart it to recover from the commit log", "err", err)
+		e.kickLoop()
+	}
+	return err
+}
+
+// failLocked is fail for a caller holding mu.
+func (e *Engine) failLocked(err error) {
+	if e.setFailedLocked(err) {
+		e.stats.Failed.Store(true)
+		e.log.Error("storage failed: the broker stops; restart it to recover from the commit log", "err", err)
+		e.kickLoop()
+	}
+}
+
+func (e *Engine) setFailedLocked(err error) bool {
+	if e.failed != nil {
+		return false
+	}
+	e.failed = err
+	close(e.failedCh)
+	return true
+}
+
+// Failed is closed when the engine stopped after a storage failure; Err
+// then says why. A server should stop and be restarted: recovery rebuilds
+// the state from what is durable.
+func (e *Engine) Failed() <-chan struct{} { return e.failedCh }
+
+// Err returns the storage failure that stopped the engine, or nil.
+func (e *Engine) Err() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.failed
+}
+
+// failedErrLocked is what operations return after a fatal failure.
+func (e *Engine) failedErrLocked() error {
+	return errs.Wrap(errs.Unavailable, e.failed, "the broker stopped after a storage failure; restart it to recover from the commit log")
+}
+
+// storageErr classifies a commit-log failure for the caller, stopping the
+// engine when the log says it failed for good.
+func (e *Engine) storageErr(err error) error {
+	if errors.Is(err, commitlog.ErrFailed) {
+		e.fail(err)
+	}
+	return storageErr(err)
+}
+
+// cacheErr classifies a failure to write or sync a cache for the
+// checkpoint: a full disk fails this checkpoint only (nothing is recorded
+// past what is durable, and the next one retries), anything else stops the
+// engine, since a failed fsync may have dropped pages (see above).
+func (e *Engine) cacheErr(what string, err error) error {
+	err = fmt.Errorf("%s: %w", what, err)
+	if errors.Is(err, syscall.ENOSPC) {
+		return err
+	}
+	return e.fail(err)
+}
