@@ -137,7 +137,7 @@ type Engine struct {
 	overlay      map[uint64]*overlayEntry
 	ovj          *overlayJournal   // persists overlay changes for the checkpoint
 	reloc        map[uint64]uint64 // moved messages: identity -> current copy (see compact.go)
-	keys         *keyindex.Index // hash(topic, key) -> pos of the latest message; its own lock
+	keys         *keyindex.Index   // hash(topic, key) -> pos of the latest message; its own lock
 	timers       *timerstore.Store
 	wheel        *timewheel.Wheel[timerRef]
 	near         map[uint64]*wheelTimer // pending timers in the wheel, by pos
