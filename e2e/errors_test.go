@@ -38,7 +38,7 @@ func TestBadInputOverTheWire(t *testing.T) {
 		{"reschedule beyond max", "POST", "/v1/messages/" + r.ID + "/reschedule", `{"delay":"61m"}`, nil, 400, "invalid_argument"},
 		{"unknown receipt", "POST", "/v1/topics/t/groups/g/ack", `{"receipts":["` + fakeReceipt(t, s) + `"]}`, nil, 404, "not_found"},
 		{"bad id", "GET", "/v1/messages/not-an-id", nil, nil, 400, "invalid_argument"},
-		{"unknown id", "GET", "/v1/messages/" + strings.Repeat("0", 15) + "1" + strings.Repeat("0", 8), nil, nil, 404, "not_found"},
+		{"unknown id", "GET", "/v1/messages/" + strings.Repeat("0", 15) + "1" + strings.Repeat("0", 16), nil, nil, 404, "not_found"},
 		{"missing token", "GET", "/v1/topics", nil, []string{"Authorization", ""}, 401, "unauthenticated"},
 		{"wrong token", "GET", "/v1/topics", nil, []string{"Authorization", "Bearer nope"}, 401, "unauthenticated"},
 	}
