@@ -122,6 +122,12 @@ func (e *Engine) checkpointer() {
 			t.Stop()
 			return
 		case <-t.C():
+		case <-e.ckptNow:
+			t.Stop()
+		case <-e.failedCh:
+			// No checkpoint after a fatal failure (fail.go).
+			t.Stop()
+			return
 		}
 		if err := e.checkpoint(); err != nil {
 			e.log.Error("checkpoint failed", "err", err)
@@ -449,6 +455,10 @@ func (e *Engine) recover() error {
 		return fmt.Errorf("replay from %d: %w", st.LogPos, err)
 	}
 	e.recL, e.recF = st.LogPos, st.Frontier
+	// From now on timer entries are written only by the checkpoint's sync
+	// job, outside the engine's lock; a large buffer asks for a checkpoint
+	// early (addTimerLocked).
+	e.timers.ManualFlush = true
 	// The broker clock must not run backwards across the restart: raise it
 	// to the latest time the durable state shows it had reached.
 	e.clock.Raise(max(st.Written, st.Frontier, e.replayHWM))

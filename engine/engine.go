@@ -131,28 +131,29 @@ type Engine struct {
 	gate     sync.RWMutex
 	mu       sync.Mutex
 	// Fields below are guarded by mu.
-	topicsByName map[string]*topic
-	topicsByID   map[uint32]*topic
-	nextTopicID  uint32
-	overlay      map[uint64]*overlayEntry
-	ovj          *overlayJournal   // persists overlay changes for the checkpoint
-	reloc        map[uint64]uint64 // moved messages: identity -> current copy (see compact.go)
-	keys         *keyindex.Index   // hash(topic, key) -> pos of the latest message; its own lock
-	timers       *timerstore.Store
-	wheel        *timewheel.Wheel[timerRef]
-	near         map[uint64]*wheelTimer // pending timers in the wheel, by pos
-	free         []*wheelTimer          // recycled timers
-	loadedUntil  int64                  // buckets starting before this are in the wheel
-	lastAdvance  int64                  // wheel time: every wheel timer due <= this has left it
-	dispatch     dispatchHeap           // due, waiting for a fire record
-	inflight     []fireEntry            // in the fire record being written
-	dispatching  map[uint64]bool        // positions in dispatch or inflight
-	segPending   map[uint64]int64       // segment base -> pending messages in it
-	segLast      map[uint64]int64       // segment base -> latest visible time of its messages
-	segBases     []uint64               // cached segment bases, ascending
-	segsHead     uint64                 // log head when segBases was read
-	tokens       float64                // dispatch rate limiter
-	tokensAt     int64
+	topicsByName    map[string]*topic
+	topicsByID      map[uint32]*topic
+	nextTopicID     uint32
+	overlay         map[uint64]*overlayEntry
+	ovj             *overlayJournal   // persists overlay changes for the checkpoint
+	reloc           map[uint64]uint64 // moved messages: identity -> current copy (see compact.go)
+	keys            *keyindex.Index   // hash(topic, key) -> pos of the latest message; its own lock
+	timers          *timerstore.Store
+	wheel           *timewheel.Wheel[timerRef]
+	near            map[uint64]*wheelTimer // pending timers in the wheel, by pos
+	free            []*wheelTimer          // recycled timers
+	loadedUntil     int64                  // buckets starting before this are in the wheel
+	lastAdvance     int64                  // wheel time: every wheel timer due <= this has left it
+	dispatch        dispatchHeap           // due, waiting for a fire record
+	inflight        []fireEntry            // in the fire record being written
+	dispatching     map[uint64]bool        // positions in dispatch or inflight
+	dispatchingPeak int                    // largest size of dispatching since it was last made
+	segPending      map[uint64]int64       // segment base -> pending messages in it
+	segLast         map[uint64]int64       // segment base -> latest visible time of its messages
+	segBases        []uint64               // cached segment bases, ascending
+	segsHead        uint64                 // log head when segBases was read
+	tokens          float64                // dispatch rate limiter
+	tokensAt        int64
 	// Recovery filter: entries registered before recL and due at or
 	// before recF are visible already; firedSince lists positions made
 	// visible by fire records replayed after recL.
@@ -178,6 +179,7 @@ type Engine struct {
 	clock *clock.Broker
 
 	kick     chan struct{}
+	ckptNow  chan struct{} // asks the checkpointer to run now
 	done     chan struct{}
 	loopDone chan struct{}
 	ckptDone chan struct{}
@@ -211,6 +213,7 @@ func Open(opts Options) (*Engine, error) {
 		groupsByID:   map[uint32]*group{},
 		nextGroupID:  1,
 		kick:         make(chan struct{}, 1),
+		ckptNow:      make(chan struct{}, 1),
 		failedCh:     make(chan struct{}),
 		done:         make(chan struct{}),
 		loopDone:     make(chan struct{}),

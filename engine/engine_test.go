@@ -109,7 +109,11 @@ func (h *harness) waitVisible(topic string, n int) []Visible {
 func (h *harness) settle(topic string, n int) []Visible {
 	h.t.Helper()
 	vs := h.waitVisible(topic, n)
-	time.Sleep(20 * time.Millisecond) // give an erroneous extra fire a chance to show
+	// An erroneous extra fire would happen before the engine settles at
+	// its own time: wait for that event, not for a while.
+	if !waitSettled(h.e, h.e.Now(), 5*time.Second) {
+		h.t.Fatalf("engine did not settle: %s", engineState(h.e))
+	}
 	if got := len(h.visible(topic)); got != n {
 		h.t.Fatalf("visible in %s after settling: got %d, want %d", topic, got, n)
 	}

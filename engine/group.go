@@ -415,7 +415,11 @@ func (e *Engine) takeLocked(g *group, max int, invisible time.Duration) []handou
 				take(off)
 			}
 		}
-		for limit > 0 && gq.next < n {
+		// Offsets are handed out only within MaxUnackedSpan of the oldest
+		// one not yet done, so that done and attempts stay bounded (in
+		// memory and in the checkpoint) even behind a stuck message.
+		end := min(n, gq.acked+uint64(e.opts.MaxUnackedSpan))
+		for limit > 0 && gq.next < end {
 			off := gq.next
 			gq.next++
 			if gq.done[off] || gq.leases[off] != nil || gq.retrying[off] != nil {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"runtime"
 	"testing"
 	"time"
 
@@ -33,7 +34,11 @@ func (h *harness) receiveN(topic, grp string, n int, invisible time.Duration) []
 
 func (h *harness) receiveNone(topic, grp string) {
 	h.t.Helper()
-	time.Sleep(20 * time.Millisecond)
+	// Whatever is due by the engine's time has been dispatched once it has
+	// settled: a message that should not be received would be by then.
+	if !waitSettled(h.e, h.e.Now(), 5*time.Second) {
+		h.t.Fatalf("engine did not settle: %s", engineState(h.e))
+	}
 	rs, err := h.e.Receive(context.Background(), ReceiveRequest{Topic: topic, Group: grp, Max: 100})
 	if err != nil || len(rs) != 0 {
 		h.t.Fatalf("expected nothing, got %d messages, err %v", len(rs), err)
@@ -265,11 +270,15 @@ func TestFIFOLongPollWakesOnAck(t *testing.T) {
 	h.waitVisible("f", 2)
 	first := h.receiveN("f", "c", 1, time.Minute)
 	got := make(chan []Received, 1)
+	parked := h.clk.Waiters()
 	go func() {
 		rs, _ := h.e.Receive(ctx, ReceiveRequest{Topic: "f", Group: "c", Max: 1, Wait: 10 * time.Second})
 		got <- rs
 	}()
-	time.Sleep(20 * time.Millisecond) // let the long poll park
+	// The long poll parks on the injected clock: wait for its timer.
+	for h.clk.Waiters() <= parked {
+		runtime.Gosched()
+	}
 	start := time.Now()
 	if err := h.e.Ack(ctx, "f", "c", first[0].Receipt); err != nil {
 		t.Fatal(err)
@@ -278,4 +287,37 @@ func TestFIFOLongPollWakesOnAck(t *testing.T) {
 	if len(rs) != 1 || time.Since(start) > 5*time.Second {
 		t.Fatalf("long poll after ack: %d messages after %v", len(rs), time.Since(start))
 	}
+}
+
+// TestUnackedSpanBoundsGroupState: behind a stuck message a group queue
+// hands out at most MaxUnackedSpan messages, so its state (done offsets,
+// attempts) stays bounded in memory and in every checkpoint.
+func TestUnackedSpanBoundsGroupState(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.MaxUnackedSpan = 10 })
+	if err := h.e.CreateTopic("s", TopicConfig{Queues: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 30; i++ {
+		h.send("s", "", message.When{})
+	}
+	h.waitVisible("s", 30)
+	rs := h.receiveN("s", "g", 10, time.Hour)
+	var rest []string
+	for _, r := range rs[1:] {
+		rest = append(rest, r.Receipt)
+	}
+	if err := h.e.Ack(t.Context(), "s", "g", rest...); err != nil {
+		t.Fatal(err)
+	}
+	h.receiveNone("s", "g") // the first is stuck: nothing past the span
+	h.e.mu.Lock()
+	done := len(h.e.groups[groupKey("s", "g")].queues[0].done)
+	h.e.mu.Unlock()
+	if done > 10 {
+		t.Fatalf("%d done offsets behind the stuck one, the span is 10", done)
+	}
+	if err := h.e.Ack(t.Context(), "s", "g", rs[0].Receipt); err != nil {
+		t.Fatal(err)
+	}
+	h.receiveN("s", "g", 10, time.Hour)
 }

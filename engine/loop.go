@@ -60,6 +60,7 @@ func (h *dispatchHeap) pop() timerRef {
 func (e *Engine) pushDispatchLocked(ref timerRef) {
 	e.dispatch.push(ref)
 	e.dispatching[ref.pos] = true
+	e.dispatchingPeak = max(e.dispatchingPeak, len(e.dispatching))
 }
 
 // validLocked reports whether a timer loaded from a bucket should fire:
@@ -193,6 +194,7 @@ func (e *Engine) takeBatchLocked(now int64) []fireEntry {
 		e.tokens -= float64(n)
 	}
 	e.inflight = batch
+	e.shrinkAfterHerdLocked()
 	return batch
 }
 
@@ -350,5 +352,28 @@ func (e *Engine) applyFireLocked(visible int64, batch []fireEntry, live bool) {
 	if live {
 		e.stats.Fired.Add(uint64(len(batch)))
 		e.notifyVisibleLocked()
+	}
+}
+
+// herdShrink is the size above which the dispatch heap's array and the
+// dispatching set are given back once a herd has drained: a herd of a
+// million leaves tens of megabytes behind otherwise (Go maps never shrink).
+const herdShrink = 1 << 16
+
+// shrinkAfterHerdLocked gives back the memory of a drained herd.
+func (e *Engine) shrinkAfterHerdLocked() {
+	if len(e.dispatch) > 0 {
+		return
+	}
+	if cap(e.dispatch) > herdShrink {
+		e.dispatch = nil
+	}
+	if e.dispatchingPeak > herdShrink && len(e.dispatching) == len(e.inflight) {
+		m := make(map[uint64]bool, len(e.inflight))
+		for _, fe := range e.inflight {
+			m[fe.pos] = true
+		}
+		e.dispatching = m
+		e.dispatchingPeak = len(m)
 	}
 }

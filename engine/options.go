@@ -71,6 +71,11 @@ type Options struct {
 	// the head of the log to free an old segment they alone keep;
 	// default 10,000. Negative disables compaction.
 	CompactMaxPending int
+	// MaxUnackedSpan bounds how far past a group queue's oldest unfinished
+	// message Receive hands out messages; default 65,536. It bounds the
+	// group's per-queue state behind a stuck message (RocketMQ bounds its
+	// consume-offset span the same way).
+	MaxUnackedSpan int
 	// ClockJumpThreshold is the wall-clock step, relative to the monotonic
 	// clock, that is logged and counted as a jump; default 1s.
 	ClockJumpThreshold time.Duration
@@ -133,6 +138,9 @@ func (o *Options) setDefaults() {
 	if o.CompactMaxPending == 0 {
 		o.CompactMaxPending = DefaultCompactMaxPending
 	}
+	if o.MaxUnackedSpan == 0 {
+		o.MaxUnackedSpan = 1 << 16
+	}
 	if o.ClockJumpThreshold == 0 {
 		o.ClockJumpThreshold = time.Second
 	}
@@ -148,6 +156,8 @@ func (o *Options) validate() error {
 		return fmt.Errorf("engine: DefaultQueues %d is not in [1, %d]", o.DefaultQueues, o.MaxQueues)
 	case o.MaxQueues > 65535:
 		return fmt.Errorf("engine: MaxQueues %d is above 65535", o.MaxQueues)
+	case o.MaxUnackedSpan < 1:
+		return fmt.Errorf("engine: MaxUnackedSpan %d must be positive", o.MaxUnackedSpan)
 	case o.DispatchBatch < 1:
 		return fmt.Errorf("engine: DispatchBatch %d must be positive", o.DispatchBatch)
 	case o.Limits.MaxBodyBytes < 0 || o.Limits.MaxDelay < 0:

@@ -189,6 +189,12 @@ func (e *Engine) addTimerLocked(ref timerRef) {
 	if ref.due < e.loadedUntil {
 		e.scheduleLocked(ref)
 	}
+	if e.timers.Buffered() >= timerstore.FlushThreshold {
+		select {
+		case e.ckptNow <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // scheduleLocked puts a timer in the wheel, or straight into the dispatch

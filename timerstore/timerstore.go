@@ -129,6 +129,11 @@ type Store struct {
 	// buf holds entries not yet written, by bucket start; Flush writes them.
 	buf      map[int64][]byte
 	bufBytes int
+	// ManualFlush stops Add from writing when the buffer passes
+	// FlushThreshold: the owner then writes the buffer itself, through a
+	// sync job outside its locks (Add is called under the engine's lock,
+	// which must never wait for file I/O).
+	ManualFlush bool
 	// sizes is the written length of each non-empty bucket file.
 	sizes map[int64]int64
 	// dirty lists buckets written since the last Sync.
@@ -218,11 +223,15 @@ func (s *Store) Add(e Entry) error {
 	e.put(tmp[:], b)
 	s.buf[b] = append(s.buf[b], tmp[:]...)
 	s.bufBytes += EntrySize
-	if s.bufBytes >= FlushThreshold {
+	if s.bufBytes >= FlushThreshold && !s.ManualFlush {
 		return s.Flush()
 	}
 	return nil
 }
+
+// Buffered returns the bytes of entries Add buffered and no Flush or sync
+// job has taken yet.
+func (s *Store) Buffered() int { return s.bufBytes }
 
 func (s *Store) name(b int64) string { return path.Join(s.dir, strconv.FormatInt(b, 10)+".tb") }
 
