@@ -21,10 +21,6 @@ import (
 // it. reloc holds only moved messages, and an entry goes when retention
 // deletes the copy's segment.
 
-// recMoved is a copy of a pending message: orig u64 (its identity), then
-// the message payload as in recMessage. Part of the on-disk format.
-const recMoved commitlog.Type = 9
-
 // DefaultCompactMaxPending bounds how many pending messages retention
 // moves to free one segment; a segment pinned by more is kept.
 const DefaultCompactMaxPending = 10000

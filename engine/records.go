@@ -3,18 +3,40 @@ package engine
 import (
 	"encoding/binary"
 	"errors"
+	"time"
 
 	"github.com/hourglass-mq/hourglass/commitlog"
 )
 
-// Commit-log record types of the engine. The values are part of the on-disk
-// format: never renumber them.
+// The commit-log records of the engine: the one home of every durable
+// record format. Types and layouts are part of the on-disk format: never
+// renumber a type or change a layout; add a type instead. All integers are
+// little endian; "pos" is a commit-log position (a message's identity).
+//
+//	type  name        payload
+//	1     message     message.Encode (message/codec.go): version, queue, due, sent, nonce, topic, key, tag, group, properties, body
+//	2     cancel      pos u64
+//	3     reschedule  pos u64 | due i64
+//	4     fire        visible i64 | n u32 | n x (pos u64 | due i64 | topic u32 | queue u16 | size u32)
+//	5     topic       id u32 | queues u16 | flags u8 (1 = FIFO) | name bytes
+//	6     group       id u32 | topic u32 | max attempts u32 | backoff base ms i64 | backoff max ms i64 | name bytes
+//	7     ack         group u32 | n u32 | n x (queue u16 | offset u64)
+//	8     attempt     group u32 | n u32 | n x (queue u16 | offset u64 | attempt u32)
+//	9     moved       identity pos u64 | message payload as in type 1 (compaction forward)
+//	254   skip        commitlog.TypeSkip: bytes quarantined by repair; never a record
+//
+// Recovery refuses a record of an unknown type (written by a newer
+// version) rather than skip state it does not understand.
 const (
-	recMessage    commitlog.Type = 1 // payload: message.Encode
-	recCancel     commitlog.Type = 2 // payload: pos u64
-	recReschedule commitlog.Type = 3 // payload: pos u64, due i64
-	recFire       commitlog.Type = 4 // payload: visible i64, n u32, n x fireEntry
-	recTopic      commitlog.Type = 5 // payload: id u32, queues u16, flags u8, name
+	recMessage    commitlog.Type = 1
+	recCancel     commitlog.Type = 2
+	recReschedule commitlog.Type = 3
+	recFire       commitlog.Type = 4
+	recTopic      commitlog.Type = 5
+	recGroup      commitlog.Type = 6
+	recAck        commitlog.Type = 7
+	recAttempt    commitlog.Type = 8
+	recMoved      commitlog.Type = 9
 )
 
 // Timer kinds stored in the timer index.
@@ -107,4 +129,68 @@ func decodeTopic(p []byte) (id uint32, queues int, flags uint8, name string, err
 		return 0, 0, 0, "", errBadPayload
 	}
 	return binary.LittleEndian.Uint32(p), int(binary.LittleEndian.Uint16(p[4:])), p[6], string(p[7:]), nil
+}
+
+func encodeGroup(id, topicID uint32, cfg GroupConfig, name string) commitlog.Record {
+	b := binary.LittleEndian.AppendUint32(nil, id)
+	b = binary.LittleEndian.AppendUint32(b, topicID)
+	b = binary.LittleEndian.AppendUint32(b, uint32(cfg.MaxAttempts))
+	b = binary.LittleEndian.AppendUint64(b, uint64(cfg.BackoffBase.Milliseconds()))
+	b = binary.LittleEndian.AppendUint64(b, uint64(cfg.BackoffMax.Milliseconds()))
+	return commitlog.Record{Type: recGroup, Payload: append(b, name...)}
+}
+
+func decodeGroup(p []byte) (id, topicID uint32, cfg GroupConfig, name string, err error) {
+	if len(p) < 28 {
+		return 0, 0, cfg, "", errBadPayload
+	}
+	cfg.MaxAttempts = int(binary.LittleEndian.Uint32(p[8:]))
+	cfg.BackoffBase = time.Duration(binary.LittleEndian.Uint64(p[12:])) * time.Millisecond
+	cfg.BackoffMax = time.Duration(binary.LittleEndian.Uint64(p[20:])) * time.Millisecond
+	return binary.LittleEndian.Uint32(p), binary.LittleEndian.Uint32(p[4:]), cfg, string(p[28:]), nil
+}
+
+// progressItem names one message of a group: queue and offset, and for
+// attempt records the attempt number.
+type progressItem struct {
+	queue   uint16
+	offset  uint64
+	attempt uint32
+}
+
+func encodeProgress(typ commitlog.Type, gid uint32, items []progressItem) commitlog.Record {
+	b := binary.LittleEndian.AppendUint32(nil, gid)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(items)))
+	for _, it := range items {
+		b = binary.LittleEndian.AppendUint16(b, it.queue)
+		b = binary.LittleEndian.AppendUint64(b, it.offset)
+		if typ == recAttempt {
+			b = binary.LittleEndian.AppendUint32(b, it.attempt)
+		}
+	}
+	return commitlog.Record{Type: typ, Payload: b}
+}
+
+func decodeProgress(typ commitlog.Type, p []byte) (uint32, []progressItem, error) {
+	if len(p) < 8 {
+		return 0, nil, errBadPayload
+	}
+	gid, n := binary.LittleEndian.Uint32(p), int(binary.LittleEndian.Uint32(p[4:]))
+	size := 10
+	if typ == recAttempt {
+		size = 14
+	}
+	p = p[8:]
+	if len(p) != n*size {
+		return 0, nil, errBadPayload
+	}
+	items := make([]progressItem, n)
+	for i := range items {
+		b := p[i*size:]
+		items[i] = progressItem{queue: binary.LittleEndian.Uint16(b), offset: binary.LittleEndian.Uint64(b[2:])}
+		if typ == recAttempt {
+			items[i].attempt = binary.LittleEndian.Uint32(b[10:])
+		}
+	}
+	return gid, items, nil
 }

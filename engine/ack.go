@@ -1,0 +1,180 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	"github.com/hourglass-mq/hourglass/errs"
+)
+
+// leaseLocked finds the live lease a receipt names.
+func (e *Engine) leaseLocked(topic, name, receipt string) (*group, *groupQueue, uint16, uint64, *lease, error) {
+	g := e.groups[groupKey(topic, name)]
+	if g == nil {
+		return nil, nil, 0, 0, nil, errs.New(errs.NotFound, "group %q of topic %q does not exist", name, topic)
+	}
+	q, off, seq, err := e.decodeReceipt(g.id, receipt)
+	if err != nil {
+		return nil, nil, 0, 0, nil, err
+	}
+	if int(q) >= len(g.queues) {
+		return nil, nil, 0, 0, nil, errs.New(errs.NotFound, "receipt %q is unknown", receipt)
+	}
+	gq := g.queues[q]
+	l := gq.leases[off]
+	if l == nil || l.seq != seq {
+		return nil, nil, 0, 0, nil, errs.New(errs.NotFound, "receipt %q is unknown or its lease has ended", receipt)
+	}
+	return g, gq, q, off, l, nil
+}
+
+// Ack ends deliveries: the messages will not be delivered to the group
+// again. All receipts are checked first; if one is unknown nothing is acked.
+func (e *Engine) Ack(ctx context.Context, topic, name string, receipts ...string) error {
+	if len(receipts) == 0 {
+		return errs.New(errs.InvalidArgument, "no receipts to ack")
+	}
+	if len(receipts) > MaxReceive {
+		return errs.New(errs.TooLarge, "%d receipts; the limit is %d", len(receipts), MaxReceive)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	e.gate.RLock()
+	defer e.gate.RUnlock()
+	e.mu.Lock()
+	if err := e.unavailableLocked(); err != nil {
+		e.mu.Unlock()
+		return err
+	}
+	type taken struct {
+		gq  *groupQueue
+		off uint64
+		l   *lease
+		ref timerRef
+	}
+	var g *group
+	var ts []taken
+	items := make([]progressItem, 0, len(receipts))
+	seen := map[string]bool{}
+	for _, r := range receipts {
+		if seen[r] {
+			continue
+		}
+		seen[r] = true
+		gg, gq, q, off, l, err := e.leaseLocked(topic, name, r)
+		if err != nil {
+			e.mu.Unlock()
+			return err
+		}
+		g = gg
+		ts = append(ts, taken{gq: gq, off: off, l: l, ref: l.timer.Value})
+		items = append(items, progressItem{queue: q, offset: off})
+	}
+	// Stop the leases now so none expires while the ack is written.
+	for _, t := range ts {
+		e.wheel.Cancel(t.l.timer)
+		e.free = append(e.free, t.l.timer)
+		delete(t.gq.leases, t.off)
+	}
+	e.mu.Unlock()
+	_, err := e.clog.Append(encodeProgress(recAck, g.id, items))
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err != nil {
+		for _, t := range ts {
+			t.l.timer = e.addWheelLocked(t.ref)
+			t.gq.leases[t.off] = t.l
+		}
+		return e.storageErr(err)
+	}
+	for _, t := range ts {
+		t.gq.markDone(t.off)
+	}
+	g.acked += uint64(len(ts))
+	if g.topic.fifo {
+		// The ack unblocks the queue's next message: wake long polls.
+		e.notifyVisibleLocked()
+	}
+	return nil
+}
+
+// Nack ends a delivery unsuccessfully: the message comes back after delay,
+// or after the group's backoff when delay is 0, or moves to the dead-letter
+// topic when it has had MaxAttempts deliveries.
+func (e *Engine) Nack(ctx context.Context, topic, name, receipt string, delay time.Duration) error {
+	if delay < 0 || delay > MaxInvisible {
+		return errs.New(errs.InvalidArgument, "delay %v is not in [0, %v]", delay, MaxInvisible)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	g, gq, q, off, l, err := e.leaseLocked(topic, name, receipt)
+	if err != nil {
+		return err
+	}
+	e.wheel.Cancel(l.timer)
+	e.free = append(e.free, l.timer)
+	delete(gq.leases, off)
+	e.failedLocked(g, gq, q, off, l.attempt, delay, e.lastAdvanceOrNow())
+	return nil
+}
+
+// ChangeInvisibility moves the end of a lease to d from now.
+func (e *Engine) ChangeInvisibility(ctx context.Context, topic, name, receipt string, d time.Duration) error {
+	if d < time.Millisecond || d > MaxInvisible {
+		return errs.New(errs.InvalidArgument, "invisible %v is not in [1ms, %v]", d, MaxInvisible)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_, _, _, _, l, err := e.leaseLocked(topic, name, receipt)
+	if err != nil {
+		return err
+	}
+	ref := l.timer.Value
+	e.wheel.Cancel(l.timer)
+	e.free = append(e.free, l.timer)
+	ref.due = e.lastAdvanceOrNow() + d.Milliseconds()
+	l.timer = e.addWheelLocked(ref)
+	return nil
+}
+
+// leaseExpiredLocked handles a lease that ended unacknowledged.
+func (e *Engine) leaseExpiredLocked(ref timerRef) {
+	g := e.groupsByID[ref.group]
+	if g == nil {
+		return
+	}
+	gq := g.queues[ref.queue]
+	l := gq.leases[ref.offset]
+	if l == nil || l.seq != ref.seq {
+		return
+	}
+	delete(gq.leases, ref.offset)
+	// The backoff counts from when the lease ended, not from when the loop noticed.
+	e.failedLocked(g, gq, ref.queue, ref.offset, l.attempt, 0, ref.due)
+}
+
+// failedLocked schedules a redelivery or a dead-lettering.
+func (e *Engine) failedLocked(g *group, gq *groupQueue, q uint16, off uint64, attempt uint32, delay time.Duration, from int64) {
+	if int(attempt) >= g.cfg.MaxAttempts {
+		e.deadLetters = append(e.deadLetters, deadLetter{g: g, queue: q, offset: off, attempt: attempt})
+		e.kickLoop()
+		return
+	}
+	if delay == 0 {
+		delay = g.cfg.backoff(attempt)
+	}
+	gq.retrying[off] = e.addWheelLocked(timerRef{kind: refRetry, due: from + delay.Milliseconds(), group: g.id, queue: q, offset: off})
+}
+
+// retryReadyLocked makes a message whose backoff ended receivable again.
+func (e *Engine) retryReadyLocked(ref timerRef) {
+	g := e.groupsByID[ref.group]
+	if g == nil {
+		return
+	}
+	gq := g.queues[ref.queue]
+	delete(gq.retrying, ref.offset)
+	gq.ready = append(gq.ready, ref.offset)
+	e.notifyVisibleLocked()
+}

@@ -1,0 +1,98 @@
+package engine
+
+import (
+	"strconv"
+
+	"github.com/hourglass-mq/hourglass/commitlog"
+	"github.com/hourglass-mq/hourglass/errs"
+	"github.com/hourglass-mq/hourglass/message"
+)
+
+// deadLetter is a message waiting to move to its group's dead-letter topic.
+type deadLetter struct {
+	g       *group
+	queue   uint16
+	offset  uint64
+	attempt uint32
+}
+
+// DeadLetterTopic is the name of a group's dead-letter topic.
+func DeadLetterTopic(topic, group string) string { return "%DLQ%" + topic + "." + group }
+
+// moveDeadLetters copies messages that ran out of attempts to their
+// group's dead-letter topic and acks them in the group, in one write.
+func (e *Engine) moveDeadLetters() {
+	e.mu.Lock()
+	jobs := e.deadLetters
+	e.deadLetters = nil
+	e.mu.Unlock()
+	var retry []deadLetter
+	for _, j := range jobs {
+		if err := e.moveDeadLetter(j); err != nil {
+			e.log.Error("dead-lettering failed; will retry", "topic", j.g.topic.name, "group", j.g.name, "err", err)
+			retry = append(retry, j)
+		}
+	}
+	if len(retry) > 0 {
+		e.mu.Lock()
+		e.deadLetters = append(e.deadLetters, retry...)
+		// Do not spin on a failing disk: the loop retries after a pause.
+		e.deadLetterAfter = e.Now() + 1000
+		e.mu.Unlock()
+	}
+}
+
+func (e *Engine) moveDeadLetter(j deadLetter) error {
+	e.mu.Lock()
+	n := j.g.topic.queues[j.queue].Len()
+	e.mu.Unlock()
+	en, err := j.g.topic.queues[j.queue].Read(j.offset, 1, n)
+	if err != nil || len(en) != 1 {
+		return errs.Wrap(errs.Internal, err, "read queue entry")
+	}
+	var recs []commitlog.Record
+	var s *message.Stored
+	// Dead-letter topics are created whatever NoAutoCreate says: the group
+	// exists, so its dead letters must have somewhere to go.
+	e.mu.Lock()
+	dlq := e.topicsByName[j.g.dlq]
+	e.mu.Unlock()
+	if dlq == nil {
+		t, err := e.createTopic(j.g.dlq, TopicConfig{})
+		if errs.CodeOf(err) == errs.AlreadyExists {
+			err = nil
+		}
+		if err != nil {
+			return err
+		}
+		dlq = t
+	}
+	if s, _, err = e.readStored(en[0].Pos); err == nil {
+		props := map[string]string{}
+		for k, v := range s.Properties {
+			props[k] = v
+		}
+		props["hourglass-origin-topic"] = s.Topic
+		props["hourglass-origin-id"] = e.seal.ID(en[0].Pos, s.Nonce).String()
+		props["hourglass-attempts"] = strconv.Itoa(int(j.attempt))
+		m := message.Message{Topic: dlq.name, Key: s.Key, Tag: s.Tag, Group: s.Group, Properties: props, Body: s.Body}
+		s = &message.Stored{Message: m, Due: e.Now(), Sent: e.Now(), Queue: pickQueue(dlq, &m), Nonce: e.nonce.Add(1)}
+		recs = append(recs, commitlog.Record{Type: recMessage, Payload: message.Encode(nil, s)})
+	}
+	recs = append(recs, encodeProgress(recAck, j.g.id, []progressItem{{queue: j.queue, offset: j.offset}}))
+	e.gate.RLock()
+	defer e.gate.RUnlock()
+	pos, err := e.clog.Append(recs...)
+	if err != nil {
+		return e.storageErr(err)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if s != nil {
+		e.applyMessageLocked(uint64(pos[0]), s, dlq)
+	}
+	j.g.queues[j.queue].markDone(j.offset)
+	j.g.deadLettered++
+	e.kickLoop()
+	return nil
+}

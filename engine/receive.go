@@ -1,0 +1,274 @@
+package engine
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hourglass-mq/hourglass/errs"
+	"github.com/hourglass-mq/hourglass/message"
+)
+
+// ReceiveRequest asks for visible messages for a group.
+type ReceiveRequest struct {
+	Topic, Group string
+	// Max is the most messages to return; default 32, limit 1000.
+	Max int
+	// Invisible is the lease: how long the messages stay hidden from the
+	// group unless acked; default 30s, limit 12h.
+	Invisible time.Duration
+	// Wait is how long to wait for a message when none is visible (long
+	// poll); 0 returns at once; limit 30s.
+	Wait time.Duration
+}
+
+// Received is a message handed to a consumer under a lease.
+type Received struct {
+	Visible
+	// Receipt identifies this delivery for Ack, Nack and ChangeInvisibility.
+	Receipt string
+	// Attempt is 1 for the first delivery to this group.
+	Attempt int
+	Queue   int
+}
+
+type handout struct {
+	queue   uint16
+	offset  uint64
+	attempt uint32
+	seq     uint32
+	n       uint64 // queue length when taken, to read the entry
+}
+
+// Receive hands out up to Max visible messages of a topic to a group
+// (created on first use) under a lease, waiting up to Wait for one.
+func (e *Engine) Receive(ctx context.Context, req ReceiveRequest) ([]Received, error) {
+	if req.Max == 0 {
+		req.Max = DefaultReceive
+	}
+	if req.Invisible == 0 {
+		req.Invisible = DefaultInvisible
+	}
+	switch {
+	case req.Max < 1 || req.Max > MaxReceive:
+		return nil, errs.New(errs.InvalidArgument, "max %d is not in [1, %d]", req.Max, MaxReceive)
+	case req.Invisible < time.Millisecond || req.Invisible > MaxInvisible:
+		return nil, errs.New(errs.InvalidArgument, "invisible %v is not in [1ms, %v]", req.Invisible, MaxInvisible)
+	case req.Wait < 0 || req.Wait > MaxReceiveWait:
+		return nil, errs.New(errs.InvalidArgument, "wait %v is not in [0, %v]", req.Wait, MaxReceiveWait)
+	}
+	g, err := e.createGroup(req.Topic, req.Group, GroupConfig{}, true)
+	if err != nil {
+		return nil, err
+	}
+	var deadline <-chan time.Time
+	if req.Wait > 0 {
+		// The injected clock: tests advance it instead of sleeping.
+		t := e.opts.Clock.NewTimer(req.Wait)
+		defer t.Stop()
+		deadline = t.C()
+	}
+	for {
+		e.mu.Lock()
+		if err := e.unavailableLocked(); err != nil {
+			e.mu.Unlock()
+			return nil, err
+		}
+		hs := e.takeLocked(g, req.Max, req.Invisible)
+		signal := e.visibleCh
+		e.mu.Unlock()
+		if len(hs) > 0 {
+			return e.deliver(g, hs)
+		}
+		if deadline == nil {
+			return nil, nil
+		}
+		select {
+		case <-signal:
+		case <-deadline:
+			return nil, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-e.done:
+			return nil, errs.New(errs.Unavailable, "broker is shutting down")
+		}
+	}
+}
+
+// takeLocked leases up to max messages of g: redeliveries first, then new
+// ones, queues in turn. In a FIFO topic a queue with a message in flight or
+// in backoff hands out nothing, and at most one message at a time.
+func (e *Engine) takeLocked(g *group, max int, invisible time.Duration) []handout {
+	var hs []handout
+	nq := len(g.queues)
+	expires := e.lastAdvanceOrNow() + invisible.Milliseconds()
+	for i := 0; i < nq && len(hs) < max; i++ {
+		qi := (g.rr + i) % nq
+		gq := g.queues[qi]
+		n := g.topic.queues[qi].Len()
+		limit := max - len(hs)
+		if g.topic.fifo {
+			if len(gq.leases) > 0 || len(gq.retrying) > 0 {
+				continue
+			}
+			limit = 1
+		}
+		take := func(off uint64) {
+			e.leaseSeq++
+			att := gq.attempts[off] + 1
+			gq.attempts[off] = att
+			l := &lease{seq: e.leaseSeq, attempt: att}
+			l.timer = e.addWheelLocked(timerRef{kind: refLease, due: expires, group: g.id, queue: uint16(qi), offset: off, seq: l.seq})
+			gq.leases[off] = l
+			hs = append(hs, handout{queue: uint16(qi), offset: off, attempt: att, seq: l.seq, n: n})
+			limit--
+			g.delivered++
+			if att > 1 {
+				g.redelivered++
+			}
+		}
+		for limit > 0 && len(gq.ready) > 0 {
+			off := gq.ready[0]
+			gq.ready = gq.ready[1:]
+			if off >= gq.acked && !gq.done[off] && gq.leases[off] == nil {
+				take(off)
+			}
+		}
+		// Offsets are handed out only within MaxUnackedSpan of the oldest
+		// one not yet done, so that done and attempts stay bounded (in
+		// memory and in the checkpoint) even behind a stuck message.
+		end := min(n, gq.acked+uint64(e.opts.MaxUnackedSpan))
+		for limit > 0 && gq.next < end {
+			off := gq.next
+			gq.next++
+			if gq.done[off] || gq.leases[off] != nil || gq.retrying[off] != nil {
+				continue
+			}
+			take(off)
+		}
+	}
+	g.rr = (g.rr + 1) % nq
+	return hs
+}
+
+// lastAdvanceOrNow is the wheel's time, the base of lease deadlines.
+func (e *Engine) lastAdvanceOrNow() int64 {
+	return max(e.lastAdvance, e.Now())
+}
+
+// deliver reads the handed-out messages and records the attempts. If a
+// read fails, nothing is handed out: the leases are given back and the
+// caller gets Unavailable; the messages stay where they were for the next
+// receive. Only a record that retention removed is skipped (and marked done).
+func (e *Engine) deliver(g *group, hs []handout) ([]Received, error) {
+	out := make([]Received, 0, len(hs))
+	items := make([]progressItem, 0, len(hs))
+	var gone []handout
+	for _, h := range hs {
+		en, err := g.topic.queues[h.queue].Read(h.offset, 1, h.n)
+		if err == nil && len(en) != 1 {
+			err = fmt.Errorf("queue entry %d is missing", h.offset)
+		}
+		var s *message.Stored
+		if err == nil {
+			s, _, err = e.readStored(en[0].Pos)
+			if errors.Is(err, errGone) {
+				gone = append(gone, h)
+				continue
+			}
+		}
+		if err != nil {
+			e.mu.Lock()
+			e.giveBackLocked(g, hs)
+			e.mu.Unlock()
+			e.stats.ReadErrors.Add(1)
+			return nil, errs.Wrap(errs.Unavailable, err, "read topic %s queue %d offset %d", g.topic.name, h.queue, h.offset)
+		}
+		out = append(out, Received{
+			Visible: Visible{ID: e.seal.ID(en[0].Pos, s.Nonce), Offset: h.offset, Due: en[0].Due, Visible: en[0].Visible, Message: s},
+			Receipt: e.encodeReceipt(g.id, h.queue, h.offset, h.seq), Attempt: int(h.attempt), Queue: int(h.queue),
+		})
+		items = append(items, progressItem{queue: h.queue, offset: h.offset, attempt: h.attempt})
+	}
+	e.gate.RLock()
+	defer e.gate.RUnlock()
+	// The attempt record makes attempt counts survive a crash. If it cannot
+	// be written the messages are still handed out: delivery is at least once.
+	if len(items) > 0 {
+		if _, err := e.clog.Append(encodeProgress(recAttempt, g.id, items)); err != nil {
+			e.log.Warn("attempt record write failed", "err", err)
+		}
+	}
+	if len(gone) > 0 {
+		e.mu.Lock()
+		for _, h := range gone {
+			gq := g.queues[h.queue]
+			if l := gq.leases[h.offset]; l != nil && l.seq == h.seq {
+				e.wheel.Cancel(l.timer)
+				e.free = append(e.free, l.timer)
+				delete(gq.leases, h.offset)
+			}
+			gq.markDone(h.offset)
+		}
+		e.mu.Unlock()
+	}
+	return out, nil
+}
+
+// giveBackLocked undoes a handout that could not be delivered: the leases
+// end, the attempt counts go back, and the offsets are ready again at once.
+func (e *Engine) giveBackLocked(g *group, hs []handout) {
+	for _, h := range hs {
+		gq := g.queues[h.queue]
+		l := gq.leases[h.offset]
+		if l == nil || l.seq != h.seq {
+			continue
+		}
+		e.wheel.Cancel(l.timer)
+		e.free = append(e.free, l.timer)
+		delete(gq.leases, h.offset)
+		if h.attempt <= 1 {
+			delete(gq.attempts, h.offset)
+		} else {
+			gq.attempts[h.offset] = h.attempt - 1
+			g.redelivered--
+		}
+		g.delivered--
+		gq.ready = append(gq.ready, h.offset)
+	}
+}
+
+// A receipt names one lease: queue u16, offset u64, lease sequence u32 and
+// a tag u64 that seals them with the group's id under the process's receipt
+// key, so a receipt cannot be made up or carried over from an earlier
+// process, and sequence numbers never meet an old receipt.
+const receiptLen = 2 + 8 + 4 + 8
+
+func (e *Engine) receiptTag(gid uint32, queue uint16, offset uint64, seq uint32) uint64 {
+	return e.receipts.Tag(offset, uint64(gid)<<32|uint64(seq)^uint64(queue)<<16)
+}
+
+func (e *Engine) encodeReceipt(gid uint32, queue uint16, offset uint64, seq uint32) string {
+	var b [receiptLen]byte
+	binary.BigEndian.PutUint16(b[:], queue)
+	binary.BigEndian.PutUint64(b[2:], offset)
+	binary.BigEndian.PutUint32(b[10:], seq)
+	binary.BigEndian.PutUint64(b[14:], e.receiptTag(gid, queue, offset, seq))
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// decodeReceipt parses a receipt of group gid and checks its tag.
+func (e *Engine) decodeReceipt(gid uint32, s string) (queue uint16, offset uint64, seq uint32, err error) {
+	b, derr := base64.RawURLEncoding.DecodeString(s)
+	if derr != nil || len(b) != receiptLen {
+		return 0, 0, 0, errs.New(errs.InvalidArgument, "receipt %q is malformed", s)
+	}
+	queue, offset, seq = binary.BigEndian.Uint16(b), binary.BigEndian.Uint64(b[2:]), binary.BigEndian.Uint32(b[10:])
+	if binary.BigEndian.Uint64(b[14:]) != e.receiptTag(gid, queue, offset, seq) {
+		return 0, 0, 0, errs.New(errs.NotFound, "receipt %q is unknown or its lease has ended", s)
+	}
+	return queue, offset, seq, nil
+}

@@ -1,0 +1,290 @@
+package engine
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"path"
+
+	"github.com/hourglass-mq/hourglass/commitlog"
+	"github.com/hourglass-mq/hourglass/keyindex"
+	"github.com/hourglass-mq/hourglass/message"
+	"github.com/hourglass-mq/hourglass/timerstore"
+	"github.com/hourglass-mq/hourglass/timewheel"
+	"github.com/hourglass-mq/hourglass/vfs"
+)
+
+// recover loads the checkpoint, truncates the caches to it, replays the
+// log after it and sets the wheel up at the fire frontier.
+func (e *Engine) recover() error {
+	st := &checkpointState{LogPos: uint64(e.clog.Start()), Frontier: math.MinInt64 / 2}
+	b, err := readAll(e.fs, path.Join(e.opts.Dir, checkpointFile))
+	switch {
+	case err == nil:
+		if st, err = decodeCheckpoint(b); err != nil {
+			return fmt.Errorf("checkpoint: %w", err)
+		}
+		if st.Incarnation != e.incarn {
+			return fmt.Errorf("checkpoint belongs to incarnation %08x, the directory is %08x", st.Incarnation, e.incarn)
+		}
+		if st.LogPos < uint64(e.clog.Start()) || st.LogPos > uint64(e.clog.Head()) {
+			return fmt.Errorf("checkpoint log position %d is outside the log [%d, %d]", st.LogPos, e.clog.Start(), e.clog.Head())
+		}
+	case vfs.IsNotExist(err):
+	default:
+		return err
+	}
+	if e.ovj, err = newOverlayJournal(e.fs, e.opts.Dir); err != nil {
+		return err
+	}
+	if err := e.ovj.load(st.OverlayFiles, uint64(e.clog.Start()), func(pos uint64, ov overlayEntry) { e.overlay[pos] = &ov }); err != nil {
+		return err
+	}
+	for k, v := range st.SegPending {
+		e.segPending[k] = v
+	}
+	for k, v := range st.Reloc {
+		e.reloc[k] = v
+	}
+	for k, v := range st.SegLast {
+		e.segLast[k] = v
+	}
+	for _, t := range st.Topics {
+		tp, err := e.applyTopicLocked(t.ID, len(t.Entries), t.Flags, t.Name, t.Entries)
+		if err != nil {
+			return err
+		}
+		tp.pending = t.Pending
+	}
+	for _, cg := range st.Groups {
+		t := e.topicsByID[cg.Topic]
+		if t == nil {
+			return fmt.Errorf("checkpoint group %q names unknown topic %d", cg.Name, cg.Topic)
+		}
+		g := e.applyGroupLocked(cg.ID, t, cg.Config, cg.Name)
+		for i, cq := range cg.Queues {
+			if i >= len(g.queues) {
+				break
+			}
+			gq := g.queues[i]
+			gq.acked, gq.next = cq.Acked, cq.Acked
+			for _, off := range cq.Done {
+				gq.done[off] = true
+			}
+			for off, a := range cq.Attempts {
+				gq.attempts[off] = a
+			}
+		}
+	}
+	if err := e.markVisibleAboveFrontier(st.Frontier); err != nil {
+		return err
+	}
+	var keyBytes int64
+	if len(st.KeyState) == 8 {
+		keyBytes = int64(binary.LittleEndian.Uint64(st.KeyState))
+	} else if len(st.KeyState) != 0 {
+		return fmt.Errorf("checkpoint: key index state of %d bytes", len(st.KeyState))
+	}
+	if err := e.openKeys(keyBytes, st.LogPos); err != nil {
+		return err
+	}
+	if e.timers, err = timerstore.Open(e.fs, path.Join(e.opts.Dir, "timers"), e.opts.BucketWidth.Milliseconds()); err != nil {
+		return err
+	}
+	if err := e.checkTimers(st); err != nil {
+		return err
+	}
+	// Replay: every timer goes to the buckets (loadedUntil is -inf).
+	e.loadedUntil = math.MinInt64
+	e.lastAdvance = math.MinInt64
+	minDue := int64(math.MaxInt64)
+	replayed := 0
+	err = e.clog.Scan(commitlog.Pos(st.LogPos), func(pos commitlog.Pos, rec commitlog.Record) error {
+		replayed++
+		return e.replayLocked(uint64(pos), rec, &minDue)
+	})
+	if err != nil {
+		return fmt.Errorf("replay from %d: %w", st.LogPos, err)
+	}
+	e.recL, e.recF = st.LogPos, st.Frontier
+	// From now on timer entries are written only by the checkpoint's sync
+	// job, outside the engine's lock; a large buffer asks for a checkpoint
+	// early (addTimerLocked).
+	e.timers.ManualFlush = true
+	// The broker clock must not run backwards across the restart: raise it
+	// to the latest time the durable state shows it had reached.
+	e.clock.Raise(max(st.Written, st.Frontier, e.replayHWM))
+	start := st.Frontier
+	if minDue-1 < start {
+		start = minDue - 1
+	}
+	if start < 0 {
+		start = 0
+	}
+	e.wheel = timewheel.New[timerRef](1, 512, start)
+	e.lastAdvance = start
+	e.loadedUntil = e.timers.BucketOf(start + 1)
+	e.tokensAt = e.Now()
+	e.tokens = max(float64(e.opts.DispatchBatch), float64(e.opts.DispatchRate)/100)
+	e.stats.Replayed.Store(uint64(replayed))
+	var pending int64
+	for _, n := range e.segPending {
+		pending += n
+	}
+	e.stats.Pending.Store(pending)
+	return nil
+}
+
+// markVisibleAboveFrontier adds to firedSince the messages the queue
+// indexes already hold that are due after the checkpoint's frontier. The
+// frontier is the earliest due time still waiting for dispatch, but later
+// ones may have fired before it: the part of a herd the dispatch rate let
+// through, or everything fired while a late arrival (due at or before the
+// wheel's time) waited. Their bucket entries are not behind the frontier,
+// so without this they would fire a second time.
+//
+// Visible times never decrease along a queue index, so each is read
+// backwards only until an entry that became visible at or before the
+// frontier: that one and all before it were due at or before it too.
+func (e *Engine) markVisibleAboveFrontier(frontier int64) error {
+	const chunk = 1024
+	for _, t := range e.topicsByID {
+		for _, q := range t.queues {
+		scan:
+			for end := q.Len(); end > 0; {
+				from := end - min(end, chunk)
+				es, err := q.Read(from, int(end-from), end)
+				if err != nil {
+					return fmt.Errorf("topic %q: %w", t.name, err)
+				}
+				for i := len(es) - 1; i >= 0; i-- {
+					if es[i].Visible <= frontier {
+						break scan
+					}
+					if es[i].Due > frontier {
+						e.firedSince[es[i].Pos] = true
+						e.firedSinceTo = max(e.firedSinceTo, es[i].Due+1)
+					}
+				}
+				end = from
+			}
+		}
+	}
+	return nil
+}
+
+// openKeys opens the key index, checks it against the checkpoint and cuts
+// it to the checkpointed length. A damaged index is rebuilt from the log:
+// every retained message record before the checkpoint's position (replay
+// adds the keys of what follows).
+func (e *Engine) openKeys(keep int64, logPos uint64) error {
+	name := path.Join(e.opts.Dir, "keys.idx")
+	start := uint64(e.clog.Start())
+	x, err := keyindex.Open(e.fs, name, keep, start, e.physLocked)
+	if err == nil {
+		e.keys = x
+		return nil
+	}
+	if !errors.Is(err, keyindex.ErrCorrupt) {
+		return err
+	}
+	e.log.Warn("key index damaged; rebuilding it from the commit log", "err", err)
+	e.stats.CacheRebuilds.Add(1)
+	if x, err = keyindex.Open(e.fs, name, 0, start, e.physLocked); err != nil {
+		return err
+	}
+	e.keys = x
+	err = e.clog.Scan(e.clog.Start(), func(pos commitlog.Pos, rec commitlog.Record) error {
+		if uint64(pos) >= logPos {
+			return errStopScan
+		}
+		orig, payload := uint64(pos), rec.Payload
+		switch rec.Type {
+		case recMessage:
+		case recMoved:
+			if len(payload) < 8 {
+				return errBadPayload
+			}
+			orig, payload = binary.LittleEndian.Uint64(payload), payload[8:]
+		default:
+			return nil
+		}
+		s, err := message.Decode(payload)
+		if err != nil {
+			return fmt.Errorf("message at %d: %w", pos, err)
+		}
+		if s.Key != "" {
+			e.keys.Put(keyHash(s.Topic, s.Key), orig)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStopScan) {
+		return fmt.Errorf("rebuild the key index from the log: %w", err)
+	}
+	return nil
+}
+
+// errStopScan ends a log scan early.
+var errStopScan = errors.New("engine: stop scan")
+
+// checkTimers checks the timer buckets against the checkpoint: every file
+// it recorded must be there, at least as long, with every entry passing its
+// checksum. Damage is not trusted and not fatal: the buckets are a cache,
+// so they are rebuilt from the log (a scan of every retained record before
+// the checkpoint's position; replay adds what follows it).
+func (e *Engine) checkTimers(st *checkpointState) error {
+	err := e.timers.Trim(st.TimerBuckets)
+	if err == nil {
+		err = e.timers.Verify(st.TimerBuckets)
+	}
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, timerstore.ErrCorrupt) {
+		return fmt.Errorf("timer buckets: %w", err)
+	}
+	e.log.Warn("timer index damaged; rebuilding it from the commit log", "err", err)
+	if err := e.timers.Reset(); err != nil {
+		return fmt.Errorf("reset the damaged timer index: %w", err)
+	}
+	e.stats.CacheRebuilds.Add(1)
+	err = e.clog.Scan(e.clog.Start(), func(pos commitlog.Pos, rec commitlog.Record) error {
+		if uint64(pos) >= st.LogPos {
+			return errStopScan
+		}
+		orig, payload := uint64(pos), rec.Payload
+		switch rec.Type {
+		case recMessage:
+		case recMoved:
+			if len(payload) < 8 {
+				return errBadPayload
+			}
+			orig, payload = binary.LittleEndian.Uint64(payload), payload[8:]
+		default:
+			return nil
+		}
+		s, err := message.Decode(payload)
+		if err != nil {
+			return fmt.Errorf("message at %d: %w", pos, err)
+		}
+		t := e.topicsByName[s.Topic]
+		if t == nil {
+			return fmt.Errorf("message at %d names unknown topic %q", pos, s.Topic)
+		}
+		due := s.Due
+		if ov := e.overlay[orig]; ov != nil {
+			if ov.Cancelled || ov.Fired {
+				return nil
+			}
+			due = ov.Due
+		}
+		// Entries due at or before the frontier are filtered as visible when
+		// loaded, like any other (validLocked).
+		return e.timers.Add(timerstore.Entry{Due: due, Pos: orig, Topic: t.id, Queue: uint16(s.Queue), Kind: kindMessage})
+	})
+	if err != nil && !errors.Is(err, errStopScan) {
+		return fmt.Errorf("rebuild the timer index from the log: %w", err)
+	}
+	return nil
+}
