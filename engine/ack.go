@@ -9,7 +9,7 @@ import (
 
 // leaseLocked finds the live lease a receipt names.
 func (e *Engine) leaseLocked(topic, name, receipt string) (*group, *groupQueue, uint16, uint64, *lease, error) {
-	g := e.groups[groupKey(topic, name)]
+	g := e.cons.groups[groupKey(topic, name)]
 	if g == nil {
 		return nil, nil, 0, 0, nil, errs.New(errs.NotFound, "group %q of topic %q does not exist", name, topic)
 	}
@@ -73,8 +73,8 @@ func (e *Engine) Ack(ctx context.Context, topic, name string, receipts ...string
 	}
 	// Stop the leases now so none expires while the ack is written.
 	for _, t := range ts {
-		e.wheel.Cancel(t.l.timer)
-		e.free = append(e.free, t.l.timer)
+		e.disp.wheel.Cancel(t.l.timer)
+		e.disp.free = append(e.disp.free, t.l.timer)
 		delete(t.gq.leases, t.off)
 	}
 	e.mu.Unlock()
@@ -112,8 +112,8 @@ func (e *Engine) Nack(ctx context.Context, topic, name, receipt string, delay ti
 	if err != nil {
 		return err
 	}
-	e.wheel.Cancel(l.timer)
-	e.free = append(e.free, l.timer)
+	e.disp.wheel.Cancel(l.timer)
+	e.disp.free = append(e.disp.free, l.timer)
 	delete(gq.leases, off)
 	e.failedLocked(g, gq, q, off, l.attempt, delay, e.lastAdvanceOrNow())
 	return nil
@@ -131,8 +131,8 @@ func (e *Engine) ChangeInvisibility(ctx context.Context, topic, name, receipt st
 		return err
 	}
 	ref := l.timer.Value
-	e.wheel.Cancel(l.timer)
-	e.free = append(e.free, l.timer)
+	e.disp.wheel.Cancel(l.timer)
+	e.disp.free = append(e.disp.free, l.timer)
 	ref.due = e.lastAdvanceOrNow() + d.Milliseconds()
 	l.timer = e.addWheelLocked(ref)
 	return nil
@@ -140,7 +140,7 @@ func (e *Engine) ChangeInvisibility(ctx context.Context, topic, name, receipt st
 
 // leaseExpiredLocked handles a lease that ended unacknowledged.
 func (e *Engine) leaseExpiredLocked(ref timerRef) {
-	g := e.groupsByID[ref.group]
+	g := e.cons.groupsByID[ref.group]
 	if g == nil {
 		return
 	}
@@ -157,7 +157,7 @@ func (e *Engine) leaseExpiredLocked(ref timerRef) {
 // failedLocked schedules a redelivery or a dead-lettering.
 func (e *Engine) failedLocked(g *group, gq *groupQueue, q uint16, off uint64, attempt uint32, delay time.Duration, from int64) {
 	if int(attempt) >= g.cfg.MaxAttempts {
-		e.deadLetters = append(e.deadLetters, deadLetter{g: g, queue: q, offset: off, attempt: attempt})
+		e.cons.deadLetters = append(e.cons.deadLetters, deadLetter{g: g, queue: q, offset: off, attempt: attempt})
 		e.kickLoop()
 		return
 	}
@@ -169,7 +169,7 @@ func (e *Engine) failedLocked(g *group, gq *groupQueue, q uint16, off uint64, at
 
 // retryReadyLocked makes a message whose backoff ended receivable again.
 func (e *Engine) retryReadyLocked(ref timerRef) {
-	g := e.groupsByID[ref.group]
+	g := e.cons.groupsByID[ref.group]
 	if g == nil {
 		return
 	}

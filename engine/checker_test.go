@@ -410,10 +410,10 @@ func checkServed(e checkTarget, m *model, now int64) *report {
 func settled(e *Engine, t int64) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.loadedUntil <= t || len(e.dispatch) > 0 || len(e.inflight) > 0 {
+	if e.disp.loadedUntil <= t || len(e.disp.dispatch) > 0 || len(e.disp.inflight) > 0 {
 		return false
 	}
-	for _, w := range e.near {
+	for _, w := range e.disp.near {
 		if w.Value.due <= t {
 			return false
 		}
@@ -426,16 +426,16 @@ func engineState(e *Engine) string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	nearMin := int64(-1)
-	for _, w := range e.near {
+	for _, w := range e.disp.near {
 		if nearMin < 0 || w.Value.due < nearMin {
 			nearMin = w.Value.due
 		}
 	}
 	s := fmt.Sprintf("now=%d lastAdvance=%d loadedUntil=%d dispatch=%d inflight=%d near=%d (earliest %d) fire-errors=%d timer-load-errors=%d",
-		e.Now(), e.lastAdvance, e.loadedUntil, len(e.dispatch), len(e.inflight), len(e.near), nearMin,
+		e.Now(), e.disp.lastAdvance, e.disp.loadedUntil, len(e.disp.dispatch), len(e.disp.inflight), len(e.disp.near), nearMin,
 		e.stats.FireErrors.Load(), e.stats.TimerLoadErrors.Load())
-	if len(e.dispatch) > 0 {
-		s += fmt.Sprintf(" dispatch[0]=%+v", e.dispatch[0])
+	if len(e.disp.dispatch) > 0 {
+		s += fmt.Sprintf(" dispatch[0]=%+v", e.disp.dispatch[0])
 	}
 	return s
 }
@@ -456,7 +456,7 @@ var nudges atomic.Int64
 // reaches them (see waitSettled).
 func waitParked(e *Engine, clk *clock.Fake) {
 	deadline := time.Now().Add(time.Second)
-	for (clk.Waiters() < 2 || len(e.kick) > 0) && time.Now().Before(deadline) {
+	for (clk.Waiters() < 2 || len(e.life.kick) > 0) && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Microsecond)
 	}
 }

@@ -31,23 +31,23 @@ func readAll(fs vfs.FS, name string) ([]byte, error) {
 
 // checkpointer writes a checkpoint every CheckpointInterval.
 func (e *Engine) checkpointer() {
-	defer close(e.ckptDone)
+	defer close(e.life.ckptDone)
 	for {
 		t := e.opts.Clock.NewTimer(e.opts.CheckpointInterval)
 		select {
-		case <-e.done:
+		case <-e.life.done:
 			t.Stop()
 			return
 		case <-t.C():
-		case <-e.ckptNow:
+		case <-e.life.ckptNow:
 			t.Stop()
-		case <-e.failedCh:
+		case <-e.life.failedCh:
 			// No checkpoint after a fatal failure (fail.go).
 			t.Stop()
 			return
 		}
 		if err := e.checkpoint(); err != nil {
-			e.log.Error("checkpoint failed", "err", err)
+			e.opts.Logger.Error("checkpoint failed", "err", err)
 			e.stats.CheckpointErrors.Add(1)
 		}
 	}
@@ -65,14 +65,14 @@ func (e *Engine) checkpoint() error {
 	// Write the buffered key entries before taking the locks, so that the
 	// capture below writes only what arrives meanwhile.
 	if err := e.keys.Flush(); err != nil {
-		e.log.Warn("key index write failed; the checkpoint will retry", "err", err)
+		e.opts.Logger.Warn("key index write failed; the checkpoint will retry", "err", err)
 	}
 	e.gate.Lock()
 	e.mu.Lock()
-	if e.failed != nil {
+	if e.life.failed != nil {
 		// No checkpoint after a fatal failure: the last durable one and
 		// the log are the truth.
-		err := e.failed
+		err := e.life.failed
 		e.mu.Unlock()
 		e.gate.Unlock()
 		return err
@@ -81,7 +81,7 @@ func (e *Engine) checkpoint() error {
 	// records lie before the log position captured below: write them now,
 	// or refuse, so that recovery still replays those records.
 	retried := false
-	for _, t := range e.topicsByID {
+	for _, t := range e.cat.topicsByID {
 		for _, q := range t.queues {
 			if q.Unwritten() == 0 {
 				continue
@@ -98,25 +98,25 @@ func (e *Engine) checkpoint() error {
 		e.notifyVisibleLocked()
 	}
 	st := &checkpointState{
-		Incarnation: e.incarn,
+		Incarnation: e.ids.incarn,
 		LogPos:      uint64(e.clog.Head()),
 		Frontier:    e.frontierLocked(),
-		SegPending:  make(map[uint64]int64, len(e.segPending)),
-		SegLast:     make(map[uint64]int64, len(e.segLast)),
+		SegPending:  make(map[uint64]int64, len(e.segs.pending)),
+		SegLast:     make(map[uint64]int64, len(e.segs.last)),
 		Written:     e.Now(),
 	}
-	st.Reloc = make(map[uint64]uint64, len(e.reloc))
-	for k, v := range e.reloc {
+	st.Reloc = make(map[uint64]uint64, len(e.segs.reloc))
+	for k, v := range e.segs.reloc {
 		st.Reloc[k] = v
 	}
-	for k, v := range e.segPending {
+	for k, v := range e.segs.pending {
 		st.SegPending[k] = v
 	}
-	for k, v := range e.segLast {
+	for k, v := range e.segs.last {
 		st.SegLast[k] = v
 	}
 	var toSync []interface{ Sync() error }
-	for _, t := range e.topicsByID {
+	for _, t := range e.cat.topicsByID {
 		ct := checkpointTopic{ID: t.id, Name: t.name, Pending: t.pending}
 		if t.fifo {
 			ct.Flags |= topicFIFO
@@ -127,7 +127,7 @@ func (e *Engine) checkpoint() error {
 		}
 		st.Topics = append(st.Topics, ct)
 	}
-	for _, g := range e.groupsByID {
+	for _, g := range e.cons.groupsByID {
 		cg := checkpointGroup{ID: g.id, Topic: g.topic.id, Name: g.name, Config: g.cfg}
 		for _, gq := range g.queues {
 			cq := checkpointGroupQueue{Acked: gq.acked, Attempts: make(map[uint64]uint32, len(gq.attempts))}
@@ -153,10 +153,10 @@ func (e *Engine) checkpoint() error {
 	}
 	st.KeyState = binary.LittleEndian.AppendUint64(nil, uint64(e.keys.Len()))
 	toSync = append(toSync, e.keys)
-	bucketSync := e.timers.PrepareSync()
-	ovJob, ovSizes := e.ovj.prepare()
+	bucketSync := e.disp.timers.PrepareSync()
+	ovJob, ovSizes := e.ovl.journal.prepare()
 	st.OverlayFiles = ovSizes
-	st.TimerBuckets = e.timers.Sizes()
+	st.TimerBuckets = e.disp.timers.Sizes()
 	e.mu.Unlock()
 	e.gate.Unlock()
 	// Everything below runs without the locks: sends, fires and acks do
@@ -169,7 +169,7 @@ func (e *Engine) checkpoint() error {
 	err := e.clog.Sync()
 	if err != nil {
 		e.mu.Lock()
-		e.timers.Complete(bucketSync, err)
+		e.disp.timers.Complete(bucketSync, err)
 		e.mu.Unlock()
 		return e.storageErr(fmt.Errorf("sync commit log: %w", err))
 	}
@@ -179,7 +179,7 @@ func (e *Engine) checkpoint() error {
 	// There may be thousands of bucket files.
 	err = bucketSync.Run(4)
 	e.mu.Lock()
-	e.timers.Complete(bucketSync, err)
+	e.disp.timers.Complete(bucketSync, err)
 	e.mu.Unlock()
 	if err != nil {
 		return e.cacheErr("write and sync timer buckets", err)
@@ -196,7 +196,7 @@ func (e *Engine) checkpoint() error {
 		dirs = append(dirs, path.Join(e.opts.Dir, "queues", fmt.Sprint(t.ID)))
 	}
 	for _, d := range dirs {
-		if err := e.fs.SyncDir(d); err != nil {
+		if err := e.opts.FS.SyncDir(d); err != nil {
 			return e.cacheErr("sync directory "+d, err)
 		}
 	}
@@ -204,7 +204,7 @@ func (e *Engine) checkpoint() error {
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(e.fs, e.opts.Dir, checkpointFile, data); err != nil {
+	if err := writeFileAtomic(e.opts.FS, e.opts.Dir, checkpointFile, data); err != nil {
 		return err
 	}
 	e.stats.Checkpoints.Add(1)

@@ -30,7 +30,7 @@ var errGone = errors.New("engine: message record no longer exists")
 // physLocked returns the log position of the current copy of the message
 // whose identity is pos.
 func (e *Engine) physLocked(pos uint64) uint64 {
-	if p, ok := e.reloc[pos]; ok {
+	if p, ok := e.segs.reloc[pos]; ok {
 		return p
 	}
 	return pos
@@ -72,9 +72,9 @@ func (e *Engine) readStoredAt(phys uint64) (*message.Stored, int, error) {
 
 // applyMovedLocked records that the message orig now lives at newPos.
 func (e *Engine) applyMovedLocked(orig, newPos uint64) {
-	e.segPending[e.segOfLocked(e.physLocked(orig))]--
-	e.segPending[e.segOfLocked(newPos)]++
-	e.reloc[orig] = newPos
+	e.segs.pending[e.segOfLocked(e.physLocked(orig))]--
+	e.segs.pending[e.segOfLocked(newPos)]++
+	e.segs.reloc[orig] = newPos
 	// The entry now belongs with the copy's segment: the old one goes.
 	e.journalLocked(orig)
 }
@@ -132,13 +132,13 @@ func (e *Engine) compact(seg commitlog.Segment) (int, error) {
 			continue // a copy elsewhere is current
 		}
 		due := m.due
-		if ov := e.overlay[m.orig]; ov != nil {
+		if ov := e.ovl.entries[m.orig]; ov != nil {
 			if ov.Cancelled || ov.Fired {
 				continue
 			}
 			due = ov.Due
 		}
-		pending := e.near[m.orig] != nil || (due >= e.loadedUntil && !e.dispatching[m.orig])
+		pending := e.disp.near[m.orig] != nil || (due >= e.disp.loadedUntil && !e.disp.dispatching[m.orig])
 		if !pending {
 			continue
 		}

@@ -60,7 +60,7 @@ func (e *Engine) readMessage(id message.ID) (*message.Stored, error) {
 		}
 		return nil, errs.Wrap(errs.Unavailable, err, "message %s could not be read", id)
 	}
-	if e.seal.Tag(id.Pos, s.Nonce) != id.Tag {
+	if e.ids.seal.Tag(id.Pos, s.Nonce) != id.Tag {
 		return nil, errs.New(errs.NotFound, "message %s does not exist", id)
 	}
 	return s, nil
@@ -77,7 +77,7 @@ func isNotARecord(err error) bool {
 // stateLocked derives the state and effective due time of the message at pos.
 func (e *Engine) stateLocked(pos uint64, s *message.Stored) (State, int64, int64) {
 	due := s.Due
-	if ov := e.overlay[pos]; ov != nil {
+	if ov := e.ovl.entries[pos]; ov != nil {
 		due = ov.Due
 		switch {
 		case ov.Cancelled:
@@ -87,11 +87,11 @@ func (e *Engine) stateLocked(pos uint64, s *message.Stored) (State, int64, int64
 		}
 	}
 	switch {
-	case e.near[pos] != nil:
+	case e.disp.near[pos] != nil:
 		return StatePending, due, 0
-	case e.dispatching[pos]:
+	case e.disp.dispatching[pos]:
 		return StateDue, due, 0
-	case due >= e.loadedUntil:
+	case due >= e.disp.loadedUntil:
 		return StatePending, due, 0
 	}
 	return StateVisible, due, 0
@@ -121,7 +121,7 @@ func (e *Engine) LookupKey(topic, key string) (message.ID, error) {
 		s, _, err := e.readStored(pos)
 		switch {
 		case err == nil && s.Topic == topic && s.Key == key:
-			return e.seal.ID(pos, s.Nonce), nil
+			return e.ids.seal.ID(pos, s.Nonce), nil
 		case err != nil && !errors.Is(err, errGone) && !isNotARecord(err):
 			return message.ID{}, errs.Wrap(errs.Unavailable, err, "key %q of topic %q could not be read", key, topic)
 		}
@@ -177,7 +177,7 @@ func (e *Engine) change(ctx context.Context, id message.ID, w *message.When, ifD
 		e.mu.Unlock()
 		return 0, err
 	}
-	top := e.topicsByName[s.Topic]
+	top := e.cat.topicsByName[s.Topic]
 	if top == nil {
 		e.mu.Unlock()
 		return 0, errs.New(errs.NotFound, "message %s does not exist", id)
@@ -200,15 +200,15 @@ func (e *Engine) change(ctx context.Context, id message.ID, w *message.When, ifD
 		return 0, errs.New(errs.FailedPrecondition, "message %s is due at %d, not %d: not rescheduled", id, due, ifDue)
 	}
 	// Take it out of the wheel and mark it, remembering how to undo.
-	prev, hadPrev := e.overlay[id.Pos]
+	prev, hadPrev := e.ovl.entries[id.Pos]
 	var prevCopy overlayEntry
 	if hadPrev {
 		prevCopy = *prev
 	}
-	t := e.near[id.Pos]
+	t := e.disp.near[id.Pos]
 	if t != nil {
-		e.wheel.Cancel(t)
-		delete(e.near, id.Pos)
+		e.disp.wheel.Cancel(t)
+		delete(e.disp.near, id.Pos)
 	}
 	ov := &overlayEntry{Due: due}
 	if w == nil {
@@ -216,7 +216,7 @@ func (e *Engine) change(ctx context.Context, id message.ID, w *message.When, ifD
 	} else {
 		ov.Due = newDue
 	}
-	e.overlay[id.Pos] = ov
+	e.ovl.entries[id.Pos] = ov
 	e.mu.Unlock()
 
 	var rec commitlog.Record
@@ -234,24 +234,24 @@ func (e *Engine) change(ctx context.Context, id message.ID, w *message.When, ifD
 		if hadPrev {
 			*ov = prevCopy
 		} else {
-			delete(e.overlay, id.Pos)
+			delete(e.ovl.entries, id.Pos)
 		}
 		if t != nil {
-			e.free = append(e.free, t)
+			e.disp.free = append(e.disp.free, t)
 		}
 		// Its bucket may have been loaded (and this entry skipped) while
 		// the change was being written.
-		if t != nil || ref.due < e.loadedUntil {
+		if t != nil || ref.due < e.disp.loadedUntil {
 			e.scheduleLocked(ref)
 		}
 		return 0, e.storageErr(aerr)
 	}
 	if t != nil {
-		e.free = append(e.free, t)
+		e.disp.free = append(e.disp.free, t)
 	}
 	e.journalLocked(id.Pos)
 	if w == nil {
-		e.segPending[e.segOfLocked(e.physLocked(id.Pos))]--
+		e.segs.pending[e.segOfLocked(e.physLocked(id.Pos))]--
 		e.stats.Pending.Add(-1)
 		e.stats.Cancelled.Add(1)
 		top.pending--

@@ -23,21 +23,21 @@ func DeadLetterTopic(topic, group string) string { return "%DLQ%" + topic + "." 
 // group's dead-letter topic and acks them in the group, in one write.
 func (e *Engine) moveDeadLetters() {
 	e.mu.Lock()
-	jobs := e.deadLetters
-	e.deadLetters = nil
+	jobs := e.cons.deadLetters
+	e.cons.deadLetters = nil
 	e.mu.Unlock()
 	var retry []deadLetter
 	for _, j := range jobs {
 		if err := e.moveDeadLetter(j); err != nil {
-			e.log.Error("dead-lettering failed; will retry", "topic", j.g.topic.name, "group", j.g.name, "err", err)
+			e.opts.Logger.Error("dead-lettering failed; will retry", "topic", j.g.topic.name, "group", j.g.name, "err", err)
 			retry = append(retry, j)
 		}
 	}
 	if len(retry) > 0 {
 		e.mu.Lock()
-		e.deadLetters = append(e.deadLetters, retry...)
+		e.cons.deadLetters = append(e.cons.deadLetters, retry...)
 		// Do not spin on a failing disk: the loop retries after a pause.
-		e.deadLetterAfter = e.Now() + 1000
+		e.cons.deadLetterAfter = e.Now() + 1000
 		e.mu.Unlock()
 	}
 }
@@ -55,7 +55,7 @@ func (e *Engine) moveDeadLetter(j deadLetter) error {
 	// Dead-letter topics are created whatever NoAutoCreate says: the group
 	// exists, so its dead letters must have somewhere to go.
 	e.mu.Lock()
-	dlq := e.topicsByName[j.g.dlq]
+	dlq := e.cat.topicsByName[j.g.dlq]
 	e.mu.Unlock()
 	if dlq == nil {
 		t, err := e.createTopic(j.g.dlq, TopicConfig{})
@@ -73,10 +73,10 @@ func (e *Engine) moveDeadLetter(j deadLetter) error {
 			props[k] = v
 		}
 		props["hourglass-origin-topic"] = s.Topic
-		props["hourglass-origin-id"] = e.seal.ID(en[0].Pos, s.Nonce).String()
+		props["hourglass-origin-id"] = e.ids.seal.ID(en[0].Pos, s.Nonce).String()
 		props["hourglass-attempts"] = strconv.Itoa(int(j.attempt))
 		m := message.Message{Topic: dlq.name, Key: s.Key, Tag: s.Tag, Group: s.Group, Properties: props, Body: s.Body}
-		s = &message.Stored{Message: m, Due: e.Now(), Sent: e.Now(), Queue: pickQueue(dlq, &m), Nonce: e.nonce.Add(1)}
+		s = &message.Stored{Message: m, Due: e.Now(), Sent: e.Now(), Queue: pickQueue(dlq, &m), Nonce: e.ids.nonce.Add(1)}
 		recs = append(recs, commitlog.Record{Type: recMessage, Payload: message.Encode(nil, s)})
 	}
 	recs = append(recs, encodeProgress(recAck, j.g.id, []progressItem{{queue: j.queue, offset: j.offset}}))

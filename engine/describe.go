@@ -48,7 +48,7 @@ func (e *Engine) groupInfoLocked(g *group) GroupInfo {
 func (e *Engine) Groups(topic string) ([]GroupInfo, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.topicsByName[topic] == nil {
+	if e.cat.topicsByName[topic] == nil {
 		return nil, errs.New(errs.NotFound, "topic %q does not exist", topic)
 	}
 	return e.groupsLocked(topic), nil
@@ -56,7 +56,7 @@ func (e *Engine) Groups(topic string) ([]GroupInfo, error) {
 
 func (e *Engine) groupsLocked(topic string) []GroupInfo {
 	var out []GroupInfo
-	for _, g := range e.groupsByID {
+	for _, g := range e.cons.groupsByID {
 		if g.topic.name == topic {
 			out = append(out, e.groupInfoLocked(g))
 		}
@@ -69,7 +69,7 @@ func (e *Engine) groupsLocked(topic string) []GroupInfo {
 func (e *Engine) DescribeTopic(name string) (TopicStats, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	t := e.topicsByName[name]
+	t := e.cat.topicsByName[name]
 	if t == nil {
 		return TopicStats{}, errs.New(errs.NotFound, "topic %q does not exist", name)
 	}
@@ -91,13 +91,13 @@ func (e *Engine) Redrive(ctx context.Context, topic, group string, max int) (int
 		return 0, errs.New(errs.InvalidArgument, "max %d is not in [1, %d]", max, MaxReceive)
 	}
 	e.mu.Lock()
-	g := e.groups[groupKey(topic, group)]
+	g := e.cons.groups[groupKey(topic, group)]
 	e.mu.Unlock()
 	if g == nil {
 		return 0, errs.New(errs.NotFound, "group %q of topic %q does not exist", group, topic)
 	}
 	e.mu.Lock()
-	dlqExists := e.topicsByName[g.dlq] != nil
+	dlqExists := e.cat.topicsByName[g.dlq] != nil
 	e.mu.Unlock()
 	if !dlqExists {
 		return 0, nil

@@ -46,7 +46,6 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
-	"log/slog"
 	"math"
 	"path"
 	"sync"
@@ -113,31 +112,92 @@ type topic struct {
 
 // Engine is the broker core. Its methods are safe for concurrent use.
 type Engine struct {
-	opts   Options
-	log    *slog.Logger
-	fs     vfs.FS
-	clog   *commitlog.Log
-	incarn uint32 // fingerprint of the directory's identity, in the checkpoint
-	// seal makes and checks message IDs with the directory's secret;
-	// receipts seals lease receipts with a key drawn per process, so that a
-	// receipt of an earlier process (leases are not durable) never matches.
+	opts  Options
+	clog  *commitlog.Log
+	stats *Stats
+	// clock is the broker clock: wall-clock time that never runs
+	// backwards, across restarts too (recovery raises it to the durable
+	// high-water mark before anything reads it).
+	clock  *clock.Broker
+	ids    *idents         // seals IDs and receipts; immutable after Open
+	keys   *keyindex.Index // hash(topic, key) -> pos of the latest message; its own lock
+	life   *lifecycle      // closing, failure, wake-ups; see lifecycle
+	ckptMu sync.Mutex      // serialises checkpoints; taken before gate
+	gate   sync.RWMutex    // appenders shared, checkpoint capture exclusive
+	mu     sync.Mutex      // guards the state below
+	cat    *catalog        // topics
+	cons   *consumers      // consumer groups, leases, dead letters
+	ovl    *overlayState   // rescheduled, cancelled, fired-after-reschedule messages
+	segs   *segTable       // per-segment accounting and moved messages
+	disp   *dispatcher     // timers: wheel, buckets, due heap, rate limit, in-flight fires
+}
+
+// idents seals message IDs and lease receipts. seal uses the directory's
+// secret; receipts uses a key drawn per process, so that a receipt of an
+// earlier process (leases are not durable) never matches.
+type idents struct {
+	incarn   uint32 // fingerprint of the directory's identity, in the checkpoint
 	seal     *message.Sealer
 	receipts *message.Sealer
 	nonce    atomic.Uint64 // the last nonce given to a message
-	stats    *Stats
+}
 
-	ckptMu   sync.Mutex // serialises checkpoints; taken before gate
-	createMu sync.Mutex // serialises topic and group creation; taken before gate
-	gate     sync.RWMutex
-	mu       sync.Mutex
-	// Fields below are guarded by mu.
-	topicsByName    map[string]*topic
-	topicsByID      map[uint32]*topic
-	nextTopicID     uint32
-	overlay         map[uint64]*overlayEntry
-	ovj             *overlayJournal   // persists overlay changes for the checkpoint
-	reloc           map[uint64]uint64 // moved messages: identity -> current copy (see compact.go)
-	keys            *keyindex.Index   // hash(topic, key) -> pos of the latest message; its own lock
+// lifecycle is the engine's run state. closed, failed and visibleCh are
+// guarded by Engine.mu; the channels are made once at Open.
+type lifecycle struct {
+	closed    bool
+	failed    error         // the fatal storage failure, if any (see fail.go)
+	failedCh  chan struct{} // closed when failed is set
+	visibleCh chan struct{} // closed and replaced when messages become visible
+	kick      chan struct{} // wakes the dispatch loop
+	ckptNow   chan struct{} // asks the checkpointer to run now
+	done      chan struct{} // closed by Close
+	loopDone  chan struct{}
+	ckptDone  chan struct{}
+}
+
+// catalog holds the topics. Guarded by Engine.mu, except createMu, which
+// serialises creation (of topics and groups) and is taken before gate.
+type catalog struct {
+	createMu     sync.Mutex
+	topicsByName map[string]*topic
+	topicsByID   map[uint32]*topic
+	nextTopicID  uint32
+}
+
+// consumers holds the consumer groups and what they wait for. Guarded by
+// Engine.mu.
+type consumers struct {
+	groups          map[string]*group // by topic + "\x00" + name
+	groupsByID      map[uint32]*group
+	nextGroupID     uint32
+	leaseSeq        uint32
+	deadLetters     []deadLetter // waiting to be moved by the loop
+	deadLetterAfter int64        // no dead-lettering before this (after a failure)
+}
+
+// overlayState remembers messages whose timer no longer matches their
+// record, and journals every change (overlay.go). Guarded by Engine.mu.
+type overlayState struct {
+	entries map[uint64]*overlayEntry
+	journal *overlayJournal
+}
+
+// segTable is the per-segment accounting retention decides by, and the
+// map of moved messages (compact.go). Guarded by Engine.mu.
+type segTable struct {
+	pending map[uint64]int64  // segment base -> pending messages in it
+	last    map[uint64]int64  // segment base -> latest visible time of its messages
+	reloc   map[uint64]uint64 // moved messages: identity -> current copy
+	bases   []uint64          // cached segment bases, ascending
+	head    uint64            // log head when bases was read
+}
+
+// dispatcher owns everything between a timer and its fire record: the
+// on-disk buckets, the in-memory wheel of the near window, the heap of due
+// messages, the rate limiter and the batch being fired. Guarded by
+// Engine.mu.
+type dispatcher struct {
 	timers          *timerstore.Store
 	wheel           *timewheel.Wheel[timerRef]
 	near            map[uint64]*wheelTimer // pending timers in the wheel, by pos
@@ -148,41 +208,16 @@ type Engine struct {
 	inflight        []fireEntry            // in the fire record being written
 	dispatching     map[uint64]bool        // positions in dispatch or inflight
 	dispatchingPeak int                    // largest size of dispatching since it was last made
-	segPending      map[uint64]int64       // segment base -> pending messages in it
-	segLast         map[uint64]int64       // segment base -> latest visible time of its messages
-	segBases        []uint64               // cached segment bases, ascending
-	segsHead        uint64                 // log head when segBases was read
 	tokens          float64                // dispatch rate limiter
 	tokensAt        int64
 	// Recovery filter: entries registered before recL and due at or
 	// before recF are visible already; firedSince lists positions made
 	// visible by fire records replayed after recL.
-	recL            uint64
-	recF            int64
-	firedSince      map[uint64]bool
-	firedSinceTo    int64
-	replayHWM       int64             // latest broker time a replayed record carries
-	visibleCh       chan struct{}     // closed and replaced when messages become visible
-	groups          map[string]*group // by topic + "\x00" + name
-	groupsByID      map[uint32]*group
-	nextGroupID     uint32
-	leaseSeq        uint32
-	deadLetters     []deadLetter // waiting to be moved by the loop
-	deadLetterAfter int64        // no dead-lettering before this (after a failure)
-	closed          bool
-	failed          error         // the fatal storage failure, if any (see fail.go)
-	failedCh        chan struct{} // closed when failed is set
-
-	// clock is the broker clock: wall-clock time that never runs
-	// backwards, across restarts too (recovery raises it to the durable
-	// high-water mark before anything reads it).
-	clock *clock.Broker
-
-	kick     chan struct{}
-	ckptNow  chan struct{} // asks the checkpointer to run now
-	done     chan struct{}
-	loopDone chan struct{}
-	ckptDone chan struct{}
+	recL         uint64
+	recF         int64
+	firedSince   map[uint64]bool
+	firedSinceTo int64
+	replayHWM    int64 // latest broker time a replayed record carries
 }
 
 // Open opens or creates the data directory, recovers, and starts the
@@ -194,36 +229,29 @@ func Open(opts Options) (*Engine, error) {
 	}
 	start := time.Now()
 	e := &Engine{
-		opts:         opts,
-		log:          opts.Logger,
-		fs:           opts.FS,
-		stats:        newStats(),
-		topicsByName: map[string]*topic{},
-		topicsByID:   map[uint32]*topic{},
-		nextTopicID:  1,
-		overlay:      map[uint64]*overlayEntry{},
-		reloc:        map[uint64]uint64{},
-		near:         map[uint64]*wheelTimer{},
-		dispatching:  map[uint64]bool{},
-		segPending:   map[uint64]int64{},
-		segLast:      map[uint64]int64{},
-		firedSince:   map[uint64]bool{},
-		visibleCh:    make(chan struct{}),
-		groups:       map[string]*group{},
-		groupsByID:   map[uint32]*group{},
-		nextGroupID:  1,
-		kick:         make(chan struct{}, 1),
-		ckptNow:      make(chan struct{}, 1),
-		failedCh:     make(chan struct{}),
-		done:         make(chan struct{}),
-		loopDone:     make(chan struct{}),
-		ckptDone:     make(chan struct{}),
+		opts:  opts,
+		stats: newStats(),
+		ids:   &idents{},
+		life: &lifecycle{
+			visibleCh: make(chan struct{}),
+			kick:      make(chan struct{}, 1),
+			ckptNow:   make(chan struct{}, 1),
+			failedCh:  make(chan struct{}),
+			done:      make(chan struct{}),
+			loopDone:  make(chan struct{}),
+			ckptDone:  make(chan struct{}),
+		},
+		cat:  &catalog{topicsByName: map[string]*topic{}, topicsByID: map[uint32]*topic{}, nextTopicID: 1},
+		cons: &consumers{groups: map[string]*group{}, groupsByID: map[uint32]*group{}, nextGroupID: 1},
+		ovl:  &overlayState{entries: map[uint64]*overlayEntry{}},
+		segs: &segTable{pending: map[uint64]int64{}, last: map[uint64]int64{}, reloc: map[uint64]uint64{}},
+		disp: &dispatcher{near: map[uint64]*wheelTimer{}, dispatching: map[uint64]bool{}, firedSince: map[uint64]bool{}},
 	}
 	// The checkpoint syncs these directories, so they exist from the start.
-	if err := e.fs.MkdirAll(path.Join(opts.Dir, "queues")); err != nil {
+	if err := e.opts.FS.MkdirAll(path.Join(opts.Dir, "queues")); err != nil {
 		return nil, err
 	}
-	id, err := loadIdentity(e.fs, opts.Dir)
+	id, err := loadIdentity(e.opts.FS, opts.Dir)
 	if err != nil {
 		return nil, err
 	}
@@ -231,7 +259,7 @@ func Open(opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e.clog, err = commitlog.Open(commitlog.Options{
-		FS:            e.fs,
+		FS:            e.opts.FS,
 		Dir:           path.Join(opts.Dir, "log"),
 		SegmentBytes:  opts.SegmentBytes,
 		Flush:         opts.Flush,
@@ -252,7 +280,7 @@ func Open(opts Options) (*Engine, error) {
 	}
 	took := time.Since(start)
 	e.stats.RecoverySeconds.Store(math.Float64bits(took.Seconds()))
-	e.log.Info("engine recovered", "dir", opts.Dir, "took", took,
+	e.opts.Logger.Info("engine recovered", "dir", opts.Dir, "took", took,
 		"log_start", e.clog.Start(), "log_head", e.clog.Head(),
 		"pending", e.stats.Pending.Load(), "replayed", e.stats.Replayed.Load())
 	go e.loop()
@@ -267,18 +295,18 @@ func Open(opts Options) (*Engine, error) {
 // verify against it.
 func (e *Engine) initSeals(id *identity) error {
 	var err error
-	if e.seal, err = message.NewSealer(id.key[:]); err != nil {
+	if e.ids.seal, err = message.NewSealer(id.key[:]); err != nil {
 		return err
 	}
 	var b [message.SealKeySize + 8]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return err
 	}
-	if e.receipts, err = message.NewSealer(b[:message.SealKeySize]); err != nil {
+	if e.ids.receipts, err = message.NewSealer(b[:message.SealKeySize]); err != nil {
 		return err
 	}
-	e.nonce.Store(binary.LittleEndian.Uint64(b[message.SealKeySize:]))
-	e.incarn = id.dirTag()
+	e.ids.nonce.Store(binary.LittleEndian.Uint64(b[message.SealKeySize:]))
+	e.ids.incarn = id.dirTag()
 	return nil
 }
 
@@ -311,18 +339,18 @@ func writeFileAtomic(fs vfs.FS, dir, name string, data []byte) error {
 // It is idempotent. Sends that race with Close fail with Unavailable.
 func (e *Engine) Close() error {
 	e.mu.Lock()
-	if e.closed {
+	if e.life.closed {
 		e.mu.Unlock()
 		return nil
 	}
-	e.closed = true
+	e.life.closed = true
 	e.mu.Unlock()
-	close(e.done)
-	<-e.loopDone
-	<-e.ckptDone
+	close(e.life.done)
+	<-e.life.loopDone
+	<-e.life.ckptDone
 	err := e.checkpoint()
 	e.mu.Lock()
-	for _, t := range e.topicsByID {
+	for _, t := range e.cat.topicsByID {
 		for _, q := range t.queues {
 			q.Close()
 		}
@@ -338,10 +366,10 @@ func (e *Engine) Close() error {
 }
 
 func (e *Engine) unavailableLocked() error {
-	if e.failed != nil {
+	if e.life.failed != nil {
 		return e.failedErrLocked()
 	}
-	if e.closed {
+	if e.life.closed {
 		return errs.New(errs.Unavailable, "broker is shutting down")
 	}
 	return nil
@@ -352,7 +380,7 @@ func (e *Engine) unavailableLocked() error {
 func (e *Engine) initClock() {
 	e.clock = clock.NewBroker(e.opts.Clock, e.opts.ClockJumpThreshold, func(by time.Duration) {
 		e.stats.ClockJumps.Add(1)
-		e.log.Warn("wall clock jumped", "by", by)
+		e.opts.Logger.Warn("wall clock jumped", "by", by)
 	})
 }
 
@@ -367,15 +395,15 @@ func (e *Engine) Now() int64 { return e.clock.Now() }
 // kickLoop wakes the dispatch loop without blocking.
 func (e *Engine) kickLoop() {
 	select {
-	case e.kick <- struct{}{}:
+	case e.life.kick <- struct{}{}:
 	default:
 	}
 }
 
 // notifyVisibleLocked wakes every waiter of VisibleSignal.
 func (e *Engine) notifyVisibleLocked() {
-	close(e.visibleCh)
-	e.visibleCh = make(chan struct{})
+	close(e.life.visibleCh)
+	e.life.visibleCh = make(chan struct{})
 }
 
 // VisibleSignal returns a channel that is closed the next time messages
@@ -383,26 +411,26 @@ func (e *Engine) notifyVisibleLocked() {
 func (e *Engine) VisibleSignal() <-chan struct{} {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.visibleCh
+	return e.life.visibleCh
 }
 
 // segOfLocked returns the base of the commit-log segment holding pos.
 func (e *Engine) segOfLocked(pos uint64) uint64 {
-	n := len(e.segBases)
-	if n == 0 || pos >= e.segsHead {
+	n := len(e.segs.bases)
+	if n == 0 || pos >= e.segs.head {
 		// pos may be in a segment created since the cache was made.
-		e.segsHead = uint64(e.clog.Head())
+		e.segs.head = uint64(e.clog.Head())
 		segs := e.clog.Segments()
-		e.segBases = e.segBases[:0]
+		e.segs.bases = e.segs.bases[:0]
 		for _, s := range segs {
-			e.segBases = append(e.segBases, uint64(s.Base))
+			e.segs.bases = append(e.segs.bases, uint64(s.Base))
 		}
-		n = len(e.segBases)
+		n = len(e.segs.bases)
 	}
 	lo, hi := 0, n
 	for lo < hi {
 		m := (lo + hi) / 2
-		if e.segBases[m] <= pos {
+		if e.segs.bases[m] <= pos {
 			lo = m + 1
 		} else {
 			hi = m
@@ -411,5 +439,5 @@ func (e *Engine) segOfLocked(pos uint64) uint64 {
 	if lo == 0 {
 		return 0
 	}
-	return e.segBases[lo-1]
+	return e.segs.bases[lo-1]
 }

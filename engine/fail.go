@@ -37,7 +37,7 @@ func (e *Engine) fail(err error) error {
 	e.mu.Unlock()
 	if first {
 		e.stats.Failed.Store(true)
-		e.log.Error("storage failed: the broker stops; restart it to recover from the commit log", "err", err)
+		e.opts.Logger.Error("storage failed: the broker stops; restart it to recover from the commit log", "err", err)
 		e.kickLoop()
 	}
 	return err
@@ -47,35 +47,35 @@ func (e *Engine) fail(err error) error {
 func (e *Engine) failLocked(err error) {
 	if e.setFailedLocked(err) {
 		e.stats.Failed.Store(true)
-		e.log.Error("storage failed: the broker stops; restart it to recover from the commit log", "err", err)
+		e.opts.Logger.Error("storage failed: the broker stops; restart it to recover from the commit log", "err", err)
 		e.kickLoop()
 	}
 }
 
 func (e *Engine) setFailedLocked(err error) bool {
-	if e.failed != nil {
+	if e.life.failed != nil {
 		return false
 	}
-	e.failed = err
-	close(e.failedCh)
+	e.life.failed = err
+	close(e.life.failedCh)
 	return true
 }
 
 // Failed is closed when the engine stopped after a storage failure; Err
 // then says why. A server should stop and be restarted: recovery rebuilds
 // the state from what is durable.
-func (e *Engine) Failed() <-chan struct{} { return e.failedCh }
+func (e *Engine) Failed() <-chan struct{} { return e.life.failedCh }
 
 // Err returns the storage failure that stopped the engine, or nil.
 func (e *Engine) Err() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.failed
+	return e.life.failed
 }
 
 // failedErrLocked is what operations return after a fatal failure.
 func (e *Engine) failedErrLocked() error {
-	return errs.Wrap(errs.Unavailable, e.failed, "the broker stopped after a storage failure; restart it to recover from the commit log")
+	return errs.Wrap(errs.Unavailable, e.life.failed, "the broker stopped after a storage failure; restart it to recover from the commit log")
 }
 
 // storageErr classifies a commit-log failure for the caller, stopping the

@@ -151,7 +151,7 @@ func (e *Engine) createGroup(topicName, name string, cfg GroupConfig, existingOK
 		e.mu.Unlock()
 		return nil, err
 	}
-	if g := e.groups[groupKey(topicName, name)]; g != nil {
+	if g := e.cons.groups[groupKey(topicName, name)]; g != nil {
 		e.mu.Unlock()
 		if existingOK {
 			return g, nil
@@ -161,14 +161,14 @@ func (e *Engine) createGroup(topicName, name string, cfg GroupConfig, existingOK
 	e.mu.Unlock()
 	// Creation: serialised by createMu, the record's fsync without mu (see
 	// createTopic).
-	e.createMu.Lock()
-	defer e.createMu.Unlock()
+	e.cat.createMu.Lock()
+	defer e.cat.createMu.Unlock()
 	e.gate.RLock()
 	defer e.gate.RUnlock()
 	e.mu.Lock()
-	t := e.topicsByName[topicName]
-	g := e.groups[groupKey(topicName, name)]
-	id := e.nextGroupID
+	t := e.cat.topicsByName[topicName]
+	g := e.cons.groups[groupKey(topicName, name)]
+	id := e.cons.nextGroupID
 	e.mu.Unlock()
 	switch {
 	case t == nil:
@@ -184,7 +184,7 @@ func (e *Engine) createGroup(topicName, name string, cfg GroupConfig, existingOK
 	e.mu.Lock()
 	g = e.applyGroupLocked(id, t, cfg, name)
 	e.mu.Unlock()
-	e.log.Info("group created", "topic", topicName, "group", name)
+	e.opts.Logger.Info("group created", "topic", topicName, "group", name)
 	return g, nil
 }
 
@@ -193,10 +193,10 @@ func (e *Engine) applyGroupLocked(id uint32, t *topic, cfg GroupConfig, name str
 	for range t.queues {
 		g.queues = append(g.queues, newGroupQueue())
 	}
-	e.groups[groupKey(t.name, name)] = g
-	e.groupsByID[id] = g
-	if id >= e.nextGroupID {
-		e.nextGroupID = id + 1
+	e.cons.groups[groupKey(t.name, name)] = g
+	e.cons.groupsByID[id] = g
+	if id >= e.cons.nextGroupID {
+		e.cons.nextGroupID = id + 1
 	}
 	return g
 }

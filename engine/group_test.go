@@ -311,7 +311,7 @@ func TestUnackedSpanBoundsGroupState(t *testing.T) {
 	}
 	h.receiveNone("s", "g") // the first is stuck: nothing past the span
 	h.e.mu.Lock()
-	done := len(h.e.groups[groupKey("s", "g")].queues[0].done)
+	done := len(h.e.cons.groups[groupKey("s", "g")].queues[0].done)
 	h.e.mu.Unlock()
 	if done > 10 {
 		t.Fatalf("%d done offsets behind the stuck one, the span is 10", done)

@@ -31,10 +31,10 @@ func TestHerdGivesMemoryBack(t *testing.T) {
 	}
 	h.e.mu.Lock()
 	defer h.e.mu.Unlock()
-	if c := cap(h.e.dispatch); c > herdShrink {
+	if c := cap(h.e.disp.dispatch); c > herdShrink {
 		t.Fatalf("the dispatch heap keeps %d slots after the herd", c)
 	}
-	if h.e.dispatchingPeak > herdShrink {
-		t.Fatalf("the dispatching set was not remade: peak %d", h.e.dispatchingPeak)
+	if h.e.disp.dispatchingPeak > herdShrink {
+		t.Fatalf("the dispatching set was not remade: peak %d", h.e.disp.dispatchingPeak)
 	}
 }

@@ -58,37 +58,37 @@ func (h *dispatchHeap) pop() timerRef {
 }
 
 func (e *Engine) pushDispatchLocked(ref timerRef) {
-	e.dispatch.push(ref)
-	e.dispatching[ref.pos] = true
-	e.dispatchingPeak = max(e.dispatchingPeak, len(e.dispatching))
+	e.disp.dispatch.push(ref)
+	e.disp.dispatching[ref.pos] = true
+	e.disp.dispatchingPeak = max(e.disp.dispatchingPeak, len(e.disp.dispatching))
 }
 
 // validLocked reports whether a timer loaded from a bucket should fire:
 // its record still exists, it was not cancelled, moved or fired, and it is
 // not one the recovery filter knows to be visible already.
 func (e *Engine) validLocked(pos uint64, due int64) bool {
-	if e.physLocked(pos) < uint64(e.clog.Start()) || e.near[pos] != nil || e.dispatching[pos] {
+	if e.physLocked(pos) < uint64(e.clog.Start()) || e.disp.near[pos] != nil || e.disp.dispatching[pos] {
 		return false
 	}
-	if ov := e.overlay[pos]; ov != nil {
+	if ov := e.ovl.entries[pos]; ov != nil {
 		return !ov.Cancelled && !ov.Fired && ov.Due == due
 	}
-	if e.firedSince[pos] {
+	if e.disp.firedSince[pos] {
 		return false
 	}
-	return due > e.recF || pos >= e.recL
+	return due > e.disp.recF || pos >= e.disp.recL
 }
 
 // loadLocked moves the buckets of the near window into the wheel.
 func (e *Engine) loadLocked(now int64) {
-	width := e.timers.Width()
-	target := e.timers.BucketOf(now+e.opts.Lookahead.Milliseconds()) + width
+	width := e.disp.timers.Width()
+	target := e.disp.timers.BucketOf(now+e.opts.Lookahead.Milliseconds()) + width
 	for {
-		b, ok := e.timers.NextBucket(e.loadedUntil)
+		b, ok := e.disp.timers.NextBucket(e.disp.loadedUntil)
 		if !ok || b >= target {
 			break
 		}
-		entries, err := e.timers.Load(b)
+		entries, err := e.disp.timers.Load(b)
 		if errors.Is(err, timerstore.ErrCorrupt) {
 			// Damage found while running: stop, and let the restart's
 			// recovery rebuild the index from the log (checkTimers).
@@ -97,12 +97,12 @@ func (e *Engine) loadLocked(now int64) {
 		}
 		if err != nil {
 			// Do not advance past a bucket we could not read: retry next round.
-			e.log.Error("timer bucket load failed", "bucket", fmtMs(b), "err", err)
+			e.opts.Logger.Error("timer bucket load failed", "bucket", fmtMs(b), "err", err)
 			e.stats.TimerLoadErrors.Add(1)
 			return
 		}
-		if b+width > e.loadedUntil {
-			e.loadedUntil = b + width
+		if b+width > e.disp.loadedUntil {
+			e.disp.loadedUntil = b + width
 		}
 		for _, en := range entries {
 			if en.Kind != kindMessage || !e.validLocked(en.Pos, en.Due) {
@@ -111,11 +111,11 @@ func (e *Engine) loadLocked(now int64) {
 			e.scheduleLocked(timerRef{pos: en.Pos, due: en.Due, topic: en.Topic, queue: en.Queue})
 		}
 	}
-	if target > e.loadedUntil {
-		e.loadedUntil = target
+	if target > e.disp.loadedUntil {
+		e.disp.loadedUntil = target
 	}
-	if len(e.firedSince) > 0 && e.loadedUntil > e.firedSinceTo {
-		e.firedSince = map[uint64]bool{}
+	if len(e.disp.firedSince) > 0 && e.disp.loadedUntil > e.disp.firedSinceTo {
+		e.disp.firedSince = map[uint64]bool{}
 	}
 }
 
@@ -123,10 +123,10 @@ func (e *Engine) loadLocked(now int64) {
 func (e *Engine) expireLocked(t *wheelTimer) {
 	ref := t.Value
 	t.Value = timerRef{}
-	e.free = append(e.free, t)
+	e.disp.free = append(e.disp.free, t)
 	switch ref.kind {
 	case refMessage:
-		delete(e.near, ref.pos)
+		delete(e.disp.near, ref.pos)
 		e.pushDispatchLocked(ref)
 	case refLease:
 		e.leaseExpiredLocked(ref)
@@ -138,9 +138,9 @@ func (e *Engine) expireLocked(t *wheelTimer) {
 // newTimerLocked returns a recycled or new wheel timer.
 func (e *Engine) newTimerLocked(ref timerRef) *wheelTimer {
 	var t *wheelTimer
-	if n := len(e.free); n > 0 {
-		t = e.free[n-1]
-		e.free = e.free[:n-1]
+	if n := len(e.disp.free); n > 0 {
+		t = e.disp.free[n-1]
+		e.disp.free = e.disp.free[:n-1]
 	} else {
 		t = &wheelTimer{}
 	}
@@ -151,49 +151,49 @@ func (e *Engine) newTimerLocked(ref timerRef) *wheelTimer {
 // addWheelLocked schedules a lease or retry timer; one already due fires
 // at the next tick.
 func (e *Engine) addWheelLocked(ref timerRef) *wheelTimer {
-	if ref.due <= e.lastAdvance {
-		ref.due = e.lastAdvance + 1
+	if ref.due <= e.disp.lastAdvance {
+		ref.due = e.disp.lastAdvance + 1
 	}
 	t := e.newTimerLocked(ref)
-	e.wheel.Add(t, ref.due)
+	e.disp.wheel.Add(t, ref.due)
 	return t
 }
 
 // takeBatchLocked takes the next fire batch from the dispatch heap, within
 // the rate limit.
 func (e *Engine) takeBatchLocked(now int64) []fireEntry {
-	if len(e.dispatch) == 0 {
+	if len(e.disp.dispatch) == 0 {
 		return nil
 	}
 	n := e.opts.DispatchBatch
 	if e.opts.DispatchRate > 0 {
 		rate := float64(e.opts.DispatchRate)
-		e.tokens += float64(now-e.tokensAt) * rate / 1000
-		e.tokensAt = now
+		e.disp.tokens += float64(now-e.disp.tokensAt) * rate / 1000
+		e.disp.tokensAt = now
 		// Burst of at most one batch or 10 ms of rate, whichever is larger.
 		burst := max(float64(e.opts.DispatchBatch), rate/100)
-		if e.tokens > burst {
-			e.tokens = burst
+		if e.disp.tokens > burst {
+			e.disp.tokens = burst
 		}
-		if int(e.tokens) < n {
-			n = int(e.tokens)
+		if int(e.disp.tokens) < n {
+			n = int(e.disp.tokens)
 		}
 	}
-	if n > len(e.dispatch) {
-		n = len(e.dispatch)
+	if n > len(e.disp.dispatch) {
+		n = len(e.disp.dispatch)
 	}
 	if n <= 0 {
 		return nil
 	}
 	batch := make([]fireEntry, 0, n)
 	for len(batch) < n {
-		ref := e.dispatch.pop()
+		ref := e.disp.dispatch.pop()
 		batch = append(batch, fireEntry{pos: ref.pos, due: ref.due, topic: ref.topic, queue: ref.queue})
 	}
 	if e.opts.DispatchRate > 0 {
-		e.tokens -= float64(n)
+		e.disp.tokens -= float64(n)
 	}
-	e.inflight = batch
+	e.disp.inflight = batch
 	e.shrinkAfterHerdLocked()
 	return batch
 }
@@ -201,11 +201,11 @@ func (e *Engine) takeBatchLocked(now int64) []fireEntry {
 // frontierLocked is the fire frontier: every timer due at or before it has
 // been made visible.
 func (e *Engine) frontierLocked() int64 {
-	f := e.lastAdvance
-	if len(e.dispatch) > 0 && e.dispatch[0].due-1 < f {
-		f = e.dispatch[0].due - 1
+	f := e.disp.lastAdvance
+	if len(e.disp.dispatch) > 0 && e.disp.dispatch[0].due-1 < f {
+		f = e.disp.dispatch[0].due - 1
 	}
-	for _, fe := range e.inflight {
+	for _, fe := range e.disp.inflight {
 		if fe.due-1 < f {
 			f = fe.due - 1
 		}
@@ -217,24 +217,24 @@ func (e *Engine) frontierLocked() int64 {
 // the wheel and writes fire records. It owns nothing else; all state it
 // touches is under mu.
 func (e *Engine) loop() {
-	defer close(e.loopDone)
+	defer close(e.life.loopDone)
 	for {
 		e.mu.Lock()
-		if e.failed != nil {
+		if e.life.failed != nil {
 			// Stopped: nothing more becomes visible.
 			e.mu.Unlock()
-			<-e.done
+			<-e.life.done
 			return
 		}
 		now := e.Now()
 		e.loadLocked(now)
-		if now > e.lastAdvance {
-			e.wheel.Advance(now, e.expireLocked)
-			e.lastAdvance = now
+		if now > e.disp.lastAdvance {
+			e.disp.wheel.Advance(now, e.expireLocked)
+			e.disp.lastAdvance = now
 		}
 		batch := e.takeBatchLocked(now)
 		wait := e.waitLocked(now)
-		dead := len(e.deadLetters) > 0 && now >= e.deadLetterAfter
+		dead := len(e.cons.deadLetters) > 0 && now >= e.cons.deadLetterAfter
 		e.mu.Unlock()
 		if dead {
 			e.moveDeadLetters()
@@ -246,9 +246,9 @@ func (e *Engine) loop() {
 		timer := e.opts.Clock.NewTimer(wait)
 		select {
 		case <-timer.C():
-		case <-e.kick:
+		case <-e.life.kick:
 			timer.Stop()
-		case <-e.done:
+		case <-e.life.done:
 			timer.Stop()
 			return
 		}
@@ -257,13 +257,13 @@ func (e *Engine) loop() {
 
 // waitLocked says how long the loop may sleep.
 func (e *Engine) waitLocked(now int64) time.Duration {
-	next := e.loadedUntil - e.opts.Lookahead.Milliseconds()
-	if d, ok := e.wheel.NextDeadline(); ok && d < next {
+	next := e.disp.loadedUntil - e.opts.Lookahead.Milliseconds()
+	if d, ok := e.disp.wheel.NextDeadline(); ok && d < next {
 		next = d
 	}
-	if len(e.dispatch) > 0 && e.opts.DispatchRate > 0 {
+	if len(e.disp.dispatch) > 0 && e.opts.DispatchRate > 0 {
 		// Until enough tokens for a useful batch accrue.
-		need := min(float64(e.opts.DispatchBatch), float64(len(e.dispatch))) - e.tokens
+		need := min(float64(e.opts.DispatchBatch), float64(len(e.disp.dispatch))) - e.disp.tokens
 		ms := int64(need*1000/float64(e.opts.DispatchRate)) + 1
 		if now+ms < next {
 			next = now + ms
@@ -290,16 +290,16 @@ func (e *Engine) fire(batch []fireEntry, visible int64) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.inflight = nil
+	e.disp.inflight = nil
 	if err != nil {
 		// Put the batch back; it is retried after a pause. Nothing is lost:
 		// the timers are still in their buckets and the log.
-		e.log.Error("fire record write failed; will retry", "messages", len(batch), "err", err)
+		e.opts.Logger.Error("fire record write failed; will retry", "messages", len(batch), "err", err)
 		e.stats.FireErrors.Add(1)
 		for _, fe := range batch {
-			e.dispatch.push(timerRef{pos: fe.pos, due: fe.due, topic: fe.topic, queue: fe.queue})
+			e.disp.dispatch.push(timerRef{pos: fe.pos, due: fe.due, topic: fe.topic, queue: fe.queue})
 		}
-		e.tokens = -float64(e.opts.DispatchBatch) // back off
+		e.disp.tokens = -float64(e.opts.DispatchBatch) // back off
 		return
 	}
 	e.applyFireLocked(visible, batch, true)
@@ -314,38 +314,38 @@ func (e *Engine) applyFireLocked(visible int64, batch []fireEntry, live bool) {
 	}
 	groups := map[qk][]queueindex.Entry{}
 	for _, fe := range batch {
-		delete(e.dispatching, fe.pos)
-		if ov := e.overlay[fe.pos]; ov != nil {
+		delete(e.disp.dispatching, fe.pos)
+		if ov := e.ovl.entries[fe.pos]; ov != nil {
 			ov.Fired, ov.Visible = true, visible
 			e.journalLocked(fe.pos)
 		}
 		k := qk{fe.topic, fe.queue}
 		groups[k] = append(groups[k], queueindex.Entry{Pos: fe.pos, Due: fe.due, Visible: visible, Size: fe.size})
-		if t := e.topicsByID[fe.topic]; t != nil {
+		if t := e.cat.topicsByID[fe.topic]; t != nil {
 			t.pending--
 			if live {
 				t.fired++
 			}
 		}
 		seg := e.segOfLocked(e.physLocked(fe.pos))
-		e.segPending[seg]--
-		if visible > e.segLast[seg] {
-			e.segLast[seg] = visible
+		e.segs.pending[seg]--
+		if visible > e.segs.last[seg] {
+			e.segs.last[seg] = visible
 		}
 		if live {
 			e.stats.Lateness.Observe(float64(visible-fe.due) / 1000)
 		}
 	}
 	for k, es := range groups {
-		t := e.topicsByID[k.topic]
+		t := e.cat.topicsByID[k.topic]
 		if t == nil || int(k.queue) >= len(t.queues) {
-			e.log.Error("fire for unknown topic queue", "topic", k.topic, "queue", k.queue)
+			e.opts.Logger.Error("fire for unknown topic queue", "topic", k.topic, "queue", k.queue)
 			continue
 		}
 		if _, err := t.queues[k.queue].Append(es); err != nil {
 			// The fire record is durable; the index is re-derived from it
 			// at the next recovery.
-			e.log.Error("queue index write failed", "topic", t.name, "err", err)
+			e.opts.Logger.Error("queue index write failed", "topic", t.name, "err", err)
 		}
 	}
 	e.stats.Pending.Add(-int64(len(batch)))
@@ -362,18 +362,18 @@ const herdShrink = 1 << 16
 
 // shrinkAfterHerdLocked gives back the memory of a drained herd.
 func (e *Engine) shrinkAfterHerdLocked() {
-	if len(e.dispatch) > 0 {
+	if len(e.disp.dispatch) > 0 {
 		return
 	}
-	if cap(e.dispatch) > herdShrink {
-		e.dispatch = nil
+	if cap(e.disp.dispatch) > herdShrink {
+		e.disp.dispatch = nil
 	}
-	if e.dispatchingPeak > herdShrink && len(e.dispatching) == len(e.inflight) {
-		m := make(map[uint64]bool, len(e.inflight))
-		for _, fe := range e.inflight {
+	if e.disp.dispatchingPeak > herdShrink && len(e.disp.dispatching) == len(e.disp.inflight) {
+		m := make(map[uint64]bool, len(e.disp.inflight))
+		for _, fe := range e.disp.inflight {
 			m[fe.pos] = true
 		}
-		e.dispatching = m
-		e.dispatchingPeak = len(m)
+		e.disp.dispatching = m
+		e.disp.dispatchingPeak = len(m)
 	}
 }

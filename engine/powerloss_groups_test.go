@@ -233,7 +233,7 @@ func verifyPG(st pgState) error {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		e.mu.Lock()
-		n := len(e.deadLetters)
+		n := len(e.cons.deadLetters)
 		e.mu.Unlock()
 		if n == 0 {
 			break
@@ -346,7 +346,7 @@ func waitAdvanced(e *Engine, t int64) bool {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		e.mu.Lock()
-		done := e.lastAdvance >= t
+		done := e.disp.lastAdvance >= t
 		e.mu.Unlock()
 		if done {
 			return true

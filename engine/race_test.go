@@ -144,10 +144,10 @@ func (r *raceRig) check(step string, at int64) {
 func inFlight(e *Engine, pos uint64) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.dispatching[pos] {
+	if e.disp.dispatching[pos] {
 		return true
 	}
-	for _, fe := range e.inflight {
+	for _, fe := range e.disp.inflight {
 		if fe.pos == pos {
 			return true
 		}
@@ -188,7 +188,7 @@ func (r *raceRig) holdChangeAcrossDue(victim, witness message.ID, change func() 
 		r.t.Errorf("the message was dispatched while its change was being made durable")
 	}
 	r.e.mu.Lock()
-	_, inWheel := r.e.near[victim.Pos]
+	_, inWheel := r.e.disp.near[victim.Pos]
 	r.e.mu.Unlock()
 	if inWheel {
 		r.t.Errorf("the message is still in the wheel while its change is being made durable")

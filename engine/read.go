@@ -29,8 +29,8 @@ type TopicInfo struct {
 func (e *Engine) Topics() []TopicInfo {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	out := make([]TopicInfo, 0, len(e.topicsByName))
-	for _, t := range e.topicsByID {
+	out := make([]TopicInfo, 0, len(e.cat.topicsByName))
+	for _, t := range e.cat.topicsByID {
 		ti := TopicInfo{Name: t.name, Queues: len(t.queues), FIFO: t.fifo}
 		for _, q := range t.queues {
 			ti.Lengths = append(ti.Lengths, q.Len())
@@ -45,7 +45,7 @@ func (e *Engine) Topics() []TopicInfo {
 // progress. A message whose record was removed by retention is skipped.
 func (e *Engine) ReadQueue(topic string, queue int, from uint64, max int) ([]Visible, error) {
 	e.mu.Lock()
-	t := e.topicsByName[topic]
+	t := e.cat.topicsByName[topic]
 	if t == nil {
 		e.mu.Unlock()
 		return nil, errs.New(errs.NotFound, "topic %q does not exist", topic)
@@ -70,7 +70,7 @@ func (e *Engine) ReadQueue(topic string, queue int, from uint64, max int) ([]Vis
 		if err != nil {
 			return nil, errs.Wrap(errs.Unavailable, err, "read message at %d", en.Pos)
 		}
-		out = append(out, Visible{ID: e.seal.ID(en.Pos, s.Nonce), Offset: from + uint64(i),
+		out = append(out, Visible{ID: e.ids.seal.ID(en.Pos, s.Nonce), Offset: from + uint64(i),
 			Due: en.Due, Visible: en.Visible, Message: s})
 	}
 	return out, nil

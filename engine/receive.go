@@ -78,7 +78,7 @@ func (e *Engine) Receive(ctx context.Context, req ReceiveRequest) ([]Received, e
 			return nil, err
 		}
 		hs := e.takeLocked(g, req.Max, req.Invisible)
-		signal := e.visibleCh
+		signal := e.life.visibleCh
 		e.mu.Unlock()
 		if len(hs) > 0 {
 			return e.deliver(g, hs)
@@ -92,7 +92,7 @@ func (e *Engine) Receive(ctx context.Context, req ReceiveRequest) ([]Received, e
 			return nil, nil
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-e.done:
+		case <-e.life.done:
 			return nil, errs.New(errs.Unavailable, "broker is shutting down")
 		}
 	}
@@ -117,10 +117,10 @@ func (e *Engine) takeLocked(g *group, max int, invisible time.Duration) []handou
 			limit = 1
 		}
 		take := func(off uint64) {
-			e.leaseSeq++
+			e.cons.leaseSeq++
 			att := gq.attempts[off] + 1
 			gq.attempts[off] = att
-			l := &lease{seq: e.leaseSeq, attempt: att}
+			l := &lease{seq: e.cons.leaseSeq, attempt: att}
 			l.timer = e.addWheelLocked(timerRef{kind: refLease, due: expires, group: g.id, queue: uint16(qi), offset: off, seq: l.seq})
 			gq.leases[off] = l
 			hs = append(hs, handout{queue: uint16(qi), offset: off, attempt: att, seq: l.seq, n: n})
@@ -156,7 +156,7 @@ func (e *Engine) takeLocked(g *group, max int, invisible time.Duration) []handou
 
 // lastAdvanceOrNow is the wheel's time, the base of lease deadlines.
 func (e *Engine) lastAdvanceOrNow() int64 {
-	return max(e.lastAdvance, e.Now())
+	return max(e.disp.lastAdvance, e.Now())
 }
 
 // deliver reads the handed-out messages and records the attempts. If a
@@ -188,7 +188,7 @@ func (e *Engine) deliver(g *group, hs []handout) ([]Received, error) {
 			return nil, errs.Wrap(errs.Unavailable, err, "read topic %s queue %d offset %d", g.topic.name, h.queue, h.offset)
 		}
 		out = append(out, Received{
-			Visible: Visible{ID: e.seal.ID(en[0].Pos, s.Nonce), Offset: h.offset, Due: en[0].Due, Visible: en[0].Visible, Message: s},
+			Visible: Visible{ID: e.ids.seal.ID(en[0].Pos, s.Nonce), Offset: h.offset, Due: en[0].Due, Visible: en[0].Visible, Message: s},
 			Receipt: e.encodeReceipt(g.id, h.queue, h.offset, h.seq), Attempt: int(h.attempt), Queue: int(h.queue),
 		})
 		items = append(items, progressItem{queue: h.queue, offset: h.offset, attempt: h.attempt})
@@ -199,7 +199,7 @@ func (e *Engine) deliver(g *group, hs []handout) ([]Received, error) {
 	// be written the messages are still handed out: delivery is at least once.
 	if len(items) > 0 {
 		if _, err := e.clog.Append(encodeProgress(recAttempt, g.id, items)); err != nil {
-			e.log.Warn("attempt record write failed", "err", err)
+			e.opts.Logger.Warn("attempt record write failed", "err", err)
 		}
 	}
 	if len(gone) > 0 {
@@ -207,8 +207,8 @@ func (e *Engine) deliver(g *group, hs []handout) ([]Received, error) {
 		for _, h := range gone {
 			gq := g.queues[h.queue]
 			if l := gq.leases[h.offset]; l != nil && l.seq == h.seq {
-				e.wheel.Cancel(l.timer)
-				e.free = append(e.free, l.timer)
+				e.disp.wheel.Cancel(l.timer)
+				e.disp.free = append(e.disp.free, l.timer)
 				delete(gq.leases, h.offset)
 			}
 			gq.markDone(h.offset)
@@ -227,8 +227,8 @@ func (e *Engine) giveBackLocked(g *group, hs []handout) {
 		if l == nil || l.seq != h.seq {
 			continue
 		}
-		e.wheel.Cancel(l.timer)
-		e.free = append(e.free, l.timer)
+		e.disp.wheel.Cancel(l.timer)
+		e.disp.free = append(e.disp.free, l.timer)
 		delete(gq.leases, h.offset)
 		if h.attempt <= 1 {
 			delete(gq.attempts, h.offset)
@@ -248,7 +248,7 @@ func (e *Engine) giveBackLocked(g *group, hs []handout) {
 const receiptLen = 2 + 8 + 4 + 8
 
 func (e *Engine) receiptTag(gid uint32, queue uint16, offset uint64, seq uint32) uint64 {
-	return e.receipts.Tag(offset, uint64(gid)<<32|uint64(seq)^uint64(queue)<<16)
+	return e.ids.receipts.Tag(offset, uint64(gid)<<32|uint64(seq)^uint64(queue)<<16)
 }
 
 func (e *Engine) encodeReceipt(gid uint32, queue uint16, offset uint64, seq uint32) string {

@@ -19,14 +19,14 @@ import (
 // log after it and sets the wheel up at the fire frontier.
 func (e *Engine) recover() error {
 	st := &checkpointState{LogPos: uint64(e.clog.Start()), Frontier: math.MinInt64 / 2}
-	b, err := readAll(e.fs, path.Join(e.opts.Dir, checkpointFile))
+	b, err := readAll(e.opts.FS, path.Join(e.opts.Dir, checkpointFile))
 	switch {
 	case err == nil:
 		if st, err = decodeCheckpoint(b); err != nil {
 			return fmt.Errorf("checkpoint: %w", err)
 		}
-		if st.Incarnation != e.incarn {
-			return fmt.Errorf("checkpoint belongs to incarnation %08x, the directory is %08x", st.Incarnation, e.incarn)
+		if st.Incarnation != e.ids.incarn {
+			return fmt.Errorf("checkpoint belongs to incarnation %08x, the directory is %08x", st.Incarnation, e.ids.incarn)
 		}
 		if st.LogPos < uint64(e.clog.Start()) || st.LogPos > uint64(e.clog.Head()) {
 			return fmt.Errorf("checkpoint log position %d is outside the log [%d, %d]", st.LogPos, e.clog.Start(), e.clog.Head())
@@ -35,20 +35,20 @@ func (e *Engine) recover() error {
 	default:
 		return err
 	}
-	if e.ovj, err = newOverlayJournal(e.fs, e.opts.Dir); err != nil {
+	if e.ovl.journal, err = newOverlayJournal(e.opts.FS, e.opts.Dir); err != nil {
 		return err
 	}
-	if err := e.ovj.load(st.OverlayFiles, uint64(e.clog.Start()), func(pos uint64, ov overlayEntry) { e.overlay[pos] = &ov }); err != nil {
+	if err := e.ovl.journal.load(st.OverlayFiles, uint64(e.clog.Start()), func(pos uint64, ov overlayEntry) { e.ovl.entries[pos] = &ov }); err != nil {
 		return err
 	}
 	for k, v := range st.SegPending {
-		e.segPending[k] = v
+		e.segs.pending[k] = v
 	}
 	for k, v := range st.Reloc {
-		e.reloc[k] = v
+		e.segs.reloc[k] = v
 	}
 	for k, v := range st.SegLast {
-		e.segLast[k] = v
+		e.segs.last[k] = v
 	}
 	for _, t := range st.Topics {
 		tp, err := e.applyTopicLocked(t.ID, len(t.Entries), t.Flags, t.Name, t.Entries)
@@ -58,7 +58,7 @@ func (e *Engine) recover() error {
 		tp.pending = t.Pending
 	}
 	for _, cg := range st.Groups {
-		t := e.topicsByID[cg.Topic]
+		t := e.cat.topicsByID[cg.Topic]
 		if t == nil {
 			return fmt.Errorf("checkpoint group %q names unknown topic %d", cg.Name, cg.Topic)
 		}
@@ -89,15 +89,15 @@ func (e *Engine) recover() error {
 	if err := e.openKeys(keyBytes, st.LogPos); err != nil {
 		return err
 	}
-	if e.timers, err = timerstore.Open(e.fs, path.Join(e.opts.Dir, "timers"), e.opts.BucketWidth.Milliseconds()); err != nil {
+	if e.disp.timers, err = timerstore.Open(e.opts.FS, path.Join(e.opts.Dir, "timers"), e.opts.BucketWidth.Milliseconds()); err != nil {
 		return err
 	}
 	if err := e.checkTimers(st); err != nil {
 		return err
 	}
 	// Replay: every timer goes to the buckets (loadedUntil is -inf).
-	e.loadedUntil = math.MinInt64
-	e.lastAdvance = math.MinInt64
+	e.disp.loadedUntil = math.MinInt64
+	e.disp.lastAdvance = math.MinInt64
 	minDue := int64(math.MaxInt64)
 	replayed := 0
 	err = e.clog.Scan(commitlog.Pos(st.LogPos), func(pos commitlog.Pos, rec commitlog.Record) error {
@@ -107,14 +107,14 @@ func (e *Engine) recover() error {
 	if err != nil {
 		return fmt.Errorf("replay from %d: %w", st.LogPos, err)
 	}
-	e.recL, e.recF = st.LogPos, st.Frontier
+	e.disp.recL, e.disp.recF = st.LogPos, st.Frontier
 	// From now on timer entries are written only by the checkpoint's sync
 	// job, outside the engine's lock; a large buffer asks for a checkpoint
 	// early (addTimerLocked).
-	e.timers.ManualFlush = true
+	e.disp.timers.ManualFlush = true
 	// The broker clock must not run backwards across the restart: raise it
 	// to the latest time the durable state shows it had reached.
-	e.clock.Raise(max(st.Written, st.Frontier, e.replayHWM))
+	e.clock.Raise(max(st.Written, st.Frontier, e.disp.replayHWM))
 	start := st.Frontier
 	if minDue-1 < start {
 		start = minDue - 1
@@ -122,14 +122,14 @@ func (e *Engine) recover() error {
 	if start < 0 {
 		start = 0
 	}
-	e.wheel = timewheel.New[timerRef](1, 512, start)
-	e.lastAdvance = start
-	e.loadedUntil = e.timers.BucketOf(start + 1)
-	e.tokensAt = e.Now()
-	e.tokens = max(float64(e.opts.DispatchBatch), float64(e.opts.DispatchRate)/100)
+	e.disp.wheel = timewheel.New[timerRef](1, 512, start)
+	e.disp.lastAdvance = start
+	e.disp.loadedUntil = e.disp.timers.BucketOf(start + 1)
+	e.disp.tokensAt = e.Now()
+	e.disp.tokens = max(float64(e.opts.DispatchBatch), float64(e.opts.DispatchRate)/100)
 	e.stats.Replayed.Store(uint64(replayed))
 	var pending int64
-	for _, n := range e.segPending {
+	for _, n := range e.segs.pending {
 		pending += n
 	}
 	e.stats.Pending.Store(pending)
@@ -149,7 +149,7 @@ func (e *Engine) recover() error {
 // frontier: that one and all before it were due at or before it too.
 func (e *Engine) markVisibleAboveFrontier(frontier int64) error {
 	const chunk = 1024
-	for _, t := range e.topicsByID {
+	for _, t := range e.cat.topicsByID {
 		for _, q := range t.queues {
 		scan:
 			for end := q.Len(); end > 0; {
@@ -163,8 +163,8 @@ func (e *Engine) markVisibleAboveFrontier(frontier int64) error {
 						break scan
 					}
 					if es[i].Due > frontier {
-						e.firedSince[es[i].Pos] = true
-						e.firedSinceTo = max(e.firedSinceTo, es[i].Due+1)
+						e.disp.firedSince[es[i].Pos] = true
+						e.disp.firedSinceTo = max(e.disp.firedSinceTo, es[i].Due+1)
 					}
 				}
 				end = from
@@ -181,7 +181,7 @@ func (e *Engine) markVisibleAboveFrontier(frontier int64) error {
 func (e *Engine) openKeys(keep int64, logPos uint64) error {
 	name := path.Join(e.opts.Dir, "keys.idx")
 	start := uint64(e.clog.Start())
-	x, err := keyindex.Open(e.fs, name, keep, start, e.physLocked)
+	x, err := keyindex.Open(e.opts.FS, name, keep, start, e.physLocked)
 	if err == nil {
 		e.keys = x
 		return nil
@@ -189,9 +189,9 @@ func (e *Engine) openKeys(keep int64, logPos uint64) error {
 	if !errors.Is(err, keyindex.ErrCorrupt) {
 		return err
 	}
-	e.log.Warn("key index damaged; rebuilding it from the commit log", "err", err)
+	e.opts.Logger.Warn("key index damaged; rebuilding it from the commit log", "err", err)
 	e.stats.CacheRebuilds.Add(1)
-	if x, err = keyindex.Open(e.fs, name, 0, start, e.physLocked); err != nil {
+	if x, err = keyindex.Open(e.opts.FS, name, 0, start, e.physLocked); err != nil {
 		return err
 	}
 	e.keys = x
@@ -234,9 +234,9 @@ var errStopScan = errors.New("engine: stop scan")
 // so they are rebuilt from the log (a scan of every retained record before
 // the checkpoint's position; replay adds what follows it).
 func (e *Engine) checkTimers(st *checkpointState) error {
-	err := e.timers.Trim(st.TimerBuckets)
+	err := e.disp.timers.Trim(st.TimerBuckets)
 	if err == nil {
-		err = e.timers.Verify(st.TimerBuckets)
+		err = e.disp.timers.Verify(st.TimerBuckets)
 	}
 	if err == nil {
 		return nil
@@ -244,8 +244,8 @@ func (e *Engine) checkTimers(st *checkpointState) error {
 	if !errors.Is(err, timerstore.ErrCorrupt) {
 		return fmt.Errorf("timer buckets: %w", err)
 	}
-	e.log.Warn("timer index damaged; rebuilding it from the commit log", "err", err)
-	if err := e.timers.Reset(); err != nil {
+	e.opts.Logger.Warn("timer index damaged; rebuilding it from the commit log", "err", err)
+	if err := e.disp.timers.Reset(); err != nil {
 		return fmt.Errorf("reset the damaged timer index: %w", err)
 	}
 	e.stats.CacheRebuilds.Add(1)
@@ -268,12 +268,12 @@ func (e *Engine) checkTimers(st *checkpointState) error {
 		if err != nil {
 			return fmt.Errorf("message at %d: %w", pos, err)
 		}
-		t := e.topicsByName[s.Topic]
+		t := e.cat.topicsByName[s.Topic]
 		if t == nil {
 			return fmt.Errorf("message at %d names unknown topic %q", pos, s.Topic)
 		}
 		due := s.Due
-		if ov := e.overlay[orig]; ov != nil {
+		if ov := e.ovl.entries[orig]; ov != nil {
 			if ov.Cancelled || ov.Fired {
 				return nil
 			}
@@ -281,7 +281,7 @@ func (e *Engine) checkTimers(st *checkpointState) error {
 		}
 		// Entries due at or before the frontier are filtered as visible when
 		// loaded, like any other (validLocked).
-		return e.timers.Add(timerstore.Entry{Due: due, Pos: orig, Topic: t.id, Queue: uint16(s.Queue), Kind: kindMessage})
+		return e.disp.timers.Add(timerstore.Entry{Due: due, Pos: orig, Topic: t.id, Queue: uint16(s.Queue), Kind: kindMessage})
 	})
 	if err != nil && !errors.Is(err, errStopScan) {
 		return fmt.Errorf("rebuild the timer index from the log: %w", err)

@@ -17,7 +17,7 @@ func (e *Engine) replayLocked(pos uint64, rec commitlog.Record, minDue *int64) e
 		if err != nil {
 			return err
 		}
-		if _, ok := e.topicsByID[id]; !ok {
+		if _, ok := e.cat.topicsByID[id]; !ok {
 			if _, err := e.applyTopicLocked(id, queues, flags, name, nil); err != nil {
 				return err
 			}
@@ -27,13 +27,13 @@ func (e *Engine) replayLocked(pos uint64, rec commitlog.Record, minDue *int64) e
 		if err != nil {
 			return fmt.Errorf("message at %d: %w", pos, err)
 		}
-		t := e.topicsByName[s.Topic]
+		t := e.cat.topicsByName[s.Topic]
 		if t == nil {
 			return fmt.Errorf("message at %d names unknown topic %q", pos, s.Topic)
 		}
 		e.applyMessageLocked(pos, s, t)
 		*minDue = min(*minDue, s.Due)
-		e.replayHWM = max(e.replayHWM, s.Sent)
+		e.disp.replayHWM = max(e.disp.replayHWM, s.Sent)
 	case recCancel, recReschedule:
 		p, due, err := decodePos(rec.Payload)
 		if err != nil {
@@ -43,21 +43,21 @@ func (e *Engine) replayLocked(pos uint64, rec commitlog.Record, minDue *int64) e
 		if err != nil {
 			return fmt.Errorf("change at %d of %d: %w", pos, p, err)
 		}
-		ov := e.overlay[p]
+		ov := e.ovl.entries[p]
 		if ov == nil {
 			ov = &overlayEntry{Due: s.Due}
-			e.overlay[p] = ov
+			e.ovl.entries[p] = ov
 		}
 		if rec.Type == recCancel {
 			ov.Cancelled = true
 			e.journalLocked(p)
-			e.segPending[e.segOfLocked(e.physLocked(p))]--
-			if t := e.topicsByName[s.Topic]; t != nil {
+			e.segs.pending[e.segOfLocked(e.physLocked(p))]--
+			if t := e.cat.topicsByName[s.Topic]; t != nil {
 				t.pending--
 			}
 			return nil
 		}
-		t := e.topicsByName[s.Topic]
+		t := e.cat.topicsByName[s.Topic]
 		if t == nil {
 			return fmt.Errorf("reschedule at %d of %d names unknown topic %q", pos, p, s.Topic)
 		}
@@ -71,13 +71,13 @@ func (e *Engine) replayLocked(pos uint64, rec commitlog.Record, minDue *int64) e
 			return err
 		}
 		for _, fe := range es {
-			if e.overlay[fe.pos] == nil {
-				e.firedSince[fe.pos] = true
-				e.firedSinceTo = max(e.firedSinceTo, fe.due+1)
+			if e.ovl.entries[fe.pos] == nil {
+				e.disp.firedSince[fe.pos] = true
+				e.disp.firedSinceTo = max(e.disp.firedSinceTo, fe.due+1)
 			}
 		}
 		e.applyFireLocked(visible, es, false)
-		e.replayHWM = max(e.replayHWM, visible)
+		e.disp.replayHWM = max(e.disp.replayHWM, visible)
 	case recMoved:
 		if len(rec.Payload) < 8 {
 			return errBadPayload
@@ -88,11 +88,11 @@ func (e *Engine) replayLocked(pos uint64, rec commitlog.Record, minDue *int64) e
 		if err != nil {
 			return err
 		}
-		t := e.topicsByID[tid]
+		t := e.cat.topicsByID[tid]
 		if t == nil {
 			return fmt.Errorf("group at %d names unknown topic %d", pos, tid)
 		}
-		if e.groupsByID[id] == nil {
+		if e.cons.groupsByID[id] == nil {
 			e.applyGroupLocked(id, t, cfg, name)
 		}
 	case recAck, recAttempt:
@@ -100,7 +100,7 @@ func (e *Engine) replayLocked(pos uint64, rec commitlog.Record, minDue *int64) e
 		if err != nil {
 			return err
 		}
-		g := e.groupsByID[gid]
+		g := e.cons.groupsByID[gid]
 		if g == nil {
 			return fmt.Errorf("progress at %d names unknown group %d", pos, gid)
 		}

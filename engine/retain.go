@@ -7,10 +7,10 @@ func (e *Engine) retain(st *checkpointState) {
 	e.mu.Lock()
 	// Loaded buckets that end at or before the frontier hold only timers
 	// that are visible, or that recovery re-adds from the log after LogPos.
-	limit := min(st.Frontier, e.loadedUntil)
-	_, err := e.timers.Remove(limit)
+	limit := min(st.Frontier, e.disp.loadedUntil)
+	_, err := e.disp.timers.Remove(limit)
 	if err != nil {
-		e.log.Error("timer bucket removal failed", "err", err)
+		e.opts.Logger.Error("timer bucket removal failed", "err", err)
 	}
 	// A segment may go when replay no longer needs it, no pending message
 	// is in it, and its newest visible message is older than Retention.
@@ -20,10 +20,10 @@ func (e *Engine) retain(st *checkpointState) {
 	var pinned *commitlog.Segment // the first segment kept only by pending messages
 	for i, s := range segs {
 		if i == len(segs)-1 || uint64(s.End) > st.LogPos ||
-			now-e.segLast[uint64(s.Base)] < e.opts.Retention.Milliseconds() {
+			now-e.segs.last[uint64(s.Base)] < e.opts.Retention.Milliseconds() {
 			break
 		}
-		if n := e.segPending[uint64(s.Base)]; n > 0 {
+		if n := e.segs.pending[uint64(s.Base)]; n > 0 {
 			if n <= int64(e.opts.CompactMaxPending) {
 				pinned = &segs[i]
 			}
@@ -36,9 +36,9 @@ func (e *Engine) retain(st *checkpointState) {
 		// Move its pending messages forward; a later retain deletes it.
 		n, err := e.compact(*pinned)
 		if err != nil {
-			e.log.Error("compaction failed", "segment", pinned.Name, "err", err)
+			e.opts.Logger.Error("compaction failed", "segment", pinned.Name, "err", err)
 		} else if n > 0 {
-			e.log.Info("compacted pending messages out of an old segment", "segment", pinned.Name, "moved", n)
+			e.opts.Logger.Info("compacted pending messages out of an old segment", "segment", pinned.Name, "moved", n)
 		}
 	}
 	if cut == 0 {
@@ -46,30 +46,30 @@ func (e *Engine) retain(st *checkpointState) {
 	}
 	n, err := e.clog.DeleteBefore(cut)
 	if err != nil {
-		e.log.Error("segment removal failed", "err", err)
+		e.opts.Logger.Error("segment removal failed", "err", err)
 		return
 	}
 	e.mu.Lock()
 	for _, s := range segs[:n] {
-		delete(e.segPending, uint64(s.Base))
-		delete(e.segLast, uint64(s.Base))
-		if err := e.ovj.remove(uint64(s.Base)); err != nil {
-			e.log.Error("overlay journal removal failed", "segment", s.Name, "err", err)
+		delete(e.segs.pending, uint64(s.Base))
+		delete(e.segs.last, uint64(s.Base))
+		if err := e.ovl.journal.remove(uint64(s.Base)); err != nil {
+			e.opts.Logger.Error("overlay journal removal failed", "segment", s.Name, "err", err)
 		}
 	}
-	for p := range e.overlay {
+	for p := range e.ovl.entries {
 		if e.physLocked(p) < uint64(cut) {
-			delete(e.overlay, p)
+			delete(e.ovl.entries, p)
 		}
 	}
 	e.keys.DropBefore(uint64(cut))
-	for orig, p := range e.reloc {
+	for orig, p := range e.segs.reloc {
 		if p < uint64(cut) {
-			delete(e.reloc, orig)
+			delete(e.segs.reloc, orig)
 		}
 	}
-	e.segBases = nil
+	e.segs.bases = nil
 	e.mu.Unlock()
 	e.stats.SegmentsDeleted.Add(uint64(n))
-	e.log.Info("retention removed segments", "segments", n, "before", cut)
+	e.opts.Logger.Info("retention removed segments", "segments", n, "before", cut)
 }

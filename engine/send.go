@@ -76,7 +76,7 @@ func (e *Engine) SendBatch(ctx context.Context, reqs []SendRequest) ([]Receipt, 
 		if t.fifo && r.Message.Group == "" {
 			return nil, batchErr(len(reqs), i, errs.New(errs.InvalidArgument, "topic %q is FIFO: a message group is required", t.name))
 		}
-		s := &message.Stored{Message: r.Message, Due: due, Sent: now, Queue: pickQueue(t, &r.Message), Nonce: e.nonce.Add(1)}
+		s := &message.Stored{Message: r.Message, Due: due, Sent: now, Queue: pickQueue(t, &r.Message), Nonce: e.ids.nonce.Add(1)}
 		stored[i], tops[i] = s, t
 		recs[i] = commitlog.Record{Type: recMessage, Payload: message.Encode(nil, s)}
 	}
@@ -94,7 +94,7 @@ func (e *Engine) SendBatch(ctx context.Context, reqs []SendRequest) ([]Receipt, 
 	e.mu.Lock()
 	for i, s := range stored {
 		e.applyMessageLocked(uint64(pos[i]), s, tops[i])
-		out[i] = Receipt{ID: e.seal.ID(uint64(pos[i]), s.Nonce), Topic: s.Topic, Queue: s.Queue, Due: s.Due}
+		out[i] = Receipt{ID: e.ids.seal.ID(uint64(pos[i]), s.Nonce), Topic: s.Topic, Queue: s.Queue, Due: s.Due}
 	}
 	e.mu.Unlock()
 	e.stats.Sent.Add(uint64(len(reqs)))
@@ -168,7 +168,7 @@ func (e *Engine) applyMessageLocked(pos uint64, s *message.Stored, t *topic) {
 	}
 	ref := timerRef{pos: pos, due: s.Due, topic: t.id, queue: uint16(s.Queue)}
 	e.addTimerLocked(ref)
-	e.segPending[e.segOfLocked(pos)]++
+	e.segs.pending[e.segOfLocked(pos)]++
 	e.stats.Pending.Add(1)
 	t.pending++
 	t.sent++
@@ -177,21 +177,21 @@ func (e *Engine) applyMessageLocked(pos uint64, s *message.Stored, t *topic) {
 // addTimerLocked writes a timer to its bucket and, if that bucket is
 // already in the wheel, schedules it there too.
 func (e *Engine) addTimerLocked(ref timerRef) {
-	if err := e.timers.Add(timerstore.Entry{Due: ref.due, Pos: ref.pos, Topic: ref.topic, Queue: ref.queue, Kind: kindMessage}); err != nil {
+	if err := e.disp.timers.Add(timerstore.Entry{Due: ref.due, Pos: ref.pos, Topic: ref.topic, Queue: ref.queue, Kind: kindMessage}); err != nil {
 		// The bucket is a cache of the log: a write failure here loses
 		// nothing durable, the next recovery re-derives it. Keep the timer in
 		// memory so it still fires in this process.
-		e.log.Error("timer index write failed; the timer is kept in memory", "err", err)
-		if ref.due >= e.loadedUntil {
+		e.opts.Logger.Error("timer index write failed; the timer is kept in memory", "err", err)
+		if ref.due >= e.disp.loadedUntil {
 			e.stats.TimerWriteErrors.Add(1)
 		}
 	}
-	if ref.due < e.loadedUntil {
+	if ref.due < e.disp.loadedUntil {
 		e.scheduleLocked(ref)
 	}
-	if e.timers.Buffered() >= timerstore.FlushThreshold {
+	if e.disp.timers.Buffered() >= timerstore.FlushThreshold {
 		select {
-		case e.ckptNow <- struct{}{}:
+		case e.life.ckptNow <- struct{}{}:
 		default:
 		}
 	}
@@ -200,13 +200,13 @@ func (e *Engine) addTimerLocked(ref timerRef) {
 // scheduleLocked puts a timer in the wheel, or straight into the dispatch
 // heap when the wheel has already passed its due time.
 func (e *Engine) scheduleLocked(ref timerRef) {
-	if ref.due <= e.lastAdvance {
+	if ref.due <= e.disp.lastAdvance {
 		e.pushDispatchLocked(ref)
 		return
 	}
 	t := e.newTimerLocked(ref)
-	e.wheel.Add(t, ref.due)
-	e.near[ref.pos] = t
+	e.disp.wheel.Add(t, ref.due)
+	e.disp.near[ref.pos] = t
 }
 
 // addKeyLocked records that the message at pos carries key hash h. The
@@ -223,7 +223,7 @@ func (e *Engine) topicFor(name string) (*topic, error) {
 		return nil, err
 	}
 	e.mu.Lock()
-	t := e.topicsByName[name]
+	t := e.cat.topicsByName[name]
 	e.mu.Unlock()
 	if t != nil {
 		return t, nil
@@ -234,7 +234,7 @@ func (e *Engine) topicFor(name string) (*topic, error) {
 	t, err := e.createTopic(name, TopicConfig{})
 	if errs.CodeOf(err) == errs.AlreadyExists {
 		e.mu.Lock()
-		t = e.topicsByName[name]
+		t = e.cat.topicsByName[name]
 		e.mu.Unlock()
 		return t, nil
 	}
@@ -274,8 +274,8 @@ func (e *Engine) createTopic(name string, cfg TopicConfig) (*topic, error) {
 	// cannot both append a topic record; the record's fsync and the queue
 	// index files are written without mu, so sends, fires and acks of other
 	// topics do not wait for them.
-	e.createMu.Lock()
-	defer e.createMu.Unlock()
+	e.cat.createMu.Lock()
+	defer e.cat.createMu.Unlock()
 	e.gate.RLock()
 	defer e.gate.RUnlock()
 	e.mu.Lock()
@@ -283,16 +283,16 @@ func (e *Engine) createTopic(name string, cfg TopicConfig) (*topic, error) {
 		e.mu.Unlock()
 		return nil, err
 	}
-	if t := e.topicsByName[name]; t != nil {
+	if t := e.cat.topicsByName[name]; t != nil {
 		e.mu.Unlock()
 		return t, errs.New(errs.AlreadyExists, "topic %q exists", name)
 	}
-	if len(e.topicsByName) >= e.opts.MaxTopics {
-		n := len(e.topicsByName)
+	if len(e.cat.topicsByName) >= e.opts.MaxTopics {
+		n := len(e.cat.topicsByName)
 		e.mu.Unlock()
 		return nil, errs.New(errs.ResourceExhausted, "there are %d topics; the limit is %d", n, e.opts.MaxTopics)
 	}
-	id := e.nextTopicID
+	id := e.cat.nextTopicID
 	e.mu.Unlock()
 	t, err := e.openTopic(id, cfg.Queues, flags, name, nil)
 	if err != nil {
@@ -305,7 +305,7 @@ func (e *Engine) createTopic(name string, cfg TopicConfig) (*topic, error) {
 	e.mu.Lock()
 	e.installTopicLocked(t)
 	e.mu.Unlock()
-	e.log.Info("topic created", "topic", name, "queues", cfg.Queues, "fifo", cfg.FIFO)
+	e.opts.Logger.Info("topic created", "topic", name, "queues", cfg.Queues, "fifo", cfg.FIFO)
 	return t, nil
 }
 
@@ -322,10 +322,10 @@ func (e *Engine) applyTopicLocked(id uint32, queues int, flags uint8, name strin
 
 // installTopicLocked makes an opened topic known.
 func (e *Engine) installTopicLocked(t *topic) {
-	e.topicsByName[t.name] = t
-	e.topicsByID[t.id] = t
-	if t.id >= e.nextTopicID {
-		e.nextTopicID = t.id + 1
+	e.cat.topicsByName[t.name] = t
+	e.cat.topicsByID[t.id] = t
+	if t.id >= e.cat.nextTopicID {
+		e.cat.nextTopicID = t.id + 1
 	}
 }
 
@@ -341,7 +341,7 @@ func (t *topic) close() {
 func (e *Engine) openTopic(id uint32, queues int, flags uint8, name string, keep []int64) (*topic, error) {
 	t := &topic{id: id, name: name, fifo: flags&topicFIFO != 0}
 	dir := path.Join(e.opts.Dir, "queues", strconv.FormatUint(uint64(id), 10))
-	if err := e.fs.MkdirAll(dir); err != nil {
+	if err := e.opts.FS.MkdirAll(dir); err != nil {
 		return nil, err
 	}
 	for q := 0; q < queues; q++ {
@@ -349,7 +349,7 @@ func (e *Engine) openTopic(id uint32, queues int, flags uint8, name string, keep
 		if q < len(keep) {
 			k = keep[q]
 		}
-		x, err := queueindex.Open(e.fs, path.Join(dir, strconv.Itoa(q)+".qi"), k)
+		x, err := queueindex.Open(e.opts.FS, path.Join(dir, strconv.Itoa(q)+".qi"), k)
 		if err != nil {
 			t.close()
 			return nil, err
