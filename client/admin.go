@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"github.com/hourglass-mq/hourglass/api"
 	"net/http"
 )
 
@@ -16,9 +17,7 @@ func (c *Client) Stats(ctx context.Context) (Stats, error) {
 // Health checks that the broker is up and serving; nil means healthy.
 // /healthz needs no token.
 func (c *Client) Health(ctx context.Context) error {
-	var out struct {
-		Status string `json:"status"`
-	}
+	var out api.Health
 	if err := c.do(ctx, http.MethodGet, "/healthz", nil, &out); err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"github.com/hourglass-mq/hourglass/api"
 	"net/http"
 	"time"
 )
@@ -15,7 +16,7 @@ func (c *Client) Receive(ctx context.Context, topic, group string, opts ReceiveO
 	if err := required("topic", topic, "group", group); err != nil {
 		return nil, err
 	}
-	in := receiveJSON{Max: opts.Max, Invisible: durationString(opts.Invisible), Wait: durationString(opts.Wait)}
+	in := opts.wire()
 	var out struct {
 		Messages []Received `json:"messages"`
 	}
@@ -35,12 +36,8 @@ func (c *Client) Ack(ctx context.Context, topic, group string, receipts ...strin
 	if err := required("topic", topic, "group", group); err != nil {
 		return 0, err
 	}
-	in := struct {
-		Receipts []string `json:"receipts"`
-	}{receipts}
-	var out struct {
-		Acked int `json:"acked"`
-	}
+	in := api.AckRequest{Receipts: receipts}
+	var out api.AckResponse
 	err := c.do(ctx, http.MethodPost, "/v1"+path("topics", topic, "groups", group, "ack"), in, &out)
 	return out.Acked, err
 }
@@ -51,11 +48,8 @@ func (c *Client) Nack(ctx context.Context, topic, group, receipt string, delay t
 	if err := required("topic", topic, "group", group, "receipt", receipt); err != nil {
 		return err
 	}
-	in := struct {
-		Receipt string `json:"receipt"`
-		Delay   string `json:"delay,omitempty"`
-	}{receipt, durationString(delay)}
-	return c.do(ctx, http.MethodPost, "/v1"+path("topics", topic, "groups", group, "nack"), in, &struct{}{})
+	in := api.NackRequest{Receipt: receipt, Delay: durationString(delay)}
+	return c.do(ctx, http.MethodPost, "/v1"+path("topics", topic, "groups", group, "nack"), in, &api.Empty{})
 }
 
 // ChangeInvisibility sets a received message's lease to end d from now:
@@ -64,11 +58,8 @@ func (c *Client) ChangeInvisibility(ctx context.Context, topic, group, receipt s
 	if err := required("topic", topic, "group", group, "receipt", receipt); err != nil {
 		return err
 	}
-	in := struct {
-		Receipt   string `json:"receipt"`
-		Invisible string `json:"invisible"`
-	}{receipt, d.String()}
-	return c.do(ctx, http.MethodPost, "/v1"+path("topics", topic, "groups", group, "invisibility"), in, &struct{}{})
+	in := api.InvisibilityRequest{Receipt: receipt, Invisible: d.String()}
+	return c.do(ctx, http.MethodPost, "/v1"+path("topics", topic, "groups", group, "invisibility"), in, &api.Empty{})
 }
 
 // Redrive moves up to max messages from group's dead-letter topic back to
@@ -77,12 +68,8 @@ func (c *Client) Redrive(ctx context.Context, topic, group string, max int) (int
 	if err := required("topic", topic, "group", group); err != nil {
 		return 0, err
 	}
-	in := struct {
-		Max int `json:"max,omitempty"`
-	}{max}
-	var out struct {
-		Redriven int `json:"redriven"`
-	}
+	in := api.RedriveRequest{Max: max}
+	var out api.RedriveResponse
 	err := c.do(ctx, http.MethodPost, "/v1"+path("topics", topic, "groups", group, "redrive"), in, &out)
 	return out.Redriven, err
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hourglass-mq/hourglass/api"
 	"io"
 	"net/http"
 	"strings"
@@ -111,14 +112,6 @@ func IsUnavailable(err error) bool { return hasCode(err, errs.Unavailable) }
 // IsUnauthenticated reports a missing or wrong token.
 func IsUnauthenticated(err error) bool { return hasCode(err, errs.Unauthenticated) }
 
-// errorBody is the API's error envelope.
-type errorBody struct {
-	Error *struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
-}
-
 // readError turns a non-2xx response into an *Error.
 func readError(resp *http.Response) error {
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
@@ -126,14 +119,14 @@ func readError(resp *http.Response) error {
 	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
 		e.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"))
 	}
-	var body errorBody
-	if json.Unmarshal(raw, &body) == nil && body.Error != nil && body.Error.Code != "" {
-		e.Code = errs.Code(body.Error.Code)
+	var body api.Error
+	if json.Unmarshal(raw, &body) == nil && body.Error.Code != "" {
+		e.Code = body.Error.Code
 		e.Message = body.Error.Message
 		return e
 	}
 	// Not an hourglass error body: a proxy, or not an hourglass server.
-	e.Code = codeForStatus(resp.StatusCode)
+	e.Code = api.CodeForStatus(resp.StatusCode)
 	text := strings.TrimSpace(string(raw))
 	if len(text) > 200 {
 		text = text[:200] + "..."
@@ -143,25 +136,4 @@ func readError(resp *http.Response) error {
 		e.Message += ": " + text
 	}
 	return e
-}
-
-// codeForStatus maps a status to the code the API uses for it.
-func codeForStatus(status int) errs.Code {
-	switch status {
-	case http.StatusBadRequest:
-		return errs.InvalidArgument
-	case http.StatusUnauthorized, http.StatusForbidden:
-		return errs.Unauthenticated
-	case http.StatusNotFound:
-		return errs.NotFound
-	case http.StatusConflict:
-		return errs.FailedPrecondition
-	case http.StatusRequestEntityTooLarge:
-		return errs.TooLarge
-	case http.StatusTooManyRequests:
-		return errs.ResourceExhausted
-	case http.StatusServiceUnavailable, http.StatusBadGateway, http.StatusGatewayTimeout:
-		return errs.Unavailable
-	}
-	return errs.Internal
 }

@@ -2,6 +2,8 @@ package client
 
 import (
 	"context"
+	"fmt"
+	"github.com/hourglass-mq/hourglass/api"
 	"net/http"
 )
 
@@ -13,8 +15,12 @@ func (c *Client) Send(ctx context.Context, topic string, m Message) (Receipt, er
 	if err := required("topic", topic); err != nil {
 		return Receipt{}, err
 	}
+	in, err := m.wire()
+	if err != nil {
+		return Receipt{}, err
+	}
 	var r Receipt
-	err := c.do(ctx, http.MethodPost, "/v1"+path("topics", topic, "messages"), m, &r)
+	err = c.do(ctx, http.MethodPost, "/v1"+path("topics", topic, "messages"), in, &r)
 	return r, err
 }
 
@@ -24,12 +30,14 @@ func (c *Client) SendBatch(ctx context.Context, topic string, msgs []Message) ([
 	if err := required("topic", topic); err != nil {
 		return nil, err
 	}
-	in := struct {
-		Messages []Message `json:"messages"`
-	}{msgs}
-	var out struct {
-		Receipts []Receipt `json:"receipts"`
+	in := api.BatchRequest{Messages: make([]api.SendMessage, len(msgs))}
+	for i, m := range msgs {
+		var err error
+		if in.Messages[i], err = m.wire(); err != nil {
+			return nil, fmt.Errorf("message %d: %w", i, err)
+		}
 	}
+	var out api.BatchReceipts
 	err := c.do(ctx, http.MethodPost, "/v1"+path("topics", topic, "batch"), in, &out)
 	return out.Receipts, err
 }
@@ -75,10 +83,7 @@ func (c *Client) Reschedule(ctx context.Context, id string, w When, ifDue Millis
 	if err := w.validate(); err != nil {
 		return Rescheduled{}, err
 	}
-	in := struct {
-		deliveryJSON
-		IfDue Millis `json:"if_due,omitempty"`
-	}{w.wire(), ifDue}
+	in := api.RescheduleRequest{Delivery: w.wire(), IfDue: ifDue}
 	var out Rescheduled
 	err := c.do(ctx, http.MethodPost, "/v1"+path("messages", id, "reschedule"), in, &out)
 	return out, err

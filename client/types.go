@@ -4,27 +4,18 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/hourglass-mq/hourglass/api"
 	"time"
 	"unicode/utf8"
 )
 
 // Millis is an instant as Unix milliseconds, the API's wire format for
-// times. Zero means "not set" or "not known" where a field says so.
-type Millis int64
+// times (package api's). Zero means "not set" or "not known" where a
+// field says so.
+type Millis = api.Millis
 
 // MillisOf returns t as Millis.
-func MillisOf(t time.Time) Millis { return Millis(t.UnixMilli()) }
-
-// Time returns m as a time.Time (in the local zone).
-func (m Millis) Time() time.Time { return time.UnixMilli(int64(m)) }
-
-// String renders m in RFC 3339, UTC, with milliseconds; "-" for zero.
-func (m Millis) String() string {
-	if m == 0 {
-		return "-"
-	}
-	return m.Time().UTC().Format("2006-01-02T15:04:05.000Z07:00")
-}
+func MillisOf(t time.Time) Millis { return api.MillisOf(t) }
 
 // When says when a message becomes visible: at most one field set; the
 // zero value means now. Build one with After, AtTime or AtLevel.
@@ -69,21 +60,14 @@ func (w When) validate() error {
 	return nil
 }
 
-// deliveryJSON is the wire form of When, inlined in send and reschedule
-// requests.
-type deliveryJSON struct {
-	Delay string `json:"delay,omitempty"`
-	At    int64  `json:"at,omitempty"`
-	Level int    `json:"level,omitempty"`
-}
-
-func (w When) wire() deliveryJSON {
-	var d deliveryJSON
+// wire returns w in the API's form.
+func (w When) wire() api.Delivery {
+	var d api.Delivery
 	if w.Delay != 0 {
 		d.Delay = w.Delay.String()
 	}
 	if !w.At.IsZero() {
-		d.At = w.At.UnixMilli()
+		d.At = api.MillisOf(w.At)
 	}
 	d.Level = w.Level
 	return d
@@ -107,23 +91,12 @@ type Message struct {
 	When When
 }
 
-// messageJSON is the wire form of a Message.
-type messageJSON struct {
-	Key        string            `json:"key,omitempty"`
-	Tag        string            `json:"tag,omitempty"`
-	Group      string            `json:"group,omitempty"`
-	Properties map[string]string `json:"properties,omitempty"`
-	Body       *string           `json:"body,omitempty"`
-	BodyBase64 *string           `json:"body_base64,omitempty"`
-	deliveryJSON
-}
-
-// MarshalJSON encodes m in the API's send format.
-func (m Message) MarshalJSON() ([]byte, error) {
+// wire returns m in the API's send format.
+func (m Message) wire() (api.SendMessage, error) {
 	if err := m.When.validate(); err != nil {
-		return nil, err
+		return api.SendMessage{}, err
 	}
-	out := messageJSON{Key: m.Key, Tag: m.Tag, Group: m.Group, Properties: m.Properties, deliveryJSON: m.When.wire()}
+	out := api.SendMessage{Key: m.Key, Tag: m.Tag, Group: m.Group, Properties: m.Properties, Delivery: m.When.wire()}
 	if utf8.Valid(m.Body) {
 		s := string(m.Body)
 		out.Body = &s
@@ -131,82 +104,77 @@ func (m Message) MarshalJSON() ([]byte, error) {
 		s := base64.StdEncoding.EncodeToString(m.Body)
 		out.BodyBase64 = &s
 	}
-	return json.Marshal(out)
+	return out, nil
+}
+
+// MarshalJSON encodes m in the API's send format.
+func (m Message) MarshalJSON() ([]byte, error) {
+	w, err := m.wire()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(w)
 }
 
 // Receipt is what a send returns: the message's ID (to inspect, cancel or
 // reschedule it) and when it will become visible.
-type Receipt struct {
-	ID    string `json:"id"`
-	Topic string `json:"topic"`
-	Queue int    `json:"queue"`
-	// Due is when the message becomes visible.
-	Due Millis `json:"due"`
-	// DueTime is Due in RFC 3339, as the broker rendered it.
-	DueTime string `json:"due_time,omitempty"`
-}
+type Receipt = api.Receipt
 
 // State is where a message is in its life.
-type State string
+type State = api.State
 
-// The states Inspect reports.
+// The states Inspect reports (see package api).
 const (
-	// StatePending: waiting for its due time; can be cancelled or rescheduled.
-	StatePending State = "pending"
-	// StateDue: due, queued for dispatch (a herd is spread at the
-	// dispatch rate); can no longer be cancelled.
-	StateDue State = "due"
-	// StateVisible: in its topic queue, available to consumers.
-	StateVisible State = "visible"
-	// StateCancelled: cancelled before it fell due; never delivered.
-	StateCancelled State = "cancelled"
+	StatePending   = api.StatePending
+	StateDue       = api.StateDue
+	StateVisible   = api.StateVisible
+	StateCancelled = api.StateCancelled
 )
 
 // Info describes a message: where it is and when it fires.
-type Info struct {
-	ID    string `json:"id"`
-	State State  `json:"state"`
-	Topic string `json:"topic"`
-	Queue int    `json:"queue"`
-	Key   string `json:"key,omitempty"`
-	Tag   string `json:"tag,omitempty"`
-	// Due is the delivery time after any reschedule.
-	Due     Millis `json:"due"`
-	DueTime string `json:"due_time,omitempty"`
-	// Sent is when the broker accepted the message.
-	Sent Millis `json:"sent"`
-	// Visible is when it became visible, 0 when not (yet) known.
-	Visible    Millis            `json:"visible"`
-	BodyBytes  int               `json:"body_bytes"`
-	Properties map[string]string `json:"properties,omitempty"`
-}
+type Info = api.MessageInfo
 
 // Rescheduled is what Reschedule returns.
-type Rescheduled struct {
-	ID      string `json:"id"`
-	Due     Millis `json:"due"`
-	DueTime string `json:"due_time,omitempty"`
-}
+type Rescheduled = api.Rescheduled
 
 // TopicConfig configures a new topic; zero fields take the broker's defaults.
-type TopicConfig struct {
-	// Queues is the number of queues (default: the broker's -default-queues).
-	Queues int `json:"queues,omitempty"`
-	// FIFO hands out the messages of one message group one at a time, in
-	// send order.
-	FIFO bool `json:"fifo,omitempty"`
-}
+type TopicConfig = api.TopicConfig
 
 // TopicInfo describes a topic.
 type TopicInfo struct {
-	Name   string `json:"name"`
-	Queues int    `json:"queues"`
-	FIFO   bool   `json:"fifo"`
+	Name   string
+	Queues int
+	FIFO   bool
 	// Pending is the number of messages waiting for their due time.
-	Pending int64 `json:"pending"`
+	Pending int64
 	// Visible is the number of messages that became visible, ever.
-	Visible uint64      `json:"visible"`
-	Groups  []GroupInfo `json:"groups"`
+	Visible uint64
+	Groups  []GroupInfo
+}
+
+// MarshalJSON encodes t in the API's format.
+func (t TopicInfo) MarshalJSON() ([]byte, error) {
+	w := api.Topic{Name: t.Name, Queues: t.Queues, FIFO: t.FIFO, Pending: t.Pending, Visible: t.Visible, Groups: make([]api.Group, len(t.Groups))}
+	for i, g := range t.Groups {
+		w.Groups[i] = g.wire()
+	}
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON decodes the API's format.
+func (t *TopicInfo) UnmarshalJSON(b []byte) error {
+	return unmarshalVia(b, t, topicInfoOf)
+}
+
+func topicInfoOf(w api.Topic) (TopicInfo, error) {
+	t := TopicInfo{Name: w.Name, Queues: w.Queues, FIFO: w.FIFO, Pending: w.Pending, Visible: w.Visible, Groups: make([]GroupInfo, len(w.Groups))}
+	for i, g := range w.Groups {
+		var err error
+		if t.Groups[i], err = groupInfoOf(g); err != nil {
+			return TopicInfo{}, err
+		}
+	}
+	return t, nil
 }
 
 // GroupConfig configures a consumer group; zero fields take the broker's
@@ -221,21 +189,8 @@ type GroupConfig struct {
 	BackoffMax  time.Duration
 }
 
-type groupConfigJSON struct {
-	MaxAttempts int    `json:"max_attempts,omitempty"`
-	BackoffBase string `json:"backoff_base,omitempty"`
-	BackoffMax  string `json:"backoff_max,omitempty"`
-}
-
-func (g GroupConfig) wire() groupConfigJSON {
-	out := groupConfigJSON{MaxAttempts: g.MaxAttempts}
-	if g.BackoffBase != 0 {
-		out.BackoffBase = g.BackoffBase.String()
-	}
-	if g.BackoffMax != 0 {
-		out.BackoffMax = g.BackoffMax.String()
-	}
-	return out
+func (g GroupConfig) wire() api.GroupConfig {
+	return api.GroupConfig{MaxAttempts: g.MaxAttempts, BackoffBase: durationString(g.BackoffBase), BackoffMax: durationString(g.BackoffMax)}
 }
 
 // GroupInfo describes a consumer group of a topic.
@@ -253,48 +208,48 @@ type GroupInfo struct {
 	DeadLetterTopic string
 }
 
-// groupJSON is the wire form of GroupInfo.
-type groupJSON struct {
-	Topic           string `json:"topic"`
-	Name            string `json:"name"`
-	MaxAttempts     int    `json:"max_attempts"`
-	BackoffBase     string `json:"backoff_base"`
-	BackoffMax      string `json:"backoff_max"`
-	Backlog         int64  `json:"backlog"`
-	InFlight        int64  `json:"in_flight"`
-	Delivered       uint64 `json:"delivered"`
-	Acked           uint64 `json:"acked"`
-	Redelivered     uint64 `json:"redelivered"`
-	DeadLettered    uint64 `json:"dead_lettered"`
-	DeadLetterTopic string `json:"dead_letter_topic"`
+// wire returns g in the API's form.
+func (g GroupInfo) wire() api.Group {
+	return api.Group{Topic: g.Topic, Name: g.Name, MaxAttempts: g.Config.MaxAttempts,
+		BackoffBase: g.Config.BackoffBase.String(), BackoffMax: g.Config.BackoffMax.String(),
+		Backlog: g.Backlog, InFlight: g.InFlight, Delivered: g.Delivered, Acked: g.Acked,
+		Redelivered: g.Redelivered, DeadLettered: g.DeadLettered, DeadLetterTopic: g.DeadLetterTopic}
 }
 
 // MarshalJSON encodes g in the API's format.
-func (g GroupInfo) MarshalJSON() ([]byte, error) {
-	return json.Marshal(groupJSON{Topic: g.Topic, Name: g.Name, MaxAttempts: g.Config.MaxAttempts,
-		BackoffBase: g.Config.BackoffBase.String(), BackoffMax: g.Config.BackoffMax.String(),
-		Backlog: g.Backlog, InFlight: g.InFlight, Delivered: g.Delivered, Acked: g.Acked,
-		Redelivered: g.Redelivered, DeadLettered: g.DeadLettered, DeadLetterTopic: g.DeadLetterTopic})
-}
+func (g GroupInfo) MarshalJSON() ([]byte, error) { return json.Marshal(g.wire()) }
 
 // UnmarshalJSON decodes the API's format.
 func (g *GroupInfo) UnmarshalJSON(b []byte) error {
-	var w groupJSON
+	return unmarshalVia(b, g, groupInfoOf)
+}
+
+// unmarshalVia decodes b as the wire type W and converts it into *dst;
+// dst is left alone on error.
+func unmarshalVia[W, T any](b []byte, dst *T, conv func(W) (T, error)) error {
+	var w W
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
+	out, err := conv(w)
+	if err == nil {
+		*dst = out
+	}
+	return err
+}
+
+func groupInfoOf(w api.Group) (GroupInfo, error) {
 	base, err := parseOptionalDuration("backoff_base", w.BackoffBase)
 	if err != nil {
-		return err
+		return GroupInfo{}, err
 	}
 	bmax, err := parseOptionalDuration("backoff_max", w.BackoffMax)
 	if err != nil {
-		return err
+		return GroupInfo{}, err
 	}
-	*g = GroupInfo{Topic: w.Topic, Name: w.Name, Config: GroupConfig{MaxAttempts: w.MaxAttempts, BackoffBase: base, BackoffMax: bmax},
+	return GroupInfo{Topic: w.Topic, Name: w.Name, Config: GroupConfig{MaxAttempts: w.MaxAttempts, BackoffBase: base, BackoffMax: bmax},
 		Backlog: w.Backlog, InFlight: w.InFlight, Delivered: w.Delivered, Acked: w.Acked,
-		Redelivered: w.Redelivered, DeadLettered: w.DeadLettered, DeadLetterTopic: w.DeadLetterTopic}
-	return nil
+		Redelivered: w.Redelivered, DeadLettered: w.DeadLettered, DeadLetterTopic: w.DeadLetterTopic}, nil
 }
 
 func parseOptionalDuration(field, s string) (time.Duration, error) {
@@ -320,10 +275,8 @@ type ReceiveOptions struct {
 	Wait time.Duration
 }
 
-type receiveJSON struct {
-	Max       int    `json:"max,omitempty"`
-	Invisible string `json:"invisible,omitempty"`
-	Wait      string `json:"wait,omitempty"`
+func (o ReceiveOptions) wire() api.ReceiveRequest {
+	return api.ReceiveRequest{Max: o.Max, Invisible: durationString(o.Invisible), Wait: durationString(o.Wait)}
 }
 
 // Received is a message leased by a Receive.
@@ -345,27 +298,10 @@ type Received struct {
 	Due, Visible Millis
 }
 
-// receivedJSON is the wire form of Received.
-type receivedJSON struct {
-	ID         string            `json:"id"`
-	Receipt    string            `json:"receipt"`
-	Attempt    int               `json:"attempt"`
-	Queue      int               `json:"queue"`
-	Offset     uint64            `json:"offset"`
-	Key        string            `json:"key,omitempty"`
-	Tag        string            `json:"tag,omitempty"`
-	Group      string            `json:"group,omitempty"`
-	Properties map[string]string `json:"properties,omitempty"`
-	Body       *string           `json:"body,omitempty"`
-	BodyBase64 string            `json:"body_base64"`
-	Due        Millis            `json:"due"`
-	Visible    Millis            `json:"visible"`
-}
-
 // MarshalJSON encodes r in the API's format (body when valid UTF-8, and
 // body_base64 always).
 func (r Received) MarshalJSON() ([]byte, error) {
-	w := receivedJSON{ID: r.ID, Receipt: r.Receipt, Attempt: r.Attempt, Queue: r.Queue, Offset: r.Offset,
+	w := api.ReceivedMessage{ID: r.ID, Receipt: r.Receipt, Attempt: r.Attempt, Queue: r.Queue, Offset: r.Offset,
 		Key: r.Key, Tag: r.Tag, Group: r.Group, Properties: r.Properties,
 		BodyBase64: base64.StdEncoding.EncodeToString(r.Body), Due: r.Due, Visible: r.Visible}
 	if utf8.Valid(r.Body) {
@@ -377,7 +313,7 @@ func (r Received) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes the API's format; body_base64 wins over body.
 func (r *Received) UnmarshalJSON(b []byte) error {
-	var w receivedJSON
+	var w api.ReceivedMessage
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
@@ -402,24 +338,4 @@ func (r Received) Lateness() time.Duration {
 }
 
 // Stats is the broker's engine-wide instrumentation.
-type Stats struct {
-	// Pending is the number of messages accepted and not yet visible or cancelled.
-	Pending int64 `json:"pending"`
-	// Counters since the data directory was created or the broker started
-	// (see the broker's metrics documentation).
-	Sent        uint64 `json:"sent"`
-	Fired       uint64 `json:"fired"`
-	Cancelled   uint64 `json:"cancelled"`
-	Rescheduled uint64 `json:"rescheduled"`
-	// LatenessCount is the number of lateness observations.
-	LatenessCount uint64 `json:"lateness_count"`
-	// LatenessP50Ms and LatenessP99Ms are lateness quantiles in ms (the
-	// upper bound of the histogram bucket holding them); nil when nothing
-	// was observed or the quantile is beyond the largest bucket.
-	LatenessP50Ms *float64 `json:"lateness_p50_ms"`
-	LatenessP99Ms *float64 `json:"lateness_p99_ms"`
-	// RecoverySeconds is how long the last startup recovery took.
-	RecoverySeconds float64 `json:"recovery_seconds"`
-	// ClockJumps counts detected wall-clock steps.
-	ClockJumps uint64 `json:"clock_jumps"`
-}
+type Stats = api.Stats

@@ -1,450 +1,261 @@
 package keyindex
 
 import (
-	"errors"
-	"fmt"
-	"math/rand/v2"
-	"strings"
-	"syscall"
+	"encoding/binary"
+	"hash/crc32"
+	"slices"
 	"testing"
 
 	"github.com/hourglass-mq/hourglass/vfs"
 )
 
-// open opens the index "keys.idx" in fs, which must succeed.
-func open(t *testing.T, fs vfs.FS, keep int64) *Index {
-	t.Helper()
-	x, err := Open(fs, "keys.idx", keep, 0, nil)
+// TestLatestWins: Get answers the greatest position wherever it stands:
+// memtable, frozen memtable, or a run, including a newer run holding a
+// smaller position than an older one (senders Put in lock order).
+func TestLatestWins(t *testing.T) {
+	fs := vfs.NewMem()
+	x := openAt(t, fs, nil)
+	x.Put(1, 100)
+	x.Put(2, 200)
+	x.Put(1, 50) // an earlier message whose Put came late: loses
+	wantGet(t, x, 1, 100)
+	checkpoint(t, x)
+	x.Put(2, 150) // smaller than the run's 200, in a newer run
+	x.Put(3, 300)
+	j, err := x.Prepare()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return x
-}
-
-// durable flushes and syncs x and returns the length a checkpoint records.
-func durable(t *testing.T, x *Index) int64 {
-	t.Helper()
-	if err := x.Flush(); err != nil {
+	x.Put(3, 310) // after Prepare: memtable, not the job's
+	wantGet(t, x, 2, 200)
+	wantGet(t, x, 3, 310)
+	st, err := x.Complete(j, j.Run())
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := x.Sync(); err != nil {
+	wantGet(t, x, 1, 100)
+	wantGet(t, x, 2, 200)
+	wantGet(t, x, 4, 0)
+	x.Close()
+	y := openAt(t, fs, st)
+	wantGet(t, y, 2, 200)
+	wantGet(t, y, 3, 300) // the Put after Prepare is the log's to replay
+}
+
+// TestFrozenReadable: between Prepare and Complete the frozen memtable
+// answers, and the run answers after.
+func TestFrozenReadable(t *testing.T) {
+	x := openAt(t, vfs.NewMem(), nil)
+	for i := range 1000 {
+		x.Put(spread(i), uint64(i+1))
+	}
+	j, err := x.Prepare()
+	if err != nil {
 		t.Fatal(err)
 	}
-	return x.Len()
+	if s := x.Stats(); s.Memtable != 1000 || s.Runs != 0 {
+		t.Fatalf("stats after prepare: %+v", s)
+	}
+	wantGet(t, x, spread(7), 8)
+	err = j.Run()
+	wantGet(t, x, spread(7), 8)
+	if _, err := x.Complete(j, err); err != nil {
+		t.Fatal(err)
+	}
+	if s := x.Stats(); s.Memtable != 0 || s.Runs != 1 || s.RunEntries != 1000 || s.IndexBytes != 8*4 {
+		t.Fatalf("stats after complete: %+v", s)
+	}
+	for i := range 1000 {
+		wantGet(t, x, spread(i), uint64(i+1))
+	}
 }
 
-// wantCorrupt fails unless err is an ErrCorrupt naming keys.idx and off.
-func wantCorrupt(t *testing.T, err error, off int64) {
-	t.Helper()
-	if !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("got %v, want ErrCorrupt", err)
-	}
-	if want := fmt.Sprintf("keys.idx at offset %d", off); !strings.Contains(err.Error(), want) {
-		t.Fatalf("error %q does not name %q", err, want)
+// TestPickMerge pins the merge policy.
+func TestPickMerge(t *testing.T) {
+	for _, c := range []struct {
+		sizes []uint64
+		fresh uint64
+		want  int
+	}{
+		{nil, 10, 0},
+		{[]uint64{100}, 10, 0},                          // 100 > 2*10
+		{[]uint64{20}, 10, 1},                           // 20 <= 2*10
+		{[]uint64{1000, 50, 20}, 10, 2},                 // 20, then 50 <= 2*30; 1000 > 160
+		{[]uint64{6e6, 5e5, 4e4, 3e3, 200, 100}, 10, 2}, // six runs: 100 must go, then 200 <= 2*110
+		{[]uint64{6e6, 5e5, 4e4, 3e3, 200}, 10, 0},
+	} {
+		if got := pickMerge(c.sizes, c.fresh); got != c.want {
+			t.Errorf("pickMerge(%v, %d) = %d, want %d", c.sizes, c.fresh, got, c.want)
+		}
 	}
 }
 
-func overwrite(t *testing.T, fs vfs.FS, p []byte, off int64) {
-	t.Helper()
-	f, err := fs.Open("keys.idx")
+// TestMergeKeepsRunsFew: many checkpoints leave at most maxRuns runs, one
+// entry per hash after a merge, every key answering its latest position.
+func TestMergeKeepsRunsFew(t *testing.T) {
+	fs := vfs.NewMem()
+	x := openAt(t, fs, nil)
+	model := map[uint64]uint64{}
+	pos := uint64(0)
+	var st []byte
+	for c := range 60 {
+		for i := range 100 {
+			pos++
+			h := spread((c*37 + i) % 1500) // keys repeat across checkpoints
+			x.Put(h, pos)
+			model[h] = pos
+		}
+		st = checkpoint(t, x)
+		if s := x.Stats(); s.Runs > maxRuns {
+			t.Fatalf("checkpoint %d: %d runs", c, s.Runs)
+		}
+		if n := len(runFiles(t, fs)); n != x.Stats().Runs {
+			t.Fatalf("checkpoint %d: %d files for %d runs", c, n, x.Stats().Runs)
+		}
+	}
+	if s := x.Stats(); s.RunEntries >= uint64(len(model))*2 {
+		t.Fatalf("%d entries for %d keys: merges keep superseded ones", s.RunEntries, len(model))
+	}
+	y := openAt(t, fs, st)
+	for h, p := range model {
+		wantGet(t, y, h, p)
+	}
+}
+
+// TestMinPosDropsAtMerge: entries below the minimum position are dropped
+// by the next merge that reads them; a merge that keeps nothing writes no
+// file.
+func TestMinPosDropsAtMerge(t *testing.T) {
+	fs := vfs.NewMem()
+	x := openAt(t, fs, nil)
+	x.Put(1, 10)
+	x.Put(2, 20)
+	checkpoint(t, x)
+	x.SetMinPos(15)
+	x.SetMinPos(5) // never lowers it
+	x.Put(3, 30)
+	checkpoint(t, x) // merges the first run (1 entry <= 2*1... 2 <= 2)
+	wantGet(t, x, 1, 0)
+	wantGet(t, x, 2, 20)
+	if s := x.Stats(); s.RunEntries != 2 || s.Runs != 1 {
+		t.Fatalf("stats %+v", s)
+	}
+	x.SetMinPos(100)
+	x.Put(4, 40)
+	st := checkpoint(t, x)
+	if s := x.Stats(); s.Runs != 0 || len(runFiles(t, fs)) != 0 {
+		t.Fatalf("all below min: stats %+v, files %v", s, runFiles(t, fs))
+	}
+	wantGet(t, openAt(t, fs, st), 2, 0)
+}
+
+// TestRunLayout pins the run file format drawn in the package doc.
+func TestRunLayout(t *testing.T) {
+	fs := vfs.NewMem()
+	x := openAt(t, fs, nil)
+	const n = blockEntries + 3
+	for i := range n {
+		x.Put(uint64(1000+i), uint64(5000+i))
+	}
+	st := checkpoint(t, x)
+	f, err := fs.Open(runName(dir, 1))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if _, err := f.WriteAt(p, off); err != nil {
+	if size, _ := f.Size(); size != 2*4096 {
+		t.Fatalf("size %d, want two blocks", size)
+	}
+	b := make([]byte, 2*4096)
+	if _, err := f.ReadAt(b, 0); err != nil {
 		t.Fatal(err)
 	}
+	le := binary.LittleEndian
+	table := crc32.MakeTable(crc32.Castagnoli)
+	sum := uint32(0x6b657973)
+	for blk, count := range []int{255, 3} {
+		p := b[blk*4096:]
+		if le.Uint64(p[0:]) != uint64(1000+255*blk) || le.Uint64(p[8:]) != uint64(5000+255*blk) {
+			t.Fatalf("block %d: first entry not at offset 0", blk)
+		}
+		if int(le.Uint32(p[4080:])) != count || le.Uint64(p[4084:]) != 0 {
+			t.Fatalf("block %d: trailer %x", blk, p[4080:4092])
+		}
+		if count < 255 && slices.ContainsFunc(p[count*16:4080], func(c byte) bool { return c != 0 }) {
+			t.Fatalf("block %d: unused slots not zero", blk)
+		}
+		var seed [16]byte
+		le.PutUint64(seed[0:], 1) // seq
+		le.PutUint64(seed[8:], uint64(blk))
+		want := crc32.Update(crc32.Update(0x6b657973, table, seed[:]), table, p[:4092])
+		if got := le.Uint32(p[4092:]); got != want {
+			t.Fatalf("block %d: check %08x, want %08x", blk, got, want)
+		}
+		sum = crc32.Update(sum, table, p[4092:4096])
+	}
+	s, err := decodeState(st)
+	if err != nil || len(s.runs) != 1 || s.runs[0] != (runMeta{seq: 1, entries: n, sum: sum}) || s.nextSeq != 2 {
+		t.Fatalf("state %+v %v, want run 1 of %d entries, sum %08x", s, err, n, sum)
+	}
 }
 
-func TestPutGetReopen(t *testing.T) {
+// TestStateLayout pins the state format drawn in the package doc.
+func TestStateLayout(t *testing.T) {
+	b := encodeState(state{nextSeq: 9, runs: []runMeta{{seq: 3, entries: 7, sum: 0xabcd}}})
+	le := binary.LittleEndian
+	if len(b) != 20+24+4 || string(b[:4]) != "kixs" || le.Uint16(b[4:]) != 1 || le.Uint64(b[8:]) != 9 ||
+		le.Uint32(b[16:]) != 1 || le.Uint64(b[20:]) != 3 || le.Uint64(b[28:]) != 7 || le.Uint32(b[36:]) != 0xabcd {
+		t.Fatalf("state bytes %x", b)
+	}
+	want := crc32.Update(0x6b657973, crc32.MakeTable(crc32.Castagnoli), b[:44])
+	if le.Uint32(b[44:]) != want {
+		t.Fatal("state check is not CRC-32C from checkSeed")
+	}
+}
+
+// TestReset empties the index; the old files stay until a Release.
+func TestReset(t *testing.T) {
 	fs := vfs.NewMem()
-	x := open(t, fs, 0)
-	x.Put(1, 100)
-	x.Put(2, 200)
-	x.Put(1, 300)
-	if p, ok := x.Get(1); !ok || p != 300 {
-		t.Fatalf("get 1: %d %v", p, ok)
-	}
-	if _, ok := x.Get(3); ok {
-		t.Fatal("get of a key never put")
-	}
-	if x.Unwritten() != 3 || x.Len() != 0 {
-		t.Fatalf("unwritten %d, len %d before flush", x.Unwritten(), x.Len())
-	}
-	keep := durable(t, x)
-	if keep != 3*EntrySize || x.Unwritten() != 0 {
-		t.Fatalf("len %d, unwritten %d after flush", keep, x.Unwritten())
-	}
-	x.Put(2, 400) // after the checkpoint: cut at recovery
-	durable(t, x)
-	x.Close()
-	y := open(t, fs.Crash(nil), keep)
-	if p, _ := y.Get(1); p != 300 {
-		t.Fatalf("after reopen, key 1 at %d", p)
-	}
-	if p, _ := y.Get(2); p != 200 || y.Len() != keep || y.Keys() != 2 {
-		t.Fatalf("after reopen, key 2 at %d, len %d, %d keys", p, y.Len(), y.Keys())
-	}
-}
-
-func TestZeroEntryFails(t *testing.T) {
-	var zero [EntrySize]byte
-	if _, _, ok := parseEntry(zero[:]); ok {
-		t.Fatal("an all-zero entry passes its check")
-	}
-	fs := vfs.NewMem()
-	x := open(t, fs, 0)
-	x.Put(1, 1)
-	x.Put(2, 2)
-	keep := durable(t, x)
-	overwrite(t, fs, zero[:], EntrySize)
-	_, err := Open(fs, "keys.idx", keep, 0, nil)
-	wantCorrupt(t, err, EntrySize)
-}
-
-// Every single-bit flip of an entry, the reserved field included, is
-// caught.
-func TestBitFlipsDetected(t *testing.T) {
-	e := appendEntry(nil, 0x0123456789abcdef, 1<<40)
-	if h, p, ok := parseEntry(e); !ok || h != 0x0123456789abcdef || p != 1<<40 {
-		t.Fatalf("round trip: %x %d %v", h, p, ok)
-	}
-	for bit := 0; bit < EntrySize*8; bit++ {
-		f := append([]byte(nil), e...)
-		f[bit/8] ^= 1 << (bit % 8)
-		if _, _, ok := parseEntry(f); ok {
-			t.Fatalf("flip of bit %d passes", bit)
-		}
-	}
-	// And Open refuses a flipped entry inside the checkpointed length.
-	fs := vfs.NewMem()
-	x := open(t, fs, 0)
-	for i := uint64(0); i < 5; i++ {
-		x.Put(i, i)
-	}
-	keep := durable(t, x)
-	overwrite(t, fs, []byte{0x40}, 3*EntrySize+9)
-	_, err := Open(fs, "keys.idx", keep, 0, nil)
-	wantCorrupt(t, err, 3*EntrySize)
-}
-
-// Positions grow in log order, so the greatest wins whatever order Puts
-// arrive in, live, after a flush and reopen, and with a partly cut file.
-func TestLatestPositionWinsAnyOrder(t *testing.T) {
-	rng := rand.New(rand.NewPCG(7, 11))
-	for round := 0; round < 200; round++ {
-		type put struct{ h, pos uint64 }
-		var puts []put
-		want := map[uint64]uint64{}
-		for i := 0; i < 1+rng.IntN(60); i++ {
-			p := put{h: rng.Uint64N(5), pos: rng.Uint64N(1000)}
-			puts = append(puts, p)
-			want[p.h] = max(want[p.h], p.pos)
-		}
-		rng.Shuffle(len(puts), func(i, j int) { puts[i], puts[j] = puts[j], puts[i] })
-		fs := vfs.NewMem()
-		x := open(t, fs, 0)
-		for i, p := range puts {
-			x.Put(p.h, p.pos)
-			if rng.IntN(4) == 0 || i == len(puts)-1 {
-				durable(t, x)
-			}
-		}
-		y := open(t, fs.Crash(nil), x.Len())
-		for _, idx := range []*Index{x, y} {
-			if idx.Keys() != len(want) {
-				t.Fatalf("round %d: %d keys, want %d", round, idx.Keys(), len(want))
-			}
-			for h, pos := range want {
-				if got, ok := idx.Get(h); !ok || got != pos {
-					t.Fatalf("round %d: key %d at %d, want %d (puts %v)", round, h, got, pos, puts)
-				}
-			}
-		}
-	}
-}
-
-// Concurrent Puts, as concurrent senders make them after their shared
-// append, leave the greatest position, while Flush, Sync, Get and Len run
-// alongside (the race detector checks the locking).
-func TestConcurrentPutsLatestWins(t *testing.T) {
-	fs := vfs.NewMem()
-	x := open(t, fs, 0)
-	stop, synced := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(synced)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if err := x.Sync(); err != nil {
-				t.Error(err)
-			}
-			x.Get(3)
-			x.Len()
-		}
-	}()
-	done := make(chan struct{})
-	for g := uint64(0); g < 8; g++ {
-		go func() {
-			defer func() { done <- struct{}{} }()
-			for i := uint64(0); i < 1000; i++ {
-				x.Put(i%10, 1+i*8+g)
-				if i%100 == 0 {
-					if err := x.Flush(); err != nil {
-						t.Error(err)
-					}
-				}
-			}
-		}()
-	}
-	for range 8 {
-		<-done
-	}
-	close(stop)
-	<-synced
-	keep := durable(t, x)
-	y := open(t, fs.Crash(nil), keep)
-	for h := uint64(0); h < 10; h++ {
-		want := 1 + (990+h)*8 + 7
-		if got, _ := x.Get(h); got != want {
-			t.Fatalf("key %d at %d, want %d", h, got, want)
-		}
-		if got, _ := y.Get(h); got != want {
-			t.Fatalf("after a crash, key %d at %d, want %d", h, got, want)
-		}
-	}
-}
-
-func TestMissingOrShortFileRefused(t *testing.T) {
-	fs := vfs.NewMem()
-	x := open(t, fs, 0)
-	x.Put(1, 1)
-	x.Put(2, 2)
-	keep := durable(t, x)
-	x.Close()
-	f, _ := fs.Open("keys.idx")
-	f.Truncate(keep - 3)
-	f.Close()
-	_, err := Open(fs, "keys.idx", keep, 0, nil)
-	wantCorrupt(t, err, keep-3)
-	fs.Remove("keys.idx")
-	_, err = Open(fs, "keys.idx", keep, 0, nil)
-	wantCorrupt(t, err, 0)
-	_, err = Open(fs, "keys.idx", EntrySize+1, 0, nil)
-	wantCorrupt(t, err, 0)
-	// With nothing recorded, a missing file is created, durably.
-	open(t, fs, 0)
-	if _, err := fs.Crash(nil).Open("keys.idx"); err != nil {
-		t.Fatalf("created index not durable: %v", err)
-	}
-}
-
-// Bytes beyond the recorded length are cut, whatever they hold.
-func TestTailBeyondKeepCut(t *testing.T) {
-	fs := vfs.NewMem()
-	x := open(t, fs, 0)
+	x := openAt(t, fs, nil)
 	x.Put(1, 10)
-	keep := durable(t, x)
-	x.Put(1, 20)
-	durable(t, x)
-	overwrite(t, fs, make([]byte, 30), x.Len()) // zeroed, torn
-	y := open(t, fs, keep)
-	if p, _ := y.Get(1); p != 10 || y.Len() != keep {
-		t.Fatalf("key 1 at %d, len %d", p, y.Len())
-	}
-	if f, _ := fs.Open("keys.idx"); f != nil {
-		if n, _ := f.Size(); n != keep {
-			t.Fatalf("file is %d bytes after open, want %d", n, keep)
-		}
-		f.Close()
-	}
-}
-
-// Retention: a key whose latest message is below the log's start is gone,
-// live and at Open, the same way, even when an older message of the key
-// was moved above it by compaction.
-func TestDropBeforeMatchesOpen(t *testing.T) {
-	moved := map[uint64]uint64{5: 900} // compaction moved message 5 to 900
-	phys := func(p uint64) uint64 {
-		if q, ok := moved[p]; ok {
-			return q
-		}
-		return p
-	}
-	fs := vfs.NewMem()
-	x, err := Open(fs, "keys.idx", 0, 0, phys)
-	if err != nil {
-		t.Fatal(err)
-	}
-	x.Put(1, 5)   // key 1: old message, moved above the cut
-	x.Put(1, 50)  // key 1: latest, below the cut
-	x.Put(2, 60)  // key 2: below the cut
-	x.Put(3, 700) // key 3: above
-	keep := durable(t, x)
-	if n := x.DropBefore(500); n != 2 {
-		t.Fatalf("dropped %d keys, want 2", n)
-	}
-	y, err := Open(fs, "keys.idx", keep, 500, phys)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, idx := range []*Index{x, y} {
-		_, ok1 := idx.Get(1)
-		_, ok2 := idx.Get(2)
-		p3, ok3 := idx.Get(3)
-		if ok1 || ok2 || !ok3 || p3 != 700 || idx.Keys() != 1 {
-			t.Fatalf("after retention: %v %v %d %v, %d keys", ok1, ok2, p3, ok3, idx.Keys())
-		}
-	}
-}
-
-func TestResetEmpties(t *testing.T) {
-	fs := vfs.NewMem()
-	x := open(t, fs, 0)
-	x.Put(1, 1)
-	durable(t, x)
-	x.Put(2, 2)
+	old := checkpoint(t, x)
+	x.Put(2, 20)
 	if err := x.Reset(); err != nil {
 		t.Fatal(err)
 	}
-	if x.Keys() != 0 || x.Len() != 0 || x.Unwritten() != 0 {
-		t.Fatalf("after reset: %d keys, len %d, unwritten %d", x.Keys(), x.Len(), x.Unwritten())
-	}
-	x.Put(3, 3)
-	keep := durable(t, x)
-	y := open(t, fs.Crash(nil), keep)
-	if _, ok := y.Get(1); ok || y.Keys() != 1 {
-		t.Fatalf("after reset and crash: %d keys", y.Keys())
-	}
-}
-
-// I/O errors are returned as themselves, never read as an empty index; a
-// failed Flush keeps its entries for the next one, in order.
-func TestIOErrorsSurface(t *testing.T) {
-	ffs := vfs.NewFaulty(vfs.NewMem())
-	x := open(t, ffs, 0)
-	x.Put(1, 1)
-	keep := durable(t, x)
-	x.Put(2, 2)
-	ffs.FailAfter(vfs.OpWrite, 0, syscall.ENOSPC)
-	if err := x.Flush(); !errors.Is(err, syscall.ENOSPC) {
-		t.Fatalf("flush on a full disk: %v", err)
-	}
-	x.Put(3, 3)
-	if err := x.Flush(); err == nil || x.Unwritten() != 2 || x.Len() != keep {
-		t.Fatalf("second flush on a full disk: %v, unwritten %d, len %d", err, x.Unwritten(), x.Len())
-	}
-	ffs.Inject(nil)
-	all := durable(t, x)
-	if all != 3*EntrySize || x.Unwritten() != 0 {
-		t.Fatalf("after space is back: len %d, unwritten %d", all, x.Unwritten())
-	}
-	for _, op := range []vfs.Op{vfs.OpOpen, vfs.OpRead, vfs.OpTruncate} {
-		ffs.FailAfter(op, 0, syscall.EIO)
-		_, err := Open(ffs, "keys.idx", EntrySize, 0, nil) // truncate: cuts 2 entries
-		ffs.Inject(nil)
-		if !errors.Is(err, syscall.EIO) || errors.Is(err, ErrCorrupt) {
-			t.Fatalf("open with failing %v: %v, want EIO", op, err)
-		}
-	}
-	ffs.FailAfter(vfs.OpTruncate, 0, syscall.EIO)
-	if err := x.Reset(); !errors.Is(err, syscall.EIO) || x.Keys() != 3 {
-		t.Fatalf("reset with failing truncate: %v, %d keys", err, x.Keys())
-	}
-	ffs.Inject(nil)
-	// A missing directory is not an empty index either.
-	if _, err := Open(ffs, "no/such/dir/keys.idx", 0, 0, nil); err == nil {
-		t.Fatal("open in a missing directory succeeded")
-	}
-}
-
-// A failed fsync may drop the pages it was to write (Linux), so a later
-// Sync that succeeds proves nothing: Sync failure is final, and what it
-// failed to make durable is never vouched for by a later Len.
-func TestSyncFailureIsFinal(t *testing.T) {
-	mem := vfs.NewMem()
-	ffs := vfs.NewFaulty(mem)
-	x := open(t, ffs, 0)
-	x.Put(1, 1)
-	keep := durable(t, x)
-	x.Put(2, 2)
-	if err := x.Flush(); err != nil {
+	wantGet(t, x, 1, 0)
+	wantGet(t, x, 2, 0)
+	x.Put(3, 30)
+	st, j := complete(t, x)
+	openAt(t, fs.Clone(), old) // the last durable state still opens
+	if err := x.Release(j); err != nil {
 		t.Fatal(err)
 	}
-	ffs.FailAfter(vfs.OpSync, 0, syscall.EIO)
-	err := x.Sync()
-	ffs.Inject(nil)
-	if !errors.Is(err, ErrSyncFailed) || !errors.Is(err, syscall.EIO) {
-		t.Fatalf("failed sync: %v", err)
+	if files := runFiles(t, fs); len(files) != 1 {
+		t.Fatalf("files after release: %v", files)
 	}
-	x.Put(3, 3)
-	if err := x.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if err := x.Sync(); !errors.Is(err, ErrSyncFailed) {
-		t.Fatalf("sync after a failed one: %v, want ErrSyncFailed", err)
-	}
-	// What a retry would have vouched for is not on disk: the dropped
-	// entry is gone after a power loss, and recovery from the last good
-	// length is whole.
-	img := mem.Crash(nil)
-	if y, err := Open(img, "keys.idx", 3*EntrySize, 0, nil); err == nil {
-		t.Fatalf("the length after the failed sync verified (%d keys): the model dropped nothing", y.Keys())
-	}
-	y := open(t, img, keep)
-	if p, ok := y.Get(1); !ok || p != 1 || y.Keys() != 1 {
-		t.Fatalf("recovery from the last good checkpoint: %d %v, %d keys", p, ok, y.Keys())
-	}
-	// Reset starts a file that can be vouched for again.
-	if err := x.Reset(); err != nil {
-		t.Fatal(err)
-	}
-	x.Put(4, 4)
-	keep = durable(t, x)
-	if y := open(t, mem.Crash(nil), keep); y.Keys() != 1 {
-		t.Fatalf("after reset: %d keys", y.Keys())
-	}
+	y := openAt(t, fs, st)
+	wantGet(t, y, 1, 0)
+	wantGet(t, y, 3, 30)
 }
 
-// DropBefore gives memory back: after most keys go, the map is a new,
-// smaller one, and what remains is intact.
-func TestDropBeforeShrinks(t *testing.T) {
-	x := open(t, vfs.NewMem(), 0)
-	for i := uint64(0); i < 10000; i++ {
-		x.Put(i, i)
-	}
-	before := x.mu.m
-	if n := x.DropBefore(9000); n != 9000 {
-		t.Fatalf("dropped %d", n)
-	}
-	x.mu.Lock()
-	same := fmt.Sprintf("%p", x.mu.m) == fmt.Sprintf("%p", before)
-	x.mu.Unlock()
-	if same || x.Keys() != 1000 {
-		t.Fatalf("map not remade (%v) or %d keys", same, x.Keys())
-	}
-	if p, ok := x.Get(9500); !ok || p != 9500 {
-		t.Fatalf("key 9500: %d %v", p, ok)
-	}
-}
-
-// The format says the greatest position wins wherever it stands in the
-// file. Put writes a hash's entries in increasing order, so only a file
-// written otherwise (by another writer, or an older version) shows it.
-func TestOpenGreatestWinsWhereverItStands(t *testing.T) {
-	fs := vfs.NewMem()
-	f, err := fs.Create("keys.idx")
+// TestBusy: one job at a time.
+func TestBusy(t *testing.T) {
+	x := openAt(t, vfs.NewMem(), nil)
+	j, err := x.Prepare()
 	if err != nil {
 		t.Fatal(err)
 	}
-	data := appendEntry(appendEntry(appendEntry(nil, 1, 20), 1, 10), 2, 5)
-	f.WriteAt(data, 0)
-	f.Close()
-	x := open(t, fs, int64(len(data)))
-	if p, _ := x.Get(1); p != 20 {
-		t.Fatalf("key 1 at %d, want 20", p)
+	if _, err := x.Prepare(); err != ErrBusy {
+		t.Fatalf("second prepare: %v", err)
+	}
+	if err := x.Reset(); err != ErrBusy {
+		t.Fatalf("reset during a job: %v", err)
+	}
+	if _, err := x.Complete(j, nil); err == nil {
+		t.Fatal("complete of a job that did not run succeeded")
+	}
+	if _, err := x.Complete(j, nil); err == nil {
+		t.Fatal("second complete succeeded")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/hourglass-mq/hourglass/api"
 	"io"
 	"log/slog"
 	"net/http"
@@ -57,7 +58,7 @@ func (e engineBackend) receive(ctx context.Context, topic string, max int, wait 
 	got, err := e.eng.Receive(ctx, engine.ReceiveRequest{Topic: topic, Group: "bench", Max: max, Wait: wait})
 	rs, due := make([]string, len(got)), make([]int64, len(got))
 	for i, m := range got {
-		rs[i], due[i] = m.Receipt, m.Due
+		rs[i], due[i] = m.Receipt, int64(m.Due)
 	}
 	return rs, due, err
 }
@@ -97,21 +98,21 @@ func (h httpBackend) post(ctx context.Context, path string, in, out any) error {
 }
 
 func (h httpBackend) sendBatch(ctx context.Context, topic string, n int, delay func(int) time.Duration) error {
-	msgs := make([]sendJSON, n)
+	msgs := make([]api.SendMessage, n)
 	for i := range msgs {
 		b := body256
-		msgs[i] = sendJSON{Body: &b}
+		msgs[i] = api.SendMessage{Body: &b}
 		if d := delay(i); d > 0 {
 			msgs[i].Delay = d.String()
 		}
 	}
-	var out batchReceiptsJSON
-	return h.post(ctx, "/v1/topics/"+topic+"/batch", batchJSON{Messages: msgs}, &out)
+	var out api.BatchReceipts
+	return h.post(ctx, "/v1/topics/"+topic+"/batch", api.BatchRequest{Messages: msgs}, &out)
 }
 
 func (h httpBackend) receive(ctx context.Context, topic string, max int, wait time.Duration) ([]string, []int64, error) {
-	var out messagesJSON
-	in := receiveJSON{Max: max}
+	var out api.ReceiveResponse
+	in := api.ReceiveRequest{Max: max}
 	if wait > 0 {
 		in.Wait = wait.String()
 	}
@@ -120,14 +121,14 @@ func (h httpBackend) receive(ctx context.Context, topic string, max int, wait ti
 	}
 	rs, due := make([]string, len(out.Messages)), make([]int64, len(out.Messages))
 	for i, m := range out.Messages {
-		rs[i], due[i] = m.Receipt, m.Due
+		rs[i], due[i] = m.Receipt, int64(m.Due)
 	}
 	return rs, due, nil
 }
 
 func (h httpBackend) ack(ctx context.Context, topic string, receipts []string) error {
-	var out ackedJSON
-	return h.post(ctx, "/v1/topics/"+topic+"/groups/bench/ack", ackJSON{Receipts: receipts}, &out)
+	var out api.AckResponse
+	return h.post(ctx, "/v1/topics/"+topic+"/groups/bench/ack", api.AckRequest{Receipts: receipts}, &out)
 }
 
 // benchBackends opens an engine on a real directory and yields it both

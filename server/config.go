@@ -16,7 +16,6 @@ import (
 
 	"github.com/hourglass-mq/hourglass/commitlog"
 	"github.com/hourglass-mq/hourglass/engine"
-	"github.com/hourglass-mq/hourglass/message"
 )
 
 // Config is every setting of a hourglass server. Each field is also a
@@ -140,25 +139,32 @@ type Config struct {
 	cmdline map[string]bool
 }
 
-// DefaultConfig returns the defaults.
+// DefaultConfig returns the defaults. Those of engine settings are the
+// engine's own (engine.NewOptions), so that the two cannot disagree; the
+// server restates only its own (listening, HTTP limits, logging).
 func DefaultConfig() Config {
+	eng := engine.NewOptions("")
+	flush := "sync"
+	if eng.Flush == commitlog.FlushAsync {
+		flush = "async"
+	}
 	return Config{
 		DataDir:            "./hourglass-data",
 		Listen:             "127.0.0.1:7070",
-		Flush:              "sync",
-		FlushInterval:      10 * time.Millisecond,
-		SegmentBytes:       64 << 20,
-		MaxBodyBytes:       4 << 20,
-		MaxDelay:           400 * 24 * time.Hour,
-		DelayLevels:        append([]time.Duration(nil), message.DefaultDelayLevels...),
-		DefaultQueues:      4,
-		AutoCreateTopics:   true,
-		MaxTopics:          10000,
-		MaxBatch:           1000,
+		Flush:              flush,
+		FlushInterval:      eng.FlushInterval,
+		SegmentBytes:       eng.SegmentBytes,
+		MaxBodyBytes:       int64(eng.Limits.MaxBodyBytes),
+		MaxDelay:           eng.Limits.MaxDelay,
+		DelayLevels:        append([]time.Duration(nil), eng.Limits.DelayLevels...),
+		DefaultQueues:      eng.DefaultQueues,
+		AutoCreateTopics:   !eng.NoAutoCreate,
+		MaxTopics:          eng.MaxTopics,
+		MaxBatch:           eng.MaxBatch,
 		MaxRequestBytes:    8 << 20,
-		DispatchRate:       200000,
-		CheckpointInterval: 5 * time.Second,
-		Retention:          72 * time.Hour,
+		DispatchRate:       eng.DispatchRate,
+		CheckpointInterval: eng.CheckpointInterval,
+		Retention:          eng.Retention,
 		ReadHeaderTimeout:  10 * time.Second,
 		ReadTimeout:        time.Minute,
 		WriteTimeout:       time.Minute,
@@ -395,8 +401,8 @@ func (c Config) Validate() error {
 			bad("-delay-levels: level %d is %v; levels must be positive and at most -max-delay %v", i+1, d, c.MaxDelay)
 		}
 	}
-	if c.DefaultQueues < 1 || c.DefaultQueues > 256 {
-		bad("-default-queues %d is not in [1, 256]", c.DefaultQueues)
+	if maxQ := engine.NewOptions("").MaxQueues; c.DefaultQueues < 1 || c.DefaultQueues > maxQ {
+		bad("-default-queues %d is not in [1, %d]", c.DefaultQueues, maxQ)
 	}
 	if c.MaxTopics < 1 {
 		bad("-max-topics %d must be positive", c.MaxTopics)

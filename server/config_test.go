@@ -2,6 +2,7 @@ package server
 
 import (
 	"flag"
+	"github.com/hourglass-mq/hourglass/engine"
 	"io"
 	"os"
 	"path/filepath"
@@ -175,5 +176,18 @@ func TestFlagsHelp(t *testing.T) {
 	}
 	if c.AutoCreateTopics || c.MaxBodyBytes != 2<<20 {
 		t.Fatalf("flags not applied: %+v", c)
+	}
+}
+
+// TestDefaultsAreTheEngines: the server's defaults for engine settings map
+// onto exactly the engine's own defaults, so that running the broker
+// without flags and opening the engine without options mean the same.
+func TestDefaultsAreTheEngines(t *testing.T) {
+	c := DefaultConfig()
+	c.DataDir = "d"
+	got, want := c.EngineOptions(nil), engine.NewOptions("d")
+	got.Clock, want.Clock, got.Logger, want.Logger = nil, nil, nil, nil
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("server defaults give engine options\n%+v\nthe engine's defaults are\n%+v", got, want)
 	}
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/hourglass-mq/hourglass/api"
 	"net/http"
 	"strconv"
 	"strings"
@@ -20,7 +21,7 @@ func TestBadInput(t *testing.T) {
 	}))
 	ts.call("PUT", "/v1/topics/t", nil, http.StatusCreated, nil)
 	ts.call("PUT", "/v1/topics/t/groups/g", nil, http.StatusCreated, nil)
-	var rc receiptJSON
+	var rc api.Receipt
 	ts.call("POST", "/v1/topics/t/messages", `{"body":"x","delay":"1h"}`, http.StatusOK, &rc)
 	farFuture := time.Now().Add(48 * time.Hour).UnixMilli()
 
@@ -114,14 +115,14 @@ func TestUnknownTopicWithoutAutoCreate(t *testing.T) {
 
 	// Dead-lettering creates the dead-letter topic even with auto-create off.
 	ts.call("PUT", "/v1/topics/nope/groups/g", `{"max_attempts":1}`, http.StatusCreated, nil)
-	var got []receivedJSON
+	var got []api.ReceivedMessage
 	eventually(t, 10*time.Second, "delivery", func() bool {
 		got = ts.receive("nope", "g", nil)
 		return len(got) > 0
 	})
 	ts.call("POST", "/v1/topics/nope/groups/g/nack", map[string]any{"receipt": got[0].Receipt}, http.StatusOK, nil)
 	eventually(t, 10*time.Second, "dead-lettering", func() bool {
-		var gl groupsJSON
+		var gl api.GroupList
 		ts.call("GET", "/v1/topics/nope/groups", nil, http.StatusOK, &gl)
 		return gl.Groups[0].DeadLettered == 1
 	})

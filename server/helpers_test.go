@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/hourglass-mq/hourglass/api"
 	"io"
 	"log/slog"
 	"net/http"
@@ -85,13 +86,13 @@ type response struct {
 
 // errorCode returns the "code" of an error body, or "".
 func (r response) errorCode() string {
-	var e errorJSON
+	var e api.Error
 	json.Unmarshal(r.body, &e)
-	return e.Error.Code
+	return string(e.Error.Code)
 }
 
 func (r response) errorMessage() string {
-	var e errorJSON
+	var e api.Error
 	json.Unmarshal(r.body, &e)
 	return e.Error.Message
 }

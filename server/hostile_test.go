@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"github.com/hourglass-mq/hourglass/api"
 	"io"
 	"log/slog"
 	"net"
@@ -99,7 +100,7 @@ func TestHostileInput(t *testing.T) {
 	if got := ts.eng.Stats().Sent.Load(); got != sentBefore {
 		t.Fatalf("%d messages were stored from refused requests", got-sentBefore)
 	}
-	var tl topicsJSON
+	var tl api.TopicList
 	ts.call("GET", "/v1/topics", nil, http.StatusOK, &tl)
 	for _, tp := range tl.Topics {
 		if tp.Name != "t" {
@@ -118,11 +119,11 @@ func TestHostileInput(t *testing.T) {
 // an optional field pass and are stored exactly.
 func TestStrictInputStillAccepts(t *testing.T) {
 	ts := newTestServer(t)
-	var rc receiptJSON
+	var rc api.Receipt
 	ts.call("POST", "/v1/topics/t/messages",
 		`{"key":"k\ud83d\ude00","tag":"\\ud800","properties":{"é":"ünï"},"body":"日本","group":null,"delay":"1h"}`,
 		http.StatusOK, &rc)
-	var info infoJSON
+	var info api.MessageInfo
 	ts.call("GET", "/v1/messages/"+rc.ID, nil, http.StatusOK, &info)
 	if info.Key != "k\U0001F600" || info.Tag != `\ud800` || info.Properties["é"] != "ünï" || info.BodyBytes != len("日本") {
 		t.Fatalf("stored %+v", info)
@@ -257,13 +258,13 @@ func FuzzCheckStrict(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		var in batchJSON
+		var in api.BatchRequest
 		if json.Unmarshal(body, &in) != nil {
-			var one sendJSON
+			var one api.SendMessage
 			if json.Unmarshal(body, &one) != nil {
 				return
 			}
-			in.Messages = []sendJSON{one}
+			in.Messages = []api.SendMessage{one}
 			if checkStrict(body, reflect.TypeOf(&one)) != nil {
 				return
 			}

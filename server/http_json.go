@@ -12,30 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hourglass-mq/hourglass/api"
 	"github.com/hourglass-mq/hourglass/errs"
 )
-
-// statusOf maps an error code to its HTTP status. The mapping is part of
-// the API contract.
-func statusOf(c errs.Code) int {
-	switch c {
-	case errs.InvalidArgument:
-		return http.StatusBadRequest
-	case errs.Unauthenticated:
-		return http.StatusUnauthorized
-	case errs.NotFound:
-		return http.StatusNotFound
-	case errs.AlreadyExists, errs.FailedPrecondition:
-		return http.StatusConflict
-	case errs.TooLarge:
-		return http.StatusRequestEntityTooLarge
-	case errs.ResourceExhausted:
-		return http.StatusTooManyRequests
-	case errs.Unavailable:
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusInternalServerError
-}
 
 // decode reads the request body, at most MaxRequestBytes of it, as exactly
 // one JSON value into v, rejecting unknown fields. If optional, an empty
@@ -73,7 +52,7 @@ func (h *Handler) decode(w http.ResponseWriter, r *http.Request, v any, optional
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return jsonError(err)
+		return jsonError(err, reflect.TypeOf(v))
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return errs.New(errs.InvalidArgument, "request body holds data after the JSON object (at byte %d); send exactly one JSON value", dec.InputOffset())
@@ -83,7 +62,7 @@ func (h *Handler) decode(w http.ResponseWriter, r *http.Request, v any, optional
 
 // jsonError turns a decoding error into an invalid_argument that names the
 // problem and, where known, the field.
-func jsonError(err error) error {
+func jsonError(err error, root reflect.Type) error {
 	var syntax *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	switch {
@@ -95,7 +74,7 @@ func jsonError(err error) error {
 		if typ.Field == "" {
 			return errs.New(errs.InvalidArgument, "request body must be a JSON %s, not %s", jsonKind(typ.Type), typ.Value)
 		}
-		return errs.New(errs.InvalidArgument, "field %q must be a JSON %s, not %s", fieldPath(typ.Field), jsonKind(typ.Type), typ.Value)
+		return errs.New(errs.InvalidArgument, "field %q must be a JSON %s, not %s", fieldPath(root, typ.Field), jsonKind(typ.Type), typ.Value)
 	}
 	if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 		return errs.New(errs.InvalidArgument, "unknown field %s in the request body", f)
@@ -103,14 +82,27 @@ func jsonError(err error) error {
 	return errs.New(errs.InvalidArgument, "request body is not valid: %s", strings.TrimPrefix(err.Error(), "json: "))
 }
 
-// fieldPath drops the names of embedded Go structs (which end in "JSON")
-// from a decoder's field path, leaving the JSON names the client sent.
-func fieldPath(p string) string {
-	parts := strings.Split(p, ".")
-	out := parts[:0]
-	for _, s := range parts {
-		if !strings.HasSuffix(s, "JSON") {
-			out = append(out, s)
+// fieldPath drops the Go names of embedded structs (api.Delivery) from a
+// decoder's field path into a value of type root, leaving the JSON names
+// the client sent.
+func fieldPath(root reflect.Type, p string) string {
+	var out []string
+	t := root
+	for _, part := range strings.Split(p, ".") {
+		for t != nil && (t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array || t.Kind() == reflect.Map) {
+			t = t.Elem()
+		}
+		if t != nil && t.Kind() == reflect.Struct {
+			if f, ok := t.FieldByName(part); ok && f.Anonymous {
+				t = f.Type
+				continue
+			}
+		}
+		out = append(out, part)
+		if t != nil && t.Kind() == reflect.Struct {
+			t = wireFields(t)[part]
+		} else {
+			t = nil
 		}
 	}
 	return strings.Join(out, ".")
@@ -163,10 +155,10 @@ func (h *Handler) writeErrorStatus(w http.ResponseWriter, status int, err error)
 		msg = "internal error: " + msg
 	}
 	if status == 0 {
-		status = statusOf(code)
+		status = api.Status(code)
 	}
 	if rec, ok := w.(*recorder); ok {
 		rec.errCode, rec.errMsg = string(code), msg
 	}
-	writeJSON(w, status, errorJSON{Error: errorBodyJSON{Code: string(code), Message: msg}})
+	writeJSON(w, status, api.Error{Error: api.ErrorBody{Code: code, Message: msg}})
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"net/http"
 
+	"github.com/hourglass-mq/hourglass/api"
 	"github.com/hourglass-mq/hourglass/engine"
 	"github.com/hourglass-mq/hourglass/errs"
 	"github.com/hourglass-mq/hourglass/message"
@@ -11,7 +12,7 @@ import (
 
 // when converts delivery options. The engine checks that at most one is
 // set and that the time is within the maximum delay.
-func (d deliveryJSON) when() (message.When, error) {
+func when(d api.Delivery) (message.When, error) {
 	delay, err := durationField("delay", d.Delay)
 	if err != nil {
 		return message.When{}, err
@@ -20,11 +21,11 @@ func (d deliveryJSON) when() (message.When, error) {
 		// "delay":"0s" plus another option is still two options.
 		return message.When{}, errs.New(errs.InvalidArgument, "give at most one of delay, at and level")
 	}
-	return message.When{Delay: delay, At: d.At, Level: d.Level}, nil
+	return message.When{Delay: delay, At: int64(d.At), Level: d.Level}, nil
 }
 
 // request converts one message of a send to topic.
-func (m *sendJSON) request(topic string) (engine.SendRequest, error) {
+func sendRequest(m *api.SendMessage, topic string) (engine.SendRequest, error) {
 	msg := message.Message{Topic: topic, Key: m.Key, Tag: m.Tag, Group: m.Group, Properties: m.Properties}
 	switch {
 	case m.Body != nil && m.BodyBase64 != nil:
@@ -38,7 +39,7 @@ func (m *sendJSON) request(topic string) (engine.SendRequest, error) {
 		}
 		msg.Body = b
 	}
-	w, err := m.when()
+	w, err := when(m.Delivery)
 	if err != nil {
 		return engine.SendRequest{}, err
 	}
@@ -46,12 +47,12 @@ func (m *sendJSON) request(topic string) (engine.SendRequest, error) {
 }
 
 func (h *Handler) send(w http.ResponseWriter, r *http.Request) {
-	var in sendJSON
+	var in api.SendMessage
 	if err := h.decode(w, r, &in, false); err != nil {
 		h.writeError(w, err)
 		return
 	}
-	req, err := in.request(pathTopic(r))
+	req, err := sendRequest(&in, pathTopic(r))
 	if err != nil {
 		h.writeError(w, err)
 		return
@@ -65,7 +66,7 @@ func (h *Handler) send(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) sendBatch(w http.ResponseWriter, r *http.Request) {
-	var in batchJSON
+	var in api.BatchRequest
 	if err := h.decode(w, r, &in, false); err != nil {
 		h.writeError(w, err)
 		return
@@ -81,7 +82,7 @@ func (h *Handler) sendBatch(w http.ResponseWriter, r *http.Request) {
 	topic := pathTopic(r)
 	reqs := make([]engine.SendRequest, len(in.Messages))
 	for i := range in.Messages {
-		req, err := in.Messages[i].request(topic)
+		req, err := sendRequest(&in.Messages[i], topic)
 		if err != nil {
 			h.writeError(w, errs.Wrap(errs.CodeOf(err), err, "message %d", i))
 			return
@@ -93,7 +94,7 @@ func (h *Handler) sendBatch(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, err)
 		return
 	}
-	out := batchReceiptsJSON{Receipts: make([]receiptJSON, len(rcs))}
+	out := api.BatchReceipts{Receipts: make([]api.Receipt, len(rcs))}
 	for i, rc := range rcs {
 		out.Receipts[i] = receiptOf(rc)
 	}
@@ -143,7 +144,7 @@ func (h *Handler) cancel(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, cancelledJSON{ID: id.String(), State: string(engine.StateCancelled)})
+	writeJSON(w, http.StatusOK, api.Cancelled{ID: id.String(), State: api.StateCancelled})
 }
 
 func (h *Handler) reschedule(w http.ResponseWriter, r *http.Request) {
@@ -152,12 +153,12 @@ func (h *Handler) reschedule(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, err)
 		return
 	}
-	var in rescheduleJSON
+	var in api.RescheduleRequest
 	if err := h.decode(w, r, &in, false); err != nil {
 		h.writeError(w, err)
 		return
 	}
-	when, err := in.when()
+	when, err := when(in.Delivery)
 	if err != nil {
 		h.writeError(w, err)
 		return
@@ -166,10 +167,10 @@ func (h *Handler) reschedule(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, errs.New(errs.InvalidArgument, "if_due %d is negative; it is Unix time in milliseconds", in.IfDue))
 		return
 	}
-	due, err := h.eng.Reschedule(r.Context(), id, when, in.IfDue)
+	due, err := h.eng.Reschedule(r.Context(), id, when, int64(in.IfDue))
 	if err != nil {
 		h.writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, rescheduledJSON{ID: id.String(), Due: due, DueTime: msTime(due)})
+	writeJSON(w, http.StatusOK, api.Rescheduled{ID: id.String(), Due: api.Millis(due), DueTime: api.Millis(due).RFC3339()})
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/hourglass-mq/hourglass/api"
 	"io"
 	"net/http"
 	"strings"
@@ -15,7 +16,7 @@ import (
 	"github.com/hourglass-mq/hourglass/message"
 )
 
-const t0 = int64(1_700_000_000_000) // Unix ms of the fake clock's start
+const t0 = 1_700_000_000_000 // Unix ms of the fake clock's start
 
 func fakeClock() *clock.Fake { return clock.NewFake(time.UnixMilli(t0)) }
 
@@ -23,27 +24,27 @@ func TestSendInspectRescheduleCancel(t *testing.T) {
 	clk := fakeClock()
 	ts := newTestServer(t, withFakeClock(clk))
 
-	var rc receiptJSON
+	var rc api.Receipt
 	ts.call("POST", "/v1/topics/orders/messages", map[string]any{
 		"key": "order-1", "tag": "close", "body": "hi", "delay": "30m", "properties": map[string]string{"a": "b"},
 	}, http.StatusOK, &rc)
 	if rc.Topic != "orders" || rc.Due != t0+30*60*1000 {
 		t.Fatalf("receipt %+v: want topic orders, due %d", rc, t0+30*60*1000)
 	}
-	if due, err := time.Parse(time.RFC3339Nano, rc.DueTime); err != nil || due.UnixMilli() != rc.Due {
+	if due, err := time.Parse(time.RFC3339Nano, rc.DueTime); err != nil || api.MillisOf(due) != rc.Due {
 		t.Fatalf("due_time %q does not match due %d (%v)", rc.DueTime, rc.Due, err)
 	}
 	if _, err := message.ParseID(rc.ID); err != nil {
 		t.Fatalf("id %q: %v", rc.ID, err)
 	}
 
-	var info infoJSON
+	var info api.MessageInfo
 	ts.call("GET", "/v1/messages/"+rc.ID, nil, http.StatusOK, &info)
 	if info.State != "pending" || info.Key != "order-1" || info.Tag != "close" || info.BodyBytes != 2 ||
 		info.Due != rc.Due || info.Sent != t0 || info.Properties["a"] != "b" || info.Queue != rc.Queue {
 		t.Fatalf("inspect: %+v", info)
 	}
-	var byKey infoJSON
+	var byKey api.MessageInfo
 	ts.call("GET", "/v1/topics/orders/keys/order-1", nil, http.StatusOK, &byKey)
 	if byKey.ID != rc.ID {
 		t.Fatalf("by key: id %s, want %s", byKey.ID, rc.ID)
@@ -52,9 +53,9 @@ func TestSendInspectRescheduleCancel(t *testing.T) {
 	// Compare-and-set on the due time.
 	r := ts.do("POST", "/v1/messages/"+rc.ID+"/reschedule", map[string]any{"delay": "1h", "if_due": rc.Due + 1})
 	ts.wantError(r, http.StatusConflict, "failed_precondition")
-	var rs rescheduledJSON
+	var rs api.Rescheduled
 	ts.call("POST", "/v1/messages/"+rc.ID+"/reschedule", map[string]any{"at": t0 + 3_600_000, "if_due": rc.Due}, http.StatusOK, &rs)
-	if rs.ID != rc.ID || rs.Due != t0+3_600_000 || rs.DueTime != msTime(rs.Due) {
+	if rs.ID != rc.ID || rs.Due != t0+3_600_000 || rs.DueTime != rs.Due.RFC3339() {
 		t.Fatalf("reschedule: %+v", rs)
 	}
 	ts.call("GET", "/v1/messages/"+rc.ID, nil, http.StatusOK, &info)
@@ -62,7 +63,7 @@ func TestSendInspectRescheduleCancel(t *testing.T) {
 		t.Fatalf("after reschedule: %+v", info)
 	}
 
-	var c cancelledJSON
+	var c api.Cancelled
 	ts.call("DELETE", "/v1/messages/"+rc.ID, nil, http.StatusOK, &c)
 	if c.ID != rc.ID || c.State != "cancelled" {
 		t.Fatalf("cancel: %+v", c)
@@ -76,18 +77,18 @@ func TestSendInspectRescheduleCancel(t *testing.T) {
 }
 
 // receiveAll receives once for group, waiting up to wait.
-func (ts *testServer) receive(topic, group string, body map[string]any) []receivedJSON {
+func (ts *testServer) receive(topic, group string, body map[string]any) []api.ReceivedMessage {
 	ts.t.Helper()
-	var out messagesJSON
+	var out api.ReceiveResponse
 	ts.call("POST", "/v1/topics/"+topic+"/groups/"+group+"/receive", body, http.StatusOK, &out)
 	return out.Messages
 }
 
 // receiveUntil receives (and acks) until a message with id arrives,
 // returning every message seen on the way.
-func (ts *testServer) receiveUntil(topic, group, id string, within time.Duration) []receivedJSON {
+func (ts *testServer) receiveUntil(topic, group, id string, within time.Duration) []api.ReceivedMessage {
 	ts.t.Helper()
-	var seen []receivedJSON
+	var seen []api.ReceivedMessage
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
 		got := ts.receive(topic, group, map[string]any{"wait": "200ms", "max": 100})
@@ -116,7 +117,7 @@ func (ts *testServer) receiveUntil(topic, group, id string, within time.Duration
 func TestDelayedDeliveryNeverEarly(t *testing.T) {
 	clk := fakeClock()
 	ts := newTestServer(t, withFakeClock(clk))
-	var late, marker receiptJSON
+	var late, marker api.Receipt
 	ts.call("POST", "/v1/topics/jobs/messages", map[string]any{"body": "late", "delay": "10s"}, http.StatusOK, &late)
 	clk.Advance(9999 * time.Millisecond)
 	ts.call("POST", "/v1/topics/jobs/messages", map[string]any{"body": "marker"}, http.StatusOK, &marker)
@@ -137,16 +138,16 @@ func TestGroupLeaseNackDeadLetterRedrive(t *testing.T) {
 	clk := fakeClock()
 	ts := newTestServer(t, withFakeClock(clk))
 	ts.call("PUT", "/v1/topics/pay", `{"queues":2}`, http.StatusCreated, nil)
-	var g groupJSON
+	var g api.Group
 	ts.call("PUT", "/v1/topics/pay/groups/workers", map[string]any{"max_attempts": 2, "backoff_base": "1s", "backoff_max": "10s"}, http.StatusCreated, &g)
 	if g.Topic != "pay" || g.Name != "workers" || g.MaxAttempts != 2 || g.BackoffBase != "1s" || g.BackoffMax != "10s" {
 		t.Fatalf("group: %+v", g)
 	}
 	ts.wantError(ts.do("PUT", "/v1/topics/pay/groups/workers", nil), http.StatusConflict, "already_exists")
 
-	var rc receiptJSON
+	var rc api.Receipt
 	ts.call("POST", "/v1/topics/pay/messages", map[string]any{"body": "poll"}, http.StatusOK, &rc)
-	var got []receivedJSON
+	var got []api.ReceivedMessage
 	eventually(t, 10*time.Second, "first delivery", func() bool {
 		got = ts.receive("pay", "workers", map[string]any{"invisible": "5s"})
 		return len(got) > 0
@@ -174,7 +175,7 @@ func TestGroupLeaseNackDeadLetterRedrive(t *testing.T) {
 	}
 	// The second failure reaches max_attempts: dead-lettered.
 	ts.call("POST", "/v1/topics/pay/groups/workers/nack", map[string]any{"receipt": got[0].Receipt}, http.StatusOK, nil)
-	var gl groupsJSON
+	var gl api.GroupList
 	eventually(t, 10*time.Second, "dead-lettering", func() bool {
 		ts.call("GET", "/v1/topics/pay/groups", nil, http.StatusOK, &gl)
 		return len(gl.Groups) == 1 && gl.Groups[0].DeadLettered == 1
@@ -183,7 +184,7 @@ func TestGroupLeaseNackDeadLetterRedrive(t *testing.T) {
 		t.Fatalf("group after dead-lettering: %+v", gl.Groups[0])
 	}
 
-	var rd redrivenJSON
+	var rd api.RedriveResponse
 	ts.call("POST", "/v1/topics/pay/groups/workers/redrive", nil, http.StatusOK, &rd)
 	if rd.Redriven != 1 {
 		t.Fatalf("redriven %d, want 1", rd.Redriven)
@@ -195,12 +196,12 @@ func TestGroupLeaseNackDeadLetterRedrive(t *testing.T) {
 	if got[0].Properties["hourglass-redriven-from"] == "" || *got[0].Body != "poll" || got[0].Attempt != 1 {
 		t.Fatalf("redriven message: %+v", got[0])
 	}
-	var acked ackedJSON
+	var acked api.AckResponse
 	ts.call("POST", "/v1/topics/pay/groups/workers/ack", map[string]any{"receipts": []string{got[0].Receipt, got[0].Receipt}}, http.StatusOK, &acked)
 	if acked.Acked != 1 {
 		t.Fatalf("acked %d, want 1 (duplicates count once)", acked.Acked)
 	}
-	var topic topicJSON
+	var topic api.Topic
 	ts.call("GET", "/v1/topics/pay", nil, http.StatusOK, &topic)
 	if topic.Name != "pay" || topic.Queues != 2 || len(topic.Groups) != 1 || topic.Groups[0].Acked != 1 {
 		t.Fatalf("topic: %+v", topic)
@@ -215,10 +216,10 @@ func TestFIFOGroupOrder(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		msgs = append(msgs, map[string]any{"group": "order-7", "body": fmt.Sprint(i)})
 	}
-	var br batchReceiptsJSON
+	var br api.BatchReceipts
 	ts.call("POST", "/v1/topics/fifo/batch", map[string]any{"messages": msgs}, http.StatusOK, &br)
 	for i := 0; i < 5; i++ {
-		var got []receivedJSON
+		var got []api.ReceivedMessage
 		eventually(t, 10*time.Second, "next in order", func() bool {
 			got = ts.receive("fifo", "c", map[string]any{"max": 10})
 			return len(got) > 0
@@ -233,9 +234,9 @@ func TestFIFOGroupOrder(t *testing.T) {
 func TestBinaryBodyAndKeyWithSlash(t *testing.T) {
 	ts := newTestServer(t)
 	raw := []byte{0xff, 0x00, 0xfe, 'a'}
-	var rc receiptJSON
+	var rc api.Receipt
 	ts.call("POST", "/v1/topics/bin/messages", map[string]any{"key": "a/b", "body_base64": base64.StdEncoding.EncodeToString(raw)}, http.StatusOK, &rc)
-	var info infoJSON
+	var info api.MessageInfo
 	ts.call("GET", "/v1/topics/bin/keys/a%2Fb", nil, http.StatusOK, &info)
 	if info.ID != rc.ID || info.BodyBytes != len(raw) {
 		t.Fatalf("by key a/b: %+v", info)
@@ -250,16 +251,16 @@ func TestBinaryBodyAndKeyWithSlash(t *testing.T) {
 func TestLongPollWakesOnSend(t *testing.T) {
 	ts := newTestServer(t)
 	ts.call("PUT", "/v1/topics/lp", nil, http.StatusCreated, nil)
-	done := make(chan []receivedJSON, 1)
+	done := make(chan []api.ReceivedMessage, 1)
 	go func() {
-		var out messagesJSON
+		var out api.ReceiveResponse
 		// Not ts.call: t.Fatal must not run outside the test goroutine.
 		r := ts.doAsync("POST", "/v1/topics/lp/groups/g/receive", `{"wait":"20s"}`)
 		json.Unmarshal(r.body, &out)
 		done <- out.Messages
 	}()
 	waitGroupExists(t, ts, "lp", "g")
-	var rc receiptJSON
+	var rc api.Receipt
 	ts.call("POST", "/v1/topics/lp/messages", `{"body":"wake"}`, http.StatusOK, &rc)
 	select {
 	case got := <-done:
@@ -331,7 +332,7 @@ func (ts *testServer) doAsync(method, path, body string) response {
 func waitGroupExists(t *testing.T, ts *testServer, topic, group string) {
 	t.Helper()
 	eventually(t, 10*time.Second, "group "+group+" to exist", func() bool {
-		var gl groupsJSON
+		var gl api.GroupList
 		ts.call("GET", "/v1/topics/"+topic+"/groups", nil, http.StatusOK, &gl)
 		return len(gl.Groups) == 1 && gl.Groups[0].Name == group
 	})
@@ -343,12 +344,12 @@ func TestStatsAndTopics(t *testing.T) {
 		ts.call("POST", "/v1/topics/a/messages", `{"body":"x","delay":"1h"}`, http.StatusOK, nil)
 	}
 	ts.call("POST", "/v1/topics/b/batch", `{"messages":[{"body":"1"},{"body":"2","level":1}]}`, http.StatusOK, nil)
-	var st statsJSON
+	var st api.Stats
 	ts.call("GET", "/v1/stats", nil, http.StatusOK, &st)
 	if st.Sent != 5 || st.Pending < 3 {
 		t.Fatalf("stats: %+v", st)
 	}
-	var tl topicsJSON
+	var tl api.TopicList
 	ts.call("GET", "/v1/topics", nil, http.StatusOK, &tl)
 	if len(tl.Topics) != 2 || tl.Topics[0].Name != "a" || tl.Topics[1].Name != "b" || tl.Topics[0].Pending != 3 || tl.Topics[0].Queues != 4 {
 		t.Fatalf("topics: %+v", tl)

@@ -7,13 +7,14 @@ import (
 	"net/http"
 	"sort"
 
+	"github.com/hourglass-mq/hourglass/api"
 	"github.com/hourglass-mq/hourglass/engine"
 	"github.com/hourglass-mq/hourglass/errs"
 	"github.com/hourglass-mq/hourglass/message"
 )
 
 func (h *Handler) createTopic(w http.ResponseWriter, r *http.Request) {
-	var in topicConfigJSON
+	var in api.TopicConfig
 	if err := h.decode(w, r, &in, true); err != nil {
 		h.writeError(w, err)
 		return
@@ -32,7 +33,7 @@ func (h *Handler) createTopic(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) listTopics(w http.ResponseWriter, r *http.Request) {
-	out := topicsJSON{Topics: []topicJSON{}}
+	out := api.TopicList{Topics: []api.Topic{}}
 	for _, t := range h.eng.Topics() {
 		ts, err := h.eng.DescribeTopic(t.Name)
 		if errs.CodeOf(err) == errs.NotFound {
@@ -65,7 +66,7 @@ func (h *Handler) describeTopic(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) stats(w http.ResponseWriter, r *http.Request) {
 	s := h.eng.Stats()
 	_, n, _ := s.Lateness.Snapshot()
-	out := statsJSON{
+	out := api.Stats{
 		Pending: s.Pending.Load(), Sent: s.Sent.Load(), Fired: s.Fired.Load(),
 		Cancelled: s.Cancelled.Load(), Rescheduled: s.Rescheduled.Load(),
 		LatenessCount: n, RecoverySeconds: s.RecoveryDuration(), ClockJumps: s.ClockJumps.Load(),
@@ -91,7 +92,7 @@ func quantileMs(hist *engine.Histogram, q float64) *float64 {
 // Consumer groups.
 
 func (h *Handler) createGroup(w http.ResponseWriter, r *http.Request) {
-	var in groupConfigJSON
+	var in api.GroupConfig
 	if err := h.decode(w, r, &in, true); err != nil {
 		h.writeError(w, err)
 		return
@@ -131,7 +132,7 @@ func (h *Handler) listGroups(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, err)
 		return
 	}
-	out := groupsJSON{Groups: make([]groupJSON, 0, len(gs))}
+	out := api.GroupList{Groups: make([]api.Group, 0, len(gs))}
 	for _, g := range gs {
 		out.Groups = append(out.Groups, groupOf(g))
 	}
@@ -142,7 +143,7 @@ func (h *Handler) listGroups(w http.ResponseWriter, r *http.Request) {
 // when the client disconnects or the server starts shutting down; either
 // way nothing was leased, and the answer is an empty list.
 func (h *Handler) receive(w http.ResponseWriter, r *http.Request) {
-	var in receiveJSON
+	var in api.ReceiveRequest
 	if err := h.decode(w, r, &in, true); err != nil {
 		h.writeError(w, err)
 		return
@@ -170,7 +171,7 @@ func (h *Handler) receive(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, err)
 		return
 	}
-	out := messagesJSON{Messages: make([]receivedJSON, 0, len(got))}
+	out := api.ReceiveResponse{Messages: make([]api.ReceivedMessage, 0, len(got))}
 	for _, m := range got {
 		out.Messages = append(out.Messages, receivedOf(m))
 	}
@@ -178,7 +179,7 @@ func (h *Handler) receive(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) ack(w http.ResponseWriter, r *http.Request) {
-	var in ackJSON
+	var in api.AckRequest
 	if err := h.decode(w, r, &in, false); err != nil {
 		h.writeError(w, err)
 		return
@@ -195,11 +196,11 @@ func (h *Handler) ack(w http.ResponseWriter, r *http.Request) {
 	for _, rc := range in.Receipts {
 		unique[rc] = true
 	}
-	writeJSON(w, http.StatusOK, ackedJSON{Acked: len(unique)})
+	writeJSON(w, http.StatusOK, api.AckResponse{Acked: len(unique)})
 }
 
 func (h *Handler) nack(w http.ResponseWriter, r *http.Request) {
-	var in nackJSON
+	var in api.NackRequest
 	if err := h.decode(w, r, &in, false); err != nil {
 		h.writeError(w, err)
 		return
@@ -217,11 +218,11 @@ func (h *Handler) nack(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, struct{}{})
+	writeJSON(w, http.StatusOK, api.Empty{})
 }
 
 func (h *Handler) invisibility(w http.ResponseWriter, r *http.Request) {
-	var in invisibilityJSON
+	var in api.InvisibilityRequest
 	if err := h.decode(w, r, &in, false); err != nil {
 		h.writeError(w, err)
 		return
@@ -243,23 +244,22 @@ func (h *Handler) invisibility(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, struct{}{})
+	writeJSON(w, http.StatusOK, api.Empty{})
 }
 
-// defaultRedrive is how many dead letters a redrive moves when the request
-// does not say.
-const defaultRedrive = 100
-
 func (h *Handler) redrive(w http.ResponseWriter, r *http.Request) {
-	in := redriveJSON{Max: defaultRedrive}
+	var in api.RedriveRequest
 	if err := h.decode(w, r, &in, true); err != nil {
 		h.writeError(w, err)
 		return
+	}
+	if in.Max == 0 {
+		in.Max = api.DefaultRedrive
 	}
 	n, err := h.eng.Redrive(r.Context(), pathTopic(r), r.PathValue("group"), in.Max)
 	if err != nil {
 		h.writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, redrivenJSON{Redriven: n})
+	writeJSON(w, http.StatusOK, api.RedriveResponse{Redriven: n})
 }

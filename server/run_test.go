@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"github.com/hourglass-mq/hourglass/api"
 	"io"
 	"log/slog"
 	"net/http"
@@ -43,7 +44,7 @@ func TestRunLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rc receiptJSON
+	var rc api.Receipt
 	json.NewDecoder(resp.Body).Decode(&rc)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || rc.ID == "" {
@@ -67,7 +68,7 @@ func TestRunLifecycle(t *testing.T) {
 			return false
 		}
 		defer resp.Body.Close()
-		var gl groupsJSON
+		var gl api.GroupList
 		json.NewDecoder(resp.Body).Decode(&gl)
 		return len(gl.Groups) == 1
 	})

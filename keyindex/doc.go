@@ -1,0 +1,111 @@
+// Package keyindex maps a business key to the latest message that carries
+// it: hash(topic, key) -> commit-log position of that message. It backs
+// cancel and inspect by key.
+//
+// # Shape: a small log-structured merge index
+//
+// The RAM it keeps must not grow with the number of keys (far-future keyed
+// messages may number tens of millions), so the map lives on disk:
+//
+//   - a memtable (a Go map) takes the Puts since the last checkpoint; it is
+//     the only part whose size depends on the traffic, and it is bounded by
+//     what arrives between two checkpoints;
+//   - Prepare freezes it (frozen memtables stay readable) and a Job writes
+//     it out as an immutable sorted run file, outside every lock;
+//   - each run keeps in RAM only the first hash of each 4 KiB block, 8 bytes
+//     per 255 keys (about 0.03 B per key), so a lookup costs one pread of
+//     one block per run; the blocks are read with pread, not mapped, so the
+//     page cache holding them is not part of the broker's RSS;
+//   - a Job also merges the newest runs into its output when they are not
+//     much larger than it (size-tiered: a run absorbs the next older one
+//     while that one is at most mergeRatio times its size, and always when
+//     there would be more than maxRuns), streaming through them block by
+//     block. The run count stays at about log(N / checkpoint size), at most
+//     maxRuns; each entry is rewritten a few times over its life.
+//
+// There is no bloom filter: at 10 bits per key it would cost 1.25 B per key
+// of RAM, forty times the sparse index, to save a few preads that the page
+// cache serves in microseconds; with few runs it is not worth the budget.
+//
+// Meaning. For each hash, the entry with the greatest position wins,
+// wherever it stands: Get returns the maximum over the memtable, the frozen
+// memtables and every run. Positions grow in log order, so the latest
+// message wins whatever order concurrent senders call Put in (they call it
+// in the engine's lock order, which may differ from log order), and a
+// newer run may hold a smaller position for a hash than an older one
+// without harm; a merge keeps only the greatest position of each hash. The
+// caller reads the record at the position anyway (a 64-bit hash may
+// collide), so a position whose message retention removed is harmless: it
+// reads as gone. SetMinPos lets merges drop such entries; Get may still
+// return one.
+//
+// # Run file layout
+//
+// A run file, named by its sequence number as %016x.kix, is a sequence of
+// 4096-byte blocks (little endian):
+//
+//	offset size  field
+//	0      4080  255 slots of 16 bytes: hash u64, pos u64; the first count
+//	             slots hold entries in strictly increasing hash order
+//	             (across the whole file), the others are zero
+//	4080   4     count    u32 entries in this block: 255 in every block but
+//	                      the last, 1..255 in the last
+//	4084   8     reserved u64, written as 0
+//	4092   4     check    u32 CRC-32C (Castagnoli) of bytes 0..4091, with the
+//	                      register started at CRC-32C(checkSeed; seq u64,
+//	                      block index u64)
+//
+// A file holds ceil(entries/255) blocks and nothing else. Seeding the check
+// with the run's sequence number and the block's index makes a zero block
+// (a file extended but never written), a block of another run and a block
+// at the wrong offset all fail. Get checks the block it reads; Open checks
+// every block, the counts, the order and the size.
+//
+// # State layout
+//
+// Complete returns the state: the durable run set, which the caller stores
+// in its checkpoint and gives back to Open (little endian):
+//
+//	offset size field
+//	0      4    magic   "kixs"
+//	4      2    version u16 = 1; another version is refused with ErrCorrupt
+//	6      2    reserved u16 = 0
+//	8      8    nextSeq u64 sequence number of the next run file
+//	16     4    n       u32 number of runs, oldest first:
+//	20     24n  runs    seq u64, entries u64, sum u32 (CRC-32C, from
+//	                    checkSeed, of the blocks' check fields in order),
+//	                    reserved u32 = 0
+//	20+24n 4    check   u32 CRC-32C from checkSeed of all bytes before it
+//
+// A nil state is an empty index.
+//
+// # Checkpoint protocol and trust
+//
+// Put is called under the engine's lock, which must never wait for I/O, so
+// writing is split in three: Prepare (under the caller's lock, cheap: it
+// freezes the memtable and picks the runs to merge), Job.Run (no lock: it
+// writes the new run, fsyncs it and the directory), Complete (cheap: it
+// installs the run and returns the state). Everything Put before Prepare is
+// covered by that state; the caller re-puts what its log holds after the
+// checkpoint when it opens the index again.
+//
+// The run files are a cache derived from the commit log. Open checks every
+// run the state lists and fails with ErrCorrupt naming the file and offset
+// on any disagreement; the caller may then open with a nil state and
+// re-put every key from the log. Open deletes the run files the state does
+// not list: those of a Job that never completed, or that a later state made
+// obsolete. A run a merge replaced is not deleted at Complete, because the
+// caller's previous checkpoint still lists it until the new one is durable:
+// Release deletes it once the caller says so.
+//
+// A failed fsync is final. After a failed fsync Linux may mark the
+// unwritten pages clean, so a later fsync succeeds without writing them.
+// The Index then fails every later Prepare and Complete with
+// ErrSyncFailed, and the engine stops; the next Open, from the last
+// checkpoint's state, never sees the doubtful file.
+//
+// Concurrency. An Index is safe for concurrent use. Put, Prepare, Complete,
+// SetMinPos and Stats hold its mutex only briefly and never do I/O under
+// it; Get reads the files after releasing it. At most one Job is
+// outstanding at a time.
+package keyindex
