@@ -62,11 +62,6 @@ func (e *Engine) checkpoint() error {
 	e.ckptMu.Lock()
 	defer e.ckptMu.Unlock()
 	start := time.Now()
-	// Write the buffered key entries before taking the locks, so that the
-	// capture below writes only what arrives meanwhile.
-	if err := e.keys.Flush(); err != nil {
-		e.opts.Logger.Warn("key index write failed; the checkpoint will retry", "err", err)
-	}
 	e.gate.Lock()
 	e.mu.Lock()
 	if e.life.failed != nil {
@@ -141,18 +136,14 @@ func (e *Engine) checkpoint() error {
 		}
 		st.Groups = append(st.Groups, cg)
 	}
-	// Most key entries were written before the locks were taken (see
-	// above); this writes the few that came since.
-	e.keys.Flush()
-	if n := e.keys.Unwritten(); n > 0 {
-		// The write failed (and was logged). Recovery reads keys of records
-		// before LogPos only from the file: do not pass them.
+	// The key index freezes what was Put so far; its job writes it as a
+	// run file outside the locks.
+	keyJob, err := e.keys.Prepare()
+	if err != nil {
 		e.mu.Unlock()
 		e.gate.Unlock()
-		return fmt.Errorf("key index: %d entries could not be written", n)
+		return e.cacheErr("key index", err)
 	}
-	st.KeyState = binary.LittleEndian.AppendUint64(nil, uint64(e.keys.Len()))
-	toSync = append(toSync, e.keys)
 	bucketSync := e.disp.timers.PrepareSync()
 	ovJob, ovSizes := e.ovl.journal.prepare()
 	st.OverlayFiles = ovSizes
@@ -166,12 +157,17 @@ func (e *Engine) checkpoint() error {
 	// LogPos, and the timer buckets synced next point at those records:
 	// under async flush both are true only once the log is synced. A sync
 	// now covers at least everything before LogPos.
-	err := e.clog.Sync()
+	err = e.clog.Sync()
 	if err != nil {
 		e.mu.Lock()
 		e.disp.timers.Complete(bucketSync, err)
 		e.mu.Unlock()
+		e.keys.Complete(keyJob, err) // its frozen entries wait for the next job
 		return e.storageErr(fmt.Errorf("sync commit log: %w", err))
+	}
+	kerr := keyJob.Run()
+	if st.KeyState, err = e.keys.Complete(keyJob, kerr); err != nil {
+		return e.cacheErr("write the key index", err)
 	}
 	if err := ovJob.run(); err != nil {
 		return e.fail(fmt.Errorf("write and sync the overlay journal: %w", err))
@@ -206,6 +202,10 @@ func (e *Engine) checkpoint() error {
 	}
 	if err := writeFileAtomic(e.opts.FS, e.opts.Dir, checkpointFile, data); err != nil {
 		return err
+	}
+	// The new checkpoint no longer lists the runs a merge replaced.
+	if err := e.keys.Release(keyJob); err != nil {
+		e.opts.Logger.Warn("removing replaced key index runs failed", "err", err)
 	}
 	e.stats.Checkpoints.Add(1)
 	e.stats.CheckpointSeconds.Observe(time.Since(start).Seconds())

@@ -115,7 +115,10 @@ func (e *Engine) LookupKey(topic, key string) (message.ID, error) {
 	if key == "" {
 		return message.ID{}, errs.New(errs.InvalidArgument, "key is required")
 	}
-	pos, ok := e.keys.Get(keyHash(topic, key))
+	pos, ok, err := e.keys.Get(keyHash(topic, key))
+	if err != nil {
+		return message.ID{}, errs.Wrap(errs.Unavailable, err, "key %q of topic %q could not be looked up", key, topic)
+	}
 	if ok {
 		// Check the record: a 64-bit hash collision must not return another key's message.
 		s, _, err := e.readStored(pos)

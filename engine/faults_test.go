@@ -318,7 +318,7 @@ func TestKeyIndexWriteFailure(t *testing.T) {
 	ffs.Inject(func(op vfs.Op, name string) error {
 		mu.Lock()
 		defer mu.Unlock()
-		if failKeys && op == vfs.OpWrite && strings.HasSuffix(name, "keys.idx") {
+		if failKeys && op == vfs.OpWrite && strings.HasSuffix(name, ".kix") {
 			return syscall.ENOSPC
 		}
 		return nil

@@ -80,13 +80,7 @@ func (e *Engine) recover() error {
 	if err := e.markVisibleAboveFrontier(st.Frontier); err != nil {
 		return err
 	}
-	var keyBytes int64
-	if len(st.KeyState) == 8 {
-		keyBytes = int64(binary.LittleEndian.Uint64(st.KeyState))
-	} else if len(st.KeyState) != 0 {
-		return fmt.Errorf("checkpoint: key index state of %d bytes", len(st.KeyState))
-	}
-	if err := e.openKeys(keyBytes, st.LogPos); err != nil {
+	if err := e.openKeys(st.KeyState, st.LogPos); err != nil {
 		return err
 	}
 	if e.disp.timers, err = timerstore.Open(e.opts.FS, path.Join(e.opts.Dir, "timers"), e.opts.BucketWidth.Milliseconds()); err != nil {
@@ -174,14 +168,14 @@ func (e *Engine) markVisibleAboveFrontier(frontier int64) error {
 	return nil
 }
 
-// openKeys opens the key index, checks it against the checkpoint and cuts
-// it to the checkpointed length. A damaged index is rebuilt from the log:
-// every retained message record before the checkpoint's position (replay
-// adds the keys of what follows).
-func (e *Engine) openKeys(keep int64, logPos uint64) error {
-	name := path.Join(e.opts.Dir, "keys.idx")
+// openKeys opens the key index from the state the checkpoint recorded;
+// keyindex checks every run file it lists. A damaged index is rebuilt from
+// the log: every retained message record before the checkpoint's position
+// (replay adds the keys of what follows).
+func (e *Engine) openKeys(state []byte, logPos uint64) error {
+	name := path.Join(e.opts.Dir, "keys")
 	start := uint64(e.clog.Start())
-	x, err := keyindex.Open(e.opts.FS, name, keep, start, e.physLocked)
+	x, err := keyindex.Open(e.opts.FS, name, state, start)
 	if err == nil {
 		e.keys = x
 		return nil
@@ -191,7 +185,7 @@ func (e *Engine) openKeys(keep int64, logPos uint64) error {
 	}
 	e.opts.Logger.Warn("key index damaged; rebuilding it from the commit log", "err", err)
 	e.stats.CacheRebuilds.Add(1)
-	if x, err = keyindex.Open(e.opts.FS, name, 0, start, e.physLocked); err != nil {
+	if x, err = keyindex.Open(e.opts.FS, name, nil, start); err != nil {
 		return err
 	}
 	e.keys = x

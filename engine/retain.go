@@ -62,7 +62,13 @@ func (e *Engine) retain(st *checkpointState) {
 			delete(e.ovl.entries, p)
 		}
 	}
-	e.keys.DropBefore(uint64(cut))
+	// Keys below the cut may go, except those of moved messages, whose
+	// identity stays their old position (compact.go).
+	minKey := uint64(cut)
+	for orig := range e.segs.reloc {
+		minKey = min(minKey, orig)
+	}
+	e.keys.SetMinPos(minKey)
 	for orig, p := range e.segs.reloc {
 		if p < uint64(cut) {
 			delete(e.segs.reloc, orig)
