@@ -410,7 +410,7 @@ func checkServed(e checkTarget, m *model, now int64) *report {
 func settled(e *Engine, t int64) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.disp.loadedUntil <= t || len(e.disp.dispatch) > 0 || len(e.disp.inflight) > 0 {
+	if e.disp.loadedUntil <= t || e.disp.due.len() > 0 || len(e.disp.inflight) > 0 || e.disp.load != nil || e.disp.advancing {
 		return false
 	}
 	for _, w := range e.disp.near {
@@ -432,10 +432,13 @@ func engineState(e *Engine) string {
 		}
 	}
 	s := fmt.Sprintf("now=%d lastAdvance=%d loadedUntil=%d dispatch=%d inflight=%d near=%d (earliest %d) fire-errors=%d timer-load-errors=%d",
-		e.Now(), e.disp.lastAdvance, e.disp.loadedUntil, len(e.disp.dispatch), len(e.disp.inflight), len(e.disp.near), nearMin,
+		e.Now(), e.disp.lastAdvance, e.disp.loadedUntil, e.disp.due.len(), len(e.disp.inflight), len(e.disp.near), nearMin,
 		e.stats.FireErrors.Load(), e.stats.TimerLoadErrors.Load())
-	if len(e.disp.dispatch) > 0 {
-		s += fmt.Sprintf(" dispatch[0]=%+v", e.disp.dispatch[0])
+	if first, ok := e.disp.due.min(); ok {
+		s += fmt.Sprintf(" earliest due=%d", first)
+	}
+	if e.disp.load != nil {
+		s += fmt.Sprintf(" loading bucket %d (ready %v, %d/%d)", e.disp.load.bucket, e.disp.load.ready, e.disp.load.next, len(e.disp.load.entries))
 	}
 	return s
 }

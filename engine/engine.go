@@ -204,7 +204,10 @@ type dispatcher struct {
 	free            []*wheelTimer          // recycled timers
 	loadedUntil     int64                  // buckets starting before this are in the wheel
 	lastAdvance     int64                  // wheel time: every wheel timer due <= this has left it
-	dispatch        dispatchHeap           // due, waiting for a fire record
+	advancing       bool                   // the last AdvanceN stopped on its budget
+	due             dueSet                 // due, waiting for a fire record, per topic
+	load            *bucketLoad            // the bucket being loaded, if any (dispatch.go)
+	loadRetryAt     int64                  // no bucket load before this (after a read error)
 	inflight        []fireEntry            // in the fire record being written
 	dispatching     map[uint64]bool        // positions in dispatch or inflight
 	dispatchingPeak int                    // largest size of dispatching since it was last made

@@ -31,10 +31,51 @@ func TestHerdGivesMemoryBack(t *testing.T) {
 	}
 	h.e.mu.Lock()
 	defer h.e.mu.Unlock()
-	if c := cap(h.e.disp.dispatch); c > herdShrink {
-		t.Fatalf("the dispatch heap keeps %d slots after the herd", c)
+	for topic, q := range h.e.disp.due.byTopic {
+		if cap(*q) > herdShrink {
+			t.Fatalf("topic %d's due heap keeps %d slots after the herd", topic, cap(*q))
+		}
 	}
 	if h.e.disp.dispatchingPeak > herdShrink {
 		t.Fatalf("the dispatching set was not remade: peak %d", h.e.disp.dispatchingPeak)
+	}
+}
+
+// TestHerdSharesTheDispatchRate: a herd in one topic must not hold back
+// another topic's message due just after it. Due messages wait per topic
+// and each fire batch takes from the topics in turn.
+func TestHerdSharesTheDispatchRate(t *testing.T) {
+	h := newHarness(t, func(o *Options) {
+		o.DispatchRate = 10000
+		o.DispatchBatch = 100
+		o.SegmentBytes = 64 << 20
+	})
+	at := h.e.Now() + 1000
+	reqs := make([]SendRequest, 0, 1000)
+	for i := 0; i < 20000; i++ {
+		reqs = append(reqs, SendRequest{Message: message.Message{Topic: "herd", Body: []byte("x")}, When: message.When{At: at}})
+		if len(reqs) == cap(reqs) {
+			if _, err := h.e.SendBatch(t.Context(), reqs); err != nil {
+				t.Fatal(err)
+			}
+			reqs = reqs[:0]
+		}
+	}
+	other := h.send("other", "", message.When{At: at + 1})
+	// 20 ms of broker time past the herd's instant: at 10,000/s that is
+	// room for about 200 messages; the herd alone would take 2 s.
+	waitParked(h.e, h.clk)
+	h.clk.Advance(1001 * time.Millisecond)
+	for i := 0; i < 20; i++ {
+		waitParked(h.e, h.clk)
+		h.clk.Advance(time.Millisecond)
+	}
+	waitParked(h.e, h.clk)
+	vs := h.visible("other")
+	if len(vs) != 1 || vs[0].ID != other.ID {
+		t.Fatalf("the other topic's message is not visible 20 ms after its due time behind a herd of 20,000 (%d visible)", len(vs))
+	}
+	if n := len(h.visible("herd")); n > 1000 {
+		t.Fatalf("%d of the herd visible after 20 ms at 10,000/s: the rate was not applied", n)
 	}
 }

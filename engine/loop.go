@@ -1,64 +1,13 @@
 package engine
 
 import (
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/hourglass-mq/hourglass/queueindex"
-	"github.com/hourglass-mq/hourglass/timerstore"
 )
 
-// dispatchHeap orders due timers by due time, so a herd is dispatched
-// earliest first and the fire frontier is its minimum. It is a typed binary
-// heap rather than container/heap, whose interface boxing would allocate once
-// per message of a herd.
-type dispatchHeap []timerRef
-
-func (h dispatchHeap) less(i, j int) bool {
-	// Ties go in send order, which FIFO topics rely on.
-	return h[i].due < h[j].due || h[i].due == h[j].due && h[i].pos < h[j].pos
-}
-
-func (h *dispatchHeap) push(r timerRef) {
-	*h = append(*h, r)
-	q := *h
-	for i := len(q) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !q.less(i, p) {
-			break
-		}
-		q[i], q[p] = q[p], q[i]
-		i = p
-	}
-}
-
-func (h *dispatchHeap) pop() timerRef {
-	q := *h
-	top := q[0]
-	n := len(q) - 1
-	q[0] = q[n]
-	q = q[:n]
-	for i := 0; ; {
-		l, r, m := 2*i+1, 2*i+2, i
-		if l < n && q.less(l, m) {
-			m = l
-		}
-		if r < n && q.less(r, m) {
-			m = r
-		}
-		if m == i {
-			break
-		}
-		q[i], q[m] = q[m], q[i]
-		i = m
-	}
-	*h = q
-	return top
-}
-
 func (e *Engine) pushDispatchLocked(ref timerRef) {
-	e.disp.dispatch.push(ref)
+	e.disp.due.push(ref)
 	e.disp.dispatching[ref.pos] = true
 	e.disp.dispatchingPeak = max(e.disp.dispatchingPeak, len(e.disp.dispatching))
 }
@@ -77,46 +26,6 @@ func (e *Engine) validLocked(pos uint64, due int64) bool {
 		return false
 	}
 	return due > e.disp.recF || pos >= e.disp.recL
-}
-
-// loadLocked moves the buckets of the near window into the wheel.
-func (e *Engine) loadLocked(now int64) {
-	width := e.disp.timers.Width()
-	target := e.disp.timers.BucketOf(now+e.opts.Lookahead.Milliseconds()) + width
-	for {
-		b, ok := e.disp.timers.NextBucket(e.disp.loadedUntil)
-		if !ok || b >= target {
-			break
-		}
-		entries, err := e.disp.timers.Load(b)
-		if errors.Is(err, timerstore.ErrCorrupt) {
-			// Damage found while running: stop, and let the restart's
-			// recovery rebuild the index from the log (checkTimers).
-			e.failLocked(fmt.Errorf("timer bucket %s: %w", fmtMs(b), err))
-			return
-		}
-		if err != nil {
-			// Do not advance past a bucket we could not read: retry next round.
-			e.opts.Logger.Error("timer bucket load failed", "bucket", fmtMs(b), "err", err)
-			e.stats.TimerLoadErrors.Add(1)
-			return
-		}
-		if b+width > e.disp.loadedUntil {
-			e.disp.loadedUntil = b + width
-		}
-		for _, en := range entries {
-			if en.Kind != kindMessage || !e.validLocked(en.Pos, en.Due) {
-				continue
-			}
-			e.scheduleLocked(timerRef{pos: en.Pos, due: en.Due, topic: en.Topic, queue: en.Queue})
-		}
-	}
-	if target > e.disp.loadedUntil {
-		e.disp.loadedUntil = target
-	}
-	if len(e.disp.firedSince) > 0 && e.disp.loadedUntil > e.disp.firedSinceTo {
-		e.disp.firedSince = map[uint64]bool{}
-	}
 }
 
 // expireLocked is the wheel's fire callback.
@@ -162,7 +71,7 @@ func (e *Engine) addWheelLocked(ref timerRef) *wheelTimer {
 // takeBatchLocked takes the next fire batch from the dispatch heap, within
 // the rate limit.
 func (e *Engine) takeBatchLocked(now int64) []fireEntry {
-	if len(e.disp.dispatch) == 0 {
+	if e.disp.due.len() == 0 {
 		return nil
 	}
 	n := e.opts.DispatchBatch
@@ -179,17 +88,11 @@ func (e *Engine) takeBatchLocked(now int64) []fireEntry {
 			n = int(e.disp.tokens)
 		}
 	}
-	if n > len(e.disp.dispatch) {
-		n = len(e.disp.dispatch)
-	}
+	n = min(n, e.disp.due.len())
 	if n <= 0 {
 		return nil
 	}
-	batch := make([]fireEntry, 0, n)
-	for len(batch) < n {
-		ref := e.disp.dispatch.pop()
-		batch = append(batch, fireEntry{pos: ref.pos, due: ref.due, topic: ref.topic, queue: ref.queue})
-	}
+	batch := e.disp.due.take(n, make([]fireEntry, 0, n))
 	if e.opts.DispatchRate > 0 {
 		e.disp.tokens -= float64(n)
 	}
@@ -202,8 +105,14 @@ func (e *Engine) takeBatchLocked(now int64) []fireEntry {
 // been made visible.
 func (e *Engine) frontierLocked() int64 {
 	f := e.disp.lastAdvance
-	if len(e.disp.dispatch) > 0 && e.disp.dispatch[0].due-1 < f {
-		f = e.disp.dispatch[0].due - 1
+	if first, ok := e.disp.due.min(); ok && first-1 < f {
+		f = first - 1
+	}
+	if ld := e.disp.load; ld != nil {
+		// Timers added while their bucket loads are not in the wheel yet.
+		for _, r := range ld.delta {
+			f = min(f, r.due-1)
+		}
 	}
 	for _, fe := range e.disp.inflight {
 		if fe.due-1 < f {
@@ -227,10 +136,9 @@ func (e *Engine) loop() {
 			return
 		}
 		now := e.Now()
-		e.loadLocked(now)
-		if now > e.disp.lastAdvance {
-			e.disp.wheel.Advance(now, e.expireLocked)
-			e.disp.lastAdvance = now
+		busy := e.stepLoadLocked(now)
+		if e.advanceLocked(now) {
+			busy = true
 		}
 		batch := e.takeBatchLocked(now)
 		wait := e.waitLocked(now)
@@ -242,6 +150,9 @@ func (e *Engine) loop() {
 		if len(batch) > 0 {
 			e.fire(batch, now)
 			continue
+		}
+		if busy {
+			continue // more bounded steps to do at once
 		}
 		timer := e.opts.Clock.NewTimer(wait)
 		select {
@@ -261,9 +172,9 @@ func (e *Engine) waitLocked(now int64) time.Duration {
 	if d, ok := e.disp.wheel.NextDeadline(); ok && d < next {
 		next = d
 	}
-	if len(e.disp.dispatch) > 0 && e.opts.DispatchRate > 0 {
+	if e.disp.due.len() > 0 && e.opts.DispatchRate > 0 {
 		// Until enough tokens for a useful batch accrue.
-		need := min(float64(e.opts.DispatchBatch), float64(len(e.disp.dispatch))) - e.disp.tokens
+		need := min(float64(e.opts.DispatchBatch), float64(e.disp.due.len())) - e.disp.tokens
 		ms := int64(need*1000/float64(e.opts.DispatchRate)) + 1
 		if now+ms < next {
 			next = now + ms
@@ -297,7 +208,7 @@ func (e *Engine) fire(batch []fireEntry, visible int64) {
 		e.opts.Logger.Error("fire record write failed; will retry", "messages", len(batch), "err", err)
 		e.stats.FireErrors.Add(1)
 		for _, fe := range batch {
-			e.disp.dispatch.push(timerRef{pos: fe.pos, due: fe.due, topic: fe.topic, queue: fe.queue})
+			e.disp.due.push(timerRef{pos: fe.pos, due: fe.due, topic: fe.topic, queue: fe.queue})
 		}
 		e.disp.tokens = -float64(e.opts.DispatchBatch) // back off
 		return
@@ -360,13 +271,11 @@ func (e *Engine) applyFireLocked(visible int64, batch []fireEntry, live bool) {
 // million leaves tens of megabytes behind otherwise (Go maps never shrink).
 const herdShrink = 1 << 16
 
-// shrinkAfterHerdLocked gives back the memory of a drained herd.
+// shrinkAfterHerdLocked gives back the memory of a drained herd (the
+// due heaps give theirs back in dueSet.take).
 func (e *Engine) shrinkAfterHerdLocked() {
-	if len(e.disp.dispatch) > 0 {
+	if e.disp.due.len() > 0 {
 		return
-	}
-	if cap(e.disp.dispatch) > herdShrink {
-		e.disp.dispatch = nil
 	}
 	if e.disp.dispatchingPeak > herdShrink && len(e.disp.dispatching) == len(e.disp.inflight) {
 		m := make(map[uint64]bool, len(e.disp.inflight))
@@ -376,4 +285,25 @@ func (e *Engine) shrinkAfterHerdLocked() {
 		e.disp.dispatching = m
 		e.disp.dispatchingPeak = len(m)
 	}
+}
+
+// advanceLocked advances the wheel towards now by a bounded step. While a
+// bucket loads, the wheel stops short of it (see bucketLoad). It returns
+// whether due timers are left for the next step.
+func (e *Engine) advanceLocked(now int64) bool {
+	d := e.disp
+	to := now
+	if d.load != nil {
+		to = min(to, d.load.bucket-1)
+	}
+	if to <= d.lastAdvance && !d.advancing {
+		return false
+	}
+	to = max(to, d.lastAdvance)
+	_, more := d.wheel.AdvanceN(to, expireChunk, e.expireLocked)
+	d.advancing = more
+	if !more {
+		d.lastAdvance = to
+	}
+	return more
 }

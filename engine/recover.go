@@ -174,7 +174,12 @@ func (e *Engine) markVisibleAboveFrontier(frontier int64) error {
 // (replay adds the keys of what follows).
 func (e *Engine) openKeys(state []byte, logPos uint64) error {
 	name := path.Join(e.opts.Dir, "keys")
+	// Moved messages keep their old position as identity (compact.go):
+	// their keys must survive merges.
 	start := uint64(e.clog.Start())
+	for orig := range e.segs.reloc {
+		start = min(start, orig)
+	}
 	x, err := keyindex.Open(e.opts.FS, name, state, start)
 	if err == nil {
 		e.keys = x

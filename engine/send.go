@@ -186,8 +186,13 @@ func (e *Engine) addTimerLocked(ref timerRef) {
 			e.stats.TimerWriteErrors.Add(1)
 		}
 	}
-	if ref.due < e.disp.loadedUntil {
+	switch ld := e.disp.load; {
+	case ref.due < e.disp.loadedUntil:
 		e.scheduleLocked(ref)
+	case ld != nil && ref.due < ld.end:
+		// Its bucket is loading from a plan made before this timer: it
+		// goes in when the load ends (dispatch.go).
+		ld.delta = append(ld.delta, ref)
 	}
 	if e.disp.timers.Buffered() >= timerstore.FlushThreshold {
 		select {

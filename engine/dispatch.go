@@ -1,0 +1,244 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/hourglass-mq/hourglass/timerstore"
+)
+
+// The dispatcher's herd handling. A herd (a million messages due at one
+// millisecond) must block no one: not the sends, fires and acks that need
+// the engine's lock, not the first message of the herd, and not a message of
+// another topic due just after it. So every step that is proportional to a
+// herd is done in bounded chunks, with the lock released between them:
+//
+//   - a timer bucket is read and decoded by a goroutine of its own, without
+//     the lock (bucketLoad), and its entries enter the wheel loadChunk at a
+//     time, one chunk per turn of the loop;
+//   - the wheel expires at most expireChunk timers per turn (AdvanceN);
+//   - due messages wait in one heap per topic (dueSet), and each fire batch
+//     takes from the topics in turn, so a topic's herd takes only its share
+//     of the dispatch rate while other topics have messages due.
+
+// Work done per turn of the loop while holding the engine's lock.
+const (
+	loadChunk   = 16384
+	expireChunk = 8192
+)
+
+// dispatchHeap orders due timers by due time, so a herd is dispatched
+// earliest first and the fire frontier is its minimum. It is a typed binary
+// heap rather than container/heap, whose interface boxing would allocate once
+// per message of a herd.
+type dispatchHeap []timerRef
+
+func (h dispatchHeap) less(i, j int) bool {
+	// Ties go in send order, which FIFO topics rely on.
+	return h[i].due < h[j].due || h[i].due == h[j].due && h[i].pos < h[j].pos
+}
+
+func (h *dispatchHeap) push(r timerRef) {
+	*h = append(*h, r)
+	q := *h
+	for i := len(q) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !q.less(i, p) {
+			break
+		}
+		q[i], q[p] = q[p], q[i]
+		i = p
+	}
+}
+
+func (h *dispatchHeap) pop() timerRef {
+	q := *h
+	top := q[0]
+	n := len(q) - 1
+	q[0] = q[n]
+	q = q[:n]
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < n && q.less(l, m) {
+			m = l
+		}
+		if r < n && q.less(r, m) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		q[i], q[m] = q[m], q[i]
+		i = m
+	}
+	*h = q
+	return top
+}
+
+// dueSet holds the due messages, one heap per topic, and takes fire
+// batches fairly across topics. Within a topic, messages leave in due
+// order, ties in send order (FIFO topics rely on it).
+type dueSet struct {
+	byTopic map[uint32]*dispatchHeap
+	active  []uint32 // topics with due messages, in turn order
+	cursor  int      // the topic whose turn is next
+	n       int      // due messages in all topics
+	peak    int      // largest n since the heaps were last made
+}
+
+func (d *dueSet) len() int { return d.n }
+
+func (d *dueSet) push(r timerRef) {
+	if d.byTopic == nil {
+		d.byTopic = map[uint32]*dispatchHeap{}
+	}
+	h := d.byTopic[r.topic]
+	if h == nil {
+		h = &dispatchHeap{}
+		d.byTopic[r.topic] = h
+	}
+	if len(*h) == 0 {
+		d.active = append(d.active, r.topic)
+	}
+	h.push(r)
+	d.n++
+	d.peak = max(d.peak, d.n)
+}
+
+// min returns the earliest due time waiting, if any.
+func (d *dueSet) min() (int64, bool) {
+	first, ok := int64(0), false
+	for _, t := range d.active {
+		if h := *d.byTopic[t]; !ok || h[0].due < first {
+			first, ok = h[0].due, true
+		}
+	}
+	return first, ok
+}
+
+// take appends up to n due messages to out, in turns: each topic with
+// messages due gets an equal share of n, and what a topic cannot use goes
+// to the others.
+func (d *dueSet) take(n int, out []fireEntry) []fireEntry {
+	for n > 0 && len(d.active) > 0 {
+		share := max(1, n/len(d.active))
+		if d.cursor >= len(d.active) {
+			d.cursor = 0
+		}
+		t := d.active[d.cursor]
+		h := d.byTopic[t]
+		for k := 0; k < share && n > 0 && len(*h) > 0; k++ {
+			r := h.pop()
+			out = append(out, fireEntry{pos: r.pos, due: r.due, topic: r.topic, queue: r.queue})
+			n--
+			d.n--
+		}
+		if len(*h) == 0 {
+			d.active = append(d.active[:d.cursor], d.active[d.cursor+1:]...)
+			if cap(*h) > herdShrink {
+				*h = nil // give a herd's array back
+			}
+		} else {
+			d.cursor++
+		}
+	}
+	if d.n == 0 && d.peak > herdShrink {
+		d.byTopic, d.peak = nil, 0
+	}
+	return out
+}
+
+// bucketLoad is a timer bucket on its way into the wheel. The loop starts
+// it under the lock with a load plan, a goroutine reads and decodes the
+// file without the lock, and the loop then schedules its entries a chunk at
+// a time. Until it is done:
+//
+//   - the wheel is not advanced to the bucket's start, so none of its
+//     entries can fire before all of them are in (Inspect and Cancel rely
+//     on "not in the wheel and due before loadedUntil" meaning visible);
+//   - timers added with a due time at or after loadedUntil and before the
+//     bucket's end were not in the plan: they wait in delta and are
+//     scheduled last, and the fire frontier stays below them.
+type bucketLoad struct {
+	bucket  int64
+	end     int64
+	ready   bool // entries or err are set
+	err     error
+	entries []timerstore.Entry
+	next    int
+	delta   []timerRef
+}
+
+// stepLoadLocked moves bucket loading forward by one bounded step: start
+// the next load, or schedule a chunk of a load that was read, or finish
+// one. It returns whether it has more to do right away.
+func (e *Engine) stepLoadLocked(now int64) bool {
+	d := e.disp
+	width := d.timers.Width()
+	target := d.timers.BucketOf(now+e.opts.Lookahead.Milliseconds()) + width
+	ld := d.load
+	if ld == nil {
+		if now < d.loadRetryAt {
+			return false
+		}
+		b, ok := d.timers.NextBucket(d.loadedUntil)
+		if !ok || b >= target {
+			if target > d.loadedUntil {
+				d.loadedUntil = target
+			}
+			if len(d.firedSince) > 0 && d.loadedUntil > d.firedSinceTo {
+				d.firedSince = map[uint64]bool{}
+			}
+			return false
+		}
+		ld = &bucketLoad{bucket: b, end: b + width}
+		d.load = ld
+		plan := d.timers.LoadPlan(b)
+		go func() {
+			entries, err := plan.Read()
+			e.mu.Lock()
+			ld.entries, ld.err, ld.ready = entries, err, true
+			e.mu.Unlock()
+			e.kickLoop()
+		}()
+		return false
+	}
+	if !ld.ready {
+		return false
+	}
+	if ld.err != nil {
+		// The delta's timers are in the store: the retried plan has them.
+		d.load = nil
+		if errors.Is(ld.err, timerstore.ErrCorrupt) {
+			// Damage found while running: stop, and let the restart's
+			// recovery rebuild the index from the log (checkTimers).
+			e.failLocked(fmt.Errorf("timer bucket %s: %w", fmtMs(ld.bucket), ld.err))
+			return false
+		}
+		// Do not advance past a bucket we could not read: retry after a pause.
+		e.opts.Logger.Error("timer bucket load failed", "bucket", fmtMs(ld.bucket), "err", ld.err)
+		e.stats.TimerLoadErrors.Add(1)
+		d.loadRetryAt = now + 1000
+		return false
+	}
+	stop := min(len(ld.entries), ld.next+loadChunk)
+	for _, en := range ld.entries[ld.next:stop] {
+		if en.Kind == kindMessage && e.validLocked(en.Pos, en.Due) {
+			e.scheduleLocked(timerRef{pos: en.Pos, due: en.Due, topic: en.Topic, queue: en.Queue})
+		}
+	}
+	ld.next = stop
+	if ld.next < len(ld.entries) {
+		return true
+	}
+	// Every entry of the plan is in: now the ones added meanwhile, then the
+	// bucket counts as loaded.
+	d.load = nil
+	d.loadedUntil = max(d.loadedUntil, ld.end)
+	for _, r := range ld.delta {
+		if e.validLocked(r.pos, r.due) {
+			e.scheduleLocked(r)
+		}
+	}
+	return true
+}
