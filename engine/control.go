@@ -252,20 +252,41 @@ func (e *Engine) change(ctx context.Context, id message.ID, w *message.When, ifD
 	if t != nil {
 		e.disp.free = append(e.disp.free, t)
 	}
-	e.journalLocked(id.Pos)
+	e.applyChangeLocked(id.Pos, s, top, w == nil, newDue)
 	if w == nil {
-		e.segs.pending[e.segOfLocked(e.physLocked(id.Pos))]--
-		e.stats.Pending.Add(-1)
 		e.stats.Cancelled.Add(1)
-		top.pending--
 		top.cancelled++
 		return 0, nil
 	}
-	ref.due = newDue
-	e.addTimerLocked(ref)
 	e.stats.Rescheduled.Add(1)
 	e.kickLoop()
 	return newDue, nil
+}
+
+// applyChangeLocked applies a durable cancel (or a reschedule to due) of
+// the message s at pos, of topic top: the one apply of change records, live
+// (after the append) and at replay. Live, change has set the overlay entry
+// already, before its append, so that the message cannot fire meanwhile;
+// setting it again is a no-op.
+func (e *Engine) applyChangeLocked(pos uint64, s *message.Stored, top *topic, cancel bool, due int64) {
+	ov := e.ovl.entries[pos]
+	if ov == nil {
+		ov = &overlayEntry{Due: s.Due}
+		e.ovl.entries[pos] = ov
+	}
+	if cancel {
+		ov.Cancelled = true
+	} else {
+		ov.Due = due
+	}
+	e.journalLocked(pos)
+	if cancel {
+		e.segs.pending[e.segOfLocked(e.physLocked(pos))]--
+		e.stats.Pending.Add(-1)
+		top.pending--
+		return
+	}
+	e.addTimerLocked(timerRef{pos: pos, due: due, topic: top.id, queue: uint16(s.Queue)})
 }
 
 func fmtMs(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano) }

@@ -43,28 +43,14 @@ func (e *Engine) replayLocked(pos uint64, rec commitlog.Record, minDue *int64) e
 		if err != nil {
 			return fmt.Errorf("change at %d of %d: %w", pos, p, err)
 		}
-		ov := e.ovl.entries[p]
-		if ov == nil {
-			ov = &overlayEntry{Due: s.Due}
-			e.ovl.entries[p] = ov
-		}
-		if rec.Type == recCancel {
-			ov.Cancelled = true
-			e.journalLocked(p)
-			e.segs.pending[e.segOfLocked(e.physLocked(p))]--
-			if t := e.cat.topicsByName[s.Topic]; t != nil {
-				t.pending--
-			}
-			return nil
-		}
 		t := e.cat.topicsByName[s.Topic]
 		if t == nil {
-			return fmt.Errorf("reschedule at %d of %d names unknown topic %q", pos, p, s.Topic)
+			return fmt.Errorf("change at %d of %d names unknown topic %q", pos, p, s.Topic)
 		}
-		ov.Due = due
-		e.journalLocked(p)
-		*minDue = min(*minDue, due)
-		e.addTimerLocked(timerRef{pos: p, due: due, topic: t.id, queue: uint16(s.Queue)})
+		if rec.Type == recReschedule {
+			*minDue = min(*minDue, due)
+		}
+		e.applyChangeLocked(p, s, t, rec.Type == recCancel, due)
 	case recFire:
 		visible, es, err := decodeFire(rec.Payload)
 		if err != nil {
