@@ -4,9 +4,12 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"maps"
 	"path"
 	"time"
 
+	"github.com/hourglass-mq/hourglass/keyindex"
+	"github.com/hourglass-mq/hourglass/timerstore"
 	"github.com/hourglass-mq/hourglass/vfs"
 )
 
@@ -64,17 +67,94 @@ func (e *Engine) checkpoint() error {
 	start := time.Now()
 	e.gate.Lock()
 	e.mu.Lock()
+	c, err := e.captureLocked()
+	e.mu.Unlock()
+	e.gate.Unlock()
+	if err != nil {
+		return err
+	}
+	// Everything below runs without the locks: sends, fires and acks do
+	// not wait for the checkpoint's fsyncs.
+	if err := e.writeCaches(c); err != nil {
+		return err
+	}
+	data, err := encodeCheckpoint(c.st)
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(e.opts.FS, e.opts.Dir, checkpointFile, data); err != nil {
+		return err
+	}
+	// The new checkpoint no longer lists the runs a merge replaced.
+	if err := e.keys.Release(c.keyJob); err != nil {
+		e.opts.Logger.Warn("removing replaced key index runs failed", "err", err)
+	}
+	e.stats.Checkpoints.Add(1)
+	e.stats.CheckpointSeconds.Observe(time.Since(start).Seconds())
+	e.retain(c.st)
+	return nil
+}
+
+// ckptCapture is what a checkpoint captured under the locks: the state to
+// record, and the jobs that make the caches it vouches for durable.
+type ckptCapture struct {
+	st         *checkpointState
+	toSync     []interface{ Sync() error }
+	keyJob     *keyindex.Job
+	bucketSync *timerstore.SyncJob
+	ovJob      *ovJob
+}
+
+// captureLocked captures the checkpoint's state; the caller holds gate
+// exclusively and mu. It does no fsync: the jobs it prepares run later,
+// without the locks.
+func (e *Engine) captureLocked() (*ckptCapture, error) {
 	if e.life.failed != nil {
 		// No checkpoint after a fatal failure: the last durable one and
 		// the log are the truth.
-		err := e.life.failed
-		e.mu.Unlock()
-		e.gate.Unlock()
-		return err
+		return nil, e.life.failed
 	}
-	// An index write that failed (a full disk) left entries whose fire
-	// records lie before the log position captured below: write them now,
-	// or refuse, so that recovery still replays those records.
+	if err := e.retryIndexesLocked(); err != nil {
+		return nil, err
+	}
+	c := &ckptCapture{st: &checkpointState{
+		Incarnation: e.ids.incarn,
+		LogPos:      uint64(e.clog.Head()),
+		Frontier:    e.frontierLocked(),
+		Written:     e.Now(),
+		Reloc:       maps.Clone(e.segs.reloc),
+		SegPending:  maps.Clone(e.segs.pending),
+		SegLast:     maps.Clone(e.segs.last),
+	}}
+	for _, t := range e.cat.topicsByID {
+		ct := checkpointTopic{ID: t.id, Name: t.name, Pending: t.pending}
+		if t.fifo {
+			ct.Flags |= topicFIFO
+		}
+		for _, q := range t.queues {
+			ct.Entries = append(ct.Entries, int64(q.Len()))
+			c.toSync = append(c.toSync, q)
+		}
+		c.st.Topics = append(c.st.Topics, ct)
+	}
+	c.st.Groups = e.captureGroupsLocked()
+	// The key index freezes what was Put so far; its job writes it as a
+	// run file outside the locks.
+	var err error
+	if c.keyJob, err = e.keys.Prepare(); err != nil {
+		return nil, e.cacheErr("key index", err)
+	}
+	c.bucketSync = e.disp.timers.PrepareSync()
+	c.ovJob, c.st.OverlayFiles = e.ovl.journal.prepare()
+	c.st.TimerBuckets = e.disp.timers.Sizes()
+	return c, nil
+}
+
+// retryIndexesLocked writes the queue-index entries whose write failed (a
+// full disk): their fire records lie before the log position a checkpoint
+// captures, so they must be written first, or the checkpoint refused, so
+// that recovery still replays those records.
+func (e *Engine) retryIndexesLocked() error {
 	retried := false
 	for _, t := range e.cat.topicsByID {
 		for _, q := range t.queues {
@@ -82,8 +162,6 @@ func (e *Engine) checkpoint() error {
 				continue
 			}
 			if err := q.Retry(); err != nil {
-				e.mu.Unlock()
-				e.gate.Unlock()
 				return fmt.Errorf("queue index of topic %q: %w", t.name, err)
 			}
 			retried = true
@@ -92,103 +170,67 @@ func (e *Engine) checkpoint() error {
 	if retried {
 		e.notifyVisibleLocked()
 	}
-	st := &checkpointState{
-		Incarnation: e.ids.incarn,
-		LogPos:      uint64(e.clog.Head()),
-		Frontier:    e.frontierLocked(),
-		SegPending:  make(map[uint64]int64, len(e.segs.pending)),
-		SegLast:     make(map[uint64]int64, len(e.segs.last)),
-		Written:     e.Now(),
-	}
-	st.Reloc = make(map[uint64]uint64, len(e.segs.reloc))
-	for k, v := range e.segs.reloc {
-		st.Reloc[k] = v
-	}
-	for k, v := range e.segs.pending {
-		st.SegPending[k] = v
-	}
-	for k, v := range e.segs.last {
-		st.SegLast[k] = v
-	}
-	var toSync []interface{ Sync() error }
-	for _, t := range e.cat.topicsByID {
-		ct := checkpointTopic{ID: t.id, Name: t.name, Pending: t.pending}
-		if t.fifo {
-			ct.Flags |= topicFIFO
-		}
-		for _, q := range t.queues {
-			ct.Entries = append(ct.Entries, int64(q.Len()))
-			toSync = append(toSync, q)
-		}
-		st.Topics = append(st.Topics, ct)
-	}
+	return nil
+}
+
+// captureGroupsLocked copies every group's progress; MaxUnackedSpan
+// bounds its size.
+func (e *Engine) captureGroupsLocked() []checkpointGroup {
+	var out []checkpointGroup
 	for _, g := range e.cons.groupsByID {
 		cg := checkpointGroup{ID: g.id, Topic: g.topic.id, Name: g.name, Config: g.cfg}
 		for _, gq := range g.queues {
-			cq := checkpointGroupQueue{Acked: gq.acked, Attempts: make(map[uint64]uint32, len(gq.attempts))}
+			cq := checkpointGroupQueue{Acked: gq.acked, Attempts: maps.Clone(gq.attempts)}
 			for off := range gq.done {
 				cq.Done = append(cq.Done, off)
 			}
-			for off, a := range gq.attempts {
-				cq.Attempts[off] = a
-			}
 			cg.Queues = append(cg.Queues, cq)
 		}
-		st.Groups = append(st.Groups, cg)
+		out = append(out, cg)
 	}
-	// The key index freezes what was Put so far; its job writes it as a
-	// run file outside the locks.
-	keyJob, err := e.keys.Prepare()
-	if err != nil {
-		e.mu.Unlock()
-		e.gate.Unlock()
-		return e.cacheErr("key index", err)
-	}
-	bucketSync := e.disp.timers.PrepareSync()
-	ovJob, ovSizes := e.ovl.journal.prepare()
-	st.OverlayFiles = ovSizes
-	st.TimerBuckets = e.disp.timers.Sizes()
-	e.mu.Unlock()
-	e.gate.Unlock()
-	// Everything below runs without the locks: sends, fires and acks do
-	// not wait for the checkpoint's fsyncs.
-	//
+	return out
+}
+
+// writeCaches makes durable what the capture vouches for: the log up to
+// its position, then the key index, overlay journal, timer buckets, queue
+// indexes and their directories. A failed fsync stops the engine (fail.go).
+func (e *Engine) writeCaches(c *ckptCapture) error {
 	// The checkpoint tells recovery that the log holds everything before
-	// LogPos, and the timer buckets synced next point at those records:
-	// under async flush both are true only once the log is synced. A sync
-	// now covers at least everything before LogPos.
-	err = e.clog.Sync()
+	// LogPos, and the caches point at those records: under async flush
+	// both are true only once the log is synced. A sync now covers at
+	// least everything before LogPos.
+	err := e.clog.Sync()
 	if err != nil {
 		e.mu.Lock()
-		e.disp.timers.Complete(bucketSync, err)
+		e.disp.timers.Complete(c.bucketSync, err)
 		e.mu.Unlock()
-		e.keys.Complete(keyJob, err) // its frozen entries wait for the next job
+		e.keys.Complete(c.keyJob, err) // its frozen entries wait for the next job
 		return e.storageErr(fmt.Errorf("sync commit log: %w", err))
 	}
-	kerr := keyJob.Run()
-	if st.KeyState, err = e.keys.Complete(keyJob, kerr); err != nil {
+	kerr := c.keyJob.Run()
+	if c.st.KeyState, err = e.keys.Complete(c.keyJob, kerr); err != nil {
 		return e.cacheErr("write the key index", err)
 	}
-	if err := ovJob.run(); err != nil {
+	if err := c.ovJob.run(); err != nil {
 		return e.fail(fmt.Errorf("write and sync the overlay journal: %w", err))
 	}
 	// There may be thousands of bucket files.
-	err = bucketSync.Run(4)
+	err = c.bucketSync.Run(4)
 	e.mu.Lock()
-	e.disp.timers.Complete(bucketSync, err)
+	e.disp.timers.Complete(c.bucketSync, err)
 	e.mu.Unlock()
 	if err != nil {
 		return e.cacheErr("write and sync timer buckets", err)
 	}
 	// The caches only grow after the capture; syncing more than was
 	// captured is harmless.
-	for _, s := range toSync {
+	for _, s := range c.toSync {
 		if err := s.Sync(); err != nil {
-			return e.cacheErr("sync a queue or key index", err)
+			return e.cacheErr("sync a queue index", err)
 		}
 	}
 	dirs := []string{e.opts.Dir, path.Join(e.opts.Dir, "queues")}
-	for _, t := range st.Topics {
+	for _, t := range c.st.Topics {
 		dirs = append(dirs, path.Join(e.opts.Dir, "queues", fmt.Sprint(t.ID)))
 	}
 	for _, d := range dirs {
@@ -196,20 +238,6 @@ func (e *Engine) checkpoint() error {
 			return e.cacheErr("sync directory "+d, err)
 		}
 	}
-	data, err := encodeCheckpoint(st)
-	if err != nil {
-		return err
-	}
-	if err := writeFileAtomic(e.opts.FS, e.opts.Dir, checkpointFile, data); err != nil {
-		return err
-	}
-	// The new checkpoint no longer lists the runs a merge replaced.
-	if err := e.keys.Release(keyJob); err != nil {
-		e.opts.Logger.Warn("removing replaced key index runs failed", "err", err)
-	}
-	e.stats.Checkpoints.Add(1)
-	e.stats.CheckpointSeconds.Observe(time.Since(start).Seconds())
-	e.retain(st)
 	return nil
 }
 
