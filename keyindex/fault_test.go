@@ -92,10 +92,7 @@ func TestSyncFailureSticky(t *testing.T) {
 // state was stored leaves the previous state valid; Open removes the new
 // file.
 func TestCrashBeforeComplete(t *testing.T) {
-	mem := vfs.NewMem()
-	x := openAt(t, mem, nil)
-	x.Put(1, 10)
-	st := checkpoint(t, x)
+	mem, x, st := oneKey(t)
 	x.Put(1, 20)
 	x.Put(2, 30)
 	j, err := x.Prepare()
@@ -121,10 +118,7 @@ func TestCrashBeforeComplete(t *testing.T) {
 // so a power loss before the caller stored the new state opens the old
 // one.
 func TestReleaseDefersDeletion(t *testing.T) {
-	mem := vfs.NewMem()
-	x := openAt(t, mem, nil)
-	x.Put(1, 10)
-	old := checkpoint(t, x)
+	mem, x, old := oneKey(t)
 	x.Put(2, 20)
 	st, j := complete(t, x) // merges run 1 into run 2
 	if s := x.Stats(); s.Runs != 1 {
