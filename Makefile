@@ -13,7 +13,7 @@ RACE      ?= -race
 SHELL       := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 
-.PHONY: all build run test vet fmt-check fmt bench soak mutate clean
+.PHONY: all build run test vet fmt-check fmt bench soak mutate schemathesis clean
 
 all: build
 
@@ -51,6 +51,10 @@ soak:
 ## mutate: plant known bugs one at a time in a copy of the tree and report which the tests catch (slow, about 15 min; not part of test)
 mutate:
 	./scripts/mutate.sh
+
+## schemathesis: property-based test of the HTTP API against docs/openapi.yaml on the real binary (about 2 min; installs Schemathesis into a venv under the cache dir)
+schemathesis:
+	./scripts/schemathesis.sh
 
 ## clean: remove build and benchmark outputs (never the data directory)
 clean:

@@ -34,6 +34,16 @@ func checkpoint(t testing.TB, x *Index) []byte {
 	return st
 }
 
+// oneKey returns a Mem and an index in it whose durable state holds key 1
+// at position 10.
+func oneKey(t testing.TB) (*vfs.Mem, *Index, []byte) {
+	t.Helper()
+	mem := vfs.NewMem()
+	x := openAt(t, mem, nil)
+	x.Put(1, 10)
+	return mem, x, checkpoint(t, x)
+}
+
 // complete prepares, runs and completes a job, which must succeed, without
 // releasing it.
 func complete(t testing.TB, x *Index) ([]byte, *Job) {

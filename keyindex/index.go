@@ -156,6 +156,9 @@ func (x *Index) SetMinPos(p uint64) {
 	x.mu.minPos = max(x.mu.minPos, p)
 }
 
+// maxPresize bounds the size Prepare gives a new memtable in advance.
+const maxPresize = 1 << 18
+
 // Prepare freezes the memtable and returns the job that writes it as a
 // run, merged with the newest runs as the policy says. It does no I/O: call
 // it under the lock that orders Puts with the caller's checkpoint, so that
@@ -173,8 +176,12 @@ func (x *Index) Prepare() (*Job, error) {
 		return nil, ErrBusy
 	}
 	if len(x.mu.mem) > 0 {
+		// Sized like the last one: traffic is steady between checkpoints,
+		// and growing a map entry by entry under the caller's lock costs
+		// more than the Puts themselves. A burst's size is not kept.
+		n := len(x.mu.mem)
 		x.mu.frozen = append(x.mu.frozen, x.mu.mem)
-		x.mu.mem = map[uint64]uint64{}
+		x.mu.mem = make(map[uint64]uint64, min(n, maxPresize))
 	}
 	fresh := uint64(0)
 	for _, m := range x.mu.frozen {

@@ -215,10 +215,7 @@ func TestStateLayout(t *testing.T) {
 
 // TestReset empties the index; the old files stay until a Release.
 func TestReset(t *testing.T) {
-	fs := vfs.NewMem()
-	x := openAt(t, fs, nil)
-	x.Put(1, 10)
-	old := checkpoint(t, x)
+	fs, x, old := oneKey(t)
 	x.Put(2, 20)
 	if err := x.Reset(); err != nil {
 		t.Fatal(err)

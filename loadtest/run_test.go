@@ -168,8 +168,10 @@ func fakeRun(t *testing.T, f *fakeBroker, args ...string) *Report {
 
 func TestBenchCountsEveryMisbehaviour(t *testing.T) {
 	f := &fakeBroker{
-		drop:    map[int]bool{7: true},
-		early:   map[int]time.Duration{12: 5 * time.Millisecond},
+		drop: map[int]bool{7: true},
+		// 40 ms early in the 50 ms tier: a margin a loaded machine's
+		// scheduling delays cannot eat (5 ms in the 20 ms tier could).
+		early:   map[int]time.Duration{13: 40 * time.Millisecond},
 		dup:     map[int]bool{20: true},
 		failAt:  map[int]bool{100: true, 150: true},
 		storeAt: map[int]bool{100: true},
@@ -182,8 +184,8 @@ func TestBenchCountsEveryMisbehaviour(t *testing.T) {
 		t.Errorf("sent %d lost %d early %d duplicated %d extra %d, want 200, 1, 1, 1, 1",
 			tot.Sent, tot.Lost, tot.Early, tot.Duplicated, tot.ExtraDeliveries)
 	}
-	if tot.EarlyMaxMs <= 0 || tot.EarlyMaxMs > 5 {
-		t.Errorf("early by %v ms, want within (0, 5]", tot.EarlyMaxMs)
+	if tot.EarlyMaxMs <= 0 || tot.EarlyMaxMs > 40 {
+		t.Errorf("early by %v ms, want within (0, 40]", tot.EarlyMaxMs)
 	}
 	s := rep.Sends
 	if s.FailedRequests != 2 || s.Refused != 1 || s.Unacknowledged != 20 || s.UnacknowledgedDelivered != 10 || s.Acked != 200 || s.Requests != 23 {

@@ -148,3 +148,18 @@ func TestAuth(t *testing.T) {
 		}
 	}
 }
+
+// TestNullBodyRefused: null is no JSON object, optional body or not; the
+// decoder alone would read it as "nothing given".
+func TestNullBodyRefused(t *testing.T) {
+	ts := newTestServer(t)
+	for _, path := range []string{"/v1/topics/t/messages", "/v1/topics/t/groups/g/receive"} {
+		r := ts.do("POST", path, " null ")
+		if r.status != http.StatusBadRequest || !strings.Contains(r.errorMessage(), "not null") {
+			t.Errorf("POST %s with null: status %d, %s", path, r.status, r.body)
+		}
+	}
+	if r := ts.do("POST", "/v1/topics/t/groups/g/redrive", "\f"); r.status != http.StatusBadRequest {
+		t.Errorf("a form feed is no JSON white space, yet the body counted as empty: status %d", r.status)
+	}
+}

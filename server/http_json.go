@@ -43,11 +43,17 @@ func (h *Handler) decode(w http.ResponseWriter, r *http.Request, v any, optional
 		// deadline was set either.
 		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(h.cfg.WriteTimeout))
 	}
-	if len(bytes.TrimSpace(body)) == 0 {
+	// JSON white space only: bytes.TrimSpace would also take \f or \v,
+	// which are not JSON, for an empty body.
+	if len(bytes.Trim(body, " \t\r\n")) == 0 {
 		if optional {
 			return nil
 		}
 		return errs.New(errs.InvalidArgument, "request body is empty; a JSON object is required")
+	}
+	if bytes.HasPrefix(bytes.Trim(body, " \t\r\n"), []byte("null")) {
+		// The decoder would take null as "nothing given" and leave v alone.
+		return errs.New(errs.InvalidArgument, "request body must be a JSON object, not null")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()

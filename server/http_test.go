@@ -79,6 +79,9 @@ func TestSendInspectRescheduleCancel(t *testing.T) {
 // receiveAll receives once for group, waiting up to wait.
 func (ts *testServer) receive(topic, group string, body map[string]any) []api.ReceivedMessage {
 	ts.t.Helper()
+	if body == nil {
+		body = map[string]any{} // {}: the server refuses null for a body
+	}
 	var out api.ReceiveResponse
 	ts.call("POST", "/v1/topics/"+topic+"/groups/"+group+"/receive", body, http.StatusOK, &out)
 	return out.Messages

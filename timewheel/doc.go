@@ -7,7 +7,8 @@
 // # Model
 //
 // Time is an abstract int64 (the engine uses Unix milliseconds) that moves
-// only when the caller calls [Wheel.Advance]. There is no goroutine and no
+// only when the caller calls [Wheel.Advance] or [Wheel.AdvanceN]. There is
+// no goroutine and no
 // clock inside: whoever owns the wheel decides what "now" is, which makes
 // tests deterministic and lets the engine drive the wheel from its monotonic
 // clock.
@@ -38,8 +39,23 @@
 //     rounds up past the int64 range.
 //   - Within one Advance, timers fire in non-decreasing order of the tick they
 //     are due at (a timer added after its deadline counts as due at the tick
-//     the wheel had reached when it was added); within a tick the order is
-//     unspecified.
+//     the wheel had reached when it was added). Timers due at one tick fire
+//     in the order they were added, with one exception: a timer added while
+//     its tick was too far ahead for a finer level waits in a coarser
+//     bucket and joins its tick's bucket only when the clock reaches the
+//     coarser bucket's start, behind the timers of that tick added to the
+//     finer bucket in the meantime.
+//   - Bounded work: [Wheel.AdvanceN] does what Advance does in steps of at
+//     most max units of work (a timer fired, a timer moved down a level, or
+//     an emptied bucket dropped), so a herd due at one tick, or a coarse
+//     bucket holding one, never holds the caller's lock for more than max
+//     timers. A chain of AdvanceN calls until it reports no more work is
+//     exactly one Advance: the same timers in the same order. Between the
+//     calls the clock (Now) stays at the start of the tick being worked on,
+//     never past a scheduled timer, and Add and Cancel work as usual. No
+//     other call does work that grows with a herd: Add and Cancel are O(1)
+//     apart from a heap operation, and NextDeadline at most drops the
+//     buckets Cancel emptied, of which there are at most levels*slots.
 //   - Add and Cancel are O(1) apart from a heap operation on the small
 //     queue of buckets (at most levels*slots entries) when a bucket goes
 //     from empty to non-empty. The caller allocates the [Timer]s, so Add,
@@ -49,8 +65,8 @@
 //
 // A Wheel is not safe for concurrent use: its owner calls it from one
 // goroutine or under its own lock. The fire callback runs on the goroutine
-// that called Advance and may call Add and Cancel (but not Advance) on the
-// same wheel.
+// that called Advance or AdvanceN and may call Add and Cancel (but not
+// Advance or AdvanceN) on the same wheel.
 //
 // Adding a Timer that is already scheduled panics; Cancel it first. This
 // catches a timer shared by two owners, which rescheduling would hide.

@@ -75,6 +75,11 @@ type harness struct {
 	draining bool     // fire callbacks stop adding timers
 	// firedInAdvance counts fires in the current Advance.
 	firedInAdvance int
+	// pauses counts the times a chain of AdvanceN calls stopped on its
+	// budget, to show that the model checked unfinished chains.
+	pauses int
+	// pausesBefore is pauses when the current chain started.
+	pausesBefore int
 }
 
 func newHarness(t testing.TB, src source, maxTimers int) *harness {
@@ -212,25 +217,125 @@ func (h *harness) cancel(id int) {
 	}
 }
 
+// advance moves the wheel to now in one chain: one Advance, or AdvanceN
+// calls with a random budget and random Add, Cancel and NextDeadline calls
+// between them, some passing an earlier now than the one before; half the
+// time the chain ends with an Advance that finishes it. The model's
+// verdicts are the same as for one Advance.
 func (h *harness) advance(now int64) {
 	h.gen++
-	h.advNow = now
 	h.cOld = h.clockAt(h.now)
-	h.cNew = h.clockAt(max(now, h.now))
 	h.lastEff = math.MinInt64
 	h.firedInAdvance = 0
-	h.logf("Advance(%d) from %d", now, h.now)
-	h.w.Advance(now, h.fire)
+	h.pausesBefore = h.pauses
+	start := h.now
+	unlimited := h.pick(3) == 0
+	limit := 1 + int(h.pick(1<<h.pick(7)))
+	for {
+		h.advNow = now
+		h.cNew = h.clockAt(max(now, h.now))
+		if unlimited {
+			h.logf("Advance(%d) from %d", now, h.now)
+			h.w.Advance(now, h.fire)
+			break
+		}
+		h.logf("AdvanceN(%d, %d) from %d", now, limit, h.now)
+		work, fired := h.w.work, h.fired
+		n, more := h.w.AdvanceN(now, limit, h.fire)
+		if n != h.fired-fired || n > limit || h.w.work-work > uint64(limit) {
+			h.fatalf("AdvanceN(%d, %d) = %d: fired %d, did %d units of work",
+				now, limit, n, h.fired-fired, h.w.work-work)
+		}
+		if !more {
+			break
+		}
+		h.betweenCalls(now)
+		unlimited = h.pick(16) == 0
+		if h.pick(8) == 0 && !h.draining {
+			// Work towards an earlier time, as an owner whose clock
+			// reading is older may.
+			span := uint64(now - start)
+			now = start + int64(h.pick(max(span, span+1)))
+		}
+	}
 	h.now = max(now, h.now)
 	if h.w.Now() != h.now {
 		h.fatalf("Now() = %d, want %d", h.w.Now(), h.now)
 	}
 	for id, mt := range h.model {
 		if (mt.readyGen >= 0 && mt.readyGen < h.gen) || (mt.readyGen < 0 && mt.tick <= h.cNew) {
-			h.fatalf("Advance(%d): timer %d (deadline %d, ready gen %d) is due but did not fire",
+			h.fatalf("advance to %d: timer %d (deadline %d, ready gen %d) is due but did not fire",
 				now, id, mt.deadline, mt.readyGen)
 		}
 	}
+}
+
+// betweenCalls checks the wheel between two calls of a chain, the last of
+// which worked towards now, and changes it as an owner that dropped its
+// lock may.
+func (h *harness) betweenCalls(now int64) {
+	got := h.w.Now()
+	if got < h.now || got > max(now, h.now) {
+		h.fatalf("Now() = %d in a chain towards %d, after %d", got, now, h.now)
+	}
+	h.now = got
+	h.pauses++
+	clock := h.clockAt(got)
+	for id, mt := range h.model {
+		if mt.readyGen < 0 && mt.tick < clock {
+			h.fatalf("clock at tick %d passed timer %d due at tick %d", clock, id, mt.tick)
+		}
+	}
+	checkInvariants(h.t, h.w)
+	if h.draining || h.firedInAdvance > maxRefires || h.pauses-h.pausesBefore > maxRefires {
+		// Adds between calls could keep a chain going as long as the
+		// source lasts, and the final drain must end with nothing left.
+		return
+	}
+	n := uint64(len(h.timers))
+	for range h.pick(4) {
+		switch h.pick(4) {
+		case 0, 1:
+			h.add(int(h.pick(n)), h.deadline(h.now), clock)
+		case 2:
+			h.cancel(int(h.pick(n)))
+		default:
+			h.checkMidChainDeadline(now)
+		}
+	}
+}
+
+// checkMidChainDeadline checks NextDeadline while a chain is unfinished:
+// never after a timer is due, never before the clock, and at or before the
+// chain's now while a timer due by then waits.
+func (h *harness) checkMidChainDeadline(now int64) {
+	next, ok := h.w.NextDeadline()
+	if ok != (len(h.model) > 0) {
+		h.fatalf("NextDeadline ok = %v with %d pending", ok, len(h.model))
+	}
+	if earliest, waits := h.earliestDue(); ok && (next > earliest || next < h.now) {
+		h.fatalf("NextDeadline = %d mid-chain, earliest due %d, Now %d", next, earliest, h.now)
+	} else if ok && waits && next > max(now, h.now) {
+		h.fatalf("NextDeadline = %d after the chain's now %d with a timer due", next, now)
+	}
+}
+
+// earliestDue returns the earliest time a pending timer is due at, and
+// whether one is due in the current chain (at or before its tick cNew and
+// not added past due during it).
+func (h *harness) earliestDue() (int64, bool) {
+	earliest, waits := int64(math.MaxInt64), false
+	for _, mt := range h.model {
+		due := h.now
+		if mt.readyGen < 0 {
+			due = tickStart(mt.tick, h.tick)
+			waits = waits || mt.tick <= h.cNew
+		} else {
+			waits = waits || mt.readyGen < h.gen
+		}
+		earliest = min(earliest, due)
+	}
+	return earliest, waits
 }
 
 func (h *harness) fire(tm *Timer[int]) {
@@ -267,7 +372,7 @@ func (h *harness) fire(tm *Timer[int]) {
 	h.fired++
 
 	h.firedInAdvance++
-	if h.draining || h.firedInAdvance > maxRefires {
+	if h.draining || h.firedInAdvance > maxRefires || h.pauses-h.pausesBefore > maxRefires {
 		// A callback that keeps rescheduling itself a tick ahead would make
 		// a jump over 2^50 ticks fire 2^50 times: correct, but endless.
 		return
@@ -317,14 +422,7 @@ func (h *harness) checkNextDeadline() {
 	if !ok {
 		return
 	}
-	earliest := int64(math.MaxInt64)
-	for _, mt := range h.model {
-		due := h.now
-		if mt.readyGen < 0 {
-			due = tickStart(mt.tick, h.tick)
-		}
-		earliest = min(earliest, due)
-	}
+	earliest, _ := h.earliestDue()
 	if next > earliest {
 		h.fatalf("NextDeadline = %d, after the earliest due time %d", next, earliest)
 	}
@@ -361,8 +459,11 @@ func checkInvariants(t testing.TB, w *Wheel[int]) {
 	if w.advancing {
 		t.Fatal("advancing set outside Advance")
 	}
-	if w.due.head != nil {
-		t.Fatal("due list not empty outside Advance")
+	if !w.pending && w.cascade != nil && w.cascade.head != nil {
+		t.Fatal("cascade bucket holds timers after a chain ended")
+	}
+	if w.fence != nil && w.fence.bucket != w.ready {
+		t.Fatalf("fence timer %d is not in the ready list", w.fence.Value)
 	}
 	if c := clockTick(w.now, w.tick); uint64(c)-uint64(w.origin) != w.cur {
 		t.Fatalf("cur %d does not match now %d", w.cur, w.now)
@@ -385,11 +486,28 @@ func checkInvariants(t testing.TB, w *Wheel[int]) {
 			if b.head == nil {
 				continue
 			}
+			if b == w.cascade {
+				// Popped, with the clock at its start: what is left is
+				// due now or moves down.
+				if b.index >= 0 || b.exp != w.cur {
+					t.Fatalf("cascade bucket at level %d: index %d exp %d cur %d", i, b.index, b.exp, w.cur)
+				}
+				count += walk(t, b, func(tm *Timer[int]) {
+					if tm.expiry/lv.unit != b.exp/lv.unit {
+						t.Fatalf("timer %d expiry %d in cascade bucket %d", tm.Value, tm.expiry, b.exp)
+					}
+				})
+				continue
+			}
 			if b.index < 0 {
 				t.Fatalf("level %d bucket %d has timers but is not queued", i, j)
 			}
+			// Mid-chain a bucket may start at the clock's tick: one on a
+			// lower level than the cascade bucket with the same start,
+			// which the chain pops next.
+			atClock := w.pending && b.exp == w.cur
 			v := b.exp / lv.unit
-			if b.exp%lv.unit != 0 || v%w.slots != uint64(j) || v <= lv.cur || v-lv.cur >= w.slots {
+			if b.exp%lv.unit != 0 || v%w.slots != uint64(j) || (v <= lv.cur && !atClock) || v-lv.cur >= w.slots {
 				t.Fatalf("level %d bucket %d: exp %d out of place (cur %d)", i, j, b.exp, w.cur)
 			}
 			count += walk(t, b, func(tm *Timer[int]) {
@@ -409,7 +527,7 @@ func checkInvariants(t testing.TB, w *Wheel[int]) {
 		if i > 0 && w.queue[(i-1)/2].exp > b.exp {
 			t.Fatalf("queue heap order broken at %d", i)
 		}
-		if b.exp <= w.cur {
+		if b.exp < w.cur || (b.exp == w.cur && !w.pending) {
 			t.Fatalf("queued bucket exp %d not after cur %d", b.exp, w.cur)
 		}
 	}
@@ -428,23 +546,29 @@ func walk(t testing.TB, b *bucket[int], f func(*Timer[int])) int {
 		prev = tm
 		n++
 	}
+	if b.tail != prev {
+		t.Fatal("bucket tail is not its last timer")
+	}
 	return n
 }
 
 // TestModelRandom runs fixed seeds, tens of thousands of operations in all,
 // against the model.
 func TestModelRandom(t *testing.T) {
-	fired := 0
+	fired, pauses := 0, 0
 	for seed := uint64(1); seed <= 24; seed++ {
 		h := newHarness(t, randSource{rand.New(rand.NewPCG(seed, 0x7157))}, 200)
 		h.run(2500, 7)
 		fired += h.fired
+		pauses += h.pauses
 	}
-	if fired < 10000 {
+	if fired < 10000 || pauses < 5000 {
 		// Guards the test itself: a generator change that stops timers
-		// from firing would make the checks above vacuous.
-		t.Fatalf("only %d timers fired across all seeds", fired)
+		// from firing, or chains from pausing, would make the checks
+		// above vacuous.
+		t.Fatalf("only %d timers fired and %d chains paused across all seeds", fired, pauses)
 	}
+	t.Logf("%d timers fired, %d pauses in chains", fired, pauses)
 }
 
 // FuzzWheel decodes the input into a wheel configuration and a sequence of

@@ -352,37 +352,47 @@ func TestMisusePanics(t *testing.T) {
 }
 
 // TestNoAllocs checks that adding, cancelling and firing pre-allocated
-// timers allocates nothing once the wheel's levels and queue have grown.
+// timers allocates nothing once the wheel's levels and queue have grown,
+// whether the owner advances with Advance or with chains of AdvanceN.
 func TestNoAllocs(t *testing.T) {
-	w := New[int](1, 64, 0)
-	timers := make([]Timer[int], 4096)
-	r := rand.New(rand.NewPCG(9, 9))
-	offsets := make([]int64, len(timers))
-	for i := range offsets {
-		offsets[i] = 1 + r.Int64N(64*64*64*4) // four levels
-	}
-	fired := 0
-	fire := func(*Timer[int]) { fired++ }
-	var now int64
-	round := func() {
-		for i := range timers {
-			w.Add(&timers[i], now+offsets[i])
-		}
-		for i := 0; i < len(timers); i += 2 {
-			w.Cancel(&timers[i])
-		}
-		for w.Len() > 0 {
-			next, _ := w.NextDeadline()
-			now = next
-			w.Advance(now, fire)
+	chain := func(w *Wheel[int], now int64, fire func(*Timer[int])) {
+		for _, more := w.AdvanceN(now, 100, fire); more; _, more = w.AdvanceN(now, 100, fire) {
 		}
 	}
-	round() // grow levels and the bucket queue
-	fired = 0
-	if allocs := testing.AllocsPerRun(20, round); allocs != 0 {
-		t.Fatalf("%v allocations per round of %d timers", allocs, len(timers))
-	}
-	if fired != 21*len(timers)/2 {
-		t.Fatalf("%d timers fired in 21 rounds, want %d", fired, 21*len(timers)/2)
+	for name, advance := range map[string]func(*Wheel[int], int64, func(*Timer[int])){
+		"Advance":  (*Wheel[int]).Advance,
+		"AdvanceN": chain,
+	} {
+		w := New[int](1, 64, 0)
+		timers := make([]Timer[int], 4096)
+		r := rand.New(rand.NewPCG(9, 9))
+		offsets := make([]int64, len(timers))
+		for i := range offsets {
+			offsets[i] = 1 + r.Int64N(64*64*64*4) // four levels
+		}
+		fired := 0
+		fire := func(*Timer[int]) { fired++ }
+		var now int64
+		round := func() {
+			for i := range timers {
+				w.Add(&timers[i], now+offsets[i])
+			}
+			for i := 0; i < len(timers); i += 2 {
+				w.Cancel(&timers[i])
+			}
+			for w.Len() > 0 {
+				next, _ := w.NextDeadline()
+				now = next
+				advance(w, now, fire)
+			}
+		}
+		round() // grow levels and the bucket queue
+		fired = 0
+		if allocs := testing.AllocsPerRun(20, round); allocs != 0 {
+			t.Fatalf("%s: %v allocations per round of %d timers", name, allocs, len(timers))
+		}
+		if fired != 21*len(timers)/2 {
+			t.Fatalf("%s: %d timers fired in 21 rounds, want %d", name, fired, 21*len(timers)/2)
+		}
 	}
 }

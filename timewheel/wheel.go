@@ -51,16 +51,30 @@ type Wheel[T any] struct {
 	queue  bucketQueue[T]
 	n      int
 
-	// ready holds timers added with a deadline at or before the current
-	// tick; they fire at the start of the next Advance. due holds timers
-	// the current Advance is about to fire. They are separate so that a
-	// fire callback that re-adds a timer in the past cannot keep one
-	// Advance looping forever: such a timer waits in ready. Advance swaps
-	// the two pointers; the lists themselves live in lists, at addresses
-	// that do not change, because timers point at their list.
-	ready, due *bucket[T]
-	lists      [2]bucket[T]
-	advancing  bool
+	// ready holds, in the order they were added, the timers added with a
+	// deadline at or before the clock. Those up to and including fence are
+	// due in the current chain of calls (see AdvanceN); the rest were added
+	// during the chain and wait for the next one. The fence keeps a fire
+	// callback that re-adds a timer in the past from looping a chain
+	// forever, and makes a chain do exactly what one Advance does. fence
+	// is nil when no timer in ready is due in the chain; a Cancel or fire
+	// of the fence timer moves it to the timer before.
+	ready *bucket[T]
+	fence *Timer[T]
+	// cascade is the bucket the clock is in while AdvanceN works through
+	// it: popped from the queue, its timers fire (those due at cur) or
+	// move down a level one at a time, so a herd in one bucket is spread
+	// over as many calls as the budget asks. While it holds timers the
+	// clock stays at its exp. nil when there is none.
+	cascade *bucket[T]
+	// pending: the last AdvanceN stopped on its budget, so the next call
+	// continues the chain rather than starting one.
+	pending   bool
+	advancing bool
+	// work counts the units of work AdvanceN has done (timers fired,
+	// timers moved down, empty buckets dropped); tests read it to check
+	// that one call stays within its budget.
+	work uint64
 }
 
 // New returns an empty wheel whose clock reads now.
@@ -84,21 +98,21 @@ func New[T any](tick int64, slots int, now int64) *Wheel[T] {
 		origin: clockTick(now, tick),
 		now:    now,
 	}
-	for i := range w.lists {
-		w.lists[i].wheel, w.lists[i].index = w, -1
-	}
-	w.ready, w.due = &w.lists[0], &w.lists[1]
+	w.ready = &bucket[T]{wheel: w, index: -1, level: -1}
 	w.addLevel()
 	return w
 }
 
 // Len returns the number of scheduled timers, including those that are
-// due and wait for the next Advance.
+// due and wait for the next Advance or AdvanceN.
 func (w *Wheel[T]) Len() int { return w.n }
 
-// Now returns the wheel's clock: the latest time given to New or Advance.
-// Inside a fire callback it is the start of the tick being fired, which is
-// at or before the now passed to Advance.
+// Now returns the wheel's clock: the latest time given to New, Advance or
+// an AdvanceN that reported no more work. Inside a fire callback, and
+// after an AdvanceN that stopped on its budget (more true), it is the start
+// of the tick the wheel has reached: at or before the now passed, and never
+// past the tick of a timer that is still scheduled, apart from timers added
+// already past due.
 func (w *Wheel[T]) Now() int64 { return w.now }
 
 // Add schedules t to fire at the first Advance whose now is at or after
@@ -141,7 +155,9 @@ func (w *Wheel[T]) Add(t *Timer[T], deadline int64) {
 // greater than level i's current bucket number; and only when v is less
 // than that number plus slots. So the buckets a level holds at any time have
 // distinct numbers modulo slots, none is the bucket the clock is in, and
-// every queued bucket starts after w.cur.
+// every queued bucket starts after w.cur. In particular place never adds to
+// the cascade bucket, which AdvanceN has popped and whose exp is w.cur: a
+// timer in its range with an expiry after w.cur always fits the level below.
 func (w *Wheel[T]) place(t *Timer[T]) {
 	e := t.expiry
 	for i := 0; ; i++ {
@@ -180,6 +196,7 @@ func (w *Wheel[T]) addLevel() {
 	for i := range lv.buckets {
 		lv.buckets[i].wheel = w
 		lv.buckets[i].index = -1
+		lv.buckets[i].level = len(w.levels)
 	}
 	w.levels = append(w.levels, lv)
 }
@@ -198,6 +215,9 @@ func (w *Wheel[T]) Cancel(t *Timer[T]) bool {
 	if b.wheel != w {
 		panic("timewheel: Cancel of a timer scheduled in another wheel")
 	}
+	if t == w.fence {
+		w.fence = t.prev
+	}
 	b.remove(t)
 	w.n--
 	return true
@@ -206,67 +226,140 @@ func (w *Wheel[T]) Cancel(t *Timer[T]) bool {
 // Advance moves the wheel's clock to now and calls fire, on the calling
 // goroutine, for every timer that is due: those whose deadline rounded up to
 // a tick is at or before now, and those added after their deadline. Each
-// timer is unscheduled just before fire is called with it.
+// timer is unscheduled just before fire is called with it. It is AdvanceN
+// without a limit, so it also finishes a chain AdvanceN left unfinished.
 //
 // A now before the wheel's clock does not move the clock back; timers added
 // after their deadline still fire.
 //
 // fire may call Add and Cancel on w; cancelling a timer that is due but not
-// yet fired stops it from firing. fire must not call Advance: that panics.
-// If fire panics, the wheel stays consistent and the timers that were due
-// but not fired yet fire at the next Advance.
+// yet fired stops it from firing. fire must not call Advance or AdvanceN:
+// that panics. If fire panics, the wheel stays consistent and the timers
+// that were due but not fired yet fire at the next Advance.
 func (w *Wheel[T]) Advance(now int64, fire func(*Timer[T])) {
+	w.AdvanceN(now, math.MaxInt, fire)
+}
+
+// AdvanceN is Advance in bounded steps: it does at most max units of work
+// towards now, calling fire for at most max due timers, and reports in n
+// how many it fired and in more whether work towards now remains. A unit
+// is firing a timer, moving a timer from a coarse bucket down a level, or
+// dropping a bucket that Cancel emptied; so a herd of timers due at one
+// tick, however large, costs a caller's lock at most max timers per call.
+//
+// Calls from the first one to the one that reports more false form a
+// chain, and a chain does exactly what one Advance(now, fire) does: the
+// same timers fire, in the same order, none early and none twice. Between
+// two calls of a chain the owner may Add and Cancel: a cancelled timer does
+// not fire; a timer added with a deadline after Now and at or before now
+// fires later in the chain; one added at or before Now (past due) fires in
+// the next chain, like one a fire callback adds. A call may pass a
+// different now than the one before; each call works towards its own.
+//
+// While more is true the clock has not reached now and has not passed any
+// scheduled timer: Now is the start of the tick the wheel has reached (or
+// the clock as the call found it, if it did not move). NextDeadline then
+// returns Now while timers of that tick are still to fire or to move down,
+// and otherwise the start of the next bucket with timers, which is at or
+// before now unless Cancel emptied every bucket left before now; so an
+// owner that sleeps until NextDeadline calls again at once. When more is
+// false, Now is now (or the clock, if now is before it).
+// more true promises at least one unit of work to the next call, though
+// maybe no fire: moving a herd down a level fires nothing.
+//
+// AdvanceN panics if max < 1. fire is called as for Advance.
+func (w *Wheel[T]) AdvanceN(now int64, max int, fire func(*Timer[T])) (n int, more bool) {
 	if w.advancing {
 		panic("timewheel: Advance called from inside a fire callback")
 	}
+	if max < 1 {
+		panic(fmt.Sprintf("timewheel: AdvanceN max must be at least 1, got %d", max))
+	}
 	w.advancing = true
 	defer func() { w.advancing = false }()
-
-	// Leftovers from a fire callback that panicked come first.
-	w.drainDue(fire)
-	// Everything in ready was added with a deadline that has passed. Make it
-	// the due batch; what fire callbacks add as already due from here on
-	// collects in the emptied ready list for the next Advance.
-	w.ready, w.due = w.due, w.ready
-	w.drainDue(fire)
-
-	if now <= w.now {
-		return
+	if !w.pending {
+		// A new chain: every past-due timer added so far is due in it.
+		w.fence = w.ready.tail
 	}
-	target := uint64(clockTick(now, w.tick)) - uint64(w.origin)
-	for len(w.queue) > 0 && w.queue[0].exp <= target {
-		b := w.queue.pop()
-		w.setClock(b.exp)
-		// Keep now in step with the clock, so that Add in a fire callback
-		// and a fire callback that panics see a consistent wheel.
-		w.now = w.timeOf(b.exp)
-		// Every timer in b expires at or after b.exp; those at b.exp are
-		// due, the rest move to a lower level (their expiry is after the
-		// new clock, so place accepts them below b's level).
-		for t := b.head; t != nil; t = b.head {
-			b.remove(t)
-			if t.expiry <= w.cur {
-				w.due.push(t)
-			} else {
-				w.place(t)
+	// Cleared until the call ends on its budget, so that after a fire
+	// callback panics the next call starts a new chain, as the next
+	// Advance did before there were chains.
+	w.pending = false
+	target := w.cur
+	if now > w.now {
+		target = uint64(clockTick(now, w.tick)) - uint64(w.origin)
+	}
+	budget := max
+	for {
+		t := w.nextTimer()
+		if t == nil {
+			if len(w.queue) == 0 || w.queue[0].exp > target {
+				break
 			}
+			if budget == 0 {
+				w.pending = true
+				return n, true
+			}
+			b := w.queue.pop()
+			if b.head == nil {
+				// Emptied by Cancel: dropping it is a unit of work.
+				w.work++
+				budget--
+				continue
+			}
+			// Free of charge: a bucket with timers is popped only with
+			// budget left, and its first timer takes a unit.
+			w.setClock(b.exp)
+			// Keep now in step with the clock, so that Add in a fire
+			// callback, a fire callback that panics and an owner between
+			// calls all see a consistent wheel.
+			w.now = w.timeOf(b.exp)
+			w.cascade = b
+			continue
 		}
-		w.drainDue(fire)
-	}
-	w.setClock(target)
-	w.now = now
-}
-
-// drainDue fires the due list one timer at a time. Taking timers off the
-// list head one by one, instead of detaching the whole list, keeps every
-// timer that has not fired yet properly linked, so a callback can Cancel it.
-func (w *Wheel[T]) drainDue(fire func(*Timer[T])) {
-	for w.due.head != nil {
-		t := w.due.head
-		w.due.remove(t)
+		if budget == 0 {
+			w.pending = true
+			return n, true
+		}
+		budget--
+		w.work++
+		if t == w.fence {
+			w.fence = t.prev
+		}
+		t.bucket.remove(t)
+		if t.expiry > w.cur {
+			// From a coarse bucket and not due yet: its expiry is after
+			// the clock, so place puts it on a lower level.
+			w.place(t)
+			continue
+		}
 		w.n--
+		n++
 		fire(t)
 	}
+	if now > w.now {
+		w.setClock(target)
+		w.now = now
+	}
+	return n, false
+}
+
+// nextTimer returns the timer the current chain handles next at the
+// clock's tick, or nil: first past-due timers up to the fence, then the
+// timers of the bucket the clock is in.
+func (w *Wheel[T]) nextTimer() *Timer[T] {
+	if w.fence != nil {
+		return w.ready.head
+	}
+	if w.cascade != nil {
+		if t := w.cascade.head; t != nil {
+			return t
+		}
+		// Emptied: forget it before the clock moves, because its slot
+		// may then receive timers of a later range.
+		w.cascade = nil
+	}
+	return nil
 }
 
 // setClock sets the current tick on every level.
@@ -280,14 +373,17 @@ func (w *Wheel[T]) setClock(c uint64) {
 // NextDeadline returns the earliest time at which Advance has work to do:
 // fire a timer, or move the timers of a higher-level bucket down a level
 // (which fires nothing, after which NextDeadline returns a later time). The
-// owner can sleep until then. If some timer is already due it returns the
-// wheel's clock; if no timer is scheduled it returns false.
+// owner can sleep until then. If some timer is already due, or a chain of
+// AdvanceN calls still has timers of the current tick to fire or move, it
+// returns the wheel's clock (Now); if no timer is scheduled it returns
+// false.
 func (w *Wheel[T]) NextDeadline() (int64, bool) {
-	if w.ready.head != nil || w.due.head != nil {
+	if w.ready.head != nil || (w.cascade != nil && w.cascade.head != nil) {
 		return w.now, true
 	}
 	// Drop buckets emptied by Cancel so that they do not cause a wake-up
-	// with nothing to do.
+	// with nothing to do. There are at most levels*slots of them, since a
+	// bucket is queued at most once.
 	for len(w.queue) > 0 && w.queue[0].head == nil {
 		w.queue.pop()
 	}

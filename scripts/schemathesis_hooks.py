@@ -1,0 +1,131 @@
+"""Schemathesis hooks for hourglass (loaded by scripts/schemathesis.sh).
+
+OpenAPI 3.0 cannot state a few rules that docs/openapi.yaml describes in
+words; these hooks drop the generated *schema-valid* requests that break
+them, so that "valid data was rejected" reports only real mismatches.
+Schema-violating (negative) requests are never dropped. The rules:
+
+- the dead-letter topic "%DLQ%" + topic + "." + group is a topic name too,
+  so topic and group together are at most 194 bytes;
+- a message has body or body_base64, not both, and at most one of delay,
+  at and level (an empty delay, a zero at or level, and null are not given);
+- key, tag, group and the properties of a message take at most 32 KiB
+  (UTF-8 bytes), and a property name is not empty;
+- "at" is at most now plus the maximum delay (400 days by default);
+- a group's backoff_base is at most its backoff_max (1s and 5m when absent);
+- a message sent to a FIFO topic has a group (the hooks remember the topics
+  the run created with "fifo": true).
+
+One more hook bounds the long poll: a receive's "wait" is cut to 100ms, so
+that a run does not spend 30 s on each receive of an empty group.
+"""
+
+import re
+import time
+
+import schemathesis
+
+MAX_HEADER_BYTES = 32 << 10
+MAX_DELAY_MS = 400 * 24 * 3600 * 1000
+DLQ_OVERHEAD = len("%DLQ%") + len(".")
+NAME_LIMIT = 200
+WAIT_CAP = "100ms"
+
+UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
+DURATION = re.compile(r"^([0-9]+)(ms|s|m|h)$")
+
+
+def duration_ms(text):
+    """Milliseconds of a duration of the spec's patterns; None otherwise."""
+    if text == "0":
+        return 0
+    m = DURATION.match(text)
+    if not m:
+        return None
+    return int(m.group(1)) * UNITS_MS[m.group(2)]
+
+
+def is_positive(case):
+    meta = case.meta
+    return meta is None or meta.generation.mode.is_positive
+
+
+def utf8_len(value):
+    return len(value.encode("utf-8", "surrogatepass")) if isinstance(value, str) else 0
+
+
+def message_breaks_rules(msg, now_ms):
+    if not isinstance(msg, dict):
+        return False
+    if msg.get("body") is not None and msg.get("body_base64") is not None:
+        return True
+    given = [msg.get("delay") not in (None, ""), msg.get("at") not in (None, 0), msg.get("level") not in (None, 0)]
+    if sum(given) > 1:
+        return True
+    props = msg.get("properties") or {}
+    size = sum(utf8_len(msg.get(f)) for f in ("key", "tag", "group"))
+    if isinstance(props, dict):
+        if "" in props:
+            return True
+        size += sum(utf8_len(k) + utf8_len(v) for k, v in props.items())
+    if size > MAX_HEADER_BYTES:
+        return True
+    at = msg.get("at")
+    return isinstance(at, int) and at > now_ms + MAX_DELAY_MS - 3_600_000
+
+
+# Topics this run created FIFO: a send to one needs a message group.
+FIFO_TOPICS = set()
+
+
+def fifo_without_group(topic, msg):
+    return topic in FIFO_TOPICS and isinstance(msg, dict) and not msg.get("group")
+
+
+def backoff_breaks_rules(cfg):
+    if not isinstance(cfg, dict):
+        return False
+    base = duration_ms(cfg.get("backoff_base") or "1s")
+    top = duration_ms(cfg.get("backoff_max") or "5m")
+    return base is not None and top is not None and base > top
+
+
+@schemathesis.hook
+def filter_case(context, case):
+    if not is_positive(case):
+        return True
+    params = case.path_parameters or {}
+    topic, group = params.get("topic"), params.get("group")
+    if isinstance(topic, str) and isinstance(group, str):
+        if utf8_len(topic) + utf8_len(group) + DLQ_OVERHEAD > NAME_LIMIT:
+            return False
+    body, path = case.body, case.operation.path
+    now_ms = int(time.time() * 1000)
+    if path.endswith("/messages"):
+        return not (message_breaks_rules(body, now_ms) or fifo_without_group(topic, body))
+    if path.endswith("/reschedule"):
+        return not message_breaks_rules(body, now_ms)
+    if path.endswith("/batch") and isinstance(body, dict):
+        msgs = body.get("messages") or []
+        return not any(message_breaks_rules(m, now_ms) or fifo_without_group(topic, m) for m in msgs)
+    if path.endswith("/groups/{group}") and case.method.upper() == "PUT":
+        return not backoff_breaks_rules(body)
+    return True
+
+
+@schemathesis.hook
+def map_case(context, case):
+    if case.operation.path.endswith("/receive") and isinstance(case.body, dict):
+        wait = case.body.get("wait")
+        if isinstance(wait, str):
+            ms = duration_ms(wait)
+            if ms is not None and ms > duration_ms(WAIT_CAP):
+                case.body["wait"] = WAIT_CAP
+    return case
+
+
+@schemathesis.hook
+def after_call(context, case, response):
+    if case.operation.path == "/v1/topics/{topic}" and case.method.upper() == "PUT" and response.status_code == 201:
+        if isinstance(case.body, dict) and case.body.get("fifo") is True:
+            FIFO_TOPICS.add(case.path_parameters.get("topic"))
