@@ -16,6 +16,10 @@ Schema-violating (negative) requests are never dropped. The rules:
 - a message sent to a FIFO topic has a group (the hooks remember the topics
   the run created with "fifo": true).
 
+One filter works around the tester: it sends a '%' followed by two hex
+digits in a path parameter as it is, not as %25, so the server reads another
+name ("a%41" arrives as "aA"); such names are dropped from valid cases.
+
 One more hook bounds the long poll: a receive's "wait" is cut to 100ms, so
 that a run does not spend 30 s on each receive of an empty group.
 """
@@ -43,6 +47,9 @@ def duration_ms(text):
     if not m:
         return None
     return int(m.group(1)) * UNITS_MS[m.group(2)]
+
+
+PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 
 
 def is_positive(case):
@@ -95,6 +102,8 @@ def filter_case(context, case):
     if not is_positive(case):
         return True
     params = case.path_parameters or {}
+    if any(isinstance(v, str) and PERCENT_ESCAPE.search(v) for v in params.values()):
+        return False
     topic, group = params.get("topic"), params.get("group")
     if isinstance(topic, str) and isinstance(group, str):
         if utf8_len(topic) + utf8_len(group) + DLQ_OVERHEAD > NAME_LIMIT:
