@@ -235,9 +235,12 @@ type RedriveResponse struct {
 // Empty is the answer of nack and invisibility: {}.
 type Empty struct{}
 
-// Health answers GET /healthz: {"status":"ok"}.
+// Health answers GET /healthz: {"status":"ok"}, or with 503
+// {"status":"failed","error":...} once the broker stopped after a storage
+// failure (it then exits; see docs/architecture.md, fault model).
 type Health struct {
 	Status string `json:"status"`
+	Error  string `json:"error,omitempty"`
 }
 
 // Stats is GET /v1/stats, the broker's engine-wide instrumentation.

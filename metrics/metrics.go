@@ -30,6 +30,7 @@ type Collector struct {
 	recovery, replayed                    *prometheus.Desc
 	clockJumps, checkpoints, segsDel      *prometheus.Desc
 	fireErrs, loadErrs, writeErrs, ckErrs *prometheus.Desc
+	failed, readErrs, rebuilds            *prometheus.Desc
 
 	topicSent, topicFired, topicCancelled, topicPending, topicVisible *prometheus.Desc
 
@@ -61,6 +62,9 @@ func NewCollector(eng *engine.Engine) *Collector {
 		loadErrs:    d("timer_load_errors_total", "Failures to load a timer bucket into the wheel."),
 		writeErrs:   d("timer_write_errors_total", "Failures to write a timer to its bucket (the timer is kept in memory)."),
 		ckErrs:      d("checkpoint_errors_total", "Failed checkpoints."),
+		failed:      d("storage_failed", "1 once the broker stopped after a failed fsync (fail-stop); it then exits."),
+		readErrs:    d("read_errors_total", "Message reads that failed with an I/O error while delivering; the messages stayed in place."),
+		rebuilds:    d("cache_rebuilds_total", "Caches (timer buckets, key index) found damaged at the last recovery and rebuilt from the log."),
 
 		topicSent:      d("topic_messages_sent_total", "Messages accepted by sends, by topic.", "topic"),
 		topicFired:     d("topic_messages_fired_total", "Messages that became visible, by topic.", "topic"),
@@ -81,6 +85,7 @@ func (c *Collector) descs() []*prometheus.Desc {
 	return []*prometheus.Desc{
 		c.sent, c.fired, c.cancelled, c.rescheduled, c.pending, c.lateness, c.fsync, c.checkpoint,
 		c.recovery, c.replayed, c.clockJumps, c.checkpoints, c.segsDel, c.fireErrs, c.loadErrs, c.writeErrs, c.ckErrs,
+		c.failed, c.readErrs, c.rebuilds,
 		c.topicSent, c.topicFired, c.topicCancelled, c.topicPending, c.topicVisible,
 		c.groupDelivered, c.groupAcked, c.groupRedelivered, c.groupDead, c.groupBacklog, c.groupInFlight,
 	}
@@ -120,6 +125,13 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.loadErrs, s.TimerLoadErrors.Load())
 	counter(c.writeErrs, s.TimerWriteErrors.Load())
 	counter(c.ckErrs, s.CheckpointErrors.Load())
+	failed := 0.0
+	if s.Failed.Load() {
+		failed = 1
+	}
+	gauge(c.failed, failed)
+	counter(c.readErrs, s.ReadErrors.Load())
+	counter(c.rebuilds, s.CacheRebuilds.Load())
 
 	for _, t := range c.eng.Topics() {
 		ts, err := c.eng.DescribeTopic(t.Name)

@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/hourglass-mq/hourglass/api"
 	"github.com/hourglass-mq/hourglass/engine"
 	"github.com/hourglass-mq/hourglass/errs"
 	"github.com/hourglass-mq/hourglass/message"
@@ -164,7 +165,12 @@ func (h *Handler) noRoute(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) healthz(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	if err := h.eng.Err(); err != nil {
+		// Stopped after a storage failure: not healthy, whatever else.
+		writeJSON(w, http.StatusServiceUnavailable, api.Health{Status: "failed", Error: err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, api.Health{Status: "ok"})
 }
 
 func (h *Handler) serveMetrics(w http.ResponseWriter, r *http.Request) {

@@ -56,6 +56,12 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, ready func(addr s
 		// Serve failed on its own, not through Shutdown.
 		runErr = fmt.Errorf("serve: %w", err)
 		serveErr = nil
+	case <-eng.Failed():
+		// Fail-stop (engine/fail.go): after a failed fsync the engine
+		// answers every call with unavailable; the process exits non-zero
+		// so that its supervisor restarts it, and recovery rebuilds the
+		// state from what is durable.
+		runErr = fmt.Errorf("storage failed, restart the broker to recover from the commit log: %w", eng.Err())
 	}
 	logger.Info("shutting down", "drain_timeout", cfg.DrainTimeout)
 	h.Drain()
