@@ -176,81 +176,28 @@ func (e *Engine) change(ctx context.Context, id message.ID, w *message.When, ifD
 	e.gate.RLock()
 	defer e.gate.RUnlock()
 	e.mu.Lock()
-	if err := e.unavailableLocked(); err != nil {
+	top, due, err := e.changeableLocked(id, s, ifDue)
+	if err != nil {
 		e.mu.Unlock()
 		return 0, err
 	}
-	top := e.cat.topicsByName[s.Topic]
-	if top == nil {
-		e.mu.Unlock()
-		return 0, errs.New(errs.NotFound, "message %s does not exist", id)
-	}
-	st, due, vis := e.stateLocked(id.Pos, s)
-	switch st {
-	case StateCancelled:
-		e.mu.Unlock()
-		return 0, errs.New(errs.FailedPrecondition, "message %s is already cancelled", id)
-	case StateDue, StateVisible:
-		e.mu.Unlock()
-		at := due
-		if vis != 0 {
-			at = vis
-		}
-		return 0, errs.New(errs.FailedPrecondition, "message %s was already delivered: it fell due at %s", id, fmtMs(at))
-	}
-	if ifDue != 0 && ifDue != due {
-		e.mu.Unlock()
-		return 0, errs.New(errs.FailedPrecondition, "message %s is due at %d, not %d: not rescheduled", id, due, ifDue)
-	}
-	// Take it out of the wheel and mark it, remembering how to undo.
-	prev, hadPrev := e.ovl.entries[id.Pos]
-	var prevCopy overlayEntry
-	if hadPrev {
-		prevCopy = *prev
-	}
-	t := e.disp.near[id.Pos]
-	if t != nil {
-		e.disp.wheel.Cancel(t)
-		delete(e.disp.near, id.Pos)
-	}
-	ov := &overlayEntry{Due: due}
-	if w == nil {
-		ov.Cancelled = true
-	} else {
-		ov.Due = newDue
-	}
-	e.ovl.entries[id.Pos] = ov
+	h := e.holdLocked(id.Pos, due, w == nil, newDue)
 	e.mu.Unlock()
 
-	var rec commitlog.Record
-	if w == nil {
-		rec = encodePos(recCancel, id.Pos, 0)
-	} else {
+	rec := encodePos(recCancel, id.Pos, 0)
+	if w != nil {
 		rec = encodePos(recReschedule, id.Pos, newDue)
 	}
 	_, aerr := e.clog.Append(rec)
 
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	ref := timerRef{pos: id.Pos, due: due, topic: top.id, queue: uint16(s.Queue)}
 	if aerr != nil {
-		if hadPrev {
-			*ov = prevCopy
-		} else {
-			delete(e.ovl.entries, id.Pos)
-		}
-		if t != nil {
-			e.disp.free = append(e.disp.free, t)
-		}
-		// Its bucket may have been loaded (and this entry skipped) while
-		// the change was being written.
-		if t != nil || ref.due < e.disp.loadedUntil {
-			e.scheduleLocked(ref)
-		}
+		e.unholdLocked(h, timerRef{pos: id.Pos, due: due, topic: top.id, queue: uint16(s.Queue)})
 		return 0, e.storageErr(aerr)
 	}
-	if t != nil {
-		e.disp.free = append(e.disp.free, t)
+	if h.timer != nil {
+		e.disp.free = append(e.disp.free, h.timer)
 	}
 	e.applyChangeLocked(id.Pos, s, top, w == nil, newDue)
 	if w == nil {
@@ -261,6 +208,83 @@ func (e *Engine) change(ctx context.Context, id message.ID, w *message.When, ifD
 	e.stats.Rescheduled.Add(1)
 	e.kickLoop()
 	return newDue, nil
+}
+
+// changeableLocked checks that the message s at id can be changed: its
+// topic exists, it is pending, and its due time is ifDue when that is not
+// 0. It returns the topic and the current due time.
+func (e *Engine) changeableLocked(id message.ID, s *message.Stored, ifDue int64) (*topic, int64, error) {
+	if err := e.unavailableLocked(); err != nil {
+		return nil, 0, err
+	}
+	top := e.cat.topicsByName[s.Topic]
+	if top == nil {
+		return nil, 0, errs.New(errs.NotFound, "message %s does not exist", id)
+	}
+	st, due, vis := e.stateLocked(id.Pos, s)
+	switch st {
+	case StateCancelled:
+		return nil, 0, errs.New(errs.FailedPrecondition, "message %s is already cancelled", id)
+	case StateDue, StateVisible:
+		at := due
+		if vis != 0 {
+			at = vis
+		}
+		return nil, 0, errs.New(errs.FailedPrecondition, "message %s was already delivered: it fell due at %s", id, fmtMs(at))
+	}
+	if ifDue != 0 && ifDue != due {
+		return nil, 0, errs.New(errs.FailedPrecondition, "message %s is due at %d, not %d: not rescheduled", id, due, ifDue)
+	}
+	return top, due, nil
+}
+
+// hold is a message taken out of the wheel while its change is written,
+// with what is needed to put it back.
+type hold struct {
+	pos     uint64
+	timer   *wheelTimer // its wheel timer, if it was in the wheel
+	ov      *overlayEntry
+	prev    overlayEntry // the overlay entry before, if hadPrev
+	hadPrev bool
+}
+
+// holdLocked takes the message at pos out of the wheel and marks it
+// cancelled or moved in the overlay, so that it cannot fire (or be loaded
+// from its bucket) while its change is written.
+func (e *Engine) holdLocked(pos uint64, due int64, cancel bool, newDue int64) hold {
+	h := hold{pos: pos}
+	if prev, ok := e.ovl.entries[pos]; ok {
+		h.prev, h.hadPrev = *prev, true
+	}
+	if t := e.disp.near[pos]; t != nil {
+		e.disp.wheel.Cancel(t)
+		delete(e.disp.near, pos)
+		h.timer = t
+	}
+	h.ov = &overlayEntry{Due: due, Cancelled: cancel}
+	if !cancel {
+		h.ov.Due = newDue
+	}
+	e.ovl.entries[pos] = h.ov
+	return h
+}
+
+// unholdLocked undoes holdLocked after a failed append: the overlay entry
+// is what it was and the timer ref is back where it belongs.
+func (e *Engine) unholdLocked(h hold, ref timerRef) {
+	if h.hadPrev {
+		*h.ov = h.prev
+	} else {
+		delete(e.ovl.entries, h.pos)
+	}
+	if h.timer != nil {
+		e.disp.free = append(e.disp.free, h.timer)
+		e.scheduleLocked(ref)
+		return
+	}
+	// Its bucket may have been loaded (and this entry skipped) while the
+	// change was being written.
+	e.placeTimerLocked(ref)
 }
 
 // applyChangeLocked applies a durable cancel (or a reschedule to due) of

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"path"
 
@@ -18,64 +19,12 @@ import (
 // recover loads the checkpoint, truncates the caches to it, replays the
 // log after it and sets the wheel up at the fire frontier.
 func (e *Engine) recover() error {
-	st := &checkpointState{LogPos: uint64(e.clog.Start()), Frontier: math.MinInt64 / 2}
-	b, err := readAll(e.opts.FS, path.Join(e.opts.Dir, checkpointFile))
-	switch {
-	case err == nil:
-		if st, err = decodeCheckpoint(b); err != nil {
-			return fmt.Errorf("checkpoint: %w", err)
-		}
-		if st.Incarnation != e.ids.incarn {
-			return fmt.Errorf("checkpoint belongs to incarnation %08x, the directory is %08x", st.Incarnation, e.ids.incarn)
-		}
-		if st.LogPos < uint64(e.clog.Start()) || st.LogPos > uint64(e.clog.Head()) {
-			return fmt.Errorf("checkpoint log position %d is outside the log [%d, %d]", st.LogPos, e.clog.Start(), e.clog.Head())
-		}
-	case vfs.IsNotExist(err):
-	default:
+	st, err := e.loadCheckpoint()
+	if err != nil {
 		return err
 	}
-	if e.ovl.journal, err = newOverlayJournal(e.opts.FS, e.opts.Dir); err != nil {
+	if err := e.restoreState(st); err != nil {
 		return err
-	}
-	if err := e.ovl.journal.load(st.OverlayFiles, uint64(e.clog.Start()), func(pos uint64, ov overlayEntry) { e.ovl.entries[pos] = &ov }); err != nil {
-		return err
-	}
-	for k, v := range st.SegPending {
-		e.segs.pending[k] = v
-	}
-	for k, v := range st.Reloc {
-		e.segs.reloc[k] = v
-	}
-	for k, v := range st.SegLast {
-		e.segs.last[k] = v
-	}
-	for _, t := range st.Topics {
-		tp, err := e.applyTopicLocked(t.ID, len(t.Entries), t.Flags, t.Name, t.Entries)
-		if err != nil {
-			return err
-		}
-		tp.pending = t.Pending
-	}
-	for _, cg := range st.Groups {
-		t := e.cat.topicsByID[cg.Topic]
-		if t == nil {
-			return fmt.Errorf("checkpoint group %q names unknown topic %d", cg.Name, cg.Topic)
-		}
-		g := e.applyGroupLocked(cg.ID, t, cg.Config, cg.Name)
-		for i, cq := range cg.Queues {
-			if i >= len(g.queues) {
-				break
-			}
-			gq := g.queues[i]
-			gq.acked, gq.next = cq.Acked, cq.Acked
-			for _, off := range cq.Done {
-				gq.done[off] = true
-			}
-			for off, a := range cq.Attempts {
-				gq.attempts[off] = a
-			}
-		}
 	}
 	if err := e.markVisibleAboveFrontier(st.Frontier); err != nil {
 		return err
@@ -101,6 +50,79 @@ func (e *Engine) recover() error {
 	if err != nil {
 		return fmt.Errorf("replay from %d: %w", st.LogPos, err)
 	}
+	e.stats.Replayed.Store(uint64(replayed))
+	e.startDispatch(st, minDue)
+	return nil
+}
+
+// loadCheckpoint reads the checkpoint, or returns the start state of a
+// directory that has none.
+func (e *Engine) loadCheckpoint() (*checkpointState, error) {
+	st := &checkpointState{LogPos: uint64(e.clog.Start()), Frontier: math.MinInt64 / 2}
+	b, err := readAll(e.opts.FS, path.Join(e.opts.Dir, checkpointFile))
+	switch {
+	case vfs.IsNotExist(err):
+		return st, nil
+	case err != nil:
+		return nil, err
+	}
+	if st, err = decodeCheckpoint(b); err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	if st.Incarnation != e.ids.incarn {
+		return nil, fmt.Errorf("checkpoint belongs to incarnation %08x, the directory is %08x", st.Incarnation, e.ids.incarn)
+	}
+	if st.LogPos < uint64(e.clog.Start()) || st.LogPos > uint64(e.clog.Head()) {
+		return nil, fmt.Errorf("checkpoint log position %d is outside the log [%d, %d]", st.LogPos, e.clog.Start(), e.clog.Head())
+	}
+	return st, nil
+}
+
+// restoreState puts back what the checkpoint recorded: the overlay (from
+// its journal), per-segment accounting, topics and groups.
+func (e *Engine) restoreState(st *checkpointState) error {
+	var err error
+	if e.ovl.journal, err = newOverlayJournal(e.opts.FS, e.opts.Dir); err != nil {
+		return err
+	}
+	if err := e.ovl.journal.load(st.OverlayFiles, uint64(e.clog.Start()), func(pos uint64, ov overlayEntry) { e.ovl.entries[pos] = &ov }); err != nil {
+		return err
+	}
+	maps.Copy(e.segs.pending, st.SegPending)
+	maps.Copy(e.segs.reloc, st.Reloc)
+	maps.Copy(e.segs.last, st.SegLast)
+	for _, t := range st.Topics {
+		tp, err := e.applyTopicLocked(t.ID, len(t.Entries), t.Flags, t.Name, t.Entries)
+		if err != nil {
+			return err
+		}
+		tp.pending = t.Pending
+	}
+	for _, cg := range st.Groups {
+		t := e.cat.topicsByID[cg.Topic]
+		if t == nil {
+			return fmt.Errorf("checkpoint group %q names unknown topic %d", cg.Name, cg.Topic)
+		}
+		g := e.applyGroupLocked(cg.ID, t, cg.Config, cg.Name)
+		for i, cq := range cg.Queues {
+			if i >= len(g.queues) {
+				break
+			}
+			gq := g.queues[i]
+			gq.acked, gq.next = cq.Acked, cq.Acked
+			for _, off := range cq.Done {
+				gq.done[off] = true
+			}
+			maps.Copy(gq.attempts, cq.Attempts)
+		}
+	}
+	return nil
+}
+
+// startDispatch sets the dispatcher up after replay: the recovery filter,
+// the broker clock's floor, and the wheel at the fire frontier (or just
+// before the earliest replayed due time).
+func (e *Engine) startDispatch(st *checkpointState, minDue int64) {
 	e.disp.recL, e.disp.recF = st.LogPos, st.Frontier
 	// From now on timer entries are written only by the checkpoint's sync
 	// job, outside the engine's lock; a large buffer asks for a checkpoint
@@ -109,25 +131,17 @@ func (e *Engine) recover() error {
 	// The broker clock must not run backwards across the restart: raise it
 	// to the latest time the durable state shows it had reached.
 	e.clock.Raise(max(st.Written, st.Frontier, e.disp.replayHWM))
-	start := st.Frontier
-	if minDue-1 < start {
-		start = minDue - 1
-	}
-	if start < 0 {
-		start = 0
-	}
+	start := max(0, min(st.Frontier, minDue-1))
 	e.disp.wheel = timewheel.New[timerRef](1, 512, start)
 	e.disp.lastAdvance = start
 	e.disp.loadedUntil = e.disp.timers.BucketOf(start + 1)
 	e.disp.tokensAt = e.Now()
 	e.disp.tokens = max(float64(e.opts.DispatchBatch), float64(e.opts.DispatchRate)/100)
-	e.stats.Replayed.Store(uint64(replayed))
 	var pending int64
 	for _, n := range e.segs.pending {
 		pending += n
 	}
 	e.stats.Pending.Store(pending)
-	return nil
 }
 
 // markVisibleAboveFrontier adds to firedSince the messages the queue

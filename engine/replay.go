@@ -23,34 +23,9 @@ func (e *Engine) replayLocked(pos uint64, rec commitlog.Record, minDue *int64) e
 			}
 		}
 	case recMessage:
-		s, err := message.Decode(rec.Payload)
-		if err != nil {
-			return fmt.Errorf("message at %d: %w", pos, err)
-		}
-		t := e.cat.topicsByName[s.Topic]
-		if t == nil {
-			return fmt.Errorf("message at %d names unknown topic %q", pos, s.Topic)
-		}
-		e.applyMessageLocked(pos, s, t)
-		*minDue = min(*minDue, s.Due)
-		e.disp.replayHWM = max(e.disp.replayHWM, s.Sent)
+		return e.replayMessageLocked(pos, rec.Payload, minDue)
 	case recCancel, recReschedule:
-		p, due, err := decodePos(rec.Payload)
-		if err != nil {
-			return err
-		}
-		s, _, err := e.readStored(p)
-		if err != nil {
-			return fmt.Errorf("change at %d of %d: %w", pos, p, err)
-		}
-		t := e.cat.topicsByName[s.Topic]
-		if t == nil {
-			return fmt.Errorf("change at %d of %d names unknown topic %q", pos, p, s.Topic)
-		}
-		if rec.Type == recReschedule {
-			*minDue = min(*minDue, due)
-		}
-		e.applyChangeLocked(p, s, t, rec.Type == recCancel, due)
+		return e.replayChangeLocked(pos, rec, minDue)
 	case recFire:
 		visible, es, err := decodeFire(rec.Payload)
 		if err != nil {
@@ -82,29 +57,71 @@ func (e *Engine) replayLocked(pos uint64, rec commitlog.Record, minDue *int64) e
 			e.applyGroupLocked(id, t, cfg, name)
 		}
 	case recAck, recAttempt:
-		gid, items, err := decodeProgress(rec.Type, rec.Payload)
-		if err != nil {
-			return err
-		}
-		g := e.cons.groupsByID[gid]
-		if g == nil {
-			return fmt.Errorf("progress at %d names unknown group %d", pos, gid)
-		}
-		for _, it := range items {
-			if int(it.queue) >= len(g.queues) {
-				return fmt.Errorf("progress at %d names queue %d of %d", pos, it.queue, len(g.queues))
-			}
-			gq := g.queues[it.queue]
-			if rec.Type == recAck {
-				gq.markDone(it.offset)
-			} else if it.offset >= gq.acked && !gq.done[it.offset] && it.attempt > gq.attempts[it.offset] {
-				gq.attempts[it.offset] = it.attempt
-			}
-		}
+		return e.replayProgressLocked(pos, rec)
 	default:
 		// Unknown types are written by a newer version; refuse rather than
 		// silently drop state.
 		return fmt.Errorf("record at %d has unknown type %d", pos, rec.Type)
+	}
+	return nil
+}
+
+func (e *Engine) replayMessageLocked(pos uint64, payload []byte, minDue *int64) error {
+	s, err := message.Decode(payload)
+	if err != nil {
+		return fmt.Errorf("message at %d: %w", pos, err)
+	}
+	t := e.cat.topicsByName[s.Topic]
+	if t == nil {
+		return fmt.Errorf("message at %d names unknown topic %q", pos, s.Topic)
+	}
+	e.applyMessageLocked(pos, s, t)
+	*minDue = min(*minDue, s.Due)
+	e.disp.replayHWM = max(e.disp.replayHWM, s.Sent)
+	return nil
+}
+
+func (e *Engine) replayChangeLocked(pos uint64, rec commitlog.Record, minDue *int64) error {
+	p, due, err := decodePos(rec.Payload)
+	if err != nil {
+		return err
+	}
+	s, _, err := e.readStored(p)
+	if err != nil {
+		return fmt.Errorf("change at %d of %d: %w", pos, p, err)
+	}
+	t := e.cat.topicsByName[s.Topic]
+	if t == nil {
+		return fmt.Errorf("change at %d of %d names unknown topic %q", pos, p, s.Topic)
+	}
+	if rec.Type == recReschedule {
+		*minDue = min(*minDue, due)
+	}
+	e.applyChangeLocked(p, s, t, rec.Type == recCancel, due)
+	return nil
+}
+
+// replayProgressLocked applies an ack or attempt record. Attempts only
+// ever go up, and nothing below a queue's acked offset changes.
+func (e *Engine) replayProgressLocked(pos uint64, rec commitlog.Record) error {
+	gid, items, err := decodeProgress(rec.Type, rec.Payload)
+	if err != nil {
+		return err
+	}
+	g := e.cons.groupsByID[gid]
+	if g == nil {
+		return fmt.Errorf("progress at %d names unknown group %d", pos, gid)
+	}
+	for _, it := range items {
+		if int(it.queue) >= len(g.queues) {
+			return fmt.Errorf("progress at %d names queue %d of %d", pos, it.queue, len(g.queues))
+		}
+		gq := g.queues[it.queue]
+		if rec.Type == recAck {
+			gq.markDone(it.offset)
+		} else if it.offset >= gq.acked && !gq.done[it.offset] && it.attempt > gq.attempts[it.offset] {
+			gq.attempts[it.offset] = it.attempt
+		}
 	}
 	return nil
 }

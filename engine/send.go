@@ -186,19 +186,25 @@ func (e *Engine) addTimerLocked(ref timerRef) {
 			e.stats.TimerWriteErrors.Add(1)
 		}
 	}
-	switch ld := e.disp.load; {
-	case ref.due < e.disp.loadedUntil:
-		e.scheduleLocked(ref)
-	case ld != nil && ref.due < ld.end:
-		// Its bucket is loading from a plan made before this timer: it
-		// goes in when the load ends (dispatch.go).
-		ld.delta = append(ld.delta, ref)
-	}
+	e.placeTimerLocked(ref)
 	if e.disp.timers.Buffered() >= timerstore.FlushThreshold {
 		select {
 		case e.life.ckptNow <- struct{}{}:
 		default:
 		}
+	}
+}
+
+// placeTimerLocked puts a timer whose entry is in its bucket where the
+// dispatcher will find it: in the wheel if its bucket is loaded, in the
+// delta of a load in progress if its bucket is loading (dispatch.go), or
+// nowhere yet (its bucket will be loaded).
+func (e *Engine) placeTimerLocked(ref timerRef) {
+	switch ld := e.disp.load; {
+	case ref.due < e.disp.loadedUntil:
+		e.scheduleLocked(ref)
+	case ld != nil && ref.due < ld.end:
+		ld.delta = append(ld.delta, ref)
 	}
 }
 
