@@ -42,25 +42,7 @@ func runTopics(ctx context.Context, a *App, c *command, args []string) int {
 		if len(pos) > 0 {
 			return a.usageError(c, "topics list takes no argument")
 		}
-		ts, err := cl.Topics(ctx)
-		if err != nil {
-			return a.failed(c, err)
-		}
-		if cf.json {
-			a.printJSON(map[string]any{"topics": ts})
-			return ExitOK
-		}
-		if len(ts) == 0 {
-			fmt.Fprintln(a.Stdout, "no topics")
-			return ExitOK
-		}
-		tw := tabwriter.NewWriter(a.Stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "TOPIC\tQUEUES\tFIFO\tPENDING\tVISIBLE\tGROUPS")
-		for _, t := range ts {
-			fmt.Fprintf(tw, "%s\t%d\t%v\t%d\t%d\t%d\n", t.Name, t.Queues, t.FIFO, t.Pending, t.Visible, len(t.Groups))
-		}
-		tw.Flush()
-		return ExitOK
+		return a.listTopics(ctx, c, cl, cf.json)
 	case "create":
 		if len(pos) != 1 {
 			return a.usageError(c, "topics create takes one topic name")
@@ -68,46 +50,76 @@ func runTopics(ctx context.Context, a *App, c *command, args []string) int {
 		if *queues < 0 {
 			return a.usageError(c, "--queues %d is negative", *queues)
 		}
-		t, err := cl.CreateTopic(ctx, pos[0], client.TopicConfig{Queues: *queues, FIFO: *fifo})
-		if err != nil {
-			return a.failed(c, err)
-		}
-		if cf.json {
-			a.printJSON(t)
-			return ExitOK
-		}
-		kind := ""
-		if t.FIFO {
-			kind = "FIFO "
-		}
-		fmt.Fprintf(a.Stdout, "created %stopic %s with %d queues\n", kind, t.Name, t.Queues)
-		return ExitOK
+		return a.createTopic(ctx, c, cl, cf.json, pos[0], client.TopicConfig{Queues: *queues, FIFO: *fifo})
 	case "describe":
 		if len(pos) != 1 {
 			return a.usageError(c, "topics describe takes one topic name")
 		}
-		t, err := cl.DescribeTopic(ctx, pos[0])
-		if err != nil {
-			return a.failed(c, err)
-		}
-		if cf.json {
-			a.printJSON(t)
-			return ExitOK
-		}
-		field(a.Stdout, "topic", t.Name)
-		field(a.Stdout, "queues", strconv.Itoa(t.Queues))
-		field(a.Stdout, "fifo", strconv.FormatBool(t.FIFO))
-		field(a.Stdout, "pending", strconv.FormatInt(t.Pending, 10))
-		field(a.Stdout, "visible", strconv.FormatUint(t.Visible, 10))
-		if len(t.Groups) == 0 {
-			field(a.Stdout, "groups", "none")
-			return ExitOK
-		}
-		fmt.Fprintln(a.Stdout)
-		a.printGroups(t.Groups)
-		return ExitOK
+		return a.describeTopic(ctx, c, cl, cf.json, pos[0])
 	}
 	return a.usageError(c, "unknown subcommand %q (want list, create or describe)", sub)
+}
+
+func (a *App) listTopics(ctx context.Context, c *command, cl *client.Client, asJSON bool) int {
+	ts, err := cl.Topics(ctx)
+	if err != nil {
+		return a.failed(c, err)
+	}
+	if asJSON {
+		a.printJSON(map[string]any{"topics": ts})
+		return ExitOK
+	}
+	if len(ts) == 0 {
+		fmt.Fprintln(a.Stdout, "no topics")
+		return ExitOK
+	}
+	tw := tabwriter.NewWriter(a.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOPIC\tQUEUES\tFIFO\tPENDING\tVISIBLE\tGROUPS")
+	for _, t := range ts {
+		fmt.Fprintf(tw, "%s\t%d\t%v\t%d\t%d\t%d\n", t.Name, t.Queues, t.FIFO, t.Pending, t.Visible, len(t.Groups))
+	}
+	tw.Flush()
+	return ExitOK
+}
+
+func (a *App) createTopic(ctx context.Context, c *command, cl *client.Client, asJSON bool, name string, cfg client.TopicConfig) int {
+	t, err := cl.CreateTopic(ctx, name, cfg)
+	if err != nil {
+		return a.failed(c, err)
+	}
+	if asJSON {
+		a.printJSON(t)
+		return ExitOK
+	}
+	kind := ""
+	if t.FIFO {
+		kind = "FIFO "
+	}
+	fmt.Fprintf(a.Stdout, "created %stopic %s with %d queues\n", kind, t.Name, t.Queues)
+	return ExitOK
+}
+
+func (a *App) describeTopic(ctx context.Context, c *command, cl *client.Client, asJSON bool, name string) int {
+	t, err := cl.DescribeTopic(ctx, name)
+	if err != nil {
+		return a.failed(c, err)
+	}
+	if asJSON {
+		a.printJSON(t)
+		return ExitOK
+	}
+	field(a.Stdout, "topic", t.Name)
+	field(a.Stdout, "queues", strconv.Itoa(t.Queues))
+	field(a.Stdout, "fifo", strconv.FormatBool(t.FIFO))
+	field(a.Stdout, "pending", strconv.FormatInt(t.Pending, 10))
+	field(a.Stdout, "visible", strconv.FormatUint(t.Visible, 10))
+	if len(t.Groups) == 0 {
+		field(a.Stdout, "groups", "none")
+		return ExitOK
+	}
+	fmt.Fprintln(a.Stdout)
+	a.printGroups(t.Groups)
+	return ExitOK
 }
 
 // printGroups prints consumer groups as a table.
