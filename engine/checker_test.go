@@ -459,9 +459,17 @@ var nudges atomic.Int64
 // reaches them (see waitSettled).
 func waitParked(e *Engine, clk *clock.Fake) {
 	deadline := time.Now().Add(time.Second)
-	for (clk.Waiters() < 2 || len(e.life.kick) > 0) && time.Now().Before(deadline) {
+	for (clk.Waiters() < 2 || len(e.life.kick) > 0 || firing(e)) && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Microsecond)
 	}
+}
+
+// firing reports whether a fire record is being written (the loop may be
+// parked meanwhile: fires run beside it).
+func firing(e *Engine) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.disp.inflight) > 0
 }
 
 func waitSettled(e *Engine, t int64, timeout time.Duration) bool {

@@ -209,6 +209,7 @@ type dispatcher struct {
 	load            *bucketLoad            // the bucket being loaded, if any (dispatch.go)
 	loadRetryAt     int64                  // no bucket load before this (after a read error)
 	inflight        []fireEntry            // in the fire record being written
+	fires           sync.WaitGroup         // the fire in flight, if any (not under mu)
 	dispatching     map[uint64]bool        // positions in dispatch or inflight
 	dispatchingPeak int                    // largest size of dispatching since it was last made
 	tokens          float64                // dispatch rate limiter
