@@ -191,6 +191,15 @@ func TestOpenAPIEnums(t *testing.T) {
 	if got := strs(get(schemas, "MessageInfo", "properties", "state", "enum")); !slices.Equal(got, states) {
 		t.Errorf("MessageInfo.state enum %v, want %v", got, states)
 	}
+	// A nullable request field lists null among its values (OpenAPI 3.0.3).
+	encodings := []string{"null"}
+	for _, e := range BodyEncodings() {
+		encodings = append(encodings, string(e))
+	}
+	sort.Strings(encodings)
+	if got := strs(get(schemas, "ReceiveRequest", "properties", "body_encoding", "enum")); !slices.Equal(got, encodings) {
+		t.Errorf("ReceiveRequest.body_encoding enum %v, want %v", got, encodings)
+	}
 }
 
 // TestOpenAPILimits: the numeric limits of the document are the engine's
@@ -206,6 +215,7 @@ func TestOpenAPILimits(t *testing.T) {
 		{[]string{"ReceiveRequest", "properties", "max", "maximum"}, engine.MaxReceive},
 		{[]string{"RedriveRequest", "properties", "max", "maximum"}, engine.MaxReceive},
 		{[]string{"AckRequest", "properties", "receipts", "maxItems"}, engine.MaxReceive},
+		{[]string{"ReceiveRequest", "properties", "ack", "maxItems"}, engine.MaxReceive},
 		{[]string{"BatchRequest", "properties", "messages", "maxItems"}, opts.MaxBatch},
 		{[]string{"TopicConfig", "properties", "queues", "maximum"}, opts.MaxQueues},
 		{[]string{"SendMessage", "properties", "level", "maximum"}, len(opts.Limits.DelayLevels)},

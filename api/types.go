@@ -170,7 +170,32 @@ type ReceiveRequest struct {
 	Max       int    `json:"max,omitempty"`
 	Invisible string `json:"invisible,omitempty"`
 	Wait      string `json:"wait,omitempty"`
+	// Ack lists receipts of earlier deliveries to acknowledge before
+	// leasing, so that a consumer loop needs one request per batch
+	// instead of two. It follows AckRequest's rules: all or nothing, at
+	// most 1000. If one receipt fails, the request fails with that
+	// receipt's error and leases nothing.
+	Ack []string `json:"ack,omitempty"`
+	// BodyEncoding chooses the forms each message's body is sent in;
+	// empty means BodyBoth.
+	BodyEncoding BodyEncoding `json:"body_encoding,omitempty"`
 }
+
+// BodyEncoding is how a receive sends message bodies.
+type BodyEncoding string
+
+// The body encodings. Both (the default): body_base64 always, and body
+// too when the body is valid UTF-8. Text: body when the body is valid
+// UTF-8, otherwise body_base64; never both, so text bodies cross the
+// wire once. Base64: body_base64 only.
+const (
+	BodyBoth   BodyEncoding = "both"
+	BodyText   BodyEncoding = "text"
+	BodyBase64 BodyEncoding = "base64"
+)
+
+// BodyEncodings lists every BodyEncoding.
+func BodyEncodings() []BodyEncoding { return []BodyEncoding{BodyBoth, BodyText, BodyBase64} }
 
 // ReceivedMessage is one leased message of a receive.
 type ReceivedMessage struct {
@@ -183,10 +208,12 @@ type ReceivedMessage struct {
 	Tag        string            `json:"tag"`
 	Group      string            `json:"group"`
 	Properties map[string]string `json:"properties,omitempty"`
-	// Body is present only when the body is valid UTF-8.
+	// Body is present only when the body is valid UTF-8 and the receive
+	// asked for body encoding both or text.
 	Body *string `json:"body,omitempty"`
-	// BodyBase64 is always present.
-	BodyBase64 string `json:"body_base64"`
+	// BodyBase64 is present unless the receive asked for body encoding
+	// text and Body holds the body; with the default encoding, always.
+	BodyBase64 string `json:"body_base64,omitempty"`
 	Due        Millis `json:"due"`
 	Visible    Millis `json:"visible"`
 }
@@ -194,6 +221,9 @@ type ReceivedMessage struct {
 // ReceiveResponse answers a receive; an empty list when nothing came.
 type ReceiveResponse struct {
 	Messages []ReceivedMessage `json:"messages"`
+	// Acked counts the distinct receipts of the request's Ack that were
+	// acknowledged: all of them, or 0 when it gave none.
+	Acked int `json:"acked"`
 }
 
 // AckRequest is POST .../ack: all or nothing.

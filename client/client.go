@@ -62,6 +62,21 @@ const (
 // maxErrorBody bounds how much of an error response is read.
 const maxErrorBody = 64 << 10
 
+// DefaultIdleConns is how many idle connections to the server the default
+// transport keeps for reuse: enough for as many concurrent callers (a
+// consumer or producer pool), so that each request does not pay a TCP
+// connect and close.
+const DefaultIdleConns = 64
+
+// defaultTransport is shared by the clients built without
+// WithHTTPClient, as http.DefaultTransport would be.
+var defaultTransport = func() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = DefaultIdleConns
+	t.MaxIdleConns = max(t.MaxIdleConns, DefaultIdleConns)
+	return t
+}()
+
 // Client talks to one hourglass server. It is safe for concurrent use.
 type Client struct {
 	base        string // scheme://host[:port][/prefix], no trailing slash
@@ -81,8 +96,11 @@ func WithToken(token string) Option { return func(c *Client) { c.token = token }
 
 // WithHTTPClient sets the HTTP client used for requests. Its Timeout, if
 // any, must exceed the longest Receive wait, or long polls fail; prefer
-// contexts for deadlines. Default: a client with no timeout over
-// http.DefaultTransport. nil keeps the default.
+// contexts for deadlines. Default: a client with no timeout over a copy
+// of http.DefaultTransport that keeps DefaultIdleConns idle connections
+// to the server (http.DefaultTransport keeps 2, so that more than 2
+// concurrent callers open and close a connection for most requests).
+// nil keeps the default.
 func WithHTTPClient(hc *http.Client) Option {
 	return func(c *Client) {
 		if hc != nil {
@@ -121,7 +139,7 @@ func New(baseURL string, opts ...Option) *Client {
 	}
 	c := &Client{
 		base:        base,
-		hc:          &http.Client{},
+		hc:          &http.Client{Transport: defaultTransport},
 		retries:     DefaultRetries,
 		backoffBase: DefaultBackoffBase,
 		backoffMax:  DefaultBackoffMax,
@@ -212,7 +230,12 @@ func (c *Client) once(ctx context.Context, method, p string, payload []byte, out
 	if out == nil {
 		return nil
 	}
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+	if rd, ok := out.(rawDecoder); ok {
+		err = readBody(resp, rd)
+	} else {
+		err = json.NewDecoder(resp.Body).Decode(out)
+	}
+	if err != nil {
 		return fmt.Errorf("hourglass client: %s %s: decode response: %w", method, p, err)
 	}
 	return nil

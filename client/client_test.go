@@ -215,6 +215,18 @@ func TestEndpoints(t *testing.T) {
 				{ID: "1-3", Receipt: "r2", Attempt: 1, Body: []byte{0xff, 0}, Due: 5, Visible: 5}},
 		},
 		{
+			name: "receive with acks, text bodies",
+			response: `{"messages":[{"id":"1-4","receipt":"r3","attempt":1,"queue":0,"offset":9,"key":"","tag":"","group":"",` +
+				`"properties":{"p":"v"},"body":"{\"a\":\"\u00e9\"}","due":7,"visible":8}],"acked":2}`,
+			call: func(c *Client) (any, error) {
+				return c.Receive(ctx, "o", "b", ReceiveOptions{Ack: []string{"r1", "r2"}, BodyEncoding: BodyText})
+			},
+			method: "POST", path: "/v1/topics/o/groups/b/receive",
+			body: map[string]any{"ack": []any{"r1", "r2"}, "body_encoding": "text"},
+			want: []Received{{ID: "1-4", Receipt: "r3", Attempt: 1, Offset: 9, Properties: map[string]string{"p": "v"},
+				Body: []byte(`{"a":"é"}`), Due: 7, Visible: 8}},
+		},
+		{
 			name:     "receive nothing",
 			response: `{"messages":[]}`,
 			call:     func(c *Client) (any, error) { return c.Receive(ctx, "o", "b", ReceiveOptions{}) },

@@ -8,18 +8,17 @@ import (
 )
 
 // Receive leases up to opts.Max visible messages of topic for group,
-// waiting up to opts.Wait for the first one. It returns an empty slice,
-// not an error, when the wait ends with nothing. Each message stays
-// invisible to the group for opts.Invisible; ack it before then, or it is
-// delivered again. An unknown group is created with the defaults.
+// waiting up to opts.Wait for the first one, after acking opts.Ack (see
+// ReceiveOptions). It returns an empty slice, not an error, when the wait
+// ends with nothing. Each message stays invisible to the group for
+// opts.Invisible; ack it before then, or it is delivered again. An
+// unknown group is created with the defaults.
 func (c *Client) Receive(ctx context.Context, topic, group string, opts ReceiveOptions) ([]Received, error) {
 	if err := required("topic", topic, "group", group); err != nil {
 		return nil, err
 	}
 	in := opts.wire()
-	var out struct {
-		Messages []Received `json:"messages"`
-	}
+	var out receiveAnswer
 	err := c.do(ctx, http.MethodPost, "/v1"+path("topics", topic, "groups", group, "receive"), in, &out)
 	if err != nil {
 		return nil, err

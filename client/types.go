@@ -273,10 +273,35 @@ type ReceiveOptions struct {
 	// Wait is the long poll: how long to wait for a first message when
 	// none is visible (default 0: return at once; limit 30s).
 	Wait time.Duration
+	// Ack lists receipts of earlier deliveries to acknowledge in the same
+	// request, before anything is leased: a consumer loop then makes one
+	// request per batch instead of a Receive and an Ack. All or nothing,
+	// as Ack: when Receive returns an error nothing was acked and nothing
+	// leased (an unknown or expired receipt gives not_found); when it
+	// returns messages, or none, every receipt was acked. At most 1000.
+	// Brokers before this option refuse it (invalid_argument).
+	Ack []string
+	// BodyEncoding is the wire form of the bodies; Received.Body is the
+	// same whichever is chosen. BodyText sends a UTF-8 body once, as
+	// text, the cheapest for text bodies; BodyBase64 suits binary ones.
+	// Empty leaves the broker's default (BodyBoth), which brokers before
+	// this option need.
+	BodyEncoding BodyEncoding
 }
 
+// BodyEncoding is how a receive sends message bodies (package api's).
+type BodyEncoding = api.BodyEncoding
+
+// The body encodings of ReceiveOptions.BodyEncoding.
+const (
+	BodyBoth   = api.BodyBoth
+	BodyText   = api.BodyText
+	BodyBase64 = api.BodyBase64
+)
+
 func (o ReceiveOptions) wire() api.ReceiveRequest {
-	return api.ReceiveRequest{Max: o.Max, Invisible: durationString(o.Invisible), Wait: durationString(o.Wait)}
+	return api.ReceiveRequest{Max: o.Max, Invisible: durationString(o.Invisible), Wait: durationString(o.Wait),
+		Ack: o.Ack, BodyEncoding: o.BodyEncoding}
 }
 
 // Received is a message leased by a Receive.

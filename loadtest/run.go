@@ -381,18 +381,31 @@ func ceilMs(t time.Time) int64 {
 	return ms
 }
 
-// consume is one consumer: receive, record the arrival time, ack. A
-// failed receive is retried after a backoff; a failed ack is counted (the
-// message comes back after its lease and is counted as a duplicate).
+// consume is one consumer: receive, record the arrival time, and ack the
+// batch with the next receive, which carries the receipts (one request
+// per batch instead of two). A failed receive is retried after a backoff.
+// A receive that carried acks and failed acked nothing: the acks are then
+// made on their own, and the receive is repeated without them. A failed
+// ack is counted (the message comes back after its lease and is counted
+// as a duplicate).
 func (r *runner) consume(ctx context.Context) {
 	backoff := minBackoff
 	prefix := r.runID + "-"
-	opts := client.ReceiveOptions{Max: r.cfg.Max, Invisible: r.cfg.Invisible, Wait: r.cfg.Wait}
+	opts := client.ReceiveOptions{Max: r.cfg.Max, Invisible: r.cfg.Invisible, Wait: r.cfg.Wait, BodyEncoding: client.BodyText}
 	batch := make([]arrival, 0, r.cfg.Max)
+	var pending []string // received and recorded, not yet acked
+	defer func() { r.ack(ctx, pending) }()
 	for ctx.Err() == nil {
 		r.recvReqs.Add(1)
+		opts.Ack = pending
 		msgs, err := r.api.Receive(ctx, r.topic, r.cfg.Group, opts)
 		at := time.Now().UnixNano()
+		if err != nil && len(pending) > 0 {
+			r.ack(ctx, pending)
+			pending = nil
+			continue
+		}
+		pending = nil
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -426,14 +439,22 @@ func (r *runner) consume(ctx context.Context) {
 			receipts = append(receipts, m.Receipt)
 		}
 		r.rec.arrive(batch)
-		// The ack outlives a cancelled run context for a moment, so that
-		// the end of a run does not turn into ack failures.
-		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		if _, err := r.api.Ack(actx, r.topic, r.cfg.Group, receipts...); err != nil {
-			r.ackFailures.Add(int64(len(receipts)))
-			r.lastRecv.Store("ack: " + err.Error())
-		}
-		cancel()
+		pending = receipts
+	}
+}
+
+// ack acknowledges receipts on their own, counting a failure. It outlives
+// a cancelled run context for a moment, so that the end of a run does not
+// turn into ack failures.
+func (r *runner) ack(ctx context.Context, receipts []string) {
+	if len(receipts) == 0 {
+		return
+	}
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if _, err := r.api.Ack(actx, r.topic, r.cfg.Group, receipts...); err != nil {
+		r.ackFailures.Add(int64(len(receipts)))
+		r.lastRecv.Store("ack: " + err.Error())
 	}
 }
 

@@ -33,6 +33,11 @@ type fakeBroker struct {
 	refuse  map[int]bool          // refuse, once, the connection of a batch holding this seq
 	recvErr error                 // every receive fails with this
 	ids     map[string]bool       // bench IDs stored
+
+	failCarried int            // fail this many receives that carry acks, acking nothing
+	delivered   map[string]int // receipt -> times handed out
+	acked       map[string]int // receipt -> times acked
+	carried     int            // receives that carried acks and succeeded
 }
 
 type fakeMsg struct {
@@ -107,6 +112,17 @@ func (f *fakeBroker) Receive(ctx context.Context, _, _ string, opts client.Recei
 	if f.recvErr != nil {
 		return nil, f.recvErr
 	}
+	if len(opts.Ack) > 0 {
+		f.mu.Lock()
+		if f.failCarried > 0 {
+			f.failCarried--
+			f.mu.Unlock()
+			return nil, &client.Error{StatusCode: 404, Code: errs.NotFound, Message: "receipt is unknown"}
+		}
+		f.carried++
+		f.mu.Unlock()
+		f.Ack(ctx, "", "", opts.Ack...)
+	}
 	until := time.Now().Add(opts.Wait)
 	for {
 		f.mu.Lock()
@@ -117,6 +133,10 @@ func (f *fakeBroker) Receive(ctx context.Context, _, _ string, opts client.Recei
 			if len(out) < opts.Max && !now.Before(m.due.Add(-f.early[m.seq])) {
 				out = append(out, client.Received{ID: m.id, Receipt: "r" + m.id, Attempt: m.attempt, Properties: m.props,
 					Due: client.MillisOf(m.due), Visible: client.MillisOf(now)})
+				if f.delivered == nil {
+					f.delivered = map[string]int{}
+				}
+				f.delivered["r"+m.id]++
 				if f.dup[m.seq] && m.attempt == 1 {
 					m.attempt++
 					kept = append(kept, m)
@@ -137,6 +157,14 @@ func (f *fakeBroker) Receive(ctx context.Context, _, _ string, opts client.Recei
 }
 
 func (f *fakeBroker) Ack(_ context.Context, _, _ string, receipts ...string) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.acked == nil {
+		f.acked = map[string]int{}
+	}
+	for _, r := range receipts {
+		f.acked[r]++
+	}
 	return len(receipts), nil
 }
 
@@ -216,6 +244,28 @@ func TestBenchCleanRunPasses(t *testing.T) {
 	// 300 messages at 3000/s take at least 0.1 s to send.
 	if d := rep.Total.SendRate; d <= 0 || d > 3300 {
 		t.Errorf("send rate %v msg/s, want paced at about 3000", d)
+	}
+}
+
+// TestConsumersAckEveryDeliveryOnce: the consumers ack each batch with
+// their next receive, ack on its own a batch whose carrying receive
+// failed, and ack the last batch when the run ends.
+func TestConsumersAckEveryDeliveryOnce(t *testing.T) {
+	f := &fakeBroker{failCarried: 1}
+	rep := fakeRun(t, f, "-n", "300", "--tiers", "0s,30ms", "--batch", "10", "--rate", "3000",
+		"--wait", "50ms", "--deadline", "5s", "--linger", "50ms")
+	if !rep.Passed || rep.Total.Received != 300 {
+		t.Fatalf("passed %v received %d failures %q", rep.Passed, rep.Total.Received, rep.Failures)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.delivered) != 300 || f.carried == 0 || f.failCarried != 0 {
+		t.Fatalf("%d receipts delivered, %d receives carried acks, %d carrying failures left", len(f.delivered), f.carried, f.failCarried)
+	}
+	for r, n := range f.delivered {
+		if n != 1 || f.acked[r] != 1 {
+			t.Errorf("receipt %s delivered %d times, acked %d times", r, n, f.acked[r])
+		}
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/hourglass-mq/hourglass/api"
 	"io"
 	"log/slog"
 	"net/http"
@@ -17,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hourglass-mq/hourglass/api"
+	"github.com/hourglass-mq/hourglass/client"
 	"github.com/hourglass-mq/hourglass/engine"
 	"github.com/hourglass-mq/hourglass/message"
 )
@@ -39,6 +40,21 @@ type backend interface {
 	// receive leases up to max messages and returns their receipts and due times.
 	receive(ctx context.Context, topic string, max int, wait time.Duration) (receipts []string, due []int64, err error)
 	ack(ctx context.Context, topic string, receipts []string) error
+	// receiveAck acks the receipts of the previous batch (if any), then
+	// receives as receive does.
+	receiveAck(ctx context.Context, topic string, max int, wait time.Duration, ack []string) (receipts []string, err error)
+}
+
+// receiveAfterAck is receiveAck as two calls, an ack then a receive: the
+// engine's way, and the HTTP API's before a receive could carry acks.
+func receiveAfterAck(ctx context.Context, be backend, topic string, max int, wait time.Duration, ack []string) ([]string, error) {
+	if len(ack) > 0 {
+		if err := be.ack(ctx, topic, ack); err != nil {
+			return nil, err
+		}
+	}
+	rs, _, err := be.receive(ctx, topic, max, wait)
+	return rs, err
 }
 
 var body256 = strings.Repeat("b", 256)
@@ -65,6 +81,10 @@ func (e engineBackend) receive(ctx context.Context, topic string, max int, wait 
 
 func (e engineBackend) ack(ctx context.Context, topic string, receipts []string) error {
 	return e.eng.Ack(ctx, topic, "bench", receipts...)
+}
+
+func (e engineBackend) receiveAck(ctx context.Context, topic string, max int, wait time.Duration, ack []string) ([]string, error) {
+	return receiveAfterAck(ctx, e, topic, max, wait, ack)
 }
 
 type httpBackend struct {
@@ -131,10 +151,33 @@ func (h httpBackend) ack(ctx context.Context, topic string, receipts []string) e
 	return h.post(ctx, "/v1/topics/"+topic+"/groups/bench/ack", api.AckRequest{Receipts: receipts}, &out)
 }
 
+func (h httpBackend) receiveAck(ctx context.Context, topic string, max int, wait time.Duration, ack []string) ([]string, error) {
+	return receiveAfterAck(ctx, h, topic, max, wait, ack)
+}
+
+// clientBackend is the HTTP API through package client, as consumers
+// reach it: a receive carries the acks of the previous batch and asks for
+// text bodies.
+type clientBackend struct {
+	httpBackend
+	c *client.Client
+}
+
+func (cb clientBackend) receiveAck(ctx context.Context, topic string, max int, wait time.Duration, ack []string) ([]string, error) {
+	got, err := cb.c.Receive(ctx, topic, "bench", client.ReceiveOptions{Max: max, Wait: wait, Ack: ack, BodyEncoding: client.BodyText})
+	rs := make([]string, len(got))
+	for i, m := range got {
+		rs[i] = m.Receipt
+	}
+	return rs, err
+}
+
 // benchBackends opens an engine on a real directory and yields it both
-// in-process and behind the HTTP API.
-func benchBackends(b *testing.B, run func(b *testing.B, be backend, eng *engine.Engine)) {
-	for _, kind := range []string{"engine", "http"} {
+// in-process ("engine") and behind the HTTP API ("http": JSON by
+// encoding/json, one request per operation); more kinds may be named
+// ("client": see clientBackend).
+func benchBackends(b *testing.B, run func(b *testing.B, be backend, eng *engine.Engine), more ...string) {
+	for _, kind := range append([]string{"engine", "http"}, more...) {
 		b.Run(kind, func(b *testing.B) {
 			cfg := DefaultConfig()
 			cfg.DataDir = b.TempDir()
@@ -145,12 +188,15 @@ func benchBackends(b *testing.B, run func(b *testing.B, be backend, eng *engine.
 			}
 			defer eng.Close()
 			var be backend = engineBackend{eng}
-			if kind == "http" {
+			if kind != "engine" {
 				srv := httptest.NewServer(New(eng, cfg, logger, nil))
 				defer srv.Close()
-				client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-				defer client.CloseIdleConnections()
-				be = httpBackend{base: srv.URL, client: client}
+				hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+				defer hc.CloseIdleConnections()
+				be = httpBackend{base: srv.URL, client: hc}
+				if kind == "client" {
+					be = clientBackend{httpBackend{base: srv.URL, client: hc}, client.New(srv.URL, client.WithRetries(0))}
+				}
 			}
 			run(b, be, eng)
 		})
@@ -216,12 +262,14 @@ func prefill(b *testing.B, eng *engine.Engine, n int) {
 }
 
 // BenchmarkReceiveAck8: 8 consumers receive (up to 32 at a time) and ack
-// b.N visible messages.
+// b.N visible messages; each acks a batch as it asks for the next. The
+// engine and "http" make that two calls (ack, then receive); "client"
+// makes it one request, a receive that carries the acks.
 func BenchmarkReceiveAck8(b *testing.B) {
 	benchBackends(b, func(b *testing.B, be backend, eng *engine.Engine) {
 		prefill(b, eng, b.N)
 		ctx := context.Background()
-		var done atomic.Int64
+		var received atomic.Int64
 		b.ResetTimer()
 		start := time.Now()
 		var wg sync.WaitGroup
@@ -229,26 +277,29 @@ func BenchmarkReceiveAck8(b *testing.B) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				for done.Load() < int64(b.N) {
-					rs, _, err := be.receive(ctx, "bench", 32, 50*time.Millisecond)
+				var pending []string
+				for received.Load() < int64(b.N) {
+					rs, err := be.receiveAck(ctx, "bench", 32, 50*time.Millisecond, pending)
 					if err != nil {
 						b.Error(err)
 						return
 					}
-					if len(rs) == 0 {
-						continue
-					}
-					if err := be.ack(ctx, "bench", rs); err != nil {
+					received.Add(int64(len(rs)))
+					pending = rs
+				}
+				if len(pending) > 0 {
+					if err := be.ack(ctx, "bench", pending); err != nil {
 						b.Error(err)
-						return
 					}
-					done.Add(int64(len(rs)))
 				}
 			}()
 		}
 		wg.Wait()
 		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
-	})
+		if g, err := eng.Groups("bench"); err != nil || len(g) != 1 || g[0].Acked != uint64(b.N) {
+			b.Fatalf("acked %+v (%v), want %d", g, err, b.N)
+		}
+	}, "client")
 }
 
 // BenchmarkConsumerLateness: 5,000 messages due over 2.5 s (one every

@@ -284,7 +284,7 @@ func TestLongPollEndsOnDrain(t *testing.T) {
 	ts.h.Drain()
 	select {
 	case r := <-done:
-		if r.status != http.StatusOK || strings.TrimSpace(string(r.body)) != `{"messages":[]}` {
+		if r.status != http.StatusOK || strings.TrimSpace(string(r.body)) != `{"messages":[],"acked":0}` {
 			t.Fatalf("drained long poll: %d %s", r.status, r.body)
 		}
 	case <-time.After(10 * time.Second):

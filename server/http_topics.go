@@ -1,8 +1,6 @@
 package server
 
 import (
-	"context"
-	"errors"
 	"math"
 	"net/http"
 	"sort"
@@ -137,66 +135,6 @@ func (h *Handler) listGroups(w http.ResponseWriter, r *http.Request) {
 		out.Groups = append(out.Groups, groupOf(g))
 	}
 	writeJSON(w, http.StatusOK, out)
-}
-
-// receive leases messages, long-polling up to "wait". The wait ends early
-// when the client disconnects or the server starts shutting down; either
-// way nothing was leased, and the answer is an empty list.
-func (h *Handler) receive(w http.ResponseWriter, r *http.Request) {
-	var in api.ReceiveRequest
-	if err := h.decode(w, r, &in, true); err != nil {
-		h.writeError(w, err)
-		return
-	}
-	req := engine.ReceiveRequest{Topic: pathTopic(r), Group: r.PathValue("group"), Max: in.Max}
-	var err error
-	if req.Invisible, err = positiveDurationField("invisible", in.Invisible); err != nil {
-		h.writeError(w, err)
-		return
-	}
-	if req.Wait, err = durationField("wait", in.Wait); err != nil {
-		h.writeError(w, err)
-		return
-	}
-	if in.Max < 0 {
-		h.writeError(w, errs.New(errs.InvalidArgument, "max %d is negative", in.Max))
-		return
-	}
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	stop := context.AfterFunc(h.draining, cancel)
-	defer stop()
-	got, err := h.eng.Receive(ctx, req)
-	if err != nil && !(errors.Is(err, context.Canceled) && ctx.Err() != nil) {
-		h.writeError(w, err)
-		return
-	}
-	out := api.ReceiveResponse{Messages: make([]api.ReceivedMessage, 0, len(got))}
-	for _, m := range got {
-		out.Messages = append(out.Messages, receivedOf(m))
-	}
-	writeJSON(w, http.StatusOK, out)
-}
-
-func (h *Handler) ack(w http.ResponseWriter, r *http.Request) {
-	var in api.AckRequest
-	if err := h.decode(w, r, &in, false); err != nil {
-		h.writeError(w, err)
-		return
-	}
-	if len(in.Receipts) == 0 {
-		h.writeError(w, errs.New(errs.InvalidArgument, "receipts is empty; give at least one receipt"))
-		return
-	}
-	if err := h.eng.Ack(r.Context(), pathTopic(r), r.PathValue("group"), in.Receipts...); err != nil {
-		h.writeError(w, err)
-		return
-	}
-	unique := map[string]bool{}
-	for _, rc := range in.Receipts {
-		unique[rc] = true
-	}
-	writeJSON(w, http.StatusOK, api.AckResponse{Acked: len(unique)})
 }
 
 func (h *Handler) nack(w http.ResponseWriter, r *http.Request) {

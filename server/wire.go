@@ -1,9 +1,6 @@
 package server
 
 import (
-	"encoding/base64"
-	"unicode/utf8"
-
 	"github.com/hourglass-mq/hourglass/api"
 	"github.com/hourglass-mq/hourglass/engine"
 )
@@ -34,18 +31,6 @@ func topicOf(t engine.TopicStats) api.Topic {
 	out := api.Topic{Name: t.Name, Queues: t.Queues, FIFO: t.FIFO, Pending: t.Pending, Visible: t.Visible, Groups: []api.Group{}}
 	for _, g := range t.Groups {
 		out.Groups = append(out.Groups, groupOf(g))
-	}
-	return out
-}
-
-func receivedOf(r engine.Received) api.ReceivedMessage {
-	m := r.Message
-	out := api.ReceivedMessage{ID: r.ID.String(), Receipt: r.Receipt, Attempt: r.Attempt, Queue: r.Queue, Offset: r.Offset,
-		Key: m.Key, Tag: m.Tag, Group: m.Group, Properties: m.Properties,
-		BodyBase64: base64.StdEncoding.EncodeToString(m.Body), Due: api.Millis(r.Due), Visible: api.Millis(r.Visible.Visible)}
-	if utf8.Valid(m.Body) {
-		s := string(m.Body)
-		out.Body = &s
 	}
 	return out
 }

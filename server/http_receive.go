@@ -1,0 +1,279 @@
+package server
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+	"unicode/utf8"
+	"unsafe"
+
+	"github.com/hourglass-mq/hourglass/api"
+	"github.com/hourglass-mq/hourglass/engine"
+	"github.com/hourglass-mq/hourglass/errs"
+	"github.com/hourglass-mq/hourglass/message"
+)
+
+// The consumer path: receive (with acks of the previous batch carried in
+// the same request) and ack. A receive answer is written by hand into a
+// pooled buffer rather than through encoding/json: it is the largest
+// answer the broker sends on its busiest path, and the reflection, the
+// per-message strings (ID, base64, body copy) and the HTML escaping of
+// the generic encoder cost as much as the engine's own work (see
+// BenchmarkReceiveAck8). TestReceiveEncodingMatchesJSON holds the hand
+// encoder to what encoding/json makes of api.ReceiveResponse.
+
+// receive leases messages, long-polling up to "wait", after acking the
+// receipts the request carries. The contract a consumer relies on: an
+// error answer means nothing was acked and nothing leased; a 200 means
+// every receipt of ack was acked. The wait ends early when the client
+// disconnects or the server starts shutting down; either way nothing was
+// leased, and the answer is an empty list.
+func (h *Handler) receive(w http.ResponseWriter, r *http.Request) {
+	var in api.ReceiveRequest
+	if err := h.decode(w, r, &in, true); err != nil {
+		h.writeError(w, err)
+		return
+	}
+	req, err := receiveRequest(&in, pathTopic(r), r.PathValue("group"))
+	if err != nil {
+		h.writeError(w, err)
+		return
+	}
+	acked := 0
+	if len(in.Ack) > 0 {
+		// Validated above, before anything is acked: a request that
+		// cannot lease acks nothing either.
+		if err := h.eng.Ack(r.Context(), req.Topic, req.Group, in.Ack...); err != nil {
+			h.writeError(w, errs.Wrap(errs.CodeOf(err), err, "ack (nothing acked, nothing leased)"))
+			return
+		}
+		acked = distinct(in.Ack)
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	stop := context.AfterFunc(h.draining, cancel)
+	defer stop()
+	got, err := h.eng.Receive(ctx, req)
+	if err != nil && !(errors.Is(err, context.Canceled) && ctx.Err() != nil) {
+		if acked == 0 {
+			h.writeError(w, err)
+			return
+		}
+		// The acks stand, so an error answer would tell the client
+		// that they did not. The receive's failure (the engine was
+		// checked a moment ago: it is stopping or failed) answers the
+		// client's next request instead, and /healthz meanwhile.
+		h.log.Warn("receive failed after its acks were made", "topic", req.Topic, "group", req.Group, "acked", acked, "err", err)
+		got = nil
+	}
+	bp := receiveBufs.Get().(*[]byte)
+	b := appendReceiveResponse((*bp)[:0], got, acked, in.BodyEncoding)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(b)
+	if cap(b) <= maxPooledReceive {
+		*bp = b
+		receiveBufs.Put(bp)
+	}
+}
+
+// receiveRequest checks a receive's fields and turns them into the
+// engine's request. It refuses here what the engine would refuse, so that
+// a request carrying acks is refused before they are made.
+func receiveRequest(in *api.ReceiveRequest, topic, group string) (engine.ReceiveRequest, error) {
+	req := engine.ReceiveRequest{Topic: topic, Group: group, Max: in.Max}
+	var err error
+	if req.Invisible, err = positiveDurationField("invisible", in.Invisible); err != nil {
+		return req, err
+	}
+	if req.Wait, err = durationField("wait", in.Wait); err != nil {
+		return req, err
+	}
+	switch {
+	case in.Max < 0 || in.Max > engine.MaxReceive:
+		return req, errs.New(errs.InvalidArgument, "max %d is not in [0, %d]", in.Max, engine.MaxReceive)
+	case req.Invisible != 0 && (req.Invisible < time.Millisecond || req.Invisible > engine.MaxInvisible):
+		return req, errs.New(errs.InvalidArgument, "invisible %v is not in [1ms, %v]", req.Invisible, engine.MaxInvisible)
+	case req.Wait < 0 || req.Wait > engine.MaxReceiveWait:
+		return req, errs.New(errs.InvalidArgument, "wait %v is not in [0, %v]", req.Wait, engine.MaxReceiveWait)
+	case len(in.Ack) > engine.MaxReceive:
+		return req, errs.New(errs.TooLarge, "ack has %d receipts; the limit is %d", len(in.Ack), engine.MaxReceive)
+	}
+	if in.BodyEncoding != "" && !slices.Contains(api.BodyEncodings(), in.BodyEncoding) {
+		return req, errs.New(errs.InvalidArgument, "body_encoding %q is not one of %v", in.BodyEncoding, api.BodyEncodings())
+	}
+	for i, rc := range in.Ack {
+		if rc == "" {
+			return req, errs.New(errs.InvalidArgument, "ack[%d] is empty; give a receipt", i)
+		}
+	}
+	return req, nil
+}
+
+func (h *Handler) ack(w http.ResponseWriter, r *http.Request) {
+	var in api.AckRequest
+	if err := h.decode(w, r, &in, false); err != nil {
+		h.writeError(w, err)
+		return
+	}
+	if len(in.Receipts) == 0 {
+		h.writeError(w, errs.New(errs.InvalidArgument, "receipts is empty; give at least one receipt"))
+		return
+	}
+	if err := h.eng.Ack(r.Context(), pathTopic(r), r.PathValue("group"), in.Receipts...); err != nil {
+		h.writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, api.AckResponse{Acked: distinct(in.Receipts)})
+}
+
+// distinct counts the distinct receipts of an ack (the engine acks a
+// receipt given twice once).
+func distinct(receipts []string) int {
+	if len(receipts) < 2 {
+		return len(receipts)
+	}
+	s := slices.Clone(receipts)
+	slices.Sort(s)
+	return len(slices.Compact(s))
+}
+
+// receiveBufs recycles the buffers receive answers are written into;
+// maxPooledReceive keeps an answer of large bodies from pinning its
+// buffer.
+var receiveBufs = sync.Pool{New: func() any { b := make([]byte, 0, 32<<10); return &b }}
+
+const maxPooledReceive = 1 << 20
+
+// appendReceiveResponse appends the JSON of api.ReceiveResponse for got.
+func appendReceiveResponse(b []byte, got []engine.Received, acked int, enc api.BodyEncoding) []byte {
+	b = append(b, `{"messages":[`...)
+	for i := range got {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendReceived(b, &got[i], enc)
+	}
+	b = append(b, `],"acked":`...)
+	b = strconv.AppendInt(b, int64(acked), 10)
+	return append(b, "}\n"...)
+}
+
+// appendReceived appends the JSON of one api.ReceivedMessage, its fields
+// in the type's order.
+func appendReceived(b []byte, r *engine.Received, enc api.BodyEncoding) []byte {
+	m := r.Message
+	b = append(b, `{"id":"`...)
+	b = appendID(b, r.ID)
+	b = append(b, `","receipt":`...)
+	b = appendJSONString(b, r.Receipt)
+	b = append(b, `,"attempt":`...)
+	b = strconv.AppendInt(b, int64(r.Attempt), 10)
+	b = append(b, `,"queue":`...)
+	b = strconv.AppendInt(b, int64(r.Queue), 10)
+	b = append(b, `,"offset":`...)
+	b = strconv.AppendUint(b, r.Offset, 10)
+	b = append(b, `,"key":`...)
+	b = appendJSONString(b, m.Key)
+	b = append(b, `,"tag":`...)
+	b = appendJSONString(b, m.Tag)
+	b = append(b, `,"group":`...)
+	b = appendJSONString(b, m.Group)
+	if len(m.Properties) > 0 {
+		b = append(b, `,"properties":{`...)
+		for i, k := range slices.Sorted(maps.Keys(m.Properties)) {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, k)
+			b = append(b, ':')
+			b = appendJSONString(b, m.Properties[k])
+		}
+		b = append(b, '}')
+	}
+	text := enc != api.BodyBase64 && utf8.Valid(m.Body)
+	if text {
+		b = append(b, `,"body":`...)
+		// The string does not outlive the call, and the body is not
+		// written to meanwhile.
+		b = appendJSONString(b, unsafe.String(unsafe.SliceData(m.Body), len(m.Body)))
+	}
+	if !text || enc != api.BodyText {
+		b = append(b, `,"body_base64":"`...)
+		b = base64.StdEncoding.AppendEncode(b, m.Body)
+		b = append(b, '"')
+	}
+	b = append(b, `,"due":`...)
+	b = strconv.AppendInt(b, r.Due, 10)
+	b = append(b, `,"visible":`...)
+	b = strconv.AppendInt(b, r.Visible.Visible, 10)
+	return append(b, '}')
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendID appends an ID's text form (message.ID.String: Pos then Tag,
+// 16 lower-case hex digits each) without the formatting machinery.
+func appendID(b []byte, id message.ID) []byte {
+	for _, v := range [2]uint64{id.Pos, id.Tag} {
+		for shift := 60; shift >= 0; shift -= 4 {
+			b = append(b, hexDigits[v>>uint(shift)&0xf])
+		}
+	}
+	return b
+}
+
+// appendJSONString appends s as a JSON string the way encoding/json
+// writes it: ", \ and control characters escaped, <, > and & as \u00XX,
+// U+2028 and U+2029 escaped, and each byte of invalid UTF-8 as U+FFFD.
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 || r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			if r == utf8.RuneError {
+				b = append(b, `\ufffd`...)
+			} else {
+				b = fmt.Appendf(b, `\u%04x`, r)
+			}
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
