@@ -1,6 +1,10 @@
 package timerstore
 
-import "github.com/hourglass-mq/hourglass/vfs"
+import (
+	"path"
+
+	"github.com/hourglass-mq/hourglass/vfs"
+)
 
 // Sync writes and makes every bucket durable, including new directory
 // entries.
@@ -77,6 +81,10 @@ func (j *SyncJob) Len() int { return len(j.names) }
 
 // Run writes the job's entries, then fsyncs its files with the given
 // number of concurrent workers, then the directory.
+// batchSyncMin is how many files make a sync job use one batch sync (when
+// the filesystem has it) rather than one fsync per file.
+const batchSyncMin = 16
+
 func (j *SyncJob) Run(workers int) error {
 	for name, ws := range j.writes {
 		if err := writeAll(j.fs, name, ws); err != nil {
@@ -85,6 +93,18 @@ func (j *SyncJob) Run(workers int) error {
 	}
 	if len(j.names) == 0 {
 		return nil
+	}
+	if _, ok := j.fs.(vfs.BatchSyncer); ok && len(j.names) >= batchSyncMin {
+		// One syncfs for thousands of bucket files instead of one journal
+		// commit each (vfs.BatchSyncer).
+		base := make([]string, len(j.names))
+		for i, n := range j.names {
+			base[i] = path.Base(n)
+		}
+		if err := vfs.SyncFiles(j.fs, j.dir, base); err != nil {
+			return err
+		}
+		return j.fs.SyncDir(j.dir)
 	}
 	workers = max(1, min(workers, len(j.names)))
 	next := make(chan string)

@@ -305,3 +305,14 @@ func (m *Mem) UsedBytes() int64 {
 	}
 	return total
 }
+
+// SyncFiles syncs each named file of dir, as a batch sync would: Mem keeps
+// the durability model per file, so batching changes nothing here.
+func (m *Mem) SyncFiles(dir string, names []string) error {
+	for _, n := range names {
+		if err := syncOne(m, dir+"/"+n); err != nil {
+			return err
+		}
+	}
+	return nil
+}

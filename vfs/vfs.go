@@ -62,3 +62,40 @@ type FS interface {
 // not exist. Implementations wrap io/fs.ErrNotExist so errors.Is works with
 // either.
 var ErrNotExist = errors.New("vfs: file does not exist")
+
+// BatchSyncer is an optional feature of an FS: making the data of many
+// files of one directory durable in one call. A checkpoint may have to sync
+// tens of thousands of timer-bucket files; one fsync each costs a journal
+// commit each, which saturates a disk for seconds and stalls every other
+// fsync behind it. SyncFiles makes the data of every named file durable
+// (it may make more durable: never less); names are relative to dir. Its
+// failure is a failed fsync of every named file.
+type BatchSyncer interface {
+	SyncFiles(dir string, names []string) error
+}
+
+// SyncFiles makes the named files of dir durable: with one call when fs is
+// a BatchSyncer, else with one Sync per file.
+func SyncFiles(fsys FS, dir string, names []string) error {
+	if bs, ok := fsys.(BatchSyncer); ok {
+		return bs.SyncFiles(dir, names)
+	}
+	for _, n := range names {
+		if err := syncOne(fsys, dir+"/"+n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func syncOne(fsys FS, name string) error {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
