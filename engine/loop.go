@@ -298,14 +298,19 @@ func (e *Engine) shrinkAfterHerdLocked() {
 	}
 }
 
-// advanceLocked advances the wheel towards now by a bounded step. While a
-// bucket loads, the wheel stops short of it (see bucketLoad). It returns
+// advanceLocked advances the wheel towards now by a bounded step. It never
+// passes a timer bucket that is not in the wheel yet: while a bucket loads
+// the wheel stops short of it (see bucketLoad), and otherwise short of
+// loadedUntil, which is behind now only until the loop's next turn starts
+// the next load (after one ended, or after a failed read, whose bucket is
+// retried). Past either, the fire frontier would vouch for timers still in
+// their bucket files, and recovery would skip them as visible. It returns
 // whether due timers are left for the next step.
 func (e *Engine) advanceLocked(now int64) bool {
 	d := e.disp
-	to := now
+	to := min(now, d.loadedUntil-1)
 	if d.load != nil {
-		to = min(to, d.load.bucket-1)
+		to = min(now, d.load.bucket-1)
 	}
 	if to <= d.lastAdvance && !d.advancing {
 		return false
