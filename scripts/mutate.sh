@@ -47,24 +47,24 @@ add() { # name file what perl-program
 
 add cancel-timer-after-append engine/control.go \
 	"cancel/reschedule takes the timer out of the wheel only after its record is appended" \
-	's/\tif t != nil \{\n\t\te\.wheel\.Cancel\(t\)\n\t\tdelete\(e\.near, id\.Pos\)\n\t\}\n/\t\/\/ mutant: the timer stays in the wheel during the append\n/ == 1 or die "anchor not found (timer removal before the append)\n";
-	 s/(\t_, aerr := e\.clog\.Append\(rec\)\n\n\te\.mu\.Lock\(\)\n\tdefer e\.mu\.Unlock\(\)\n)/$1\tif t != nil && e.near[id.Pos] == t {\n\t\te.wheel.Cancel(t)\n\t\tdelete(e.near, id.Pos)\n\t}\n/ == 1 or die "anchor not found (relock after the append)\n";'
+	's/\tif t := e\.disp\.near\[pos\]; t != nil \{\n\t\te\.disp\.wheel\.Cancel\(t\)\n\t\tdelete\(e\.disp\.near, pos\)\n\t\th\.timer = t\n\t\}\n/\t\/\/ mutant: the timer stays in the wheel during the append\n/ == 1 or die "anchor not found (timer removal before the append)\n";
+	 s/(\t_, aerr := e\.clog\.Append\(rec\)\n\n\te\.mu\.Lock\(\)\n\tdefer e\.mu\.Unlock\(\)\n)/$1\tif t := e.disp.near[id.Pos]; t != nil {\n\t\te.disp.wheel.Cancel(t)\n\t\tdelete(e.disp.near, id.Pos)\n\t\th.timer = t\n\t}\n/ == 1 or die "anchor not found (relock after the append)\n";'
 
 add checkpoint-drops-done engine/checkpoint.go \
 	"the checkpoint leaves out a group's acked offsets above its contiguous acked prefix" \
 	's/\t\t\t\tcq\.Done = append\(cq\.Done, off\)\n/\t\t\t\t_ = off \/\/ mutant: out-of-order acks not recorded\n/ == 1 or die "anchor not found (cq.Done append)\n";'
 
-add trim-disabled timerstore/timerstore.go \
+add trim-disabled timerstore/verify.go \
 	"timerstore.Trim does nothing" \
 	's/(func \(s \*Store\) Trim\(keep map\[int64\]int64\) error \{\n)/$1\tif keep != nil {\n\t\treturn nil \/\/ mutant\n\t}\n/ == 1 or die "anchor not found (func (s *Store) Trim)\n";'
 
-add ack-not-appended engine/group.go \
+add ack-not-appended engine/ack.go \
 	"Ack never appends its record" \
 	's/\t_, err := e\.clog\.Append\(encodeProgress\(recAck, g\.id, items\)\)\n/\tvar err error \/\/ mutant: the ack record is never appended\n/ == 1 or die "anchor not found (ack append)\n";'
 
 add fire-1ms-early engine/loop.go \
 	"the wheel is advanced 1 ms ahead of the clock, so timers fire 1 ms early" \
-	's/\t\t\te\.wheel\.Advance\(now, e\.expireLocked\)\n/\t\t\te.wheel.Advance(now+1, e.expireLocked) \/\/ mutant\n/ == 1 or die "anchor not found (wheel advance in the loop)\n";'
+	's/\t_, more := d\.wheel\.AdvanceN\(to, expireChunk, e\.expireLocked\)\n/\t_, more := d.wheel.AdvanceN(to+1, expireChunk, e.expireLocked) \/\/ mutant\n/ == 1 or die "anchor not found (wheel advance in the loop)\n";'
 
 add segment-dir-not-synced commitlog/recover.go \
 	"a new segment file's directory entry is never fsynced" \
