@@ -229,35 +229,6 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	}
 }
 
-// cmdlineValue marks a setting as given on the command line when the flag
-// package sets it.
-type cmdlineValue struct {
-	flag.Value
-	name string
-	seen map[string]bool
-}
-
-func (v *cmdlineValue) Set(s string) error {
-	if err := v.Value.Set(s); err != nil {
-		return err
-	}
-	v.seen[v.name] = true
-	return nil
-}
-
-func (v *cmdlineValue) String() string {
-	if v == nil || v.Value == nil {
-		return ""
-	}
-	return v.Value.String()
-}
-
-// IsBoolFlag lets "-auto-create-topics" stand for "-auto-create-topics=true".
-func (v *cmdlineValue) IsBoolFlag() bool {
-	b, ok := v.Value.(interface{ IsBoolFlag() bool })
-	return ok && b.IsBoolFlag()
-}
-
 // EnvName returns the environment variable of a setting's flag name.
 func EnvName(flagName string) string {
 	return "HOURGLASS_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
@@ -422,6 +393,24 @@ func (c Config) Validate() error {
 	if c.Retention <= 0 {
 		bad("-retention %v must be positive", c.Retention)
 	}
+	c.validateConnections(bad)
+	if c.DrainTimeout < 0 {
+		bad("-drain-timeout %v is negative", c.DrainTimeout)
+	}
+	if _, err := parseLevel(c.LogLevel); err != nil {
+		bad("%v", err)
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		bad("-log-format %q is not text or json", c.LogFormat)
+	}
+	if len(problems) > 0 {
+		return errors.New("invalid configuration: " + strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// validateConnections checks the settings that bound each connection.
+func (c Config) validateConnections(bad func(format string, args ...any)) {
 	if c.ReadHeaderTimeout <= 0 {
 		bad("-read-header-timeout %v must be positive", c.ReadHeaderTimeout)
 	}
@@ -437,19 +426,6 @@ func (c Config) Validate() error {
 	if c.MaxHeaderBytes < 4<<10 || c.MaxHeaderBytes > 64<<20 {
 		bad("-max-header-bytes %d is not in [4KiB, 64MiB]", c.MaxHeaderBytes)
 	}
-	if c.DrainTimeout < 0 {
-		bad("-drain-timeout %v is negative", c.DrainTimeout)
-	}
-	if _, err := parseLevel(c.LogLevel); err != nil {
-		bad("%v", err)
-	}
-	if c.LogFormat != "text" && c.LogFormat != "json" {
-		bad("-log-format %q is not text or json", c.LogFormat)
-	}
-	if len(problems) > 0 {
-		return errors.New("invalid configuration: " + strings.Join(problems, "; "))
-	}
-	return nil
 }
 
 // MinWriteTimeout is the smallest WriteTimeout accepted: the longest
@@ -522,145 +498,3 @@ func (c Config) EngineOptions(logger *slog.Logger) engine.Options {
 }
 
 // flag.Value implementations over Config's field types.
-
-type stringValue string
-
-func (v *stringValue) Set(s string) error { *v = stringValue(s); return nil }
-func (v *stringValue) String() string {
-	if v == nil {
-		return ""
-	}
-	return string(*v)
-}
-
-// secretValue is a string whose value is never printed (in -help defaults).
-type secretValue string
-
-func (v *secretValue) Set(s string) error { *v = secretValue(s); return nil }
-func (v *secretValue) String() string     { return "" }
-
-type intValue int
-
-func (v *intValue) Set(s string) error {
-	n, err := strconv.Atoi(strings.TrimSpace(s))
-	if err != nil {
-		return fmt.Errorf("%q is not an integer", s)
-	}
-	*v = intValue(n)
-	return nil
-}
-func (v *intValue) String() string {
-	if v == nil {
-		return "0"
-	}
-	return strconv.Itoa(int(*v))
-}
-
-type boolValue bool
-
-func (v *boolValue) Set(s string) error {
-	b, err := strconv.ParseBool(strings.TrimSpace(s))
-	if err != nil {
-		return fmt.Errorf("%q is not true or false", s)
-	}
-	*v = boolValue(b)
-	return nil
-}
-func (v *boolValue) String() string   { return strconv.FormatBool(v != nil && bool(*v)) }
-func (v *boolValue) IsBoolFlag() bool { return true }
-
-type durationValue time.Duration
-
-func (v *durationValue) Set(s string) error {
-	d, err := time.ParseDuration(strings.TrimSpace(s))
-	if err != nil {
-		return fmt.Errorf("%q is not a duration such as 250ms, 30s or 1h30m", s)
-	}
-	*v = durationValue(d)
-	return nil
-}
-func (v *durationValue) String() string {
-	if v == nil {
-		return "0s"
-	}
-	return time.Duration(*v).String()
-}
-
-type durationsValue []time.Duration
-
-func (v *durationsValue) Set(s string) error {
-	var out []time.Duration
-	for _, f := range strings.Split(s, ",") {
-		f = strings.TrimSpace(f)
-		if f == "" {
-			continue
-		}
-		d, err := time.ParseDuration(f)
-		if err != nil {
-			return fmt.Errorf("%q is not a duration such as 1s or 2h", f)
-		}
-		out = append(out, d)
-	}
-	*v = out
-	return nil
-}
-func (v *durationsValue) String() string {
-	if v == nil {
-		return ""
-	}
-	parts := make([]string, len(*v))
-	for i, d := range *v {
-		parts[i] = shortDuration(d)
-	}
-	return strings.Join(parts, ",")
-}
-
-// shortDuration prints 1m rather than 1m0s.
-func shortDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = s[:len(s)-2]
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = s[:len(s)-2]
-	}
-	return s
-}
-
-// sizeValue is a byte count written as an integer with an optional binary
-// suffix (KiB, MiB, GiB).
-type sizeValue int64
-
-var sizeUnits = []struct {
-	suffix string
-	mult   int64
-}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}}
-
-func (v *sizeValue) Set(s string) error {
-	t := strings.TrimSpace(s)
-	mult := int64(1)
-	for _, u := range sizeUnits {
-		if strings.HasSuffix(t, u.suffix) {
-			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mult
-			break
-		}
-	}
-	n, err := strconv.ParseInt(t, 10, 64)
-	if err != nil || n < 0 || n > (1<<62)/mult {
-		return fmt.Errorf("%q is not a size such as 1048576, 512KiB or 4MiB", s)
-	}
-	*v = sizeValue(n * mult)
-	return nil
-}
-func (v *sizeValue) String() string {
-	if v == nil {
-		return "0"
-	}
-	n := int64(*v)
-	for _, u := range sizeUnits {
-		if n != 0 && n%u.mult == 0 {
-			return strconv.FormatInt(n/u.mult, 10) + u.suffix
-		}
-	}
-	return strconv.FormatInt(n, 10)
-}
