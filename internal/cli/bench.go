@@ -3,7 +3,7 @@ package cli
 import (
 	"context"
 
-	"github.com/hourglass-mq/hourglass/loadtest"
+	"github.com/hourglass-mq/hourglass/internal/loadtest"
 )
 
 func benchCommand() *command {
