@@ -14,9 +14,9 @@ import (
 func buildHourglass(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "hourglass")
-	out, err := exec.Command("go", "build", "-o", bin, "../cmd/hourglass").CombinedOutput()
+	out, err := exec.Command("go", "build", "-o", bin, "../../cmd/hourglass").CombinedOutput()
 	if err != nil {
-		t.Fatalf("go build ../cmd/hourglass: %v\n%s", err, out)
+		t.Fatalf("go build ../../cmd/hourglass: %v\n%s", err, out)
 	}
 	return bin
 }
