@@ -314,15 +314,21 @@ func (e *Engine) initSeals(id *identity) error {
 	return nil
 }
 
-// writeFileAtomic replaces dir/name with data: temp file, sync, rename,
-// sync the directory.
-func writeFileAtomic(fs vfs.FS, dir, name string, data []byte) error {
-	tmp := path.Join(dir, name+".tmp")
-	f, err := fs.Create(tmp)
+// writeSynced writes data at off of the file name (created when create is
+// true, or when it does not exist), syncs and closes it.
+func writeSynced(fs vfs.FS, name string, off int64, data []byte, create bool) error {
+	var f vfs.File
+	var err error
+	if !create {
+		f, err = fs.Open(name)
+	}
+	if create || vfs.IsNotExist(err) {
+		f, err = fs.Create(name)
+	}
 	if err != nil {
 		return err
 	}
-	if _, err := f.WriteAt(data, 0); err != nil {
+	if _, err := f.WriteAt(data, off); err != nil {
 		f.Close()
 		return err
 	}
@@ -330,7 +336,14 @@ func writeFileAtomic(fs vfs.FS, dir, name string, data []byte) error {
 		f.Close()
 		return err
 	}
-	if err := f.Close(); err != nil {
+	return f.Close()
+}
+
+// writeFileAtomic replaces dir/name with data: temp file, sync, rename,
+// sync the directory.
+func writeFileAtomic(fs vfs.FS, dir, name string, data []byte) error {
+	tmp := path.Join(dir, name+".tmp")
+	if err := writeSynced(fs, tmp, 0, data, true); err != nil {
 		return err
 	}
 	if err := fs.Rename(tmp, path.Join(dir, name)); err != nil {

@@ -138,22 +138,7 @@ func (j *overlayJournal) prepare() (*ovJob, map[uint64]int64) {
 // pages it covered, so the engine stops (see Engine.fail).
 func (job *ovJob) run() error {
 	for _, w := range job.writes {
-		f, err := job.fs.Open(w.name)
-		if vfs.IsNotExist(err) {
-			f, err = job.fs.Create(w.name)
-		}
-		if err != nil {
-			return err
-		}
-		if _, err := f.WriteAt(w.data, w.off); err != nil {
-			f.Close()
-			return err
-		}
-		if err := f.Sync(); err != nil {
-			f.Close()
-			return err
-		}
-		if err := f.Close(); err != nil {
+		if err := writeSynced(job.fs, w.name, w.off, w.data, false); err != nil {
 			return err
 		}
 	}

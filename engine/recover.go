@@ -208,31 +208,13 @@ func (e *Engine) openKeys(state []byte, logPos uint64) error {
 		return err
 	}
 	e.keys = x
-	err = e.clog.Scan(e.clog.Start(), func(pos commitlog.Pos, rec commitlog.Record) error {
-		if uint64(pos) >= logPos {
-			return errStopScan
-		}
-		orig, payload := uint64(pos), rec.Payload
-		switch rec.Type {
-		case recMessage:
-		case recMoved:
-			if len(payload) < 8 {
-				return errBadPayload
-			}
-			orig, payload = binary.LittleEndian.Uint64(payload), payload[8:]
-		default:
-			return nil
-		}
-		s, err := message.Decode(payload)
-		if err != nil {
-			return fmt.Errorf("message at %d: %w", pos, err)
-		}
+	err = e.scanMessages(logPos, func(orig uint64, s *message.Stored) error {
 		if s.Key != "" {
 			e.keys.Put(keyHash(s.Topic, s.Key), orig)
 		}
 		return nil
 	})
-	if err != nil && !errors.Is(err, errStopScan) {
+	if err != nil {
 		return fmt.Errorf("rebuild the key index from the log: %w", err)
 	}
 	return nil
@@ -262,8 +244,34 @@ func (e *Engine) checkTimers(st *checkpointState) error {
 		return fmt.Errorf("reset the damaged timer index: %w", err)
 	}
 	e.stats.CacheRebuilds.Add(1)
-	err = e.clog.Scan(e.clog.Start(), func(pos commitlog.Pos, rec commitlog.Record) error {
-		if uint64(pos) >= st.LogPos {
+	err = e.scanMessages(st.LogPos, func(orig uint64, s *message.Stored) error {
+		t := e.cat.topicsByName[s.Topic]
+		if t == nil {
+			return fmt.Errorf("message %d names unknown topic %q", orig, s.Topic)
+		}
+		due := s.Due
+		if ov := e.ovl.entries[orig]; ov != nil {
+			if ov.Cancelled || ov.Fired {
+				return nil
+			}
+			due = ov.Due
+		}
+		// Entries due at or before the frontier are filtered as visible when
+		// loaded, like any other (validLocked).
+		return e.disp.timers.Add(timerstore.Entry{Due: due, Pos: orig, Topic: t.id, Queue: uint16(s.Queue), Kind: kindMessage})
+	})
+	if err != nil {
+		return fmt.Errorf("rebuild the timer index from the log: %w", err)
+	}
+	return nil
+}
+
+// scanMessages calls fn with every retained message record (original or
+// moved copy, by identity) before the log position until, in log order: the
+// rebuilds of damaged caches read the log through it.
+func (e *Engine) scanMessages(until uint64, fn func(orig uint64, s *message.Stored) error) error {
+	err := e.clog.Scan(e.clog.Start(), func(pos commitlog.Pos, rec commitlog.Record) error {
+		if uint64(pos) >= until {
 			return errStopScan
 		}
 		orig, payload := uint64(pos), rec.Payload
@@ -281,23 +289,10 @@ func (e *Engine) checkTimers(st *checkpointState) error {
 		if err != nil {
 			return fmt.Errorf("message at %d: %w", pos, err)
 		}
-		t := e.cat.topicsByName[s.Topic]
-		if t == nil {
-			return fmt.Errorf("message at %d names unknown topic %q", pos, s.Topic)
-		}
-		due := s.Due
-		if ov := e.ovl.entries[orig]; ov != nil {
-			if ov.Cancelled || ov.Fired {
-				return nil
-			}
-			due = ov.Due
-		}
-		// Entries due at or before the frontier are filtered as visible when
-		// loaded, like any other (validLocked).
-		return e.disp.timers.Add(timerstore.Entry{Due: due, Pos: orig, Topic: t.id, Queue: uint16(s.Queue), Kind: kindMessage})
+		return fn(orig, s)
 	})
-	if err != nil && !errors.Is(err, errStopScan) {
-		return fmt.Errorf("rebuild the timer index from the log: %w", err)
+	if errors.Is(err, errStopScan) {
+		return nil
 	}
-	return nil
+	return err
 }
