@@ -80,72 +80,14 @@ func plotRect() image.Rectangle {
 func renderChart(d chartData) *image.RGBA {
 	img := image.NewRGBA(image.Rect(0, 0, chartW, chartH))
 	fillRect(img, img.Bounds(), white)
-	plot := plotRect()
-
-	// Axis ranges.
-	xmin, xmax := math.Inf(1), math.Inf(-1)
-	var lmin, lmax int64 = math.MaxInt64, 0
-	early := 0
-	for _, p := range d.points {
-		xmin, xmax = math.Min(xmin, p.x), math.Max(xmax, p.x)
-		if p.late > 0 {
-			lmin, lmax = min(lmin, p.late), max(lmax, p.late)
-		}
-		if p.late < 0 {
-			early++
-		}
-	}
-	for _, s := range d.down {
-		xmin, xmax = math.Min(xmin, s[0]), math.Max(xmax, s[1])
-	}
-	if math.IsInf(xmin, 0) {
-		xmin, xmax = 0, 1
-	}
-	xticks, xlo, xhi := niceTicks(xmin, xmax)
-	ylo, yhi := logRange(lmin, lmax)
-
-	xpix := func(x float64) int {
-		return plot.Min.X + int(math.Round((x-xlo)/(xhi-xlo)*float64(plot.Dx()-1)))
-	}
-	ypix := func(ns int64) int {
-		if ns <= ylo {
-			return plot.Max.Y - 1
-		}
-		f := (math.Log10(float64(ns)) - math.Log10(float64(ylo))) / (math.Log10(float64(yhi)) - math.Log10(float64(ylo)))
-		return plot.Max.Y - 1 - int(math.Round(f*float64(plot.Dy()-1)))
-	}
-
+	ax := newChartAxes(d)
 	// Down spans, under everything else.
 	for _, s := range d.down {
-		r := image.Rect(xpix(s[0]), plot.Min.Y, xpix(s[1])+1, plot.Max.Y)
+		r := image.Rect(ax.xpix(s[0]), ax.plot.Min.Y, ax.xpix(s[1])+1, ax.plot.Max.Y)
 		fillRect(img, r, downShade)
-		drawText(img, r.Min.X+3, plot.Min.Y+3, "down", textGrey, 1)
+		drawText(img, r.Min.X+3, ax.plot.Min.Y+3, "down", textGrey, 1)
 	}
-	// Grid and tick labels.
-	lh := textHeight * fontScale
-	for _, x := range xticks {
-		px := xpix(x)
-		fillRect(img, image.Rect(px, plot.Min.Y, px+1, plot.Max.Y), gridGrey)
-		fillRect(img, image.Rect(px, plot.Max.Y, px+1, plot.Max.Y+tickLen), black)
-		label := formatSeconds(x, xticks[1]-xticks[0])
-		drawText(img, px-textWidth(label, fontScale)/2, plot.Max.Y+tickLen+4, label, black, fontScale)
-	}
-	for v := ylo; v <= yhi; v *= 10 {
-		py := ypix(v)
-		fillRect(img, image.Rect(plot.Min.X, py, plot.Max.X, py+1), gridGrey)
-		for _, m := range []int64{2, 5} {
-			if v*m < yhi {
-				pm := ypix(v * m)
-				for x := plot.Min.X; x < plot.Max.X; x += 6 {
-					fillRect(img, image.Rect(x, pm, x+2, pm+1), gridGrey)
-				}
-			}
-		}
-		fillRect(img, image.Rect(plot.Min.X-tickLen, py, plot.Min.X, py+1), black)
-		label := formatNs(v)
-		drawText(img, plot.Min.X-tickLen-6-textWidth(label, fontScale), py-7*fontScale/2, label, black, fontScale)
-	}
-
+	ax.drawGrid(img)
 	// Points.
 	dot := 1
 	switch n := len(d.points); {
@@ -156,12 +98,90 @@ func renderChart(d chartData) *image.RGBA {
 	}
 	for _, p := range d.points {
 		c := palette[p.series%len(palette)]
-		px, py := xpix(p.x), ypix(p.late)
-		r := image.Rect(px-dot/2, py-dot/2, px-dot/2+dot, py-dot/2+dot).Intersect(plot)
+		px, py := ax.xpix(p.x), ax.ypix(p.late)
+		r := image.Rect(px-dot/2, py-dot/2, px-dot/2+dot, py-dot/2+dot).Intersect(ax.plot)
 		fillRect(img, r, c)
 	}
+	drawFrameAndLegend(img, ax.plot, d, ax.early)
+	return img
+}
 
-	// Frame, titles, legend.
+// chartAxes maps a chart's data to pixels: seconds on x, lateness on a
+// log scale on y.
+type chartAxes struct {
+	plot     image.Rectangle
+	xticks   []float64
+	xlo, xhi float64
+	ylo, yhi int64
+	early    int // points with negative lateness
+}
+
+func newChartAxes(d chartData) *chartAxes {
+	xmin, xmax := math.Inf(1), math.Inf(-1)
+	var lmin, lmax int64 = math.MaxInt64, 0
+	ax := &chartAxes{plot: plotRect()}
+	for _, p := range d.points {
+		xmin, xmax = math.Min(xmin, p.x), math.Max(xmax, p.x)
+		if p.late > 0 {
+			lmin, lmax = min(lmin, p.late), max(lmax, p.late)
+		}
+		if p.late < 0 {
+			ax.early++
+		}
+	}
+	for _, s := range d.down {
+		xmin, xmax = math.Min(xmin, s[0]), math.Max(xmax, s[1])
+	}
+	if math.IsInf(xmin, 0) {
+		xmin, xmax = 0, 1
+	}
+	ax.xticks, ax.xlo, ax.xhi = niceTicks(xmin, xmax)
+	ax.ylo, ax.yhi = logRange(lmin, lmax)
+	return ax
+}
+
+func (ax *chartAxes) xpix(x float64) int {
+	return ax.plot.Min.X + int(math.Round((x-ax.xlo)/(ax.xhi-ax.xlo)*float64(ax.plot.Dx()-1)))
+}
+
+func (ax *chartAxes) ypix(ns int64) int {
+	if ns <= ax.ylo {
+		return ax.plot.Max.Y - 1
+	}
+	f := (math.Log10(float64(ns)) - math.Log10(float64(ax.ylo))) / (math.Log10(float64(ax.yhi)) - math.Log10(float64(ax.ylo)))
+	return ax.plot.Max.Y - 1 - int(math.Round(f*float64(ax.plot.Dy()-1)))
+}
+
+// drawGrid draws the grid lines, ticks and their labels.
+func (ax *chartAxes) drawGrid(img *image.RGBA) {
+	plot := ax.plot
+	for _, x := range ax.xticks {
+		px := ax.xpix(x)
+		fillRect(img, image.Rect(px, plot.Min.Y, px+1, plot.Max.Y), gridGrey)
+		fillRect(img, image.Rect(px, plot.Max.Y, px+1, plot.Max.Y+tickLen), black)
+		label := formatSeconds(x, ax.xticks[1]-ax.xticks[0])
+		drawText(img, px-textWidth(label, fontScale)/2, plot.Max.Y+tickLen+4, label, black, fontScale)
+	}
+	for v := ax.ylo; v <= ax.yhi; v *= 10 {
+		py := ax.ypix(v)
+		fillRect(img, image.Rect(plot.Min.X, py, plot.Max.X, py+1), gridGrey)
+		for _, m := range []int64{2, 5} {
+			if v*m < ax.yhi {
+				pm := ax.ypix(v * m)
+				for x := plot.Min.X; x < plot.Max.X; x += 6 {
+					fillRect(img, image.Rect(x, pm, x+2, pm+1), gridGrey)
+				}
+			}
+		}
+		fillRect(img, image.Rect(plot.Min.X-tickLen, py, plot.Min.X, py+1), black)
+		label := formatNs(v)
+		drawText(img, plot.Min.X-tickLen-6-textWidth(label, fontScale), py-7*fontScale/2, label, black, fontScale)
+	}
+}
+
+// drawFrameAndLegend draws the plot's frame, the titles and the legend.
+func drawFrameAndLegend(img *image.RGBA, plot image.Rectangle, d chartData, early int) {
+	lh := textHeight * fontScale
 	fillRect(img, image.Rect(plot.Min.X-1, plot.Min.Y-1, plot.Max.X+1, plot.Min.Y), black)
 	fillRect(img, image.Rect(plot.Min.X-1, plot.Max.Y, plot.Max.X+1, plot.Max.Y+1), black)
 	fillRect(img, image.Rect(plot.Min.X-1, plot.Min.Y-1, plot.Min.X, plot.Max.Y+1), black)
@@ -183,7 +203,6 @@ func renderChart(d chartData) *image.RGBA {
 		note := fmt.Sprintf("%d early (on the bottom edge)", early)
 		drawText(img, plot.Max.X-textWidth(note, fontScale), ly, note, palette[3], fontScale)
 	}
-	return img
 }
 
 // writePNG encodes img to path.

@@ -190,25 +190,75 @@ flags:
 // exit code when the command must end: 0 after --help, 2 after an error
 // (which it has printed to stderr).
 func parseArgs(args []string, stderr io.Writer) (cfg Config, code int, ok bool) {
+	var raw rawArgs
+	fs := benchFlags(&cfg, &raw, stderr)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return cfg, 0, false
+		}
+		return cfg, 2, false
+	}
+	err := func() error {
+		if fs.NArg() > 0 {
+			return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		}
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if !set["server"] {
+			if v, ok := os.LookupEnv("HOURGLASS_SERVER"); ok && v != "" {
+				cfg.Server = v
+			}
+		}
+		if !set["token"] {
+			if v, ok := os.LookupEnv("HOURGLASS_TOKEN"); ok {
+				cfg.Token = v
+			}
+		}
+		cfg.Seed = uint64(raw.seed)
+		cfg.ServerArgs = strings.Fields(raw.serverArgs)
+		if err := cfg.pickMode(set, &raw); err != nil {
+			return err
+		}
+		if err := cfg.checkLimits(); err != nil {
+			return err
+		}
+		if err := cfg.checkDrill(set); err != nil {
+			return err
+		}
+		cfg.setWaits(&raw)
+		return nil
+	}()
+	if err != nil {
+		fmt.Fprintf(stderr, "hourglass bench: %v\n", err)
+		fmt.Fprintln(stderr, "run 'hourglass bench --help' for the flags")
+		return cfg, 2, false
+	}
+	return cfg, 0, true
+}
+
+// rawArgs are the flags parsed into something other than a Config field.
+type rawArgs struct {
+	tiers, spread, herd, serverArgs string
+	deadline, linger                autoDuration
+	seed                            int64
+}
+
+// benchFlags is the flag table of hourglass bench.
+func benchFlags(cfg *Config, raw *rawArgs, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("hourglass bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), usageText)
 		fs.PrintDefaults()
 	}
-	var (
-		tiers, spread, herd, serverArgs string
-		deadline, linger                autoDuration
-		seed                            int64
-	)
 	fs.StringVar(&cfg.Server, "server", defaultServer, "broker base `URL` (or $HOURGLASS_SERVER)")
 	fs.StringVar(&cfg.Token, "token", "", "bearer `token` (or $HOURGLASS_TOKEN)")
 	fs.StringVar(&cfg.Topic, "topic", "", "topic to use (default: a fresh name per run)")
 	fs.StringVar(&cfg.Group, "group", defaultGroup, "consumer `group`")
 	fs.IntVar(&cfg.N, "n", defaultN, "number of messages the broker must acknowledge")
-	fs.StringVar(&tiers, "tiers", defaultTiers, "comma-separated delay `tiers`, used in turn")
-	fs.StringVar(&spread, "spread", "", "uniform random delay `range`, e.g. 0s-10m (instead of --tiers)")
-	fs.StringVar(&herd, "herd", "", "`N@T`: N messages all due at T (a duration after sending starts, or RFC 3339)")
+	fs.StringVar(&raw.tiers, "tiers", defaultTiers, "comma-separated delay `tiers`, used in turn")
+	fs.StringVar(&raw.spread, "spread", "", "uniform random delay `range`, e.g. 0s-10m (instead of --tiers)")
+	fs.StringVar(&raw.herd, "herd", "", "`N@T`: N messages all due at T (a duration after sending starts, or RFC 3339)")
 	fs.IntVar(&cfg.Producers, "producers", defaultProducers, "concurrent producers")
 	fs.Float64Var(&cfg.Rate, "rate", 0, "target send rate in messages/s over all producers (0: as fast as possible)")
 	fs.IntVar(&cfg.Batch, "batch", defaultBatch, "messages per send request (1-1000)")
@@ -217,49 +267,24 @@ func parseArgs(args []string, stderr io.Writer) (cfg Config, code int, ok bool) 
 	fs.IntVar(&cfg.Max, "max", defaultMax, "most messages per receive (1-1000)")
 	fs.DurationVar(&cfg.Invisible, "invisible", defaultInvisible, "lease of a receive (unacked messages return after it)")
 	fs.DurationVar(&cfg.Wait, "wait", defaultWait, "long-poll wait of a receive")
-	fs.Var(&deadline, "deadline", "wait this `duration` after the last due time for stragglers before counting them lost\n(auto: 30s; in a drill downtime + invisible + 30s)")
-	fs.Var(&linger, "linger", "keep receiving this `duration` after all arrived, to catch late duplicates\n(auto: 0; in a drill invisible + 2s)")
+	fs.Var(&raw.deadline, "deadline", "wait this `duration` after the last due time for stragglers before counting them lost\n(auto: 30s; in a drill downtime + invisible + 30s)")
+	fs.Var(&raw.linger, "linger", "keep receiving this `duration` after all arrived, to catch late duplicates\n(auto: 0; in a drill invisible + 2s)")
 	fs.StringVar(&cfg.JSONPath, "json", "", "write the report as JSON to `file`")
 	fs.StringVar(&cfg.PNGPath, "png", "", "write the lateness chart as PNG to `file`")
 	fs.DurationVar(&cfg.Progress, "progress", time.Second, "period of the progress line on stderr (0: none)")
-	fs.Int64Var(&seed, "seed", 0, "random seed (0: from the clock); reported so a run can be repeated")
+	fs.Int64Var(&raw.seed, "seed", 0, "random seed (0: from the clock); reported so a run can be repeated")
 	fs.BoolVar(&cfg.Drill, "drill", false, "crash drill: start the broker, kill -9 and restart it during the run")
 	fs.IntVar(&cfg.Kills, "kills", 3, "drill: number of kills")
 	fs.DurationVar(&cfg.Downtime, "downtime", 5*time.Second, "drill: how long the broker stays down after each kill")
 	fs.StringVar(&cfg.DataDir, "data-dir", "", "drill: broker data `directory` (default: a temporary one, removed after)")
 	fs.StringVar(&cfg.Binary, "binary", "", "drill: hourglass `executable` to start (default: this program)")
-	fs.StringVar(&serverArgs, "server-args", "", "drill: extra `arguments` of serve, space-separated")
+	fs.StringVar(&raw.serverArgs, "server-args", "", "drill: extra `arguments` of serve, space-separated")
 	fs.StringVar(&cfg.ServerLog, "server-log", "", "drill: append the broker's output to `file` (default: keep only its tail for errors)")
+	return fs
+}
 
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return cfg, 0, false
-		}
-		return cfg, 2, false
-	}
-	fail := func(format string, a ...any) (Config, int, bool) {
-		fmt.Fprintf(stderr, "hourglass bench: "+format+"\n", a...)
-		fmt.Fprintln(stderr, "run 'hourglass bench --help' for the flags")
-		return cfg, 2, false
-	}
-	if fs.NArg() > 0 {
-		return fail("unexpected argument %q", fs.Arg(0))
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if !set["server"] {
-		if v, ok := os.LookupEnv("HOURGLASS_SERVER"); ok && v != "" {
-			cfg.Server = v
-		}
-	}
-	if !set["token"] {
-		if v, ok := os.LookupEnv("HOURGLASS_TOKEN"); ok {
-			cfg.Token = v
-		}
-	}
-	cfg.Seed = uint64(seed)
-	cfg.ServerArgs = strings.Fields(serverArgs)
-
+// pickMode sets the due-time mode: tiers, a spread or a herd, one of them.
+func (cfg *Config) pickMode(set map[string]bool, raw *rawArgs) error {
 	modes := 0
 	for _, f := range []string{"tiers", "spread", "herd"} {
 		if set[f] {
@@ -267,89 +292,102 @@ func parseArgs(args []string, stderr io.Writer) (cfg Config, code int, ok bool) 
 		}
 	}
 	if modes > 1 {
-		return fail("--tiers, --spread and --herd are alternatives; give one")
+		return fmt.Errorf("--tiers, --spread and --herd are alternatives; give one")
 	}
 	var err error
 	switch {
 	case set["herd"]:
 		cfg.Mode = ModeHerd
 		if set["n"] {
-			return fail("--herd N@T gives the message count; drop -n")
+			return fmt.Errorf("--herd N@T gives the message count; drop -n")
 		}
-		if err = parseHerd(herd, &cfg); err != nil {
-			return fail("--herd: %v", err)
+		if err = parseHerd(raw.herd, cfg); err != nil {
+			return fmt.Errorf("--herd: %v", err)
 		}
 	case set["spread"]:
 		cfg.Mode = ModeSpread
-		if cfg.SpreadMin, cfg.SpreadMax, err = parseSpread(spread); err != nil {
-			return fail("--spread: %v", err)
+		if cfg.SpreadMin, cfg.SpreadMax, err = parseSpread(raw.spread); err != nil {
+			return fmt.Errorf("--spread: %v", err)
 		}
 	default:
 		cfg.Mode = ModeTiers
-		if cfg.Tiers, err = parseTiers(tiers); err != nil {
-			return fail("--tiers: %v", err)
+		if cfg.Tiers, err = parseTiers(raw.tiers); err != nil {
+			return fmt.Errorf("--tiers: %v", err)
 		}
 	}
+	return nil
+}
 
+// checkLimits checks the counts and durations against their ranges.
+func (cfg *Config) checkLimits() error {
 	switch {
 	case cfg.N < 1:
-		return fail("-n must be at least 1")
+		return fmt.Errorf("-n must be at least 1")
 	case cfg.Producers < 1:
-		return fail("--producers must be at least 1")
+		return fmt.Errorf("--producers must be at least 1")
 	case cfg.Consumers < 1:
-		return fail("--consumers must be at least 1")
+		return fmt.Errorf("--consumers must be at least 1")
 	case cfg.Batch < 1 || cfg.Batch > maxBatch:
-		return fail("--batch must be in 1..%d", maxBatch)
+		return fmt.Errorf("--batch must be in 1..%d", maxBatch)
 	case cfg.Max < 1 || cfg.Max > maxReceive:
-		return fail("--max must be in 1..%d", maxReceive)
+		return fmt.Errorf("--max must be in 1..%d", maxReceive)
 	case cfg.Rate < 0:
-		return fail("--rate must not be negative")
+		return fmt.Errorf("--rate must not be negative")
 	case cfg.BodyBytes < 0:
-		return fail("--body-bytes must not be negative")
+		return fmt.Errorf("--body-bytes must not be negative")
 	case cfg.Invisible < time.Second:
-		return fail("--invisible must be at least 1s")
+		return fmt.Errorf("--invisible must be at least 1s")
 	case cfg.Wait < 0 || cfg.Wait > 30*time.Second:
-		return fail("--wait must be in 0s..30s")
+		return fmt.Errorf("--wait must be in 0s..30s")
 	case cfg.Progress < 0:
-		return fail("--progress must not be negative")
+		return fmt.Errorf("--progress must not be negative")
 	case cfg.Group == "":
-		return fail("--group must not be empty")
+		return fmt.Errorf("--group must not be empty")
 	}
-	if cfg.Drill {
-		switch {
-		case set["server"]:
-			return fail("--drill starts its own broker; drop --server")
-		case cfg.Kills < 1:
-			return fail("--kills must be at least 1")
-		case cfg.Downtime < 0:
-			return fail("--downtime must not be negative")
-		}
-		if cfg.Binary == "" {
-			if cfg.Binary, err = os.Executable(); err != nil {
-				cfg.Binary = os.Args[0]
-			}
-		}
-	} else {
+	return nil
+}
+
+// checkDrill checks the drill's flags, and that none is given without it.
+func (cfg *Config) checkDrill(set map[string]bool) error {
+	if !cfg.Drill {
 		for _, f := range []string{"kills", "downtime", "data-dir", "binary", "server-args", "server-log"} {
 			if set[f] {
-				return fail("--%s only applies to --drill", f)
+				return fmt.Errorf("--%s only applies to --drill", f)
 			}
 		}
+		return nil
 	}
+	switch {
+	case set["server"]:
+		return fmt.Errorf("--drill starts its own broker; drop --server")
+	case cfg.Kills < 1:
+		return fmt.Errorf("--kills must be at least 1")
+	case cfg.Downtime < 0:
+		return fmt.Errorf("--downtime must not be negative")
+	}
+	if cfg.Binary == "" {
+		var err error
+		if cfg.Binary, err = os.Executable(); err != nil {
+			cfg.Binary = os.Args[0]
+		}
+	}
+	return nil
+}
+
+// setWaits sets the deadline for stragglers and the linger for late
+// duplicates: the flags when given, else what the mode implies.
+func (cfg *Config) setWaits(raw *rawArgs) {
 	cfg.Deadline = defaultDeadline
 	if cfg.Drill {
 		cfg.Deadline = cfg.Downtime + cfg.Invisible + defaultDeadline
-	}
-	if deadline.set {
-		cfg.Deadline = deadline.d
-	}
-	if cfg.Drill {
 		cfg.Linger = cfg.Invisible + 2*time.Second
 	}
-	if linger.set {
-		cfg.Linger = linger.d
+	if raw.deadline.set {
+		cfg.Deadline = raw.deadline.d
 	}
-	return cfg, 0, true
+	if raw.linger.set {
+		cfg.Linger = raw.linger.d
+	}
 }
 
 // parseTiers parses "1s,5s,30s,5m".

@@ -1,0 +1,101 @@
+package loadtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hourglass-mq/hourglass/client"
+)
+
+// consume is one consumer: receive, record the arrival time, and ack the
+// batch with the next receive, which carries the receipts (one request
+// per batch instead of two). A failed receive is retried after a backoff.
+// A receive that carried acks and failed acked nothing: the acks are then
+// made on their own, and the receive is repeated without them. A failed
+// ack is counted (the message comes back after its lease and is counted
+// as a duplicate).
+func (r *runner) consume(ctx context.Context) {
+	backoff := minBackoff
+	prefix := r.runID + "-"
+	opts := client.ReceiveOptions{Max: r.cfg.Max, Invisible: r.cfg.Invisible, Wait: r.cfg.Wait, BodyEncoding: client.BodyText}
+	batch := make([]arrival, 0, r.cfg.Max)
+	var pending []string // received and recorded, not yet acked
+	defer func() { r.ack(ctx, pending) }()
+	for ctx.Err() == nil {
+		r.recvReqs.Add(1)
+		opts.Ack = pending
+		msgs, err := r.api.Receive(ctx, r.topic, r.cfg.Group, opts)
+		at := time.Now().UnixNano()
+		if err != nil && len(pending) > 0 {
+			r.ack(ctx, pending)
+			pending = nil
+			continue
+		}
+		pending = nil
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			r.recvErrors.Add(1)
+			r.lastRecv.Store(err.Error())
+			if permanent(err) {
+				r.fail(fmt.Errorf("receive: %w", err))
+				return
+			}
+			if !sleepCtx(ctx, backoff) {
+				return
+			}
+			backoff = min(2*backoff, maxBackoff)
+			continue
+		}
+		backoff = minBackoff
+		if len(msgs) == 0 {
+			continue
+		}
+		batch = batch[:0]
+		receipts := make([]string, 0, len(msgs))
+		for _, m := range msgs {
+			seq := -1
+			if s, ok := strings.CutPrefix(m.Properties[propID], prefix); ok {
+				if v, err := strconv.Atoi(s); err == nil {
+					seq = v
+				}
+			}
+			batch = append(batch, arrival{seq: seq, at: at, brokerDue: int64(m.Due), brokerVisible: int64(m.Visible), attempt: m.Attempt})
+			receipts = append(receipts, m.Receipt)
+		}
+		r.rec.arrive(batch)
+		pending = receipts
+	}
+}
+
+// ack acknowledges receipts on their own, counting a failure. It outlives
+// a cancelled run context for a moment, so that the end of a run does not
+// turn into ack failures.
+func (r *runner) ack(ctx context.Context, receipts []string) {
+	if len(receipts) == 0 {
+		return
+	}
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if _, err := r.api.Ack(actx, r.topic, r.cfg.Group, receipts...); err != nil {
+		r.ackFailures.Add(int64(len(receipts)))
+		r.lastRecv.Store("ack: " + err.Error())
+	}
+}
+
+// permanent reports whether err is one that retrying cannot fix: a 4xx
+// answer other than 408 and 429 (bad request, bad token, unknown topic).
+func permanent(err error) bool {
+	var e *client.Error
+	if !errors.As(err, &e) {
+		return false
+	}
+	return e.StatusCode >= 400 && e.StatusCode < 500 &&
+		e.StatusCode != http.StatusTooManyRequests && e.StatusCode != http.StatusRequestTimeout
+}
