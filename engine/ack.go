@@ -68,13 +68,12 @@ func (e *Engine) Ack(ctx context.Context, topic, name string, receipts ...string
 			return err
 		}
 		g = gg
-		ts = append(ts, taken{gq: gq, off: off, l: l, ref: l.timer.Value})
+		ts = append(ts, taken{gq: gq, off: off, l: l, ref: l.timer.ref()})
 		items = append(items, progressItem{queue: q, offset: off})
 	}
 	// Stop the leases now so none expires while the ack is written.
 	for _, t := range ts {
-		e.disp.wheel.Cancel(t.l.timer)
-		e.disp.free = append(e.disp.free, t.l.timer)
+		e.stopTimerLocked(t.l.timer)
 		delete(t.gq.leases, t.off)
 	}
 	e.mu.Unlock()
@@ -83,7 +82,7 @@ func (e *Engine) Ack(ctx context.Context, topic, name string, receipts ...string
 	defer e.mu.Unlock()
 	if err != nil {
 		for _, t := range ts {
-			t.l.timer = e.addWheelLocked(t.ref)
+			t.l.timer = e.startTimerLocked(t.ref)
 			t.gq.leases[t.off] = t.l
 		}
 		return e.storageErr(err)
@@ -112,8 +111,7 @@ func (e *Engine) Nack(ctx context.Context, topic, name, receipt string, delay ti
 	if err != nil {
 		return err
 	}
-	e.disp.wheel.Cancel(l.timer)
-	e.disp.free = append(e.disp.free, l.timer)
+	e.stopTimerLocked(l.timer)
 	delete(gq.leases, off)
 	e.failedLocked(g, gq, q, off, l.attempt, delay, e.lastAdvanceOrNow())
 	return nil
@@ -130,11 +128,9 @@ func (e *Engine) ChangeInvisibility(ctx context.Context, topic, name, receipt st
 	if err != nil {
 		return err
 	}
-	ref := l.timer.Value
-	e.disp.wheel.Cancel(l.timer)
-	e.disp.free = append(e.disp.free, l.timer)
+	ref := e.stopTimerLocked(l.timer)
 	ref.due = e.lastAdvanceOrNow() + d.Milliseconds()
-	l.timer = e.addWheelLocked(ref)
+	l.timer = e.startTimerLocked(ref)
 	return nil
 }
 
@@ -164,7 +160,7 @@ func (e *Engine) failedLocked(g *group, gq *groupQueue, q uint16, off uint64, at
 	if delay == 0 {
 		delay = g.cfg.backoff(attempt)
 	}
-	gq.retrying[off] = e.addWheelLocked(timerRef{kind: refRetry, due: from + delay.Milliseconds(), group: g.id, queue: q, offset: off})
+	gq.retrying[off] = e.startTimerLocked(timerRef{kind: refRetry, due: from + delay.Milliseconds(), group: g.id, queue: q, offset: off})
 }
 
 // retryReadyLocked makes a message whose backoff ended receivable again.

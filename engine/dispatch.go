@@ -242,3 +242,29 @@ func (e *Engine) stepLoadLocked(now int64) bool {
 	}
 	return true
 }
+
+// timerHandle is a lease or retry timer of a consumer group. The groups
+// reach the dispatcher's wheel only through it (startTimerLocked,
+// stopTimerLocked), never through the wheel's own types.
+type timerHandle struct{ t *wheelTimer }
+
+// running reports whether the handle holds a timer.
+func (h timerHandle) running() bool { return h.t != nil }
+
+// ref is what the timer was started with.
+func (h timerHandle) ref() timerRef { return h.t.Value }
+
+// startTimerLocked starts a lease or retry timer; one already due fires at
+// the next turn of the loop.
+func (e *Engine) startTimerLocked(ref timerRef) timerHandle {
+	return timerHandle{e.addWheelLocked(ref)}
+}
+
+// stopTimerLocked stops a timer that has not fired and recycles it. It
+// returns what the timer was started with.
+func (e *Engine) stopTimerLocked(h timerHandle) timerRef {
+	ref := h.t.Value
+	e.disp.wheel.Cancel(h.t)
+	e.disp.free = append(e.disp.free, h.t)
+	return ref
+}

@@ -96,18 +96,18 @@ type groupQueue struct {
 	done     map[uint64]bool
 	attempts map[uint64]uint32
 	leases   map[uint64]*lease
-	retrying map[uint64]*wheelTimer
+	retrying map[uint64]timerHandle
 	ready    []uint64 // offsets whose backoff ended, in order
 }
 
 type lease struct {
 	seq     uint32
 	attempt uint32
-	timer   *wheelTimer
+	timer   timerHandle
 }
 
 func newGroupQueue() *groupQueue {
-	return &groupQueue{done: map[uint64]bool{}, attempts: map[uint64]uint32{}, leases: map[uint64]*lease{}, retrying: map[uint64]*wheelTimer{}}
+	return &groupQueue{done: map[uint64]bool{}, attempts: map[uint64]uint32{}, leases: map[uint64]*lease{}, retrying: map[uint64]timerHandle{}}
 }
 
 func (gq *groupQueue) markDone(off uint64) {

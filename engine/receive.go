@@ -121,7 +121,7 @@ func (e *Engine) takeLocked(g *group, max int, invisible time.Duration) []handou
 			att := gq.attempts[off] + 1
 			gq.attempts[off] = att
 			l := &lease{seq: e.cons.leaseSeq, attempt: att}
-			l.timer = e.addWheelLocked(timerRef{kind: refLease, due: expires, group: g.id, queue: uint16(qi), offset: off, seq: l.seq})
+			l.timer = e.startTimerLocked(timerRef{kind: refLease, due: expires, group: g.id, queue: uint16(qi), offset: off, seq: l.seq})
 			gq.leases[off] = l
 			hs = append(hs, handout{queue: uint16(qi), offset: off, attempt: att, seq: l.seq, n: n})
 			limit--
@@ -144,7 +144,7 @@ func (e *Engine) takeLocked(g *group, max int, invisible time.Duration) []handou
 		for limit > 0 && gq.next < end {
 			off := gq.next
 			gq.next++
-			if gq.done[off] || gq.leases[off] != nil || gq.retrying[off] != nil {
+			if gq.done[off] || gq.leases[off] != nil || gq.retrying[off].running() {
 				continue
 			}
 			take(off)
@@ -207,8 +207,7 @@ func (e *Engine) deliver(g *group, hs []handout) ([]Received, error) {
 		for _, h := range gone {
 			gq := g.queues[h.queue]
 			if l := gq.leases[h.offset]; l != nil && l.seq == h.seq {
-				e.disp.wheel.Cancel(l.timer)
-				e.disp.free = append(e.disp.free, l.timer)
+				e.stopTimerLocked(l.timer)
 				delete(gq.leases, h.offset)
 			}
 			gq.markDone(h.offset)
@@ -227,8 +226,7 @@ func (e *Engine) giveBackLocked(g *group, hs []handout) {
 		if l == nil || l.seq != h.seq {
 			continue
 		}
-		e.disp.wheel.Cancel(l.timer)
-		e.disp.free = append(e.disp.free, l.timer)
+		e.stopTimerLocked(l.timer)
 		delete(gq.leases, h.offset)
 		if h.attempt <= 1 {
 			delete(gq.attempts, h.offset)
