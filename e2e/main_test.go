@@ -326,7 +326,11 @@ func (s *server) receive(topic, group string, req map[string]any) []received {
 	var out struct {
 		Messages []received `json:"messages"`
 	}
-	s.call("POST", "/v1/topics/"+topic+"/groups/"+group+"/receive", req, http.StatusOK, &out)
+	var body any // no options: no body (a JSON null is refused)
+	if req != nil {
+		body = req
+	}
+	s.call("POST", "/v1/topics/"+topic+"/groups/"+group+"/receive", body, http.StatusOK, &out)
 	return out.Messages
 }
 
