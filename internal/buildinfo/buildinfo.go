@@ -97,3 +97,13 @@ func resolve(version, commit, date string, bi *debug.BuildInfo) Info {
 func (i Info) String() string {
 	return "hourglass " + i.Version + " (commit " + i.Commit + ", built " + i.Date + ", " + i.GoVersion + ")"
 }
+
+// Stamp sets the link-time variables as the linker would and returns a
+// function that restores them. It is for tests of what reports the build
+// (the version command, /healthz, the build_info metric); a binary never
+// calls it.
+func Stamp(version, commit, date string) (restore func()) {
+	old := [3]string{Version, Commit, Date}
+	Version, Commit, Date = version, commit, date
+	return func() { Version, Commit, Date = old[0], old[1], old[2] }
+}

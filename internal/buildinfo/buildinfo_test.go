@@ -47,3 +47,15 @@ func TestGetNeverEmpty(t *testing.T) {
 		t.Fatalf("empty field in %+v", i)
 	}
 }
+
+func TestStampRestores(t *testing.T) {
+	before := Get()
+	restore := Stamp("v9", "c9", "d9")
+	if i := Get(); i.Version != "v9" || i.Commit != "c9" || i.Date != "d9" {
+		t.Fatalf("stamped: %+v", i)
+	}
+	restore()
+	if i := Get(); i != before {
+		t.Fatalf("after restore %+v, before %+v", i, before)
+	}
+}

@@ -9,15 +9,8 @@ import (
 	"github.com/hourglass-mq/hourglass/internal/buildinfo"
 )
 
-// stamp sets the link-time variables as `make build` would, for one test.
-func stamp(t *testing.T, version, commit, date string) {
-	old := [3]string{buildinfo.Version, buildinfo.Commit, buildinfo.Date}
-	buildinfo.Version, buildinfo.Commit, buildinfo.Date = version, commit, date
-	t.Cleanup(func() { buildinfo.Version, buildinfo.Commit, buildinfo.Date = old[0], old[1], old[2] })
-}
-
 func TestVersion(t *testing.T) {
-	stamp(t, "v1.4.0", "9f1c2d3e", "2026-11-30T12:00:00Z")
+	t.Cleanup(buildinfo.Stamp("v1.4.0", "9f1c2d3e", "2026-11-30T12:00:00Z"))
 	r := newRunner(t, nil)
 	res := r.run("version")
 	if res.code != ExitOK || res.stderr != "" {
@@ -46,7 +39,7 @@ func TestVersion(t *testing.T) {
 // TestVersionUnstamped: a test binary is not stamped, so the version is
 // "devel" and no field is empty.
 func TestVersionUnstamped(t *testing.T) {
-	stamp(t, "", "", "")
+	t.Cleanup(buildinfo.Stamp("", "", ""))
 	res := newRunner(t, nil).run("version")
 	if res.code != ExitOK || !strings.HasPrefix(res.stdout, "hourglass devel\n") {
 		t.Fatalf("unstamped version: %+v", res)
