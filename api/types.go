@@ -265,12 +265,23 @@ type RedriveResponse struct {
 // Empty is the answer of nack and invisibility: {}.
 type Empty struct{}
 
-// Health answers GET /healthz: {"status":"ok"}, or with 503
+// Health answers GET /healthz: {"status":"ok",...}, or with 503
 // {"status":"failed","error":...} once the broker stopped after a storage
-// failure (it then exits; see docs/architecture.md, fault model).
+// failure (it then exits; see docs/architecture.md, fault model). Both
+// carry the build of the running binary, as `hourglass version` prints it:
+// every build field is non-empty ("devel" and "unknown" for an unstamped
+// build).
 type Health struct {
 	Status string `json:"status"`
 	Error  string `json:"error,omitempty"`
+	// Version is the release version stamped at build time, or "devel".
+	Version string `json:"version"`
+	// Commit is the commit the binary was built from, or "unknown".
+	Commit string `json:"commit"`
+	// BuildDate is when the binary was built (RFC 3339), or "unknown".
+	BuildDate string `json:"build_date"`
+	// GoVersion is the Go release that built the binary.
+	GoVersion string `json:"go_version"`
 }
 
 // Stats is GET /v1/stats, the broker's engine-wide instrumentation.

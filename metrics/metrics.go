@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/hourglass-mq/hourglass/engine"
+	"github.com/hourglass-mq/hourglass/internal/buildinfo"
 )
 
 const ns = "hourglass"
@@ -31,6 +32,7 @@ type Collector struct {
 	clockJumps, checkpoints, segsDel      *prometheus.Desc
 	fireErrs, loadErrs, writeErrs, ckErrs *prometheus.Desc
 	failed, readErrs, rebuilds            *prometheus.Desc
+	buildInfo                             *prometheus.Desc
 
 	topicSent, topicFired, topicCancelled, topicPending, topicVisible *prometheus.Desc
 
@@ -65,6 +67,7 @@ func NewCollector(eng *engine.Engine) *Collector {
 		failed:      d("storage_failed", "1 once the broker stopped after a failed fsync (fail-stop); it then exits."),
 		readErrs:    d("read_errors_total", "Message reads that failed with an I/O error while delivering; the messages stayed in place."),
 		rebuilds:    d("cache_rebuilds_total", "Caches (timer buckets, key index) found damaged at the last recovery and rebuilt from the log."),
+		buildInfo:   d("build_info", "Always 1; its labels say which build runs (as hourglass version prints it).", "version", "commit", "go_version"),
 
 		topicSent:      d("topic_messages_sent_total", "Messages accepted by sends, by topic.", "topic"),
 		topicFired:     d("topic_messages_fired_total", "Messages that became visible, by topic.", "topic"),
@@ -85,7 +88,7 @@ func (c *Collector) descs() []*prometheus.Desc {
 	return []*prometheus.Desc{
 		c.sent, c.fired, c.cancelled, c.rescheduled, c.pending, c.lateness, c.fsync, c.checkpoint,
 		c.recovery, c.replayed, c.clockJumps, c.checkpoints, c.segsDel, c.fireErrs, c.loadErrs, c.writeErrs, c.ckErrs,
-		c.failed, c.readErrs, c.rebuilds,
+		c.failed, c.readErrs, c.rebuilds, c.buildInfo,
 		c.topicSent, c.topicFired, c.topicCancelled, c.topicPending, c.topicVisible,
 		c.groupDelivered, c.groupAcked, c.groupRedelivered, c.groupDead, c.groupBacklog, c.groupInFlight,
 	}
@@ -132,6 +135,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.failed, failed)
 	counter(c.readErrs, s.ReadErrors.Load())
 	counter(c.rebuilds, s.CacheRebuilds.Load())
+	b := buildinfo.Get()
+	gauge(c.buildInfo, 1, b.Version, b.Commit, b.GoVersion)
 
 	for _, t := range c.eng.Topics() {
 		ts, err := c.eng.DescribeTopic(t.Name)

@@ -41,6 +41,9 @@ type Config struct {
 	// Listen is the TCP address to listen on, host:port (flag -listen).
 	// Port 0 picks a free port; Run reports the bound address to ready.
 	Listen string
+	// GRPCListen is the address of the RocketMQ 5 gRPC service, host:port,
+	// plaintext (flag -grpc-listen; package rocketmq). Empty disables it.
+	GRPCListen string
 	// AuthToken, when not empty, is the bearer token every /v1 request must
 	// carry (Authorization: Bearer <token>); /healthz and /metrics stay open
 	// (flag -auth-token). Empty means no authentication. Prefer the
@@ -151,6 +154,7 @@ func DefaultConfig() Config {
 	return Config{
 		DataDir:            "./hourglass-data",
 		Listen:             "127.0.0.1:7070",
+		GRPCListen:         "127.0.0.1:8081",
 		Flush:              flush,
 		FlushInterval:      eng.FlushInterval,
 		SegmentBytes:       eng.SegmentBytes,
@@ -190,6 +194,7 @@ func (c *Config) settings() []setting {
 		{"config", "path of an optional JSON config file; keys are flag names with '_' for '-'", (*stringValue)(&c.ConfigFile)},
 		{"data-dir", "data directory (created if missing)", (*stringValue)(&c.DataDir)},
 		{"listen", "TCP address to listen on, host:port (port 0 picks a free port)", (*stringValue)(&c.Listen)},
+		{"grpc-listen", "TCP address of the RocketMQ 5 gRPC service (plaintext), host:port; empty disables it", (*stringValue)(&c.GRPCListen)},
 		{"auth-token", "bearer token required on every /v1 request; empty disables auth (prefer HOURGLASS_AUTH_TOKEN: flags show in the process list)", (*secretValue)(&c.AuthToken)},
 		{"flush", "commit-log flush policy: sync (ack after fdatasync) or async (ack after write, fdatasync every -flush-interval)", (*stringValue)(&c.Flush)},
 		{"flush-interval", "fdatasync period under -flush async", (*durationValue)(&c.FlushInterval)},
@@ -349,6 +354,7 @@ func (c Config) Validate() error {
 	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
 		bad("-listen %q: port %q is not a number in [0, 65535]", c.Listen, port)
 	}
+	c.validateGRPC(bad)
 	if _, err := c.flushPolicy(); err != nil {
 		bad("%v", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/hourglass-mq/hourglass/api"
 	"github.com/hourglass-mq/hourglass/engine"
 	"github.com/hourglass-mq/hourglass/errs"
+	"github.com/hourglass-mq/hourglass/internal/buildinfo"
 	"github.com/hourglass-mq/hourglass/message"
 )
 
@@ -164,13 +165,18 @@ func (h *Handler) noRoute(w http.ResponseWriter, r *http.Request) {
 	h.writeError(w, errs.New(errs.NotFound, "no such endpoint: %s %s", r.Method, r.URL.Path))
 }
 
+// healthz answers liveness with the running build, so that a probe or an
+// operator sees which binary answers (after an upgrade, for instance).
 func (h *Handler) healthz(w http.ResponseWriter, r *http.Request) {
+	b := buildinfo.Get()
+	health := api.Health{Status: "ok", Version: b.Version, Commit: b.Commit, BuildDate: b.Date, GoVersion: b.GoVersion}
 	if err := h.eng.Err(); err != nil {
 		// Stopped after a storage failure: not healthy, whatever else.
-		writeJSON(w, http.StatusServiceUnavailable, api.Health{Status: "failed", Error: err.Error()})
+		health.Status, health.Error = "failed", err.Error()
+		writeJSON(w, http.StatusServiceUnavailable, health)
 		return
 	}
-	writeJSON(w, http.StatusOK, api.Health{Status: "ok"})
+	writeJSON(w, http.StatusOK, health)
 }
 
 func (h *Handler) serveMetrics(w http.ResponseWriter, r *http.Request) {

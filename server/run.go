@@ -9,7 +9,6 @@ import (
 	"net/http"
 
 	"github.com/hourglass-mq/hourglass/engine"
-	"github.com/hourglass-mq/hourglass/metrics"
 )
 
 // Run opens the engine in cfg.DataDir, listens on cfg.Listen and serves the
@@ -39,12 +38,23 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, ready func(addr s
 		eng.Close()
 		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
-	h := New(eng, cfg, logger, metrics.Handler(eng))
+	g, err := newGRPC(cfg, eng, logger)
+	if err != nil {
+		ln.Close()
+		eng.Close()
+		return err
+	}
+	h := New(eng, cfg, logger, metricsHandler(eng, g))
 	srv := cfg.httpServer(h, logger)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	addr := ln.Addr().String()
 	logger.Info("listening", "addr", addr, "data_dir", cfg.DataDir, "flush", cfg.Flush, "auth", cfg.AuthToken != "")
+	if g != nil {
+		// Before ready: a caller told the server is up may use both.
+		g.start()
+		logger.Info(GRPCListeningMsg, "addr", g.ln.Addr().String())
+	}
 	if ready != nil {
 		ready(addr)
 	}
@@ -56,6 +66,9 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, ready func(addr s
 		// Serve failed on its own, not through Shutdown.
 		runErr = fmt.Errorf("serve: %w", err)
 		serveErr = nil
+	case err := <-g.errChan():
+		// The gRPC service failed on its own, not through stop.
+		runErr = fmt.Errorf("serve gRPC: %w", err)
 	case <-eng.Failed():
 		// Fail-stop (engine/fail.go): after a failed fsync the engine
 		// answers every call with unavailable; the process exits non-zero
@@ -65,6 +78,9 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, ready func(addr s
 	}
 	logger.Info("shutting down", "drain_timeout", cfg.DrainTimeout)
 	h.Drain()
+	if g != nil {
+		g.stop(cfg.DrainTimeout, logger)
+	}
 	drainCtx, cancel := context.WithTimeout(context.Background(), cfg.DrainTimeout)
 	if err := srv.Shutdown(drainCtx); err != nil {
 		logger.Warn("drain timeout reached; closing the remaining connections", "err", err)

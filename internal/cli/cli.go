@@ -93,6 +93,7 @@ func commands() []*command {
 		repairCommand(),
 		benchCommand(),
 		demoCommand(),
+		versionCommand(),
 	}
 }
 

@@ -1,0 +1,214 @@
+package rocketmq
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	pb "github.com/apache/rocketmq-clients/golang/v5/protocol/v2"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/hourglass-mq/hourglass/engine"
+)
+
+// tagFilter returns whether a message of tag passes a TAG expression
+// ("*", empty, or tags joined by "||"); ok is false for an expression
+// hourglass cannot evaluate (SQL92).
+func tagFilter(fe *pb.FilterExpression) (match func(tag string) bool, ok bool) {
+	if fe.GetType() == pb.FilterType_SQL {
+		return nil, false
+	}
+	expr := strings.TrimSpace(fe.GetExpression())
+	if expr == "" || expr == "*" {
+		return func(string) bool { return true }, true
+	}
+	set := map[string]bool{}
+	for _, t := range strings.Split(expr, "||") {
+		set[strings.TrimSpace(t)] = true
+	}
+	return func(tag string) bool { return set[tag] }, true
+}
+
+// longPoll is how long a receive may wait: the request's long-polling
+// timeout, else the one of the client's settings, else DefaultLongPoll;
+// at most engine.MaxReceiveWait, and ending receiveMargin before the
+// call's deadline.
+func (s *Server) longPoll(ctx context.Context, req *pb.ReceiveMessageRequest) time.Duration {
+	w := req.GetLongPollingTimeout().AsDuration()
+	if w <= 0 {
+		s.mu.Lock()
+		w = s.longPollOf[clientID(ctx)]
+		s.mu.Unlock()
+	}
+	if w <= 0 {
+		w = DefaultLongPoll
+	}
+	w = min(w, engine.MaxReceiveWait)
+	if dl, has := ctx.Deadline(); has {
+		w = min(w, time.Until(dl)-receiveMargin)
+	}
+	return max(w, 0)
+}
+
+// ReceiveMessage answers as a server stream: the status, then the
+// messages, then the end. An empty long poll ends with MESSAGE_NOT_FOUND.
+// Messages whose tag the filter refuses are acknowledged for the group and
+// not sent (RocketMQ's semantics: a group never sees what it filters out).
+func (s *Server) ReceiveMessage(req *pb.ReceiveMessageRequest, stream pb.MessagingService_ReceiveMessageServer) error {
+	send := func(st *pb.Status) error {
+		return stream.Send(&pb.ReceiveMessageResponse{Content: &pb.ReceiveMessageResponse_Status{Status: st}})
+	}
+	topic, group := req.GetMessageQueue().GetTopic().GetName(), req.GetGroup().GetName()
+	match, fok := tagFilter(req.GetFilterExpression())
+	if !fok {
+		return send(status(pb.Code_ILLEGAL_FILTER_EXPRESSION, "SQL92 filters are not supported by hourglass; use a TAG expression"))
+	}
+	invisible := req.GetInvisibleDuration().AsDuration()
+	if req.GetAutoRenew() {
+		invisible = AutoRenewLease
+	}
+	if invisible < time.Millisecond || invisible > engine.MaxInvisible {
+		return send(status(pb.Code_ILLEGAL_INVISIBLE_TIME, "invisible duration "+invisible.String()+" is not in [1ms, "+engine.MaxInvisible.String()+"]"))
+	}
+	batch := int(req.GetBatchSize())
+	if batch <= 0 {
+		batch = engine.DefaultReceive
+	}
+	batch = min(batch, engine.MaxReceive)
+	// Close ends the long poll: the answer is then what there is (nothing).
+	ctx, cancel := context.WithCancel(stream.Context())
+	defer cancel()
+	go func() {
+		select {
+		case <-s.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	rs, err := s.eng.Receive(ctx, engine.ReceiveRequest{Topic: topic, Group: group, Max: batch, Invisible: invisible, Wait: s.longPoll(ctx, req)})
+	if err != nil && ctx.Err() == nil {
+		return send(errStatus(err, pb.Code_TOPIC_NOT_FOUND))
+	}
+	var out []*pb.Message
+	var skipped []string
+	for _, r := range rs {
+		if !match(r.Message.Tag) {
+			skipped = append(skipped, r.Receipt)
+			continue
+		}
+		out = append(out, s.toMessage(r, req.GetMessageQueue()))
+	}
+	if len(skipped) > 0 {
+		if err := s.eng.Ack(context.WithoutCancel(ctx), topic, group, skipped...); err != nil {
+			s.log.Warn("rocketmq: acking filtered-out messages failed; they come back when their lease ends", "topic", topic, "group", group, "err", err)
+		}
+	}
+	if len(out) == 0 {
+		return send(status(pb.Code_MESSAGE_NOT_FOUND, "no new message"))
+	}
+	if err := send(ok()); err != nil {
+		return err
+	}
+	for _, m := range out {
+		if err := stream.Send(&pb.ReceiveMessageResponse{Content: &pb.ReceiveMessageResponse_Message{Message: m}}); err != nil {
+			// The leases end by themselves: the messages come back.
+			return err
+		}
+	}
+	return nil
+}
+
+// toMessage renders a received message with RocketMQ's system properties.
+func (s *Server) toMessage(r engine.Received, mq *pb.MessageQueue) *pb.Message {
+	m := r.Message
+	user := make(map[string]string, len(m.Properties))
+	sp := &pb.SystemProperties{
+		Tag: optional(m.Tag), MessageId: m.Key, ReceiptHandle: optional(r.Receipt),
+		BodyDigest:        &pb.Digest{Type: pb.DigestType_CRC32, Checksum: digest(pb.DigestType_CRC32, m.Body)},
+		BodyEncoding:      pb.Encoding_IDENTITY,
+		MessageType:       pb.MessageType_NORMAL,
+		BornTimestamp:     timestamppb.New(time.UnixMilli(m.Sent)),
+		BornHost:          "",
+		StoreTimestamp:    timestamppb.New(time.UnixMilli(m.Sent)),
+		StoreHost:         brokerName,
+		QueueId:           int32(r.Queue),
+		QueueOffset:       optional(int64(r.Offset)),
+		DeliveryAttempt:   optional(int32(r.Attempt)),
+		MessageGroup:      optional(m.Group),
+		DeliveryTimestamp: timestamppb.New(time.UnixMilli(r.Due)),
+	}
+	if m.Group != "" {
+		sp.MessageType = pb.MessageType_FIFO
+	} else if r.Due > m.Sent {
+		sp.MessageType = pb.MessageType_DELAY
+	}
+	for k, v := range m.Properties {
+		switch k {
+		case propKeys:
+			sp.Keys = strings.Split(v, " ")
+		case propBorn:
+			if ms, err := strconv.ParseInt(v, 10, 64); err == nil {
+				sp.BornTimestamp = timestamppb.New(time.UnixMilli(ms))
+			}
+		case propBornHost:
+			sp.BornHost = v
+		case propEncoding:
+			sp.BodyEncoding = pb.Encoding_GZIP
+		default:
+			user[k] = v
+		}
+	}
+	topic := mq.GetTopic()
+	if topic == nil {
+		topic = &pb.Resource{Name: m.Topic}
+	}
+	return &pb.Message{Topic: topic, UserProperties: user, SystemProperties: sp, Body: m.Body}
+}
+
+// optional returns a pointer to v, or nil for the zero value.
+func optional[T comparable](v T) *T {
+	var zero T
+	if v == zero {
+		return nil
+	}
+	return &v
+}
+
+// AckMessage acknowledges each entry on its own and answers per entry.
+func (s *Server) AckMessage(ctx context.Context, req *pb.AckMessageRequest) (*pb.AckMessageResponse, error) {
+	topic, group := req.GetTopic().GetName(), req.GetGroup().GetName()
+	if len(req.GetEntries()) == 0 || len(req.GetEntries()) > engine.MaxReceive {
+		return &pb.AckMessageResponse{Status: status(pb.Code_BAD_REQUEST, "an ack carries 1 to "+strconv.Itoa(engine.MaxReceive)+" entries")}, nil
+	}
+	all := ok()
+	out := make([]*pb.AckMessageResultEntry, len(req.GetEntries()))
+	for i, e := range req.GetEntries() {
+		st := ok()
+		if err := s.eng.Ack(ctx, topic, group, e.GetReceiptHandle()); err != nil {
+			st = errStatus(err, pb.Code_INVALID_RECEIPT_HANDLE)
+			all = st
+		}
+		out[i] = &pb.AckMessageResultEntry{MessageId: e.GetMessageId(), ReceiptHandle: e.GetReceiptHandle(), Status: st}
+	}
+	return &pb.AckMessageResponse{Status: all, Entries: out}, nil
+}
+
+// ChangeInvisibleDuration moves the end of a lease; the receipt stays valid.
+func (s *Server) ChangeInvisibleDuration(ctx context.Context, req *pb.ChangeInvisibleDurationRequest) (*pb.ChangeInvisibleDurationResponse, error) {
+	d := req.GetInvisibleDuration().AsDuration()
+	if d < time.Millisecond || d > engine.MaxInvisible {
+		return &pb.ChangeInvisibleDurationResponse{Status: status(pb.Code_ILLEGAL_INVISIBLE_TIME, "invisible duration "+d.String()+" is not in [1ms, "+engine.MaxInvisible.String()+"]")}, nil
+	}
+	if err := s.eng.ChangeInvisibility(ctx, req.GetTopic().GetName(), req.GetGroup().GetName(), req.GetReceiptHandle(), d); err != nil {
+		return &pb.ChangeInvisibleDurationResponse{Status: errStatus(err, pb.Code_INVALID_RECEIPT_HANDLE)}, nil
+	}
+	return &pb.ChangeInvisibleDurationResponse{Status: ok(), ReceiptHandle: req.GetReceiptHandle()}, nil
+}
+
+// ForwardMessageToDeadLetterQueue: the engine moves a message to its
+// dead-letter topic after the group's MaxAttempts deliveries by itself;
+// an explicit forward is not served.
+func (s *Server) ForwardMessageToDeadLetterQueue(ctx context.Context, req *pb.ForwardMessageToDeadLetterQueueRequest) (*pb.ForwardMessageToDeadLetterQueueResponse, error) {
+	return &pb.ForwardMessageToDeadLetterQueueResponse{Status: unsupported("an explicit forward to the dead-letter queue")}, nil
+}

@@ -1,0 +1,174 @@
+package rocketmq
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	pb "github.com/apache/rocketmq-clients/golang/v5/protocol/v2"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/hourglass-mq/hourglass/engine"
+	"github.com/hourglass-mq/hourglass/message"
+)
+
+// brokerName is the name of the one broker hourglass is in every route.
+const brokerName = "hourglass"
+
+// topicInfo returns the topic's description, and whether it exists.
+func (s *Server) topicInfo(name string) (engine.TopicInfo, bool) {
+	for _, t := range s.eng.Topics() {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return engine.TopicInfo{}, false
+}
+
+// queues returns the message queues of a topic as RocketMQ sees them: one
+// per engine queue, all on this broker, at the endpoints the client used
+// to reach it (so the route works behind any address that reaches us).
+// An unknown topic that a send would create gets DefaultQueues queues
+// accepting every type hourglass serves; the first send fixes its kind.
+func (s *Server) queues(topic string, at *pb.Endpoints) ([]*pb.MessageQueue, *pb.Status) {
+	if err := message.ValidateTopic(topic); err != nil {
+		return nil, status(pb.Code_ILLEGAL_TOPIC, err.Error())
+	}
+	n := s.opts.DefaultQueues
+	types := []pb.MessageType{pb.MessageType_NORMAL, pb.MessageType_DELAY, pb.MessageType_FIFO}
+	if t, exists := s.topicInfo(topic); exists {
+		n = t.Queues
+		types = []pb.MessageType{pb.MessageType_NORMAL, pb.MessageType_DELAY}
+		if t.FIFO {
+			types = []pb.MessageType{pb.MessageType_FIFO, pb.MessageType_DELAY}
+		}
+	} else if !s.opts.AutoCreateTopics {
+		return nil, status(pb.Code_TOPIC_NOT_FOUND, fmt.Sprintf("topic %q does not exist and topics are not created on first send", topic))
+	}
+	broker := &pb.Broker{Name: brokerName, Id: 0, Endpoints: at}
+	out := make([]*pb.MessageQueue, n)
+	for i := range out {
+		out[i] = &pb.MessageQueue{Topic: &pb.Resource{Name: topic}, Id: int32(i),
+			Permission: pb.Permission_READ_WRITE, Broker: broker, AcceptMessageTypes: types}
+	}
+	return out, nil
+}
+
+// QueryRoute answers the topic's queues, all served by this broker.
+func (s *Server) QueryRoute(ctx context.Context, req *pb.QueryRouteRequest) (*pb.QueryRouteResponse, error) {
+	if len(req.GetEndpoints().GetAddresses()) == 0 {
+		return &pb.QueryRouteResponse{Status: status(pb.Code_ILLEGAL_ACCESS_POINT, "endpoints are required: the route points at the address the client used")}, nil
+	}
+	qs, st := s.queues(req.GetTopic().GetName(), req.GetEndpoints())
+	if st != nil {
+		return &pb.QueryRouteResponse{Status: st}, nil
+	}
+	return &pb.QueryRouteResponse{Status: ok(), MessageQueues: qs}, nil
+}
+
+// QueryAssignment gives a push consumer every queue of the topic: the
+// engine shares a topic's messages among a group's consumers by itself.
+func (s *Server) QueryAssignment(ctx context.Context, req *pb.QueryAssignmentRequest) (*pb.QueryAssignmentResponse, error) {
+	if len(req.GetEndpoints().GetAddresses()) == 0 {
+		return &pb.QueryAssignmentResponse{Status: status(pb.Code_ILLEGAL_ACCESS_POINT, "endpoints are required")}, nil
+	}
+	qs, st := s.queues(req.GetTopic().GetName(), req.GetEndpoints())
+	if st != nil {
+		return &pb.QueryAssignmentResponse{Status: st}, nil
+	}
+	as := make([]*pb.Assignment, len(qs))
+	for i, q := range qs {
+		as[i] = &pb.Assignment{MessageQueue: q}
+	}
+	return &pb.QueryAssignmentResponse{Status: ok(), Assignments: as}, nil
+}
+
+// Heartbeat keeps nothing: hourglass holds no per-client state that
+// expires, so a heartbeat is always OK.
+func (s *Server) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.HeartbeatResponse, error) {
+	return &pb.HeartbeatResponse{Status: ok()}, nil
+}
+
+// NotifyClientTermination forgets the client's settings.
+func (s *Server) NotifyClientTermination(ctx context.Context, req *pb.NotifyClientTerminationRequest) (*pb.NotifyClientTerminationResponse, error) {
+	s.forget(clientID(ctx))
+	return &pb.NotifyClientTerminationResponse{Status: ok()}, nil
+}
+
+func (s *Server) forget(id string) {
+	s.mu.Lock()
+	delete(s.longPollOf, id)
+	s.mu.Unlock()
+}
+
+// Telemetry answers every Settings command at once with the settings the
+// client must use (the official clients' Start waits for this answer);
+// other commands are ignored. The stream ends when the client ends it or
+// on Close.
+func (s *Server) Telemetry(stream pb.MessagingService_TelemetryServer) error {
+	id := clientID(stream.Context())
+	defer s.forget(id)
+	recvd := make(chan error, 1)
+	go func() {
+		// Returns when the stream ends: the handler's return cancels it.
+		for {
+			cmd, err := stream.Recv()
+			if err != nil {
+				recvd <- err
+				return
+			}
+			st := cmd.GetSettings()
+			if st == nil {
+				continue
+			}
+			if err := stream.Send(&pb.TelemetryCommand{Status: ok(),
+				Command: &pb.TelemetryCommand_Settings{Settings: s.settings(id, st)}}); err != nil {
+				recvd <- err
+				return
+			}
+		}
+	}()
+	select {
+	case err := <-recvd:
+		if err == io.EOF {
+			return nil
+		}
+		return err
+	case <-s.done:
+		return nil
+	}
+}
+
+// settings completes a client's settings with what the broker enforces.
+func (s *Server) settings(id string, in *pb.Settings) *pb.Settings {
+	out := proto.Clone(in).(*pb.Settings)
+	switch ps := out.GetPubSub().(type) {
+	case *pb.Settings_Publishing:
+		ps.Publishing.MaxBodySize = int32(s.opts.Limits.MaxBodyBytes)
+		ps.Publishing.ValidateMessageType = true
+		// No backoff policy, not even the client's own echoed: the client
+		// keeps its own. (The official Go client writes a received policy
+		// into the settings object that another of its goroutines may be
+		// marshalling: a data race inside the client.)
+		out.BackoffPolicy = nil
+	case *pb.Settings_Subscription:
+		sub := ps.Subscription
+		lp := sub.GetLongPollingTimeout().AsDuration()
+		if lp <= 0 || lp > engine.MaxReceiveWait {
+			lp = DefaultLongPoll
+		}
+		sub.LongPollingTimeout = durationpb.New(lp)
+		if sub.GetReceiveBatchSize() <= 0 || sub.GetReceiveBatchSize() > engine.MaxReceive {
+			sub.ReceiveBatchSize = proto.Int32(engine.DefaultReceive)
+		}
+		// The engine's group defaults (engine.GroupConfig): 16 deliveries,
+		// backoff from 1 s doubling up to 5 min.
+		out.BackoffPolicy = &pb.RetryPolicy{MaxAttempts: 16, Strategy: &pb.RetryPolicy_ExponentialBackoff{
+			ExponentialBackoff: &pb.ExponentialBackoff{Initial: durationpb.New(1e9), Max: durationpb.New(300e9), Multiplier: 2}}}
+		s.mu.Lock()
+		s.longPollOf[id] = lp
+		s.mu.Unlock()
+	}
+	return out
+}

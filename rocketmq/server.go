@@ -1,0 +1,152 @@
+package rocketmq
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	pb "github.com/apache/rocketmq-clients/golang/v5/protocol/v2"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/hourglass-mq/hourglass/engine"
+	"github.com/hourglass-mq/hourglass/errs"
+	"github.com/hourglass-mq/hourglass/message"
+)
+
+// Options configures the adapter. They restate the engine settings the
+// protocol must announce (limits, queue counts), so that what the clients
+// are told is what the engine enforces.
+type Options struct {
+	// Limits are the engine's message limits, with defaults applied.
+	Limits message.Limits
+	// DefaultQueues is the queue count advertised for a topic that does
+	// not exist yet (it is created with this count on first send).
+	DefaultQueues int
+	// AutoCreateTopics says whether a send may create its topic; when
+	// false, a route query for an unknown topic answers TOPIC_NOT_FOUND.
+	AutoCreateTopics bool
+	// Logger receives the adapter's logs; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// DefaultLongPoll is the long-polling timeout announced to consumers and
+// used when a receive names none.
+const DefaultLongPoll = 20 * time.Second
+
+// AutoRenewLease is the lease given to messages received with auto_renew
+// (push consumers): the engine does not renew leases by itself, so the
+// lease is long enough for a listener to finish; a listener that fails
+// shortens it with ChangeInvisibleDuration, as the client does.
+const AutoRenewLease = time.Minute
+
+// receiveMargin is kept between the end of a long poll and the call's
+// deadline, so that the empty answer reaches the client before it gives up.
+const receiveMargin = 500 * time.Millisecond
+
+// Server implements pb.MessagingServiceServer over an engine.
+type Server struct {
+	pb.UnimplementedMessagingServiceServer
+
+	eng  *engine.Engine
+	opts Options
+	log  *slog.Logger
+	met  *Collector
+
+	// done is closed by Close: telemetry streams and long polls end.
+	done      chan struct{}
+	closeOnce sync.Once
+
+	mu sync.Mutex
+	// longPoll holds each consumer's long-polling timeout from its
+	// settings, by client ID; removed on NotifyClientTermination and when
+	// its telemetry stream ends.
+	longPollOf map[string]time.Duration
+}
+
+// New returns the adapter over eng.
+func New(eng *engine.Engine, opts Options) *Server {
+	opts.Limits = opts.Limits.Defaults()
+	if opts.DefaultQueues < 1 {
+		opts.DefaultQueues = 1
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &Server{eng: eng, opts: opts, log: opts.Logger, met: NewCollector(),
+		done: make(chan struct{}), longPollOf: map[string]time.Duration{}}
+}
+
+// Collector returns the per-RPC metrics of s, for a Prometheus registry.
+func (s *Server) Collector() *Collector { return s.met }
+
+// Close ends every telemetry stream and long poll at once; call it before
+// grpc.Server.GracefulStop, which would otherwise wait for them.
+func (s *Server) Close() { s.closeOnce.Do(func() { close(s.done) }) }
+
+// GRPCServer returns a gRPC server with s registered, its messages bounded
+// by the body limit plus room for headers, and the metrics interceptors.
+func (s *Server) GRPCServer(extra ...grpc.ServerOption) *grpc.Server {
+	opts := append([]grpc.ServerOption{
+		grpc.MaxRecvMsgSize(s.opts.Limits.MaxBodyBytes + s.opts.Limits.MaxHeaderBytes + 64<<10),
+		grpc.MaxConcurrentStreams(1024),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: time.Minute, Timeout: 20 * time.Second}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
+		grpc.ChainUnaryInterceptor(s.met.unary),
+		grpc.ChainStreamInterceptor(s.met.stream),
+	}, extra...)
+	g := grpc.NewServer(opts...)
+	pb.RegisterMessagingServiceServer(g, s)
+	return g
+}
+
+// clientID returns the x-mq-client-id header of a call ("" if absent).
+func clientID(ctx context.Context) string {
+	if md, ok := metadata.FromIncomingContext(ctx); ok {
+		if v := md.Get("x-mq-client-id"); len(v) > 0 {
+			return v[0]
+		}
+	}
+	return ""
+}
+
+// ok is the OK status.
+func ok() *pb.Status { return &pb.Status{Code: pb.Code_OK, Message: "OK"} }
+
+func status(code pb.Code, msg string) *pb.Status { return &pb.Status{Code: code, Message: msg} }
+
+// errStatus maps an engine error onto the closest RocketMQ status code;
+// notFound is the code of errs.NotFound in the caller's context.
+func errStatus(err error, notFound pb.Code) *pb.Status {
+	code := pb.Code_INTERNAL_ERROR
+	switch {
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		code = pb.Code_REQUEST_TIMEOUT
+	default:
+		switch errs.CodeOf(err) {
+		case errs.InvalidArgument:
+			code = pb.Code_BAD_REQUEST
+		case errs.NotFound:
+			code = notFound
+		case errs.AlreadyExists, errs.FailedPrecondition:
+			code = pb.Code_PRECONDITION_FAILED
+		case errs.TooLarge:
+			code = pb.Code_PAYLOAD_TOO_LARGE
+		case errs.ResourceExhausted:
+			code = pb.Code_TOO_MANY_REQUESTS
+		case errs.Unavailable:
+			code = pb.Code_INTERNAL_SERVER_ERROR
+		case errs.Unauthenticated:
+			code = pb.Code_UNAUTHORIZED
+		}
+	}
+	return status(code, err.Error())
+}
+
+// unsupported is the status of a feature hourglass does not serve.
+func unsupported(what string) *pb.Status {
+	return status(pb.Code_NOT_IMPLEMENTED, what+" is not supported by hourglass")
+}

@@ -1,0 +1,108 @@
+package server
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/grpc"
+
+	"github.com/hourglass-mq/hourglass/engine"
+	"github.com/hourglass-mq/hourglass/metrics"
+	"github.com/hourglass-mq/hourglass/rocketmq"
+)
+
+// validateGRPC checks -grpc-listen: empty, or host:port.
+func (c Config) validateGRPC(bad func(format string, args ...any)) {
+	if c.GRPCListen == "" {
+		return
+	}
+	if _, port, err := net.SplitHostPort(c.GRPCListen); err != nil {
+		bad("-grpc-listen %q is not host:port: %v", c.GRPCListen, err)
+	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		bad("-grpc-listen %q: port %q is not a number in [0, 65535]", c.GRPCListen, port)
+	}
+}
+
+// grpcService is the RocketMQ 5 gRPC service of a running server.
+type grpcService struct {
+	adapter *rocketmq.Server
+	srv     *grpc.Server
+	ln      net.Listener
+	errc    chan error // the result of Serve
+}
+
+// newGRPC opens the listener of c.GRPCListen and the adapter over eng; it
+// returns nil, nil when the service is disabled, or when the default
+// address is taken (with a warning).
+func newGRPC(c Config, eng *engine.Engine, logger *slog.Logger) (*grpcService, error) {
+	if c.GRPCListen == "" {
+		return nil, nil
+	}
+	ln, err := net.Listen("tcp", c.GRPCListen)
+	if err != nil && c.GRPCListen == DefaultConfig().GRPCListen {
+		// The default port is taken (another broker or a RocketMQ proxy on
+		// this host, or brokers started side by side by tests): the HTTP
+		// API still serves. An address set on purpose must bind.
+		logger.Warn("the RocketMQ 5 gRPC service is not served: its default address is taken; set -grpc-listen to another address, or to \"\" to silence this", "addr", c.GRPCListen, "err", err)
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s (-grpc-listen): %w", c.GRPCListen, err)
+	}
+	o := c.EngineOptions(logger)
+	a := rocketmq.New(eng, rocketmq.Options{Limits: o.Limits, DefaultQueues: o.DefaultQueues, AutoCreateTopics: !o.NoAutoCreate, Logger: logger})
+	return &grpcService{adapter: a, srv: a.GRPCServer(), ln: ln, errc: make(chan error, 1)}, nil
+}
+
+// start serves in the background; its failure arrives on g.errc.
+func (g *grpcService) start() {
+	go func() { g.errc <- g.srv.Serve(g.ln) }()
+}
+
+// stop ends the telemetry streams and long polls, lets the other calls
+// finish for at most drain, then closes every connection.
+func (g *grpcService) stop(drain time.Duration, logger *slog.Logger) {
+	g.adapter.Close()
+	done := make(chan struct{})
+	go func() { g.srv.GracefulStop(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(drain):
+		logger.Warn("gRPC drain timeout reached; closing the remaining connections")
+		g.srv.Stop()
+		<-done
+	}
+}
+
+// errChan is the channel of Serve's failure; nil (never ready) without a
+// service.
+func (g *grpcService) errChan() <-chan error {
+	if g == nil {
+		return nil
+	}
+	return g.errc
+}
+
+// metricsHandler serves the engine's metrics, the runtime's, the process's
+// and, when the gRPC service runs, its per-RPC metrics.
+func metricsHandler(eng *engine.Engine, g *grpcService) http.Handler {
+	if g == nil {
+		return metrics.Handler(eng)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(metrics.NewCollector(eng), collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), g.adapter.Collector())
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+}
+
+// GRPCListeningMsg is the message of the log record that Run writes once
+// the gRPC service accepts calls; its "addr" attribute is the bound
+// address (the way to learn it when -grpc-listen has port 0).
+const GRPCListeningMsg = "serving the RocketMQ 5 gRPC protocol (plaintext)"
