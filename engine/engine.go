@@ -45,7 +45,9 @@ package engine
 import (
 	"crypto/rand"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"path"
 	"sync"
@@ -154,6 +156,7 @@ type lifecycle struct {
 	done      chan struct{} // closed by Close
 	loopDone  chan struct{}
 	ckptDone  chan struct{}
+	lock      io.Closer // the data directory's lock, released by Close
 }
 
 // catalog holds the topics. Guarded by Engine.mu, except createMu, which
@@ -255,6 +258,21 @@ func Open(opts Options) (*Engine, error) {
 	if err := e.opts.FS.MkdirAll(path.Join(opts.Dir, "queues")); err != nil {
 		return nil, err
 	}
+	// One process at a time: a second broker, or repair, on a directory in
+	// use would corrupt it.
+	lock, err := vfs.Lock(e.opts.FS, path.Join(opts.Dir, LockFile))
+	if err != nil {
+		if errors.Is(err, vfs.ErrLocked) {
+			return nil, fmt.Errorf("engine: data directory %s is in use by another process (%w)", opts.Dir, err)
+		}
+		return nil, fmt.Errorf("engine: lock the data directory: %w", err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			lock.Close()
+		}
+	}()
 	id, err := loadIdentity(e.opts.FS, opts.Dir)
 	if err != nil {
 		return nil, err
@@ -287,6 +305,7 @@ func Open(opts Options) (*Engine, error) {
 	e.opts.Logger.Info("engine recovered", "dir", opts.Dir, "took", took,
 		"log_start", e.clog.Start(), "log_head", e.clog.Head(),
 		"pending", e.stats.Pending.Load(), "replayed", e.stats.Replayed.Load())
+	e.life.lock, ok = lock, true
 	go e.loop()
 	go e.checkpointer()
 	return e, nil
@@ -313,6 +332,11 @@ func (e *Engine) initSeals(id *identity) error {
 	e.ids.incarn = id.dirTag()
 	return nil
 }
+
+// LockFile is the name of the data directory's lock file: a broker holds
+// an exclusive lock on it while open (flock(2): released by the kernel when
+// the process ends, kill -9 included).
+const LockFile = "LOCK"
 
 // writeSynced writes data at off of the file name (created when create is
 // true, or when it does not exist), syncs and closes it.
@@ -379,6 +403,7 @@ func (e *Engine) Close() error {
 	if cerr := e.clog.Close(); err == nil {
 		err = cerr
 	}
+	e.life.lock.Close() // last: nothing of this engine touches the directory after it
 	return err
 }
 

@@ -2,6 +2,8 @@ package vfs
 
 import (
 	"errors"
+	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -58,6 +60,8 @@ type Mem struct {
 	// durable (see above), so this one map serves the current and the
 	// durable namespace; each memDir carries both entry sets.
 	dirs map[string]*memDir
+	// locks are the names held by Lock, in this process only.
+	locks map[string]bool
 }
 
 // memDir is a directory's current and durable entries. A subdirectory is an
@@ -314,5 +318,33 @@ func (m *Mem) SyncFiles(dir string, names []string) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// Lock takes an in-process exclusive lock on name: a second Lock of the
+// same name fails with ErrLocked until the first is closed. A crash image
+// (Crash, Clone) starts with no locks, as a rebooted machine does.
+func (m *Mem) Lock(name string) (io.Closer, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.locks == nil {
+		m.locks = map[string]bool{}
+	}
+	if m.locks[name] {
+		return nil, fmt.Errorf("%w: %s", ErrLocked, name)
+	}
+	m.locks[name] = true
+	return memLock{m: m, name: name}, nil
+}
+
+type memLock struct {
+	m    *Mem
+	name string
+}
+
+func (l memLock) Close() error {
+	l.m.mu.Lock()
+	defer l.m.mu.Unlock()
+	delete(l.m.locks, l.name)
 	return nil
 }

@@ -99,3 +99,23 @@ func syncOne(fsys FS, name string) error {
 	}
 	return err
 }
+
+// Locker is an optional feature of an FS: an exclusive, advisory lock on a
+// file, held until the returned Closer is closed or the process ends. A
+// broker holds one on its data directory so that a second broker, or an
+// offline tool such as repair, does not work on a directory in use.
+type Locker interface {
+	Lock(name string) (io.Closer, error)
+}
+
+// ErrLocked is returned (wrapped) by Lock when another holder has the lock.
+var ErrLocked = errors.New("vfs: locked by another process")
+
+// Lock takes the exclusive lock on name when fsys is a Locker; otherwise it
+// does nothing (a filesystem without locks cannot tell).
+func Lock(fsys FS, name string) (io.Closer, error) {
+	if l, ok := fsys.(Locker); ok {
+		return l.Lock(name)
+	}
+	return io.NopCloser(nil), nil
+}

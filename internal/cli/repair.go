@@ -2,11 +2,13 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path"
 	"strconv"
 
 	"github.com/hourglass-mq/hourglass/commitlog"
+	"github.com/hourglass-mq/hourglass/engine"
 	"github.com/hourglass-mq/hourglass/vfs"
 )
 
@@ -51,6 +53,16 @@ func runRepair(ctx context.Context, a *App, c *command, args []string) int {
 	if err != nil {
 		return a.usageError(c, "--mode: want salvage or truncate, got %q", *modeName)
 	}
+	// Never on a directory a broker has open: the broker holds its lock.
+	lock, err := vfs.Lock(vfs.OS, path.Join(*dataDir, engine.LockFile))
+	switch {
+	case errors.Is(err, vfs.ErrLocked):
+		return a.failed(c, fmt.Errorf("%v: the broker has this directory open; stop it first", err))
+	case err == nil:
+		defer lock.Close()
+	case !vfs.IsNotExist(err):
+		return a.failed(c, err)
+	} // a missing directory: Repair says what is missing
 	rep, err := commitlog.Repair(commitlog.Options{FS: vfs.OS, Dir: path.Join(*dataDir, "log")}, mode)
 	if err != nil {
 		return a.failed(c, err)
