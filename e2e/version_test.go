@@ -1,0 +1,67 @@
+package e2e_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestVersionMatchesHealthzAndMetrics: the binary's version (unstamped, as
+// a plain go build leaves it) is what a broker it runs reports on /healthz
+// and in hourglass_build_info.
+func TestVersionMatchesHealthzAndMetrics(t *testing.T) {
+	out, err := exec.Command(binary, "version", "--json").Output()
+	if err != nil {
+		t.Fatalf("version --json: %v", err)
+	}
+	var v map[string]string
+	if err := json.Unmarshal(out, &v); err != nil {
+		t.Fatalf("version --json: %v\n%s", err, out)
+	}
+	if v["version"] != "devel" || v["commit"] == "" || v["build_date"] == "" || !strings.HasPrefix(v["go_version"], "go") {
+		t.Fatalf("unstamped version: %v", v)
+	}
+
+	s := startServer(t, "", nil)
+	var h map[string]string
+	s.call("GET", "/healthz", nil, http.StatusOK, &h)
+	for _, k := range []string{"version", "commit", "build_date", "go_version"} {
+		if h[k] != v[k] {
+			t.Errorf("/healthz %s = %q, version says %q", k, h[k], v[k])
+		}
+	}
+	metrics := string(s.do("GET", "/metrics", nil).body)
+	series := `hourglass_build_info{commit="` + v["commit"] + `",go_version="` + v["go_version"] + `",version="devel"} 1`
+	if !strings.Contains(metrics, series+"\n") {
+		t.Errorf("/metrics has no %s", series)
+	}
+}
+
+// TestVersionStamped builds the binary as `make build` does, with the
+// linker stamping version, commit and date, and checks what it prints.
+func TestVersionStamped(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "hourglass")
+	const pkg = "github.com/hourglass-mq/hourglass/internal/buildinfo"
+	ldflags := "-X " + pkg + ".Version=v9.8.7 -X " + pkg + ".Commit=0123456789abcdef -X " + pkg + ".Date=2026-11-30T10:00:00Z"
+	build := exec.Command("go", "build", "-trimpath", "-ldflags", ldflags, "-o", bin, "../cmd/hourglass")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("stamped build: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "version").Output()
+	if err != nil {
+		t.Fatalf("version: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	want := []string{"hourglass v9.8.7", "commit: 0123456789abcdef", "built: 2026-11-30T10:00:00Z", "go: go"}
+	if len(lines) != len(want) {
+		t.Fatalf("version printed %q", out)
+	}
+	for i, l := range lines {
+		if got := strings.Join(strings.Fields(l), " "); !strings.HasPrefix(got, want[i]) {
+			t.Errorf("line %d: %q, want %q", i+1, got, want[i])
+		}
+	}
+}
