@@ -181,6 +181,7 @@ func receiveUntil(t *testing.T, c rmq.SimpleConsumer, within time.Duration, invi
 }
 
 func TestSendReceiveAck(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, nil)
 	p := newProducer(t, b, "orders")
 	c := newConsumer(t, b, "billing", "orders", time.Second)
@@ -226,6 +227,7 @@ func TestSendReceiveAck(t *testing.T) {
 }
 
 func TestDelayArrivesNoEarlier(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, nil)
 	p := newProducer(t, b, "timeouts")
 	c := newConsumer(t, b, "closer", "timeouts", 2*time.Second)
@@ -251,6 +253,7 @@ func TestDelayArrivesNoEarlier(t *testing.T) {
 }
 
 func TestRecallBeforeDueIsNeverDelivered(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, nil)
 	p := newProducer(t, b, "timeouts", "other")
 	c := newConsumer(t, b, "closer", "timeouts", 2*time.Second)
@@ -294,6 +297,7 @@ func TestRecallBeforeDueIsNeverDelivered(t *testing.T) {
 }
 
 func TestInvisibleDurationExpiryRedelivers(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, nil)
 	p := newProducer(t, b, "jobs")
 	c := newConsumer(t, b, "workers", "jobs", 2*time.Second)
@@ -321,6 +325,7 @@ func TestInvisibleDurationExpiryRedelivers(t *testing.T) {
 }
 
 func TestDelayBeyondMaximumIsRefused(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, func(c *server.Config) { c.MaxDelay = time.Hour; c.DelayLevels = []time.Duration{time.Second} })
 	p := newProducer(t, b, "timeouts")
 	msg := &rmq.Message{Topic: "timeouts", Body: []byte("too late")}
@@ -332,6 +337,7 @@ func TestDelayBeyondMaximumIsRefused(t *testing.T) {
 }
 
 func TestFIFOOrderWithinGroup(t *testing.T) {
+	t.Parallel()
 	b := startBroker(t, nil)
 	p := newProducer(t, b, "ledger")
 	c := newConsumer(t, b, "posting", "ledger", 2*time.Second)

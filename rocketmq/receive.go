@@ -31,9 +31,8 @@ func tagFilter(fe *pb.FilterExpression) (match func(tag string) bool, ok bool) {
 }
 
 // longPoll is how long a receive may wait: the request's long-polling
-// timeout, else the one of the client's settings, else DefaultLongPoll;
-// at most engine.MaxReceiveWait, and ending receiveMargin before the
-// call's deadline.
+// timeout, else the one of the client's settings, else MaxLongPoll; at
+// most MaxLongPoll, and ending receiveMargin before the call's deadline.
 func (s *Server) longPoll(ctx context.Context, req *pb.ReceiveMessageRequest) time.Duration {
 	w := req.GetLongPollingTimeout().AsDuration()
 	if w <= 0 {
@@ -42,13 +41,42 @@ func (s *Server) longPoll(ctx context.Context, req *pb.ReceiveMessageRequest) ti
 		s.mu.Unlock()
 	}
 	if w <= 0 {
-		w = DefaultLongPoll
+		w = s.opts.MaxLongPoll
 	}
-	w = min(w, engine.MaxReceiveWait)
+	w = min(w, s.opts.MaxLongPoll)
 	if dl, has := ctx.Deadline(); has {
 		w = min(w, time.Until(dl)-receiveMargin)
 	}
 	return max(w, 0)
+}
+
+// topicPoll is how often a receive on a topic not created yet looks for it.
+const topicPoll = 100 * time.Millisecond
+
+// waitTopic waits, for at most wait, until topic exists, when topics are
+// created on first send: a consumer may start before its producer, and the
+// route told it the topic is there. It returns what is left of wait. A
+// topic that never appears is left to the engine to refuse (not found).
+func (s *Server) waitTopic(ctx context.Context, topic string, wait time.Duration) time.Duration {
+	if !s.opts.AutoCreateTopics {
+		return wait
+	}
+	end := time.Now().Add(wait)
+	t := time.NewTicker(topicPoll)
+	defer t.Stop()
+	for {
+		if _, exists := s.topicInfo(topic); exists {
+			return max(time.Until(end), 0)
+		}
+		if time.Until(end) <= 0 {
+			return 0
+		}
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return 0
+		}
+	}
 }
 
 // ReceiveMessage answers as a server stream: the status, then the
@@ -86,8 +114,13 @@ func (s *Server) ReceiveMessage(req *pb.ReceiveMessageRequest, stream pb.Messagi
 		case <-ctx.Done():
 		}
 	}()
-	rs, err := s.eng.Receive(ctx, engine.ReceiveRequest{Topic: topic, Group: group, Max: batch, Invisible: invisible, Wait: s.longPoll(ctx, req)})
+	wait := s.waitTopic(ctx, topic, s.longPoll(ctx, req))
+	rs, err := s.eng.Receive(ctx, engine.ReceiveRequest{Topic: topic, Group: group, Max: batch, Invisible: invisible, Wait: wait})
 	if err != nil && ctx.Err() == nil {
+		if _, exists := s.topicInfo(topic); !exists && s.opts.AutoCreateTopics {
+			// Nothing was ever sent to it: an empty long poll, not an error.
+			return send(status(pb.Code_MESSAGE_NOT_FOUND, "no message yet: topic "+strconv.Quote(topic)+" has had no send"))
+		}
 		return send(errStatus(err, pb.Code_TOPIC_NOT_FOUND))
 	}
 	var out []*pb.Message

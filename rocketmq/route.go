@@ -155,8 +155,8 @@ func (s *Server) settings(id string, in *pb.Settings) *pb.Settings {
 	case *pb.Settings_Subscription:
 		sub := ps.Subscription
 		lp := sub.GetLongPollingTimeout().AsDuration()
-		if lp <= 0 || lp > engine.MaxReceiveWait {
-			lp = DefaultLongPoll
+		if lp <= 0 || lp > s.opts.MaxLongPoll {
+			lp = s.opts.MaxLongPoll
 		}
 		sub.LongPollingTimeout = durationpb.New(lp)
 		if sub.GetReceiveBatchSize() <= 0 || sub.GetReceiveBatchSize() > engine.MaxReceive {

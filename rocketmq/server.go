@@ -29,12 +29,15 @@ type Options struct {
 	// AutoCreateTopics says whether a send may create its topic; when
 	// false, a route query for an unknown topic answers TOPIC_NOT_FOUND.
 	AutoCreateTopics bool
+	// MaxLongPoll bounds how long a receive waits for a message, and is
+	// the long-polling timeout announced to consumers that ask for more;
+	// 0 means DefaultLongPoll. At most engine.MaxReceiveWait.
+	MaxLongPoll time.Duration
 	// Logger receives the adapter's logs; nil means slog.Default().
 	Logger *slog.Logger
 }
 
-// DefaultLongPoll is the long-polling timeout announced to consumers and
-// used when a receive names none.
+// DefaultLongPoll is the default of Options.MaxLongPoll.
 const DefaultLongPoll = 20 * time.Second
 
 // AutoRenewLease is the lease given to messages received with auto_renew
@@ -73,6 +76,10 @@ func New(eng *engine.Engine, opts Options) *Server {
 	if opts.DefaultQueues < 1 {
 		opts.DefaultQueues = 1
 	}
+	if opts.MaxLongPoll <= 0 {
+		opts.MaxLongPoll = DefaultLongPoll
+	}
+	opts.MaxLongPoll = min(opts.MaxLongPoll, engine.MaxReceiveWait)
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}

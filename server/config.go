@@ -16,6 +16,7 @@ import (
 
 	"github.com/hourglass-mq/hourglass/commitlog"
 	"github.com/hourglass-mq/hourglass/engine"
+	"github.com/hourglass-mq/hourglass/rocketmq"
 )
 
 // Config is every setting of a hourglass server. Each field is also a
@@ -44,6 +45,9 @@ type Config struct {
 	// GRPCListen is the address of the RocketMQ 5 gRPC service, host:port,
 	// plaintext (flag -grpc-listen; package rocketmq). Empty disables it.
 	GRPCListen string
+	// GRPCLongPoll bounds a RocketMQ receive's long poll and is the
+	// long-polling timeout announced to consumers (flag -grpc-long-poll).
+	GRPCLongPoll time.Duration
 	// AuthToken, when not empty, is the bearer token every /v1 request must
 	// carry (Authorization: Bearer <token>); /healthz and /metrics stay open
 	// (flag -auth-token). Empty means no authentication. Prefer the
@@ -155,6 +159,7 @@ func DefaultConfig() Config {
 		DataDir:            "./hourglass-data",
 		Listen:             "127.0.0.1:7070",
 		GRPCListen:         "127.0.0.1:8081",
+		GRPCLongPoll:       rocketmq.DefaultLongPoll,
 		Flush:              flush,
 		FlushInterval:      eng.FlushInterval,
 		SegmentBytes:       eng.SegmentBytes,
@@ -195,6 +200,7 @@ func (c *Config) settings() []setting {
 		{"data-dir", "data directory (created if missing)", (*stringValue)(&c.DataDir)},
 		{"listen", "TCP address to listen on, host:port (port 0 picks a free port)", (*stringValue)(&c.Listen)},
 		{"grpc-listen", "TCP address of the RocketMQ 5 gRPC service (plaintext), host:port; empty disables it", (*stringValue)(&c.GRPCListen)},
+		{"grpc-long-poll", "longest RocketMQ receive long poll, announced to consumers (at most 30s)", (*durationValue)(&c.GRPCLongPoll)},
 		{"auth-token", "bearer token required on every /v1 request; empty disables auth (prefer HOURGLASS_AUTH_TOKEN: flags show in the process list)", (*secretValue)(&c.AuthToken)},
 		{"flush", "commit-log flush policy: sync (ack after fdatasync) or async (ack after write, fdatasync every -flush-interval)", (*stringValue)(&c.Flush)},
 		{"flush-interval", "fdatasync period under -flush async", (*durationValue)(&c.FlushInterval)},

@@ -18,8 +18,12 @@ import (
 	"github.com/hourglass-mq/hourglass/rocketmq"
 )
 
-// validateGRPC checks -grpc-listen: empty, or host:port.
+// validateGRPC checks -grpc-listen (empty, or host:port) and
+// -grpc-long-poll.
 func (c Config) validateGRPC(bad func(format string, args ...any)) {
+	if c.GRPCLongPoll < 100*time.Millisecond || c.GRPCLongPoll > engine.MaxReceiveWait {
+		bad("-grpc-long-poll %v is not in [100ms, %v]", c.GRPCLongPoll, engine.MaxReceiveWait)
+	}
 	if c.GRPCListen == "" {
 		return
 	}
@@ -57,7 +61,8 @@ func newGRPC(c Config, eng *engine.Engine, logger *slog.Logger) (*grpcService, e
 		return nil, fmt.Errorf("listen on %s (-grpc-listen): %w", c.GRPCListen, err)
 	}
 	o := c.EngineOptions(logger)
-	a := rocketmq.New(eng, rocketmq.Options{Limits: o.Limits, DefaultQueues: o.DefaultQueues, AutoCreateTopics: !o.NoAutoCreate, Logger: logger})
+	a := rocketmq.New(eng, rocketmq.Options{Limits: o.Limits, DefaultQueues: o.DefaultQueues, AutoCreateTopics: !o.NoAutoCreate,
+		MaxLongPoll: c.GRPCLongPoll, Logger: logger})
 	return &grpcService{adapter: a, srv: a.GRPCServer(), ln: ln, errc: make(chan error, 1)}, nil
 }
 

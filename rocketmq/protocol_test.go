@@ -1,0 +1,209 @@
+package rocketmq_test
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	pb "github.com/apache/rocketmq-clients/golang/v5/protocol/v2"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	gstatus "google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/hourglass-mq/hourglass/server"
+)
+
+// dial returns a raw protocol client of the broker, for what the official
+// client never sends (bad digests, unsupported RPCs).
+func dial(t *testing.T, addr string) pb.MessagingServiceClient {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return pb.NewMessagingServiceClient(conn)
+}
+
+func bounded(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return metadata.AppendToOutgoingContext(ctx, "x-mq-client-id", "raw-test")
+}
+
+func endpoints(addr string) *pb.Endpoints {
+	host, port, _ := strings.Cut(addr, ":")
+	p, _ := strconv.Atoi(port)
+	return &pb.Endpoints{Scheme: pb.AddressScheme_IPv4, Addresses: []*pb.Address{{Host: host, Port: int32(p)}}}
+}
+
+func rawMessage(topic, id string, body []byte, d *pb.Digest) *pb.Message {
+	return &pb.Message{Topic: &pb.Resource{Name: topic}, Body: body,
+		SystemProperties: &pb.SystemProperties{MessageId: id, MessageType: pb.MessageType_NORMAL, BodyDigest: d,
+			BornTimestamp: timestamppb.Now()}}
+}
+
+func TestRefusalsAndUnsupported(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t, nil)
+	c := dial(t, b.grpc)
+	ctx := bounded(t)
+	send := func(m *pb.Message) pb.Code {
+		r, err := c.SendMessage(ctx, &pb.SendMessageRequest{Messages: []*pb.Message{m}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.GetStatus().GetCode()
+	}
+	for _, tc := range []struct {
+		name string
+		m    *pb.Message
+		want pb.Code
+	}{
+		{"good digest", rawMessage("t", "m1", []byte("hello"), &pb.Digest{Type: pb.DigestType_CRC32, Checksum: "3610A686"}), pb.Code_OK},
+		{"bad digest", rawMessage("t", "m2", []byte("hellO"), &pb.Digest{Type: pb.DigestType_CRC32, Checksum: "3610A686"}), pb.Code_MESSAGE_CORRUPTED},
+		{"bad md5", rawMessage("t", "m3", []byte("hello"), &pb.Digest{Type: pb.DigestType_MD5, Checksum: "00"}), pb.Code_MESSAGE_CORRUPTED},
+		{"no message id", rawMessage("t", "", []byte("x"), nil), pb.Code_ILLEGAL_MESSAGE_ID},
+		{"empty body", rawMessage("t", "m4", nil, nil), pb.Code_MESSAGE_BODY_EMPTY},
+		{"bad topic", rawMessage("a/b", "m5", []byte("x"), nil), pb.Code_BAD_REQUEST},
+	} {
+		if got := send(tc.m); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	m := rawMessage("t", "m6", []byte("x"), nil)
+	m.UserProperties = map[string]string{"rocketmq.keys": "forged"}
+	if got := send(m); got != pb.Code_ILLEGAL_MESSAGE_PROPERTY_KEY {
+		t.Errorf("reserved property: %v", got)
+	}
+	m = rawMessage("t", "m7", []byte("x"), nil)
+	m.SystemProperties.MessageType = pb.MessageType_TRANSACTION
+	if got := send(m); got != pb.Code_NOT_IMPLEMENTED {
+		t.Errorf("transactional message: %v", got)
+	}
+	m = rawMessage("t", "m8", []byte("x"), nil)
+	m.SystemProperties.MessageType = pb.MessageType_FIFO
+	m.SystemProperties.MessageGroup = new(string)
+	*m.SystemProperties.MessageGroup = "g"
+	if got := send(m); got != pb.Code_MESSAGE_PROPERTY_CONFLICT_WITH_TYPE {
+		t.Errorf("FIFO message to a normal topic: %v", got)
+	}
+	// A resend with the same message ID is not stored twice.
+	r1, _ := c.SendMessage(ctx, &pb.SendMessageRequest{Messages: []*pb.Message{rawMessage("t", "m1", []byte("hello"), nil)}})
+	if r1.GetStatus().GetCode() != pb.Code_OK || r1.GetEntries()[0].GetMessageId() != "m1" {
+		t.Errorf("resend: %v", r1)
+	}
+	rq, err := c.QueryRoute(ctx, &pb.QueryRouteRequest{Topic: &pb.Resource{Name: "t"}, Endpoints: endpoints(b.grpc)})
+	if err != nil || rq.GetStatus().GetCode() != pb.Code_OK || len(rq.GetMessageQueues()) == 0 {
+		t.Fatalf("QueryRoute: %v %v", rq, err)
+	}
+	for _, q := range rq.GetMessageQueues() {
+		if q.GetBroker().GetEndpoints().GetAddresses()[0].GetPort() != endpoints(b.grpc).Addresses[0].Port ||
+			q.GetPermission() != pb.Permission_READ_WRITE || len(q.GetAcceptMessageTypes()) == 0 {
+			t.Errorf("queue %v", q)
+		}
+	}
+	if rq, _ := c.QueryRoute(ctx, &pb.QueryRouteRequest{Topic: &pb.Resource{Name: "t"}}); rq.GetStatus().GetCode() != pb.Code_ILLEGAL_ACCESS_POINT {
+		t.Errorf("QueryRoute without endpoints: %v", rq.GetStatus())
+	}
+	if r, err := c.EndTransaction(ctx, &pb.EndTransactionRequest{}); err != nil || r.GetStatus().GetCode() != pb.Code_NOT_IMPLEMENTED {
+		t.Errorf("EndTransaction: %v %v", r, err)
+	}
+	if r, err := c.ForwardMessageToDeadLetterQueue(ctx, &pb.ForwardMessageToDeadLetterQueueRequest{}); err != nil || r.GetStatus().GetCode() != pb.Code_NOT_IMPLEMENTED {
+		t.Errorf("ForwardMessageToDeadLetterQueue: %v %v", r, err)
+	}
+	if _, err := c.GetOffset(ctx, &pb.GetOffsetRequest{}); gstatus.Code(err) != codes.Unimplemented {
+		t.Errorf("GetOffset: %v", err)
+	}
+	if r, _ := c.AckMessage(ctx, &pb.AckMessageRequest{Topic: &pb.Resource{Name: "t"}, Group: &pb.Resource{Name: "g"},
+		Entries: []*pb.AckMessageEntry{{MessageId: "m1", ReceiptHandle: "forged"}}}); r.GetStatus().GetCode() == pb.Code_OK {
+		t.Errorf("ack of a forged receipt: %v", r.GetStatus())
+	}
+	// A SQL92 filter is refused at once.
+	st, err := c.ReceiveMessage(ctx, &pb.ReceiveMessageRequest{Group: &pb.Resource{Name: "g"}, MessageQueue: rq.GetMessageQueues()[0],
+		FilterExpression: &pb.FilterExpression{Type: pb.FilterType_SQL, Expression: "a > 1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := st.Recv(); err != nil || r.GetStatus().GetCode() != pb.Code_ILLEGAL_FILTER_EXPRESSION {
+		t.Errorf("SQL filter: %v %v", r, err)
+	}
+}
+
+// TestTelemetrySettingsAndShutdown checks the settings a client is given,
+// and that a shutdown ends open telemetry streams and long polls instead
+// of waiting for them.
+func TestTelemetrySettingsAndShutdown(t *testing.T) {
+	t.Parallel()
+	cfg := server.DefaultConfig()
+	cfg.DataDir = t.TempDir()
+	cfg.Listen, cfg.GRPCListen = "127.0.0.1:0", "127.0.0.1:0"
+	cfg.DrainTimeout = 30 * time.Second // longer than the test allows: the streams must end by themselves
+	h := &addrCatcher{}
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- server.Run(ctx, cfg, slog.New(h), func(a string) { ready <- a }) }()
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatal(err)
+	}
+	c := dial(t, h.addr)
+	rctx := bounded(t)
+	tel, err := c.Telemetry(rctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ask := func(s *pb.Settings) *pb.Settings {
+		if err := tel.Send(&pb.TelemetryCommand{Command: &pb.TelemetryCommand_Settings{Settings: s}}); err != nil {
+			t.Fatal(err)
+		}
+		r, err := tel.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.GetSettings()
+	}
+	pub := ask(&pb.Settings{PubSub: &pb.Settings_Publishing{Publishing: &pb.Publishing{}}})
+	if pub.GetPublishing().GetMaxBodySize() != int32(cfg.MaxBodyBytes) || !pub.GetPublishing().GetValidateMessageType() {
+		t.Errorf("publishing settings %v", pub)
+	}
+	sub := ask(&pb.Settings{PubSub: &pb.Settings_Subscription{Subscription: &pb.Subscription{Group: &pb.Resource{Name: "g"}}}})
+	if sub.GetSubscription().GetReceiveBatchSize() <= 0 || sub.GetSubscription().GetLongPollingTimeout().AsDuration() <= 0 ||
+		sub.GetBackoffPolicy().GetMaxAttempts() <= 0 || sub.GetBackoffPolicy().GetExponentialBackoff() == nil {
+		t.Errorf("subscription settings %v", sub)
+	}
+	rq, err := c.QueryRoute(rctx, &pb.QueryRouteRequest{Topic: &pb.Resource{Name: "t"}, Endpoints: endpoints(h.addr)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A long poll of 30 s, open when the shutdown starts.
+	poll, err := c.ReceiveMessage(rctx, &pb.ReceiveMessageRequest{Group: &pb.Resource{Name: "g"}, MessageQueue: rq.GetMessageQueues()[0],
+		InvisibleDuration: durationOf(time.Minute), LongPollingTimeout: durationOf(30 * time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(8 * time.Second):
+		t.Fatal("shutdown waited for the telemetry stream or the long poll")
+	}
+	if r, err := poll.Recv(); err == nil && r.GetStatus().GetCode() != pb.Code_MESSAGE_NOT_FOUND {
+		t.Errorf("the long poll ended with %v", r)
+	}
+}
+
+func durationOf(d time.Duration) *durationpb.Duration { return durationpb.New(d) }
