@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hourglass-mq/hourglass/commitlog"
 	"github.com/hourglass-mq/hourglass/errs"
 	"github.com/hourglass-mq/hourglass/message"
 )
@@ -39,7 +38,7 @@ const (
 // level-based sends within the test's 300 ms horizon.
 func crashOptions(dir string, ckpt time.Duration) Options {
 	return Options{
-		Dir: dir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Flush: commitlog.FlushSync,
+		Dir: dir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Flush: FlushSync,
 		SegmentBytes: 32 << 10, DefaultQueues: 3, CheckpointInterval: ckpt,
 		Limits: message.Limits{DelayLevels: []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 300 * time.Millisecond}},
 	}

@@ -95,7 +95,7 @@ func TestIDsDoNotAliasAfterLoss(t *testing.T) {
 	mem := vfs.NewMem()
 	h := newHarness(t, func(o *Options) {
 		o.FS = mem
-		o.Flush = commitlog.FlushAsync
+		o.Flush = FlushAsync
 		o.FlushInterval = time.Hour // nothing is synced by the ticker
 	})
 	base := h.send("t", "", message.When{Delay: time.Hour})

@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hourglass-mq/hourglass/commitlog"
 	"github.com/hourglass-mq/hourglass/message"
 	"github.com/hourglass-mq/hourglass/vfs"
 )
@@ -65,7 +64,7 @@ func TestCheckpointSyncsWithoutTheLock(t *testing.T) {
 	gate := &syncGateFS{FS: vfs.NewMem(), prefix: "data/log/"}
 	h := newHarness(t, func(o *Options) {
 		o.FS = gate
-		o.Flush = commitlog.FlushAsync
+		o.Flush = FlushAsync
 		o.FlushInterval = time.Hour
 	})
 	r := h.send("t", "k", message.When{Delay: time.Hour})

@@ -11,6 +11,17 @@ import (
 	"github.com/hourglass-mq/hourglass/vfs"
 )
 
+// FlushPolicy says when a write is acknowledged: after fdatasync
+// (FlushSync) or after the write, with fdatasync every FlushInterval
+// (FlushAsync). Users of the engine need not import the commit log for it.
+type FlushPolicy = commitlog.FlushPolicy
+
+// The flush policies.
+const (
+	FlushSync  = commitlog.FlushSync
+	FlushAsync = commitlog.FlushAsync
+)
+
 // Options configure an Engine. The zero value of every field means its
 // default, so NewOptions() and Options{Dir: d} behave the same.
 type Options struct {
@@ -23,12 +34,12 @@ type Options struct {
 	// Logger receives structured logs; default slog.Default().
 	Logger *slog.Logger
 
-	// Flush is the commit-log flush policy: commitlog.FlushSync (default)
-	// acknowledges a send after fdatasync; commitlog.FlushAsync acknowledges
-	// after the write and syncs every FlushInterval, so a power loss may
-	// lose up to one interval of acknowledged sends. A process crash
-	// (kill -9) loses nothing under either policy: the data is in the page cache.
-	Flush commitlog.FlushPolicy
+	// Flush is the flush policy: FlushSync (default) acknowledges a send
+	// after fdatasync; FlushAsync acknowledges after the write and syncs
+	// every FlushInterval, so a power loss may lose up to one interval of
+	// acknowledged sends. A process crash (kill -9) loses nothing under
+	// either policy: the data is in the page cache.
+	Flush FlushPolicy
 	// FlushInterval is the async sync period; default 10ms.
 	FlushInterval time.Duration
 	// SegmentBytes is the commit-log segment size; default 64 MiB.

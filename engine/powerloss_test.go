@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/hourglass-mq/hourglass/clock"
-	"github.com/hourglass-mq/hourglass/commitlog"
 	"github.com/hourglass-mq/hourglass/errs"
 	"github.com/hourglass-mq/hourglass/message"
 	"github.com/hourglass-mq/hourglass/vfs"
@@ -265,7 +264,7 @@ func (r *plRun) open() bool {
 	r.seen = map[string]bool{}
 	opts := plOptions(&crashFS{mem: r.mem, hook: r.capture}, r.clk)
 	if r.async {
-		opts.Flush, opts.FlushInterval = commitlog.FlushAsync, 2*time.Millisecond
+		opts.Flush, opts.FlushInterval = FlushAsync, 2*time.Millisecond
 	}
 	e, err := Open(opts)
 	if err != nil {

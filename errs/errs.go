@@ -47,6 +47,7 @@ type Error struct {
 	Err error
 }
 
+// Error returns the message, followed by the cause when there is one.
 func (e *Error) Error() string {
 	if e.Err != nil {
 		return e.Msg + ": " + e.Err.Error()

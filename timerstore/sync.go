@@ -79,12 +79,14 @@ type SyncJob struct {
 // Len returns the number of files the job syncs.
 func (j *SyncJob) Len() int { return len(j.names) }
 
-// Run writes the job's entries, then fsyncs its files with the given
-// number of concurrent workers, then the directory.
 // batchSyncMin is how many files make a sync job use one batch sync (when
 // the filesystem has it) rather than one fsync per file.
 const batchSyncMin = 16
 
+// Run writes the job's entries, then makes its files durable: with one
+// batch sync when the filesystem has it (vfs.BatchSyncer) and there are at
+// least batchSyncMin of them, else with the given number of concurrent
+// fsync workers; then it syncs the directory.
 func (j *SyncJob) Run(workers int) error {
 	for name, ws := range j.writes {
 		if err := writeAll(j.fs, name, ws); err != nil {
