@@ -2,7 +2,7 @@ package engine_test
 
 // Quick benchmarks of the engine for `make bench`; each runs in seconds.
 // The large scenarios (10 M pending, 1 M herd, lateness under load) are in
-// benchmarks/enginebench.
+// internal/enginebench.
 
 import (
 	"context"

@@ -32,8 +32,8 @@
 //
 // Usage:
 //
-//	go run ./benchmarks/enginebench -scenario pending -n 10000000 -dir /some/dir -keep
-//	go run ./benchmarks/enginebench -scenario restart -dir /some/dir
+//	go run ./internal/enginebench -scenario pending -n 10000000 -dir /some/dir -keep
+//	go run ./internal/enginebench -scenario restart -dir /some/dir
 //
 // Without -dir a temporary directory is used and removed afterwards.
 package main

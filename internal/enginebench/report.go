@@ -64,7 +64,7 @@ func (r *report) cmp(name, value, baseline string, ratio float64, target string)
 
 func (r *report) print(w io.Writer) {
 	fmt.Fprintf(w, "\n### enginebench %s\n\n", r.scenario)
-	fmt.Fprintf(w, "- command: `go run ./benchmarks/enginebench %s`\n", commandArgs())
+	fmt.Fprintf(w, "- command: `go run ./internal/enginebench %s`\n", commandArgs())
 	fmt.Fprintf(w, "- date: %s\n", time.Now().UTC().Format(time.RFC3339))
 	fmt.Fprintf(w, "- machine: %s\n", machineFacts(r.dataDir))
 	fmt.Fprintf(w, "- code: %s\n", startVersion)
