@@ -258,14 +258,9 @@ func Open(opts Options) (*Engine, error) {
 	if err := e.opts.FS.MkdirAll(path.Join(opts.Dir, "queues")); err != nil {
 		return nil, err
 	}
-	// One process at a time: a second broker, or repair, on a directory in
-	// use would corrupt it.
-	lock, err := vfs.Lock(e.opts.FS, path.Join(opts.Dir, LockFile))
+	lock, err := lockDir(e.opts.FS, opts.Dir)
 	if err != nil {
-		if errors.Is(err, vfs.ErrLocked) {
-			return nil, fmt.Errorf("engine: data directory %s is in use by another process (%w)", opts.Dir, err)
-		}
-		return nil, fmt.Errorf("engine: lock the data directory: %w", err)
+		return nil, err
 	}
 	ok := false
 	defer func() {
@@ -331,6 +326,19 @@ func (e *Engine) initSeals(id *identity) error {
 	e.ids.nonce.Store(binary.LittleEndian.Uint64(b[message.SealKeySize:]))
 	e.ids.incarn = id.dirTag()
 	return nil
+}
+
+// lockDir takes the data directory's lock: one process at a time, since a
+// second broker, or repair, on a directory in use would corrupt it.
+func lockDir(fs vfs.FS, dir string) (io.Closer, error) {
+	lock, err := vfs.Lock(fs, path.Join(dir, LockFile))
+	switch {
+	case errors.Is(err, vfs.ErrLocked):
+		return nil, fmt.Errorf("engine: data directory %s is in use by another process (%w)", dir, err)
+	case err != nil:
+		return nil, fmt.Errorf("engine: lock the data directory: %w", err)
+	}
+	return lock, nil
 }
 
 // LockFile is the name of the data directory's lock file: a broker holds
