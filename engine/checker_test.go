@@ -79,6 +79,22 @@ func (x *expect) possible(d int64) bool {
 	return false
 }
 
+// resolve settles the reschedules in doubt with the due time the engine
+// shows now, once a check has found it possible: a later check (after a
+// restart that ran retention) must judge by the due the message really had,
+// not by the latest it might have had. A reschedule in doubt that was lost
+// left the message due, and lawfully retired, at its old time.
+func (m *model) resolve(e *Engine) {
+	for _, x := range m.order {
+		if len(x.alt) == 0 {
+			continue
+		}
+		if info, err := e.Inspect(x.id); err == nil && x.possible(info.Due) {
+			x.due, x.alt = info.Due, nil
+		}
+	}
+}
+
 // minDue and maxDue bound the due times the message may have.
 func (x *expect) minDue() int64 {
 	m := x.due

@@ -370,6 +370,7 @@ func verifyState(st plState) (*report, error) {
 	if rep = checkEngine(e, m, h); rep.failures() > 0 || st.n%16 != 0 {
 		return rep, nil
 	}
+	m.resolve(e)
 	if err := e.Close(); err != nil {
 		return nil, fmt.Errorf("close after recovery: %w", err)
 	}
