@@ -22,7 +22,7 @@ import (
 
 // TestMain turns the official client's file logging into errors on the
 // console (it writes under the home directory by default) and its TLS off:
-// the broker serves plaintext.
+// the brokers of the tests serve plaintext, but for the TLS test.
 func TestMain(m *testing.M) {
 	os.Setenv("mq.consoleAppender.enabled", "true")
 	os.Setenv("rocketmq.client.logLevel", "error")
@@ -56,16 +56,19 @@ func (h *addrCatcher) WithGroup(string) slog.Handler      { return h }
 
 // broker is a hourglass server started in-process on loopback.
 type broker struct {
-	grpc, http string
+	grpc, http, dataDir string
 }
 
-// startBroker runs server.Run on free ports until the test ends.
-func startBroker(t *testing.T, edit func(*server.Config)) broker {
+// launch runs server.Run on free ports, plaintext gRPC unless edit says
+// otherwise, and returns the broker and the function that shuts it down
+// and returns Run's result (it fails the test after 8 s).
+func launch(t *testing.T, edit func(*server.Config)) (broker, func() error) {
 	t.Helper()
 	cfg := server.DefaultConfig()
 	cfg.DataDir = t.TempDir()
 	cfg.Listen = "127.0.0.1:0"
 	cfg.GRPCListen = "127.0.0.1:0"
+	cfg.GRPCPlaintext = true
 	cfg.DrainTimeout = time.Second
 	if edit != nil {
 		edit(&cfg)
@@ -79,25 +82,40 @@ func startBroker(t *testing.T, edit func(*server.Config)) broker {
 	select {
 	case b.http = <-ready:
 	case err := <-done:
+		cancel()
 		t.Fatalf("server did not start: %v", err)
 	case <-time.After(10 * time.Second):
+		cancel()
 		t.Fatal("server did not start in 10s")
 	}
 	h.mu.Lock()
 	b.grpc = h.addr
 	h.mu.Unlock()
-	if b.grpc == "" {
-		t.Fatal("the gRPC service did not report its address")
-	}
-	t.Cleanup(func() {
+	b.dataDir = cfg.DataDir
+	stop := func() error {
 		cancel()
 		select {
 		case err := <-done:
-			if err != nil {
-				t.Errorf("server.Run: %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Error("server did not stop in 10s")
+			return err
+		case <-time.After(8 * time.Second):
+			t.Error("server did not stop in 8s")
+			return nil
+		}
+	}
+	if b.grpc == "" {
+		stop()
+		t.Fatal("the gRPC service did not report its address")
+	}
+	return b, stop
+}
+
+// startBroker launches a broker that stops when the test ends.
+func startBroker(t *testing.T, edit func(*server.Config)) broker {
+	t.Helper()
+	b, stop := launch(t, edit)
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Errorf("server.Run: %v", err)
 		}
 	})
 	return b
@@ -361,5 +379,34 @@ func TestFIFOOrderWithinGroup(t *testing.T) {
 	})
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("order %v, want %v", got, want)
+	}
+}
+
+// TestTLSWithClientDefaults runs the official client with its defaults
+// (TLS, certificate not checked) against the default gRPC port setup: TLS
+// with the self-signed certificate kept in the data directory. Not
+// parallel: the client's TLS switch is a package variable.
+func TestTLSWithClientDefaults(t *testing.T) {
+	rmq.EnableSsl = true
+	defer func() { rmq.EnableSsl = false }()
+	b := startBroker(t, func(c *server.Config) { c.GRPCPlaintext = false })
+	if _, err := os.Stat(b.dataDir + "/grpc-tls/cert.pem"); err != nil {
+		t.Fatalf("no self-signed certificate in the data directory: %v", err)
+	}
+	p := newProducer(t, b, "secure")
+	c := newConsumer(t, b, "g", "secure", time.Second)
+	rs, err := p.Send(context.Background(), &rmq.Message{Topic: "secure", Body: []byte("over TLS")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	receiveUntil(t, c, 10*time.Second, 20*time.Second, true, func(mv *rmq.MessageView, _ time.Time) bool {
+		return mv.GetMessageId() == rs[0].MessageID && string(mv.GetBody()) == "over TLS"
+	})
+	// A plaintext client is refused by the TLS port, not hung: its Start
+	// fails or never gets settings; the raw client sees an error at once.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := dial(t, b.grpc).Heartbeat(ctx, &pb.HeartbeatRequest{}); err == nil {
+		t.Error("a plaintext call to the TLS port succeeded")
 	}
 }

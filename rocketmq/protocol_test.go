@@ -2,7 +2,6 @@ package rocketmq_test
 
 import (
 	"context"
-	"log/slog"
 	"strconv"
 	"strings"
 	"testing"
@@ -142,22 +141,9 @@ func TestRefusalsAndUnsupported(t *testing.T) {
 // of waiting for them.
 func TestTelemetrySettingsAndShutdown(t *testing.T) {
 	t.Parallel()
-	cfg := server.DefaultConfig()
-	cfg.DataDir = t.TempDir()
-	cfg.Listen, cfg.GRPCListen = "127.0.0.1:0", "127.0.0.1:0"
-	cfg.DrainTimeout = 30 * time.Second // longer than the test allows: the streams must end by themselves
-	h := &addrCatcher{}
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	ready := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() { done <- server.Run(ctx, cfg, slog.New(h), func(a string) { ready <- a }) }()
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatal(err)
-	}
-	c := dial(t, h.addr)
+	// A drain longer than the test allows: the streams must end by themselves.
+	b, stop := launch(t, func(c *server.Config) { c.DrainTimeout = 30 * time.Second })
+	c := dial(t, b.grpc)
 	rctx := bounded(t)
 	tel, err := c.Telemetry(rctx)
 	if err != nil {
@@ -174,7 +160,7 @@ func TestTelemetrySettingsAndShutdown(t *testing.T) {
 		return r.GetSettings()
 	}
 	pub := ask(&pb.Settings{PubSub: &pb.Settings_Publishing{Publishing: &pb.Publishing{}}})
-	if pub.GetPublishing().GetMaxBodySize() != int32(cfg.MaxBodyBytes) || !pub.GetPublishing().GetValidateMessageType() {
+	if pub.GetPublishing().GetMaxBodySize() != int32(server.DefaultConfig().MaxBodyBytes) || !pub.GetPublishing().GetValidateMessageType() {
 		t.Errorf("publishing settings %v", pub)
 	}
 	sub := ask(&pb.Settings{PubSub: &pb.Settings_Subscription{Subscription: &pb.Subscription{Group: &pb.Resource{Name: "g"}}}})
@@ -182,7 +168,7 @@ func TestTelemetrySettingsAndShutdown(t *testing.T) {
 		sub.GetBackoffPolicy().GetMaxAttempts() <= 0 || sub.GetBackoffPolicy().GetExponentialBackoff() == nil {
 		t.Errorf("subscription settings %v", sub)
 	}
-	rq, err := c.QueryRoute(rctx, &pb.QueryRouteRequest{Topic: &pb.Resource{Name: "t"}, Endpoints: endpoints(h.addr)})
+	rq, err := c.QueryRoute(rctx, &pb.QueryRouteRequest{Topic: &pb.Resource{Name: "t"}, Endpoints: endpoints(b.grpc)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,14 +178,12 @@ func TestTelemetrySettingsAndShutdown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Run: %v", err)
-		}
-	case <-time.After(8 * time.Second):
-		t.Fatal("shutdown waited for the telemetry stream or the long poll")
+	start := time.Now()
+	if err := stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("shutdown took %v: it waited for the telemetry stream or the long poll", d)
 	}
 	if r, err := poll.Recv(); err == nil && r.GetStatus().GetCode() != pb.Code_MESSAGE_NOT_FOUND {
 		t.Errorf("the long poll ended with %v", r)

@@ -42,9 +42,16 @@ type Config struct {
 	// Listen is the TCP address to listen on, host:port (flag -listen).
 	// Port 0 picks a free port; Run reports the bound address to ready.
 	Listen string
-	// GRPCListen is the address of the RocketMQ 5 gRPC service, host:port,
-	// plaintext (flag -grpc-listen; package rocketmq). Empty disables it.
+	// GRPCListen is the address of the RocketMQ 5 gRPC service, host:port
+	// (flag -grpc-listen; package rocketmq). Empty disables it.
 	GRPCListen string
+	// GRPCPlaintext serves gRPC without TLS (flag -grpc-plaintext); by
+	// default it is TLS.
+	GRPCPlaintext bool
+	// GRPCCertFile and GRPCKeyFile are the PEM certificate and key of the
+	// gRPC TLS (flags -grpc-cert-file, -grpc-key-file); both empty means a
+	// self-signed certificate made once and kept in <data-dir>/grpc-tls.
+	GRPCCertFile, GRPCKeyFile string
 	// GRPCLongPoll bounds a RocketMQ receive's long poll and is the
 	// long-polling timeout announced to consumers (flag -grpc-long-poll).
 	GRPCLongPoll time.Duration
@@ -199,7 +206,10 @@ func (c *Config) settings() []setting {
 		{"config", "path of an optional JSON config file; keys are flag names with '_' for '-'", (*stringValue)(&c.ConfigFile)},
 		{"data-dir", "data directory (created if missing)", (*stringValue)(&c.DataDir)},
 		{"listen", "TCP address to listen on, host:port (port 0 picks a free port)", (*stringValue)(&c.Listen)},
-		{"grpc-listen", "TCP address of the RocketMQ 5 gRPC service (plaintext), host:port; empty disables it", (*stringValue)(&c.GRPCListen)},
+		{"grpc-listen", "TCP address of the RocketMQ 5 gRPC service, host:port; empty disables it", (*stringValue)(&c.GRPCListen)},
+		{"grpc-plaintext", "serve gRPC without TLS (clients must turn TLS off)", (*boolValue)(&c.GRPCPlaintext)},
+		{"grpc-cert-file", "PEM certificate of the gRPC TLS; empty: a self-signed one in <data-dir>/grpc-tls", (*stringValue)(&c.GRPCCertFile)},
+		{"grpc-key-file", "PEM private key of -grpc-cert-file", (*stringValue)(&c.GRPCKeyFile)},
 		{"grpc-long-poll", "longest RocketMQ receive long poll, announced to consumers (at most 30s)", (*durationValue)(&c.GRPCLongPoll)},
 		{"auth-token", "bearer token required on every /v1 request; empty disables auth (prefer HOURGLASS_AUTH_TOKEN: flags show in the process list)", (*secretValue)(&c.AuthToken)},
 		{"flush", "commit-log flush policy: sync (ack after fdatasync) or async (ack after write, fdatasync every -flush-interval)", (*stringValue)(&c.Flush)},

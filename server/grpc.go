@@ -1,10 +1,12 @@
 package server
 
 import (
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 
 	"github.com/hourglass-mq/hourglass/engine"
 	"github.com/hourglass-mq/hourglass/metrics"
@@ -23,6 +26,9 @@ import (
 func (c Config) validateGRPC(bad func(format string, args ...any)) {
 	if c.GRPCLongPoll < 100*time.Millisecond || c.GRPCLongPoll > engine.MaxReceiveWait {
 		bad("-grpc-long-poll %v is not in [100ms, %v]", c.GRPCLongPoll, engine.MaxReceiveWait)
+	}
+	if (c.GRPCCertFile == "") != (c.GRPCKeyFile == "") {
+		bad("-grpc-cert-file and -grpc-key-file go together")
 	}
 	if c.GRPCListen == "" {
 		return
@@ -60,10 +66,29 @@ func newGRPC(c Config, eng *engine.Engine, logger *slog.Logger) (*grpcService, e
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s (-grpc-listen): %w", c.GRPCListen, err)
 	}
+	var extra []grpc.ServerOption
+	if !c.GRPCPlaintext {
+		tc, err := c.grpcTLS()
+		if err != nil {
+			ln.Close()
+			return nil, err
+		}
+		extra = append(extra, grpc.Creds(credentials.NewTLS(tc)))
+	}
 	o := c.EngineOptions(logger)
 	a := rocketmq.New(eng, rocketmq.Options{Limits: o.Limits, DefaultQueues: o.DefaultQueues, AutoCreateTopics: !o.NoAutoCreate,
 		MaxLongPoll: c.GRPCLongPoll, Logger: logger})
-	return &grpcService{adapter: a, srv: a.GRPCServer(), ln: ln, errc: make(chan error, 1)}, nil
+	return &grpcService{adapter: a, srv: a.GRPCServer(extra...), ln: ln, errc: make(chan error, 1)}, nil
+}
+
+// grpcTLS is the TLS of the gRPC port: the configured certificate, or the
+// self-signed one of the data directory.
+func (c Config) grpcTLS() (*tls.Config, error) {
+	if c.GRPCCertFile != "" {
+		return rocketmq.LoadTLS(c.GRPCCertFile, c.GRPCKeyFile)
+	}
+	host, _, _ := net.SplitHostPort(c.GRPCListen)
+	return rocketmq.SelfSignedTLS(filepath.Join(c.DataDir, "grpc-tls"), host)
 }
 
 // start serves in the background; its failure arrives on g.errc.
@@ -110,4 +135,4 @@ func metricsHandler(eng *engine.Engine, g *grpcService) http.Handler {
 // GRPCListeningMsg is the message of the log record that Run writes once
 // the gRPC service accepts calls; its "addr" attribute is the bound
 // address (the way to learn it when -grpc-listen has port 0).
-const GRPCListeningMsg = "serving the RocketMQ 5 gRPC protocol (plaintext)"
+const GRPCListeningMsg = "serving the RocketMQ 5 gRPC protocol"

@@ -53,7 +53,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, ready func(addr s
 	if g != nil {
 		// Before ready: a caller told the server is up may use both.
 		g.start()
-		logger.Info(GRPCListeningMsg, "addr", g.ln.Addr().String())
+		logger.Info(GRPCListeningMsg, "addr", g.ln.Addr().String(), "tls", !cfg.GRPCPlaintext)
 	}
 	if ready != nil {
 		ready(addr)
