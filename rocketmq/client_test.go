@@ -136,6 +136,14 @@ func newProducer(t *testing.T, b broker, topics ...string) rmq.Producer {
 
 func newConsumer(t *testing.T, b broker, group, topic string, await time.Duration) rmq.SimpleConsumer {
 	t.Helper()
+	c := newConsumerNoCleanup(t, b, group, topic, await)
+	t.Cleanup(func() { c.GracefulStop() })
+	return c
+}
+
+// newConsumerNoCleanup is newConsumer for a consumer the test stops itself.
+func newConsumerNoCleanup(t *testing.T, b broker, group, topic string, await time.Duration) rmq.SimpleConsumer {
+	t.Helper()
 	c, err := rmq.NewSimpleConsumer(&rmq.Config{Endpoint: b.grpc, ConsumerGroup: group, Credentials: creds()},
 		rmq.WithSimpleAwaitDuration(await),
 		rmq.WithSimpleSubscriptionExpressions(map[string]*rmq.FilterExpression{topic: rmq.SUB_ALL}))
@@ -143,7 +151,6 @@ func newConsumer(t *testing.T, b broker, group, topic string, await time.Duratio
 		t.Fatal(err)
 	}
 	startBounded(t, c.Start)
-	t.Cleanup(func() { c.GracefulStop() })
 	return c
 }
 
