@@ -33,6 +33,10 @@ type Options struct {
 	// the long-polling timeout announced to consumers that ask for more;
 	// 0 means DefaultLongPoll. At most engine.MaxReceiveWait.
 	MaxLongPoll time.Duration
+	// AccessSecret, when not empty, is the secret every call must be
+	// signed with (the clients' credentials: any access key, this secret);
+	// empty accepts any call (auth.go).
+	AccessSecret string
 	// Logger receives the adapter's logs; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -102,8 +106,8 @@ func (s *Server) GRPCServer(extra ...grpc.ServerOption) *grpc.Server {
 		grpc.MaxConcurrentStreams(1024),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: time.Minute, Timeout: 20 * time.Second}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
-		grpc.ChainUnaryInterceptor(s.met.unary),
-		grpc.ChainStreamInterceptor(s.met.stream),
+		grpc.ChainUnaryInterceptor(s.met.unary, s.authUnary),
+		grpc.ChainStreamInterceptor(s.met.stream, s.authStream),
 	}, extra...)
 	g := grpc.NewServer(opts...)
 	pb.RegisterMessagingServiceServer(g, s)

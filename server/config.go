@@ -59,7 +59,8 @@ type Config struct {
 	// carry (Authorization: Bearer <token>); /healthz and /metrics stay open
 	// (flag -auth-token). Empty means no authentication. Prefer the
 	// environment variable HOURGLASS_AUTH_TOKEN or the file over the flag:
-	// a flag is visible to every local user in the process list.
+	// a flag is visible to every local user in the process list. On the
+	// gRPC port it is the access secret RocketMQ clients sign with.
 	AuthToken string
 
 	// Flush is the commit-log flush policy, "sync" or "async" (flag -flush).
