@@ -125,6 +125,24 @@ func TestRefusalsAndUnsupported(t *testing.T) {
 		Entries: []*pb.AckMessageEntry{{MessageId: "m1", ReceiptHandle: "forged"}}}); r.GetStatus().GetCode() == pb.Code_OK {
 		t.Errorf("ack of a forged receipt: %v", r.GetStatus())
 	}
+	// The stored message comes back with RocketMQ's CRC32 digest.
+	rs, err := c.ReceiveMessage(ctx, &pb.ReceiveMessageRequest{Group: &pb.Resource{Name: "digest"}, MessageQueue: rq.GetMessageQueues()[0],
+		BatchSize: 1, InvisibleDuration: durationOf(time.Minute), LongPollingTimeout: durationOf(time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := rs.Recv()
+	if err != nil || first.GetStatus().GetCode() != pb.Code_OK {
+		t.Fatalf("receive status: %v %v", first, err)
+	}
+	m1, err := rs.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := m1.GetMessage().GetSystemProperties().GetBodyDigest(); m1.GetMessage().GetSystemProperties().GetMessageId() != "m1" ||
+		d.GetType() != pb.DigestType_CRC32 || d.GetChecksum() != "3610A686" {
+		t.Errorf("received %v", m1.GetMessage().GetSystemProperties())
+	}
 	// A SQL92 filter is refused at once.
 	st, err := c.ReceiveMessage(ctx, &pb.ReceiveMessageRequest{Group: &pb.Resource{Name: "g"}, MessageQueue: rq.GetMessageQueues()[0],
 		FilterExpression: &pb.FilterExpression{Type: pb.FilterType_SQL, Expression: "a > 1"}})
