@@ -74,38 +74,88 @@ type drillState struct {
 // acknowledged send was lost or any message delivered twice.
 func runDrill(c config, dir string) (*report, error) {
 	r := newReport("drill", dir)
-	b, err := startBrokerWithTopic(c, dir, drillTopic)
+	b, api, err := startDrillBroker(c, dir)
 	if err != nil {
 		return nil, err
 	}
 	defer b.kill()
+	s := &drillState{received: map[string]int{}, ackedAt: map[string]int{}, dueOf: map[string]time.Time{}}
+	w := startDrillWorkers(c, api, s)
+	if err := drillKills(c, b, s); err != nil {
+		close(w.stop)
+		close(w.consStop)
+		return r, err
+	}
+	time.Sleep(c.upMin)
+	close(w.stop)
+	w.wg.Wait()
+	s.drain(time.Now().Add(drillLease*3 + 30*time.Second))
+	// Leases whose ack was lost come back after drillLease; wait for them.
+	time.Sleep(2 * drillLease)
+	close(w.consStop)
+	w.cwg.Wait()
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.answerErr != nil {
+		return r, s.answerErr
+	}
+	return r, s.reportLocked(c, r)
+}
+
+// startDrillBroker starts the broker with the drill topic and group, and
+// returns it with an HTTP client that never retries. On error no broker
+// is left running.
+func startDrillBroker(c config, dir string) (*brokerProc, *client.Client, error) {
+	b, err := startBrokerWithTopic(c, dir, drillTopic)
+	if err != nil {
+		return nil, nil, err
+	}
 	if _, err := b.api.CreateGroup(bg, drillTopic, drillGroup, client.GroupConfig{}); err != nil {
-		return nil, err
+		b.kill()
+		return nil, nil, err
 	}
 	// A short response timeout keeps a request to a stopped broker from
 	// hanging; a kill breaks connections at once anyway.
 	hc := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-	api := client.New("http://"+b.addr, client.WithRetries(0), client.WithHTTPClient(hc))
-	s := &drillState{received: map[string]int{}, ackedAt: map[string]int{}, dueOf: map[string]time.Time{}}
-	stop := make(chan struct{})
+	return b, client.New("http://"+b.addr, client.WithRetries(0), client.WithHTTPClient(hc)), nil
+}
+
+// drillWorkers are the running producers and consumers of a drill:
+// closing stop ends the producers (wait on wg), closing consStop the
+// consumers (wait on cwg).
+type drillWorkers struct {
+	stop, consStop chan struct{}
+	wg, cwg        sync.WaitGroup
+}
+
+// startDrillWorkers starts c.producers producers and c.consumers
+// consumers on api, all recording into s.
+func startDrillWorkers(c config, api *client.Client, s *drillState) *drillWorkers {
+	w := &drillWorkers{stop: make(chan struct{}), consStop: make(chan struct{})}
 	var seq atomic.Int64
-	var wg sync.WaitGroup
 	for p := range c.producers {
-		wg.Add(1)
+		w.wg.Add(1)
 		go func(p int) {
-			defer wg.Done()
-			drillProduce(api, s, &seq, c.batch, uint64(p), stop)
+			defer w.wg.Done()
+			drillProduce(api, s, &seq, c.batch, uint64(p), w.stop)
 		}(p)
 	}
-	consStop := make(chan struct{})
-	var cwg sync.WaitGroup
 	for range c.consumers {
-		cwg.Add(1)
+		w.cwg.Add(1)
 		go func() {
-			defer cwg.Done()
-			drillConsume(api, s, consStop)
+			defer w.cwg.Done()
+			drillConsume(api, s, w.consStop)
 		}()
 	}
+	return w
+}
+
+// drillKills kills and restarts the broker c.kills times, after a random
+// uptime of c.upMin to 2*c.upMin each. Before each kill it opens a new
+// epoch in s, so that failures from then on are charged to that kill, and
+// after each restart it records how long the broker took to answer.
+func drillKills(c config, b *brokerProc, s *drillState) error {
 	rng := rand.New(rand.NewPCG(11, 11))
 	for i := range c.kills {
 		time.Sleep(c.upMin + time.Duration(rng.Int64N(int64(c.upMin))))
@@ -117,49 +167,46 @@ func runDrill(c config, dir string) (*report, error) {
 		time.Sleep(c.downtime)
 		took, err := b.start()
 		if err != nil {
-			close(stop)
-			close(consStop)
-			return r, fmt.Errorf("restart %d: %w", i+1, err)
+			return fmt.Errorf("restart %d: %w", i+1, err)
 		}
 		s.mu.Lock()
 		s.kills[i].recoverMs = took.Milliseconds()
 		s.mu.Unlock()
 	}
-	time.Sleep(c.upMin)
-	close(stop)
-	wg.Wait()
-	// Drain: every acknowledged send must arrive; in-doubt sends may.
-	deadline := time.Now().Add(drillLease*3 + 30*time.Second)
+	return nil
+}
+
+// drain waits until every acknowledged send was delivered or the deadline
+// passes: every acknowledged send must arrive; in-doubt sends may.
+func (s *drillState) drain(deadline time.Time) {
 	for time.Now().Before(deadline) {
 		s.mu.Lock()
-		missing := 0
-		for _, k := range s.acked {
-			if s.received[k] == 0 {
-				missing++
-			}
-		}
+		missing := s.lostLocked()
 		s.mu.Unlock()
 		if missing == 0 {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	// Leases whose ack was lost come back after drillLease; wait for them.
-	time.Sleep(2 * drillLease)
-	close(consStop)
-	cwg.Wait()
+}
 
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.answerErr != nil {
-		return r, s.answerErr
-	}
-	lost, dups, deliveries := 0, 0, 0
+// lostLocked counts the acknowledged sends not delivered so far.
+func (s *drillState) lostLocked() int {
+	lost := 0
 	for _, k := range s.acked {
 		if s.received[k] == 0 {
 			lost++
 		}
 	}
+	return lost
+}
+
+// reportLocked writes the drill's notes and figures to r: the method, one
+// figure per kill with what became of its requests in doubt, and the
+// totals. It fails if an acknowledged send was lost or a message came
+// early.
+func (s *drillState) reportLocked(c config, r *report) error {
+	lost, dups, deliveries := s.lostLocked(), 0, 0
 	for _, n := range s.received {
 		deliveries += n
 		if n > 1 {
@@ -171,28 +218,33 @@ func runDrill(c config, dir string) (*report, error) {
 	r.note("in doubt: a request that failed after it may have reached the broker (any transport error but connection refused); it is charged to the kill that broke it. A send in doubt is present if its key was later delivered, absent if not. An ack in doubt was taken if its message was not delivered again, redelivered if it was (after the %v lease)", drillLease)
 	r.note("refused: %d requests found the broker down (connection refused) and cannot have reached it; they are not in doubt", s.refusedN)
 	for i, k := range s.kills {
-		present := 0
-		for _, key := range k.sendKeys {
-			if s.received[key] > 0 {
-				present++
-			}
-		}
-		redelivered := 0
-		for _, key := range k.ackKeys {
-			if s.received[key] > s.ackedAt[key] {
-				redelivered++
-			}
-		}
-		r.fig(fmt.Sprintf("kill %d (restart answered after %d ms)", i+1, k.recoverMs),
-			fmt.Sprintf("sends in doubt: %d requests, %d messages: %d present, %d absent; acks in doubt: %d requests, %d messages: %d taken, %d redelivered; receives in doubt: %d",
-				k.sendReqs, len(k.sendKeys), present, len(k.sendKeys)-present, k.ackReqs, len(k.ackKeys), len(k.ackKeys)-redelivered, redelivered, k.recvReqs))
+		r.fig(fmt.Sprintf("kill %d (restart answered after %d ms)", i+1, k.recoverMs), s.killOutcomeLocked(k))
 	}
 	r.fig("acknowledged sends / lost", fmt.Sprintf("%s / %d", humanInt(int64(len(s.acked))), lost))
 	r.fig("deliveries / keys delivered more than once / early deliveries", fmt.Sprintf("%s / %d / %d", humanInt(int64(deliveries)), dups, s.early))
 	if lost > 0 || s.early > 0 {
-		return r, fmt.Errorf("%d acknowledged sends lost, %d early deliveries", lost, s.early)
+		return fmt.Errorf("%d acknowledged sends lost, %d early deliveries", lost, s.early)
 	}
-	return r, nil
+	return nil
+}
+
+// killOutcomeLocked says what became of the requests one kill left in
+// doubt: sends present or absent, acks taken or redelivered, receives.
+func (s *drillState) killOutcomeLocked(k killTally) string {
+	present := 0
+	for _, key := range k.sendKeys {
+		if s.received[key] > 0 {
+			present++
+		}
+	}
+	redelivered := 0
+	for _, key := range k.ackKeys {
+		if s.received[key] > s.ackedAt[key] {
+			redelivered++
+		}
+	}
+	return fmt.Sprintf("sends in doubt: %d requests, %d messages: %d present, %d absent; acks in doubt: %d requests, %d messages: %d taken, %d redelivered; receives in doubt: %d",
+		k.sendReqs, len(k.sendKeys), present, len(k.sendKeys)-present, k.ackReqs, len(k.ackKeys), len(k.ackKeys)-redelivered, redelivered, k.recvReqs)
 }
 
 // drillProduce sends batches of keyed messages until stop.

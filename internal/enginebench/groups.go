@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -75,82 +74,126 @@ func runGroupLateness(c config, dir string) (*report, error) {
 		return nil, err
 	}
 	eo := engine.NewOptions(dir)
-	sendStart := e.Now()
-	plan := planGroupWindow(sendStart, c.sendFor, eo.BucketWidth, eo.Lookahead)
-	rng := rand.New(rand.NewPCG(42, 42))
-	rel := make([]int64, count)
-	for i := range rel {
-		rel[i] = rng.Int64N(c.window.Milliseconds())
-	}
-	slices.Sort(rel)
 	body := make([]byte, pendingBody)
-	win, err := preload(e, preloadSpec{topic: latenessTopic, n: count, batch: c.batch, senders: c.senders, body: body,
-		due: func(i int, _ *rand.Rand) int64 { return plan.t0 + rel[i] }})
+	w, err := sendGroupWindow(e, c, eo, count, body)
 	if err != nil {
 		return nil, err
+	}
+	if t := time.Now().UnixMilli(); t > w.plan.sendBy {
+		return r, fmt.Errorf("sending ended %d ms after the plan's limit; the window messages may have gone to the wheel; raise -send-for", t-w.plan.sendBy)
+	}
+	w.note(r, c, eo, count, e.Stats().Pending.Load())
+	mon := startCheckpointMonitor(e)
+	g, err := consumeGroupWindow(e, c, body, w.plan.t0, count)
+	if c.bgRate > 0 {
+		r.note("from 5 s before the window to its end, %s far-future messages with keys were also sent (%s/s in batches of 100, due like the preload)", humanInt(int64(g.bgSent)), humanInt(int64(c.bgRate)))
+	}
+	if err != nil {
+		return r, err
+	}
+	r.note("consumers: %d goroutines, each looping Receive (Max 256, Wait 1 s, Invisible 30 s) on one group, then Ack of the receipts; lateness = time.Now() when Receive returned minus the due instant", c.consumers)
+	return r, reportGroupLateness(r, e, mon, w, g, count)
+}
+
+// groupWindow is what the grouplateness scenario sent before its window.
+type groupWindow struct {
+	plan      groupLatenessPlan
+	rel       []int64 // due times of the window, ms from its start, sorted
+	sendStart int64   // Unix ms when sending began
+	win, pre  preloadResult
+}
+
+// sendGroupWindow places the window on the bucket grid, then sends its
+// count messages (far-future when sent) and after them the far-future
+// preload with keys.
+func sendGroupWindow(e *engine.Engine, c config, eo engine.Options, count int, body []byte) (groupWindow, error) {
+	w := groupWindow{sendStart: e.Now()}
+	w.plan = planGroupWindow(w.sendStart, c.sendFor, eo.BucketWidth, eo.Lookahead)
+	w.rel = windowDueTimes(c.window, count)
+	var err error
+	w.win, err = preload(e, preloadSpec{topic: latenessTopic, n: count, batch: c.batch, senders: c.senders, body: body,
+		due: func(i int, _ *rand.Rand) int64 { return w.plan.t0 + w.rel[i] }})
+	if err != nil {
+		return w, err
 	}
 	now := e.Now()
-	pre, err := preload(e, preloadSpec{topic: pendingTopic, keyPrefix: "order-", n: c.preload, batch: c.batch,
+	w.pre, err = preload(e, preloadSpec{topic: pendingTopic, keyPrefix: "order-", n: c.preload, batch: c.batch,
 		senders: c.senders, body: body, due: uniformDue(now+c.offset.Milliseconds(), c.horizon.Milliseconds())})
-	if err != nil {
-		return nil, err
-	}
-	if t := time.Now().UnixMilli(); t > plan.sendBy {
-		return r, fmt.Errorf("sending ended %d ms after the plan's limit; the window messages may have gone to the wheel; raise -send-for", t-plan.sendBy)
-	}
-	pending := e.Stats().Pending.Load()
+	return w, err
+}
+
+// note writes what was sent and where the window lies on the bucket
+// grid; pending is the engine's pending count when the wait began.
+func (w groupWindow) note(r *report, c config, eo engine.Options, count int, pending int64) {
+	plan := w.plan
 	r.note("size: %s messages due uniformly over a %v window (%s/s), sent first (in %s) while they were still far-future: the window starts %.0f s after sending began, so they went to timer bucket files, not to the in-memory wheel; then %s far-future pending messages with keys (due over %v from %v after the start; sent in %s); %s pending when the wait began; 16 B bodies, topic of %d queues, engine defaults (sync flush, BucketWidth %v, Lookahead %v, DispatchRate 200,000/s)",
-		humanInt(int64(count)), c.window, humanInt(int64(c.rate)), secs(win.took), float64(plan.t0-sendStart)/1000,
-		humanInt(int64(c.preload)), c.horizon, c.offset, secs(pre.took), humanInt(pending), latenessQueues, eo.BucketWidth, eo.Lookahead)
+		humanInt(int64(count)), c.window, humanInt(int64(c.rate)), secs(w.win.took), float64(plan.t0-w.sendStart)/1000,
+		humanInt(int64(c.preload)), c.horizon, c.offset, secs(w.pre.took), humanInt(pending), latenessQueues, eo.BucketWidth, eo.Lookahead)
 	r.note("bucket loads: the bucket holding the first %.0f s of the window was loaded %.0f s before it; the bucket holding the rest was loaded %.0f s into the window, while messages were firing",
 		float64(plan.boundary-plan.t0)/1000, float64(plan.t0-(plan.boundary-eo.BucketWidth.Milliseconds()-eo.Lookahead.Milliseconds()))/1000,
 		float64(plan.boundary-eo.Lookahead.Milliseconds()-plan.t0)/1000)
+}
 
-	mon := startCheckpointMonitor(e)
+// groupRun is what the group's consumers saw of the window, and how many
+// background sends went on meanwhile.
+type groupRun struct {
+	samples []groupSample
+	dups    int
+	ackLat  []int64 // ns per Ack call
+	bgSent  int
+}
+
+// consumeGroupWindow runs the consumers on the group until every window
+// message was received (the window starts at t0, Unix ms) and, with
+// -bg-rate, far-future sends from 5 s before the window to its end. The
+// error joins the consumers' and the sender's.
+func consumeGroupWindow(e *engine.Engine, c config, body []byte, t0 int64, count int) (groupRun, error) {
+	var g groupRun
 	var wg sync.WaitGroup
-	var bgSent int
 	var bgErr error
 	if c.bgRate > 0 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			bgSent, bgErr = sendBackground(e, c, body, plan.t0-5000, plan.t0+c.window.Milliseconds())
+			g.bgSent, bgErr = sendBackground(e, c, body, t0-5000, t0+c.window.Milliseconds())
 		}()
 	}
-	samples, dups, ackLat, consErr := consumeGroup(e, c.consumers, count, time.UnixMilli(plan.t0).Add(c.window+2*time.Minute))
+	var consErr error
+	g.samples, g.dups, g.ackLat, consErr = consumeGroup(e, c.consumers, count, time.UnixMilli(t0).Add(c.window+2*time.Minute))
 	wg.Wait()
-	if c.bgRate > 0 {
-		r.note("from 5 s before the window to its end, %s far-future messages with keys were also sent (%s/s in batches of 100, due like the preload)", humanInt(int64(bgSent)), humanInt(int64(c.bgRate)))
-	}
-	if err := errors.Join(consErr, bgErr); err != nil {
-		return r, err
-	}
-	r.note("consumers: %d goroutines, each looping Receive (Max 256, Wait 1 s, Invisible 30 s) on one group, then Ack of the receipts; lateness = time.Now() when Receive returned minus the due instant", c.consumers)
+	return g, errors.Join(consErr, bgErr)
+}
+
+// reportGroupLateness writes the checkpoints near the window, the worst
+// stretches, and, after closing the engine, the lateness figures against
+// Go runtime timers for the same due times.
+func reportGroupLateness(r *report, e *engine.Engine, mon *checkpointMonitor, w groupWindow, g groupRun, count int) error {
+	t0 := w.plan.t0
 	for _, ck := range mon.finish() {
-		if ck.end.UnixMilli() >= plan.t0-5000 {
-			r.note("checkpoint ended at %+.3f s from the window start, took %.3f s", float64(ck.end.UnixMilli()-plan.t0)/1000, ck.took)
+		if ck.end.UnixMilli() >= t0-5000 {
+			r.note("checkpoint ended at %+.3f s from the window start, took %.3f s", float64(ck.end.UnixMilli()-t0)/1000, ck.took)
 		}
 	}
-	lateNs := make([]int64, len(samples))
-	idxMs := make([]int64, len(samples))
-	dueMs := make([]int64, len(samples))
-	for i, s := range samples {
+	lateNs := make([]int64, len(g.samples))
+	idxMs := make([]int64, len(g.samples))
+	dueMs := make([]int64, len(g.samples))
+	for i, s := range g.samples {
 		lateNs[i], idxMs[i], dueMs[i] = s.lateNs, s.indexMs, s.dueMs
 	}
-	r.note("worst 100 ms stretches of due times (max consumer lateness): %s", worstBins(dueMs, lateNs, plan.t0, 5))
+	r.note("worst 100 ms stretches of due times (max consumer lateness): %s", worstBins(dueMs, lateNs, t0, 5))
 	if err := e.Close(); err != nil {
-		return r, err
+		return err
 	}
 	clk := summarize(lateNs)
 	idx := summarize(idxMs)
-	base := goTimerLateness(rel)
+	base := goTimerLateness(w.rel)
 	r.cmp("lateness p50 / p99 / p99.9 / max at the group's consumers", clk.nsAsMs(), base.nsAsMs(), float64(clk.p99)/float64(max(base.p99, 1)), "p99 < 5 ms")
 	r.fig("lateness p50 / p99 / p99.9 / max, queue index (Visible - Due)", idx.ms())
-	r.fig("received / early / redelivered (duplicates)", fmt.Sprintf("%s / %d / %d of %s", humanInt(int64(len(samples))), countBelow(lateNs, 0), dups, humanInt(int64(count))))
-	al := summarize(ackLat)
+	r.fig("received / early / redelivered (duplicates)", fmt.Sprintf("%s / %d / %d of %s", humanInt(int64(len(g.samples))), countBelow(lateNs, 0), g.dups, humanInt(int64(count))))
+	al := summarize(g.ackLat)
 	r.fig("Ack latency p50 / p99 / max", fmt.Sprintf("%.3f / %.3f / %.3f ms", float64(al.p50)/1e6, float64(al.p99)/1e6, float64(al.max)/1e6))
 	r.note("baseline: Go runtime timers (time.AfterFunc), one per message, all created 2 s before a window of the same relative due times, after the engine was closed")
-	return r, nil
+	return nil
 }
 
 // consumeGroup runs n consumers on the lateness topic's group until want

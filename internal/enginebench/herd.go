@@ -75,93 +75,45 @@ func runHerd(c config, dir string) (*report, error) {
 	return r, nil
 }
 
+// herdOnce runs one herd on a fresh engine in dir with the given
+// DispatchRate: it sends -herd messages due at one instant, with -probe-rate
+// starts the probes, watches the herd become visible and measures it.
 func herdOnce(c config, dir string, dispatchRate int) (herdResult, error) {
 	var res herdResult
-	opts := engineOptions(dir)
-	opts.DispatchRate = dispatchRate
-	e, err := engine.Open(opts)
+	e, err := openHerdEngine(dir, dispatchRate)
 	if err != nil {
 		return res, err
 	}
 	defer e.Close()
-	if err := e.CreateTopic(herdTopic, engine.TopicConfig{Queues: 4}); err != nil {
-		return res, err
-	}
-	if err := e.CreateTopic(probeTopic, engine.TopicConfig{Queues: 1}); err != nil {
-		return res, err
-	}
+	// The samples' buffer is allocated before the RSS baseline is read,
+	// so the baseline includes it.
 	clk := make([]int64, 0, c.herd)
 	settle()
 	res.rssBefore = rssBytes()
 	sampler := startRSSSampler(5 * time.Millisecond)
-	due := e.Now() + c.herdLead.Milliseconds()
-	pre, err := preload(e, preloadSpec{topic: herdTopic, n: c.herd, batch: c.batch, senders: c.senders,
-		body: make([]byte, pendingBody), due: func(int, *rand.Rand) int64 { return due }})
-	res.send = pre.took
+	due, err := sendHerd(e, c, &res)
 	if err != nil {
 		sampler.finish()
 		return res, err
 	}
-	if time.Now().UnixMilli() >= due {
-		sampler.finish()
-		return res, fmt.Errorf("sending took %s, longer than -herd-lead %v", secs(pre.took), c.herdLead)
-	}
 	_, fsyncsBefore, _ := e.Stats().FsyncSeconds.Snapshot()
-	var probe *consumer
-	var pwg sync.WaitGroup
-	var probeErr, probeSendErr error
+	var p *probeRun
 	if c.probe > 0 {
-		pStart, pEnd := time.Now().UnixMilli()+1500, due+15000
-		count := int((pEnd - pStart) * int64(c.probe) / 1000)
-		probe = newConsumer(e, probeTopic, 1, count)
-		pwg.Add(2)
-		go func() {
-			defer pwg.Done()
-			probeErr = probe.run(count, time.UnixMilli(pEnd).Add(2*time.Minute))
-		}()
-		go func() {
-			defer pwg.Done()
-			for i := 0; i < count; i++ {
-				d := pStart + int64(i)*1000/int64(c.probe)
-				time.Sleep(time.Until(time.UnixMilli(d - 1000)))
-				if time.Now().UnixMilli() >= d {
-					res.probeLate++
-				}
-				if _, err := e.Send(bg, message.Message{Topic: probeTopic, Body: make([]byte, pendingBody)}, message.When{At: d}); err != nil {
-					probeSendErr = err
-					return
-				}
-			}
-		}()
+		p = startProbes(e, c.probe, due)
 	}
-	deadline := time.NewTimer(time.Until(time.UnixMilli(due)) + 2*time.Minute)
-	defer deadline.Stop()
-	dueNs := due * int64(time.Millisecond)
-	for n := 0; n < c.herd; {
-		ch := e.VisibleSignal()
-		m := int(queueLen(e, herdTopic))
-		stamp := time.Now().UnixNano() - dueNs
-		for ; n < m; n++ {
-			clk = append(clk, stamp)
-		}
-		if n >= c.herd {
-			break
-		}
-		select {
-		case <-ch:
-		case <-deadline.C:
-			sampler.finish()
-			return res, errors.New("not all visible within 2 minutes of the due instant")
-		}
-	}
-	pwg.Wait()
-	if err := errors.Join(probeErr, probeSendErr); err != nil {
+	clk, err = watchHerd(e, clk, c.herd, due)
+	if err != nil {
 		sampler.finish()
-		return res, fmt.Errorf("probes: %w", err)
+		return res, err
 	}
-	if probe != nil {
-		res.probes = summarize(slices.Clone(probe.clockNs))
-		res.probeWorst = worstBins(probe.dueMs, probe.clockNs, due, 3)
+	if p != nil {
+		if err := p.wait(); err != nil {
+			sampler.finish()
+			return res, fmt.Errorf("probes: %w", err)
+		}
+		res.probes = summarize(slices.Clone(p.cons.clockNs))
+		res.probeWorst = worstBins(p.cons.dueMs, p.cons.clockNs, due, 3)
+		res.probeLate = p.late
 	}
 	res.rssPeak = sampler.finish()
 	_, fsyncsAfter, _ := e.Stats().FsyncSeconds.Snapshot()
@@ -177,6 +129,114 @@ func herdOnce(c config, dir string, dispatchRate int) (herdResult, error) {
 	res.idx = summarize(idx)
 	res.lastIndex = res.idx.max
 	return res, nil
+}
+
+// openHerdEngine opens a fresh engine on dir with the given DispatchRate
+// and the herd (4 queues) and probe (1 queue) topics.
+func openHerdEngine(dir string, dispatchRate int) (*engine.Engine, error) {
+	opts := engineOptions(dir)
+	opts.DispatchRate = dispatchRate
+	e, err := engine.Open(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.CreateTopic(herdTopic, engine.TopicConfig{Queues: 4}); err != nil {
+		e.Close()
+		return nil, err
+	}
+	if err := e.CreateTopic(probeTopic, engine.TopicConfig{Queues: 1}); err != nil {
+		e.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+// sendHerd sends the herd, all due -herd-lead after sending starts, and
+// returns that instant (Unix ms). It records the send time in res and
+// fails if sending did not end before the instant.
+func sendHerd(e *engine.Engine, c config, res *herdResult) (int64, error) {
+	due := e.Now() + c.herdLead.Milliseconds()
+	pre, err := preload(e, preloadSpec{topic: herdTopic, n: c.herd, batch: c.batch, senders: c.senders,
+		body: make([]byte, pendingBody), due: func(int, *rand.Rand) int64 { return due }})
+	res.send = pre.took
+	if err != nil {
+		return due, err
+	}
+	if time.Now().UnixMilli() >= due {
+		return due, fmt.Errorf("sending took %s, longer than -herd-lead %v", secs(pre.took), c.herdLead)
+	}
+	return due, nil
+}
+
+// probeRun is the probe traffic of a herd run: a sender of single
+// messages and a consumer following the probe topic.
+type probeRun struct {
+	cons    *consumer
+	wg      sync.WaitGroup
+	late    int // probe sends issued after their due time
+	consErr error
+	sendErr error
+}
+
+// startProbes sends perSec probe messages a second, each alone 1 s before
+// its due time, due from 1.5 s from now until 15 s after the herd instant
+// due, and consumes them.
+func startProbes(e *engine.Engine, perSec int, due int64) *probeRun {
+	pStart, pEnd := time.Now().UnixMilli()+1500, due+15000
+	count := int((pEnd - pStart) * int64(perSec) / 1000)
+	p := &probeRun{cons: newConsumer(e, probeTopic, 1, count)}
+	p.wg.Add(2)
+	go func() {
+		defer p.wg.Done()
+		p.consErr = p.cons.run(count, time.UnixMilli(pEnd).Add(2*time.Minute))
+	}()
+	go func() {
+		defer p.wg.Done()
+		for i := 0; i < count; i++ {
+			d := pStart + int64(i)*1000/int64(perSec)
+			time.Sleep(time.Until(time.UnixMilli(d - 1000)))
+			if time.Now().UnixMilli() >= d {
+				p.late++
+			}
+			if _, err := e.Send(bg, message.Message{Topic: probeTopic, Body: make([]byte, pendingBody)}, message.When{At: d}); err != nil {
+				p.sendErr = err
+				return
+			}
+		}
+	}()
+	return p
+}
+
+// wait waits for the probe sender and consumer and joins their errors.
+func (p *probeRun) wait() error {
+	p.wg.Wait()
+	return errors.Join(p.consErr, p.sendErr)
+}
+
+// watchHerd waits on VisibleSignal until all n herd messages are visible
+// and appends to clk, per message, when it was seen minus the due instant
+// (ns), in the order seen.
+func watchHerd(e *engine.Engine, clk []int64, n int, due int64) ([]int64, error) {
+	deadline := time.NewTimer(time.Until(time.UnixMilli(due)) + 2*time.Minute)
+	defer deadline.Stop()
+	dueNs := due * int64(time.Millisecond)
+	for seen := 0; seen < n; {
+		ch := e.VisibleSignal()
+		m := int(queueLen(e, herdTopic))
+		stamp := time.Now().UnixNano() - dueNs
+		for ; seen < m; seen++ {
+			clk = append(clk, stamp)
+		}
+		if seen >= n {
+			break
+		}
+		select {
+		case <-ch:
+		case <-deadline.C:
+			return clk, errors.New("not all visible within 2 minutes of the due instant")
+		}
+	}
+	return clk, nil
 }
 
 // readIndexLateness reads every entry of a topic's queues and returns

@@ -104,103 +104,142 @@ func runLateness(c config, dir string) (*report, error) {
 		r.note("the window started after a checkpoint that began after the preload had finished (-settle): the preload's dirty timer buckets were synced before the window")
 	}
 
-	// Due times of the window, relative to its start, in ms, sorted.
+	w := latenessWindow{rel: windowDueTimes(c.window, count), start: e.Now() + 2000 + c.lead.Milliseconds()}
+	if c.presend {
+		w.start += int64(count/c.batch)*20 + 2000 // room to send everything first
+	}
+	mon := startCheckpointMonitor(e)
+	err = w.run(e, c, body)
+	if c.bgRate > 0 {
+		r.note("during the window, %s far-future messages with keys were also sent (%s/s in batches of 100, due like the preload), as producers keep scheduling in real use", humanInt(int64(w.bgSent)), humanInt(int64(c.bgRate)))
+	}
+	if err != nil {
+		return r, err
+	}
+	return r, w.report(r, e, c, mon)
+}
+
+// windowDueTimes returns count due times spread uniformly over a window,
+// in ms relative to its start, sorted. The seed is fixed, so every run
+// and the Go timer baseline use the same times.
+func windowDueTimes(window time.Duration, count int) []int64 {
 	rng := rand.New(rand.NewPCG(42, 42))
 	rel := make([]int64, count)
 	for i := range rel {
-		rel[i] = rng.Int64N(c.window.Milliseconds())
+		rel[i] = rng.Int64N(window.Milliseconds())
 	}
 	slices.Sort(rel)
-	start := e.Now() + 2000 + c.lead.Milliseconds()
-	if c.presend {
-		start += int64(count/c.batch)*20 + 2000 // room to send everything first
-	}
+	return rel
+}
 
-	mon := startCheckpointMonitor(e)
-	cons := newConsumer(e, latenessTopic, latenessQueues, count)
+// latenessWindow is one window of the lateness scenario: its due times,
+// and what the sender, the consumer and the background sender saw.
+type latenessWindow struct {
+	rel   []int64 // due times, ms from start, sorted
+	start int64   // Unix ms
+
+	cons      *consumer
+	sendLat   []int64 // ns per SendBatch
+	lateSends int     // batches sent after their first due time
+	bgSent    int
+}
+
+// run sends the window, follows its queues until every message was seen
+// and, with -bg-rate, sends far-future messages from -lead before the
+// window to its end. The error joins the three goroutines'.
+func (w *latenessWindow) run(e *engine.Engine, c config, body []byte) error {
+	count := len(w.rel)
+	w.cons = newConsumer(e, latenessTopic, latenessQueues, count)
 	var wg sync.WaitGroup
 	var consErr, sendErr error
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		consErr = cons.run(count, time.UnixMilli(start).Add(c.window+2*time.Minute))
+		consErr = w.cons.run(count, time.UnixMilli(w.start).Add(c.window+2*time.Minute))
 	}()
-	sendLat := make([]int64, 0, count/c.batch+1)
-	lateSends := 0
 	go func() {
 		defer wg.Done()
-		reqs := make([]engine.SendRequest, c.batch)
-		for i := 0; i < count; i += c.batch {
-			k := min(c.batch, count-i)
-			first := start + rel[i]
-			if !c.presend {
-				time.Sleep(time.Until(time.UnixMilli(first - c.lead.Milliseconds())))
-			}
-			for j := 0; j < k; j++ {
-				reqs[j] = engine.SendRequest{Message: message.Message{Topic: latenessTopic, Body: body},
-					When: message.When{At: start + rel[i+j]}}
-			}
-			t := time.Now()
-			if t.UnixMilli() >= first {
-				lateSends++
-			}
-			if _, err := e.SendBatch(bg, reqs[:k]); err != nil {
-				sendErr = err
-				return
-			}
-			sendLat = append(sendLat, int64(time.Since(t)))
-		}
+		sendErr = w.send(e, c, body)
 	}()
-	var bgSent int
 	var bgErr error
 	if c.bgRate > 0 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			bgSent, bgErr = sendBackground(e, c, body, start-c.lead.Milliseconds(), start+c.window.Milliseconds())
+			w.bgSent, bgErr = sendBackground(e, c, body, w.start-c.lead.Milliseconds(), w.start+c.window.Milliseconds())
 		}()
 	}
 	wg.Wait()
-	if c.bgRate > 0 {
-		r.note("during the window, %s far-future messages with keys were also sent (%s/s in batches of 100, due like the preload), as producers keep scheduling in real use", humanInt(int64(bgSent)), humanInt(int64(c.bgRate)))
+	return errors.Join(sendErr, consErr, bgErr)
+}
+
+// send sends the window in batches of c.batch, each -lead before its
+// first due time (or all at once with -presend), recording each
+// SendBatch's latency and counting batches sent after their first due time.
+func (w *latenessWindow) send(e *engine.Engine, c config, body []byte) error {
+	count := len(w.rel)
+	w.sendLat = make([]int64, 0, count/c.batch+1)
+	reqs := make([]engine.SendRequest, c.batch)
+	for i := 0; i < count; i += c.batch {
+		k := min(c.batch, count-i)
+		first := w.start + w.rel[i]
+		if !c.presend {
+			time.Sleep(time.Until(time.UnixMilli(first - c.lead.Milliseconds())))
+		}
+		for j := 0; j < k; j++ {
+			reqs[j] = engine.SendRequest{Message: message.Message{Topic: latenessTopic, Body: body},
+				When: message.When{At: w.start + w.rel[i+j]}}
+		}
+		t := time.Now()
+		if t.UnixMilli() >= first {
+			w.lateSends++
+		}
+		if _, err := e.SendBatch(bg, reqs[:k]); err != nil {
+			return err
+		}
+		w.sendLat = append(w.sendLat, int64(time.Since(t)))
 	}
-	if err := errors.Join(sendErr, consErr, bgErr); err != nil {
-		return r, err
-	}
+	return nil
+}
+
+// report writes the method, the checkpoints near the window and the worst
+// stretches, then closes the engine and writes the lateness figures
+// against Go runtime timers for the same due times.
+func (w *latenessWindow) report(r *report, e *engine.Engine, c config, mon *checkpointMonitor) error {
 	if c.presend {
 		r.note("method: the whole window was sent before it started (pre-send then wait)")
 	} else {
 		r.note("method: sending overlaps firing: each SendBatch of %d is sent %v before the first due time in it", c.batch, c.lead)
 	}
-	if lateSends > 0 {
-		r.note("WARNING: %d batches were sent after their first due time (the sender fell behind)", lateSends)
+	if w.lateSends > 0 {
+		r.note("WARNING: %d batches were sent after their first due time (the sender fell behind)", w.lateSends)
 	}
 	r.note("visible minus due from the queue index: Visible and Due fields in ms, Visible stamped by the engine before the fire record's fsync; from the consumer's clock: time.Now() after ReadQueue returned the message minus the due instant, in ns")
-	ckpts := mon.finish()
-	for _, ck := range ckpts {
-		if ck.end.UnixMilli() >= start-c.lead.Milliseconds() {
-			r.note("checkpoint ended at %+.3f s from the window start, took %.3f s", float64(ck.end.UnixMilli()-start)/1000, ck.took)
+	for _, ck := range mon.finish() {
+		if ck.end.UnixMilli() >= w.start-c.lead.Milliseconds() {
+			r.note("checkpoint ended at %+.3f s from the window start, took %.3f s", float64(ck.end.UnixMilli()-w.start)/1000, ck.took)
 		}
 	}
-	r.note("worst 100 ms stretches of due times (max consumer-clock lateness): %s", worstBins(cons.dueMs, cons.clockNs, start, 5))
+	cons := w.cons
+	r.note("worst 100 ms stretches of due times (max consumer-clock lateness): %s", worstBins(cons.dueMs, cons.clockNs, w.start, 5))
 	st := e.Stats()
 	if err := e.Close(); err != nil {
-		return r, err
+		return err
 	}
 	idx := summarize(cons.indexMs)
 	clk := summarize(cons.clockNs)
-	base := goTimerLateness(rel)
+	base := goTimerLateness(w.rel)
 	r.cmp("lateness p50 / p99 / p99.9 / max, consumer clock", clk.nsAsMs(), base.nsAsMs(), float64(clk.p99)/float64(max(base.p99, 1)), "p99 < 5 ms")
 	r.fig("lateness p50 / p99 / p99.9 / max, queue index", idx.ms())
 	r.fig("early (seen before due), consumer clock / index", fmt.Sprintf("%d / %d of %s (min %.3f ms / %d ms)",
-		countBelow(cons.clockNs, 0), countBelow(cons.indexMs, 0), humanInt(int64(count)), float64(clk.min)/1e6, idx.min))
+		countBelow(cons.clockNs, 0), countBelow(cons.indexMs, 0), humanInt(int64(len(w.rel))), float64(clk.min)/1e6, idx.min))
 	r.fig("engine Lateness histogram p50 / p99 (bucket upper bounds, all fired messages)",
 		fmt.Sprintf("%g / %g ms", st.Lateness.Quantile(0.5)*1000, st.Lateness.Quantile(0.99)*1000))
-	sl := summarize(sendLat)
+	sl := summarize(w.sendLat)
 	r.fig("SendBatch latency during the window p50 / p99 / max", fmt.Sprintf("%.3f / %.3f / %.3f ms", float64(sl.p50)/1e6, float64(sl.p99)/1e6, float64(sl.max)/1e6))
 	r.fig("checkpoints during the run", fmt.Sprintf("%d", st.Checkpoints.Load()))
 	r.note("baseline: Go runtime timers (time.AfterFunc), one per message, all created %v before the window, for the same relative due times, after the engine was closed; lateness = time.Now() in the callback minus the due instant", 2*time.Second)
-	return r, nil
+	return nil
 }
 
 // windowCount is how many messages fall due in the window: -rate per

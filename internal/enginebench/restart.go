@@ -43,7 +43,6 @@ func runRestart(c config, dir string) (*report, error) {
 	if c.dropCaches {
 		r.note("cold: before every Open (the first, the second and the one after kill -9), sync and `echo 3 > /proc/sys/vm/drop_caches` emptied the page cache")
 	}
-
 	if err := dropCaches(c); err != nil {
 		return r, err
 	}
@@ -53,33 +52,11 @@ func runRestart(c config, dir string) (*report, error) {
 		return nil, err
 	}
 	open1 := time.Since(t0)
-	st := e.Stats()
-	pending := st.Pending.Load()
-	r.fig("pending messages in the directory", humanInt(pending))
-	r.figT("first Open: until Open returns", secs(open1), "< 5 s with 10 M pending")
-	r.fig("first Open: Stats().RecoveryDuration()", fmt.Sprintf("%.3f s (%s log records replayed)", st.RecoveryDuration(), humanInt(int64(st.Replayed.Load()))))
-
-	if err := e.CreateTopic(markerTopic, engine.TopicConfig{Queues: 1}); err != nil && errs.CodeOf(err) != errs.AlreadyExists {
-		e.Close()
-		return r, err
-	}
-	base := queueLen(e, markerTopic)
-	reopenAt := e.Now() + c.marker.Milliseconds()
-	_, err = e.SendBatch(bg, []engine.SendRequest{
-		{Message: message.Message{Topic: markerTopic, Key: markerBefore}, When: message.When{At: reopenAt - 1000}},
-		{Message: message.Message{Topic: markerTopic, Key: markerAfter}, When: message.When{At: reopenAt + 1000}},
-	})
+	r.fig("pending messages in the directory", humanInt(e.Stats().Pending.Load()))
+	reportOpen(r, "first Open", open1, e.Stats())
+	base, reopenAt, err := sendMarkers(r, e, c)
 	if err != nil {
-		e.Close()
 		return r, err
-	}
-	cs := time.Now()
-	if err := e.Close(); err != nil {
-		return r, fmt.Errorf("close: %w", err)
-	}
-	r.fig("Close after the first Open", secs(time.Since(cs)))
-	if time.Now().UnixMilli() >= reopenAt-1000 {
-		return r, fmt.Errorf("Close ended after the first marker's due time; raise -marker (now %v)", c.marker)
 	}
 	if err := dropCaches(c); err != nil {
 		return r, err
@@ -91,11 +68,64 @@ func runRestart(c config, dir string) (*report, error) {
 	if err != nil {
 		return r, err
 	}
-	open2 := time.Since(t1)
-	st = e.Stats()
-	r.figT("second Open: until Open returns", secs(open2), "< 5 s with 10 M pending")
-	r.fig("second Open: Stats().RecoveryDuration()", fmt.Sprintf("%.3f s (%s log records replayed)", st.RecoveryDuration(), humanInt(int64(st.Replayed.Load()))))
+	reportOpen(r, "second Open", time.Since(t1), e.Stats())
+	if err := watchMarkers(r, e, c, base, reopenAt, t1); err != nil {
+		return r, err
+	}
+	r.note("times of the second Open count from the call to engine.Open; a marker is \"seen\" when a reader waiting on VisibleSignal read it from the queue")
+	pending := e.Stats().Pending.Load()
+	if err := e.Close(); err != nil {
+		return r, err
+	}
+	if c.crashFor > 0 {
+		return r, crashRestart(c, dir, r, pending)
+	}
+	return r, nil
+}
 
+// reportOpen writes how long the Open named what took until it returned,
+// and the recovery the engine reports in st.
+func reportOpen(r *report, what string, took time.Duration, st *engine.Stats) {
+	r.figT(what+": until Open returns", secs(took), "< 5 s with 10 M pending")
+	r.fig(what+": Stats().RecoveryDuration()", fmt.Sprintf("%.3f s (%s log records replayed)", st.RecoveryDuration(), humanInt(int64(st.Replayed.Load()))))
+}
+
+// sendMarkers sends the two markers, due 1 s before and 1 s after the
+// instant -marker from now at which the directory is to be reopened, then
+// closes e (always, also on error). It returns the marker queue's length
+// before the markers and that instant (Unix ms), and fails if Close ended
+// after the first marker fell due.
+func sendMarkers(r *report, e *engine.Engine, c config) (uint64, int64, error) {
+	if err := e.CreateTopic(markerTopic, engine.TopicConfig{Queues: 1}); err != nil && errs.CodeOf(err) != errs.AlreadyExists {
+		e.Close()
+		return 0, 0, err
+	}
+	base := queueLen(e, markerTopic)
+	reopenAt := e.Now() + c.marker.Milliseconds()
+	_, err := e.SendBatch(bg, []engine.SendRequest{
+		{Message: message.Message{Topic: markerTopic, Key: markerBefore}, When: message.When{At: reopenAt - 1000}},
+		{Message: message.Message{Topic: markerTopic, Key: markerAfter}, When: message.When{At: reopenAt + 1000}},
+	})
+	if err != nil {
+		e.Close()
+		return 0, 0, err
+	}
+	cs := time.Now()
+	if err := e.Close(); err != nil {
+		return 0, 0, fmt.Errorf("close: %w", err)
+	}
+	r.fig("Close after the first Open", secs(time.Since(cs)))
+	if time.Now().UnixMilli() >= reopenAt-1000 {
+		return 0, 0, fmt.Errorf("Close ended after the first marker's due time; raise -marker (now %v)", c.marker)
+	}
+	return base, reopenAt, nil
+}
+
+// watchMarkers reads the marker queue of the reopened engine from offset
+// base, waiting on VisibleSignal, until both markers were seen, and
+// writes for each when it fell due and when it was seen, counted from t1,
+// the start of the second Open.
+func watchMarkers(r *report, e *engine.Engine, c config, base uint64, reopenAt int64, t1 time.Time) error {
 	dueAt := map[string]time.Duration{
 		markerBefore: time.UnixMilli(reopenAt - 1000).Sub(t1),
 		markerAfter:  time.UnixMilli(reopenAt + 1000).Sub(t1),
@@ -108,7 +138,7 @@ func runRestart(c config, dir string) (*report, error) {
 		ch := e.VisibleSignal()
 		vs, err := e.ReadQueue(markerTopic, 0, off, 16)
 		if err != nil {
-			return r, err
+			return err
 		}
 		stamp := time.Since(t1)
 		for _, v := range vs {
@@ -122,22 +152,14 @@ func runRestart(c config, dir string) (*report, error) {
 		select {
 		case <-ch:
 		case <-time.After(time.Until(deadline)):
-			return r, errors.New("the markers did not become visible within 2 minutes of the reopen")
+			return errors.New("the markers did not become visible within 2 minutes of the reopen")
 		}
 	}
 	for _, k := range []string{markerBefore, markerAfter} {
 		r.fig("second Open: marker "+k+": due at, seen at", fmt.Sprintf("%+.3f s, %.3f s (index Visible - Due %d ms)",
 			dueAt[k].Seconds(), seen[k].Seconds(), late[k]))
 	}
-	r.note("times of the second Open count from the call to engine.Open; a marker is \"seen\" when a reader waiting on VisibleSignal read it from the queue")
-	pending = e.Stats().Pending.Load()
-	if err := e.Close(); err != nil {
-		return r, err
-	}
-	if c.crashFor > 0 {
-		return r, crashRestart(c, dir, r, pending)
-	}
-	return r, nil
+	return nil
 }
 
 // crashRestart runs a child process that opens dir and sends keyed
