@@ -5,8 +5,6 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,55 +12,6 @@ import (
 	"github.com/hourglass-mq/hourglass/message"
 	"github.com/hourglass-mq/hourglass/vfs"
 )
-
-// readGateFS passes everything to a vfs.FS, except that once armed it holds
-// the next ReadAt of the file name until released: the dispatch loop's
-// read of one timer bucket then stays in flight while the test looks.
-type readGateFS struct {
-	vfs.FS
-	name             string
-	mu               sync.Mutex
-	armed            bool
-	reached, release chan struct{}
-}
-
-func (g *readGateFS) arm(name string) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.name, g.armed = name, true
-	g.reached, g.release = make(chan struct{}), make(chan struct{})
-}
-
-func (g *readGateFS) Open(name string) (vfs.File, error) {
-	f, err := g.FS.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	return &readGateFile{File: f, g: g, name: name}, nil
-}
-
-type readGateFile struct {
-	vfs.File
-	g    *readGateFS
-	name string
-}
-
-func (f *readGateFile) ReadAt(p []byte, off int64) (int, error) {
-	g := f.g
-	g.mu.Lock()
-	hold := g.armed && strings.HasSuffix(f.name, g.name)
-	var reached, release chan struct{}
-	if hold {
-		g.armed = false
-		reached, release = g.reached, g.release
-	}
-	g.mu.Unlock()
-	if hold {
-		close(reached)
-		<-release
-	}
-	return f.File.ReadAt(p, off)
-}
 
 // TestWheelWaitsForUnloadedBuckets: when the clock jumps over several
 // timer buckets, the wheel must not pass a bucket that is not loaded yet.
@@ -72,7 +21,7 @@ func (f *readGateFile) ReadAt(p []byte, off int64) (int, error) {
 // would make recovery skip them as already visible: lost messages.
 func TestWheelWaitsForUnloadedBuckets(t *testing.T) {
 	mem := vfs.NewMem()
-	gate := &readGateFS{FS: mem}
+	gate := &gateFS{FS: mem, op: vfs.OpRead}
 	clk := clock.NewFake(t0)
 	opts := Options{Dir: "data", FS: gate, Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		CheckpointInterval: 1000 * time.Hour, BucketWidth: time.Second}
@@ -95,7 +44,7 @@ func TestWheelWaitsForUnloadedBuckets(t *testing.T) {
 	if err := e.checkpoint(); err != nil {
 		t.Fatal(err)
 	}
-	gate.arm("/" + strconv.FormatInt(e.disp.timers.BucketOf(start+11_200), 10) + ".tb")
+	gate.armFile("/" + strconv.FormatInt(e.disp.timers.BucketOf(start+11_200), 10) + ".tb")
 	waitParked(e, clk)
 	clk.Advance(12 * time.Second)
 	select {

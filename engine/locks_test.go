@@ -13,7 +13,7 @@ import (
 // waited for it. With the creation's fsync blocked, inspecting and
 // receiving in another topic still complete.
 func TestCreationDoesNotHoldTheLock(t *testing.T) {
-	gate := &syncGateFS{FS: vfs.NewMem(), prefix: "data/log/"}
+	gate := &gateFS{FS: vfs.NewMem(), op: vfs.OpSync, prefix: "data/log/"}
 	h := newHarness(t, func(o *Options) { o.FS = gate })
 	r := h.send("old", "k", message.When{Delay: time.Hour})
 	// Group creation is serialised with topic creation (createMu): make
@@ -61,7 +61,7 @@ func TestCreationDoesNotHoldTheLock(t *testing.T) {
 // flush: the checkpoint is what syncs the log) runs after it released its
 // locks: with that fsync blocked, an inspect and a receive complete.
 func TestCheckpointSyncsWithoutTheLock(t *testing.T) {
-	gate := &syncGateFS{FS: vfs.NewMem(), prefix: "data/log/"}
+	gate := &gateFS{FS: vfs.NewMem(), op: vfs.OpSync, prefix: "data/log/"}
 	h := newHarness(t, func(o *Options) {
 		o.FS = gate
 		o.Flush = FlushAsync

@@ -21,23 +21,26 @@ import (
 // architecture), and after the change returns it is never visible (cancel)
 // or visible only at its new time (reschedule).
 
-// syncGateFS passes everything to a vfs.FS, except that once armed it holds
-// the next Sync of a file under prefix until released. It is a wrapper of
-// its own rather than a vfs.Faulty hook: Faulty serialises its hook calls,
-// so a hook that blocks would also stall every other file operation (the
-// loop's bucket reads among them, made under the engine lock), and the test
-// would then observe a stalled engine rather than the race.
-type syncGateFS struct {
+// gateFS passes everything to a vfs.FS, except that once armed it holds
+// the next operation op (vfs.OpSync or vfs.OpRead) of a file whose name
+// starts with prefix and ends with suffix, until released. It is a wrapper
+// of its own rather than a vfs.Faulty hook: Faulty serialises its hook
+// calls, so a hook that blocks would also stall every other file operation
+// (the loop's bucket reads among them), and the test would then observe a
+// stalled engine rather than the race.
+type gateFS struct {
 	vfs.FS
-	prefix string
+	op             vfs.Op
+	prefix, suffix string
 
 	mu      sync.Mutex
 	armed   bool
-	reached chan struct{} // closed when the held Sync begins
+	reached chan struct{} // closed when the held operation begins
 	release chan struct{} // closed by the test to let it go on
 }
 
-func (g *syncGateFS) arm() {
+// arm holds the next matching operation.
+func (g *gateFS) arm() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.armed = true
@@ -45,33 +48,35 @@ func (g *syncGateFS) arm() {
 	g.release = make(chan struct{})
 }
 
-func (g *syncGateFS) wrap(f vfs.File, name string, err error) (vfs.File, error) {
+// armFile holds the next matching operation of a file ending with suffix.
+func (g *gateFS) armFile(suffix string) {
+	g.mu.Lock()
+	g.suffix = suffix
+	g.mu.Unlock()
+	g.arm()
+}
+
+func (g *gateFS) wrap(f vfs.File, name string, err error) (vfs.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &syncGateFile{File: f, g: g, name: name}, nil
+	return &gateFile{File: f, g: g, name: name}, nil
 }
 
-func (g *syncGateFS) Create(name string) (vfs.File, error) {
+func (g *gateFS) Create(name string) (vfs.File, error) {
 	f, err := g.FS.Create(name)
 	return g.wrap(f, name, err)
 }
 
-func (g *syncGateFS) Open(name string) (vfs.File, error) {
+func (g *gateFS) Open(name string) (vfs.File, error) {
 	f, err := g.FS.Open(name)
 	return g.wrap(f, name, err)
 }
 
-type syncGateFile struct {
-	vfs.File
-	g    *syncGateFS
-	name string
-}
-
-func (f *syncGateFile) Sync() error {
-	g := f.g
+// pass holds the caller if the gate is armed for op on name.
+func (g *gateFS) pass(op vfs.Op, name string) {
 	g.mu.Lock()
-	hold := g.armed && strings.HasPrefix(f.name, g.prefix)
+	hold := g.armed && op == g.op && strings.HasPrefix(name, g.prefix) && strings.HasSuffix(name, g.suffix)
 	var reached, release chan struct{}
 	if hold {
 		g.armed = false
@@ -82,13 +87,28 @@ func (f *syncGateFile) Sync() error {
 		close(reached)
 		<-release
 	}
+}
+
+type gateFile struct {
+	vfs.File
+	g    *gateFS
+	name string
+}
+
+func (f *gateFile) Sync() error {
+	f.g.pass(vfs.OpSync, f.name)
 	return f.File.Sync()
+}
+
+func (f *gateFile) ReadAt(p []byte, off int64) (int, error) {
+	f.g.pass(vfs.OpRead, f.name)
+	return f.File.ReadAt(p, off)
 }
 
 // raceRig is an engine on a gated Mem with a fake clock and a ledger.
 type raceRig struct {
 	t      *testing.T
-	gate   *syncGateFS
+	gate   *gateFS
 	clk    *clock.Fake
 	opts   Options
 	e      *Engine
@@ -96,7 +116,7 @@ type raceRig struct {
 }
 
 func newRaceRig(t *testing.T) *raceRig {
-	r := &raceRig{t: t, gate: &syncGateFS{FS: vfs.NewMem(), prefix: "data/log/"}, clk: clock.NewFake(t0)}
+	r := &raceRig{t: t, gate: &gateFS{FS: vfs.NewMem(), op: vfs.OpSync, prefix: "data/log/"}, clk: clock.NewFake(t0)}
 	r.opts = Options{Dir: "data", FS: r.gate, Clock: r.clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		CheckpointInterval: 1000 * time.Hour, BucketWidth: 10 * time.Second}
 	e, err := Open(r.opts)

@@ -312,14 +312,7 @@ func (m *Mem) UsedBytes() int64 {
 
 // SyncFiles syncs each named file of dir, as a batch sync would: Mem keeps
 // the durability model per file, so batching changes nothing here.
-func (m *Mem) SyncFiles(dir string, names []string) error {
-	for _, n := range names {
-		if err := syncOne(m, dir+"/"+n); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func (m *Mem) SyncFiles(dir string, names []string) error { return syncEach(m, dir, names) }
 
 // Lock takes an in-process exclusive lock on name: a second Lock of the
 // same name fails with ErrLocked until the first is closed. A crash image

@@ -80,6 +80,11 @@ func SyncFiles(fsys FS, dir string, names []string) error {
 	if bs, ok := fsys.(BatchSyncer); ok {
 		return bs.SyncFiles(dir, names)
 	}
+	return syncEach(fsys, dir, names)
+}
+
+// syncEach syncs the named files of dir one by one.
+func syncEach(fsys FS, dir string, names []string) error {
 	for _, n := range names {
 		if err := syncOne(fsys, dir+"/"+n); err != nil {
 			return err
