@@ -100,6 +100,10 @@ type plRun struct {
 	seen   map[string]bool
 	seq    int
 	async  bool // FlushAsync: acknowledged is not durable until a checkpoint
+	// flushEvery, when set, replaces the async runs' 2 ms sync period
+	// (a real-time ticker), for a scenario that must lose acknowledged
+	// sends whatever the machine's load.
+	flushEvery time.Duration
 
 	mu       sync.Mutex // guards the fields below; held briefly by the hook
 	mem      *vfs.Mem
@@ -265,6 +269,9 @@ func (r *plRun) open() bool {
 	opts := plOptions(&crashFS{mem: r.mem, hook: r.capture}, r.clk)
 	if r.async {
 		opts.Flush, opts.FlushInterval = FlushAsync, 2*time.Millisecond
+		if r.flushEvery > 0 {
+			opts.FlushInterval = r.flushEvery
+		}
 	}
 	e, err := Open(opts)
 	if err != nil {
