@@ -100,6 +100,7 @@ func (s *Server) forget(id string) {
 	s.mu.Lock()
 	delete(s.longPollOf, id)
 	s.mu.Unlock()
+	s.renew.forget(id)
 }
 
 // Telemetry answers every Settings command at once with the settings the
