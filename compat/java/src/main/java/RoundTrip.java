@@ -4,11 +4,16 @@ import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 
 import org.apache.rocketmq.client.apis.ClientConfiguration;
 import org.apache.rocketmq.client.apis.ClientException;
 import org.apache.rocketmq.client.apis.ClientServiceProvider;
+import org.apache.rocketmq.client.apis.consumer.ConsumeResult;
 import org.apache.rocketmq.client.apis.consumer.FilterExpression;
+import org.apache.rocketmq.client.apis.consumer.PushConsumer;
 import org.apache.rocketmq.client.apis.consumer.SimpleConsumer;
 import org.apache.rocketmq.client.apis.message.Message;
 import org.apache.rocketmq.client.apis.message.MessageView;
@@ -20,7 +25,8 @@ import org.apache.rocketmq.client.apis.producer.SendReceipt;
  * normal message, a delayed one (3 s) and a delayed one it recalls, then a
  * SimpleConsumer receives and acks. Exits 0 when the normal and delayed
  * messages arrived, the delayed one not before its timestamp, and the
- * recalled one never; 1 otherwise, saying why.
+ * recalled one never; and when a PushConsumer's listener gets five
+ * delayed messages, each once and none early; 1 otherwise, saying why.
  *
  * Usage: java RoundTrip ENDPOINT ssl|plaintext TOPIC
  */
@@ -37,9 +43,12 @@ public final class RoundTrip {
             .setEndpoints(endpoint).enableSsl(ssl).setRequestTimeout(Duration.ofSeconds(5)).build();
 
         String normalId, delayedId, recalledId;
-        long due = System.currentTimeMillis() + 3000;
+        long due;
         try (Producer producer = provider.newProducerBuilder()
                 .setClientConfiguration(cfg).setTopics(topic).build()) {
+            // Counted from the started producer: a loaded machine may take
+            // seconds to start a JVM client, and the recall must come first.
+            due = System.currentTimeMillis() + 3000;
             normalId = send(producer, provider.newMessageBuilder().setTopic(topic)
                 .setKeys("java-normal").setBody(bytes("now")).build()).getMessageId().toString();
             delayedId = send(producer, provider.newMessageBuilder().setTopic(topic)
@@ -94,7 +103,57 @@ public final class RoundTrip {
             failures++;
         }
         System.out.printf("java client (%s): sent 3, recalled 1, received %s%n", ssl ? "TLS" : "plaintext", seen);
+        failures += push(provider, cfg, topic + "-push");
         System.exit(failures == 0 ? 0 : 1);
+    }
+
+    /** Five delayed messages to a PushConsumer's listener; returns the failures. */
+    private static int push(ClientServiceProvider provider, ClientConfiguration cfg, String topic) throws Exception {
+        final int n = 5;
+        Map<String, Long> dueOf = new HashMap<>();
+        try (Producer producer = provider.newProducerBuilder()
+                .setClientConfiguration(cfg).setTopics(topic).build()) {
+            long due = System.currentTimeMillis() + 2000;
+            for (int i = 0; i < n; i++) {
+                long at = due + i * 100L;
+                SendReceipt r = send(producer, provider.newMessageBuilder().setTopic(topic)
+                    .setBody(bytes("push " + i)).setDeliveryTimestamp(at).build());
+                dueOf.put(r.getMessageId().toString(), at);
+            }
+        }
+        Map<String, Integer> got = new ConcurrentHashMap<>();
+        Map<String, Long> arrived = new ConcurrentHashMap<>();
+        CountDownLatch all = new CountDownLatch(n);
+        int failures = 0;
+        try (PushConsumer consumer = provider.newPushConsumerBuilder().setClientConfiguration(cfg)
+                .setConsumerGroup("java-compat-push")
+                .setSubscriptionExpressions(Collections.singletonMap(topic, FilterExpression.SUB_ALL))
+                .setMessageListener(v -> {
+                    String id = v.getMessageId().toString();
+                    arrived.putIfAbsent(id, System.currentTimeMillis());
+                    if (got.merge(id, 1, Integer::sum) == 1) {
+                        all.countDown();
+                    }
+                    return ConsumeResult.SUCCESS;
+                }).build()) {
+            if (!all.await(20, TimeUnit.SECONDS)) {
+                System.err.printf("FAIL: the push consumer got %d of %d messages in 20 s%n", got.size(), n);
+                failures++;
+            }
+        }
+        for (Map.Entry<String, Long> e : dueOf.entrySet()) {
+            int times = got.getOrDefault(e.getKey(), 0);
+            if (times != 1) {
+                System.err.printf("FAIL: push message %s received %d times, want once%n", e.getKey(), times);
+                failures++;
+            } else if (arrived.get(e.getKey()) < e.getValue()) {
+                System.err.printf("FAIL: push message %s arrived %d ms early%n", e.getKey(),
+                    e.getValue() - arrived.get(e.getKey()));
+                failures++;
+            }
+        }
+        System.out.printf("java push consumer: %d delayed messages, received %s%n", n, got);
+        return failures;
     }
 
     private static SendReceipt send(Producer p, Message m) throws ClientException {
