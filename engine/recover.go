@@ -212,6 +212,9 @@ func (e *Engine) openKeys(state []byte, logPos uint64) error {
 		if s.Key != "" {
 			e.keys.Put(keyHash(s.Topic, s.Key), orig)
 		}
+		if s.DedupID != "" {
+			e.keys.Put(dedupHash(s.Topic, s.DedupID), orig)
+		}
 		return nil
 	})
 	if err != nil {
