@@ -24,6 +24,11 @@ type SendMessage struct {
 	Body *string `json:"body,omitempty"`
 	// BodyBase64 is the body in standard base64, for binary bodies.
 	BodyBase64 *string `json:"body_base64,omitempty"`
+	// DedupID makes the send idempotent: within the topic's dedup window
+	// a second send with the same ID stores nothing and answers with the
+	// first message's receipt (Duplicate set), or with already_exists
+	// (409, carrying the first ID) if it asks for something else.
+	DedupID string `json:"dedup_id,omitempty"`
 	Delivery
 }
 
@@ -42,6 +47,9 @@ type Receipt struct {
 	Due Millis `json:"due"`
 	// DueTime is Due in RFC 3339, as the broker rendered it.
 	DueTime string `json:"due_time"`
+	// Duplicate says this send repeated an earlier one's dedup_id: nothing
+	// was stored, and ID and Due are the first message's.
+	Duplicate bool `json:"duplicate,omitempty"`
 }
 
 // BatchReceipts answers a batch send, in request order.
@@ -316,4 +324,7 @@ type Error struct {
 type ErrorBody struct {
 	Code    errs.Code `json:"code"`
 	Message string    `json:"message"`
+	// ID names the message the error is about when the caller needs it:
+	// the first message of a conflicting dedup_id (already_exists).
+	ID string `json:"id,omitempty"`
 }

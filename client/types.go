@@ -89,6 +89,12 @@ type Message struct {
 	Body []byte
 	// When is the delivery time; zero means now.
 	When When
+	// DedupID makes the send idempotent: while the topic's dedup window
+	// holds, a second send with the same ID stores nothing and returns the
+	// first message's receipt with Duplicate set. A send that carries one
+	// is retried after an ambiguous failure too (see the package doc);
+	// WithIdempotentSends draws one for every send that has none.
+	DedupID string
 }
 
 // wire returns m in the API's send format.
@@ -96,7 +102,7 @@ func (m Message) wire() (api.SendMessage, error) {
 	if err := m.When.validate(); err != nil {
 		return api.SendMessage{}, err
 	}
-	out := api.SendMessage{Key: m.Key, Tag: m.Tag, Group: m.Group, Properties: m.Properties, Delivery: m.When.wire()}
+	out := api.SendMessage{Key: m.Key, Tag: m.Tag, Group: m.Group, Properties: m.Properties, DedupID: m.DedupID, Delivery: m.When.wire()}
 	if utf8.Valid(m.Body) {
 		s := string(m.Body)
 		out.Body = &s

@@ -161,6 +161,9 @@ func (o *Options) setDefaults() {
 	if o.ClockJumpThreshold == 0 {
 		o.ClockJumpThreshold = time.Second
 	}
+	if o.Dedup.Window == 0 {
+		o.Dedup.Window = DefaultDedupWindow
+	}
 }
 
 func (o *Options) validate() error {

@@ -163,7 +163,7 @@ func batchErr(n, i int, err error) error {
 	}
 	var he *errs.Error
 	if errors.As(err, &he) {
-		return &errs.Error{Code: he.Code, Msg: "message " + strconv.Itoa(i) + ": " + he.Msg, Err: he.Err}
+		return &errs.Error{Code: he.Code, Msg: "message " + strconv.Itoa(i) + ": " + he.Msg, Err: he.Err, Ref: he.Ref}
 	}
 	return err
 }

@@ -26,7 +26,7 @@ func when(d api.Delivery) (message.When, error) {
 
 // request converts one message of a send to topic.
 func sendRequest(m *api.SendMessage, topic string) (engine.SendRequest, error) {
-	msg := message.Message{Topic: topic, Key: m.Key, Tag: m.Tag, Group: m.Group, Properties: m.Properties}
+	msg := message.Message{Topic: topic, Key: m.Key, Tag: m.Tag, Group: m.Group, Properties: m.Properties, DedupID: m.DedupID}
 	switch {
 	case m.Body != nil && m.BodyBase64 != nil:
 		return engine.SendRequest{}, errs.New(errs.InvalidArgument, "give body or body_base64, not both")

@@ -19,7 +19,8 @@ no --delay, --at or --level the message is visible at once.
 
 Prints the message ID (for inspect, cancel and reschedule) and when it falls
 due. Example:
-  hourglass send --topic orders --delay 30m --key order-123 'close unpaid order 123'`,
+  hourglass send --topic orders --delay 30m --key order-123 'close unpaid order 123'
+  hourglass send --topic orders --dedup-id pay-42 'charge 42'   # safe to repeat`,
 		run: runSend,
 	}
 }
@@ -32,6 +33,7 @@ func runSend(ctx context.Context, a *App, c *command, args []string) int {
 	key := fs.String("key", "", "business key, e.g. order-123: inspect finds the message by it")
 	tag := fs.String("tag", "", "short label for consumers")
 	group := fs.String("group", "", "FIFO message group (messages of one group are delivered in order)")
+	dedup := fs.String("dedup-id", "", "idempotency key: a resend with the same ID stores nothing and prints the first message's ID")
 	props := propsFlag{}
 	fs.Var(props, "prop", "property name=value (repeatable)")
 	pos, code, ok := parseFlags(fs, args)
@@ -59,7 +61,7 @@ func runSend(ctx context.Context, a *App, c *command, args []string) int {
 			return a.failed(c, fmt.Errorf("read body from standard input: %w", err))
 		}
 	}
-	m := client.Message{Key: *key, Tag: *tag, Group: *group, Body: body, When: when}
+	m := client.Message{Key: *key, Tag: *tag, Group: *group, Body: body, When: when, DedupID: *dedup}
 	if len(props) > 0 {
 		m.Properties = props
 	}
@@ -69,6 +71,10 @@ func runSend(ctx context.Context, a *App, c *command, args []string) int {
 	}
 	if cf.json {
 		a.printJSON(r)
+		return ExitOK
+	}
+	if r.Duplicate {
+		fmt.Fprintf(a.Stdout, "duplicate of %s in %s (queue %d), due %s: nothing stored\n", r.ID, r.Topic, r.Queue, a.when(r.Due))
 		return ExitOK
 	}
 	fmt.Fprintf(a.Stdout, "sent %s to %s (queue %d), due %s\n", r.ID, r.Topic, r.Queue, a.when(r.Due))
