@@ -29,6 +29,15 @@ type SendMessage struct {
 	// first message's receipt (Duplicate set), or with already_exists
 	// (409, carrying the first ID) if it asks for something else.
 	DedupID string `json:"dedup_id,omitempty"`
+	// Deadline (absolute Unix ms) or TTL (a Go duration from acceptance):
+	// a message handed out to a consumer group after it goes to the
+	// group's dead-letter topic with reason expired instead. At most one;
+	// not before the due time, not beyond the maximum delay.
+	Deadline Millis `json:"deadline,omitempty"`
+	TTL      string `json:"ttl,omitempty"`
+	// Window is a tolerance in ms: the message may become visible at any
+	// time in [due, due+window], which lets the broker spread a herd.
+	Window int64 `json:"window,omitempty"`
 	Delivery
 }
 

@@ -2,7 +2,9 @@ package server
 
 import (
 	"encoding/base64"
+	"math"
 	"net/http"
+	"time"
 
 	"github.com/hourglass-mq/hourglass/api"
 	"github.com/hourglass-mq/hourglass/engine"
@@ -43,6 +45,13 @@ func sendRequest(m *api.SendMessage, topic string) (engine.SendRequest, error) {
 	if err != nil {
 		return engine.SendRequest{}, err
 	}
+	if w.TTL, err = durationField("ttl", m.TTL); err != nil {
+		return engine.SendRequest{}, err
+	}
+	if m.Window > math.MaxInt64/int64(time.Millisecond) || m.Window < math.MinInt64/int64(time.Millisecond) {
+		return engine.SendRequest{}, errs.New(errs.InvalidArgument, "window %d ms is out of range", m.Window)
+	}
+	w.Deadline, w.Window = int64(m.Deadline), time.Duration(m.Window)*time.Millisecond
 	return engine.SendRequest{Message: msg, When: w}, nil
 }
 
