@@ -76,9 +76,9 @@ func isNotARecord(err error) bool {
 
 // stateLocked derives the state and effective due time of the message at pos.
 func (e *Engine) stateLocked(pos uint64, s *message.Stored) (State, int64, int64) {
-	due := s.Due
+	due, timer := s.Due, fireAt(s) // a windowed message's timer is later (window.go)
 	if ov := e.ovl.entries[pos]; ov != nil {
-		due = ov.Due
+		due, timer = ov.Due, ov.Due
 		switch {
 		case ov.Cancelled:
 			return StateCancelled, due, 0
@@ -91,7 +91,7 @@ func (e *Engine) stateLocked(pos uint64, s *message.Stored) (State, int64, int64
 		return StatePending, due, 0
 	case e.disp.dispatching[pos]:
 		return StateDue, due, 0
-	case due >= e.disp.loadedUntil:
+	case timer >= e.disp.loadedUntil:
 		return StatePending, due, 0
 	}
 	return StateVisible, due, 0
@@ -185,6 +185,11 @@ func (e *Engine) change(ctx context.Context, id message.ID, w *message.When, ifD
 		e.mu.Unlock()
 		return 0, err
 	}
+	// Where the timer goes back to if the append fails.
+	back := timerRef{pos: id.Pos, due: due, topic: top.id, queue: uint16(s.Queue)}
+	if e.ovl.entries[id.Pos] == nil {
+		back = messageRef(id.Pos, s, top)
+	}
 	h := e.holdLocked(id.Pos, due, w == nil, newDue)
 	e.mu.Unlock()
 
@@ -197,7 +202,7 @@ func (e *Engine) change(ctx context.Context, id message.ID, w *message.When, ifD
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if aerr != nil {
-		e.unholdLocked(h, timerRef{pos: id.Pos, due: due, topic: top.id, queue: uint16(s.Queue)})
+		e.unholdLocked(h, back)
 		return 0, e.storageErr(aerr)
 	}
 	if h.timer != nil {

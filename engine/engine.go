@@ -77,6 +77,8 @@ type timerRef struct {
 	seq    uint32
 	group  uint32
 	offset uint64
+	// windowed marks a message timer with a tolerance window (window.go).
+	windowed bool
 }
 
 // Kinds of wheel timers.

@@ -224,8 +224,7 @@ func (e *Engine) applyMessageLocked(pos uint64, s *message.Stored, t *topic) {
 	if s.DedupID != "" {
 		e.addKeyLocked(dedupHash(s.Topic, s.DedupID), pos)
 	}
-	ref := timerRef{pos: pos, due: s.Due, topic: t.id, queue: uint16(s.Queue)}
-	e.addTimerLocked(ref)
+	e.addTimerLocked(messageRef(pos, s, t))
 	e.segs.pending[e.segOfLocked(pos)]++
 	e.stats.Pending.Add(1)
 	t.pending++
@@ -235,7 +234,7 @@ func (e *Engine) applyMessageLocked(pos uint64, s *message.Stored, t *topic) {
 // addTimerLocked writes a timer to its bucket and, if that bucket is
 // already in the wheel, schedules it there too.
 func (e *Engine) addTimerLocked(ref timerRef) {
-	if err := e.disp.timers.Add(timerstore.Entry{Due: ref.due, Pos: ref.pos, Topic: ref.topic, Queue: ref.queue, Kind: kindMessage}); err != nil {
+	if err := e.disp.timers.Add(timerstore.Entry{Due: ref.due, Pos: ref.pos, Topic: ref.topic, Queue: ref.queue, Kind: ref.timerKind()}); err != nil {
 		// The bucket is a cache of the log: a write failure here loses
 		// nothing durable, the next recovery re-derives it. Keep the timer in
 		// memory so it still fires in this process.
