@@ -110,6 +110,12 @@ type Config struct {
 	// visible is kept for consumers before deletion (flag -retention).
 	// Must be positive.
 	Retention time.Duration
+	// DedupWindow is every topic's idempotent-send policy (flag
+	// -dedup-window): a duration, "delivered", optionally "+first-wins"
+	// (dedupconfig.go). DedupTopics overrides it per topic (flag
+	// -dedup-topics: topic=policy, comma-separated).
+	DedupWindow string
+	DedupTopics string
 
 	// ReadHeaderTimeout bounds how long a client may take to send a
 	// request's line and headers (flag -read-header-timeout). Must be
@@ -179,6 +185,7 @@ func DefaultConfig() Config {
 		DispatchRate:       eng.DispatchRate,
 		CheckpointInterval: eng.CheckpointInterval,
 		Retention:          eng.Retention,
+		DedupWindow:        engine.DefaultDedupWindow.String(),
 		ReadHeaderTimeout:  10 * time.Second,
 		ReadTimeout:        time.Minute,
 		WriteTimeout:       time.Minute,
@@ -224,6 +231,8 @@ func (c *Config) settings() []setting {
 		{"dispatch-rate", "most due messages made visible per second; negative means unbounded", (*intValue)(&c.DispatchRate)},
 		{"checkpoint-interval", "how often the engine checkpoints (bounds the log replayed at startup)", (*durationValue)(&c.CheckpointInterval)},
 		{"retention", "how long a fully delivered commit-log segment is kept before deletion", (*durationValue)(&c.Retention)},
+		{"dedup-window", "how long a send's dedup_id holds: a duration or \"delivered\" (until its message is visible), optionally +first-wins (a conflicting send gets the first receipt instead of 409)", (*stringValue)(&c.DedupWindow)},
+		{"dedup-topics", "per-topic dedup policies overriding -dedup-window: topic=policy, comma-separated", (*stringValue)(&c.DedupTopics)},
 		{"read-header-timeout", "longest a client may take to send a request's line and headers", (*durationValue)(&c.ReadHeaderTimeout)},
 		{"read-timeout", "longest a client may take to send a whole request, body included; a slower body is cut off with 400 (not the long-poll wait, which comes after)", (*durationValue)(&c.ReadTimeout)},
 		{"write-timeout", "longest the handling and answer of a read request may take; must exceed the 30s long-poll wait by at least 5s", (*durationValue)(&c.WriteTimeout)},
@@ -304,6 +313,12 @@ func (c Config) Validate() error {
 	}
 	if c.Retention <= 0 {
 		bad("-retention %v must be positive", c.Retention)
+	}
+	if _, err := parseDedupPolicy(c.DedupWindow); err != nil {
+		bad("-dedup-window: %v", err)
+	}
+	if _, err := parseDedupTopics(c.DedupTopics); err != nil {
+		bad("%v", err)
 	}
 	c.validateConnections(bad)
 	if c.DrainTimeout < 0 {
@@ -406,6 +421,8 @@ func (c Config) EngineOptions(logger *slog.Logger) engine.Options {
 	o.DispatchRate = c.DispatchRate
 	o.CheckpointInterval = c.CheckpointInterval
 	o.Retention = c.Retention
+	o.Dedup, _ = parseDedupPolicy(c.DedupWindow)
+	o.DedupTopics, _ = parseDedupTopics(c.DedupTopics)
 	return o
 }
 
