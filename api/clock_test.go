@@ -7,3 +7,8 @@ func init() {
 	requests = append(requests, ClockAdvance{})
 	responses = append(responses, ClockTime{})
 }
+
+func init() {
+	requests = append(requests, ScheduleConfig{})
+	responses = append(responses, Schedule{}, ScheduleList{})
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/hourglass-mq/hourglass/api"
 	"github.com/hourglass-mq/hourglass/clock"
 	"github.com/hourglass-mq/hourglass/engine"
+	"github.com/hourglass-mq/hourglass/schedule"
 )
 
 // core is what a broker runs besides its listeners: the engine and the
@@ -24,6 +25,8 @@ type core struct {
 	// virtual; nil on the system clock, and then the clock API refuses to
 	// move time.
 	virtual *clock.Virtual
+	// schedules runs the recurring schedules on the engine's clock.
+	schedules *schedule.Runner
 }
 
 // openCore checks the data directory against the clock mode, then opens
@@ -48,14 +51,32 @@ func openCore(cfg Config, logger *slog.Logger) (*core, error) {
 		return nil, err
 	}
 	c.eng = eng
+	c.schedules, err = schedule.Open(schedule.Options{
+		Dir:      filepath.Join(cfg.DataDir, "schedules"),
+		Broker:   eng,
+		Clock:    opts.Clock,
+		MaxBatch: cfg.MaxBatch,
+		Limits:   opts.Limits,
+		Logger:   logger,
+	})
+	if err != nil {
+		eng.Close()
+		return nil, fmt.Errorf("open the schedules: %w", err)
+	}
 	return c, nil
 }
 
 // attach gives h what the core runs beside the engine.
-func (c *core) attach(h *Handler) { h.virtual = c.virtual }
+func (c *core) attach(h *Handler) { h.virtual, h.schedules = c.virtual, c.schedules }
 
-// close closes the engine.
-func (c *core) close() error { return c.eng.Close() }
+// close stops the schedules, then closes the engine.
+func (c *core) close() error {
+	serr := c.schedules.Close()
+	if err := c.eng.Close(); err != nil {
+		return err
+	}
+	return serr
+}
 
 // virtualMarker is the file that ties a data directory to the virtual
 // clock. It is written (and made durable) before the engine writes

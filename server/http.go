@@ -15,6 +15,7 @@ import (
 	"github.com/hourglass-mq/hourglass/errs"
 	"github.com/hourglass-mq/hourglass/internal/buildinfo"
 	"github.com/hourglass-mq/hourglass/message"
+	"github.com/hourglass-mq/hourglass/schedule"
 )
 
 // Handler serves the HTTP API over one engine. Create it with New.
@@ -27,6 +28,8 @@ type Handler struct {
 	// virtual is the broker's virtual clock (-clock virtual); nil on the
 	// system clock. Set by core.attach before the handler serves.
 	virtual *clock.Virtual
+	// schedules runs the recurring schedules. Set by core.attach.
+	schedules *schedule.Runner
 
 	// draining is cancelled by Drain: long-poll receives end at once.
 	draining context.Context
@@ -58,6 +61,12 @@ var routes = []route{
 	{"POST", "/v1/topics/{topic}/groups/{group}/nack", (*Handler).nack},
 	{"POST", "/v1/topics/{topic}/groups/{group}/invisibility", (*Handler).invisibility},
 	{"POST", "/v1/topics/{topic}/groups/{group}/redrive", (*Handler).redrive},
+	{"PUT", "/v1/schedules/{schedule}", (*Handler).createSchedule},
+	{"GET", "/v1/schedules", (*Handler).listSchedules},
+	{"GET", "/v1/schedules/{schedule}", (*Handler).getSchedule},
+	{"DELETE", "/v1/schedules/{schedule}", (*Handler).deleteSchedule},
+	{"POST", "/v1/schedules/{schedule}/pause", (*Handler).pauseSchedule},
+	{"POST", "/v1/schedules/{schedule}/resume", (*Handler).resumeSchedule},
 	{"GET", "/v1/clock", (*Handler).clockNow},
 	{"POST", "/v1/clock/advance", (*Handler).clockAdvance},
 	{"GET", "/v1/stats", (*Handler).stats},

@@ -103,7 +103,9 @@ func advanceTarget(req api.ClockAdvance, now int64) (int64, error) {
 func (h *Handler) settle(r *http.Request, target int64) bool {
 	deadline := time.Now().Add(settleTimeout)
 	for {
-		if h.eng.Frontier() >= target {
+		// Schedules first: a firing they send is then covered by the
+		// frontier read after it.
+		if (h.schedules == nil || h.schedules.Settled(target)) && h.eng.Frontier() >= target {
 			return true
 		}
 		if time.Now().After(deadline) {

@@ -91,6 +91,7 @@ func commands() []*command {
 		redriveCommand(),
 		statsCommand(),
 		clockCommand(),
+		scheduleCommand(),
 		repairCommand(),
 		benchCommand(),
 		demoCommand(),
