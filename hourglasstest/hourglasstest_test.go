@@ -38,3 +38,19 @@ func TestNewServer(t *testing.T) {
 		t.Fatalf("the data directory is still there after Close: %v", err)
 	}
 }
+
+// TestScheduleOnVirtualTime: a schedule's firings follow the virtual
+// clock: advancing 30 minutes over an every-10-minutes schedule makes
+// three firings visible.
+func TestScheduleOnVirtualTime(t *testing.T) {
+	srv := NewServer(t)
+	ctx := context.Background()
+	if _, err := srv.Client.CreateSchedule(ctx, "poll", client.ScheduleConfig{Topic: "polls", Cron: "@every 10m", Body: []byte("poll")}); err != nil {
+		t.Fatal(err)
+	}
+	srv.Advance(30 * time.Minute)
+	msgs, err := srv.Client.Receive(ctx, "polls", "g", client.ReceiveOptions{Max: 10})
+	if err != nil || len(msgs) != 3 {
+		t.Fatalf("after 30m: %d firings (%v), want 3", len(msgs), err)
+	}
+}
