@@ -299,6 +299,9 @@ type Health struct {
 	BuildDate string `json:"build_date"`
 	// GoVersion is the Go release that built the binary.
 	GoVersion string `json:"go_version"`
+	// Clock is the broker's clock mode: ClockSystem, or ClockVirtual for a
+	// broker started for tests with -clock virtual.
+	Clock string `json:"clock"`
 }
 
 // Stats is GET /v1/stats, the broker's engine-wide instrumentation.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hourglass-mq/hourglass/api"
 	"github.com/hourglass-mq/hourglass/commitlog"
 	"github.com/hourglass-mq/hourglass/engine"
 	"github.com/hourglass-mq/hourglass/rocketmq"
@@ -59,6 +60,12 @@ type Config struct {
 	// a flag is visible to every local user in the process list. On the
 	// gRPC port it is the access secret RocketMQ clients sign with.
 	AuthToken string
+	// Clock is the broker's clock: "system" (the default, and the only
+	// mode for production) or "virtual" (flag -clock). A VIRTUAL clock
+	// moves only by POST /v1/clock/advance, for users' integration tests;
+	// a data directory is tied to the mode it was created with (see
+	// checkClockMode).
+	Clock string
 
 	// Flush is the commit-log flush policy, "sync" or "async" (flag -flush).
 	// sync acknowledges a send after fdatasync; async acknowledges after the
@@ -171,6 +178,7 @@ func DefaultConfig() Config {
 		Listen:             "127.0.0.1:7070",
 		GRPCListen:         "127.0.0.1:8081",
 		GRPCLongPoll:       rocketmq.DefaultLongPoll,
+		Clock:              api.ClockSystem,
 		Flush:              flush,
 		FlushInterval:      eng.FlushInterval,
 		SegmentBytes:       eng.SegmentBytes,
@@ -217,6 +225,7 @@ func (c *Config) settings() []setting {
 		{"grpc-key-file", "PEM private key of -grpc-cert-file", (*stringValue)(&c.GRPCKeyFile)},
 		{"grpc-long-poll", "longest RocketMQ receive long poll, announced to consumers (at most 30s)", (*durationValue)(&c.GRPCLongPoll)},
 		{"auth-token", "bearer token required on every /v1 request; empty disables auth (prefer HOURGLASS_AUTH_TOKEN: flags show in the process list)", (*secretValue)(&c.AuthToken)},
+		{"clock", "clock of the broker: system, or virtual (FOR TESTS ONLY: time moves only by POST /v1/clock/advance; the data directory must be empty or virtual too)", (*stringValue)(&c.Clock)},
 		{"flush", "commit-log flush policy: sync (ack after fdatasync) or async (ack after write, fdatasync every -flush-interval)", (*stringValue)(&c.Flush)},
 		{"flush-interval", "fdatasync period under -flush async", (*durationValue)(&c.FlushInterval)},
 		{"segment-bytes", "commit-log segment size in bytes (suffixes KiB, MiB, GiB), at least 1MiB", (*sizeValue)(&c.SegmentBytes)},
@@ -270,6 +279,9 @@ func (c Config) Validate() error {
 		bad("-listen %q: port %q is not a number in [0, 65535]", c.Listen, port)
 	}
 	c.validateGRPC(bad)
+	if c.Clock != api.ClockSystem && c.Clock != api.ClockVirtual {
+		bad("-clock %q is not %s or %s", c.Clock, api.ClockSystem, api.ClockVirtual)
+	}
 	if _, err := c.flushPolicy(); err != nil {
 		bad("%v", err)
 	}

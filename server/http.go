@@ -10,10 +10,12 @@ import (
 	"unicode/utf8"
 
 	"github.com/hourglass-mq/hourglass/api"
+	"github.com/hourglass-mq/hourglass/clock"
 	"github.com/hourglass-mq/hourglass/engine"
 	"github.com/hourglass-mq/hourglass/errs"
 	"github.com/hourglass-mq/hourglass/internal/buildinfo"
 	"github.com/hourglass-mq/hourglass/message"
+	"github.com/hourglass-mq/hourglass/schedule"
 )
 
 // Handler serves the HTTP API over one engine. Create it with New.
@@ -23,6 +25,11 @@ type Handler struct {
 	log     *slog.Logger
 	mux     *http.ServeMux
 	metrics http.Handler
+	// virtual is the broker's virtual clock (-clock virtual); nil on the
+	// system clock. Set by core.attach before the handler serves.
+	virtual *clock.Virtual
+	// schedules runs the recurring schedules. Set by core.attach.
+	schedules *schedule.Runner
 
 	// draining is cancelled by Drain: long-poll receives end at once.
 	draining context.Context
@@ -54,6 +61,14 @@ var routes = []route{
 	{"POST", "/v1/topics/{topic}/groups/{group}/nack", (*Handler).nack},
 	{"POST", "/v1/topics/{topic}/groups/{group}/invisibility", (*Handler).invisibility},
 	{"POST", "/v1/topics/{topic}/groups/{group}/redrive", (*Handler).redrive},
+	{"PUT", "/v1/schedules/{schedule}", (*Handler).createSchedule},
+	{"GET", "/v1/schedules", (*Handler).listSchedules},
+	{"GET", "/v1/schedules/{schedule}", (*Handler).getSchedule},
+	{"DELETE", "/v1/schedules/{schedule}", (*Handler).deleteSchedule},
+	{"POST", "/v1/schedules/{schedule}/pause", (*Handler).pauseSchedule},
+	{"POST", "/v1/schedules/{schedule}/resume", (*Handler).resumeSchedule},
+	{"GET", "/v1/clock", (*Handler).clockNow},
+	{"POST", "/v1/clock/advance", (*Handler).clockAdvance},
 	{"GET", "/v1/stats", (*Handler).stats},
 	{"GET", "/healthz", (*Handler).healthz},
 	{"GET", "/metrics", (*Handler).serveMetrics},
@@ -169,7 +184,7 @@ func (h *Handler) noRoute(w http.ResponseWriter, r *http.Request) {
 // operator sees which binary answers (after an upgrade, for instance).
 func (h *Handler) healthz(w http.ResponseWriter, r *http.Request) {
 	b := buildinfo.Get()
-	health := api.Health{Status: "ok", Version: b.Version, Commit: b.Commit, BuildDate: b.Date, GoVersion: b.GoVersion}
+	health := api.Health{Status: "ok", Version: b.Version, Commit: b.Commit, BuildDate: b.Date, GoVersion: b.GoVersion, Clock: h.clockMode()}
 	if err := h.eng.Err(); err != nil {
 		// Stopped after a storage failure: not healthy, whatever else.
 		health.Status, health.Error = "failed", err.Error()

@@ -90,6 +90,8 @@ func commands() []*command {
 		groupsCommand(),
 		redriveCommand(),
 		statsCommand(),
+		clockCommand(),
+		scheduleCommand(),
 		repairCommand(),
 		benchCommand(),
 		demoCommand(),
