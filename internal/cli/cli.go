@@ -91,6 +91,7 @@ func commands() []*command {
 		redriveCommand(),
 		statsCommand(),
 		repairCommand(),
+		checkCommand(),
 		benchCommand(),
 		demoCommand(),
 		versionCommand(),
