@@ -424,21 +424,35 @@ func weaken(events []event, durable int) []event {
 // at the moment of the crash (everything due then is visible, nothing
 // later is), and after the clock passed every due time (nothing lost).
 // Every sixteenth state is then closed, crashed and recovered once more.
-func verifyState(st plState) (*report, error) {
+//
+// The offline check is the oracle of the files: it must find no problem in
+// the crash image before recovery, nor in the directory the recovered
+// engine closed.
+func verifyState(st plState) (rep *report, err error) {
 	clk := clock.NewFake(st.at)
 	opts := plOptions(st.image, clk)
+	if err := checkOracle(opts.FS, opts); err != nil {
+		return nil, fmt.Errorf("crash image: %w", err)
+	}
 	e, err := Open(opts)
 	if err != nil {
 		return nil, fmt.Errorf("recovery failed: %w", err)
 	}
-	defer func() { e.Close() }()
+	defer func() {
+		e.Close()
+		if err == nil && rep.failures() == 0 {
+			if cerr := checkOracle(opts.FS, opts); cerr != nil {
+				err = fmt.Errorf("after recovery and close: %w", cerr)
+			}
+		}
+	}()
 	m := buildModel(weaken(st.events, st.durable))
 	m.retiredBefore = st.at.UnixMilli() - opts.Retention.Milliseconds()
 	now := st.at.UnixMilli()
 	if !waitSettled(e, now, 5*time.Second) {
 		return nil, fmt.Errorf("recovered engine did not settle at %d: %s", now, engineState(e))
 	}
-	rep := checkEngine(e, m, now)
+	rep = checkEngine(e, m, now)
 	if rep.failures() > 0 {
 		return rep, nil
 	}

@@ -93,6 +93,7 @@ func commands() []*command {
 		clockCommand(),
 		scheduleCommand(),
 		repairCommand(),
+		checkCommand(),
 		benchCommand(),
 		demoCommand(),
 		versionCommand(),
