@@ -168,6 +168,7 @@ func (e *Engine) applyMessageLocked(pos uint64, s *message.Stored, t *topic) {
 	}
 	ref := timerRef{pos: pos, due: s.Due, topic: t.id, queue: uint16(s.Queue)}
 	e.addTimerLocked(ref)
+	e.forecastAddLocked(t.id, s.Due)
 	e.segs.pending[e.segOfLocked(pos)]++
 	e.stats.Pending.Add(1)
 	t.pending++
