@@ -57,6 +57,8 @@ var routes = []route{
 	{"GET", "/v1/stats", (*Handler).stats},
 	{"GET", "/healthz", (*Handler).healthz},
 	{"GET", "/metrics", (*Handler).serveMetrics},
+	{"GET", "/v1/forecast", (*Handler).forecast},
+	{"GET", "/v1/messages/{id}/preview", (*Handler).preview},
 }
 
 // New returns the HTTP API of eng configured by cfg (limits, auth token).
@@ -246,7 +248,7 @@ func checkPath(r *http.Request, wild []string) error {
 			}
 		}
 	}
-	if r.URL.RawQuery != "" && strings.HasPrefix(r.URL.Path, "/v1/") {
+	if r.URL.RawQuery != "" && strings.HasPrefix(r.URL.Path, "/v1/") && !queryRoutes[r.Pattern] {
 		return errs.New(errs.InvalidArgument, "query %q is not accepted: %s %s takes no query parameters", r.URL.RawQuery, r.Method, r.Pattern)
 	}
 	return nil

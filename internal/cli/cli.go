@@ -90,6 +90,7 @@ func commands() []*command {
 		groupsCommand(),
 		redriveCommand(),
 		statsCommand(),
+		forecastCommand(),
 		repairCommand(),
 		benchCommand(),
 		demoCommand(),
