@@ -80,6 +80,7 @@ func New(eng *engine.Engine, cfg Config, logger *slog.Logger, metrics http.Handl
 			serve(h, w, r)
 		})
 	}
+	h.mountConsole()
 	h.mux.HandleFunc("/", h.noRoute)
 	return h
 }
@@ -106,7 +107,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 	// Everything but the two open endpoints needs the token, so that no
 	// spelling of a /v1 path (unclean, doubled slashes) slips past.
-	open := r.URL.Path == "/healthz" || r.URL.Path == "/metrics"
+	open := r.URL.Path == "/healthz" || r.URL.Path == "/metrics" || isConsolePath(r.URL.Path)
+	if err := checkBrowserWrite(r); err != nil {
+		h.writeError(rec, err)
+		return
+	}
 	if h.cfg.AuthToken != "" && !open && !h.authorized(r) {
 		rec.Header().Set("WWW-Authenticate", `Bearer realm="hourglass"`)
 		h.writeError(rec, errs.New(errs.Unauthenticated, "a valid bearer token is required: send the header Authorization: Bearer <token>"))
