@@ -209,6 +209,7 @@ func (e *Engine) change(ctx context.Context, id message.ID, w *message.When, ifD
 		e.disp.free = append(e.disp.free, h.timer)
 	}
 	e.applyChangeLocked(id.Pos, s, top, w == nil, newDue)
+	e.forecastChangeLocked(top.id, back.due, w == nil, newDue) // the timer's time (window.go)
 	if w == nil {
 		e.stats.Cancelled.Add(1)
 		top.cancelled++

@@ -273,6 +273,7 @@ func (e *Engine) applyFireLocked(visible int64, batch []fireEntry, live bool) {
 		}
 	}
 	e.stats.Pending.Add(-int64(len(batch)))
+	e.forecastFiredLocked(batch)
 	if live {
 		e.stats.Fired.Add(uint64(len(batch)))
 		e.notifyVisibleLocked()

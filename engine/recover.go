@@ -52,7 +52,7 @@ func (e *Engine) recover() error {
 	}
 	e.stats.Replayed.Store(uint64(replayed))
 	e.startDispatch(st, minDue)
-	return nil
+	return e.rebuildForecast()
 }
 
 // loadCheckpoint reads the checkpoint, or returns the start state of a

@@ -224,7 +224,11 @@ func (e *Engine) applyMessageLocked(pos uint64, s *message.Stored, t *topic) {
 	if s.DedupID != "" {
 		e.addKeyLocked(dedupHash(s.Topic, s.DedupID), pos)
 	}
-	e.addTimerLocked(messageRef(pos, s, t))
+	// The forecast counts a message at its timer's time: a windowed
+	// message's fire time (window.go), which fire and change take it from.
+	ref := messageRef(pos, s, t)
+	e.addTimerLocked(ref)
+	e.forecastAddLocked(t.id, ref.due)
 	e.segs.pending[e.segOfLocked(pos)]++
 	e.stats.Pending.Add(1)
 	t.pending++

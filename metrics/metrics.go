@@ -197,5 +197,6 @@ func histogram(d *prometheus.Desc, h *engine.Histogram) prometheus.Metric {
 func Handler(eng *engine.Engine) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(NewCollector(eng), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(newForecastCollector(eng))
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 }

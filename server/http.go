@@ -72,6 +72,8 @@ var routes = []route{
 	{"GET", "/v1/stats", (*Handler).stats},
 	{"GET", "/healthz", (*Handler).healthz},
 	{"GET", "/metrics", (*Handler).serveMetrics},
+	{"GET", "/v1/forecast", (*Handler).forecast},
+	{"GET", "/v1/messages/{id}/preview", (*Handler).preview},
 }
 
 // New returns the HTTP API of eng configured by cfg (limits, auth token).
@@ -93,6 +95,7 @@ func New(eng *engine.Engine, cfg Config, logger *slog.Logger, metrics http.Handl
 			serve(h, w, r)
 		})
 	}
+	h.mountConsole()
 	h.mux.HandleFunc("/", h.noRoute)
 	return h
 }
@@ -119,7 +122,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 	// Everything but the two open endpoints needs the token, so that no
 	// spelling of a /v1 path (unclean, doubled slashes) slips past.
-	open := r.URL.Path == "/healthz" || r.URL.Path == "/metrics"
+	open := r.URL.Path == "/healthz" || r.URL.Path == "/metrics" || isConsolePath(r.URL.Path)
+	if err := checkBrowserWrite(r); err != nil {
+		h.writeError(rec, err)
+		return
+	}
 	if h.cfg.AuthToken != "" && !open && !h.authorized(r) {
 		rec.Header().Set("WWW-Authenticate", `Bearer realm="hourglass"`)
 		h.writeError(rec, errs.New(errs.Unauthenticated, "a valid bearer token is required: send the header Authorization: Bearer <token>"))
@@ -261,7 +268,7 @@ func checkPath(r *http.Request, wild []string) error {
 			}
 		}
 	}
-	if r.URL.RawQuery != "" && strings.HasPrefix(r.URL.Path, "/v1/") {
+	if r.URL.RawQuery != "" && strings.HasPrefix(r.URL.Path, "/v1/") && !queryRoutes[r.Pattern] {
 		return errs.New(errs.InvalidArgument, "query %q is not accepted: %s %s takes no query parameters", r.URL.RawQuery, r.Method, r.Pattern)
 	}
 	return nil

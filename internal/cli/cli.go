@@ -92,6 +92,7 @@ func commands() []*command {
 		statsCommand(),
 		clockCommand(),
 		scheduleCommand(),
+		forecastCommand(),
 		repairCommand(),
 		checkCommand(),
 		benchCommand(),
