@@ -92,6 +92,7 @@ func commands() []*command {
 		statsCommand(),
 		repairCommand(),
 		benchCommand(),
+		kafkaCommand(),
 		demoCommand(),
 		versionCommand(),
 	}
