@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -347,4 +348,33 @@ func header(r *kgo.Record, key string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// stop SIGTERMs the worker, waits for it to exit and returns the counters
+// of its last log line ("kafka worker stopping ... name=value ...").
+func (w *worker) stop(t *testing.T) map[string]int64 {
+	t.Helper()
+	_ = w.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-w.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("worker did not stop within 30 s of SIGTERM")
+	}
+	out := map[string]int64{}
+	for _, line := range strings.Split(w.out.String(), "\n") {
+		if !strings.Contains(line, "kafka worker stopping") {
+			continue
+		}
+		for _, f := range strings.Fields(line) {
+			if k, v, ok := strings.Cut(f, "="); ok {
+				if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+					out[k] = n
+				}
+			}
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("no final counters in the worker's output:\n%s", w.out.String())
+	}
+	return out
 }

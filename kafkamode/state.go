@@ -102,16 +102,18 @@ func (w *Worker) loadMarkers(ctx context.Context, partitions []int32) (map[int32
 		}
 		fs.EachRecord(func(r *kgo.Record) {
 			end, want := last[r.Partition]
-			if !want || r.Offset > end {
+			if !want {
+				return
+			}
+			if r.Offset >= end {
+				// The record at end may be aborted data (filtered out), in
+				// which case the first record seen is past it.
+				delete(last, r.Partition)
+			}
+			if r.Offset > end || r.Attrs.IsControl() {
 				return
 			}
 			w.stats.StateRecordsRead.Add(1)
-			if r.Offset == end {
-				delete(last, r.Partition)
-			}
-			if r.Attrs.IsControl() {
-				return
-			}
 			o, ok := parseMarkerKey(r.Key, w.cfg.DelayTopic, r.Partition)
 			if !ok {
 				return

@@ -81,6 +81,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err := w.ensureTopics(ctx); err != nil {
 		return err
 	}
+	if err := w.fencePrevious(ctx); err != nil {
+		return err
+	}
 	bodies, err := kgo.NewClient(kgo.SeedBrokers(w.cfg.Brokers...), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	if err != nil {
 		return err
@@ -126,7 +129,10 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 	}
 	log.Info("kafka worker stopping", "forwarded", w.stats.Forwarded.Load(), "dead_lettered", w.stats.DeadLettered.Load(),
-		"committed_txns", w.stats.Committed.Load(), "aborted_txns", w.stats.Aborted.Load())
+		"committed_txns", w.stats.Committed.Load(), "aborted_txns", w.stats.Aborted.Load(),
+		"records_read", w.stats.RecordsRead.Load(), "skipped_by_marker", w.stats.SkippedByMarker.Load(),
+		"state_records_read", w.stats.StateRecordsRead.Load(), "bodies_loaded", w.stats.BodiesLoaded.Load(),
+		"max_lateness_ms", w.stats.MaxLatenessMs.Load())
 	return nil
 }
 

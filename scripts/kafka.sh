@@ -20,7 +20,8 @@
 # `mvn dependency:copy-dependencies` from a generated pom, once; a file named
 # .complete marks a finished fetch, so an interrupted one is redone. The
 # broker is tuned for a single node: every internal topic has replication 1
-# and min ISR 1, and a new consumer group rebalances at once.
+# and min ISR 1, a new consumer group rebalances at once, and a transaction
+# past its timeout is aborted within a second (Kafka's default: 10 s).
 set -euo pipefail
 
 version=${KAFKA_VERSION:-4.1.1}
@@ -122,6 +123,7 @@ share.coordinator.state.topic.replication.factor=1
 share.coordinator.state.topic.min.isr=1
 min.insync.replicas=1
 group.initial.rebalance.delay.ms=0
+transaction.abort.timed.out.transaction.cleanup.interval.ms=1000
 EOF
 	# A KRaft cluster ID is 16 random bytes in URL-safe base64, unpadded.
 	local id
