@@ -38,6 +38,15 @@ func kafkaAddr(t *testing.T) string {
 	return addr
 }
 
+// TestMain removes the binary the end-to-end tests built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
 var (
 	buildOnce sync.Once
 	binPath   string
