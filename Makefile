@@ -96,6 +96,15 @@ mutate:
 schemathesis:
 	./scripts/schemathesis.sh
 
+## test-kafka: the Kafka mode end-to-end tests on a real Kafka (scripts/kafka.sh fetches it once into the cache dir and starts it; needs java and mvn); Kafka is stopped even when a test fails
+.PHONY: test-kafka
+test-kafka:
+	@export KAFKA_STATE=$${TMPDIR:-/tmp}/hourglass-kafka-test.$$$$.state; \
+	addr=$$(KAFKA_PORT=$${KAFKA_PORT:-0} ./scripts/kafka.sh start) || exit 1; \
+	trap './scripts/kafka.sh stop' EXIT; \
+	echo "Kafka at $$addr"; \
+	HOURGLASS_KAFKA=$$addr HOURGLASS_KAFKA_REQUIRED=1 $(GO) test $(RACE) -count=1 -timeout 10m ./kafkamode/...
+
 ## clean: remove build, release and benchmark outputs (never the data directory)
 clean:
 	rm -rf bin $(DIST) $(BENCH_OUT)

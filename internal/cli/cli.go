@@ -96,6 +96,7 @@ func commands() []*command {
 		repairCommand(),
 		checkCommand(),
 		benchCommand(),
+		kafkaCommand(),
 		demoCommand(),
 		versionCommand(),
 	}

@@ -1,0 +1,87 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/hourglass-mq/hourglass/kafkamode"
+)
+
+func kafkaCommand() *command {
+	return &command{
+		name:    "kafka",
+		summary: "run a Kafka mode worker (delayed delivery on your Kafka)",
+		help: `Runs one Kafka mode worker until SIGINT or SIGTERM. Workers started with the
+same --group share the delay topic's partitions (cooperative rebalancing).
+
+Produce a delayed message as a record to the delay topic with the headers
+_deliverAt (Unix ms) or _delayMs (ms after the record's timestamp), and
+_bizTopic. At its due time the worker produces the record's key, value and
+headers (without those three) to _bizTopic, adding hourglass-due-ms and
+hourglass-source, in a Kafka transaction with its progress: consumers that
+read with isolation.level=read_committed see each message once, never early.
+A record with missing or bad headers goes to the dead-letter topic with a
+hourglass-dlq-reason header. Missing topics are created (the state topic
+compacted, with the delay topic's partition count).
+
+Give a restarted worker its old --worker-id: it then fences the crashed
+one's open transaction at once instead of after --txn-timeout.`,
+		run: runKafka,
+	}
+}
+
+func runKafka(ctx context.Context, a *App, c *command, args []string) int {
+	fs := a.newFlagSet(c)
+	cfg := kafkamode.DefaultConfig()
+	brokers := fs.String("brokers", a.env("HOURGLASS_KAFKA_BROKERS", ""), "Kafka seed brokers, host:port,... (or $HOURGLASS_KAFKA_BROKERS); required")
+	fs.StringVar(&cfg.DelayTopic, "delay-topic", cfg.DelayTopic, "topic producers write delayed records to")
+	fs.StringVar(&cfg.DLQTopic, "dlq-topic", "", "dead-letter topic (default <delay-topic>.dlq)")
+	fs.StringVar(&cfg.StateTopic, "state-topic", "", "compacted state topic of fired markers (default <delay-topic>.state)")
+	fs.StringVar(&cfg.Group, "group", cfg.Group, "consumer group the workers share")
+	fs.StringVar(&cfg.WorkerID, "worker-id", cfg.WorkerID, "this worker's ID, unique among live workers; reuse it on restart")
+	partitions := fs.Int("partitions", int(cfg.Partitions), "partitions of topics the worker creates")
+	replication := fs.Int("replication", int(cfg.Replication), "replication factor of topics the worker creates (-1: broker default)")
+	fs.DurationVar(&cfg.BodyLead, "body-lead", 0, "fetch a dropped body this long before its due time (default 3s)")
+	fs.IntVar(&cfg.MaxBatch, "max-batch", 0, "most records forwarded in one transaction (default 5000)")
+	fs.DurationVar(&cfg.SessionTimeout, "session-timeout", 0, "group session timeout: how long a crashed worker holds its partitions (default 10s)")
+	fs.DurationVar(&cfg.TxnTimeout, "txn-timeout", 0, "transaction timeout (default 10s)")
+	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	pos, code, ok := parseFlags(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) > 0 {
+		return a.usageError(c, "unexpected argument %q", pos[0])
+	}
+	if *brokers == "" {
+		return a.usageError(c, "--brokers is required (host:port,...)")
+	}
+	for _, b := range strings.Split(*brokers, ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			cfg.Brokers = append(cfg.Brokers, b)
+		}
+	}
+	if *partitions < 1 || *partitions > 1<<20 {
+		return a.usageError(c, "--partitions %d must be between 1 and %d", *partitions, 1<<20)
+	}
+	if *replication < -1 || *replication == 0 || *replication > 1<<14 {
+		return a.usageError(c, "--replication %d must be -1 or between 1 and %d", *replication, 1<<14)
+	}
+	cfg.Partitions, cfg.Replication = int32(*partitions), int16(*replication)
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return a.usageError(c, "--log-level %q: want debug, info, warn or error", *logLevel)
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(a.Stderr, &slog.HandlerOptions{Level: level}))
+	w, err := kafkamode.New(cfg)
+	if err != nil {
+		return a.usageError(c, "%v", err)
+	}
+	fmt.Fprintf(a.Stdout, "kafka worker %s joining group %s on %s\n", cfg.WorkerID, cfg.Group, strings.Join(cfg.Brokers, ","))
+	if err := w.Run(ctx); err != nil {
+		return a.failed(c, err)
+	}
+	return ExitOK
+}

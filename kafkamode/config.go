@@ -1,0 +1,135 @@
+package kafkamode
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+)
+
+// Config configures a Worker. Start from DefaultConfig; Brokers is required.
+type Config struct {
+	// Brokers are the seed brokers, host:port each.
+	Brokers []string
+	// DelayTopic is the topic producers write delayed records to.
+	DelayTopic string
+	// DLQTopic receives records whose control headers are missing or bad.
+	// Empty means DelayTopic + ".dlq".
+	DLQTopic string
+	// StateTopic holds the fired markers (compacted). It must have at least
+	// as many partitions as DelayTopic: the markers of delay partition p
+	// live in state partition p. Empty means DelayTopic + ".state".
+	StateTopic string
+	// Group is the consumer group the workers share; it also holds the
+	// committed progress (see the package doc).
+	Group string
+	// WorkerID names this worker; the transactional ID is Group + "-" +
+	// WorkerID. Give a restarted worker its old ID: its first transaction
+	// then fences (aborts) what the crashed one left open at once, rather
+	// than after TxnTimeout. Two live workers must never share an ID.
+	WorkerID string
+	// Partitions and Replication are used when the worker creates a missing
+	// topic (delay, state, dead-letter). Replication -1 is the broker's
+	// default.
+	Partitions  int32
+	Replication int16
+	// BodyLead is how long before its due time a record's body is fetched
+	// again when the worker dropped it at read time; records read within
+	// BodyLead of their due time keep their body. Zero means 3 s.
+	BodyLead time.Duration
+	// MaxBatch bounds the records forwarded in one transaction. Zero means
+	// 5,000.
+	MaxBatch int
+	// SessionTimeout is the group session timeout: how long a crashed
+	// worker holds its partitions. Zero means 10 s (Kafka's minimum is 6 s
+	// by default).
+	SessionTimeout time.Duration
+	// TxnTimeout is the transaction timeout: how long a transaction a
+	// crashed worker left open blocks read_committed consumers, unless a
+	// restart with the same WorkerID fences it first. Zero means 10 s.
+	TxnTimeout time.Duration
+	// Logger receives the worker's log; nil discards it.
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns the defaults: delay topic hourglass.delay, group
+// hourglass, 8 partitions for topics the worker creates, and a worker ID of
+// the host name and process ID.
+func DefaultConfig() Config {
+	host, _ := os.Hostname()
+	if host == "" {
+		host = "worker"
+	}
+	return Config{
+		DelayTopic:  "hourglass.delay",
+		Group:       "hourglass",
+		WorkerID:    fmt.Sprintf("%s-%d", host, os.Getpid()),
+		Partitions:  8,
+		Replication: -1,
+	}
+}
+
+// withDefaults fills the zero fields and checks the rest.
+func (c Config) withDefaults() (Config, error) {
+	if len(c.Brokers) == 0 {
+		return c, errors.New("kafka mode: no brokers given (host:port,...)")
+	}
+	for _, b := range c.Brokers {
+		if !strings.Contains(b, ":") {
+			return c, fmt.Errorf("kafka mode: broker %q is not host:port", b)
+		}
+	}
+	if err := validTopic(c.DelayTopic); err != nil {
+		return c, fmt.Errorf("kafka mode: delay topic: %v", err)
+	}
+	if c.DLQTopic == "" {
+		c.DLQTopic = c.DelayTopic + ".dlq"
+	}
+	if c.StateTopic == "" {
+		c.StateTopic = c.DelayTopic + ".state"
+	}
+	for name, t := range map[string]string{"dead-letter topic": c.DLQTopic, "state topic": c.StateTopic} {
+		if err := validTopic(t); err != nil {
+			return c, fmt.Errorf("kafka mode: %s: %v", name, err)
+		}
+		if t == c.DelayTopic {
+			return c, fmt.Errorf("kafka mode: the %s must differ from the delay topic", name)
+		}
+	}
+	if c.DLQTopic == c.StateTopic {
+		return c, errors.New("kafka mode: the dead-letter and state topics must differ")
+	}
+	if c.Group == "" {
+		return c, errors.New("kafka mode: the group must not be empty")
+	}
+	if c.WorkerID == "" {
+		return c, errors.New("kafka mode: the worker ID must not be empty")
+	}
+	if c.Partitions < 1 {
+		return c, fmt.Errorf("kafka mode: partitions %d must be at least 1", c.Partitions)
+	}
+	if c.Replication == 0 || c.Replication < -1 {
+		return c, fmt.Errorf("kafka mode: replication %d must be -1 (broker default) or at least 1", c.Replication)
+	}
+	if c.BodyLead < 0 || c.MaxBatch < 0 || c.SessionTimeout < 0 || c.TxnTimeout < 0 {
+		return c, errors.New("kafka mode: durations and sizes must not be negative")
+	}
+	orDefault(&c.BodyLead, 3*time.Second)
+	orDefault(&c.MaxBatch, 5000)
+	orDefault(&c.SessionTimeout, 10*time.Second)
+	orDefault(&c.TxnTimeout, 10*time.Second)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c, nil
+}
+
+// orDefault sets *p to def when it holds the zero value.
+func orDefault[T comparable](p *T, def T) {
+	var zero T
+	if *p == zero {
+		*p = def
+	}
+}

@@ -1,0 +1,134 @@
+package kafkamode_test
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/hourglass-mq/hourglass/kafkamode"
+)
+
+// TestKafkaHeadersRoundTrip: a real worker forwards each record with its
+// key, value and own headers (one whose name begins with '_' included),
+// without the control headers, with hourglass-due-ms set to the scheduled
+// time and hourglass-source naming the delay record; none arrives early,
+// whether scheduled by _deliverAt, by _delayMs, or in the past.
+func TestKafkaHeadersRoundTrip(t *testing.T) {
+	e := newEnv(t, 3)
+	c := e.collect(e.biz)
+	e.startWorker("w1")
+	l := &ledger{due: map[string]int64{}}
+	now := time.Now().UnixMilli()
+	var msgs []msg
+	for i := 0; i < 60; i++ {
+		msgs = append(msgs, msg{id: fmt.Sprintf("m%02d", i), due: now + 500 + int64(i)*25,
+			headers: []kgo.RecordHeader{{Key: "trace", Value: []byte("t" + strconv.Itoa(i))}, {Key: "_user", Value: []byte("kept")}}})
+	}
+	msgs = append(msgs, msg{id: "past", due: now - 60_000})
+	e.produce(l, msgs)
+
+	// One scheduled by _delayMs: due at its record timestamp + 700 ms.
+	ts := time.Now()
+	rec := &kgo.Record{Topic: e.delay, Key: []byte("rel"), Value: []byte("rel"), Timestamp: ts, Headers: []kgo.RecordHeader{
+		{Key: kafkamode.HeaderDelayMs, Value: []byte("700")}, {Key: kafkamode.HeaderBizTopic, Value: []byte(e.biz)}}}
+	if err := e.cl.ProduceSync(t.Context(), rec).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	l.due["rel"] = ts.UnixMilli() + 700
+
+	got := e.settle(c, l, 60*time.Second)
+	v := l.check(got)
+	if !v.ok() {
+		t.Fatalf("%s", v)
+	}
+	t.Logf("lateness at a read_committed consumer: %s", v.latenessSummary())
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, r := range c.recs {
+		id := string(r.Value)
+		if id == "sentinel" {
+			continue
+		}
+		if string(r.Key) != id {
+			t.Errorf("%s: key %q", id, r.Key)
+		}
+		for _, h := range r.Headers {
+			switch h.Key {
+			case kafkamode.HeaderDeliverAt, kafkamode.HeaderDelayMs, kafkamode.HeaderBizTopic:
+				t.Errorf("%s: control header %s was forwarded", id, h.Key)
+			}
+		}
+		src, ok := header(r, kafkamode.HeaderSource)
+		if !ok || !strings.HasPrefix(src, e.delay+"/") {
+			t.Errorf("%s: source header %q", id, src)
+		}
+		if strings.HasPrefix(id, "m") {
+			i, _ := strconv.Atoi(id[1:])
+			if v, _ := header(r, "trace"); v != "t"+strconv.Itoa(i) {
+				t.Errorf("%s: trace header %q", id, v)
+			}
+			if v, ok := header(r, "_user"); !ok || v != "kept" {
+				t.Errorf("%s: the user's _user header was not kept (%q)", id, v)
+			}
+		}
+	}
+}
+
+// TestKafkaDeadLetter: records with missing or bad control headers go to
+// the dead-letter topic with a reason; a good record behind them in the
+// same partition is forwarded all the same.
+func TestKafkaDeadLetter(t *testing.T) {
+	e := newEnv(t, 1)
+	dlq := e.collect(e.dlq)
+	biz := e.collect(e.biz)
+	e.startWorker("w1")
+	due := strconv.FormatInt(time.Now().UnixMilli()+200, 10)
+	bad := []struct {
+		id      string
+		headers []kgo.RecordHeader
+		reason  string
+	}{
+		{"no-time", []kgo.RecordHeader{{Key: "_bizTopic", Value: []byte(e.biz)}}, "neither"},
+		{"no-topic", []kgo.RecordHeader{{Key: "_deliverAt", Value: []byte(due)}}, "_bizTopic is missing"},
+		{"not-a-number", []kgo.RecordHeader{{Key: "_deliverAt", Value: []byte("soon")}, {Key: "_bizTopic", Value: []byte(e.biz)}}, "not a Unix time"},
+		{"both", []kgo.RecordHeader{{Key: "_deliverAt", Value: []byte(due)}, {Key: "_delayMs", Value: []byte("5")}, {Key: "_bizTopic", Value: []byte(e.biz)}}, "both"},
+		{"negative", []kgo.RecordHeader{{Key: "_delayMs", Value: []byte("-5")}, {Key: "_bizTopic", Value: []byte(e.biz)}}, "out of range"},
+		{"bad-topic", []kgo.RecordHeader{{Key: "_delayMs", Value: []byte("5")}, {Key: "_bizTopic", Value: []byte("no spaces")}}, "has the character"},
+		{"loop", []kgo.RecordHeader{{Key: "_delayMs", Value: []byte("5")}, {Key: "_bizTopic", Value: []byte(e.delay)}}, "delay topic itself"},
+	}
+	var recs []*kgo.Record
+	for _, b := range bad {
+		recs = append(recs, &kgo.Record{Topic: e.delay, Value: []byte(b.id), Headers: b.headers})
+	}
+	recs = append(recs, &kgo.Record{Topic: e.delay, Value: []byte("good"), Headers: []kgo.RecordHeader{
+		{Key: "_deliverAt", Value: []byte(due)}, {Key: "_bizTopic", Value: []byte(e.biz)}}})
+	if err := e.cl.ProduceSync(t.Context(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	dlq.waitFor(t, len(bad), 60*time.Second)
+	biz.waitFor(t, 1, 30*time.Second)
+	dlq.mu.Lock()
+	defer dlq.mu.Unlock()
+	byID := map[string]*kgo.Record{}
+	for _, r := range dlq.recs {
+		byID[string(r.Value)] = r
+	}
+	for _, b := range bad {
+		r := byID[b.id]
+		if r == nil {
+			t.Errorf("%s: not in the dead-letter topic", b.id)
+			continue
+		}
+		reason, _ := header(r, kafkamode.HeaderDLQReason)
+		if !strings.Contains(reason, b.reason) {
+			t.Errorf("%s: reason %q, want it to mention %q", b.id, reason, b.reason)
+		}
+	}
+	if len(dlq.recs) != len(bad) {
+		t.Errorf("%d dead letters for %d bad records", len(dlq.recs), len(bad))
+	}
+}

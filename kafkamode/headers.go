@@ -1,0 +1,168 @@
+package kafkamode
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// The control headers a producer sets on a record of the delay topic. They
+// are the first seed's names; the worker strips them when it forwards.
+const (
+	// HeaderDeliverAt is the due time in Unix milliseconds (decimal ASCII).
+	HeaderDeliverAt = "_deliverAt"
+	// HeaderDelayMs is the delay in milliseconds (decimal ASCII, >= 0),
+	// counted from the record's timestamp (its create time unless the topic
+	// uses log-append time), so every worker that reads the record computes
+	// the same due time.
+	HeaderDelayMs = "_delayMs"
+	// HeaderBizTopic names the topic the record is forwarded to at its due
+	// time.
+	HeaderBizTopic = "_bizTopic"
+)
+
+// The headers the worker adds.
+const (
+	// HeaderDueMs is set on a forwarded record: the due time it was
+	// scheduled for, in Unix milliseconds. A consumer measures lateness as
+	// its arrival minus this.
+	HeaderDueMs = "hourglass-due-ms"
+	// HeaderSource is set on forwarded and dead-lettered records:
+	// "<delay topic>/<partition>/<offset>", the delay record's position.
+	// It is unique per scheduled message, so a consumer can use it to
+	// detect a duplicate (there are none for read_committed consumers).
+	HeaderSource = "hourglass-source"
+	// HeaderDLQReason is set on a dead-lettered record: why it could not be
+	// scheduled, in English.
+	HeaderDLQReason = "hourglass-dlq-reason"
+)
+
+// MaxDelayMs bounds _delayMs and how far _deliverAt may lie in the future
+// (100 years): beyond it the arithmetic of due times would overflow, and such
+// a record is almost certainly a unit mistake (seconds for ms, or ns).
+const MaxDelayMs = 100 * 365 * 24 * 3600 * 1000
+
+// schedule is what the control headers of one delay record say.
+type schedule struct {
+	due      int64  // Unix ms
+	bizTopic string // where it goes
+}
+
+// parseSchedule reads the control headers of r. It returns an error that
+// says what is wrong (it becomes the dead-letter reason) when a header is
+// missing, repeated, not a number, out of range, or when _bizTopic is not
+// a valid topic name or is the delay topic itself (a forwarding loop).
+func parseSchedule(r *kgo.Record, delayTopic string) (schedule, error) {
+	var at, delay, biz *string
+	for i := range r.Headers {
+		h := &r.Headers[i]
+		var dst **string
+		switch h.Key {
+		case HeaderDeliverAt:
+			dst = &at
+		case HeaderDelayMs:
+			dst = &delay
+		case HeaderBizTopic:
+			dst = &biz
+		default:
+			continue
+		}
+		if *dst != nil {
+			return schedule{}, fmt.Errorf("header %s appears more than once", h.Key)
+		}
+		v := string(h.Value)
+		*dst = &v
+	}
+	var s schedule
+	switch {
+	case at != nil && delay != nil:
+		return s, fmt.Errorf("both %s and %s are set; set one", HeaderDeliverAt, HeaderDelayMs)
+	case at != nil:
+		ms, err := strconv.ParseInt(strings.TrimSpace(*at), 10, 64)
+		if err != nil {
+			return s, fmt.Errorf("header %s=%q is not a Unix time in milliseconds", HeaderDeliverAt, *at)
+		}
+		if ms < 0 || ms > r.Timestamp.UnixMilli()+MaxDelayMs {
+			return s, fmt.Errorf("header %s=%d is out of range (0 to 100 years after the record's timestamp)", HeaderDeliverAt, ms)
+		}
+		s.due = ms
+	case delay != nil:
+		ms, err := strconv.ParseInt(strings.TrimSpace(*delay), 10, 64)
+		if err != nil {
+			return s, fmt.Errorf("header %s=%q is not a number of milliseconds", HeaderDelayMs, *delay)
+		}
+		if ms < 0 || ms > MaxDelayMs {
+			return s, fmt.Errorf("header %s=%d is out of range (0 to 100 years)", HeaderDelayMs, ms)
+		}
+		s.due = r.Timestamp.UnixMilli() + ms
+	default:
+		return s, fmt.Errorf("neither %s nor %s is set", HeaderDeliverAt, HeaderDelayMs)
+	}
+	if biz == nil {
+		return s, fmt.Errorf("header %s is missing", HeaderBizTopic)
+	}
+	if err := validTopic(*biz); err != nil {
+		return s, fmt.Errorf("header %s: %v", HeaderBizTopic, err)
+	}
+	if *biz == delayTopic {
+		return s, fmt.Errorf("header %s names the delay topic itself", HeaderBizTopic)
+	}
+	s.bizTopic = *biz
+	return s, nil
+}
+
+// validTopic applies Kafka's rules for topic names: 1 to 249 characters
+// from [a-zA-Z0-9._-], and not "." or "..".
+func validTopic(t string) error {
+	if t == "" || t == "." || t == ".." {
+		return fmt.Errorf("%q is not a valid topic name", t)
+	}
+	if len(t) > 249 {
+		return fmt.Errorf("topic name of %d characters is longer than 249", len(t))
+	}
+	for _, c := range t {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("topic name %q has the character %q (allowed: letters, digits, '.', '_', '-')", t, c)
+		}
+	}
+	return nil
+}
+
+// isControlHeader reports whether a header is one of the control headers
+// the worker strips when it forwards. Other headers, even ones whose name
+// begins with '_', are the user's and are kept.
+func isControlHeader(key string) bool {
+	return key == HeaderDeliverAt || key == HeaderDelayMs || key == HeaderBizTopic
+}
+
+// forwardRecord is the record produced to the business topic for the delay
+// record r due at due: r's key, value and headers without the control
+// headers, plus hourglass-due-ms and hourglass-source.
+func forwardRecord(r *kgo.Record, bizTopic, source string, due int64) *kgo.Record {
+	out := &kgo.Record{Topic: bizTopic, Key: r.Key, Value: r.Value}
+	out.Headers = make([]kgo.RecordHeader, 0, len(r.Headers)+2)
+	for _, h := range r.Headers {
+		if !isControlHeader(h.Key) {
+			out.Headers = append(out.Headers, h)
+		}
+	}
+	out.Headers = append(out.Headers,
+		kgo.RecordHeader{Key: HeaderDueMs, Value: strconv.AppendInt(nil, due, 10)},
+		kgo.RecordHeader{Key: HeaderSource, Value: []byte(source)})
+	return out
+}
+
+// deadLetterRecord is the record produced to the dead-letter topic for the
+// delay record r: all of r (control headers included, so the producer can
+// see what it sent) plus the reason and the source position.
+func deadLetterRecord(r *kgo.Record, dlqTopic, source, reason string) *kgo.Record {
+	out := &kgo.Record{Topic: dlqTopic, Key: r.Key, Value: r.Value}
+	out.Headers = make([]kgo.RecordHeader, 0, len(r.Headers)+2)
+	out.Headers = append(out.Headers, r.Headers...)
+	out.Headers = append(out.Headers,
+		kgo.RecordHeader{Key: HeaderDLQReason, Value: []byte(reason)},
+		kgo.RecordHeader{Key: HeaderSource, Value: []byte(source)})
+	return out
+}

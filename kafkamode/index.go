@@ -1,0 +1,70 @@
+package kafkamode
+
+import (
+	"container/heap"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// entry is one pending delay record in the worker's index. Far from its due
+// time it holds no body (rec is nil): only its partition, offset and due
+// time, so the index costs the same per message whatever the body size.
+// About 64 bytes for the entry and 24 more for its slots in the due heap,
+// the body heap and the partition's pending list: ~90 bytes per pending
+// message (see TestEntryCost).
+type entry struct {
+	pp     *partProgress
+	offset int64
+	due    int64 // Unix ms; 0 for a record bound for the dead-letter topic
+	// rec is the delay record, or nil while the body is not loaded.
+	rec *kgo.Record
+	// dlqReason is set for a record that goes to the dead-letter topic.
+	dlqReason string
+	// loading is set while the body loader fetches rec.
+	loading bool
+	// inBatch is set while the entry is in a transaction not yet ended.
+	inBatch bool
+}
+
+// live reports whether e still belongs to an owned partition.
+func (e *entry) live() bool { return !e.pp.dropped }
+
+// dueHeap orders entries by due time, then partition and offset (so a herd
+// due at one instant goes out in log order).
+type dueHeap []*entry
+
+func (h dueHeap) Len() int { return len(h) }
+func (h dueHeap) Less(i, j int) bool {
+	a, b := h[i], h[j]
+	if a.due != b.due {
+		return a.due < b.due
+	}
+	if a.pp.partition != b.pp.partition {
+		return a.pp.partition < b.pp.partition
+	}
+	return a.offset < b.offset
+}
+func (h dueHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *dueHeap) Push(x any)   { *h = append(*h, x.(*entry)) }
+func (h *dueHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return x
+}
+
+func (h *dueHeap) push(e *entry) { heap.Push(h, e) }
+func (h *dueHeap) pop() *entry   { return heap.Pop(h).(*entry) }
+
+// peek returns the earliest live entry, dropping dead ones from the top
+// (entries of revoked partitions are removed lazily).
+func (h *dueHeap) peek() *entry {
+	for len(*h) > 0 {
+		if e := (*h)[0]; e.live() {
+			return e
+		}
+		h.pop()
+	}
+	return nil
+}

@@ -1,0 +1,151 @@
+package kafkamode
+
+import (
+	"container/heap"
+	"sort"
+)
+
+// partProgress is the progress of one delay-topic partition that this worker
+// owns: which offsets are resolved (forwarded, dead-lettered) and so what
+// the group may commit. It is owned by the worker's loop goroutine; a
+// revoke marks it dropped (under the worker's mutex) and the loop then
+// ignores it.
+//
+// Invariants, with C the offset the group has committed for the partition:
+//   - every offset below C is resolved (or was never a delay record);
+//   - every offset in [C, next) is either in pending (read, not resolved)
+//     or in markers (resolved, with a durable marker in the state topic)
+//     or was never a delay record (a control or aborted record);
+//   - pending is ascending; markers holds only offsets >= C.
+type partProgress struct {
+	partition int32
+	// next is one past the highest offset read; records below it that the
+	// consumer delivers again (after an aborted transaction rewinds it) are
+	// ignored.
+	next int64
+	// committed is C, the group's committed offset as of the last
+	// transaction this worker committed (-1: none yet).
+	committed int64
+	// pending holds the offsets read and not yet resolved, ascending.
+	// Resolved offsets at its front are trimmed after each commit; ones
+	// further in are skipped by the scan (they are in markers).
+	pending []int64
+	// markers is the set of resolved offsets >= C that have a marker in
+	// the state topic; markerHeap orders the same offsets.
+	markers    map[int64]struct{}
+	markerHeap int64Heap
+	// dropped is set when the partition is revoked or lost.
+	dropped bool
+}
+
+func newPartProgress(p int32, markers []int64) *partProgress {
+	pp := &partProgress{partition: p, committed: -1, markers: make(map[int64]struct{}, len(markers))}
+	for _, o := range markers {
+		pp.markers[o] = struct{}{}
+	}
+	pp.markerHeap = append(pp.markerHeap, markers...)
+	heap.Init(&pp.markerHeap)
+	return pp
+}
+
+// read records that offset o was read. It reports whether o still needs
+// resolving: false when o was read before or has a marker (resolved by an
+// earlier owner).
+func (pp *partProgress) read(o int64) bool {
+	if o < pp.next {
+		return false
+	}
+	pp.next = o + 1
+	if _, ok := pp.markers[o]; ok {
+		return false
+	}
+	pp.pending = append(pp.pending, o)
+	return true
+}
+
+// partPlan is what one transaction does to one partition's progress: the
+// offset it commits, the markers it writes and the markers it deletes.
+// A plan is computed before the transaction ends and applied only if it
+// commits; an abort calls undo.
+type partPlan struct {
+	pp         *partProgress
+	resolved   []int64 // offsets resolved in this transaction
+	commit     int64   // new C
+	addMarkers []int64 // resolved offsets >= commit: need a marker
+	delMarkers []int64 // marked offsets < commit: tombstone
+	trim       int     // how many pending offsets lie below commit
+}
+
+// plan computes the effect of resolving the offsets in resolved (each in
+// pending) in one transaction. It pops the markers that fall below the new
+// commit point from markerHeap; apply deletes them from the set, undo pushes
+// them back.
+func (pp *partProgress) plan(resolved []int64) *partPlan {
+	sort.Slice(resolved, func(i, j int) bool { return resolved[i] < resolved[j] })
+	pl := &partPlan{pp: pp, resolved: resolved}
+	isResolved := func(o int64) bool {
+		if _, ok := pp.markers[o]; ok {
+			return true
+		}
+		i := sort.Search(len(resolved), func(i int) bool { return resolved[i] >= o })
+		return i < len(resolved) && resolved[i] == o
+	}
+	i := 0
+	for i < len(pp.pending) && isResolved(pp.pending[i]) {
+		i++
+	}
+	pl.trim = i
+	pl.commit = pp.next
+	if i < len(pp.pending) {
+		pl.commit = pp.pending[i]
+	}
+	for _, o := range resolved {
+		if o >= pl.commit {
+			pl.addMarkers = append(pl.addMarkers, o)
+		}
+	}
+	for len(pp.markerHeap) > 0 && pp.markerHeap[0] < pl.commit {
+		pl.delMarkers = append(pl.delMarkers, heap.Pop(&pp.markerHeap).(int64))
+	}
+	return pl
+}
+
+// apply makes a committed plan the partition's progress.
+func (pl *partPlan) apply() {
+	pp := pl.pp
+	pp.committed = pl.commit
+	// Drop the resolved prefix; copy when the dead front would pin a
+	// large array.
+	pp.pending = pp.pending[pl.trim:]
+	if cap(pp.pending) > 1024 && len(pp.pending) < cap(pp.pending)/4 {
+		pp.pending = append([]int64(nil), pp.pending...)
+	}
+	for _, o := range pl.delMarkers {
+		delete(pp.markers, o)
+	}
+	for _, o := range pl.addMarkers {
+		pp.markers[o] = struct{}{}
+		heap.Push(&pp.markerHeap, o)
+	}
+}
+
+// undo reverses what plan changed (the popped markers) after an abort.
+func (pl *partPlan) undo() {
+	for _, o := range pl.delMarkers {
+		heap.Push(&pl.pp.markerHeap, o)
+	}
+}
+
+// int64Heap is a min-heap of offsets.
+type int64Heap []int64
+
+func (h int64Heap) Len() int           { return len(h) }
+func (h int64Heap) Less(i, j int) bool { return h[i] < h[j] }
+func (h int64Heap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *int64Heap) Push(x any)        { *h = append(*h, x.(int64)) }
+func (h *int64Heap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}

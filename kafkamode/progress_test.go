@@ -1,0 +1,188 @@
+package kafkamode
+
+import (
+	"math/rand"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// TestProgressPlan walks one partition through out-of-order resolution and
+// checks the commit point, the markers written and the tombstones.
+func TestProgressPlan(t *testing.T) {
+	pp := newPartProgress(0, nil)
+	for o := int64(10); o < 15; o++ {
+		if !pp.read(o) {
+			t.Fatalf("offset %d not pending", o)
+		}
+	}
+	if pp.read(12) {
+		t.Fatal("offset 12 read twice counts as new")
+	}
+	// Resolve 11 and 13 first: 10 is still pending, so C stays 10 and
+	// both need markers.
+	pl := pp.plan([]int64{13, 11})
+	if pl.commit != 10 || !slices.Equal(pl.addMarkers, []int64{11, 13}) || len(pl.delMarkers) != 0 {
+		t.Fatalf("plan 1: %+v", pl)
+	}
+	pl.apply()
+	// Resolve 10: C moves to 12 (11 is done), 11's marker goes.
+	pl = pp.plan([]int64{10})
+	if pl.commit != 12 || len(pl.addMarkers) != 0 || !slices.Equal(pl.delMarkers, []int64{11}) {
+		t.Fatalf("plan 2: %+v", pl)
+	}
+	// An abort puts the popped marker back.
+	pl.undo()
+	pl = pp.plan([]int64{10})
+	if pl.commit != 12 || !slices.Equal(pl.delMarkers, []int64{11}) {
+		t.Fatalf("plan 2 after undo: %+v", pl)
+	}
+	pl.apply()
+	// Resolve 12 and 14: every read offset is done, C is next (15).
+	pl = pp.plan([]int64{14, 12})
+	if pl.commit != 15 || len(pl.addMarkers) != 0 || !slices.Equal(pl.delMarkers, []int64{13}) {
+		t.Fatalf("plan 3: %+v", pl)
+	}
+	pl.apply()
+	if len(pp.pending) != 0 || len(pp.markers) != 0 || pp.committed != 15 {
+		t.Fatalf("after all: pending %v markers %v committed %d", pp.pending, pp.markers, pp.committed)
+	}
+}
+
+// TestProgressTakeOver: a new owner starts from the committed offset with
+// the markers; marked offsets are not read as pending again.
+func TestProgressTakeOver(t *testing.T) {
+	pp := newPartProgress(3, []int64{21, 23})
+	var pending []int64
+	for o := int64(20); o < 25; o++ {
+		if pp.read(o) {
+			pending = append(pending, o)
+		}
+	}
+	if !slices.Equal(pending, []int64{20, 22, 24}) {
+		t.Fatalf("pending %v", pending)
+	}
+	pl := pp.plan([]int64{20})
+	if pl.commit != 22 || !slices.Equal(pl.delMarkers, []int64{21}) {
+		t.Fatalf("plan: %+v", pl)
+	}
+}
+
+// TestProgressModel resolves random subsets in random order against a
+// simple model: the commit point is always the lowest unresolved offset
+// read, the markers are exactly the resolved offsets at or above it.
+func TestProgressModel(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	for round := 0; round < 200; round++ {
+		pp := newPartProgress(0, nil)
+		resolved := map[int64]bool{}
+		var next int64
+		var open []int64
+		for step := 0; step < 30; step++ {
+			for k := rng.Intn(4); k > 0; k-- {
+				next += 1 + int64(rng.Intn(2)) // gaps: control records
+				pp.read(next)
+				open = append(open, next)
+			}
+			rng.Shuffle(len(open), func(i, j int) { open[i], open[j] = open[j], open[i] })
+			k := rng.Intn(len(open) + 1)
+			batch := append([]int64(nil), open[:k]...)
+			open = open[k:]
+			pl := pp.plan(batch)
+			if rng.Intn(5) == 0 {
+				pl.undo()
+				open = append(open, batch...)
+				continue
+			}
+			pl.apply()
+			for _, o := range batch {
+				resolved[o] = true
+			}
+			want := pp.next
+			for _, o := range open {
+				want = min(want, o)
+			}
+			if pp.committed != want {
+				t.Fatalf("round %d step %d: committed %d, want %d", round, step, pp.committed, want)
+			}
+			for o := range resolved {
+				_, marked := pp.markers[o]
+				if marked != (o >= want) {
+					t.Fatalf("round %d: offset %d marked %v with commit %d", round, o, marked, want)
+				}
+			}
+			if len(pp.markerHeap) != len(pp.markers) {
+				t.Fatalf("heap %d != set %d", len(pp.markerHeap), len(pp.markers))
+			}
+		}
+	}
+}
+
+func rec(headers ...string) *kgo.Record {
+	r := &kgo.Record{Timestamp: time.UnixMilli(1_000_000)}
+	for i := 0; i+1 < len(headers); i += 2 {
+		r.Headers = append(r.Headers, kgo.RecordHeader{Key: headers[i], Value: []byte(headers[i+1])})
+	}
+	return r
+}
+
+func TestParseSchedule(t *testing.T) {
+	s, err := parseSchedule(rec("_deliverAt", "1234567", "_bizTopic", "orders"), "d")
+	if err != nil || s.due != 1234567 || s.bizTopic != "orders" {
+		t.Fatalf("deliverAt: %+v %v", s, err)
+	}
+	s, err = parseSchedule(rec("_delayMs", "250", "_bizTopic", "orders"), "d")
+	if err != nil || s.due != 1_000_250 {
+		t.Fatalf("delayMs counts from the record timestamp: %+v %v", s, err)
+	}
+	for _, bad := range [][]string{
+		{"_bizTopic", "x"},
+		{"_deliverAt", "1"},
+		{"_deliverAt", "x", "_bizTopic", "x"},
+		{"_deliverAt", "1", "_delayMs", "1", "_bizTopic", "x"},
+		{"_deliverAt", "1", "_deliverAt", "2", "_bizTopic", "x"},
+		{"_delayMs", "-1", "_bizTopic", "x"},
+		{"_delayMs", "99999999999999999", "_bizTopic", "x"},
+		{"_deliverAt", "-3", "_bizTopic", "x"},
+		{"_delayMs", "1", "_bizTopic", ""},
+		{"_delayMs", "1", "_bizTopic", "a/b"},
+		{"_delayMs", "1", "_bizTopic", "d"},
+	} {
+		if _, err := parseSchedule(rec(bad...), "d"); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+func TestForwardRecordStripsOnlyControlHeaders(t *testing.T) {
+	r := rec("_deliverAt", "5", "_bizTopic", "b", "_mine", "1", "x", "2")
+	r.Key, r.Value = []byte("k"), []byte("v")
+	out := forwardRecord(r, "b", "d/0/7", 5)
+	var keys []string
+	for _, h := range out.Headers {
+		keys = append(keys, h.Key)
+	}
+	if !slices.Equal(keys, []string{"_mine", "x", HeaderDueMs, HeaderSource}) || out.Topic != "b" || string(out.Key) != "k" {
+		t.Fatalf("forwarded %v to %s", keys, out.Topic)
+	}
+}
+
+func TestMarkerKey(t *testing.T) {
+	k := markerKey("hg.delay", 7, 123456789)
+	if string(k) != "hg.delay/7/123456789" {
+		t.Fatalf("key %q", k)
+	}
+	if o, ok := parseMarkerKey(k, "hg.delay", 7); !ok || o != 123456789 {
+		t.Fatalf("parse: %d %v", o, ok)
+	}
+	for _, other := range []struct {
+		topic string
+		p     int32
+	}{{"hg.delay", 8}, {"hg", 7}, {"hg.delay/7", 0}} {
+		if _, ok := parseMarkerKey(k, other.topic, other.p); ok {
+			t.Errorf("key %q parsed for %s/%d", k, other.topic, other.p)
+		}
+	}
+}

@@ -1,0 +1,501 @@
+package kafkamode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Stats are a worker's counters since it started. All fields are safe to
+// read while the worker runs.
+type Stats struct {
+	RecordsRead      atomic.Int64 // delay records read (first reads only)
+	SkippedByMarker  atomic.Int64 // delay records read but already resolved by a marker
+	Forwarded        atomic.Int64 // records forwarded in committed transactions
+	DeadLettered     atomic.Int64 // records dead-lettered in committed transactions
+	Committed        atomic.Int64 // transactions committed
+	Aborted          atomic.Int64 // transactions aborted (a rebalance, an error)
+	Assigned         atomic.Int64 // partitions assigned, summed over rebalances
+	Revoked          atomic.Int64 // partitions revoked or lost, summed
+	BodiesLoaded     atomic.Int64 // bodies fetched again before their due time
+	StateRecordsRead atomic.Int64 // state-topic records read at take-over
+	MaxLatenessMs    atomic.Int64 // largest (forward time - due) seen
+}
+
+// Worker forwards due records from the delay topic to their business
+// topics. Create it with New and run it with Run.
+type Worker struct {
+	cfg   Config
+	stats Stats
+
+	aux    *kgo.Client // admin and marker-loading seed client
+	sess   *kgo.GroupTransactSession
+	loader *bodyLoader
+
+	// mu guards parts: the group callbacks (on the client's goroutines)
+	// add and drop partitions; the loop reads them. Never held across a
+	// call into the client: End waits for the callbacks.
+	mu    sync.Mutex
+	parts map[int32]*partProgress
+
+	// Owned by the loop goroutine.
+	due      dueHeap // every pending entry, by due time
+	noBody   dueHeap // entries whose body was dropped, by due time
+	loadBusy bool
+	loadDone chan bodyResult
+}
+
+// New checks cfg and returns a worker; it connects nothing yet.
+func New(cfg Config) (*Worker, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Worker{cfg: cfg, parts: make(map[int32]*partProgress), loadDone: make(chan bodyResult, 1)}, nil
+}
+
+// Stats returns the worker's counters.
+func (w *Worker) Stats() *Stats { return &w.stats }
+
+// Run creates the topics that are missing, joins the group and forwards
+// records until ctx is done or a non-retryable Kafka error occurs (a
+// fenced transactional ID: another live worker has this WorkerID). On
+// return it has left the group; a transaction in progress is aborted.
+func (w *Worker) Run(ctx context.Context) error {
+	log := w.cfg.Logger
+	var err error
+	w.aux, err = kgo.NewClient(kgo.SeedBrokers(w.cfg.Brokers...))
+	if err != nil {
+		return err
+	}
+	defer w.aux.Close()
+	if err := w.ensureTopics(ctx); err != nil {
+		return err
+	}
+	if err := w.fencePrevious(ctx); err != nil {
+		return err
+	}
+	bodies, err := kgo.NewClient(kgo.SeedBrokers(w.cfg.Brokers...), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	if err != nil {
+		return err
+	}
+	defer bodies.Close()
+	w.loader = &bodyLoader{topic: w.cfg.DelayTopic, cl: bodies}
+
+	w.sess, err = kgo.NewGroupTransactSession(
+		kgo.SeedBrokers(w.cfg.Brokers...),
+		kgo.TransactionalID(w.cfg.Group+"-"+w.cfg.WorkerID),
+		kgo.TransactionTimeout(w.cfg.TxnTimeout),
+		kgo.ConsumerGroup(w.cfg.Group),
+		kgo.ConsumeTopics(w.cfg.DelayTopic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.Balancers(kgo.CooperativeStickyBalancer()),
+		kgo.SessionTimeout(w.cfg.SessionTimeout),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.RecordPartitioner(statePartitioner{state: w.cfg.StateTopic, other: kgo.StickyKeyPartitioner(nil)}),
+		kgo.OnPartitionsAssigned(w.onAssigned),
+		kgo.OnPartitionsRevoked(w.onRevoked),
+		kgo.OnPartitionsLost(w.onRevoked),
+	)
+	if err != nil {
+		return err
+	}
+	defer w.sess.Close()
+	log.Info("kafka worker started", "brokers", w.cfg.Brokers, "delay_topic", w.cfg.DelayTopic,
+		"group", w.cfg.Group, "worker_id", w.cfg.WorkerID)
+	for ctx.Err() == nil {
+		w.poll(ctx)
+		w.takeBodies()
+		now := time.Now().UnixMilli()
+		w.requestBodies(ctx, now)
+		batch := w.collectDue(now)
+		if len(batch) == 0 {
+			continue
+		}
+		if err := w.transact(ctx, batch); err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			return err
+		}
+	}
+	log.Info("kafka worker stopping", "forwarded", w.stats.Forwarded.Load(), "dead_lettered", w.stats.DeadLettered.Load(),
+		"committed_txns", w.stats.Committed.Load(), "aborted_txns", w.stats.Aborted.Load(),
+		"records_read", w.stats.RecordsRead.Load(), "skipped_by_marker", w.stats.SkippedByMarker.Load(),
+		"state_records_read", w.stats.StateRecordsRead.Load(), "bodies_loaded", w.stats.BodiesLoaded.Load(),
+		"max_lateness_ms", w.stats.MaxLatenessMs.Load())
+	return nil
+}
+
+// statePartitioner sends state-topic records to the partition set on them
+// (the delay partition they describe) and partitions every other record by
+// key, like the Java client.
+type statePartitioner struct {
+	state string
+	other kgo.Partitioner
+}
+
+func (p statePartitioner) ForTopic(t string) kgo.TopicPartitioner {
+	if t == p.state {
+		return kgo.ManualPartitioner().ForTopic(t)
+	}
+	return p.other.ForTopic(t)
+}
+
+// ensureTopics creates the delay, state and dead-letter topics that are
+// missing, and checks that the state topic has a partition for each delay
+// partition.
+func (w *Worker) ensureTopics(ctx context.Context) error {
+	adm := kadm.NewClient(w.aux)
+	create := func(topic string, parts int32, configs map[string]*string) error {
+		_, err := adm.CreateTopic(ctx, parts, w.cfg.Replication, configs, topic)
+		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+			return fmt.Errorf("create topic %s: %w", topic, err)
+		}
+		return nil
+	}
+	td, err := adm.ListTopics(ctx, w.cfg.DelayTopic)
+	if err != nil {
+		return fmt.Errorf("describe topic %s: %w", w.cfg.DelayTopic, err)
+	}
+	n := w.cfg.Partitions
+	if d, ok := td[w.cfg.DelayTopic]; ok && d.Err == nil {
+		n = int32(len(d.Partitions))
+	} else if err := create(w.cfg.DelayTopic, n, nil); err != nil {
+		return err
+	}
+	compact := "compact"
+	if err := create(w.cfg.StateTopic, n, map[string]*string{"cleanup.policy": &compact}); err != nil {
+		return err
+	}
+	if err := create(w.cfg.DLQTopic, n, nil); err != nil {
+		return err
+	}
+	td, err = adm.ListTopics(ctx, w.cfg.StateTopic)
+	if err != nil {
+		return fmt.Errorf("describe topic %s: %w", w.cfg.StateTopic, err)
+	}
+	if got := int32(len(td[w.cfg.StateTopic].Partitions)); got < n {
+		return fmt.Errorf("state topic %s has %d partitions; the delay topic %s has %d and needs one state partition each",
+			w.cfg.StateTopic, got, w.cfg.DelayTopic, n)
+	}
+	return nil
+}
+
+// onAssigned loads the markers of newly assigned partitions before the
+// client fetches their committed offsets and starts consuming them (the
+// client calls it first), so no record of theirs is read without them.
+func (w *Worker) onAssigned(ctx context.Context, _ *kgo.Client, assigned map[string][]int32) {
+	ps := assigned[w.cfg.DelayTopic]
+	if len(ps) == 0 {
+		return
+	}
+	var markers map[int32][]int64
+	for {
+		var err error
+		markers, err = w.loadMarkers(ctx, ps)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		w.cfg.Logger.Warn("loading markers failed; retrying", "partitions", ps, "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, p := range ps {
+		if old := w.parts[p]; old != nil {
+			old.dropped = true
+		}
+		w.parts[p] = newPartProgress(p, markers[p])
+	}
+	w.stats.Assigned.Add(int64(len(ps)))
+	w.cfg.Logger.Info("partitions assigned", "partitions", ps, "markers", len(markers))
+}
+
+// onRevoked drops revoked or lost partitions; their entries die lazily.
+// The session aborts a transaction that is in progress.
+func (w *Worker) onRevoked(_ context.Context, _ *kgo.Client, revoked map[string][]int32) {
+	ps := revoked[w.cfg.DelayTopic]
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, p := range ps {
+		if pp := w.parts[p]; pp != nil {
+			pp.dropped = true
+			delete(w.parts, p)
+		}
+	}
+	w.stats.Revoked.Add(int64(len(ps)))
+	w.cfg.Logger.Info("partitions revoked", "partitions", ps)
+}
+
+// pollWait bounds one poll when nothing is due sooner.
+const pollWait = 50 * time.Millisecond
+
+// poll reads what the consumer has, waiting at most until the next due time
+// (or pollWait), and indexes it.
+func (w *Worker) poll(ctx context.Context) {
+	wait := pollWait
+	if e := w.due.peek(); e != nil {
+		d := time.Until(time.UnixMilli(e.due))
+		if e.due <= time.Now().UnixMilli() && e.rec == nil {
+			d = 2 * time.Millisecond // its body is on the way
+		}
+		wait = min(wait, d)
+	}
+	var fs kgo.Fetches
+	if wait <= 0 {
+		fs = w.sess.PollRecords(nil, 10000) // nil: take what is buffered, never block
+	} else {
+		pctx, cancel := context.WithTimeout(ctx, wait)
+		fs = w.sess.PollRecords(pctx, 10000)
+		cancel()
+	}
+	fs.EachError(func(t string, p int32, err error) {
+		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+			w.cfg.Logger.Warn("fetch error", "topic", t, "partition", p, "err", err)
+		}
+	})
+	if fs.NumRecords() == 0 {
+		return
+	}
+	now := time.Now().UnixMilli()
+	lead := w.cfg.BodyLead.Milliseconds()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	fs.EachRecord(func(r *kgo.Record) {
+		pp := w.parts[r.Partition]
+		if pp == nil || r.Topic != w.cfg.DelayTopic {
+			return
+		}
+		if !pp.read(r.Offset) {
+			if r.Offset+1 == pp.next {
+				w.stats.SkippedByMarker.Add(1)
+			}
+			return
+		}
+		w.stats.RecordsRead.Add(1)
+		e := &entry{pp: pp, offset: r.Offset}
+		s, err := parseSchedule(r, w.cfg.DelayTopic)
+		switch {
+		case err != nil:
+			e.dlqReason = err.Error()
+			e.rec = r
+		case s.due-now <= lead:
+			e.due = s.due
+			e.rec = r
+		default:
+			// Far from due: index the position only.
+			e.due = s.due
+			w.noBody.push(e)
+		}
+		w.due.push(e)
+	})
+}
+
+// requestBodies hands the loader the entries that fall due within BodyLead
+// and have no body, if it is idle.
+func (w *Worker) requestBodies(ctx context.Context, now int64) {
+	if w.loadBusy {
+		return
+	}
+	horizon := now + w.cfg.BodyLead.Milliseconds()
+	var wants []want
+	for len(wants) < 20000 {
+		e := w.noBody.peek()
+		if e == nil || e.due > horizon {
+			break
+		}
+		w.noBody.pop()
+		if e.rec != nil || e.loading {
+			continue
+		}
+		e.loading = true
+		wants = append(wants, want{e: e, partition: e.pp.partition, offset: e.offset})
+	}
+	if len(wants) == 0 {
+		return
+	}
+	w.loadBusy = true
+	go func() { w.loadDone <- w.loader.load(ctx, wants) }()
+}
+
+// takeBodies attaches the bodies the loader fetched, if it finished.
+func (w *Worker) takeBodies() {
+	var res bodyResult
+	select {
+	case res = <-w.loadDone:
+	default:
+		return
+	}
+	w.loadBusy = false
+	for e, r := range res.got {
+		e.rec, e.loading = r, false
+		w.stats.BodiesLoaded.Add(1)
+	}
+	for _, e := range res.missing {
+		// The record is gone: say so in the dead-letter topic rather
+		// than wait for it forever.
+		e.loading = false
+		e.dlqReason = "the delay record was deleted by the delay topic's retention before it was due"
+		e.rec = &kgo.Record{Topic: w.cfg.DelayTopic, Partition: e.pp.partition, Offset: e.offset}
+	}
+	if res.err != nil {
+		w.cfg.Logger.Warn("fetching bodies failed; retrying", "err", res.err)
+	}
+	// Entries the load did not answer (it failed part way) wait for the
+	// next load.
+	for _, wt := range res.wants {
+		if e := wt.e; e.loading {
+			e.loading = false
+			w.noBody.push(e)
+		}
+	}
+}
+
+// collectDue pops the entries due at now whose body is loaded, at most
+// MaxBatch, oldest due first. An entry due but still waiting for its body
+// stops the batch: it is late, never early.
+func (w *Worker) collectDue(now int64) []*entry {
+	var batch []*entry
+	for len(batch) < w.cfg.MaxBatch {
+		e := w.due.peek()
+		if e == nil || e.due > now {
+			break
+		}
+		if e.rec == nil {
+			break // its body is being fetched (requestBodies asked)
+		}
+		w.due.pop()
+		e.inBatch = true
+		batch = append(batch, e)
+	}
+	return batch
+}
+
+// transact forwards (or dead-letters) batch, writes the markers and
+// tombstones its progress needs, and commits the new group offsets, in one
+// transaction. On commit the progress is applied; on abort the entries go
+// back into the index (and the session rewinds the consumer to the
+// committed offsets; the records it reads again are ignored).
+func (w *Worker) transact(ctx context.Context, batch []*entry) error {
+	if err := w.sess.Begin(); err != nil {
+		return fmt.Errorf("begin transaction: %w", err)
+	}
+	var produceErr atomic.Value
+	promise := func(_ *kgo.Record, err error) {
+		if err != nil {
+			produceErr.CompareAndSwap(nil, err)
+		}
+	}
+	byPart := make(map[*partProgress][]int64)
+	now := time.Now().UnixMilli()
+	for _, e := range batch {
+		source := w.cfg.DelayTopic + "/" + strconv.Itoa(int(e.pp.partition)) + "/" + strconv.FormatInt(e.offset, 10)
+		var out *kgo.Record
+		if e.dlqReason != "" {
+			out = deadLetterRecord(e.rec, w.cfg.DLQTopic, source, e.dlqReason)
+		} else {
+			s, err := parseSchedule(e.rec, w.cfg.DelayTopic)
+			if err != nil { // cannot happen: it parsed at read time
+				out = deadLetterRecord(e.rec, w.cfg.DLQTopic, source, err.Error())
+			} else {
+				out = forwardRecord(e.rec, s.bizTopic, source, e.due)
+			}
+		}
+		w.sess.Produce(ctx, out, promise)
+		byPart[e.pp] = append(byPart[e.pp], e.offset)
+	}
+	plans := make([]*partPlan, 0, len(byPart))
+	for pp, offs := range byPart {
+		pl := pp.plan(offs)
+		plans = append(plans, pl)
+		for _, o := range pl.addMarkers {
+			w.sess.Produce(ctx, w.markerRecord(pp.partition, o, true), promise)
+		}
+		for _, o := range pl.delMarkers {
+			w.sess.Produce(ctx, w.markerRecord(pp.partition, o, false), promise)
+		}
+	}
+	commitFn := func(req *kmsg.TxnOffsetCommitRequest) error {
+		t := kmsg.NewTxnOffsetCommitRequestTopic()
+		t.Topic = w.cfg.DelayTopic
+		for _, rt := range req.Topics {
+			if rt.Topic == w.cfg.DelayTopic {
+				t.TopicID = rt.TopicID
+			}
+		}
+		for _, pl := range plans {
+			p := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+			p.Partition = pl.pp.partition
+			p.Offset = pl.commit
+			p.LeaderEpoch = -1
+			p.Metadata = &req.MemberID
+			t.Partitions = append(t.Partitions, p)
+		}
+		req.Topics = []kmsg.TxnOffsetCommitRequestTopic{t}
+		return nil
+	}
+	flushErr := w.sess.Client().Flush(ctx)
+	try := kgo.TryCommit
+	if flushErr != nil || produceErr.Load() != nil {
+		try = kgo.TryAbort
+	}
+	committed, err := w.sess.End(kgo.PreTxnCommitFnContext(ctx, commitFn), try)
+	for _, e := range batch {
+		e.inBatch = false
+	}
+	if committed {
+		w.stats.Committed.Add(1)
+		for _, pl := range plans {
+			pl.apply()
+		}
+		for _, e := range batch {
+			if e.dlqReason != "" {
+				w.stats.DeadLettered.Add(1)
+			} else {
+				w.stats.Forwarded.Add(1)
+				if late := now - e.due; late > w.stats.MaxLatenessMs.Load() {
+					w.stats.MaxLatenessMs.Store(late)
+				}
+			}
+			e.rec = nil // let the body go
+		}
+		return nil
+	}
+	w.stats.Aborted.Add(1)
+	for _, pl := range plans {
+		pl.undo()
+	}
+	for _, e := range batch {
+		if e.live() {
+			w.due.push(e)
+		}
+	}
+	if perr, _ := produceErr.Load().(error); perr != nil {
+		w.cfg.Logger.Warn("transaction aborted: a produce failed", "err", perr)
+	}
+	if flushErr != nil {
+		w.cfg.Logger.Warn("transaction aborted: flush failed", "err", flushErr)
+	}
+	if err != nil {
+		return fmt.Errorf("end transaction: %w", err)
+	}
+	w.cfg.Logger.Info("transaction aborted (rebalance)", "records", len(batch))
+	return nil
+}
