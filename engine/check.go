@@ -161,8 +161,11 @@ type ckMsg struct {
 	topic   uint32 // 0: a topic the log and the checkpoint do not know
 	queue   uint16
 	due     int64
+	fire    int64 // the timer's time: due, or later within a tolerance window (window.go)
 	hasKey  bool
 	keyHash uint64
+	// dedupHash is the key-index hash of the message's dedup ID (0: none).
+	dedupHash uint64
 }
 
 type ckTopic struct {
@@ -324,9 +327,12 @@ func (c *checker) record(p commitlog.Pos, rec commitlog.Record) error {
 			bad(err)
 			return nil
 		}
-		m := ckMsg{queue: uint16(s.Queue), due: s.Due, hasKey: s.Key != ""}
+		m := ckMsg{queue: uint16(s.Queue), due: s.Due, fire: fireAt(s), hasKey: s.Key != ""}
 		if m.hasKey {
 			m.keyHash = keyHash(s.Topic, s.Key)
+		}
+		if s.DedupID != "" {
+			m.dedupHash = dedupHash(s.Topic, s.DedupID)
 		}
 		m.topic = c.topicIDs[s.Topic]
 		if m.topic == 0 {
@@ -559,7 +565,7 @@ func (c *checker) timers() error {
 			}
 			m, wrong := c.target(e.Pos)
 			switch {
-			case e.Kind != kindMessage:
+			case e.Kind != kindMessage && e.Kind != kindWindowed:
 				c.problem(name, off, "entry of unknown kind %d", e.Kind)
 			case wrong != "" && off >= recorded && e.Pos >= c.rep.LogHead:
 				c.note(name, off, "entry past the checkpoint's %d bytes %s (its record was lost with the log's tail); recovery cuts it", recorded, wrong)
@@ -567,7 +573,7 @@ func (c *checker) timers() error {
 				c.problem(name, off, "entry %s", wrong)
 			case m != nil && (m.topic != e.Topic || m.queue != e.Queue):
 				c.problem(name, off, "entry of topic %d queue %d points at a message of topic %d queue %d", e.Topic, e.Queue, m.topic, m.queue)
-			case m != nil && m.due != e.Due && len(c.dues[e.Pos]) == 0:
+			case m != nil && m.due != e.Due && m.fire != e.Due && len(c.dues[e.Pos]) == 0:
 				// A message that was rescheduled may leave entries of its
 				// earlier due times, which loading filters out; the
 				// records of those times may be gone with their segments,
@@ -604,8 +610,8 @@ func (c *checker) keys() error {
 		switch {
 		case wrong != "":
 			c.problem(file, off, "entry %s", wrong)
-		case m != nil && (!m.hasKey || m.keyHash != h):
-			c.problem(file, off, "entry for key hash %016x points at a message without that key", h)
+		case m != nil && (!m.hasKey || m.keyHash != h) && (m.dedupHash == 0 || m.dedupHash != h):
+			c.problem(file, off, "entry for key hash %016x points at a message without that key or dedup ID", h)
 		}
 		return nil
 	})
