@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -59,6 +60,11 @@ type Config struct {
 	// a flag is visible to every local user in the process list. On the
 	// gRPC port it is the access secret RocketMQ clients sign with.
 	AuthToken string
+	// BackupDir is the directory under which POST /v1/admin/backup may
+	// write backups (flag -backup-dir): a request names a new directory
+	// inside it. Empty disables the route (409 failed_precondition), so
+	// that no client can make the broker write elsewhere.
+	BackupDir string
 
 	// Flush is the commit-log flush policy, "sync" or "async" (flag -flush).
 	// sync acknowledges a send after fdatasync; async acknowledges after the
@@ -210,6 +216,7 @@ func (c *Config) settings() []setting {
 		{"grpc-key-file", "PEM private key of -grpc-cert-file", (*stringValue)(&c.GRPCKeyFile)},
 		{"grpc-long-poll", "longest RocketMQ receive long poll, announced to consumers (at most 30s)", (*durationValue)(&c.GRPCLongPoll)},
 		{"auth-token", "bearer token required on every /v1 request; empty disables auth (prefer HOURGLASS_AUTH_TOKEN: flags show in the process list)", (*secretValue)(&c.AuthToken)},
+		{"backup-dir", "directory under which POST /v1/admin/backup may write backups; empty disables the route", (*stringValue)(&c.BackupDir)},
 		{"flush", "commit-log flush policy: sync (ack after fdatasync) or async (ack after write, fdatasync every -flush-interval)", (*stringValue)(&c.Flush)},
 		{"flush-interval", "fdatasync period under -flush async", (*durationValue)(&c.FlushInterval)},
 		{"segment-bytes", "commit-log segment size in bytes (suffixes KiB, MiB, GiB), at least 1MiB", (*sizeValue)(&c.SegmentBytes)},
@@ -261,6 +268,9 @@ func (c Config) Validate() error {
 		bad("-listen %q: port %q is not a number in [0, 65535]", c.Listen, port)
 	}
 	c.validateGRPC(bad)
+	if c.BackupDir != "" && !filepath.IsAbs(c.BackupDir) {
+		bad("-backup-dir %q must be an absolute path", c.BackupDir)
+	}
 	if _, err := c.flushPolicy(); err != nil {
 		bad("%v", err)
 	}

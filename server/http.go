@@ -55,6 +55,7 @@ var routes = []route{
 	{"POST", "/v1/topics/{topic}/groups/{group}/invisibility", (*Handler).invisibility},
 	{"POST", "/v1/topics/{topic}/groups/{group}/redrive", (*Handler).redrive},
 	{"GET", "/v1/stats", (*Handler).stats},
+	{"POST", "/v1/admin/backup", (*Handler).backup},
 	{"GET", "/healthz", (*Handler).healthz},
 	{"GET", "/metrics", (*Handler).serveMetrics},
 }

@@ -92,6 +92,8 @@ func commands() []*command {
 		statsCommand(),
 		repairCommand(),
 		checkCommand(),
+		backupCommand(),
+		restoreCommand(),
 		benchCommand(),
 		demoCommand(),
 		versionCommand(),
