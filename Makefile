@@ -86,6 +86,11 @@ mutate:
 schemathesis:
 	./scripts/schemathesis.sh
 
+## verify-unit: systemd-analyze verify on deploy/hourglass.service (also run by make test, in e2e)
+.PHONY: verify-unit
+verify-unit:
+	$(GO) test -count=1 -run TestSystemdUnitVerifies ./e2e
+
 ## clean: remove build, release and benchmark outputs (never the data directory)
 clean:
 	rm -rf bin $(DIST) $(BENCH_OUT)
