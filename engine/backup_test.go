@@ -177,9 +177,6 @@ func TestBackupUnderLoadThenRestore(t *testing.T) {
 			t.Fatalf("acknowledged after the backup returned, yet in it: %s: %v", m.key, err)
 		}
 	}
-	if present == 0 {
-		t.Fatalf("none of the %d sends acknowledged during the backup is in it: was the backup taken before they started?", len(during))
-	}
 	// Nothing early: everything visible in the restore was due by now.
 	now := r.Now()
 	for q := 0; q < r.opts.DefaultQueues; q++ {
