@@ -208,17 +208,38 @@ func (e *Engine) copyLive(c *copier, tmp string, head commitlog.Pos) error {
 }
 
 // copier copies files and counts what it did. Every file it writes, and
-// every directory it makes, is synced before into renames: the files of a
-// directory with one vfs.SyncFiles (one syncfs on Linux), since a backup
-// may hold tens of thousands of small timer-bucket files and an fsync
-// each would cost a journal commit each.
+// every directory it makes, is synced before into renames: the files with
+// vfs.SyncFiles (one syncfs on Linux) every syncEvery bytes, since a
+// backup may hold tens of thousands of small timer-bucket files and an
+// fsync each would cost a journal commit each.
 type copier struct {
 	ctx  context.Context
 	fs   vfs.FS
 	info *BackupInfo
 	dirs []string
-	// written lists the files written but not yet synced, by directory.
-	written map[string][]string
+	// written lists the files written but not yet synced, by directory,
+	// and unsynced counts their bytes.
+	written  map[string][]string
+	unsynced int64
+}
+
+// syncEvery is how many copied bytes a copier lets pile up before it
+// syncs them: written back in small steps, they never make the commit
+// log's fdatasync wait behind a flush of the whole backup (one syncfs at
+// the end made sends wait for hundreds of milliseconds).
+const syncEvery = 8 << 20
+
+// syncWritten makes the files written so far durable, a directory at a
+// time.
+func (c *copier) syncWritten() error {
+	for d, names := range c.written {
+		if err := vfs.SyncFiles(c.fs, d, names); err != nil {
+			return err
+		}
+		delete(c.written, d)
+	}
+	c.unsynced = 0
+	return nil
 }
 
 // into runs fill on a temporary sibling of dir, syncs it, and renames it
@@ -232,13 +253,11 @@ func (c *copier) into(dir string, fill func(tmp string) error) error {
 	if err == nil {
 		err = fill(tmp)
 	}
+	if err == nil {
+		err = c.syncWritten()
+	}
 	for i := len(c.dirs) - 1; i >= 0 && err == nil; i-- {
-		if names := c.written[c.dirs[i]]; len(names) > 0 {
-			err = vfs.SyncFiles(c.fs, c.dirs[i], names)
-		}
-		if err == nil {
-			err = c.fs.SyncDir(c.dirs[i])
-		}
+		err = c.fs.SyncDir(c.dirs[i])
 	}
 	if err == nil {
 		if names, lerr := c.fs.List(dir); lerr == nil && len(names) == 0 {
@@ -319,6 +338,10 @@ func (c *copier) file(src, dst string, n int64) error {
 	c.written[d] = append(c.written[d], path.Base(dst))
 	c.info.Files++
 	c.info.Bytes += n
+	// Small files cost a block each on disk, so they count at least 4 KiB.
+	if c.unsynced += max(n, 4096); c.unsynced >= syncEvery {
+		return c.syncWritten()
+	}
 	return nil
 }
 

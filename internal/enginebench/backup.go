@@ -21,7 +21,7 @@ import (
 // against the baseline of the same round.
 func runBackup(c config, dir string) (*report, error) {
 	r := newReport("backup", dir)
-	r.note("size: %s pending messages due over %v from %v after the start, unique keys, %d B bodies, sent with SendBatch of %d; then per round a load of %d goroutines calling Send (one message each, due in 1 h, %d B body) for %v without a backup (baseline), then the same load while Backup runs (no checkpoint runs during a backup; the baseline has the usual one every 5 s); %d rounds; the first round starts after the preload's checkpoints; backups on the data directory's filesystem (sealed segments hard-linked); sync flush, engine defaults",
+	r.note("size: %s pending messages due over %v from %v after the start, unique keys, %d B bodies, sent with SendBatch of %d; then per round a load of %d goroutines calling Send (one message each, due at once, so that the pending count stays at N; %d B body) for %v without a backup (baseline), then the same load while Backup runs (no checkpoint runs during a backup; the baseline has the usual one every 5 s); %d rounds; the first round starts after the preload's checkpoints; backups on the data directory's filesystem (sealed segments hard-linked); sync flush, engine defaults",
 		humanInt(int64(c.n)), c.horizon, c.offset, pendingBody, c.batch, c.producers, pendingBody, c.duration, c.rounds)
 	e, err := engine.Open(engineOptions(dir))
 	if err != nil {
@@ -77,6 +77,7 @@ func runBackup(c config, dir string) (*report, error) {
 		ratio := float64(dq.p99) / float64(bq.p99)
 		durs, pauses, ratios = append(durs, info.Duration.Seconds()), append(pauses, float64(info.Pause.Microseconds())/1000), append(ratios, ratio)
 		rs := strconv.Itoa(round)
+		r.fig("round "+rs+": pending when the backup ended", humanInt(e.Stats().Pending.Load()))
 		r.fig("round "+rs+": backup duration, pause (sends wait)", fmt.Sprintf("%s, %.3f ms", secs(info.Duration), float64(info.Pause.Microseconds())/1000))
 		r.fig("round "+rs+": backup size", fmt.Sprintf("%s in the backup's files (allocated %s): %s copied in %d files, %s hard-linked in %d sealed segments",
 			mib(app), mib(alloc), mib(info.Bytes), info.Files, mib(info.LinkedBytes), info.LinkedFiles))
@@ -151,7 +152,7 @@ func sendLoad(e *engine.Engine, c config, windowed bool, during func(*loadWindow
 				default:
 				}
 				t := time.Now()
-				_, err := e.Send(context.Background(), message.Message{Topic: pendingTopic, Body: body}, message.When{Delay: time.Hour})
+				_, err := e.Send(context.Background(), message.Message{Topic: pendingTopic, Body: body}, message.When{})
 				if err != nil {
 					fmt.Fprintln(os.Stderr, "enginebench: send:", err)
 					continue
