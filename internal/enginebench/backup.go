@@ -11,6 +11,7 @@ import (
 
 	"github.com/hourglass-mq/hourglass/engine"
 	"github.com/hourglass-mq/hourglass/message"
+	"github.com/hourglass-mq/hourglass/vfs"
 )
 
 // runBackup fills an engine with -n far-future pending messages, then runs
@@ -72,6 +73,20 @@ func runBackup(c config, dir string) (*report, error) {
 			return nil, err
 		}
 		app, alloc := u.total()
+		if round == 1 {
+			// The offline check of the first backup: it must be clean, and
+			// its duration is what `hourglass check` costs at this size.
+			t := time.Now()
+			rep, err := engine.Check(vfs.OS, bdir, engine.CheckOptions{})
+			if err != nil {
+				return nil, fmt.Errorf("check the backup: %w", err)
+			}
+			if !rep.OK() {
+				return nil, fmt.Errorf("check of the backup found problems: %+v", rep.Problems[:min(5, len(rep.Problems))])
+			}
+			r.fig("hourglass check of the first backup (engine.Check)", fmt.Sprintf("clean, %d notes, %s: %s records, %s queue-index, %s timer, %s key-index entries",
+				len(rep.Notes), secs(time.Since(t)), humanInt(int64(rep.Records)), humanInt(rep.QueueEntries), humanInt(rep.TimerEntries), humanInt(rep.KeyEntries)))
+		}
 		os.RemoveAll(bdir)
 		bq, dq := summarize(base), summarize(during)
 		ratio := float64(dq.p99) / float64(bq.p99)
