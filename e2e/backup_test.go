@@ -99,6 +99,10 @@ func TestBackupUnderLoadRestoreCheckDeliver(t *testing.T) {
 	wg.Wait()
 	t.Logf("backup under load: %d acknowledged before, %d during, %d sent after\n%s", len(acked[0]), len(acked[1]), len(acked[2]), stdout)
 
+	// A target that is not empty is refused, with exit status 2.
+	if _, stderr, code := runBinary(t, "restore", "--from", out, "--data-dir", backups); code != 2 || !strings.Contains(stderr, "not empty") {
+		t.Fatalf("restore into a non-empty directory: exit %d, stderr %q", code, stderr)
+	}
 	restored := filepath.Join(root, "restored")
 	if stdout, stderr, code := runBinary(t, "restore", "--from", out, "--data-dir", restored); code != 0 {
 		t.Fatalf("restore: exit %d\n%s%s", code, stdout, stderr)
