@@ -105,6 +105,11 @@ test-kafka:
 	echo "Kafka at $$addr"; \
 	HOURGLASS_KAFKA=$$addr HOURGLASS_KAFKA_REQUIRED=1 $(GO) test $(RACE) -count=1 -timeout 10m ./kafkamode/...
 
+## verify-unit: systemd-analyze verify on deploy/hourglass.service (also run by make test, in e2e)
+.PHONY: verify-unit
+verify-unit:
+	$(GO) test -count=1 -run TestSystemdUnitVerifies ./e2e
+
 ## clean: remove build, release and benchmark outputs (never the data directory)
 clean:
 	rm -rf bin $(DIST) $(BENCH_OUT)
