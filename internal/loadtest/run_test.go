@@ -35,8 +35,8 @@ type fakeBroker struct {
 	// it if storeAt says so).
 	failOnce map[int]bool
 	byDedup  map[string]client.Receipt // dedup ID -> the receipt of its one stored message
-	recvErr error                 // every receive fails with this
-	ids     map[string]bool       // bench IDs stored
+	recvErr  error                     // every receive fails with this
+	ids      map[string]bool           // bench IDs stored
 
 	failCarried int            // fail this many receives that carry acks, acking nothing
 	delivered   map[string]int // receipt -> times handed out
