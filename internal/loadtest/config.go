@@ -180,8 +180,10 @@ SIGKILLs it --kills times at random moments, leaves it down for --downtime,
 restarts it on the same data directory, and reports lost and duplicated
 messages and, separately, the lateness of messages due while it was down.
 A send the broker refused (connection refused) is retried under the same IDs;
-any other failed send is not acknowledged, so it is resent as new messages and
-counted as failed, not as lost. With --rate 0 the drill paces its sends
+any other failed send may have been stored: with --dedup (the default) it is
+sent again with the same dedup IDs and due times, so the broker stores each
+message once; with --dedup=false it is not acknowledged, so it is resent as
+new messages and counted as failed, not as lost. With --rate 0 the drill paces its sends
 over the kill window (kills x (downtime + 2s)) so that it sends throughout.
 
 Exit status: 0 no message lost or early; 1 otherwise (or the run failed);
