@@ -18,8 +18,8 @@ Schema-violating (negative) requests are never dropped. The rules:
 - a dedup_id used before in a topic with another message is a conflict
   (409): valid cases get dedup IDs of their own (map_case);
 - a group's backoff_base is at most its backoff_max (1s and 5m when absent);
-- a message sent to a FIFO topic has a group (the hooks remember the topics
-  the run created with "fifo": true).
+- a message sent to a FIFO topic has a group and no window (the hooks
+  remember the topics the run created with "fifo": true).
 
 One filter works around the tester: it sends a '%' followed by two hex
 digits in a path parameter as it is, not as %25, so the server reads another
@@ -120,7 +120,10 @@ FIFO_TOPICS = set()
 
 
 def fifo_without_group(topic, msg):
-    return topic in FIFO_TOPICS and isinstance(msg, dict) and not msg.get("group")
+    """A send a FIFO topic refuses: without a group, or with a window."""
+    if topic not in FIFO_TOPICS or not isinstance(msg, dict):
+        return False
+    return not msg.get("group") or (isinstance(msg.get("window"), int) and msg.get("window") > 0)
 
 
 def backoff_breaks_rules(cfg):
