@@ -12,9 +12,14 @@ Schema-violating (negative) requests are never dropped. The rules:
 - key, tag, group and the properties of a message take at most 32 KiB
   (UTF-8 bytes), and a property name is not empty;
 - "at" is at most now plus the maximum delay (400 days by default);
+- at most one of deadline and ttl, and the deadline they give is not before
+  the message's due time nor beyond the maximum delay (a margin of a minute
+  and an hour keeps the hook's clock from deciding);
+- a dedup_id used before in a topic with another message is a conflict
+  (409): valid cases get dedup IDs of their own (map_case);
 - a group's backoff_base is at most its backoff_max (1s and 5m when absent);
-- a message sent to a FIFO topic has a group (the hooks remember the topics
-  the run created with "fifo": true).
+- a message sent to a FIFO topic has a group and no window (the hooks
+  remember the topics the run created with "fifo": true).
 
 One filter works around the tester: it sends a '%' followed by two hex
 digits in a path parameter as it is, not as %25, so the server reads another
@@ -36,6 +41,8 @@ NAME_LIMIT = 200
 WAIT_CAP = "100ms"
 
 UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
+# The default delay levels (RocketMQ 4.x's table), in ms.
+LEVELS_MS = [s * 1000 for s in (1, 5, 10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200)]
 DURATION = re.compile(r"^([0-9]+)(ms|s|m|h)$")
 
 
@@ -78,7 +85,34 @@ def message_breaks_rules(msg, now_ms):
     if size > MAX_HEADER_BYTES:
         return True
     at = msg.get("at")
-    return isinstance(at, int) and at > now_ms + MAX_DELAY_MS - 3_600_000
+    if isinstance(at, int) and at > now_ms + MAX_DELAY_MS - 3_600_000:
+        return True
+    return deadline_breaks_rules(msg, now_ms)
+
+
+def due_ms(msg, now_ms):
+    """The due time the broker will give msg (at most one option set)."""
+    at, delay, level = msg.get("at"), msg.get("delay"), msg.get("level")
+    if isinstance(at, int) and at > 0:
+        return max(at, now_ms)
+    if isinstance(delay, str) and delay:
+        return now_ms + (duration_ms(delay) or 0)
+    if isinstance(level, int) and 1 <= level <= len(LEVELS_MS):
+        return now_ms + LEVELS_MS[level - 1]
+    return now_ms
+
+
+def deadline_breaks_rules(msg, now_ms):
+    deadline, ttl = msg.get("deadline"), msg.get("ttl")
+    has_deadline = isinstance(deadline, int) and deadline != 0
+    ttl_ms = duration_ms(ttl) if isinstance(ttl, str) and ttl else 0
+    if has_deadline and ttl_ms:
+        return True
+    if ttl_ms:
+        deadline = now_ms + ttl_ms
+    elif not has_deadline:
+        return False
+    return deadline < due_ms(msg, now_ms) + 60_000 or deadline > now_ms + MAX_DELAY_MS - 3_600_000
 
 
 # Topics this run created FIFO: a send to one needs a message group.
@@ -86,7 +120,10 @@ FIFO_TOPICS = set()
 
 
 def fifo_without_group(topic, msg):
-    return topic in FIFO_TOPICS and isinstance(msg, dict) and not msg.get("group")
+    """A send a FIFO topic refuses: without a group, or with a window."""
+    if topic not in FIFO_TOPICS or not isinstance(msg, dict):
+        return False
+    return not msg.get("group") or (isinstance(msg.get("window"), int) and msg.get("window") > 0)
 
 
 def backoff_breaks_rules(cfg):
@@ -122,8 +159,25 @@ def filter_case(context, case):
     return True
 
 
+# Dedup IDs handed to valid cases, one per case, so that no valid send
+# conflicts with an earlier one.
+DEDUP_SEQ = [0]
+
+
+def fresh_dedup_ids(msgs):
+    for m in msgs:
+        if isinstance(m, dict) and m.get("dedup_id"):
+            DEDUP_SEQ[0] += 1
+            m["dedup_id"] = "st-%d" % DEDUP_SEQ[0]
+
+
 @schemathesis.hook
 def map_case(context, case):
+    if is_positive(case) and isinstance(case.body, dict):
+        if case.operation.path.endswith("/messages"):
+            fresh_dedup_ids([case.body])
+        elif case.operation.path.endswith("/batch"):
+            fresh_dedup_ids(case.body.get("messages") or [])
     if case.operation.path.endswith("/receive") and isinstance(case.body, dict):
         wait = case.body.get("wait")
         if isinstance(wait, str):
