@@ -32,12 +32,17 @@ trap cleanup EXIT
 go build -o "$work/hourglass" ./cmd/hourglass
 go build -o "$work/rmqbench" ./internal/rmqbench
 
+freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# The proxy's gRPC and remoting ports on free ports: 8081 and 8080, its
+# defaults, may be taken (8081 is also hourglass's default gRPC port).
+export HOURGLASS_RMQ_GRPC_PORT="${HOURGLASS_RMQ_GRPC_PORT:-$(freeport)}"
+export HOURGLASS_RMQ_REMOTING_PORT="${HOURGLASS_RMQ_REMOTING_PORT:-$(freeport)}"
+
 topics=()
 for r in $(seq "$runs"); do topics+=("rmqbench-spread-$r" "rmqbench-herd-$r"); done
 echo "bench-rocketmq: starting RocketMQ 5.3.3 (scripts/rocketmq.sh)" >&2
 rmq="$(scripts/rocketmq.sh start "${topics[@]}")"
 
-freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 rss() { ps -o rss= -p "$1" 2>/dev/null | tr -d ' ' || echo 0; }
 
 bench() { # system flush endpoint run
