@@ -84,7 +84,7 @@ fmt:
 bench:
 	$(GO) test -run xxx -bench . -benchmem -timeout 60m ./... 2>&1 | tee $(BENCH_OUT)
 
-## bench-rocketmq: hourglass against RocketMQ 5.3.3 (Maven jars, scripts/rocketmq.sh) through the official Go client, 3 runs (about 10 min, ~1.2 GiB; needs Java 17 and Maven; not part of test)
+## bench-rocketmq: hourglass against RocketMQ 5.3.3 (Maven jars, scripts/rocketmq.sh) through the official Go client, 3 runs (about 20 min, ~1.6 GiB; needs Java 17 and Maven; not part of test)
 bench-rocketmq:
 	scripts/bench-rocketmq.sh $(RMQBENCH_OUT)
 

@@ -12,7 +12,7 @@
 # flush: a send is answered after fdatasync) on a fresh data directory per
 # run; RocketMQ with its broker's defaults (async flush) plus the timer
 # settings of scripts/rocketmq.sh. Both are reached with the client's
-# default TLS. Takes about 10 minutes and up to ~1.2 GiB of RAM (RocketMQ's
+# default TLS. Takes about 20 minutes and up to ~1.6 GiB of RAM (RocketMQ's
 # three JVMs); RMQBENCH_ARGS adds flags to every rmqbench run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
