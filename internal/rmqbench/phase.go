@@ -159,6 +159,7 @@ func runPhase(ctx context.Context, cfg config, p phase, progress io.Writer, lead
 	}
 	res := phaseResult{Topic: topic, Group: cfg.group + "-" + topic}
 	load := startLoadSampler()
+	defer load.stop() // on an early return
 	col := newCollector(p, rand.Uint64(), cfg.n)
 
 	recvCtx, stopRecv := context.WithCancel(ctx)
@@ -169,6 +170,10 @@ func runPhase(ctx context.Context, cfg config, p phase, progress io.Writer, lead
 	}
 	defer cons.GracefulStop()
 	rs := startReceivers(recvCtx, cfg, cons, col)
+	defer func() { // on an early return; a no-op after the normal end
+		stopRecv()
+		rs.wait()
+	}()
 	prods, err := startProducers(cfg, topic)
 	defer func() {
 		for _, pr := range prods {
@@ -403,6 +408,7 @@ func send(ctx context.Context, cfg config, prods []rmq.Producer, topic string, p
 type receivers struct {
 	recv, acks sync.WaitGroup
 	ackCh      chan *rmq.MessageView
+	waitOnce   sync.Once
 	errs       atomic.Int64
 	ackErrs    atomic.Int64
 	mu         sync.Mutex
@@ -469,10 +475,12 @@ func (r *receivers) receiveFailed(ctx context.Context, err error) {
 	}
 }
 
-// wait stops: the receivers have ended (their context is done); then the
-// ack queue is drained.
+// wait returns once the receivers have ended (their context must be done)
+// and the ack queue is drained. It may be called more than once.
 func (r *receivers) wait() {
-	r.recv.Wait()
-	close(r.ackCh)
-	r.acks.Wait()
+	r.waitOnce.Do(func() {
+		r.recv.Wait()
+		close(r.ackCh)
+		r.acks.Wait()
+	})
 }
