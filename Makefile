@@ -26,7 +26,7 @@ DIST      ?= dist
 SHELL       := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 
-.PHONY: all build release run test test-examples compat-java vet fmt-check fmt bench soak mutate schemathesis clean
+.PHONY: all build release run test test-examples compat-java vet fmt-check fmt bench soak mutate schemathesis clean bench-rocketmq
 
 all: build
 
@@ -83,6 +83,10 @@ fmt:
 ## bench: run every benchmark once, output to $(BENCH_OUT) (compare runs with benchstat)
 bench:
 	$(GO) test -run xxx -bench . -benchmem -timeout 60m ./... 2>&1 | tee $(BENCH_OUT)
+
+## bench-rocketmq: hourglass against RocketMQ 5.3.3 (Maven jars, scripts/rocketmq.sh) through the official Go client, 3 runs (about 20 min, ~1.6 GiB; needs Java 17 and Maven; not part of test)
+bench-rocketmq:
+	scripts/bench-rocketmq.sh $(RMQBENCH_OUT)
 
 ## soak: 1000 kill-and-recover cycles of the engine's crash test (up to 2 hours)
 soak:
