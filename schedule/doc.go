@@ -39,7 +39,7 @@
 // # Firings and duplicates
 //
 // Runner sends the firing at fire time T as a message due at T, Lead
-// (default 10 s) ahead of T, so the engine's timers make it visible on
+// (default 20 s) ahead of T, so the engine's timers make it visible on
 // time. The message's key is "<key>@<T in RFC 3339 UTC with ms>" (key
 // defaults to the schedule ID) and it carries the properties
 // hourglass-schedule and hourglass-fire-time. The firings due in one turn

@@ -44,7 +44,9 @@ type Options struct {
 	// Lead is how long before its fire time a firing is sent, as an
 	// ordinary message due at the fire time: the engine's timers then make
 	// it visible on time, and the runner's own delays do not add to its
-	// lateness. Default 10s.
+	// lateness. Default 20s: within the engine's near window (its Lookahead,
+	// 30 s by default), and enough for 100,000 firings due at one instant
+	// on a loaded 2-core machine (docs/benchmarks.md).
 	Lead time.Duration
 	// MaxBatch bounds the messages of one send; it must not exceed the
 	// engine's MaxBatch. Default 1,000.
@@ -66,7 +68,7 @@ func (o *Options) setDefaults() {
 		o.Clock = clock.NewReal()
 	}
 	if o.Lead <= 0 {
-		o.Lead = 10 * time.Second
+		o.Lead = 20 * time.Second
 	}
 	if o.MaxBatch <= 0 {
 		o.MaxBatch = 1000
