@@ -19,7 +19,10 @@ Schema-violating (negative) requests are never dropped. The rules:
   (409): valid cases get dedup IDs of their own (map_case);
 - a group's backoff_base is at most its backoff_max (1s and 5m when absent);
 - a message sent to a FIFO topic has a group and no window (the hooks
-  remember the topics the run created with "fifo": true).
+  remember the topics the run created with "fifo": true);
+- a schedule's cron is a valid expression and its tz a known zone (the
+  schema says "string"): valid cases get one from a small list, and no
+  property named hourglass-schedule or hourglass-fire-time.
 
 One filter works around the tester: it sends a '%' followed by two hex
 digits in a path parameter as it is, not as %25, so the server reads another
@@ -154,6 +157,8 @@ def filter_case(context, case):
     if path.endswith("/batch") and isinstance(body, dict):
         msgs = body.get("messages") or []
         return not any(message_breaks_rules(m, now_ms) or fifo_without_group(topic, m) for m in msgs)
+    if path == "/v1/schedules/{schedule}" and case.method.upper() == "PUT" and isinstance(body, dict):
+        return not (message_breaks_rules(body, now_ms) or body.get("topic") in FIFO_TOPICS)
     if path.endswith("/groups/{group}") and case.method.upper() == "PUT":
         return not backoff_breaks_rules(body)
     return True
@@ -171,6 +176,24 @@ def fresh_dedup_ids(msgs):
             m["dedup_id"] = "st-%d" % DEDUP_SEQ[0]
 
 
+CRONS = ["@hourly", "0 9 * * *", "*/15 * * * *", "@every 10m", "30 2 * * 1-5"]
+ZONES = [None, "UTC", "Europe/Berlin", "America/New_York"]
+
+
+def fix_schedule(case):
+    """Makes a valid schedule's cron and tz ones the server reads."""
+    body = case.body
+    if not isinstance(body, dict):
+        return
+    seed = len(str(body))
+    body["cron"] = CRONS[seed % len(CRONS)]
+    body["tz"] = ZONES[seed % len(ZONES)]
+    props = body.get("properties")
+    if isinstance(props, dict):
+        props.pop("hourglass-schedule", None)
+        props.pop("hourglass-fire-time", None)
+
+
 @schemathesis.hook
 def map_case(context, case):
     if is_positive(case) and isinstance(case.body, dict):
@@ -178,6 +201,8 @@ def map_case(context, case):
             fresh_dedup_ids([case.body])
         elif case.operation.path.endswith("/batch"):
             fresh_dedup_ids(case.body.get("messages") or [])
+    if case.operation.path == "/v1/schedules/{schedule}" and case.method.upper() == "PUT" and is_positive(case):
+        fix_schedule(case)
     if case.operation.path.endswith("/receive") and isinstance(case.body, dict):
         wait = case.body.get("wait")
         if isinstance(wait, str):
