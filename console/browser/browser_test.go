@@ -21,7 +21,7 @@ import (
 
 // tab is one browser tab with its event record.
 type tab struct {
-	t   *testing.T
+	t   testing.TB
 	ctx context.Context
 	ev  *events
 }
@@ -29,7 +29,7 @@ type tab struct {
 // newTab starts a headless Chromium with a fresh profile and the flags
 // this machine needs (no sandbox as root, no GPU, nothing that phones
 // home), opens a tab at 1280x800 and records its requests and errors.
-func newTab(t *testing.T) *tab {
+func newTab(t testing.TB) *tab {
 	t.Helper()
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromium),

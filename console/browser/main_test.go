@@ -81,7 +81,7 @@ func findChromium() string {
 
 // needBrowser skips the test, loudly, when there is no browser (TestMain
 // has already failed the run if one was required).
-func needBrowser(t *testing.T) {
+func needBrowser(t testing.TB) {
 	t.Helper()
 	if chromium == "" {
 		t.Skip("SKIPPED: chromium is not installed; HOURGLASS_REQUIRE_BROWSER=1 makes this a failure")
@@ -90,14 +90,14 @@ func needBrowser(t *testing.T) {
 
 // broker is a running hourglass serve.
 type broker struct {
-	t     *testing.T
+	t     testing.TB
 	base  string
 	token string
 }
 
 // startBroker runs hourglass serve on a fresh directory and a free port,
 // with token (none when empty), and waits for it to listen.
-func startBroker(t *testing.T, token string) *broker {
+func startBroker(t testing.TB, token string) *broker {
 	t.Helper()
 	cmd := exec.Command(binary, "serve", "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--log-level", "warn")
 	cmd.Env = append(os.Environ(), "HOURGLASS_AUTH_TOKEN="+token)
@@ -187,7 +187,7 @@ func (b *broker) inspectKey(topic, key string) info {
 
 // artifacts is where screenshots go: artifacts/console at the repository
 // root, or $HOURGLASS_ARTIFACTS/console.
-func artifacts(t *testing.T) string {
+func artifacts(t testing.TB) string {
 	t.Helper()
 	dir := os.Getenv("HOURGLASS_ARTIFACTS")
 	if dir == "" {
