@@ -204,6 +204,16 @@ func TestConsoleForecastFindCancelReschedule(t *testing.T) {
 		t.Errorf("the next hour has %s bars, want 60", got)
 	}
 	tb.screenshot("overview-light")
+	// The week by the hour: the three minutes fall into one or two hours.
+	tb.do(chromedp.Click(`button[data-range="week"]`))
+	tb.waitText("#fc-summary", "in the next week")
+	if got := tb.eval(`String(document.querySelectorAll("#forecast-chart rect.bar").length)`); got != "168" {
+		t.Errorf("the next week has %s bars, want 168", got)
+	}
+	if got := tb.eval(`String([...document.querySelectorAll("#forecast-chart rect.bar")].reduce((n, r) => n + Number(r.dataset.count), 0))`); got != "12" {
+		t.Errorf("the week's bars add up to %s, want 12", got)
+	}
+	tb.do(chromedp.Click(`button[data-range="hour"]`))
 
 	// Find order-1 by topic and key, with the keyboard (Enter submits).
 	tb.do(chromedp.Navigate(b.base+"/ui/#/find"), chromedp.WaitVisible("#find-topic"),
