@@ -39,6 +39,9 @@ func newTab(t testing.TB) *tab {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-dev-shm-usage", true),
+		// Numbers are grouped as in en-US whatever the machine's locale,
+		// so the tests can read "1,000,000".
+		chromedp.Flag("lang", "en-US"),
 		chromedp.UserDataDir(t.TempDir()),
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
