@@ -132,7 +132,7 @@ type Engine struct {
 	ovl    *overlayState   // rescheduled, cancelled, fired-after-reschedule messages
 	segs   *segTable       // per-segment accounting and moved messages
 	disp   *dispatcher     // timers: wheel, buckets, due heap, rate limit, in-flight fires
-	fc     *forecastState  // pending counts by due second (forecast.go); nil during recovery
+	fc     *forecastState  // pending counts by due second (forecast.go); made early in recovery
 }
 
 // idents seals message IDs and lease receipts. seal uses the directory's

@@ -97,7 +97,12 @@ func (e *Engine) replayChangeLocked(pos uint64, rec commitlog.Record, minDue *in
 	if rec.Type == recReschedule {
 		*minDue = min(*minDue, due)
 	}
+	old := s.Due
+	if ov := e.ovl.entries[p]; ov != nil {
+		old = ov.Due
+	}
 	e.applyChangeLocked(p, s, t, rec.Type == recCancel, due)
+	e.forecastChangeLocked(t.id, old, rec.Type == recCancel, due)
 	return nil
 }
 

@@ -43,6 +43,16 @@ func TestCountsMatchModel(t *testing.T) {
 			if m[sec]--; m[sec] == 0 {
 				delete(m, sec)
 			}
+		} else if rng.IntN(5) == 0 {
+			// A minute at a time, as recovery counts.
+			var n [60]int64
+			mi := floorDiv(sec, minute)
+			for k := rng.IntN(3) + 1; k > 0; k-- {
+				s := rng.Int64N(60)
+				n[s]++
+				m[mi*minute+s]++
+			}
+			c.AddMinute(mi, &n)
 		} else {
 			c.Add(sec, 1)
 			m[sec]++
