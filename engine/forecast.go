@@ -95,7 +95,8 @@ func (e *Engine) forecastFiredLocked(batch []fireEntry) {
 func (e *Engine) startForecastLocked(st *checkpointState) {
 	e.fc = newForecastState()
 	e.disp.recL, e.disp.recF = st.LogPos, st.Frontier
-	e.fc.recount = &recount{seen: map[uint64]bool{}, byTopic: map[uint32]*[60]int64{}, minute: math.MinInt64}
+	e.fc.recount = &recount{seen: map[uint64]bool{}, byTopic: map[uint32]*[60]int64{}, minute: math.MinInt64,
+		logStart: uint64(e.clog.Start())}
 }
 
 // recount gathers recovery's count of the timer bucket entries a minute
@@ -103,11 +104,12 @@ func (e *Engine) startForecastLocked(st *checkpointState) {
 // a minute wide by default), so each minute costs one update of the counts
 // (Counts.AddMinute) rather than one per message.
 type recount struct {
-	seen    map[uint64]bool // rescheduled messages counted already
-	minute  int64           // the minute being gathered
-	byTopic map[uint32]*[60]int64
-	topic   uint32     // the topic of cur
-	cur     *[60]int64 // byTopic[topic], the last one used
+	seen     map[uint64]bool // rescheduled messages counted already
+	logStart uint64          // the log's start: it does not move during recovery
+	minute   int64           // the minute being gathered
+	byTopic  map[uint32]*[60]int64
+	topic    uint32     // the topic of cur
+	cur      *[60]int64 // byTopic[topic], the last one used
 }
 
 // countTimerLocked counts one timer bucket entry of the checkpoint if it is
@@ -116,10 +118,10 @@ type recount struct {
 // rescheduled message may have two identical entries (moved away and back);
 // it counts once (only messages with an overlay entry can have them).
 func (e *Engine) countTimerLocked(en timerstore.Entry) {
-	if en.Kind != kindMessage || !e.validLocked(en.Pos, en.Due) {
+	rc := e.fc.recount
+	if en.Kind != kindMessage || !e.validFromLocked(en.Pos, en.Due, rc.logStart) {
 		return
 	}
-	rc := e.fc.recount
 	if e.ovl.entries[en.Pos] != nil {
 		if rc.seen[en.Pos] {
 			return
