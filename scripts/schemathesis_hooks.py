@@ -23,6 +23,8 @@ Schema-violating (negative) requests are never dropped. The rules:
 - a schedule's cron is a valid expression and its tz a known zone (the
   schema says "string"): valid cases get one from a small list, and no
   property named hourglass-schedule or hourglass-fire-time.
+- a forecast asks for from < to (from defaults to now, to to from + 1 h),
+  to at most the end of 9999, and at most 10,000 buckets.
 
 One filter works around the tester: it sends a '%' followed by two hex
 digits in a path parameter as it is, not as %25, so the server reads another
@@ -137,6 +139,29 @@ def backoff_breaks_rules(cfg):
     return base is not None and top is not None and base > top
 
 
+FORECAST_MAX_BUCKETS = 10_000
+FORECAST_MAX_MS = 253402300799999
+STEP_WORDS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400}
+STEP_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def forecast_breaks_rules(query, now_ms):
+    """A forecast needs from < to, to within the year 9999 and at most
+    10,000 buckets; from defaults to now, to to from + 1 h, step to 1m."""
+    query = query or {}
+    try:
+        frm = int(query.get("from", now_ms))
+        to = int(query.get("to", frm + 3_600_000))
+    except (TypeError, ValueError):
+        return False
+    step = str(query.get("step", "minute"))
+    secs = STEP_WORDS.get(step) or (int(step[:-1]) * STEP_UNITS.get(step[-1], 0) if step[:-1].isdigit() else 0)
+    if not secs or frm >= to or to > FORECAST_MAX_MS:
+        return True
+    first, last = frm // 1000, -(-to // 1000)
+    return -(-(last - first) // secs) > FORECAST_MAX_BUCKETS
+
+
 @schemathesis.hook
 def filter_case(context, case):
     if not is_positive(case):
@@ -150,6 +175,8 @@ def filter_case(context, case):
             return False
     body, path = case.body, case.operation.path
     now_ms = int(time.time() * 1000)
+    if path == "/v1/forecast":
+        return not forecast_breaks_rules(case.query, now_ms)
     if path.endswith("/messages"):
         return not (message_breaks_rules(body, now_ms) or fifo_without_group(topic, body))
     if path.endswith("/reschedule"):
