@@ -51,8 +51,8 @@ func (h *Handler) forecast(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	step := defaultForecastStep
-	if s := q.Get("step"); s != "" {
-		if step, err = forecast.ParseStep(s); err != nil {
+	if q.Has("step") { // given but empty is a mistake, not the default
+		if step, err = forecast.ParseStep(q.Get("step")); err != nil {
 			h.writeError(w, errs.New(errs.InvalidArgument, "%s", err.Error()))
 			return
 		}
