@@ -1,7 +1,9 @@
 package kafkamode
 
 import (
+	"bytes"
 	"container/heap"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -67,4 +69,22 @@ func (h *dueHeap) peek() *entry {
 		h.pop()
 	}
 	return nil
+}
+
+// detach copies what the worker keeps of a fetched record (key, value,
+// headers, timestamp, position) out of the fetch buffer: a record's slices
+// point into the buffer of the whole fetch response, so keeping one record
+// of a fetch would keep all of it (megabytes) until the record fires.
+func detach(r *kgo.Record) *kgo.Record {
+	out := &kgo.Record{
+		Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp,
+		Key: bytes.Clone(r.Key), Value: bytes.Clone(r.Value),
+	}
+	if len(r.Headers) > 0 {
+		out.Headers = make([]kgo.RecordHeader, len(r.Headers))
+		for i, h := range r.Headers {
+			out.Headers[i] = kgo.RecordHeader{Key: strings.Clone(h.Key), Value: bytes.Clone(h.Value)}
+		}
+	}
+	return out
 }

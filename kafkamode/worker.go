@@ -29,6 +29,8 @@ type Stats struct {
 	BodiesLoaded     atomic.Int64 // bodies fetched again before their due time
 	StateRecordsRead atomic.Int64 // state-topic records read at take-over
 	MaxLatenessMs    atomic.Int64 // largest (forward time - due) seen
+	TxnMicros        atomic.Int64 // time spent in transactions, summed (µs)
+	MaxTxnMicros     atomic.Int64 // longest transaction (µs)
 }
 
 // Worker forwards due records from the delay topic to their business
@@ -132,7 +134,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		"committed_txns", w.stats.Committed.Load(), "aborted_txns", w.stats.Aborted.Load(),
 		"records_read", w.stats.RecordsRead.Load(), "skipped_by_marker", w.stats.SkippedByMarker.Load(),
 		"state_records_read", w.stats.StateRecordsRead.Load(), "bodies_loaded", w.stats.BodiesLoaded.Load(),
-		"max_lateness_ms", w.stats.MaxLatenessMs.Load())
+		"max_lateness_ms", w.stats.MaxLatenessMs.Load(), "txn_us_total", w.stats.TxnMicros.Load(), "txn_us_max", w.stats.MaxTxnMicros.Load())
 	return nil
 }
 
@@ -180,11 +182,19 @@ func (w *Worker) ensureTopics(ctx context.Context) error {
 	if err := create(w.cfg.DLQTopic, n, nil); err != nil {
 		return err
 	}
-	td, err = adm.ListTopics(ctx, w.cfg.StateTopic)
-	if err != nil {
-		return fmt.Errorf("describe topic %s: %w", w.cfg.StateTopic, err)
+	// A topic just created may take a moment to show in the metadata.
+	var got int32
+	for try := 0; try < 40; try++ { // kgo may answer from metadata cached for up to 5 s
+		td, err = adm.ListTopics(ctx, w.cfg.StateTopic)
+		if err != nil {
+			return fmt.Errorf("describe topic %s: %w", w.cfg.StateTopic, err)
+		}
+		if got = int32(len(td[w.cfg.StateTopic].Partitions)); got > 0 {
+			break
+		}
+		time.Sleep(250 * time.Millisecond)
 	}
-	if got := int32(len(td[w.cfg.StateTopic].Partitions)); got < n {
+	if got < n {
 		return fmt.Errorf("state topic %s has %d partitions; the delay topic %s has %d and needs one state partition each",
 			w.cfg.StateTopic, got, w.cfg.DelayTopic, n)
 	}
@@ -295,10 +305,10 @@ func (w *Worker) poll(ctx context.Context) {
 		switch {
 		case err != nil:
 			e.dlqReason = err.Error()
-			e.rec = r
+			e.rec = detach(r)
 		case s.due-now <= lead:
 			e.due = s.due
-			e.rec = r
+			e.rec = detach(r)
 		default:
 			// Far from due: index the position only.
 			e.due = s.due
@@ -345,7 +355,7 @@ func (w *Worker) takeBodies() {
 	}
 	w.loadBusy = false
 	for e, r := range res.got {
-		e.rec, e.loading = r, false
+		e.rec, e.loading = detach(r), false
 		w.stats.BodiesLoaded.Add(1)
 	}
 	for _, e := range res.missing {
@@ -394,6 +404,14 @@ func (w *Worker) collectDue(now int64) []*entry {
 // back into the index (and the session rewinds the consumer to the
 // committed offsets; the records it reads again are ignored).
 func (w *Worker) transact(ctx context.Context, batch []*entry) error {
+	began := time.Now()
+	defer func() {
+		us := time.Since(began).Microseconds()
+		w.stats.TxnMicros.Add(us)
+		if us > w.stats.MaxTxnMicros.Load() {
+			w.stats.MaxTxnMicros.Store(us)
+		}
+	}()
 	if err := w.sess.Begin(); err != nil {
 		return fmt.Errorf("begin transaction: %w", err)
 	}
@@ -452,6 +470,10 @@ func (w *Worker) transact(ctx context.Context, batch []*entry) error {
 		return nil
 	}
 	flushErr := w.sess.Client().Flush(ctx)
+	flushed := time.Now()
+	defer func() {
+		w.cfg.Logger.Debug("transaction", "records", len(batch), "flush", flushed.Sub(began), "end", time.Since(flushed))
+	}()
 	try := kgo.TryCommit
 	if flushErr != nil || produceErr.Load() != nil {
 		try = kgo.TryAbort
