@@ -2,6 +2,7 @@ package kafkamode
 
 import (
 	"math/rand"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -185,4 +186,33 @@ func TestMarkerKey(t *testing.T) {
 			t.Errorf("key %q parsed for %s/%d", k, other.topic, other.p)
 		}
 	}
+}
+
+// TestEntryCost measures the index's memory per pending record far from
+// due (no body): the entry, its slots in the due and body heaps and in the
+// partition's pending list. The package doc states ~90 bytes; this fails
+// if it grows past 128.
+func TestEntryCost(t *testing.T) {
+	const n = 200_000
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	pp := newPartProgress(0, nil)
+	var due, noBody dueHeap
+	for i := 0; i < n; i++ {
+		pp.read(int64(i))
+		e := &entry{pp: pp, offset: int64(i), due: int64(n - i)}
+		due.push(e)
+		noBody.push(e)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	per := float64(after.HeapAlloc-before.HeapAlloc) / n
+	t.Logf("%.0f bytes per pending record", per)
+	if per > 128 {
+		t.Fatalf("%.0f bytes per pending record, want at most 128", per)
+	}
+	runtime.KeepAlive(pp)
+	runtime.KeepAlive(due)
+	runtime.KeepAlive(noBody)
 }
