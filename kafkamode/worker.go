@@ -22,6 +22,7 @@ type Stats struct {
 	SkippedByMarker  atomic.Int64 // delay records read but already resolved by a marker
 	Forwarded        atomic.Int64 // records forwarded in committed transactions
 	DeadLettered     atomic.Int64 // records dead-lettered in committed transactions
+	Cancelled        atomic.Int64 // pending records cancelled in committed transactions
 	Committed        atomic.Int64 // transactions committed
 	Aborted          atomic.Int64 // transactions aborted (a rebalance, an error)
 	Assigned         atomic.Int64 // partitions assigned, summed over rebalances
@@ -131,7 +132,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 	}
 	log.Info("kafka worker stopping", "forwarded", w.stats.Forwarded.Load(), "dead_lettered", w.stats.DeadLettered.Load(),
-		"committed_txns", w.stats.Committed.Load(), "aborted_txns", w.stats.Aborted.Load(),
+		"cancelled", w.stats.Cancelled.Load(), "committed_txns", w.stats.Committed.Load(), "aborted_txns", w.stats.Aborted.Load(),
 		"records_read", w.stats.RecordsRead.Load(), "skipped_by_marker", w.stats.SkippedByMarker.Load(),
 		"state_records_read", w.stats.StateRecordsRead.Load(), "bodies_loaded", w.stats.BodiesLoaded.Load(),
 		"max_lateness_ms", w.stats.MaxLatenessMs.Load(), "txn_us_total", w.stats.TxnMicros.Load(), "txn_us_max", w.stats.MaxTxnMicros.Load())
@@ -300,11 +301,18 @@ func (w *Worker) poll(ctx context.Context) {
 			return
 		}
 		w.stats.RecordsRead.Add(1)
-		e := &entry{pp: pp, offset: r.Offset}
+		e := &entry{pp: pp, offset: r.Offset, keyHash: keyHash(r.Key)}
 		s, err := parseSchedule(r, w.cfg.DelayTopic)
+		cancel, isCancel, cerr := parseCancel(r)
 		switch {
+		case isCancel && cerr != nil:
+			e.ctl = &control{dlqReason: cerr.Error()}
+			e.rec = detach(r)
+		case isCancel:
+			e.ctl = &control{cancel: cancel}
+			e.rec = &kgo.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}
 		case err != nil:
-			e.dlqReason = err.Error()
+			e.ctl = &control{dlqReason: err.Error()}
 			e.rec = detach(r)
 		case s.due-now <= lead:
 			e.due = s.due
@@ -362,7 +370,7 @@ func (w *Worker) takeBodies() {
 		// The record is gone: say so in the dead-letter topic rather
 		// than wait for it forever.
 		e.loading = false
-		e.dlqReason = "the delay record was deleted by the delay topic's retention before it was due"
+		e.ctl = &control{dlqReason: "the delay record was deleted by the delay topic's retention before it was due"}
 		e.rec = &kgo.Record{Topic: w.cfg.DelayTopic, Partition: e.pp.partition, Offset: e.offset}
 	}
 	if res.err != nil {
@@ -392,10 +400,35 @@ func (w *Worker) collectDue(now int64) []*entry {
 			break // its body is being fetched (requestBodies asked)
 		}
 		w.due.pop()
+		if e.inBatch {
+			continue // a second heap slot of an entry already taken (see transact)
+		}
 		e.inBatch = true
 		batch = append(batch, e)
+		if e.ctl != nil && e.ctl.cancel != nil {
+			batch = append(batch, w.cancelTargets(e)...)
+		}
 	}
 	return batch
+}
+
+// cancelTargets marks and returns the pending entries the cancel entry c
+// cancels: in c's partition, before c, matching its key hash or its
+// offset, not already in a transaction (those are being forwarded: too
+// late). It scans the whole index, O(pending): cancels are expected to be
+// rare next to forwards.
+func (w *Worker) cancelTargets(c *entry) []*entry {
+	var out []*entry
+	for _, e := range w.due {
+		if e.pp != c.pp || !e.live() || e.inBatch || e.ctl != nil || e.offset >= c.offset {
+			continue
+		}
+		if c.ctl.cancel.byKey && e.keyHash == c.keyHash || !c.ctl.cancel.byKey && e.offset == c.ctl.cancel.offset {
+			e.inBatch, e.cancelled = true, true
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // transact forwards (or dead-letters) batch, writes the markers and
@@ -426,9 +459,12 @@ func (w *Worker) transact(ctx context.Context, batch []*entry) error {
 	for _, e := range batch {
 		source := w.cfg.DelayTopic + "/" + strconv.Itoa(int(e.pp.partition)) + "/" + strconv.FormatInt(e.offset, 10)
 		var out *kgo.Record
-		if e.dlqReason != "" {
-			out = deadLetterRecord(e.rec, w.cfg.DLQTopic, source, e.dlqReason)
-		} else {
+		switch {
+		case e.cancelled || e.ctl != nil && e.ctl.cancel != nil:
+			// Resolved without output: a cancelled message, a cancel.
+		case e.dlqReason() != "":
+			out = deadLetterRecord(e.rec, w.cfg.DLQTopic, source, e.dlqReason())
+		default:
 			s, err := parseSchedule(e.rec, w.cfg.DelayTopic)
 			if err != nil { // cannot happen: it parsed at read time
 				out = deadLetterRecord(e.rec, w.cfg.DLQTopic, source, err.Error())
@@ -436,7 +472,9 @@ func (w *Worker) transact(ctx context.Context, batch []*entry) error {
 				out = forwardRecord(e.rec, s.bizTopic, source, e.due)
 			}
 		}
-		w.sess.Produce(ctx, out, promise)
+		if out != nil {
+			w.sess.Produce(ctx, out, promise)
+		}
 		byPart[e.pp] = append(byPart[e.pp], e.offset)
 	}
 	plans := make([]*partPlan, 0, len(byPart))
@@ -488,9 +526,14 @@ func (w *Worker) transact(ctx context.Context, batch []*entry) error {
 			pl.apply()
 		}
 		for _, e := range batch {
-			if e.dlqReason != "" {
+			e.done = true
+			switch {
+			case e.cancelled:
+				w.stats.Cancelled.Add(1)
+			case e.ctl != nil && e.ctl.cancel != nil:
+			case e.dlqReason() != "":
 				w.stats.DeadLettered.Add(1)
-			} else {
+			default:
 				w.stats.Forwarded.Add(1)
 				if late := now - e.due; late > w.stats.MaxLatenessMs.Load() {
 					w.stats.MaxLatenessMs.Store(late)
@@ -505,6 +548,11 @@ func (w *Worker) transact(ctx context.Context, batch []*entry) error {
 		pl.undo()
 	}
 	for _, e := range batch {
+		// A cancel's target never left the heap, so pushing it again
+		// gives it a second slot; collectDue skips the copy that is
+		// popped while the other is in a batch, and peek drops both once
+		// it is done.
+		e.cancelled = false
 		if e.live() {
 			w.due.push(e)
 		}

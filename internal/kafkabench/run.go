@@ -211,6 +211,7 @@ func waitStable(ctx context.Context, adm *kadm.Client, group string) error {
 // timestamp plus its tier, for both systems.
 func produce(ctx context.Context, cl *kgo.Client, c config, system, prefix, biz string) map[string]int64 {
 	due := make(map[string]int64, c.n)
+	tierOf = make(map[string]time.Duration, c.n)
 	rng := mrand.New(mrand.NewPCG(1, uint64(time.Now().UnixNano())))
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -240,6 +241,7 @@ func produce(ctx context.Context, cl *kgo.Client, c config, system, prefix, biz 
 				r.Topic = levelTopic(prefix, tier)
 			}
 			due[id] = ts.UnixMilli() + tier.Milliseconds()
+			tierOf[id] = tier
 			wg.Add(1)
 			cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
 				defer wg.Done()
@@ -252,6 +254,10 @@ func produce(ctx context.Context, cl *kgo.Client, c config, system, prefix, biz 
 	wg.Wait()
 	return due
 }
+
+// tierOf is each message's tier, for the per-tier figures of
+// KAFKABENCH_VERBOSE.
+var tierOf map[string]time.Duration
 
 // collector reads the business topic (read_committed) and notes when
 // each record arrived.
@@ -333,6 +339,18 @@ func (c *collector) score(due map[string]int64, r *result) {
 	}
 	if len(late) == 0 {
 		return
+	}
+	if os.Getenv("KAFKABENCH_VERBOSE") != "" {
+		byTier := map[time.Duration][]int64{}
+		for id, d := range due {
+			if a := c.arr[id]; len(a) > 0 {
+				byTier[tierOf[id]] = append(byTier[tierOf[id]], a[0]-d)
+			}
+		}
+		for t, l := range byTier {
+			sort.Slice(l, func(i, j int) bool { return l[i] < l[j] })
+			fmt.Fprintf(os.Stderr, "tier %v: p50 %d p99 %d max %d ms\n", t, l[len(l)/2], l[len(l)*99/100], l[len(l)-1])
+		}
 	}
 	sort.Slice(late, func(i, j int) bool { return late[i] < late[j] })
 	r.p50 = late[len(late)/2]
