@@ -258,6 +258,11 @@ func (w *Worker) onRevoked(_ context.Context, _ *kgo.Client, revoked map[string]
 // pollWait bounds one poll when nothing is due sooner.
 const pollWait = 50 * time.Millisecond
 
+// maxPollRecords bounds the records indexed between two looks at what is
+// due: reading and firing share the loop, so a large read would make
+// records due meanwhile late.
+const maxPollRecords = 500
+
 // poll reads what the consumer has, waiting at most until the next due time
 // (or pollWait), and indexes it.
 func (w *Worker) poll(ctx context.Context) {
@@ -271,10 +276,10 @@ func (w *Worker) poll(ctx context.Context) {
 	}
 	var fs kgo.Fetches
 	if wait <= 0 {
-		fs = w.sess.PollRecords(nil, 10000) // nil: take what is buffered, never block
+		fs = w.sess.PollRecords(nil, maxPollRecords) // nil: take what is buffered, never block
 	} else {
 		pctx, cancel := context.WithTimeout(ctx, wait)
-		fs = w.sess.PollRecords(pctx, 10000)
+		fs = w.sess.PollRecords(pctx, maxPollRecords)
 		cancel()
 	}
 	fs.EachError(func(t string, p int32, err error) {
