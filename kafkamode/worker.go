@@ -29,6 +29,7 @@ type Stats struct {
 	Revoked          atomic.Int64 // partitions revoked or lost, summed
 	BodiesLoaded     atomic.Int64 // bodies fetched again before their due time
 	StateRecordsRead atomic.Int64 // state-topic records read at take-over
+	Rejoins          atomic.Int64 // sessions rebuilt after a failed transaction
 	MaxLatenessMs    atomic.Int64 // largest (forward time - due) seen
 	TxnMicros        atomic.Int64 // time spent in transactions, summed (µs)
 	MaxTxnMicros     atomic.Int64 // longest transaction (µs)
@@ -70,9 +71,12 @@ func New(cfg Config) (*Worker, error) {
 func (w *Worker) Stats() *Stats { return &w.stats }
 
 // Run creates the topics that are missing, joins the group and forwards
-// records until ctx is done or a non-retryable Kafka error occurs (a
-// fenced transactional ID: another live worker has this WorkerID). On
-// return it has left the group; a transaction in progress is aborted.
+// records until ctx is done. When a transaction fails (a broker restart, a
+// coordinator move), it leaves the group, drops its index and joins again:
+// the committed progress is all it needs. It returns an error only when it
+// cannot start (no topics) or when another live worker fenced its
+// transactional ID (two workers with one WorkerID). On return it has left
+// the group; a transaction in progress is aborted.
 func (w *Worker) Run(ctx context.Context) error {
 	log := w.cfg.Logger
 	var err error
@@ -84,16 +88,61 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err := w.ensureTopics(ctx); err != nil {
 		return err
 	}
-	if err := w.fencePrevious(ctx); err != nil {
-		return err
-	}
 	bodies, err := kgo.NewClient(kgo.SeedBrokers(w.cfg.Brokers...), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	if err != nil {
 		return err
 	}
 	defer bodies.Close()
 	w.loader = &bodyLoader{topic: w.cfg.DelayTopic, cl: bodies}
+	log.Info("kafka worker started", "brokers", w.cfg.Brokers, "delay_topic", w.cfg.DelayTopic,
+		"group", w.cfg.Group, "worker_id", w.cfg.WorkerID)
+	for {
+		err := w.runSession(ctx)
+		if ctx.Err() != nil {
+			break
+		}
+		if errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.TransactionalIDAuthorizationFailed) {
+			return err
+		}
+		w.stats.Rejoins.Add(1)
+		log.Warn("session failed; leaving the group and joining again", "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+	log.Info("kafka worker stopping", "forwarded", w.stats.Forwarded.Load(), "dead_lettered", w.stats.DeadLettered.Load(),
+		"cancelled", w.stats.Cancelled.Load(), "committed_txns", w.stats.Committed.Load(), "aborted_txns", w.stats.Aborted.Load(),
+		"rejoins", w.stats.Rejoins.Load(),
+		"records_read", w.stats.RecordsRead.Load(), "skipped_by_marker", w.stats.SkippedByMarker.Load(),
+		"state_records_read", w.stats.StateRecordsRead.Load(), "bodies_loaded", w.stats.BodiesLoaded.Load(),
+		"max_lateness_ms", w.stats.MaxLatenessMs.Load(), "txn_us_total", w.stats.TxnMicros.Load(), "txn_us_max", w.stats.MaxTxnMicros.Load())
+	return nil
+}
 
+// runSession is one membership of the group: fence the previous
+// incarnation, join, forward until ctx is done or a transaction fails.
+// It starts from an empty index and leaves none behind.
+func (w *Worker) runSession(ctx context.Context) error {
+	w.mu.Lock()
+	for _, pp := range w.parts {
+		pp.dropped = true
+	}
+	w.parts = make(map[int32]*partProgress)
+	w.mu.Unlock()
+	w.due, w.noBody = nil, nil
+	sctx, cancel := context.WithCancel(ctx)
+	defer func() {
+		cancel()
+		if w.loadBusy { // wait for the loader so no result leaks into the next session
+			<-w.loadDone
+			w.loadBusy = false
+		}
+	}()
+	if err := w.fencePrevious(sctx); err != nil {
+		return err
+	}
+	var err error
 	w.sess, err = kgo.NewGroupTransactSession(
 		kgo.SeedBrokers(w.cfg.Brokers...),
 		kgo.TransactionalID(w.cfg.Group+"-"+w.cfg.WorkerID),
@@ -113,29 +162,19 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	defer w.sess.Close()
-	log.Info("kafka worker started", "brokers", w.cfg.Brokers, "delay_topic", w.cfg.DelayTopic,
-		"group", w.cfg.Group, "worker_id", w.cfg.WorkerID)
-	for ctx.Err() == nil {
-		w.poll(ctx)
+	for sctx.Err() == nil {
+		w.poll(sctx)
 		w.takeBodies()
 		now := time.Now().UnixMilli()
-		w.requestBodies(ctx, now)
+		w.requestBodies(sctx, now)
 		batch := w.collectDue(now)
 		if len(batch) == 0 {
 			continue
 		}
-		if err := w.transact(ctx, batch); err != nil {
-			if ctx.Err() != nil {
-				break
-			}
+		if err := w.transact(sctx, batch); err != nil {
 			return err
 		}
 	}
-	log.Info("kafka worker stopping", "forwarded", w.stats.Forwarded.Load(), "dead_lettered", w.stats.DeadLettered.Load(),
-		"cancelled", w.stats.Cancelled.Load(), "committed_txns", w.stats.Committed.Load(), "aborted_txns", w.stats.Aborted.Load(),
-		"records_read", w.stats.RecordsRead.Load(), "skipped_by_marker", w.stats.SkippedByMarker.Load(),
-		"state_records_read", w.stats.StateRecordsRead.Load(), "bodies_loaded", w.stats.BodiesLoaded.Load(),
-		"max_lateness_ms", w.stats.MaxLatenessMs.Load(), "txn_us_total", w.stats.TxnMicros.Load(), "txn_us_max", w.stats.MaxTxnMicros.Load())
 	return nil
 }
 
