@@ -3,6 +3,7 @@ package kafkamode
 import (
 	"container/heap"
 	"sort"
+	"sync/atomic"
 )
 
 // partProgress is the progress of one delay-topic partition that this worker
@@ -36,6 +37,9 @@ type partProgress struct {
 	markerHeap int64Heap
 	// dropped is set when the partition is revoked or lost.
 	dropped bool
+	// open counts the read offsets not yet resolved; atomic because
+	// Worker.Pending reads it from another goroutine.
+	open atomic.Int64
 }
 
 func newPartProgress(p int32, markers []int64) *partProgress {
@@ -60,6 +64,7 @@ func (pp *partProgress) read(o int64) bool {
 		return false
 	}
 	pp.pending = append(pp.pending, o)
+	pp.open.Add(1)
 	return true
 }
 
@@ -114,6 +119,7 @@ func (pp *partProgress) plan(resolved []int64) *partPlan {
 func (pl *partPlan) apply() {
 	pp := pl.pp
 	pp.committed = pl.commit
+	pp.open.Add(-int64(len(pl.resolved)))
 	// Drop the resolved prefix; copy when the dead front would pin a
 	// large array.
 	pp.pending = pp.pending[pl.trim:]

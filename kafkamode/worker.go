@@ -13,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/hourglass-mq/hourglass/engine"
 )
 
 // Stats are a worker's counters since it started. All fields are safe to
@@ -31,8 +33,14 @@ type Stats struct {
 	StateRecordsRead atomic.Int64 // state-topic records read at take-over
 	Rejoins          atomic.Int64 // sessions rebuilt after a failed transaction
 	MaxLatenessMs    atomic.Int64 // largest (forward time - due) seen
-	TxnMicros        atomic.Int64 // time spent in transactions, summed (µs)
-	MaxTxnMicros     atomic.Int64 // longest transaction (µs)
+	// Lateness is the histogram of (forward time - due time), in seconds,
+	// of records forwarded in committed transactions, with the embedded
+	// engine's buckets. The forward time is the worker's clock when the
+	// transaction began; a read_committed consumer sees the record after
+	// the commit, later.
+	Lateness     *engine.Histogram
+	TxnMicros    atomic.Int64 // time spent in transactions, summed (µs)
+	MaxTxnMicros atomic.Int64 // longest transaction (µs)
 }
 
 // Worker forwards due records from the delay topic to their business
@@ -64,11 +72,26 @@ func New(cfg Config) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Worker{cfg: cfg, parts: make(map[int32]*partProgress), loadDone: make(chan bodyResult, 1)}, nil
+	w := &Worker{cfg: cfg, parts: make(map[int32]*partProgress), loadDone: make(chan bodyResult, 1)}
+	w.stats.Lateness = engine.NewHistogram(engine.LatenessBounds...)
+	return w, nil
 }
 
 // Stats returns the worker's counters.
 func (w *Worker) Stats() *Stats { return &w.stats }
+
+// Pending returns, for each delay partition this worker owns, the number
+// of records read and not yet resolved (forwarded, dead-lettered,
+// cancelled). Safe to call while the worker runs.
+func (w *Worker) Pending() map[int32]int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make(map[int32]int64, len(w.parts))
+	for p, pp := range w.parts {
+		out[p] = pp.open.Load()
+	}
+	return out
+}
 
 // Run creates the topics that are missing, joins the group and forwards
 // records until ctx is done. When a transaction fails (a broker restart, a
@@ -579,9 +602,11 @@ func (w *Worker) transact(ctx context.Context, batch []*entry) error {
 				w.stats.DeadLettered.Add(1)
 			default:
 				w.stats.Forwarded.Add(1)
-				if late := now - e.due; late > w.stats.MaxLatenessMs.Load() {
+				late := now - e.due
+				if late > w.stats.MaxLatenessMs.Load() {
 					w.stats.MaxLatenessMs.Store(late)
 				}
+				w.stats.Lateness.Observe(float64(late) / 1000)
 			}
 			e.rec = nil // let the body go
 		}
