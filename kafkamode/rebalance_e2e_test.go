@@ -17,8 +17,8 @@ func TestKafkaRebalanceUnderLoad(t *testing.T) {
 	c := e.collect(e.biz)
 	l := &ledger{due: map[string]int64{}}
 	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
-	e.startWorker("w1")
-	var w2 *worker
+	w1 := e.startWorker("w1")
+	var w2, w3 *worker
 	start := time.Now()
 	for i := 0; time.Since(start) < 8*time.Second; i++ {
 		now := time.Now().UnixMilli()
@@ -30,7 +30,7 @@ func TestKafkaRebalanceUnderLoad(t *testing.T) {
 		switch i {
 		case 15:
 			w2 = e.startWorker("w2")
-			e.startWorker("w3")
+			w3 = e.startWorker("w3")
 		case 50:
 			w2.kill(t)
 		}
@@ -42,4 +42,10 @@ func TestKafkaRebalanceUnderLoad(t *testing.T) {
 	if !v.ok() {
 		t.Fatalf("%s", v)
 	}
+	// The partitions did move: w3 got some and forwarded from them.
+	s3 := w3.stop(t)
+	if s3["assigned"] == 0 || s3["forwarded"] == 0 {
+		t.Fatalf("no partition moved to w3: %v", s3)
+	}
+	t.Logf("w1 %v; w3 %v", w1.stop(t), s3)
 }

@@ -136,7 +136,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	log.Info("kafka worker stopping", "forwarded", w.stats.Forwarded.Load(), "dead_lettered", w.stats.DeadLettered.Load(),
 		"cancelled", w.stats.Cancelled.Load(), "committed_txns", w.stats.Committed.Load(), "aborted_txns", w.stats.Aborted.Load(),
-		"rejoins", w.stats.Rejoins.Load(),
+		"rejoins", w.stats.Rejoins.Load(), "assigned", w.stats.Assigned.Load(), "revoked", w.stats.Revoked.Load(),
 		"records_read", w.stats.RecordsRead.Load(), "skipped_by_marker", w.stats.SkippedByMarker.Load(),
 		"state_records_read", w.stats.StateRecordsRead.Load(), "bodies_loaded", w.stats.BodiesLoaded.Load(),
 		"max_lateness_ms", w.stats.MaxLatenessMs.Load(), "txn_us_total", w.stats.TxnMicros.Load(), "txn_us_max", w.stats.MaxTxnMicros.Load())
