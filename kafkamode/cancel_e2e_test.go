@@ -12,8 +12,8 @@ import (
 )
 
 // TestKafkaCancel: control records cancel pending messages by key (two
-// messages share a key) and by partition and offset; the others are
-// delivered. The settle step proves the cancelled ones never arrive: it
+// messages share a key) and by partition and offset, and reschedule one
+// (cancel by key plus a new due time); the others are delivered. The settle step proves the cancelled ones never arrive: it
 // waits until the group resolved every delay record and the consumer read
 // past a sentinel behind every forward.
 func TestKafkaCancel(t *testing.T) {
@@ -53,14 +53,25 @@ func TestKafkaCancel(t *testing.T) {
 	if err := e.manual().ProduceSync(t.Context(), byOffset).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range []string{"m0", "m4", "m5"} {
+	// Reschedule order-4 (m4) 1.5 s later: a record with its key, _cancel=key
+	// and a new due time replaces it.
+	later := due + 1500
+	resched := &kgo.Record{Topic: e.delay, Key: []byte("order-4"), Value: []byte("m4-later"), Headers: []kgo.RecordHeader{
+		{Key: kafkamode.HeaderCancel, Value: []byte("key")},
+		{Key: kafkamode.HeaderDeliverAt, Value: []byte(strconv.FormatInt(later, 10))},
+		{Key: kafkamode.HeaderBizTopic, Value: []byte(e.biz)}}}
+	if err := e.cl.ProduceSync(t.Context(), resched).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"m0", "m5"} {
 		l.due[id] = due
 	}
+	l.due["m4-later"] = later
 	got := e.settle(c, l, 60*time.Second)
 	if v := l.check(got); !v.ok() {
 		t.Fatalf("%s (an unknown ID is a cancelled message that was delivered)", v)
 	}
-	if st := w.stop(t); st["cancelled"] != 3 {
-		t.Fatalf("worker counted %d cancelled, want 3: %v", st["cancelled"], st)
+	if st := w.stop(t); st["cancelled"] != 4 {
+		t.Fatalf("worker counted %d cancelled, want 4: %v", st["cancelled"], st)
 	}
 }

@@ -27,9 +27,21 @@ const (
 	// with the message's key and the default partitioner puts it in the
 	// same partition); "offset:<n>" cancels the pending message at offset n
 	// of the cancel record's partition. A message already forwarded is not
-	// affected.
+	// affected. A cancel record that also carries _bizTopic and a due time
+	// is a reschedule: it cancels as above and is itself scheduled.
 	HeaderCancel = "_cancel"
 )
+
+// hasScheduleHeaders reports whether r carries any of the scheduling
+// headers (a cancel record that does is a reschedule).
+func hasScheduleHeaders(r *kgo.Record) bool {
+	for _, h := range r.Headers {
+		if h.Key == HeaderDeliverAt || h.Key == HeaderDelayMs || h.Key == HeaderBizTopic {
+			return true
+		}
+	}
+	return false
+}
 
 // cancelSpec is what a cancel record asks.
 type cancelSpec struct {

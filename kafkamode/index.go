@@ -39,6 +39,10 @@ type control struct {
 	dlqReason string
 	// cancel is set for a cancel record.
 	cancel *cancelSpec
+	// keepOwn is set for the cancel half of a reschedule: the record is
+	// also scheduled (another entry), so resolving this entry must not
+	// resolve the record's offset.
+	keepOwn bool
 }
 
 // live reports whether e still belongs to an owned partition.

@@ -361,8 +361,9 @@ func (w *Worker) poll(ctx context.Context) {
 		if pp == nil || r.Topic != w.cfg.DelayTopic {
 			return
 		}
+		seenBefore := r.Offset < pp.next
 		if !pp.read(r.Offset) {
-			if r.Offset+1 == pp.next {
+			if !seenBefore {
 				w.stats.SkippedByMarker.Add(1)
 			}
 			return
@@ -371,13 +372,27 @@ func (w *Worker) poll(ctx context.Context) {
 		e := &entry{pp: pp, offset: r.Offset, keyHash: keyHash(r.Key)}
 		s, err := parseSchedule(r, w.cfg.DelayTopic)
 		cancel, isCancel, cerr := parseCancel(r)
+		scheduled := hasScheduleHeaders(r)
 		switch {
 		case isCancel && cerr != nil:
 			e.ctl = &control{dlqReason: cerr.Error()}
 			e.rec = detach(r)
-		case isCancel:
+			w.due.push(e)
+			return
+		case isCancel && !scheduled:
 			e.ctl = &control{cancel: cancel}
 			e.rec = &kgo.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}
+			w.due.push(e)
+			return
+		case isCancel && err == nil:
+			// A reschedule: cancel the earlier messages now, in a
+			// control entry that does not resolve this record's offset,
+			// and schedule this record as usual below.
+			w.due.push(&entry{pp: pp, offset: r.Offset, keyHash: e.keyHash,
+				ctl: &control{cancel: cancel, keepOwn: true},
+				rec: &kgo.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}})
+		}
+		switch {
 		case err != nil:
 			e.ctl = &control{dlqReason: err.Error()}
 			e.rec = detach(r)
@@ -542,7 +557,9 @@ func (w *Worker) transact(ctx context.Context, batch []*entry) error {
 		if out != nil {
 			w.sess.Produce(ctx, out, promise)
 		}
-		byPart[e.pp] = append(byPart[e.pp], e.offset)
+		if e.ctl == nil || !e.ctl.keepOwn {
+			byPart[e.pp] = append(byPart[e.pp], e.offset)
+		}
 	}
 	plans := make([]*partPlan, 0, len(byPart))
 	for pp, offs := range byPart {
