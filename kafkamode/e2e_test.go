@@ -57,7 +57,9 @@ var (
 )
 
 // binary builds the hourglass command once per test run: the worker runs
-// as a real process so a test can SIGKILL it.
+// as a real process so a test can SIGKILL it. Under -race the binary has
+// the race detector too, and a race in the worker fails the test that ran
+// it (see startWorker).
 func binary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -67,7 +69,11 @@ func binary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(dir, "hourglass")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/hourglass-mq/hourglass/cmd/hourglass").CombinedOutput()
+		args := []string{"build", "-o", binPath}
+		if raceBuild {
+			args = append(args, "-race")
+		}
+		out, err := exec.Command("go", append(args, "github.com/hourglass-mq/hourglass/cmd/hourglass")...).CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
@@ -138,6 +144,9 @@ func (e *env) startWorker(id string, extra ...string) *worker {
 		case <-time.After(20 * time.Second):
 			_ = cmd.Process.Kill()
 			<-w.done
+		}
+		if strings.Contains(w.out.String(), "WARNING: DATA RACE") {
+			e.t.Errorf("worker %s has a data race", id)
 		}
 		if e.t.Failed() {
 			e.t.Logf("worker %s output:\n%s", id, w.out.String())

@@ -46,7 +46,7 @@ type control struct {
 }
 
 // live reports whether e still belongs to an owned partition.
-func (e *entry) live() bool { return !e.pp.dropped && !e.done }
+func (e *entry) live() bool { return !e.pp.dropped.Load() && !e.done }
 
 // dlqReason is the dead-letter reason of e, or "".
 func (e *entry) dlqReason() string {

@@ -9,7 +9,7 @@ import (
 // partProgress is the progress of one delay-topic partition that this worker
 // owns: which offsets are resolved (forwarded, dead-lettered) and so what
 // the group may commit. It is owned by the worker's loop goroutine; a
-// revoke marks it dropped (under the worker's mutex) and the loop then
+// revoke marks it dropped (an atomic flag) and the loop then
 // ignores it.
 //
 // Invariants, with C the offset the group has committed for the partition:
@@ -35,8 +35,9 @@ type partProgress struct {
 	// the state topic; markerHeap orders the same offsets.
 	markers    map[int64]struct{}
 	markerHeap int64Heap
-	// dropped is set when the partition is revoked or lost.
-	dropped bool
+	// dropped is set when the partition is revoked or lost, by the group
+	// callbacks (other goroutines), hence atomic.
+	dropped atomic.Bool
 	// open counts the read offsets not yet resolved; atomic because
 	// Worker.Pending reads it from another goroutine.
 	open atomic.Int64

@@ -149,7 +149,7 @@ func (w *Worker) Run(ctx context.Context) error {
 func (w *Worker) runSession(ctx context.Context) error {
 	w.mu.Lock()
 	for _, pp := range w.parts {
-		pp.dropped = true
+		pp.dropped.Store(true)
 	}
 	w.parts = make(map[int32]*partProgress)
 	w.mu.Unlock()
@@ -293,7 +293,7 @@ func (w *Worker) onAssigned(ctx context.Context, _ *kgo.Client, assigned map[str
 	defer w.mu.Unlock()
 	for _, p := range ps {
 		if old := w.parts[p]; old != nil {
-			old.dropped = true
+			old.dropped.Store(true)
 		}
 		w.parts[p] = newPartProgress(p, markers[p])
 	}
@@ -309,7 +309,7 @@ func (w *Worker) onRevoked(_ context.Context, _ *kgo.Client, revoked map[string]
 	defer w.mu.Unlock()
 	for _, p := range ps {
 		if pp := w.parts[p]; pp != nil {
-			pp.dropped = true
+			pp.dropped.Store(true)
 			delete(w.parts, p)
 		}
 	}
