@@ -26,7 +26,7 @@ DIST      ?= dist
 SHELL       := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 
-.PHONY: all build release run test vet fmt-check fmt bench soak mutate schemathesis clean
+.PHONY: all build release run test test-examples compat-java vet fmt-check fmt bench soak mutate schemathesis clean
 
 all: build
 
@@ -58,6 +58,16 @@ test: vet fmt-check
 	@# The official RocketMQ push consumer races inside itself, so its test
 	@# is built without the race detector (rocketmq/push_test.go).
 	$(GO) test -count=1 -run Push ./rocketmq
+
+## test-examples: the examples' tests (their own Go modules) against a real PostgreSQL started by scripts/postgres.sh
+test-examples:
+	@url="$$(scripts/postgres.sh start)" && trap '$(CURDIR)/scripts/postgres.sh stop' EXIT && \
+	cd examples/order-timeout && $(GO) vet ./... && \
+	HOURGLASS_PG_URL="$$url" HOURGLASS_PG_REQUIRED=1 $(GO) test -count=1 ./...
+
+## compat-java: the official RocketMQ 5 Java client against the real binary, over TLS and plaintext (needs Java and Maven)
+compat-java:
+	scripts/compat-java.sh
 
 vet:
 	$(GO) vet ./...

@@ -24,7 +24,7 @@ var requests = []any{SendMessage{}, BatchRequest{}, RescheduleRequest{}, TopicCo
 // responses are the types the server encodes.
 var responses = []any{Receipt{}, BatchReceipts{}, MessageInfo{}, Cancelled{}, Rescheduled{}, Topic{}, TopicList{},
 	Group{}, GroupList{}, ReceivedMessage{}, ReceiveResponse{}, AckResponse{}, RedriveResponse{}, Empty{}, Health{},
-	Stats{}, Error{}, ErrorBody{}}
+	Stats{}, Error{}, ErrorBody{}, Forecast{}, ForecastBucket{}, BodyPreview{}}
 
 func loadSpec(t *testing.T) map[string]any {
 	t.Helper()

@@ -24,6 +24,20 @@ type SendMessage struct {
 	Body *string `json:"body,omitempty"`
 	// BodyBase64 is the body in standard base64, for binary bodies.
 	BodyBase64 *string `json:"body_base64,omitempty"`
+	// DedupID makes the send idempotent: within the topic's dedup window
+	// a second send with the same ID stores nothing and answers with the
+	// first message's receipt (Duplicate set), or with already_exists
+	// (409, carrying the first ID) if it asks for something else.
+	DedupID string `json:"dedup_id,omitempty"`
+	// Deadline (absolute Unix ms) or TTL (a Go duration from acceptance):
+	// a message handed out to a consumer group after it goes to the
+	// group's dead-letter topic with reason expired instead. At most one;
+	// not before the due time, not beyond the maximum delay.
+	Deadline Millis `json:"deadline,omitempty"`
+	TTL      string `json:"ttl,omitempty"`
+	// Window is a tolerance in ms: the message may become visible at any
+	// time in [due, due+window], which lets the broker spread a herd.
+	Window int64 `json:"window,omitempty"`
 	Delivery
 }
 
@@ -42,6 +56,9 @@ type Receipt struct {
 	Due Millis `json:"due"`
 	// DueTime is Due in RFC 3339, as the broker rendered it.
 	DueTime string `json:"due_time"`
+	// Duplicate says this send repeated an earlier one's dedup_id: nothing
+	// was stored, and ID and Due are the first message's.
+	Duplicate bool `json:"duplicate,omitempty"`
 }
 
 // BatchReceipts answers a batch send, in request order.
@@ -282,6 +299,9 @@ type Health struct {
 	BuildDate string `json:"build_date"`
 	// GoVersion is the Go release that built the binary.
 	GoVersion string `json:"go_version"`
+	// Clock is the broker's clock mode: ClockSystem, or ClockVirtual for a
+	// broker started for tests with -clock virtual.
+	Clock string `json:"clock"`
 }
 
 // Stats is GET /v1/stats, the broker's engine-wide instrumentation.
@@ -316,4 +336,7 @@ type Error struct {
 type ErrorBody struct {
 	Code    errs.Code `json:"code"`
 	Message string    `json:"message"`
+	// ID names the message the error is about when the caller needs it:
+	// the first message of a conflicting dedup_id (already_exists).
+	ID string `json:"id,omitempty"`
 }

@@ -24,10 +24,14 @@
 //     answered 429 resource_exhausted (it refused the request).
 //
 // A send whose response was lost (connection reset, timeout, 502/504 from a
-// proxy) is NOT retried: the broker may have stored it, and a second send
-// would create a duplicate with a new ID. The caller sees the error and
-// decides; a message sent with a Key can be looked up with InspectKey to
-// find out whether the first attempt landed. The same holds for Receive
+// proxy) is retried only when it is idempotent: when every message carries
+// a DedupID, which WithIdempotentSends draws for the caller. The broker
+// then stores it at most once within the topic's dedup window, and the
+// retry's receipt (Duplicate set if the first attempt landed) names the one
+// stored message. Without a DedupID it is NOT retried: the broker may have
+// stored it, and a second send would create a duplicate with a new ID; the
+// caller sees the error and decides (a message sent with a Key can be
+// looked up with InspectKey). The same holds for Receive
 // (a lost response leaves the leased messages invisible until their lease
 // expires, after which they are delivered again) and for Ack.
 package client
@@ -85,6 +89,7 @@ type Client struct {
 	retries     int
 	backoffBase time.Duration
 	backoffMax  time.Duration
+	autoDedup   bool
 }
 
 // Option configures a Client.
@@ -108,6 +113,12 @@ func WithHTTPClient(hc *http.Client) Option {
 		}
 	}
 }
+
+// WithIdempotentSends gives every message sent without a DedupID a random
+// one (128 bits, hex), so that Send and SendBatch retry ambiguous failures
+// (a lost response) without risking a duplicate, within the topic's dedup
+// window. The IDs are drawn once per call, before its first attempt.
+func WithIdempotentSends() Option { return func(c *Client) { c.autoDedup = true } }
 
 // WithRetries sets how many times a retryable failure is retried (see the
 // package doc for which are). 0 disables retries; negative is taken as 0.
@@ -172,6 +183,12 @@ func path(elems ...string) string {
 // value the 2xx response is decoded into. It retries as the package doc
 // says.
 func (c *Client) do(ctx context.Context, method, p string, in, out any) error {
+	return c.doRetry(ctx, method, p, in, out, method == http.MethodGet)
+}
+
+// doRetry is do, where safe says whether the request may be repeated after
+// an ambiguous failure: a read, or a send whose every message has a dedup ID.
+func (c *Client) doRetry(ctx context.Context, method, p string, in, out any, safe bool) error {
 	var payload []byte
 	if in != nil {
 		var err error
@@ -179,7 +196,7 @@ func (c *Client) do(ctx context.Context, method, p string, in, out any) error {
 			return fmt.Errorf("hourglass client: encode request: %w", err)
 		}
 	}
-	readOnly := method == http.MethodGet
+	readOnly := safe
 	for attempt := 0; ; attempt++ {
 		err := c.once(ctx, method, p, payload, out)
 		if err == nil {

@@ -27,6 +27,9 @@ type Error struct {
 	Message string
 	// RetryAfter is the Retry-After header of a 429 or 503, if any.
 	RetryAfter time.Duration
+	// ID names the message the error is about, when the broker gave one:
+	// the first message of a conflicting dedup ID (already_exists).
+	ID string
 }
 
 // Error renders as "not_found (HTTP 404): message 1-2 does not exist".
@@ -123,6 +126,7 @@ func readError(resp *http.Response) error {
 	if json.Unmarshal(raw, &body) == nil && body.Error.Code != "" {
 		e.Code = body.Error.Code
 		e.Message = body.Error.Message
+		e.ID = body.Error.ID
 		return e
 	}
 	// Not an hourglass error body: a proxy, or not an hourglass server.

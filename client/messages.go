@@ -2,6 +2,8 @@ package client
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"github.com/hourglass-mq/hourglass/api"
 	"net/http"
@@ -15,12 +17,13 @@ func (c *Client) Send(ctx context.Context, topic string, m Message) (Receipt, er
 	if err := required("topic", topic); err != nil {
 		return Receipt{}, err
 	}
+	c.fillDedup(&m)
 	in, err := m.wire()
 	if err != nil {
 		return Receipt{}, err
 	}
 	var r Receipt
-	err = c.do(ctx, http.MethodPost, "/v1"+path("topics", topic, "messages"), in, &r)
+	err = c.doRetry(ctx, http.MethodPost, "/v1"+path("topics", topic, "messages"), in, &r, m.DedupID != "")
 	return r, err
 }
 
@@ -31,14 +34,17 @@ func (c *Client) SendBatch(ctx context.Context, topic string, msgs []Message) ([
 		return nil, err
 	}
 	in := api.BatchRequest{Messages: make([]api.SendMessage, len(msgs))}
+	safe := true
 	for i, m := range msgs {
+		c.fillDedup(&m)
+		safe = safe && m.DedupID != ""
 		var err error
 		if in.Messages[i], err = m.wire(); err != nil {
 			return nil, fmt.Errorf("message %d: %w", i, err)
 		}
 	}
 	var out api.BatchReceipts
-	err := c.do(ctx, http.MethodPost, "/v1"+path("topics", topic, "batch"), in, &out)
+	err := c.doRetry(ctx, http.MethodPost, "/v1"+path("topics", topic, "batch"), in, &out, safe)
 	return out.Receipts, err
 }
 
@@ -87,4 +93,14 @@ func (c *Client) Reschedule(ctx context.Context, id string, w When, ifDue Millis
 	var out Rescheduled
 	err := c.do(ctx, http.MethodPost, "/v1"+path("messages", id, "reschedule"), in, &out)
 	return out, err
+}
+
+// fillDedup draws a dedup ID for m when the client makes every send
+// idempotent and the caller gave none.
+func (c *Client) fillDedup(m *Message) {
+	if c.autoDedup && m.DedupID == "" {
+		var b [16]byte
+		rand.Read(b[:])
+		m.DedupID = hex.EncodeToString(b[:])
+	}
 }

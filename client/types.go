@@ -89,6 +89,21 @@ type Message struct {
 	Body []byte
 	// When is the delivery time; zero means now.
 	When When
+	// DedupID makes the send idempotent: while the topic's dedup window
+	// holds, a second send with the same ID stores nothing and returns the
+	// first message's receipt with Duplicate set. A send that carries one
+	// is retried after an ambiguous failure too (see the package doc);
+	// WithIdempotentSends draws one for every send that has none.
+	DedupID string
+	// Deadline, if set, is when the message stops being worth delivering:
+	// a consumer group that would get it later dead-letters it with reason
+	// expired instead. TTL is the same relative to the broker's clock at
+	// acceptance; set at most one.
+	Deadline time.Time
+	TTL      time.Duration
+	// Window lets the broker make the message visible at any time in
+	// [due, due+Window] (millisecond precision), to spread a herd.
+	Window time.Duration
 }
 
 // wire returns m in the API's send format.
@@ -96,7 +111,18 @@ func (m Message) wire() (api.SendMessage, error) {
 	if err := m.When.validate(); err != nil {
 		return api.SendMessage{}, err
 	}
-	out := api.SendMessage{Key: m.Key, Tag: m.Tag, Group: m.Group, Properties: m.Properties, Delivery: m.When.wire()}
+	if !m.Deadline.IsZero() && m.TTL != 0 {
+		return api.SendMessage{}, fmt.Errorf("hourglass client: set at most one of Message.Deadline and Message.TTL")
+	}
+	out := api.SendMessage{Key: m.Key, Tag: m.Tag, Group: m.Group, Properties: m.Properties, DedupID: m.DedupID, Delivery: m.When.wire()}
+	if !m.Deadline.IsZero() {
+		out.Deadline = api.MillisOf(m.Deadline)
+	}
+	if m.TTL != 0 {
+		out.TTL = m.TTL.String()
+	}
+	// Rounded up: a window of 1.5 ms lets the broker use 2 ms, not 1.
+	out.Window = int64((m.Window + time.Millisecond - 1) / time.Millisecond)
 	if utf8.Valid(m.Body) {
 		s := string(m.Body)
 		out.Body = &s

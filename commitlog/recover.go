@@ -323,33 +323,19 @@ type segmentScan struct {
 func scanSegment(s *segment) (segmentScan, error) {
 	var sc segmentScan
 	it := frameIter{f: s.f, base: s.base, pos: s.base, limit: s.end()}
-	var ce *corruptError
-	for {
-		_, _, err := it.next()
-		if err == io.EOF {
-			sc.validEnd = it.pos
-			return sc, nil
-		}
-		if isSkip(err) {
-			sc.skips++
-			continue
-		}
-		if errors.As(err, &ce) {
-			break
-		}
-		if err != nil {
-			return sc, fmt.Errorf("commitlog: scan %s: %w", s.name, err)
-		}
-		sc.records++
+	ce, records, skips, err := walkToDamage(&it, s.name, nil)
+	sc.records, sc.skips = records, skips
+	if err != nil {
+		return sc, err
+	}
+	if ce == nil {
+		sc.validEnd = it.pos
+		return sc, nil
 	}
 	sc.validEnd = ce.pos
-	rest := make([]byte, s.end()-ce.pos)
-	n, err := s.f.ReadAt(rest, HeaderSize+int64(ce.pos-s.base))
-	if n < len(rest) {
-		if err == nil || errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF
-		}
-		return sc, fmt.Errorf("commitlog: read damaged tail of %s: %w", s.name, err)
+	rest, err := readRest(s, ce.pos)
+	if err != nil {
+		return sc, err
 	}
 	sc.ranges = findDamage(rest, ce.pos, ce.reason)
 	for i := range sc.ranges {

@@ -53,6 +53,10 @@ type event struct {
 	// queue and offset place a seen entry.
 	queue  int
 	offset uint64
+	// dedup is a send's dedup ID ("" for none) and when its delivery
+	// options, so that it can be sent again as a retry.
+	dedup string
+	when  message.When
 }
 
 // expect is what the model says about one acknowledged message.
@@ -64,6 +68,8 @@ type expect struct {
 	alt              [][2]int64 // due-time ranges a reschedule in doubt may have set
 	cancelled        bool       // an acknowledged cancel: never visible
 	maybeCancelled   bool       // a cancel in doubt
+	dedup            string     // the send's dedup ID, if any
+	when             message.When
 }
 
 // possible reports whether d is a due time the message may have.
@@ -162,7 +168,7 @@ func (m *model) apply(ev event) {
 			}
 			return
 		}
-		x := &expect{id: ev.id, topic: ev.topic, key: ev.key, body: ev.body, due: ev.due}
+		x := &expect{id: ev.id, topic: ev.topic, key: ev.key, body: ev.body, due: ev.due, dedup: ev.dedup, when: ev.when}
 		m.msgs[ev.id] = x
 		m.order = append(m.order, x)
 		if ev.key != "" {

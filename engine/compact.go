@@ -112,7 +112,7 @@ func (e *Engine) compact(seg commitlog.Segment) (int, error) {
 		if err != nil {
 			return nil
 		}
-		m.due = s.Due
+		m.due = fireAt(s)
 		cands = append(cands, m)
 		return nil
 	})

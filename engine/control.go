@@ -76,9 +76,9 @@ func isNotARecord(err error) bool {
 
 // stateLocked derives the state and effective due time of the message at pos.
 func (e *Engine) stateLocked(pos uint64, s *message.Stored) (State, int64, int64) {
-	due := s.Due
+	due, timer := s.Due, fireAt(s) // a windowed message's timer is later (window.go)
 	if ov := e.ovl.entries[pos]; ov != nil {
-		due = ov.Due
+		due, timer = ov.Due, ov.Due
 		switch {
 		case ov.Cancelled:
 			return StateCancelled, due, 0
@@ -91,7 +91,7 @@ func (e *Engine) stateLocked(pos uint64, s *message.Stored) (State, int64, int64
 		return StatePending, due, 0
 	case e.disp.dispatching[pos]:
 		return StateDue, due, 0
-	case due >= e.disp.loadedUntil:
+	case timer >= e.disp.loadedUntil:
 		return StatePending, due, 0
 	}
 	return StateVisible, due, 0
@@ -172,6 +172,10 @@ func (e *Engine) change(ctx context.Context, id message.ID, w *message.When, ifD
 		if newDue, err = e.opts.Limits.DueAt(*w, e.Now()); err != nil {
 			return 0, err
 		}
+		if s.Deadline != 0 && newDue > s.Deadline {
+			return 0, errs.New(errs.InvalidArgument, "the new due time %d (%s) is after the message's deadline %d (%s)",
+				newDue, fmtMs(newDue), s.Deadline, fmtMs(s.Deadline))
+		}
 	}
 	e.gate.RLock()
 	defer e.gate.RUnlock()
@@ -180,6 +184,11 @@ func (e *Engine) change(ctx context.Context, id message.ID, w *message.When, ifD
 	if err != nil {
 		e.mu.Unlock()
 		return 0, err
+	}
+	// Where the timer goes back to if the append fails.
+	back := timerRef{pos: id.Pos, due: due, topic: top.id, queue: uint16(s.Queue)}
+	if e.ovl.entries[id.Pos] == nil {
+		back = messageRef(id.Pos, s, top)
 	}
 	h := e.holdLocked(id.Pos, due, w == nil, newDue)
 	e.mu.Unlock()
@@ -193,13 +202,14 @@ func (e *Engine) change(ctx context.Context, id message.ID, w *message.When, ifD
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if aerr != nil {
-		e.unholdLocked(h, timerRef{pos: id.Pos, due: due, topic: top.id, queue: uint16(s.Queue)})
+		e.unholdLocked(h, back)
 		return 0, e.storageErr(aerr)
 	}
 	if h.timer != nil {
 		e.disp.free = append(e.disp.free, h.timer)
 	}
 	e.applyChangeLocked(id.Pos, s, top, w == nil, newDue)
+	e.forecastChangeLocked(top.id, back.due, w == nil, newDue) // the timer's time (window.go)
 	if w == nil {
 		e.stats.Cancelled.Add(1)
 		top.cancelled++

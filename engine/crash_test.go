@@ -18,6 +18,7 @@ import (
 
 	"github.com/hourglass-mq/hourglass/errs"
 	"github.com/hourglass-mq/hourglass/message"
+	"github.com/hourglass-mq/hourglass/vfs"
 )
 
 // The kill -9 test runs the engine in a child process (this test binary,
@@ -77,6 +78,11 @@ func TestCrashKill9(t *testing.T) {
 	start := time.Now()
 	for c := 0; c < cycles; c++ {
 		res := runCrashChild(t, dir, c, seed, rng)
+		// The offline check is the oracle of the files after every kill
+		// (the next child's recovery faces them) and every recovery.
+		if err := checkOracle(vfs.OS, crashOptions(dir, time.Second)); err != nil {
+			t.Fatalf("cycle %d: after kill -9: %v", c, err)
+		}
 		events = append(events, res.events...)
 		lastKill = res.killedAt
 		acks += res.acked
@@ -111,6 +117,12 @@ func TestCrashKill9(t *testing.T) {
 	t.Logf("after %d kill -9 cycles: %s", cycles, rep)
 	if rep.failures() > 0 {
 		t.Errorf("the engine broke its promises across kill -9 (seed %d): %s", seed, rep)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkOracle(vfs.OS, crashOptions(dir, time.Second)); err != nil {
+		t.Errorf("after the final recovery and close: %v", err)
 	}
 }
 

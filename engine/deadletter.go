@@ -14,6 +14,7 @@ type deadLetter struct {
 	queue   uint16
 	offset  uint64
 	attempt uint32
+	reason  string // "" for max attempts; ReasonExpired
 }
 
 // DeadLetterTopic is the name of a group's dead-letter topic.
@@ -75,6 +76,9 @@ func (e *Engine) moveDeadLetter(j deadLetter) error {
 		props["hourglass-origin-topic"] = s.Topic
 		props["hourglass-origin-id"] = e.ids.seal.ID(en[0].Pos, s.Nonce).String()
 		props["hourglass-attempts"] = strconv.Itoa(int(j.attempt))
+		if j.reason != "" {
+			props[DeadReasonProperty] = j.reason
+		}
 		m := message.Message{Topic: dlq.name, Key: s.Key, Tag: s.Tag, Group: s.Group, Properties: props, Body: s.Body}
 		s = &message.Stored{Message: m, Due: e.Now(), Sent: e.Now(), Queue: pickQueue(dlq, &m), Nonce: e.ids.nonce.Add(1)}
 		recs = append(recs, commitlog.Record{Type: recMessage, Payload: message.Encode(nil, s)})
@@ -93,6 +97,9 @@ func (e *Engine) moveDeadLetter(j deadLetter) error {
 	}
 	j.g.queues[j.queue].markDone(j.offset)
 	j.g.deadLettered++
+	if j.reason == ReasonExpired {
+		e.stats.Expired.Add(1)
+	}
 	e.kickLoop()
 	return nil
 }

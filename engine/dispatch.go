@@ -129,7 +129,7 @@ func (d *dueSet) take(n int, out []fireEntry) []fireEntry {
 		h := d.byTopic[t]
 		for k := 0; k < share && n > 0 && len(*h) > 0; k++ {
 			r := h.pop()
-			out = append(out, fireEntry{pos: r.pos, due: r.due, topic: r.topic, queue: r.queue})
+			out = append(out, fireEntry{pos: r.pos, due: r.due, topic: r.topic, queue: r.queue, windowed: r.windowed})
 			n--
 			d.n--
 		}
@@ -223,8 +223,8 @@ func (e *Engine) stepLoadLocked(now int64) bool {
 	}
 	stop := min(len(ld.entries), ld.next+loadChunk)
 	for _, en := range ld.entries[ld.next:stop] {
-		if en.Kind == kindMessage && e.validLocked(en.Pos, en.Due) {
-			e.scheduleLocked(timerRef{pos: en.Pos, due: en.Due, topic: en.Topic, queue: en.Queue})
+		if (en.Kind == kindMessage || en.Kind == kindWindowed) && e.validLocked(en.Pos, en.Due) {
+			e.scheduleLocked(timerRef{pos: en.Pos, due: en.Due, topic: en.Topic, queue: en.Queue, windowed: en.Kind == kindWindowed})
 		}
 	}
 	ld.next = stop

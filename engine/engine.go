@@ -77,6 +77,8 @@ type timerRef struct {
 	seq    uint32
 	group  uint32
 	offset uint64
+	// windowed marks a message timer with a tolerance window (window.go).
+	windowed bool
 }
 
 // Kinds of wheel timers.
@@ -132,6 +134,8 @@ type Engine struct {
 	ovl    *overlayState   // rescheduled, cancelled, fired-after-reschedule messages
 	segs   *segTable       // per-segment accounting and moved messages
 	disp   *dispatcher     // timers: wheel, buckets, due heap, rate limit, in-flight fires
+	dedup  dedupClaims     // dedup IDs of sends in flight; its own lock (dedup.go)
+	fc     *forecastState  // pending counts by due second (forecast.go); nil during recovery
 }
 
 // idents seals message IDs and lease receipts. seal uses the directory's

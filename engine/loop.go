@@ -204,6 +204,7 @@ func (e *Engine) waitLocked(now int64) time.Duration {
 
 // fire makes a batch visible: one fire record, then the queue indexes.
 func (e *Engine) fire(batch []fireEntry, visible int64) {
+	missed := e.windowMissed(batch, visible)
 	e.gate.RLock()
 	defer e.gate.RUnlock()
 	_, err := e.clog.Append(encodeFire(visible, batch))
@@ -219,12 +220,13 @@ func (e *Engine) fire(batch []fireEntry, visible int64) {
 		e.opts.Logger.Error("fire record write failed; will retry", "messages", len(batch), "err", err)
 		e.stats.FireErrors.Add(1)
 		for _, fe := range batch {
-			e.disp.due.push(timerRef{pos: fe.pos, due: fe.due, topic: fe.topic, queue: fe.queue})
+			e.disp.due.push(timerRef{pos: fe.pos, due: fe.due, topic: fe.topic, queue: fe.queue, windowed: fe.windowed})
 		}
 		e.disp.tokens = -float64(e.opts.DispatchBatch) // back off
 		return
 	}
 	e.applyFireLocked(visible, batch, true)
+	e.stats.WindowMissed.Add(missed)
 }
 
 // applyFireLocked appends fired messages to their queue indexes and
@@ -271,6 +273,7 @@ func (e *Engine) applyFireLocked(visible int64, batch []fireEntry, live bool) {
 		}
 	}
 	e.stats.Pending.Add(-int64(len(batch)))
+	e.forecastFiredLocked(batch)
 	if live {
 		e.stats.Fired.Add(uint64(len(batch)))
 		e.notifyVisibleLocked()

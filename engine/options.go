@@ -90,6 +90,12 @@ type Options struct {
 	// ClockJumpThreshold is the wall-clock step, relative to the monotonic
 	// clock, that is logged and counted as a jump; default 1s.
 	ClockJumpThreshold time.Duration
+
+	// Dedup is the idempotent-send policy of every topic not in
+	// DedupTopics (dedup.go); the zero value is a 24 h window.
+	Dedup DedupPolicy
+	// DedupTopics overrides Dedup per topic name.
+	DedupTopics map[string]DedupPolicy
 }
 
 // NewOptions returns the defaults for dir.
@@ -154,6 +160,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.ClockJumpThreshold == 0 {
 		o.ClockJumpThreshold = time.Second
+	}
+	if o.Dedup.Window == 0 {
+		o.Dedup.Window = DefaultDedupWindow
 	}
 }
 

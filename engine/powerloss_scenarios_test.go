@@ -43,8 +43,10 @@ func plScale(t *testing.T) int {
 // sendWhen sends one message due at w, recorded like plRun.send.
 func (r *plRun) sendWhen(w message.When) event {
 	ev := r.newSend()
+	ev.when = w
 	r.begin(ev)
-	rc, err := r.e.Send(context.Background(), message.Message{Topic: ev.topic, Key: ev.key, Body: []byte(ev.body)}, w)
+	req := ev.request()
+	rc, err := r.e.Send(context.Background(), req.Message, req.When)
 	if err != nil {
 		r.t.Errorf("run %d: send: %v", r.id, err)
 		ev.state = evFailed

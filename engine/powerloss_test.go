@@ -175,6 +175,10 @@ func (r *plRun) newSend() event {
 	if r.rng.IntN(3) == 0 {
 		ev.key = fmt.Sprintf("k%d", r.rng.IntN(4))
 	}
+	if r.rng.IntN(3) == 0 {
+		ev.dedup = fmt.Sprintf("d%d-%d", r.id, r.seq)
+	}
+	ev.when = r.when()
 	return ev
 }
 
@@ -183,7 +187,7 @@ func (r *plRun) send(n int) {
 	evs := make([]event, n)
 	for i := range reqs {
 		evs[i] = r.newSend()
-		reqs[i] = SendRequest{Message: message.Message{Topic: evs[i].topic, Key: evs[i].key, Body: []byte(evs[i].body)}, When: r.when()}
+		reqs[i] = evs[i].request()
 	}
 	r.begin(evs...)
 	rs, err := r.e.SendBatch(context.Background(), reqs)
@@ -200,6 +204,74 @@ func (r *plRun) send(n int) {
 		r.sent = append(r.sent, evs[i])
 	}
 	r.end(evs...)
+}
+
+// request is the send request of a send event.
+func (ev *event) request() SendRequest {
+	return SendRequest{Message: message.Message{Topic: ev.topic, Key: ev.key, Body: []byte(ev.body), DedupID: ev.dedup}, When: ev.when}
+}
+
+// resend sends an acknowledged message with a dedup ID again, as a client
+// retrying a send whose answer it lost: it must store nothing and name the
+// first message, unless retention removed that one (its window ended).
+func (r *plRun) resend() {
+	var targets []event
+	for _, ev := range r.sent {
+		if ev.dedup != "" {
+			targets = append(targets, ev)
+		}
+	}
+	if len(targets) == 0 {
+		return
+	}
+	target := targets[r.rng.IntN(len(targets))]
+	ev := target
+	ev.state = evDoubt
+	r.begin(ev)
+	rc, err := r.e.SendBatch(context.Background(), []SendRequest{target.request()})
+	switch {
+	case err != nil:
+		r.t.Errorf("run %d: resend of %v: %v", r.id, target.id, err)
+		ev.state = evFailed
+	case rc[0].Duplicate && rc[0].ID == target.id:
+		ev.state = evFailed // stored nothing
+	default:
+		if _, ierr := r.e.Inspect(target.id); errs.CodeOf(ierr) != errs.NotFound {
+			r.t.Errorf("run %d: resend of %v with dedup ID %q stored %v (duplicate %v) while the first is there",
+				r.id, target.id, target.dedup, rc[0].ID, rc[0].Duplicate)
+		}
+		ev.state, ev.id, ev.due = evAcked, rc[0].ID, rc[0].Due
+		r.sent = append(r.sent, ev)
+	}
+	r.end(ev)
+}
+
+// checkDedup sends every acknowledged message with a dedup ID again: the
+// recovered engine must answer with the latest message stored with that
+// ID (a resend stores one only after retention removed the one before)
+// and store nothing, unless retention removed that one too. A resend in
+// doubt at the crash may be the one named.
+func checkDedup(e *Engine, m *model) error {
+	latest := map[string]*expect{}
+	for _, x := range m.order {
+		if x.dedup != "" {
+			latest[x.dedup] = x
+		}
+	}
+	for _, x := range latest {
+		if rc0, _ := e.Inspect(x.id); rc0.ID != x.id {
+			continue
+		}
+		ev := event{topic: x.topic, key: x.key, body: x.body, dedup: x.dedup, when: x.when}
+		rc, err := e.Send(context.Background(), ev.request().Message, x.when)
+		if err != nil {
+			return fmt.Errorf("resend of %v: %w", x.id, err)
+		}
+		if !rc.Duplicate || rc.ID != x.id && (m.msgs[rc.ID] != nil || !m.maybe[x.body]) {
+			return fmt.Errorf("resend of %v with dedup ID %q after recovery stored %v (duplicate %v)", x.id, x.dedup, rc.ID, rc.Duplicate)
+		}
+	}
+	return nil
 }
 
 func (r *plRun) change(resched bool) {
@@ -298,8 +370,10 @@ func (r *plRun) steps(n int) {
 			r.advance()
 		case p < 90:
 			r.checkpoint(r.e.checkpoint)
-		default:
+		case p < 95:
 			r.observe()
+		default:
+			r.resend()
 		}
 	}
 }
@@ -350,21 +424,35 @@ func weaken(events []event, durable int) []event {
 // at the moment of the crash (everything due then is visible, nothing
 // later is), and after the clock passed every due time (nothing lost).
 // Every sixteenth state is then closed, crashed and recovered once more.
-func verifyState(st plState) (*report, error) {
+//
+// The offline check is the oracle of the files: it must find no problem in
+// the crash image before recovery, nor in the directory the recovered
+// engine closed.
+func verifyState(st plState) (rep *report, err error) {
 	clk := clock.NewFake(st.at)
 	opts := plOptions(st.image, clk)
+	if err := checkOracle(opts.FS, opts); err != nil {
+		return nil, fmt.Errorf("crash image: %w", err)
+	}
 	e, err := Open(opts)
 	if err != nil {
 		return nil, fmt.Errorf("recovery failed: %w", err)
 	}
-	defer func() { e.Close() }()
+	defer func() {
+		e.Close()
+		if err == nil && rep.failures() == 0 {
+			if cerr := checkOracle(opts.FS, opts); cerr != nil {
+				err = fmt.Errorf("after recovery and close: %w", cerr)
+			}
+		}
+	}()
 	m := buildModel(weaken(st.events, st.durable))
 	m.retiredBefore = st.at.UnixMilli() - opts.Retention.Milliseconds()
 	now := st.at.UnixMilli()
 	if !waitSettled(e, now, 5*time.Second) {
 		return nil, fmt.Errorf("recovered engine did not settle at %d: %s", now, engineState(e))
 	}
-	rep := checkEngine(e, m, now)
+	rep = checkEngine(e, m, now)
 	if rep.failures() > 0 {
 		return rep, nil
 	}
@@ -374,7 +462,13 @@ func verifyState(st plState) (*report, error) {
 	if !waitSettled(e, h, 5*time.Second) {
 		return nil, fmt.Errorf("recovered engine did not settle at %d: %s", h, engineState(e))
 	}
-	if rep = checkEngine(e, m, h); rep.failures() > 0 || st.n%16 != 0 {
+	if rep = checkEngine(e, m, h); rep.failures() > 0 {
+		return rep, nil
+	}
+	if err := checkDedup(e, m); err != nil {
+		return nil, err
+	}
+	if st.n%16 != 0 {
 		return rep, nil
 	}
 	m.resolve(e)

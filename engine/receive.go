@@ -81,7 +81,12 @@ func (e *Engine) Receive(ctx context.Context, req ReceiveRequest) ([]Received, e
 		signal := e.life.visibleCh
 		e.mu.Unlock()
 		if len(hs) > 0 {
-			return e.deliver(g, hs)
+			out, err := e.deliver(g, hs)
+			if err != nil || len(out) > 0 || deadline == nil {
+				return out, err
+			}
+			// Every one was expired or gone: wait on for others.
+			continue
 		}
 		if deadline == nil {
 			return nil, nil
@@ -166,7 +171,8 @@ func (e *Engine) lastAdvanceOrNow() int64 {
 func (e *Engine) deliver(g *group, hs []handout) ([]Received, error) {
 	out := make([]Received, 0, len(hs))
 	items := make([]progressItem, 0, len(hs))
-	var gone []handout
+	var gone, expired []handout
+	now := e.Now()
 	for _, h := range hs {
 		en, err := g.topic.queues[h.queue].Read(h.offset, 1, h.n)
 		if err == nil && len(en) != 1 {
@@ -187,6 +193,10 @@ func (e *Engine) deliver(g *group, hs []handout) ([]Received, error) {
 			e.stats.ReadErrors.Add(1)
 			return nil, errs.Wrap(errs.Unavailable, err, "read topic %s queue %d offset %d", g.topic.name, h.queue, h.offset)
 		}
+		if s.Deadline != 0 && now > s.Deadline {
+			expired = append(expired, h)
+			continue
+		}
 		out = append(out, Received{
 			Visible: Visible{ID: e.ids.seal.ID(en[0].Pos, s.Nonce), Offset: h.offset, Due: en[0].Due, Visible: en[0].Visible, Message: s},
 			Receipt: e.encodeReceipt(g.id, h.queue, h.offset, h.seq), Attempt: int(h.attempt), Queue: int(h.queue),
@@ -201,6 +211,11 @@ func (e *Engine) deliver(g *group, hs []handout) ([]Received, error) {
 		if _, err := e.clog.Append(encodeProgress(recAttempt, g.id, items)); err != nil {
 			e.opts.Logger.Warn("attempt record write failed", "err", err)
 		}
+	}
+	if len(expired) > 0 {
+		e.mu.Lock()
+		e.expireHandoutsLocked(g, expired)
+		e.mu.Unlock()
 	}
 	if len(gone) > 0 {
 		e.mu.Lock()
@@ -221,22 +236,31 @@ func (e *Engine) deliver(g *group, hs []handout) ([]Received, error) {
 // end, the attempt counts go back, and the offsets are ready again at once.
 func (e *Engine) giveBackLocked(g *group, hs []handout) {
 	for _, h := range hs {
-		gq := g.queues[h.queue]
-		l := gq.leases[h.offset]
-		if l == nil || l.seq != h.seq {
-			continue
+		if e.takeBackLocked(g, h) {
+			g.queues[h.queue].ready = append(g.queues[h.queue].ready, h.offset)
 		}
-		e.stopTimerLocked(l.timer)
-		delete(gq.leases, h.offset)
-		if h.attempt <= 1 {
-			delete(gq.attempts, h.offset)
-		} else {
-			gq.attempts[h.offset] = h.attempt - 1
-			g.redelivered--
-		}
-		g.delivered--
-		gq.ready = append(gq.ready, h.offset)
 	}
+}
+
+// takeBackLocked undoes the lease of a handout, if it still holds it: the
+// lease ends and the attempt count and counters go back. It reports
+// whether it did.
+func (e *Engine) takeBackLocked(g *group, h handout) bool {
+	gq := g.queues[h.queue]
+	l := gq.leases[h.offset]
+	if l == nil || l.seq != h.seq {
+		return false
+	}
+	e.stopTimerLocked(l.timer)
+	delete(gq.leases, h.offset)
+	if h.attempt <= 1 {
+		delete(gq.attempts, h.offset)
+	} else {
+		gq.attempts[h.offset] = h.attempt - 1
+		g.redelivered--
+	}
+	g.delivered--
+	return true
 }
 
 // A receipt names one lease: queue u16, offset u64, lease sequence u32 and

@@ -15,6 +15,7 @@ import (
 //
 //	type  name        payload
 //	1     message     message.Encode (message/codec.go): version, queue, due, sent, nonce, topic, key, tag, group, properties, body
+//	                  (version 3 only: then dedup ID, request hash, dedup window, deadline, tolerance window)
 //	2     cancel      pos u64
 //	3     reschedule  pos u64 | due i64
 //	4     fire        visible i64 | n u32 | n x (pos u64 | due i64 | topic u32 | queue u16 | size u32)
@@ -74,6 +75,9 @@ type fireEntry struct {
 	topic uint32
 	queue uint16
 	size  uint32
+	// windowed is not in the record: it marks, in memory, a message with a
+	// tolerance window (window.go).
+	windowed bool
 }
 
 const fireEntrySize = 8 + 8 + 4 + 2 + 4

@@ -52,7 +52,7 @@ func (e *Engine) recover() error {
 	}
 	e.stats.Replayed.Store(uint64(replayed))
 	e.startDispatch(st, minDue)
-	return nil
+	return e.rebuildForecast()
 }
 
 // loadCheckpoint reads the checkpoint, or returns the start state of a
@@ -212,6 +212,9 @@ func (e *Engine) openKeys(state []byte, logPos uint64) error {
 		if s.Key != "" {
 			e.keys.Put(keyHash(s.Topic, s.Key), orig)
 		}
+		if s.DedupID != "" {
+			e.keys.Put(dedupHash(s.Topic, s.DedupID), orig)
+		}
 		return nil
 	})
 	if err != nil {
@@ -249,16 +252,16 @@ func (e *Engine) checkTimers(st *checkpointState) error {
 		if t == nil {
 			return fmt.Errorf("message %d names unknown topic %q", orig, s.Topic)
 		}
-		due := s.Due
+		ref := messageRef(orig, s, t)
 		if ov := e.ovl.entries[orig]; ov != nil {
 			if ov.Cancelled || ov.Fired {
 				return nil
 			}
-			due = ov.Due
+			ref.due, ref.windowed = ov.Due, false // a reschedule sets an exact time
 		}
 		// Entries due at or before the frontier are filtered as visible when
 		// loaded, like any other (validLocked).
-		return e.disp.timers.Add(timerstore.Entry{Due: due, Pos: orig, Topic: t.id, Queue: uint16(s.Queue), Kind: kindMessage})
+		return e.disp.timers.Add(timerstore.Entry{Due: ref.due, Pos: orig, Topic: t.id, Queue: uint16(s.Queue), Kind: ref.timerKind()})
 	})
 	if err != nil {
 		return fmt.Errorf("rebuild the timer index from the log: %w", err)

@@ -27,6 +27,10 @@ type Receipt struct {
 	Topic string
 	Queue int
 	Due   int64 // Unix ms
+	// Duplicate says the send repeated an earlier one's dedup ID within
+	// its window: nothing was stored, and ID and Due are the first
+	// message's.
+	Duplicate bool
 }
 
 // Send durably accepts one message. In sync flush mode it returns after the
@@ -53,7 +57,7 @@ func (e *Engine) SendBatch(ctx context.Context, reqs []SendRequest) ([]Receipt, 
 		return nil, err
 	}
 	now := e.Now()
-	recs := make([]commitlog.Record, len(reqs))
+	recs := make([]commitlog.Record, 0, len(reqs))
 	stored := make([]*message.Stored, len(reqs))
 	tops := make([]*topic, len(reqs))
 	var last *topic // a batch usually goes to one topic: look it up once
@@ -77,8 +81,30 @@ func (e *Engine) SendBatch(ctx context.Context, reqs []SendRequest) ([]Receipt, 
 			return nil, batchErr(len(reqs), i, errs.New(errs.InvalidArgument, "topic %q is FIFO: a message group is required", t.name))
 		}
 		s := &message.Stored{Message: r.Message, Due: due, Sent: now, Queue: pickQueue(t, &r.Message), Nonce: e.ids.nonce.Add(1)}
+		if err := e.schedulingFields(s, r, now); err != nil {
+			return nil, batchErr(len(reqs), i, err)
+		}
 		stored[i], tops[i] = s, t
-		recs[i] = commitlog.Record{Type: recMessage, Payload: message.Encode(nil, s)}
+	}
+
+	// Dedup IDs are claimed before gate: a send waiting for another send of
+	// its ID holds nothing a checkpoint or an appender needs (dedup.go).
+	plan, release, err := e.dedupCheck(ctx, stored, now)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	for i, s := range stored {
+		if plan.stores(i) {
+			recs = append(recs, commitlog.Record{Type: recMessage, Payload: message.Encode(nil, s)})
+		}
+	}
+	out := make([]Receipt, len(reqs))
+	if len(recs) == 0 {
+		for i := range out {
+			out[i] = *plan.dup[i]
+		}
+		return out, nil
 	}
 
 	e.gate.RLock()
@@ -90,16 +116,45 @@ func (e *Engine) SendBatch(ctx context.Context, reqs []SendRequest) ([]Receipt, 
 	if err != nil {
 		return nil, e.storageErr(err)
 	}
-	out := make([]Receipt, len(reqs))
 	e.mu.Lock()
+	k := 0
 	for i, s := range stored {
-		e.applyMessageLocked(uint64(pos[i]), s, tops[i])
-		out[i] = Receipt{ID: e.ids.seal.ID(uint64(pos[i]), s.Nonce), Topic: s.Topic, Queue: s.Queue, Due: s.Due}
+		if !plan.stores(i) {
+			continue
+		}
+		e.applyMessageLocked(uint64(pos[k]), s, tops[i])
+		out[i] = Receipt{ID: e.ids.seal.ID(uint64(pos[k]), s.Nonce), Topic: s.Topic, Queue: s.Queue, Due: s.Due}
+		k++
 	}
 	e.mu.Unlock()
-	e.stats.Sent.Add(uint64(len(reqs)))
+	for i := range out {
+		switch {
+		case plan.stores(i):
+		case plan.dup[i] != nil:
+			out[i] = *plan.dup[i]
+		default:
+			out[i] = out[plan.ref[i]]
+			out[i].Duplicate = true
+		}
+	}
+	e.stats.Sent.Add(uint64(k))
 	e.kickLoop()
 	return out, nil
+}
+
+// schedulingFields validates and fills in what a send asks beyond its due
+// time: dedup ID, deadline and tolerance window.
+func (e *Engine) schedulingFields(s *message.Stored, r *SendRequest, now int64) error {
+	if err := message.ValidateDedupID(s.DedupID); err != nil {
+		return err
+	}
+	if s.DedupID != "" {
+		s.DedupHash = requestHash(&r.Message, r.When)
+		s.DedupWindow = e.dedupPolicy(s.Topic).windowMs()
+	}
+	var err error
+	s.Deadline, s.Window, err = e.opts.Limits.Expiry(r.When, s.Due, now)
+	return err
 }
 
 func batchErr(n, i int, err error) error {
@@ -108,7 +163,7 @@ func batchErr(n, i int, err error) error {
 	}
 	var he *errs.Error
 	if errors.As(err, &he) {
-		return &errs.Error{Code: he.Code, Msg: "message " + strconv.Itoa(i) + ": " + he.Msg, Err: he.Err}
+		return &errs.Error{Code: he.Code, Msg: "message " + strconv.Itoa(i) + ": " + he.Msg, Err: he.Err, Ref: he.Ref}
 	}
 	return err
 }
@@ -166,8 +221,14 @@ func (e *Engine) applyMessageLocked(pos uint64, s *message.Stored, t *topic) {
 	if s.Key != "" {
 		e.addKeyLocked(keyHash(s.Topic, s.Key), pos)
 	}
-	ref := timerRef{pos: pos, due: s.Due, topic: t.id, queue: uint16(s.Queue)}
+	if s.DedupID != "" {
+		e.addKeyLocked(dedupHash(s.Topic, s.DedupID), pos)
+	}
+	// The forecast counts a message at its timer's time: a windowed
+	// message's fire time (window.go), which fire and change take it from.
+	ref := messageRef(pos, s, t)
 	e.addTimerLocked(ref)
+	e.forecastAddLocked(t.id, ref.due)
 	e.segs.pending[e.segOfLocked(pos)]++
 	e.stats.Pending.Add(1)
 	t.pending++
@@ -177,7 +238,7 @@ func (e *Engine) applyMessageLocked(pos uint64, s *message.Stored, t *topic) {
 // addTimerLocked writes a timer to its bucket and, if that bucket is
 // already in the wheel, schedules it there too.
 func (e *Engine) addTimerLocked(ref timerRef) {
-	if err := e.disp.timers.Add(timerstore.Entry{Due: ref.due, Pos: ref.pos, Topic: ref.topic, Queue: ref.queue, Kind: kindMessage}); err != nil {
+	if err := e.disp.timers.Add(timerstore.Entry{Due: ref.due, Pos: ref.pos, Topic: ref.topic, Queue: ref.queue, Kind: ref.timerKind()}); err != nil {
 		// The bucket is a cache of the log: a write failure here loses
 		// nothing durable, the next recovery re-derives it. Keep the timer in
 		// memory so it still fires in this process.

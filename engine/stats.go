@@ -96,6 +96,13 @@ type Stats struct {
 	CacheRebuilds atomic.Uint64
 	// Compacted counts pending messages moved out of old segments.
 	Compacted atomic.Uint64
+	// DedupHits counts sends answered as repeats of an earlier dedup ID;
+	// DedupConflicts those refused as conflicting with it (dedup.go).
+	DedupHits, DedupConflicts atomic.Uint64
+	// Expired counts messages dead-lettered because their deadline passed
+	// before delivery; WindowMissed those made visible after their
+	// tolerance window ended (expire.go).
+	Expired, WindowMissed atomic.Uint64
 }
 
 // LatenessBounds are the lateness histogram's buckets, in seconds: fine

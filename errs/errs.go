@@ -45,6 +45,10 @@ type Error struct {
 	Msg string
 	// Err is the underlying cause, if any.
 	Err error
+	// Ref is the ID of the thing the error is about, when the caller needs
+	// it to go on: the first message of a conflicting dedup ID. The HTTP
+	// error body carries it as "id".
+	Ref string
 }
 
 // Error returns the message, followed by the cause when there is one.

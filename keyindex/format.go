@@ -42,8 +42,24 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // corrupt returns an ErrCorrupt naming the file and offset.
 func corrupt(name string, off int64, format string, args ...any) error {
-	return fmt.Errorf("%w: %s at offset %d: %s", ErrCorrupt, name, off, fmt.Sprintf(format, args...))
+	return &CorruptError{File: name, Offset: off, What: fmt.Sprintf(format, args...)}
 }
+
+// CorruptError is the damage behind every ErrCorrupt of this package: the
+// file, the offset in it, and what is wrong, for tools that list damage.
+type CorruptError struct {
+	File   string
+	Offset int64
+	What   string
+}
+
+// Error says what is wrong where.
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("%v: %s at offset %d: %s", ErrCorrupt, e.File, e.Offset, e.What)
+}
+
+// Is makes errors.Is(err, ErrCorrupt) hold.
+func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
 
 // blockSeed is the register a block's check starts from: it binds the
 // block to its run and its place.

@@ -22,9 +22,22 @@ import (
 //	nprops   u16, then per property: name u16 len + bytes, value u32 len + bytes (sorted by name)
 //	body     u32 len + bytes
 //
+// Version 3 is version 2 followed by the scheduling extension, after the
+// body. Encode writes it only for a message that uses one of its fields, so
+// an ordinary message still costs (and reads) exactly as version 2:
+//
+//	dedup id      u16 len + bytes  the producer's idempotency key, "" for none
+//	dedup hash    u64  hash of what the send asked for (see Stored.DedupHash)
+//	dedup window  i64  ms the dedup entry lives after Sent; -1: until delivered
+//	deadline      i64  Unix ms after which it is dead-lettered as expired; 0: none
+//	window        i64  ms of tolerance: deliver at any time in [due, due+window]
+//
 // Version 1 (no nonce) was written by data directories of format 1, which
 // this version refuses to open.
-const codecVersion = 2
+const (
+	codecVersion  = 2
+	codecVersionX = 3 // version 2 plus the scheduling extension
+)
 
 // Stored is a message as it lies in the log: the message plus what the
 // broker decided when it accepted it.
@@ -36,6 +49,30 @@ type Stored struct {
 	// Nonce is drawn by the broker, unique per message: the message's ID
 	// is sealed over it (see ID).
 	Nonce uint64
+	// DedupHash identifies what a send with a DedupID asked for (body,
+	// delivery options, key, tag, group, properties), so a second send
+	// with the same DedupID can be told apart as a retry or a conflict.
+	DedupHash uint64
+	// DedupWindow is how long, in ms after Sent, the DedupID holds
+	// (DedupUntilDelivered: until the message becomes visible). It is the
+	// window the send was accepted under, kept in the record so that a
+	// later configuration change does not alter it.
+	DedupWindow int64
+	// Deadline is the Unix ms after which the message is not delivered but
+	// dead-lettered with reason expired; 0 for none.
+	Deadline int64
+	// Window is the tolerance in ms: the message may become visible at any
+	// time in [Due, Due+Window].
+	Window int64
+}
+
+// DedupUntilDelivered is the DedupWindow of a dedup entry that holds
+// until its message becomes visible.
+const DedupUntilDelivered = -1
+
+// extended reports whether s needs codec version 3.
+func (s *Stored) extended() bool {
+	return s.DedupID != "" || s.DedupHash != 0 || s.DedupWindow != 0 || s.Deadline != 0 || s.Window != 0
 }
 
 // ErrBadRecord is returned by Decode for a payload that is not a message.
@@ -43,7 +80,11 @@ var ErrBadRecord = errors.New("message: malformed message record")
 
 // Encode appends the record payload of s to dst.
 func Encode(dst []byte, s *Stored) []byte {
-	dst = append(dst, codecVersion)
+	if s.extended() {
+		dst = append(dst, codecVersionX)
+	} else {
+		dst = append(dst, codecVersion)
+	}
 	dst = binary.LittleEndian.AppendUint16(dst, uint16(s.Queue))
 	dst = binary.LittleEndian.AppendUint64(dst, uint64(s.Due))
 	dst = binary.LittleEndian.AppendUint64(dst, uint64(s.Sent))
@@ -66,14 +107,24 @@ func Encode(dst []byte, s *Stored) []byte {
 		dst = append(dst, v...)
 	}
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(s.Body)))
-	return append(dst, s.Body...)
+	dst = append(dst, s.Body...)
+	if s.extended() {
+		dst = binary.LittleEndian.AppendUint16(dst, uint16(len(s.DedupID)))
+		dst = append(dst, s.DedupID...)
+		dst = binary.LittleEndian.AppendUint64(dst, s.DedupHash)
+		dst = binary.LittleEndian.AppendUint64(dst, uint64(s.DedupWindow))
+		dst = binary.LittleEndian.AppendUint64(dst, uint64(s.Deadline))
+		dst = binary.LittleEndian.AppendUint64(dst, uint64(s.Window))
+	}
+	return dst
 }
 
 // Decode parses a record payload written by Encode. The result does not
 // alias b.
 func Decode(b []byte) (*Stored, error) {
 	d := decoder{b: b}
-	if d.u8() != codecVersion {
+	v := d.u8()
+	if v != codecVersion && v != codecVersionX {
 		return nil, ErrBadRecord
 	}
 	s := &Stored{}
@@ -93,6 +144,18 @@ func Decode(b []byte) (*Stored, error) {
 		}
 	}
 	s.Body = append([]byte(nil), d.bytes(int(d.u32()))...)
+	if v == codecVersionX {
+		s.DedupID = d.str16()
+		s.DedupHash = d.u64()
+		s.DedupWindow = int64(d.u64())
+		s.Deadline = int64(d.u64())
+		s.Window = int64(d.u64())
+		if !s.extended() {
+			// Encode never writes version 3 for a plain message: one
+			// payload, one encoding.
+			return nil, ErrBadRecord
+		}
+	}
 	if d.bad || len(d.b) != 0 {
 		return nil, ErrBadRecord
 	}

@@ -27,6 +27,10 @@ type Message struct {
 	Properties map[string]string
 	// Body is the payload, opaque to the broker.
 	Body []byte
+	// DedupID is an optional idempotency key: while the topic's dedup
+	// window holds, a second send with the same DedupID to the same topic
+	// stores nothing and returns the first message's ID and due time.
+	DedupID string
 }
 
 // When says when a message becomes visible. At most one field may be set;
@@ -38,6 +42,15 @@ type When struct {
 	At int64
 	// Level is a 1-based index into the configured delay-level table.
 	Level int
+	// Deadline is an optional absolute Unix ms: a message not delivered by
+	// then is dead-lettered with reason expired instead. At most one of
+	// Deadline and TTL.
+	Deadline int64
+	// TTL is the deadline relative to the broker's clock at acceptance.
+	TTL time.Duration
+	// Window is an optional tolerance: the message may become visible at
+	// any time in [due, due+Window], which lets the dispatcher spread a herd.
+	Window time.Duration
 }
 
 // IsZero reports whether w means "now".
@@ -217,4 +230,55 @@ func ceilMillis(d time.Duration) int64 {
 		ms++
 	}
 	return ms
+}
+
+// MaxDedupIDBytes bounds a dedup ID.
+const MaxDedupIDBytes = 256
+
+// ValidateDedupID checks a dedup ID: valid UTF-8 of at most
+// MaxDedupIDBytes; "" means none.
+func ValidateDedupID(id string) error {
+	if !utf8.ValidString(id) {
+		return errs.New(errs.InvalidArgument, "dedup_id %q is not valid UTF-8", id)
+	}
+	if len(id) > MaxDedupIDBytes {
+		return errs.New(errs.InvalidArgument, "dedup_id is %d bytes; the limit is %d", len(id), MaxDedupIDBytes)
+	}
+	return nil
+}
+
+// Expiry resolves the deadline and tolerance window of w for a message due
+// at due (from DueAt) and accepted at now, all in Unix ms. It returns the
+// absolute deadline (0: none) and the window in ms (0: none). A deadline
+// before the due time, beyond the maximum delay or given twice, and a
+// negative window or one beyond the maximum delay, are errors that say so.
+func (l Limits) Expiry(w When, due, now int64) (deadline, window int64, err error) {
+	switch {
+	case w.Deadline != 0 && w.TTL != 0:
+		return 0, 0, errs.New(errs.InvalidArgument, "give at most one of deadline and ttl")
+	case w.Deadline < 0:
+		return 0, 0, errs.New(errs.InvalidArgument, "deadline %d is negative; it is Unix time in milliseconds", w.Deadline)
+	case w.TTL < 0:
+		return 0, 0, errs.New(errs.InvalidArgument, "ttl %v is negative", w.TTL)
+	case w.TTL > l.MaxDelay:
+		return 0, 0, errs.New(errs.InvalidArgument, "ttl %v is beyond the maximum delay of %v", w.TTL, l.MaxDelay)
+	case w.Window < 0:
+		return 0, 0, errs.New(errs.InvalidArgument, "window %v is negative", w.Window)
+	case w.Window > l.MaxDelay:
+		return 0, 0, errs.New(errs.InvalidArgument, "window %v is beyond the maximum delay of %v", w.Window, l.MaxDelay)
+	}
+	deadline = w.Deadline
+	if w.TTL > 0 {
+		deadline = now + ceilMillis(w.TTL)
+	}
+	if deadline != 0 {
+		if latest := now + l.MaxDelay.Milliseconds(); deadline > latest {
+			return 0, 0, errs.New(errs.InvalidArgument, "deadline %d is beyond the maximum delay of %v; the latest accepted now is %d", deadline, l.MaxDelay, latest)
+		}
+		if deadline < due {
+			return 0, 0, errs.New(errs.InvalidArgument, "deadline %d (%s) is before the due time %d (%s); it could never be met",
+				deadline, time.UnixMilli(deadline).UTC().Format(time.RFC3339Nano), due, time.UnixMilli(due).UTC().Format(time.RFC3339Nano))
+		}
+	}
+	return deadline, ceilMillis(w.Window), nil
 }

@@ -162,3 +162,57 @@ func TestIDRoundTripAndOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestCodecExtension: a message with scheduling fields takes version 3 and
+// round-trips; one without stays version 2, byte for byte.
+func TestCodecExtension(t *testing.T) {
+	in := &Stored{Message: Message{Topic: "t", Body: []byte("b"), DedupID: "op-1"},
+		Due: 5, Sent: 4, Nonce: 9, DedupHash: 77, DedupWindow: DedupUntilDelivered, Deadline: 100, Window: 10}
+	b := Encode(nil, in)
+	if b[0] != 3 {
+		t.Fatalf("version %d", b[0])
+	}
+	out, err := Decode(b)
+	if err != nil || !reflect.DeepEqual(in, out) {
+		t.Fatalf("round trip: %+v %v", out, err)
+	}
+	for i := 0; i < len(b); i++ {
+		if _, err := Decode(b[:i]); err == nil {
+			t.Fatalf("prefix of %d bytes decoded", i)
+		}
+	}
+	plain := Encode(nil, &Stored{Message: Message{Topic: "t"}})
+	if plain[0] != 2 {
+		t.Fatalf("plain message took version %d", plain[0])
+	}
+	// Version 3 with an empty extension is not what Encode writes.
+	ext := append([]byte{3}, plain[1:]...)
+	ext = append(ext, make([]byte, 2+32)...)
+	if _, err := Decode(ext); err == nil {
+		t.Fatal("an empty extension decoded")
+	}
+}
+
+func TestExpiry(t *testing.T) {
+	l := Limits{MaxDelay: time.Hour}.Defaults()
+	now := int64(1_000_000)
+	bad := []When{
+		{Deadline: now + 10, TTL: time.Second},
+		{Deadline: -1},
+		{TTL: -time.Second},
+		{TTL: 2 * time.Hour},
+		{Window: -time.Millisecond},
+		{Window: 2 * time.Hour},
+		{Deadline: now + 2*3600_000},
+		{Deadline: now + 10}, // before the due time below
+	}
+	for _, w := range bad {
+		if _, _, err := l.Expiry(w, now+1000, now); errs.CodeOf(err) != errs.InvalidArgument {
+			t.Errorf("%+v: %v", w, err)
+		}
+	}
+	d, win, err := l.Expiry(When{TTL: 1500 * time.Microsecond, Window: time.Second}, now, now)
+	if err != nil || d != now+2 || win != 1000 {
+		t.Fatalf("got %d %d %v", d, win, err)
+	}
+}

@@ -33,6 +33,8 @@ type Collector struct {
 	fireErrs, loadErrs, writeErrs, ckErrs *prometheus.Desc
 	failed, readErrs, rebuilds            *prometheus.Desc
 	buildInfo                             *prometheus.Desc
+	dedupHits, dedupConflicts             *prometheus.Desc
+	expired, windowMissed                 *prometheus.Desc
 
 	topicSent, topicFired, topicCancelled, topicPending, topicVisible *prometheus.Desc
 
@@ -69,6 +71,11 @@ func NewCollector(eng *engine.Engine) *Collector {
 		rebuilds:    d("cache_rebuilds_total", "Caches (timer buckets, key index) found damaged at the last recovery and rebuilt from the log."),
 		buildInfo:   d("build_info", "Always 1; its labels say which build runs (as hourglass version prints it).", "version", "commit", "go_version"),
 
+		dedupHits:      d("dedup_duplicates_total", "Sends answered as repeats of an earlier send's dedup_id: nothing stored."),
+		dedupConflicts: d("dedup_conflicts_total", "Sends refused because their dedup_id was used with another body or delivery time."),
+		expired:        d("expired_total", "Messages dead-lettered with reason expired: handed out to a consumer group after their deadline (counted per group)."),
+		windowMissed:   d("window_missed_total", "Messages with a tolerance window made visible after their window ended."),
+
 		topicSent:      d("topic_messages_sent_total", "Messages accepted by sends, by topic.", "topic"),
 		topicFired:     d("topic_messages_fired_total", "Messages that became visible, by topic.", "topic"),
 		topicCancelled: d("topic_messages_cancelled_total", "Messages cancelled, by topic.", "topic"),
@@ -89,6 +96,7 @@ func (c *Collector) descs() []*prometheus.Desc {
 		c.sent, c.fired, c.cancelled, c.rescheduled, c.pending, c.lateness, c.fsync, c.checkpoint,
 		c.recovery, c.replayed, c.clockJumps, c.checkpoints, c.segsDel, c.fireErrs, c.loadErrs, c.writeErrs, c.ckErrs,
 		c.failed, c.readErrs, c.rebuilds, c.buildInfo,
+		c.dedupHits, c.dedupConflicts, c.expired, c.windowMissed,
 		c.topicSent, c.topicFired, c.topicCancelled, c.topicPending, c.topicVisible,
 		c.groupDelivered, c.groupAcked, c.groupRedelivered, c.groupDead, c.groupBacklog, c.groupInFlight,
 	}
@@ -135,6 +143,10 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.failed, failed)
 	counter(c.readErrs, s.ReadErrors.Load())
 	counter(c.rebuilds, s.CacheRebuilds.Load())
+	counter(c.dedupHits, s.DedupHits.Load())
+	counter(c.dedupConflicts, s.DedupConflicts.Load())
+	counter(c.expired, s.Expired.Load())
+	counter(c.windowMissed, s.WindowMissed.Load())
 	b := buildinfo.Get()
 	gauge(c.buildInfo, 1, b.Version, b.Commit, b.GoVersion)
 
@@ -185,5 +197,6 @@ func histogram(d *prometheus.Desc, h *engine.Histogram) prometheus.Metric {
 func Handler(eng *engine.Engine) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(NewCollector(eng), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(newForecastCollector(eng))
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -28,7 +29,13 @@ func TestMain(m *testing.M) {
 	os.Setenv("rocketmq.client.logLevel", "error")
 	rmq.ResetLogger()
 	rmq.EnableSsl = false
-	os.Exit(m.Run())
+	code := m.Run()
+	if binaryBuilt.Load() {
+		if bin, err := binaryOnce(); err == nil {
+			os.RemoveAll(filepath.Dir(bin))
+		}
+	}
+	os.Exit(code)
 }
 
 // addrCatcher is a slog handler that keeps the gRPC address Run logs.

@@ -181,6 +181,17 @@ func TestTelemetrySettingsAndShutdown(t *testing.T) {
 	if pub.GetPublishing().GetMaxBodySize() != int32(server.DefaultConfig().MaxBodyBytes) || !pub.GetPublishing().GetValidateMessageType() {
 		t.Errorf("publishing settings %v", pub)
 	}
+	// The producer's own backoff policy comes back to a Java client (which
+	// refuses settings without one) and not to a Go client.
+	policy := &pb.RetryPolicy{MaxAttempts: 3, Strategy: &pb.RetryPolicy_ExponentialBackoff{
+		ExponentialBackoff: &pb.ExponentialBackoff{Initial: durationOf(time.Second), Max: durationOf(time.Minute), Multiplier: 2}}}
+	for lang, want := range map[pb.Language]bool{pb.Language_JAVA: true, pb.Language_GOLANG: false} {
+		got := ask(&pb.Settings{UserAgent: &pb.UA{Language: lang}, BackoffPolicy: policy,
+			PubSub: &pb.Settings_Publishing{Publishing: &pb.Publishing{}}}).GetBackoffPolicy()
+		if (got.GetExponentialBackoff() != nil && got.GetMaxAttempts() == 3) != want {
+			t.Errorf("%v producer: backoff policy %v in the settings; want echoed: %v", lang, got, want)
+		}
+	}
 	sub := ask(&pb.Settings{PubSub: &pb.Settings_Subscription{Subscription: &pb.Subscription{Group: &pb.Resource{Name: "g"}}}})
 	if sub.GetSubscription().GetReceiveBatchSize() <= 0 || sub.GetSubscription().GetLongPollingTimeout().AsDuration() <= 0 ||
 		sub.GetBackoffPolicy().GetMaxAttempts() <= 0 || sub.GetBackoffPolicy().GetExponentialBackoff() == nil {

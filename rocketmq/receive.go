@@ -94,7 +94,7 @@ func (s *Server) ReceiveMessage(req *pb.ReceiveMessageRequest, stream pb.Messagi
 	}
 	invisible := req.GetInvisibleDuration().AsDuration()
 	if req.GetAutoRenew() {
-		invisible = AutoRenewLease
+		invisible = s.opts.AutoRenewLease
 	}
 	if invisible < time.Millisecond || invisible > engine.MaxInvisible {
 		return send(status(pb.Code_ILLEGAL_INVISIBLE_TIME, "invisible duration "+invisible.String()+" is not in [1ms, "+engine.MaxInvisible.String()+"]"))
@@ -139,6 +139,13 @@ func (s *Server) ReceiveMessage(req *pb.ReceiveMessageRequest, stream pb.Messagi
 	}
 	if len(out) == 0 {
 		return send(status(pb.Code_MESSAGE_NOT_FOUND, "no new message"))
+	}
+	if req.GetAutoRenew() {
+		receipts := make([]string, len(out))
+		for i, m := range out {
+			receipts[i] = m.GetSystemProperties().GetReceiptHandle()
+		}
+		s.renew.add(clientID(ctx), topic, group, receipts)
 	}
 	if err := send(ok()); err != nil {
 		return err
@@ -218,6 +225,7 @@ func (s *Server) AckMessage(ctx context.Context, req *pb.AckMessageRequest) (*pb
 	out := make([]*pb.AckMessageResultEntry, len(req.GetEntries()))
 	for i, e := range req.GetEntries() {
 		st := ok()
+		s.renew.drop(e.GetReceiptHandle())
 		if err := s.eng.Ack(ctx, topic, group, e.GetReceiptHandle()); err != nil {
 			st = errStatus(err, pb.Code_INVALID_RECEIPT_HANDLE)
 			all = st
@@ -227,12 +235,16 @@ func (s *Server) AckMessage(ctx context.Context, req *pb.AckMessageRequest) (*pb
 	return &pb.AckMessageResponse{Status: all, Entries: out}, nil
 }
 
-// ChangeInvisibleDuration moves the end of a lease; the receipt stays valid.
+// ChangeInvisibleDuration moves the end of a lease; the receipt stays
+// valid, and an auto_renew lease is no longer renewed.
 func (s *Server) ChangeInvisibleDuration(ctx context.Context, req *pb.ChangeInvisibleDurationRequest) (*pb.ChangeInvisibleDurationResponse, error) {
 	d := req.GetInvisibleDuration().AsDuration()
 	if d < time.Millisecond || d > engine.MaxInvisible {
 		return &pb.ChangeInvisibleDurationResponse{Status: status(pb.Code_ILLEGAL_INVISIBLE_TIME, "invisible duration "+d.String()+" is not in [1ms, "+engine.MaxInvisible.String()+"]")}, nil
 	}
+	// The client takes the lease over (a push listener that failed sets
+	// its retry delay this way): renewing it would undo that.
+	s.renew.drop(req.GetReceiptHandle())
 	if err := s.eng.ChangeInvisibility(ctx, req.GetTopic().GetName(), req.GetGroup().GetName(), req.GetReceiptHandle(), d); err != nil {
 		return &pb.ChangeInvisibleDurationResponse{Status: errStatus(err, pb.Code_INVALID_RECEIPT_HANDLE)}, nil
 	}

@@ -100,6 +100,7 @@ func (s *Server) forget(id string) {
 	s.mu.Lock()
 	delete(s.longPollOf, id)
 	s.mu.Unlock()
+	s.renew.forget(id)
 }
 
 // Telemetry answers every Settings command at once with the settings the
@@ -147,11 +148,15 @@ func (s *Server) settings(id string, in *pb.Settings) *pb.Settings {
 	case *pb.Settings_Publishing:
 		ps.Publishing.MaxBodySize = int32(s.opts.Limits.MaxBodyBytes)
 		ps.Publishing.ValidateMessageType = true
-		// No backoff policy, not even the client's own echoed: the client
-		// keeps its own. (The official Go client writes a received policy
-		// into the settings object that another of its goroutines may be
-		// marshalling: a data race inside the client.)
-		out.BackoffPolicy = nil
+		// The client's own backoff policy is echoed (the broker imposes
+		// none on producers): the official Java client refuses settings
+		// without an exponential policy and then never starts. The Go
+		// client gets none: it writes a received policy into the settings
+		// object another of its goroutines may be marshalling (a data race
+		// inside the client), and keeps its own without one.
+		if in.GetUserAgent().GetLanguage() == pb.Language_GOLANG {
+			out.BackoffPolicy = nil
+		}
 	case *pb.Settings_Subscription:
 		sub := ps.Subscription
 		lp := sub.GetLongPollingTimeout().AsDuration()

@@ -37,18 +37,20 @@ type Options struct {
 	// signed with (the clients' credentials: any access key, this secret);
 	// empty accepts any call (auth.go).
 	AccessSecret string
+	// AutoRenewLease is the lease of a message received with auto_renew
+	// (push consumers), renewed every third of itself until the client
+	// acks it, changes its invisibility itself, or goes away; 0 means
+	// DefaultAutoRenewLease.
+	AutoRenewLease time.Duration
+	// AutoRenewMax bounds how long one message is renewed; 0 means
+	// DefaultAutoRenewMax.
+	AutoRenewMax time.Duration
 	// Logger receives the adapter's logs; nil means slog.Default().
 	Logger *slog.Logger
 }
 
 // DefaultLongPoll is the default of Options.MaxLongPoll.
 const DefaultLongPoll = 20 * time.Second
-
-// AutoRenewLease is the lease given to messages received with auto_renew
-// (push consumers): the engine does not renew leases by itself, so the
-// lease is long enough for a listener to finish; a listener that fails
-// shortens it with ChangeInvisibleDuration, as the client does.
-const AutoRenewLease = time.Minute
 
 // receiveMargin is kept between the end of a long poll and the call's
 // deadline, so that the empty answer reaches the client before it gives up.
@@ -62,6 +64,8 @@ type Server struct {
 	opts Options
 	log  *slog.Logger
 	met  *Collector
+	// renew keeps the leases of auto_renew receives alive (renew.go).
+	renew *renewer
 
 	// done is closed by Close: telemetry streams and long polls end.
 	done      chan struct{}
@@ -87,15 +91,26 @@ func New(eng *engine.Engine, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Server{eng: eng, opts: opts, log: opts.Logger, met: NewCollector(),
-		done: make(chan struct{}), longPollOf: map[string]time.Duration{}}
+	if opts.AutoRenewLease <= 0 {
+		opts.AutoRenewLease = DefaultAutoRenewLease
+	}
+	opts.AutoRenewLease = min(opts.AutoRenewLease, engine.MaxInvisible)
+	if opts.AutoRenewMax <= 0 {
+		opts.AutoRenewMax = DefaultAutoRenewMax
+	}
+	s := &Server{eng: eng, opts: opts, log: opts.Logger, met: NewCollector(),
+		renew: newRenewer(eng, opts.AutoRenewLease, opts.AutoRenewMax),
+		done:  make(chan struct{}), longPollOf: map[string]time.Duration{}}
+	go s.renew.run(s.done)
+	return s
 }
 
 // Collector returns the per-RPC metrics of s, for a Prometheus registry.
 func (s *Server) Collector() *Collector { return s.met }
 
-// Close ends every telemetry stream and long poll at once; call it before
-// grpc.Server.GracefulStop, which would otherwise wait for them.
+// Close ends every telemetry stream and long poll at once, and the lease
+// renewals; call it before grpc.Server.GracefulStop, which would otherwise
+// wait for them.
 func (s *Server) Close() { s.closeOnce.Do(func() { close(s.done) }) }
 
 // GRPCServer returns a gRPC server with s registered, its messages bounded

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hourglass-mq/hourglass/api"
 	"github.com/hourglass-mq/hourglass/commitlog"
 	"github.com/hourglass-mq/hourglass/engine"
 	"github.com/hourglass-mq/hourglass/rocketmq"
@@ -59,6 +60,12 @@ type Config struct {
 	// a flag is visible to every local user in the process list. On the
 	// gRPC port it is the access secret RocketMQ clients sign with.
 	AuthToken string
+	// Clock is the broker's clock: "system" (the default, and the only
+	// mode for production) or "virtual" (flag -clock). A VIRTUAL clock
+	// moves only by POST /v1/clock/advance, for users' integration tests;
+	// a data directory is tied to the mode it was created with (see
+	// checkClockMode).
+	Clock string
 
 	// Flush is the commit-log flush policy, "sync" or "async" (flag -flush).
 	// sync acknowledges a send after fdatasync; async acknowledges after the
@@ -110,6 +117,12 @@ type Config struct {
 	// visible is kept for consumers before deletion (flag -retention).
 	// Must be positive.
 	Retention time.Duration
+	// DedupWindow is every topic's idempotent-send policy (flag
+	// -dedup-window): a duration, "delivered", optionally "+first-wins"
+	// (dedupconfig.go). DedupTopics overrides it per topic (flag
+	// -dedup-topics: topic=policy, comma-separated).
+	DedupWindow string
+	DedupTopics string
 
 	// ReadHeaderTimeout bounds how long a client may take to send a
 	// request's line and headers (flag -read-header-timeout). Must be
@@ -165,6 +178,7 @@ func DefaultConfig() Config {
 		Listen:             "127.0.0.1:7070",
 		GRPCListen:         "127.0.0.1:8081",
 		GRPCLongPoll:       rocketmq.DefaultLongPoll,
+		Clock:              api.ClockSystem,
 		Flush:              flush,
 		FlushInterval:      eng.FlushInterval,
 		SegmentBytes:       eng.SegmentBytes,
@@ -179,6 +193,7 @@ func DefaultConfig() Config {
 		DispatchRate:       eng.DispatchRate,
 		CheckpointInterval: eng.CheckpointInterval,
 		Retention:          eng.Retention,
+		DedupWindow:        engine.DefaultDedupWindow.String(),
 		ReadHeaderTimeout:  10 * time.Second,
 		ReadTimeout:        time.Minute,
 		WriteTimeout:       time.Minute,
@@ -210,6 +225,7 @@ func (c *Config) settings() []setting {
 		{"grpc-key-file", "PEM private key of -grpc-cert-file", (*stringValue)(&c.GRPCKeyFile)},
 		{"grpc-long-poll", "longest RocketMQ receive long poll, announced to consumers (at most 30s)", (*durationValue)(&c.GRPCLongPoll)},
 		{"auth-token", "bearer token required on every /v1 request; empty disables auth (prefer HOURGLASS_AUTH_TOKEN: flags show in the process list)", (*secretValue)(&c.AuthToken)},
+		{"clock", "clock of the broker: system, or virtual (FOR TESTS ONLY: time moves only by POST /v1/clock/advance; the data directory must be empty or virtual too)", (*stringValue)(&c.Clock)},
 		{"flush", "commit-log flush policy: sync (ack after fdatasync) or async (ack after write, fdatasync every -flush-interval)", (*stringValue)(&c.Flush)},
 		{"flush-interval", "fdatasync period under -flush async", (*durationValue)(&c.FlushInterval)},
 		{"segment-bytes", "commit-log segment size in bytes (suffixes KiB, MiB, GiB), at least 1MiB", (*sizeValue)(&c.SegmentBytes)},
@@ -224,6 +240,8 @@ func (c *Config) settings() []setting {
 		{"dispatch-rate", "most due messages made visible per second; negative means unbounded", (*intValue)(&c.DispatchRate)},
 		{"checkpoint-interval", "how often the engine checkpoints (bounds the log replayed at startup)", (*durationValue)(&c.CheckpointInterval)},
 		{"retention", "how long a fully delivered commit-log segment is kept before deletion", (*durationValue)(&c.Retention)},
+		{"dedup-window", "how long a send's dedup_id holds: a duration or \"delivered\" (until its message is visible), optionally +first-wins (a conflicting send gets the first receipt instead of 409)", (*stringValue)(&c.DedupWindow)},
+		{"dedup-topics", "per-topic dedup policies overriding -dedup-window: topic=policy, comma-separated", (*stringValue)(&c.DedupTopics)},
 		{"read-header-timeout", "longest a client may take to send a request's line and headers", (*durationValue)(&c.ReadHeaderTimeout)},
 		{"read-timeout", "longest a client may take to send a whole request, body included; a slower body is cut off with 400 (not the long-poll wait, which comes after)", (*durationValue)(&c.ReadTimeout)},
 		{"write-timeout", "longest the handling and answer of a read request may take; must exceed the 30s long-poll wait by at least 5s", (*durationValue)(&c.WriteTimeout)},
@@ -261,6 +279,9 @@ func (c Config) Validate() error {
 		bad("-listen %q: port %q is not a number in [0, 65535]", c.Listen, port)
 	}
 	c.validateGRPC(bad)
+	if c.Clock != api.ClockSystem && c.Clock != api.ClockVirtual {
+		bad("-clock %q is not %s or %s", c.Clock, api.ClockSystem, api.ClockVirtual)
+	}
 	if _, err := c.flushPolicy(); err != nil {
 		bad("%v", err)
 	}
@@ -304,6 +325,12 @@ func (c Config) Validate() error {
 	}
 	if c.Retention <= 0 {
 		bad("-retention %v must be positive", c.Retention)
+	}
+	if _, err := parseDedupPolicy(c.DedupWindow); err != nil {
+		bad("-dedup-window: %v", err)
+	}
+	if _, err := parseDedupTopics(c.DedupTopics); err != nil {
+		bad("%v", err)
 	}
 	c.validateConnections(bad)
 	if c.DrainTimeout < 0 {
@@ -406,6 +433,8 @@ func (c Config) EngineOptions(logger *slog.Logger) engine.Options {
 	o.DispatchRate = c.DispatchRate
 	o.CheckpointInterval = c.CheckpointInterval
 	o.Retention = c.Retention
+	o.Dedup, _ = parseDedupPolicy(c.DedupWindow)
+	o.DedupTopics, _ = parseDedupTopics(c.DedupTopics)
 	return o
 }
 

@@ -17,7 +17,7 @@ func TestHealthzCarriesBuild(t *testing.T) {
 	ts := newTestServer(t)
 	var h api.Health
 	ts.call("GET", "/healthz", nil, http.StatusOK, &h)
-	want := api.Health{Status: "ok", Version: "v3.1.4", Commit: "feedbeef", BuildDate: "2026-11-30T01:02:03Z", GoVersion: runtime.Version()}
+	want := api.Health{Status: "ok", Version: "v3.1.4", Commit: "feedbeef", BuildDate: "2026-11-30T01:02:03Z", GoVersion: runtime.Version(), Clock: api.ClockSystem}
 	if h != want {
 		t.Fatalf("healthz: %+v, want %+v", h, want)
 	}

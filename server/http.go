@@ -10,10 +10,12 @@ import (
 	"unicode/utf8"
 
 	"github.com/hourglass-mq/hourglass/api"
+	"github.com/hourglass-mq/hourglass/clock"
 	"github.com/hourglass-mq/hourglass/engine"
 	"github.com/hourglass-mq/hourglass/errs"
 	"github.com/hourglass-mq/hourglass/internal/buildinfo"
 	"github.com/hourglass-mq/hourglass/message"
+	"github.com/hourglass-mq/hourglass/schedule"
 )
 
 // Handler serves the HTTP API over one engine. Create it with New.
@@ -23,6 +25,11 @@ type Handler struct {
 	log     *slog.Logger
 	mux     *http.ServeMux
 	metrics http.Handler
+	// virtual is the broker's virtual clock (-clock virtual); nil on the
+	// system clock. Set by core.attach before the handler serves.
+	virtual *clock.Virtual
+	// schedules runs the recurring schedules. Set by core.attach.
+	schedules *schedule.Runner
 
 	// draining is cancelled by Drain: long-poll receives end at once.
 	draining context.Context
@@ -54,9 +61,19 @@ var routes = []route{
 	{"POST", "/v1/topics/{topic}/groups/{group}/nack", (*Handler).nack},
 	{"POST", "/v1/topics/{topic}/groups/{group}/invisibility", (*Handler).invisibility},
 	{"POST", "/v1/topics/{topic}/groups/{group}/redrive", (*Handler).redrive},
+	{"PUT", "/v1/schedules/{schedule}", (*Handler).createSchedule},
+	{"GET", "/v1/schedules", (*Handler).listSchedules},
+	{"GET", "/v1/schedules/{schedule}", (*Handler).getSchedule},
+	{"DELETE", "/v1/schedules/{schedule}", (*Handler).deleteSchedule},
+	{"POST", "/v1/schedules/{schedule}/pause", (*Handler).pauseSchedule},
+	{"POST", "/v1/schedules/{schedule}/resume", (*Handler).resumeSchedule},
+	{"GET", "/v1/clock", (*Handler).clockNow},
+	{"POST", "/v1/clock/advance", (*Handler).clockAdvance},
 	{"GET", "/v1/stats", (*Handler).stats},
 	{"GET", "/healthz", (*Handler).healthz},
 	{"GET", "/metrics", (*Handler).serveMetrics},
+	{"GET", "/v1/forecast", (*Handler).forecast},
+	{"GET", "/v1/messages/{id}/preview", (*Handler).preview},
 }
 
 // New returns the HTTP API of eng configured by cfg (limits, auth token).
@@ -78,6 +95,7 @@ func New(eng *engine.Engine, cfg Config, logger *slog.Logger, metrics http.Handl
 			serve(h, w, r)
 		})
 	}
+	h.mountConsole()
 	h.mux.HandleFunc("/", h.noRoute)
 	return h
 }
@@ -104,7 +122,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 	// Everything but the two open endpoints needs the token, so that no
 	// spelling of a /v1 path (unclean, doubled slashes) slips past.
-	open := r.URL.Path == "/healthz" || r.URL.Path == "/metrics"
+	open := r.URL.Path == "/healthz" || r.URL.Path == "/metrics" || isConsolePath(r.URL.Path)
+	if err := checkBrowserWrite(r); err != nil {
+		h.writeError(rec, err)
+		return
+	}
 	if h.cfg.AuthToken != "" && !open && !h.authorized(r) {
 		rec.Header().Set("WWW-Authenticate", `Bearer realm="hourglass"`)
 		h.writeError(rec, errs.New(errs.Unauthenticated, "a valid bearer token is required: send the header Authorization: Bearer <token>"))
@@ -169,7 +191,7 @@ func (h *Handler) noRoute(w http.ResponseWriter, r *http.Request) {
 // operator sees which binary answers (after an upgrade, for instance).
 func (h *Handler) healthz(w http.ResponseWriter, r *http.Request) {
 	b := buildinfo.Get()
-	health := api.Health{Status: "ok", Version: b.Version, Commit: b.Commit, BuildDate: b.Date, GoVersion: b.GoVersion}
+	health := api.Health{Status: "ok", Version: b.Version, Commit: b.Commit, BuildDate: b.Date, GoVersion: b.GoVersion, Clock: h.clockMode()}
 	if err := h.eng.Err(); err != nil {
 		// Stopped after a storage failure: not healthy, whatever else.
 		health.Status, health.Error = "failed", err.Error()
@@ -246,7 +268,7 @@ func checkPath(r *http.Request, wild []string) error {
 			}
 		}
 	}
-	if r.URL.RawQuery != "" && strings.HasPrefix(r.URL.Path, "/v1/") {
+	if r.URL.RawQuery != "" && strings.HasPrefix(r.URL.Path, "/v1/") && !queryRoutes[r.Pattern] {
 		return errs.New(errs.InvalidArgument, "query %q is not accepted: %s %s takes no query parameters", r.URL.RawQuery, r.Method, r.Pattern)
 	}
 	return nil

@@ -166,5 +166,9 @@ func (h *Handler) writeErrorStatus(w http.ResponseWriter, status int, err error)
 	if rec, ok := w.(*recorder); ok {
 		rec.errCode, rec.errMsg = string(code), msg
 	}
-	writeJSON(w, status, api.Error{Error: api.ErrorBody{Code: code, Message: msg}})
+	body := api.ErrorBody{Code: code, Message: msg}
+	if he, ok := errors.AsType[*errs.Error](err); ok {
+		body.ID = he.Ref
+	}
+	writeJSON(w, status, api.Error{Error: body})
 }

@@ -2,7 +2,9 @@ package server
 
 import (
 	"encoding/base64"
+	"math"
 	"net/http"
+	"time"
 
 	"github.com/hourglass-mq/hourglass/api"
 	"github.com/hourglass-mq/hourglass/engine"
@@ -26,7 +28,7 @@ func when(d api.Delivery) (message.When, error) {
 
 // request converts one message of a send to topic.
 func sendRequest(m *api.SendMessage, topic string) (engine.SendRequest, error) {
-	msg := message.Message{Topic: topic, Key: m.Key, Tag: m.Tag, Group: m.Group, Properties: m.Properties}
+	msg := message.Message{Topic: topic, Key: m.Key, Tag: m.Tag, Group: m.Group, Properties: m.Properties, DedupID: m.DedupID}
 	switch {
 	case m.Body != nil && m.BodyBase64 != nil:
 		return engine.SendRequest{}, errs.New(errs.InvalidArgument, "give body or body_base64, not both")
@@ -43,6 +45,13 @@ func sendRequest(m *api.SendMessage, topic string) (engine.SendRequest, error) {
 	if err != nil {
 		return engine.SendRequest{}, err
 	}
+	if w.TTL, err = durationField("ttl", m.TTL); err != nil {
+		return engine.SendRequest{}, err
+	}
+	if m.Window > math.MaxInt64/int64(time.Millisecond) || m.Window < math.MinInt64/int64(time.Millisecond) {
+		return engine.SendRequest{}, errs.New(errs.InvalidArgument, "window %d ms is out of range", m.Window)
+	}
+	w.Deadline, w.Window = int64(m.Deadline), time.Duration(m.Window)*time.Millisecond
 	return engine.SendRequest{Message: msg, When: w}, nil
 }
 

@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-
-	"github.com/hourglass-mq/hourglass/engine"
 )
 
 // Run opens the engine in cfg.DataDir, listens on cfg.Listen and serves the
@@ -29,27 +27,29 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, ready func(addr s
 	if logger == nil {
 		logger = slog.Default()
 	}
-	eng, err := engine.Open(cfg.EngineOptions(logger))
+	c, err := openCore(cfg, logger)
 	if err != nil {
 		return err
 	}
+	eng := c.eng
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
-		eng.Close()
+		c.close()
 		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
 	g, err := newGRPC(cfg, eng, logger)
 	if err != nil {
 		ln.Close()
-		eng.Close()
+		c.close()
 		return err
 	}
 	h := New(eng, cfg, logger, metricsHandler(eng, g))
+	c.attach(h)
 	srv := cfg.httpServer(h, logger)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	addr := ln.Addr().String()
-	logger.Info("listening", "addr", addr, "data_dir", cfg.DataDir, "flush", cfg.Flush, "auth", cfg.AuthToken != "")
+	logger.Info("listening", "addr", addr, "data_dir", cfg.DataDir, "flush", cfg.Flush, "auth", cfg.AuthToken != "", "clock", cfg.Clock)
 	if g != nil {
 		// Before ready: a caller told the server is up may use both.
 		g.start()
@@ -92,7 +92,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, ready func(addr s
 			runErr = fmt.Errorf("serve: %w", err)
 		}
 	}
-	if err := eng.Close(); err != nil {
+	if err := c.close(); err != nil {
 		logger.Error("engine close failed", "err", err)
 		if runErr == nil {
 			runErr = fmt.Errorf("close engine: %w", err)

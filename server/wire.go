@@ -10,7 +10,7 @@ import (
 
 func receiptOf(r engine.Receipt) api.Receipt {
 	due := api.Millis(r.Due)
-	return api.Receipt{ID: r.ID.String(), Topic: r.Topic, Queue: r.Queue, Due: due, DueTime: due.RFC3339()}
+	return api.Receipt{ID: r.ID.String(), Topic: r.Topic, Queue: r.Queue, Due: due, DueTime: due.RFC3339(), Duplicate: r.Duplicate}
 }
 
 func infoOf(i engine.Info) api.MessageInfo {

@@ -17,8 +17,19 @@ func (osFS) Lock(name string) (io.Closer, error) {
 	if err != nil {
 		return nil, markNotExist(err)
 	}
+	if err := flock(f, syscall.LOCK_EX); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// flock takes the lock how (LOCK_EX or LOCK_SH) on f without waiting,
+// retrying on EINTR; on failure it closes f, and a lock held by another
+// process is ErrLocked.
+func flock(f *os.File, how int) error {
+	var err error
 	for {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		err = syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
 		if err != syscall.EINTR {
 			break
 		}
@@ -26,9 +37,9 @@ func (osFS) Lock(name string) (io.Closer, error) {
 	if err != nil {
 		f.Close()
 		if err == syscall.EWOULDBLOCK {
-			return nil, fmt.Errorf("%w: %s", ErrLocked, name)
+			return fmt.Errorf("%w: %s", ErrLocked, f.Name())
 		}
-		return nil, &os.PathError{Op: "flock", Path: name, Err: err}
+		return &os.PathError{Op: "flock", Path: f.Name(), Err: err}
 	}
-	return f, nil
+	return nil
 }

@@ -39,15 +39,8 @@ func runRepair(ctx context.Context, a *App, c *command, args []string) int {
 	dataDir := fs.String("data-dir", "", "the broker's data directory (required)")
 	modeName := fs.String("mode", commitlog.RepairSalvage.String(), "salvage (keep every record after the damage at its ID) or truncate (cut the log at the damage)")
 	asJSON := fs.Bool("json", false, "print JSON instead of text, for scripts")
-	pos, code, ok := parseFlags(fs, args)
-	if !ok {
+	if code, ok := a.parseOffline(c, fs, args, dataDir); !ok {
 		return code
-	}
-	if len(pos) > 0 {
-		return a.usageError(c, "unexpected argument %q", pos[0])
-	}
-	if *dataDir == "" {
-		return a.usageError(c, "--data-dir is required")
 	}
 	mode, err := commitlog.ParseRepairMode(*modeName)
 	if err != nil {

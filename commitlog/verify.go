@@ -1,0 +1,189 @@
+package commitlog
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"path"
+
+	"github.com/hourglass-mq/hourglass/vfs"
+)
+
+// VerifyReport is what Verify found in a log directory.
+type VerifyReport struct {
+	// Segments are the segments whose header validated, oldest first; End
+	// is the end of each file's data (torn tail included).
+	Segments []Segment
+	// Start is the first segment's base and Head the end of the valid
+	// records of the last one: what Open would make of the log.
+	Start, Head Pos
+	// Records counts the valid records visited (skip frames excluded),
+	// Skips the skip frames repair left.
+	Records, Skips int
+	// Damage lists every damaged range of every segment, oldest first. A
+	// range with Tail set in the last segment is a torn tail, which Open
+	// cuts; any other range makes Open refuse (last segment) or Scan fail
+	// when it reaches it (sealed segment).
+	Damage []DamagedRange
+	// Broken lists segments Open refuses outright: a bad header on a file
+	// holding records, or a segment that does not continue its predecessor.
+	Broken []BrokenSegment
+	// Incomplete lists trailing files whose creation never completed (no
+	// valid header, no records), which Open removes.
+	Incomplete []string
+}
+
+// BrokenSegment is a segment that fails a structural check.
+type BrokenSegment struct {
+	Segment string `json:"segment"`
+	Reason  string `json:"reason"`
+}
+
+// Verify reads every segment of the log in dir, never writing (pass a
+// vfs.ReadOnly view to make sure of it), and calls fn with every valid
+// record in log order, the records after a damaged range included. Unlike
+// Open it does not stop at the first damage: it delimits every damaged
+// range as Repair would and reports them all. An error from fn stops it
+// and is returned; so are I/O errors. Damage is reported, not returned.
+func Verify(fsys vfs.FS, dir string, fn func(Pos, Record) error) (VerifyReport, error) {
+	var rep VerifyReport
+	names, err := fsys.List(dir)
+	if err != nil {
+		return rep, fmt.Errorf("commitlog: list %s: %w", dir, err)
+	}
+	var segs []*segment
+	defer func() {
+		for _, s := range segs {
+			s.f.Close()
+		}
+	}()
+	for _, name := range names {
+		base, ok := parseSegmentName(name)
+		if !ok {
+			continue
+		}
+		f, err := fsys.Open(path.Join(dir, name))
+		if err != nil {
+			return rep, fmt.Errorf("commitlog: open %s: %w", name, err)
+		}
+		s := &segment{base: base, name: name, f: f}
+		segs = append(segs, s)
+		size, err := f.Size()
+		if err != nil {
+			return rep, fmt.Errorf("commitlog: size of %s: %w", name, err)
+		}
+		s.size = max(0, size-HeaderSize)
+	}
+	// Trailing interrupted creations, as Open removes them.
+	for len(segs) > 0 {
+		last := segs[len(segs)-1]
+		h, err := readHeader(last)
+		if err != nil {
+			return rep, err
+		}
+		if last.size > 0 || len(h) == HeaderSize && checkHeader(h, last.base) == nil {
+			break
+		}
+		rep.Incomplete = append(rep.Incomplete, last.name)
+		last.f.Close()
+		segs = segs[:len(segs)-1]
+	}
+	var prevEnd Pos
+	for i, s := range segs {
+		h, err := readHeader(s)
+		if err != nil {
+			return rep, err
+		}
+		if herr := checkHeader(h, s.base); herr != nil {
+			rep.Broken = append(rep.Broken, BrokenSegment{Segment: s.name, Reason: herr.Error()})
+			continue
+		}
+		if i > 0 && prevEnd != s.base {
+			rep.Broken = append(rep.Broken, BrokenSegment{Segment: s.name,
+				Reason: fmt.Sprintf("starts at %d but its predecessor ends at %d", s.base, prevEnd)})
+		}
+		prevEnd = s.end()
+		rep.Segments = append(rep.Segments, Segment{Base: s.base, End: s.end(), Name: s.name})
+		validEnd, err := rep.verifySegment(s, fn)
+		if err != nil {
+			return rep, err
+		}
+		rep.Head = validEnd
+	}
+	if len(rep.Segments) > 0 {
+		rep.Start = rep.Segments[0].Base
+	}
+	return rep, nil
+}
+
+// verifySegment walks s, delimiting damage with findDamage and visiting
+// the valid records between damaged ranges. It returns the end of the
+// segment's valid records (where a torn tail starts).
+func (rep *VerifyReport) verifySegment(s *segment, fn func(Pos, Record) error) (Pos, error) {
+	from := s.base
+	for {
+		it := frameIter{f: s.f, base: s.base, pos: from, limit: s.end()}
+		ce, records, skips, err := walkToDamage(&it, s.name, fn)
+		rep.Records += records
+		rep.Skips += skips
+		if err != nil {
+			return 0, err
+		}
+		if ce == nil {
+			return s.end(), nil
+		}
+		rest, err := readRest(s, ce.pos)
+		if err != nil {
+			return 0, err
+		}
+		r := findDamage(rest, ce.pos, ce.reason)[0]
+		r.Segment, r.Offset = s.name, HeaderSize+int64(r.Pos-s.base)
+		rep.Damage = append(rep.Damage, r)
+		if r.Tail {
+			return r.Pos, nil
+		}
+		from = r.End()
+	}
+}
+
+// walkToDamage visits the valid records of it up to its limit (ce nil) or
+// to the first damaged frame (returned), counting records and skip frames;
+// fn may be nil. I/O errors and fn's errors are returned as err.
+func walkToDamage(it *frameIter, name string, fn func(Pos, Record) error) (ce *corruptError, records, skips int, err error) {
+	for {
+		rec, at, err := it.next()
+		if err == io.EOF {
+			return nil, records, skips, nil
+		}
+		if isSkip(err) {
+			skips++
+			continue
+		}
+		if errors.As(err, &ce) {
+			return ce, records, skips, nil
+		}
+		if err != nil {
+			return nil, records, skips, fmt.Errorf("commitlog: scan %s: %w", name, err)
+		}
+		records++
+		if fn != nil {
+			if err := fn(at, rec); err != nil {
+				return nil, records, skips, err
+			}
+		}
+	}
+}
+
+// readRest reads the bytes of s from position pos to its end: the damaged
+// part of a segment, which findDamage delimits in memory.
+func readRest(s *segment, pos Pos) ([]byte, error) {
+	rest := make([]byte, s.end()-pos)
+	n, err := s.f.ReadAt(rest, HeaderSize+int64(pos-s.base))
+	if n < len(rest) {
+		if err == nil || errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, fmt.Errorf("commitlog: read damaged tail of %s: %w", s.name, err)
+	}
+	return rest, nil
+}

@@ -1,0 +1,649 @@
+package engine
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hourglass-mq/hourglass/commitlog"
+	"github.com/hourglass-mq/hourglass/keyindex"
+	"github.com/hourglass-mq/hourglass/message"
+	"github.com/hourglass-mq/hourglass/queueindex"
+	"github.com/hourglass-mq/hourglass/timerstore"
+	"github.com/hourglass-mq/hourglass/vfs"
+)
+
+// ErrInUse is returned by Check for a data directory whose lock a running
+// broker holds: its files change under the reader, so nothing it found
+// would mean anything.
+var ErrInUse = errors.New("engine: the data directory is in use by a running broker")
+
+// CheckOptions configures Check.
+type CheckOptions struct {
+	// BucketWidth is the timer-bucket width the broker runs with; zero
+	// means the default (1 minute), what `hourglass serve` uses.
+	BucketWidth time.Duration
+}
+
+// Problem is one finding of Check: the file (relative to the data
+// directory), the byte offset in it, and what is wrong.
+type Problem struct {
+	File   string `json:"file"`
+	Offset int64  `json:"offset"`
+	What   string `json:"what"`
+}
+
+// CheckReport is what Check found.
+type CheckReport struct {
+	Dir    string `json:"dir"`
+	Format int    `json:"format"`
+	// LogStart and LogHead delimit the valid records of the log.
+	LogStart uint64 `json:"log_start"`
+	LogHead  uint64 `json:"log_head"`
+	Segments int    `json:"segments"`
+	Records  int    `json:"records"`
+	Messages int    `json:"messages"`
+	// Checkpoint is false when the directory has none (recovery then
+	// replays the whole log); CheckpointPos is where its replay starts.
+	Checkpoint    bool   `json:"checkpoint"`
+	CheckpointPos uint64 `json:"checkpoint_pos"`
+	// Entries checked per cache.
+	QueueEntries   int64 `json:"queue_entries"`
+	TimerEntries   int64 `json:"timer_entries"`
+	KeyEntries     int64 `json:"key_entries"`
+	OverlayEntries int64 `json:"overlay_entries"`
+	// Problems is damage: what makes recovery refuse, or rebuild a cache
+	// from the log, or a cache that disagrees with the log. Empty means
+	// the directory is sound.
+	Problems []Problem `json:"problems"`
+	// Notes is what recovery cuts or removes as a matter of course: the
+	// torn tails a crash leaves in the log and the caches, files written
+	// after the last checkpoint. They are not damage.
+	Notes []Problem `json:"notes"`
+}
+
+// OK reports whether Check found no problem.
+func (r *CheckReport) OK() bool { return len(r.Problems) == 0 }
+
+// Summary is one line saying what was checked and found.
+func (r *CheckReport) Summary() string {
+	verdict := "clean"
+	if !r.OK() {
+		verdict = fmt.Sprintf("%d problem(s)", len(r.Problems))
+	}
+	ck := "no checkpoint"
+	if r.Checkpoint {
+		ck = fmt.Sprintf("checkpoint at %d", r.CheckpointPos)
+	}
+	return fmt.Sprintf("%s: %s, %d note(s); %d segment(s), %d records (%d messages) in [%d, %d), %s; "+
+		"checked %d queue-index, %d timer, %d key-index and %d overlay entries",
+		r.Dir, verdict, len(r.Notes), r.Segments, r.Records, r.Messages, r.LogStart, r.LogHead, ck,
+		r.QueueEntries, r.TimerEntries, r.KeyEntries, r.OverlayEntries)
+}
+
+// Check verifies the data directory dir offline, like `bbolt check`: every
+// commit-log record's frame and checksum and every payload's encoding; the
+// identity and the checkpoint (it decodes, belongs to the directory, and
+// its position is a record boundary of the log); and every cache against
+// the log: queue-index entries must point at message records of their
+// topic and queue, timer-bucket entries at message records with a matching
+// due time, key-index entries at records carrying a key of that hash,
+// overlay entries at messages. Entries the log's retention removed the
+// records of are not judged. Cache entries past what the checkpoint
+// recorded may be absent (recovery rebuilds them from the log), but must
+// not point at garbage.
+//
+// Check never writes: it reads through vfs.ReadOnly, so any write it
+// attempted would fail. It refuses (ErrInUse) a directory whose lock a
+// broker holds. The error is for what stopped the check (I/O, a missing
+// directory); damage is reported in the CheckReport.
+func Check(fsys vfs.FS, dir string, opts CheckOptions) (*CheckReport, error) {
+	ro := vfs.ReadOnly(fsys)
+	if _, err := ro.List(dir); err != nil {
+		return nil, fmt.Errorf("engine: check %s: %w", dir, err)
+	}
+	lock, err := vfs.Lock(ro, path.Join(dir, LockFile))
+	if errors.Is(err, vfs.ErrLocked) {
+		return nil, fmt.Errorf("%w: %s (%v); stop it, or check a backup instead", ErrInUse, dir, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("engine: check %s: %w", dir, err)
+	}
+	defer lock.Close()
+	width := opts.BucketWidth
+	if width == 0 {
+		width = time.Minute
+	}
+	c := &checker{
+		fs: ro, dir: dir, width: width.Milliseconds(),
+		rep:      &CheckReport{Dir: dir, Problems: []Problem{}, Notes: []Problem{}},
+		ck:       &checkpointState{},
+		msgs:     map[uint64]ckMsg{},
+		dues:     map[uint64][]int64{},
+		topics:   map[uint32]ckTopic{},
+		topicIDs: map[string]uint32{},
+	}
+	for _, step := range []func() error{c.identity, c.checkpoint, c.log, c.queues, c.overlay, c.timers, c.keys} {
+		if err := step(); err != nil {
+			return c.rep, err
+		}
+	}
+	return c.rep, nil
+}
+
+// checker holds what Check learned from the log, by message identity.
+type checker struct {
+	fs    vfs.FS
+	dir   string
+	width int64
+	rep   *CheckReport
+	id    *identity
+	ck    *checkpointState
+	// msgs holds every retained message by identity (original position),
+	// moved copies included; dues the other due times a reschedule or the
+	// overlay gave it.
+	msgs     map[uint64]ckMsg
+	dues     map[uint64][]int64
+	topics   map[uint32]ckTopic
+	topicIDs map[string]uint32
+	// recProblems are problems found at log positions, given a file and
+	// offset once the segments are known.
+	recProblems []posProblem
+	sawCkptPos  bool
+}
+
+type ckMsg struct {
+	topic   uint32 // 0: a topic the log and the checkpoint do not know
+	queue   uint16
+	due     int64
+	fire    int64 // the timer's time: due, or later within a tolerance window (window.go)
+	hasKey  bool
+	keyHash uint64
+	// dedupHash is the key-index hash of the message's dedup ID (0: none).
+	dedupHash uint64
+}
+
+type ckTopic struct {
+	name   string
+	queues int
+}
+
+type posProblem struct {
+	pos  uint64
+	what string
+}
+
+func (c *checker) problem(file string, off int64, format string, args ...any) {
+	c.rep.Problems = append(c.rep.Problems, Problem{File: file, Offset: off, What: fmt.Sprintf(format, args...)})
+}
+
+func (c *checker) note(file string, off int64, format string, args ...any) {
+	c.rep.Notes = append(c.rep.Notes, Problem{File: file, Offset: off, What: fmt.Sprintf(format, args...)})
+}
+
+func (c *checker) path(parts ...string) string {
+	return path.Join(append([]string{c.dir}, parts...)...)
+}
+
+// identity checks the IDENTITY file.
+func (c *checker) identity() error {
+	b, err := readAll(c.fs, c.path(identityFile))
+	switch {
+	case vfs.IsNotExist(err):
+		if names, _ := c.fs.List(c.path("log")); len(names) > 0 {
+			c.problem(identityFile, 0, "missing, but the directory has a commit log: the broker refuses to guess its format")
+		}
+		return nil
+	case err != nil:
+		return err
+	}
+	id, err := decodeIdentity(b)
+	if err != nil {
+		c.problem(identityFile, 0, "%v", err)
+		return nil
+	}
+	c.rep.Format = int(id.format)
+	if id.format != DataFormat {
+		c.problem(identityFile, 4, "format %d; this hourglass reads format %d only", id.format, DataFormat)
+	}
+	c.id = id
+	return nil
+}
+
+// checkpoint decodes the checkpoint; its position is judged once the log
+// is read.
+func (c *checker) checkpoint() error {
+	b, err := readAll(c.fs, c.path(checkpointFile))
+	switch {
+	case vfs.IsNotExist(err):
+		return nil
+	case err != nil:
+		return err
+	}
+	st, err := decodeCheckpoint(b)
+	if err != nil {
+		c.problem(checkpointFile, 0, "%v: recovery refuses to start", err)
+		return nil
+	}
+	c.rep.Checkpoint, c.rep.CheckpointPos = true, st.LogPos
+	if c.id != nil && st.Incarnation != c.id.dirTag() {
+		c.problem(checkpointFile, 5, "belongs to directory %08x, this directory is %08x (copied from elsewhere?)", st.Incarnation, c.id.dirTag())
+	}
+	for _, t := range st.Topics {
+		c.addTopic(t.ID, t.Name, len(t.Entries))
+	}
+	c.ck = st
+	return nil
+}
+
+func (c *checker) addTopic(id uint32, name string, queues int) {
+	c.topics[id] = ckTopic{name: name, queues: queues}
+	c.topicIDs[name] = id
+}
+
+// log verifies every segment and indexes the messages.
+func (c *checker) log() error {
+	vr, err := commitlog.Verify(c.fs, c.path("log"), c.record)
+	if vfs.IsNotExist(err) {
+		c.note("log", 0, "no commit log: an empty directory")
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	r := c.rep
+	r.LogStart, r.LogHead, r.Segments, r.Records = uint64(vr.Start), uint64(vr.Head), len(vr.Segments), vr.Records
+	logFile := func(pos uint64) (string, int64) {
+		i := sort.Search(len(vr.Segments), func(i int) bool { return uint64(vr.Segments[i].End) > pos })
+		if i == len(vr.Segments) {
+			i--
+		}
+		s := vr.Segments[i]
+		return path.Join("log", s.Name), commitlog.HeaderSize + int64(pos-uint64(s.Base))
+	}
+	for _, p := range c.recProblems {
+		f, off := logFile(p.pos)
+		c.problem(f, off, "record at position %d: %s", p.pos, p.what)
+	}
+	last := ""
+	if n := len(vr.Segments); n > 0 {
+		last = vr.Segments[n-1].Name
+	}
+	for _, d := range vr.Damage {
+		f := path.Join("log", d.Segment)
+		if d.Tail && d.Segment == last {
+			c.note(f, d.Offset, "torn tail: %d bytes at position %d (%s) and no valid record after them; recovery cuts them", d.Length, d.Pos, d.Reason)
+			continue
+		}
+		c.problem(f, d.Offset, "%d damaged bytes at position %d (%s), followed by %d valid records; `hourglass repair` quarantines them",
+			d.Length, d.Pos, d.Reason, d.RecordsAfter)
+	}
+	for _, b := range vr.Broken {
+		c.problem(path.Join("log", b.Segment), 0, "%s: recovery refuses to start", b.Reason)
+	}
+	for _, name := range vr.Incomplete {
+		c.note(path.Join("log", name), 0, "a segment whose creation never completed (no valid header, no records); recovery removes it")
+	}
+	switch {
+	case !r.Checkpoint:
+		if r.Records > 0 {
+			c.note(checkpointFile, 0, "no checkpoint yet: recovery replays the whole log")
+		}
+	case c.ck.LogPos < r.LogStart || c.ck.LogPos > r.LogHead:
+		c.problem(checkpointFile, 9, "log position %d is outside the log [%d, %d]: recovery refuses to start", c.ck.LogPos, r.LogStart, r.LogHead)
+	case c.ck.LogPos != r.LogHead && !c.sawCkptPos:
+		c.problem(checkpointFile, 9, "log position %d is not a record boundary", c.ck.LogPos)
+	}
+	return nil
+}
+
+// record indexes one valid log record and checks its payload.
+func (c *checker) record(p commitlog.Pos, rec commitlog.Record) error {
+	pos := uint64(p)
+	if c.rep.Checkpoint && pos == c.ck.LogPos {
+		c.sawCkptPos = true
+	}
+	bad := func(err error) {
+		c.recProblems = append(c.recProblems, posProblem{pos, fmt.Sprintf("type %d payload does not decode: %v", rec.Type, err)})
+	}
+	var err error
+	switch rec.Type {
+	case recMessage, recMoved:
+		orig, payload := pos, rec.Payload
+		if rec.Type == recMoved {
+			if len(payload) < 8 {
+				bad(errBadPayload)
+				return nil
+			}
+			orig, payload = binary.LittleEndian.Uint64(payload), payload[8:]
+		}
+		s, err := message.Decode(payload)
+		if err != nil {
+			bad(err)
+			return nil
+		}
+		m := ckMsg{queue: uint16(s.Queue), due: s.Due, fire: fireAt(s), hasKey: s.Key != ""}
+		if m.hasKey {
+			m.keyHash = keyHash(s.Topic, s.Key)
+		}
+		if s.DedupID != "" {
+			m.dedupHash = dedupHash(s.Topic, s.DedupID)
+		}
+		m.topic = c.topicIDs[s.Topic]
+		if m.topic == 0 {
+			c.recProblems = append(c.recProblems, posProblem{pos, fmt.Sprintf("message of topic %q, which no topic record or checkpoint defines", s.Topic)})
+		} else if int(m.queue) >= c.topics[m.topic].queues {
+			c.recProblems = append(c.recProblems, posProblem{pos, fmt.Sprintf("message of queue %d, topic %q has %d", m.queue, s.Topic, c.topics[m.topic].queues)})
+		}
+		if prev, ok := c.msgs[orig]; ok && prev.due != m.due {
+			c.dues[orig] = append(c.dues[orig], prev.due)
+		}
+		c.msgs[orig] = m
+		c.rep.Messages++
+	case recCancel:
+		_, _, err = decodePos(rec.Payload)
+	case recReschedule:
+		var target uint64
+		var due int64
+		if target, due, err = decodePos(rec.Payload); err == nil {
+			c.dues[target] = append(c.dues[target], due)
+		}
+	case recFire:
+		_, _, err = decodeFire(rec.Payload)
+	case recTopic:
+		var id uint32
+		var queues int
+		var name string
+		if id, queues, _, name, err = decodeTopic(rec.Payload); err == nil {
+			c.addTopic(id, name, queues)
+		}
+	case recGroup:
+		_, _, _, _, err = decodeGroup(rec.Payload)
+	case recAck, recAttempt:
+		_, _, err = decodeProgress(rec.Type, rec.Payload)
+	default:
+		c.recProblems = append(c.recProblems, posProblem{pos, fmt.Sprintf("unknown record type %d: recovery refuses it (written by a newer hourglass?)", rec.Type)})
+	}
+	if err != nil {
+		bad(err)
+	}
+	return nil
+}
+
+// target judges a cache entry's log position: "" when it names a retained
+// message (m set) or one retention removed (m nil), else what is wrong.
+func (c *checker) target(pos uint64) (m *ckMsg, wrong string) {
+	if v, ok := c.msgs[pos]; ok {
+		return &v, ""
+	}
+	switch {
+	case pos < c.rep.LogStart:
+		return nil, ""
+	case pos >= c.rep.LogHead:
+		return nil, fmt.Sprintf("points at position %d, past the log's head %d", pos, c.rep.LogHead)
+	}
+	return nil, fmt.Sprintf("points at position %d, which is not a message record", pos)
+}
+
+// listCache lists a cache directory, which may be missing.
+func (c *checker) listCache(name string) ([]string, error) {
+	names, err := c.fs.List(c.path(name))
+	if vfs.IsNotExist(err) {
+		return nil, nil
+	}
+	return names, err
+}
+
+// queues checks every queue index.
+func (c *checker) queues() error {
+	recorded := map[string]int64{}
+	for _, t := range c.ck.Topics {
+		for q, n := range t.Entries {
+			recorded[path.Join("queues", strconv.FormatUint(uint64(t.ID), 10), strconv.Itoa(q)+".qi")] = n
+		}
+	}
+	seen := map[string]bool{}
+	dirs, err := c.listCache("queues")
+	if err != nil {
+		return err
+	}
+	for _, d := range dirs {
+		id, err := strconv.ParseUint(d, 10, 32)
+		if err != nil {
+			continue
+		}
+		files, err := c.fs.List(c.path("queues", d))
+		if err != nil {
+			return err
+		}
+		for _, f := range files {
+			q, ok := strings.CutSuffix(f, ".qi")
+			qn, err := strconv.Atoi(q)
+			if !ok || err != nil {
+				continue
+			}
+			name := path.Join("queues", d, f)
+			seen[name] = true
+			if err := c.queue(name, uint32(id), uint16(qn), recorded[name]); err != nil {
+				return err
+			}
+		}
+	}
+	for name, n := range recorded {
+		if n > 0 && !seen[name] {
+			c.problem(name, 0, "missing; the checkpoint recorded %d entries: recovery refuses to start", n)
+		}
+	}
+	return nil
+}
+
+func (c *checker) queue(name string, topic uint32, queue uint16, recorded int64) error {
+	if _, ok := c.topics[topic]; !ok {
+		c.problem(name, 0, "queue index of topic %d, which no topic record or checkpoint defines", topic)
+	}
+	n, partial, err := queueindex.Walk(c.fs, c.path(name), func(i uint64, e queueindex.Entry, ok bool) error {
+		off := int64(i) * queueindex.EntrySize
+		c.rep.QueueEntries++
+		durable := int64(i) < recorded
+		if !ok {
+			if durable {
+				c.problem(name, off, "entry %d fails its checksum, below the %d entries the checkpoint vouched for", i, recorded)
+			} else {
+				c.note(name, off, "entry %d past the checkpoint's %d fails its checksum (a torn write); recovery cuts it", i, recorded)
+			}
+			return nil
+		}
+		m, wrong := c.target(e.Pos)
+		switch {
+		case wrong != "" && !durable && e.Pos >= c.rep.LogHead:
+			c.note(name, off, "entry %d past the checkpoint's %d %s (its record was lost with the log's tail); recovery cuts it", i, recorded, wrong)
+		case wrong != "":
+			c.problem(name, off, "entry %d %s", i, wrong)
+		case m != nil && (m.topic != topic || m.queue != queue):
+			c.problem(name, off, "entry %d points at a message of topic %d queue %d", i, m.topic, m.queue)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if int64(n) < recorded {
+		c.problem(name, int64(n)*queueindex.EntrySize, "has %d entries, the checkpoint recorded %d: recovery refuses to open it", n, recorded)
+	}
+	if partial > 0 {
+		c.note(name, int64(n)*queueindex.EntrySize, "%d bytes of a torn entry; recovery cuts them", partial)
+	}
+	return nil
+}
+
+// overlay checks the overlay journal and collects the due times it holds.
+func (c *checker) overlay() error {
+	files, err := c.listCache(overlayDir)
+	if err != nil {
+		return err
+	}
+	present := map[uint64]bool{}
+	for _, f := range files {
+		seg, err := strconv.ParseUint(strings.TrimSuffix(f, overlayFiles), 10, 64)
+		if err != nil || !strings.HasSuffix(f, overlayFiles) {
+			continue
+		}
+		name := path.Join(overlayDir, f)
+		recorded, listed := c.ck.OverlayFiles[seg]
+		if !listed || seg < c.rep.LogStart {
+			c.note(name, 0, "not named by the checkpoint, or of a segment retention removed; recovery removes it")
+			continue
+		}
+		present[seg] = true
+		b, err := readAll(c.fs, c.path(name))
+		if err != nil {
+			return err
+		}
+		for off := int64(0); off+ovEntrySize <= int64(len(b)); off += ovEntrySize {
+			c.rep.OverlayEntries++
+			pos, ov, ok := decodeOverlayEntry(b[off : off+ovEntrySize])
+			switch {
+			case !ok && off < recorded:
+				c.problem(name, off, "entry fails its checksum, below the %d bytes the checkpoint vouched for: recovery refuses to start", recorded)
+			case !ok:
+				c.note(name, off, "entry past the checkpoint's %d bytes fails its checksum (a torn write); recovery cuts it", recorded)
+			default:
+				if _, wrong := c.target(pos); wrong != "" {
+					if off >= recorded && pos >= c.rep.LogHead {
+						c.note(name, off, "entry past the checkpoint's %d bytes %s; recovery cuts it", recorded, wrong)
+					} else {
+						c.problem(name, off, "entry %s", wrong)
+					}
+				}
+				c.dues[pos] = append(c.dues[pos], ov.Due)
+			}
+		}
+		if int64(len(b)) < recorded {
+			c.problem(name, int64(len(b)), "is %d bytes, the checkpoint recorded %d: recovery refuses to start", len(b), recorded)
+		}
+	}
+	for seg, n := range c.ck.OverlayFiles {
+		if n > 0 && seg >= c.rep.LogStart && !present[seg] {
+			c.problem(path.Join(overlayDir, strconv.FormatUint(seg, 10)+overlayFiles), 0, "missing; the checkpoint recorded %d bytes: recovery refuses to start", n)
+		}
+	}
+	return nil
+}
+
+// timers checks every timer bucket.
+func (c *checker) timers() error {
+	files, err := c.listCache("timers")
+	if err != nil {
+		return err
+	}
+	present := map[int64]bool{}
+	for _, f := range files {
+		name := path.Join("timers", f)
+		start, ok := timerstore.ParseBucketName(f, c.width)
+		if !ok {
+			if strings.HasSuffix(f, ".tb") {
+				c.problem(name, 0, "not a bucket of width %d ms: the broker refuses to open the timer index (another --bucket-width?)", c.width)
+			}
+			continue
+		}
+		present[start] = true
+		recorded := c.ck.TimerBuckets[start]
+		size, err := timerstore.WalkBucket(c.fs, c.path(name), start, c.width, func(off int64, e timerstore.Entry, ok bool) error {
+			c.rep.TimerEntries++
+			if !ok {
+				if off < recorded {
+					c.problem(name, off, "entry fails its check, below the %d bytes the checkpoint vouched for; recovery rebuilds the timer index from the log", recorded)
+				} else {
+					c.note(name, off, "entry past the checkpoint's %d bytes fails its check (a torn write); recovery cuts it", recorded)
+				}
+				return nil
+			}
+			m, wrong := c.target(e.Pos)
+			switch {
+			case e.Kind != kindMessage && e.Kind != kindWindowed:
+				c.problem(name, off, "entry of unknown kind %d", e.Kind)
+			case wrong != "" && off >= recorded && e.Pos >= c.rep.LogHead:
+				c.note(name, off, "entry past the checkpoint's %d bytes %s (its record was lost with the log's tail); recovery cuts it", recorded, wrong)
+			case wrong != "":
+				c.problem(name, off, "entry %s", wrong)
+			case m != nil && (m.topic != e.Topic || m.queue != e.Queue):
+				c.problem(name, off, "entry of topic %d queue %d points at a message of topic %d queue %d", e.Topic, e.Queue, m.topic, m.queue)
+			case m != nil && m.due != e.Due && m.fire != e.Due && len(c.dues[e.Pos]) == 0:
+				// A message that was rescheduled may leave entries of its
+				// earlier due times, which loading filters out; the
+				// records of those times may be gone with their segments,
+				// so only a message never rescheduled is judged.
+				c.problem(name, off, "entry due at %d points at a message due at %d, which was never rescheduled", e.Due, m.due)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if size < recorded {
+			c.problem(name, size, "is %d bytes, the checkpoint recorded %d; recovery rebuilds the timer index from the log", size, recorded)
+		}
+		if size%timerstore.EntrySize != 0 {
+			c.note(name, size-size%timerstore.EntrySize, "%d bytes of a torn entry; recovery cuts them", size%timerstore.EntrySize)
+		}
+	}
+	for start, n := range c.ck.TimerBuckets {
+		if n > 0 && !present[start] {
+			c.problem(path.Join("timers", strconv.FormatInt(start, 10)+".tb"), 0, "missing; the checkpoint recorded %d bytes; recovery rebuilds the timer index from the log", n)
+		}
+	}
+	return nil
+}
+
+// keys checks the key index runs the checkpoint lists.
+func (c *checker) keys() error {
+	dir := c.path("keys")
+	listed, damage, err := keyindex.Walk(c.fs, dir, c.ck.KeyState, func(name string, off int64, h, pos uint64) error {
+		c.rep.KeyEntries++
+		file := path.Join("keys", path.Base(name))
+		m, wrong := c.target(pos)
+		switch {
+		case wrong != "":
+			c.problem(file, off, "entry %s", wrong)
+		case m != nil && (!m.hasKey || m.keyHash != h) && (m.dedupHash == 0 || m.dedupHash != h):
+			c.problem(file, off, "entry for key hash %016x points at a message without that key or dedup ID", h)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, d := range damage {
+		var ce *keyindex.CorruptError
+		if errors.As(d, &ce) {
+			file := ce.File
+			if file != "state" {
+				file = path.Join("keys", path.Base(file))
+			} else {
+				file = checkpointFile
+			}
+			c.problem(file, ce.Offset, "key index: %s; recovery rebuilds it from the log", ce.What)
+			continue
+		}
+		c.problem("keys", 0, "key index: %v; recovery rebuilds it from the log", d)
+	}
+	files, err := c.listCache("keys")
+	if err != nil {
+		return err
+	}
+	isListed := map[string]bool{}
+	for _, n := range listed {
+		isListed[n] = true
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f, ".kix") && !isListed[f] {
+			c.note(path.Join("keys", f), 0, "a run the checkpoint does not list (written after it, or replaced by a merge); recovery deletes it")
+		}
+	}
+	return nil
+}

@@ -1,0 +1,37 @@
+package engine
+
+// Deadlines. A message may carry a deadline (message.When.Deadline or
+// TTL, stored in its record as Stored.Deadline): delivered no later than
+// then, or not at all. The check is made where a message reaches a
+// consumer, when a consumer group hands it out (deliver reads the record
+// anyway): one handed out after its deadline goes to the group's
+// dead-letter topic with the property hourglass-dead-reason=expired
+// instead, through the same durable path as a message out of attempts
+// (the dead-letter copy and the group's ack in one append), and the
+// consumer never sees it. So a message whose fire came after its deadline
+// (a long downtime, a herd spread past it) and one that waited in a
+// group's backlog past it are treated alike, per group; a crash before the
+// move hands the message out again after the restart, where it is found
+// expired again. Expirations are counted per group (Stats.Expired,
+// hourglass_expired_total).
+
+// ReasonExpired is the dead-letter reason of a message handed out after
+// its deadline.
+const ReasonExpired = "expired"
+
+// DeadReasonProperty is the property of a dead-letter copy that says why
+// it was dead-lettered, when the reason is not running out of attempts.
+const DeadReasonProperty = "hourglass-dead-reason"
+
+// expireHandoutsLocked takes back the leases of handouts found expired and queues
+// them for the dead-letter topic. They are neither ready nor leased
+// meanwhile, so no receive hands them out again in this process.
+func (e *Engine) expireHandoutsLocked(g *group, hs []handout) {
+	for _, h := range hs {
+		if !e.takeBackLocked(g, h) {
+			continue
+		}
+		e.cons.deadLetters = append(e.cons.deadLetters, deadLetter{g: g, queue: h.queue, offset: h.offset, attempt: h.attempt - 1, reason: ReasonExpired})
+	}
+	e.kickLoop()
+}

@@ -1,0 +1,110 @@
+package engine_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hourglass-mq/hourglass/engine"
+	"github.com/hourglass-mq/hourglass/message"
+)
+
+// BenchmarkHerdWindow is a herd of 100,000 messages due at one instant,
+// received and acked by 4 consumers of one group, once without a tolerance
+// window and once with a 10 s window, in one process. It reports the peak
+// rate at the consumers (the most messages received in any 100 ms, as a
+// rate) and when the last one arrived after the instant. Run it once per
+// process: go test -run '^$' -bench HerdWindow -benchtime 1x ./engine
+func BenchmarkHerdWindow(b *testing.B) {
+	for _, mode := range []struct {
+		name   string
+		window time.Duration
+	}{{"nowindow", 0}, {"window10s", 10 * time.Second}} {
+		b.Run(mode.name, func(b *testing.B) {
+			for range b.N {
+				peak, last := herdRun(b, mode.window)
+				b.ReportMetric(peak, "peak-msgs/s")
+				b.ReportMetric(last.Seconds(), "last-after-s")
+			}
+		})
+	}
+}
+
+func herdRun(b *testing.B, window time.Duration) (float64, time.Duration) {
+	const n, consumers = 100_000, 4
+	e := benchOpen(b, engine.Options{Dir: b.TempDir()})
+	defer benchClose(b, e)
+	if err := e.CreateTopic("herd", engine.TopicConfig{}); err != nil {
+		b.Fatal(err)
+	}
+	if err := e.CreateGroup("herd", "g", engine.GroupConfig{}); err != nil {
+		b.Fatal(err)
+	}
+	at := time.Now().Add(5 * time.Second).UnixMilli()
+	reqs := make([]engine.SendRequest, 1000)
+	for i := 0; i < n; i += len(reqs) {
+		for j := range reqs {
+			reqs[j] = engine.SendRequest{Message: message.Message{Topic: "herd", Body: make([]byte, 256)},
+				When: message.When{At: at, Window: window}}
+		}
+		if _, err := e.SendBatch(context.Background(), reqs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if time.Now().UnixMilli() >= at {
+		b.Fatal("sending the herd took past its due time; the run measures nothing")
+	}
+	b.ResetTimer()
+	var mu sync.Mutex
+	bins := map[int64]int{} // 10 ms bins after the instant
+	var got, lastMs int64
+	var wg sync.WaitGroup
+	for c := 0; c < consumers; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				done := got >= n
+				mu.Unlock()
+				if done {
+					return
+				}
+				rs, err := e.Receive(context.Background(), engine.ReceiveRequest{Topic: "herd", Group: "g", Max: 256, Wait: 200 * time.Millisecond})
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				if len(rs) == 0 {
+					continue
+				}
+				now := time.Now().UnixMilli()
+				receipts := make([]string, len(rs))
+				for i, r := range rs {
+					receipts[i] = r.Receipt
+				}
+				if err := e.Ack(context.Background(), "herd", "g", receipts...); err != nil {
+					b.Error(err)
+					return
+				}
+				mu.Lock()
+				bins[(now-at)/10] += len(rs)
+				got += int64(len(rs))
+				lastMs = max(lastMs, now-at)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	b.StopTimer()
+	peak := 0
+	for k := range bins {
+		sum := 0
+		for i := k; i < k+10; i++ {
+			sum += bins[i]
+		}
+		peak = max(peak, sum)
+	}
+	return float64(peak) * 10, time.Duration(lastMs) * time.Millisecond
+}

@@ -1,0 +1,156 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/hourglass-mq/hourglass/client"
+)
+
+func scheduleCommand() *command {
+	return &command{
+		name:     "schedule",
+		synopsis: "create ID --topic T --cron EXPR [BODY] | get ID | list | pause ID | resume ID | delete ID",
+		summary:  "manage recurring schedules (cron with time zones)",
+		help: `A schedule sends an ordinary message to --topic every time --cron falls due in
+--tz (an IANA zone, default UTC). --cron is 5 fields (minute hour
+day-of-month month day-of-week) or a descriptor such as @daily or @every 10m.
+Each firing's key is "<--key or ID>@<fire time>". --catch-up says what
+happens to fire times missed while the broker was down: skip, once (the
+default) or all. The body is the argument, or stdin when it is "-".
+
+'schedule get ID' shows a schedule with its next 5 fire times; pause cancels
+the firing already sent ahead and skips fire times until resume.`,
+		run: runSchedule,
+	}
+}
+
+func runSchedule(ctx context.Context, a *App, c *command, args []string) int {
+	fs := a.newFlagSet(c)
+	cf := a.addClientFlags(fs)
+	var cfg client.ScheduleConfig
+	props := propsFlag{}
+	fs.StringVar(&cfg.Topic, "topic", "", "create: the topic the messages go to")
+	fs.StringVar(&cfg.Cron, "cron", "", `create: cron expression, e.g. "0 9 * * *" or "@every 10m"`)
+	fs.StringVar(&cfg.TZ, "tz", "", "create: IANA time zone, e.g. Europe/Berlin (default UTC)")
+	fs.StringVar(&cfg.CatchUp, "catch-up", "", "create: skip, once (default) or all")
+	fs.StringVar(&cfg.Key, "key", "", "create: key prefix of the firings (default the schedule ID)")
+	fs.StringVar(&cfg.Tag, "tag", "", "create: tag of the messages")
+	fs.Var(props, "prop", "create: property name=value of the messages (repeatable)")
+	pos, code, ok := parseFlags(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) == 0 {
+		return a.usageError(c, "give a subcommand: create, get, list, pause, resume or delete")
+	}
+	sub, pos := pos[0], pos[1:]
+	cl := a.client(cf)
+	if sub == "list" {
+		if len(pos) != 0 {
+			return a.usageError(c, "schedule list takes no argument")
+		}
+		ss, err := cl.Schedules(ctx)
+		if err != nil {
+			return a.failed(c, err)
+		}
+		if cf.json {
+			a.printJSON(map[string]any{"schedules": ss})
+			return ExitOK
+		}
+		a.printSchedules(ss)
+		return ExitOK
+	}
+	if sub == "create" {
+		if len(pos) < 1 || len(pos) > 2 {
+			return a.usageError(c, "schedule create takes an ID and an optional body")
+		}
+		if cfg.Topic == "" || cfg.Cron == "" {
+			return a.usageError(c, "schedule create needs --topic and --cron")
+		}
+		if len(props) > 0 {
+			cfg.Properties = props
+		}
+		if len(pos) == 2 {
+			cfg.Body = []byte(pos[1])
+			if pos[1] == "-" {
+				b, err := io.ReadAll(a.Stdin)
+				if err != nil {
+					return a.failed(c, err)
+				}
+				cfg.Body = b
+			}
+		}
+	} else if len(pos) != 1 {
+		return a.usageError(c, "schedule %s takes one schedule ID", sub)
+	}
+	var s client.Schedule
+	var err error
+	switch sub {
+	case "create":
+		s, err = cl.CreateSchedule(ctx, pos[0], cfg)
+	case "get":
+		s, err = cl.Schedule(ctx, pos[0])
+	case "pause":
+		s, err = cl.PauseSchedule(ctx, pos[0])
+	case "resume":
+		s, err = cl.ResumeSchedule(ctx, pos[0])
+	case "delete":
+		s, err = cl.DeleteSchedule(ctx, pos[0])
+	default:
+		return a.usageError(c, "unknown subcommand %q (want create, get, list, pause, resume or delete)", sub)
+	}
+	if err != nil {
+		return a.failed(c, err)
+	}
+	if cf.json {
+		a.printJSON(s)
+		return ExitOK
+	}
+	a.printSchedule(s)
+	return ExitOK
+}
+
+func (a *App) printSchedule(s client.Schedule) {
+	w := a.Stdout
+	fmt.Fprintf(w, "schedule %s (%s)\n", s.ID, s.State)
+	field(w, "cron", fmt.Sprintf("%s in %s, catch-up %s", s.Cron, s.TZ, s.CatchUp))
+	field(w, "sends to", fmt.Sprintf("topic %s, key %s@<fire time>", s.Topic, s.Key))
+	if len(s.Properties) > 0 {
+		field(w, "properties", formatProps(s.Properties))
+	}
+	field(w, "last fire", a.when(s.LastFire))
+	if s.LastMessageID != "" {
+		field(w, "last message", s.LastMessageID)
+	}
+	if s.LastError != "" {
+		field(w, "last error", s.LastError)
+	}
+	for i, t := range s.Next {
+		name := ""
+		if i == 0 {
+			name = "next"
+		}
+		field(w, name, a.when(t))
+	}
+}
+
+func (a *App) printSchedules(ss []client.Schedule) {
+	if len(ss) == 0 {
+		fmt.Fprintln(a.Stdout, "no schedules")
+		return
+	}
+	tw := tabwriter.NewWriter(a.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SCHEDULE\tSTATE\tTOPIC\tCRON\tTZ\tNEXT")
+	for _, s := range ss {
+		next := "-"
+		if len(s.Next) > 0 {
+			next = s.Next[0].String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.State, s.Topic, strings.ReplaceAll(s.Cron, "\t", " "), s.TZ, next)
+	}
+	tw.Flush()
+}

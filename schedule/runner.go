@@ -1,0 +1,673 @@
+package schedule
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hourglass-mq/hourglass/clock"
+	"github.com/hourglass-mq/hourglass/engine"
+	"github.com/hourglass-mq/hourglass/errs"
+	"github.com/hourglass-mq/hourglass/message"
+	"github.com/hourglass-mq/hourglass/vfs"
+)
+
+// Broker is what the runner needs of the engine; *engine.Engine has it.
+type Broker interface {
+	// Now is the broker clock, Unix ms.
+	Now() int64
+	SendBatch(ctx context.Context, reqs []engine.SendRequest) ([]engine.Receipt, error)
+	LookupKey(topic, key string) (message.ID, error)
+	Inspect(id message.ID) (engine.Info, error)
+	Cancel(ctx context.Context, id message.ID) error
+}
+
+// Options configure a Runner. Zero values take the defaults.
+type Options struct {
+	// Dir is the journal's directory (the broker uses <data-dir>/schedules).
+	Dir string
+	// FS is the filesystem; default vfs.OS.
+	FS vfs.FS
+	// Broker sends the messages and tells the time. Required.
+	Broker Broker
+	// Clock wakes the runner; it must be the clock Broker's time follows
+	// (the engine's Options.Clock), so a virtual clock drives schedules
+	// too. Default: the system clock.
+	Clock clock.Clock
+	// Lead is how long before its fire time a firing is sent, as an
+	// ordinary message due at the fire time: the engine's timers then make
+	// it visible on time, and the runner's own delays do not add to its
+	// lateness. Default 10s.
+	Lead time.Duration
+	// MaxBatch bounds the messages of one send; it must not exceed the
+	// engine's MaxBatch. Default 1,000.
+	MaxBatch int
+	// MaxSchedules bounds the number of schedules; default 1,000,000.
+	MaxSchedules int
+	// Limits are the engine's message limits; each schedule's message is
+	// checked against them when it is created.
+	Limits message.Limits
+	// Logger receives the runner's logs; default slog.Default().
+	Logger *slog.Logger
+}
+
+func (o *Options) setDefaults() {
+	if o.FS == nil {
+		o.FS = vfs.OS
+	}
+	if o.Clock == nil {
+		o.Clock = clock.NewReal()
+	}
+	if o.Lead <= 0 {
+		o.Lead = 10 * time.Second
+	}
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = 1000
+	}
+	if o.MaxSchedules <= 0 {
+		o.MaxSchedules = 1_000_000
+	}
+	o.Limits = o.Limits.Defaults()
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+}
+
+// Stats count the runner's work since it started.
+type Stats struct {
+	// Sent counts firings sent as messages.
+	Sent atomic.Uint64
+	// Recovered counts firings found already sent after a restart (their
+	// progress had not reached the journal): not sent again.
+	Recovered atomic.Uint64
+	// SendErrors counts firings whose send failed and will be retried.
+	SendErrors atomic.Uint64
+}
+
+// Info is a schedule as the API shows it.
+type Info struct {
+	Schedule
+	// Next are the next fire times after now (up to 5; none when paused).
+	Next []int64
+	// LastError is the last failure to send a firing, cleared by a success.
+	LastError string
+}
+
+// Runner keeps the schedules and sends their firings. Create it with Open;
+// its methods are safe for concurrent use.
+//
+// Locks: opMu serialises every change (a fire batch with its sends and
+// journal write, create, pause, resume, delete) and is taken before mu,
+// which guards the maps and the heap for short reads and updates. Reads
+// (Get, List, Settled) take mu only, so they do not wait for a batch's
+// I/O. The journal has its own lock.
+type Runner struct {
+	opts  Options
+	store *Store
+	stats Stats
+
+	opMu sync.Mutex
+	mu   sync.Mutex
+	// Under mu:
+	entries map[string]*entry
+	due     dueHeap
+	firing  bool  // a batch is taken and not yet applied
+	failed  error // the journal failed: nothing more is sent
+
+	kick     chan struct{}
+	done     chan struct{}
+	loopDone chan struct{}
+}
+
+// Open reads the journal in opts.Dir, decides what each schedule does
+// about fire times missed while the broker was down (its catch-up
+// policy), and starts sending.
+func Open(opts Options) (*Runner, error) {
+	opts.setDefaults()
+	if opts.Broker == nil {
+		return nil, errors.New("schedule: Options.Broker is required")
+	}
+	store, all, err := OpenStore(opts.FS, opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	r := &Runner{opts: opts, store: store, entries: map[string]*entry{},
+		kick: make(chan struct{}, 1), done: make(chan struct{}), loopDone: make(chan struct{})}
+	now := opts.Broker.Now()
+	for id, sc := range all {
+		spec, err := ParseSpec(sc.Cron, sc.TZ)
+		if err != nil {
+			store.Close()
+			return nil, fmt.Errorf("schedule %q in the journal: %w", id, err)
+		}
+		e := &entry{sc: sc, spec: spec, index: -1, uncertain: true}
+		r.entries[id] = e
+		if sc.Paused {
+			// A pause durably recorded whose cancel of the firing sent
+			// ahead may not have happened: do it now.
+			if sc.LastFire > now && sc.LastID != "" {
+				r.cancel(sc.LastID)
+			}
+			continue
+		}
+		r.planStart(e, now)
+		r.due.set(e)
+	}
+	go r.loop()
+	return r, nil
+}
+
+// planStart sets e's first fire after a (re)start at now, applying the
+// catch-up policy to fire times that passed while the broker was down.
+func (r *Runner) planStart(e *entry, now int64) {
+	sc := e.sc
+	next := e.spec.Next(sc.Through, sc.Created)
+	if next != 0 && next <= now {
+		switch sc.CatchUp {
+		case CatchUpSkip:
+			next = e.spec.Next(now, sc.Created)
+		case CatchUpOnce:
+			next = lastAtOrBefore(e.spec, next, now, sc.Created)
+		}
+	}
+	e.next = next
+	e.due = next - r.opts.Lead.Milliseconds()
+}
+
+// lastAtOrBefore returns the last fire time at or before now, given the
+// first one, first <= now.
+func lastAtOrBefore(s *Spec, first, now, anchor int64) int64 {
+	if s.every > 0 {
+		d := s.every.Milliseconds()
+		return anchor + (now-anchor)/d*d
+	}
+	t := first
+	for {
+		n := s.Next(t, anchor)
+		if n == 0 || n > now {
+			return t
+		}
+		t = n
+	}
+}
+
+// Stats returns the runner's counters.
+func (r *Runner) Stats() *Stats { return &r.stats }
+
+// Close stops the runner and closes its journal. Firings already sent are
+// in the engine; the next Open goes on from the journal.
+func (r *Runner) Close() error {
+	select {
+	case <-r.done:
+	default:
+		close(r.done)
+	}
+	<-r.loopDone
+	return r.store.Close()
+}
+
+func (r *Runner) wake() {
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+// loop is the one goroutine that sends firings.
+func (r *Runner) loop() {
+	defer close(r.loopDone)
+	for {
+		r.opMu.Lock()
+		now := r.opts.Broker.Now()
+		r.mu.Lock()
+		batch := r.takeLocked(now)
+		wait := r.waitLocked(now)
+		r.mu.Unlock()
+		if len(batch) > 0 {
+			r.fire(batch, now)
+			r.opMu.Unlock()
+			continue
+		}
+		r.opMu.Unlock()
+		t := r.opts.Clock.NewTimer(wait)
+		select {
+		case <-t.C():
+		case <-r.kick:
+			t.Stop()
+		case <-r.done:
+			t.Stop()
+			return
+		}
+	}
+}
+
+// takeLocked pops up to MaxBatch entries due at now; at most one firing
+// per schedule per batch, so that a schedule's progress is in the journal
+// before its next firing is sent (the restart's look-up relies on it).
+func (r *Runner) takeLocked(now int64) []*entry {
+	if r.failed != nil {
+		return nil
+	}
+	var batch []*entry
+	for len(r.due) > 0 && r.due[0].due <= now && len(batch) < r.opts.MaxBatch {
+		batch = append(batch, heap.Pop(&r.due).(*entry))
+	}
+	r.firing = len(batch) > 0
+	return batch
+}
+
+// waitLocked is how long the loop may sleep: until the next entry is due,
+// at most a second (a clock step or a lost wake-up costs no more).
+func (r *Runner) waitLocked(now int64) time.Duration {
+	d := time.Second
+	if len(r.due) > 0 {
+		d = min(d, time.Duration(r.due[0].due-now)*time.Millisecond)
+	}
+	return max(d, time.Millisecond)
+}
+
+// firing is one message of a batch.
+type firing struct {
+	e    *entry
+	fire int64
+	key  string
+	id   string // once sent or found
+	err  error
+}
+
+// fire sends a batch's firings, records their progress in the journal, and
+// then moves each entry to its next fire time. Called with opMu held.
+func (r *Runner) fire(batch []*entry, now int64) {
+	fs := make([]*firing, 0, len(batch))
+	var send []*firing
+	for _, e := range batch {
+		f := &firing{e: e, fire: e.next, key: FireKey(keyOf(e.sc), e.next)}
+		fs = append(fs, f)
+		if e.uncertain {
+			if id, ok, err := r.sentBefore(e.sc.Topic, f.key); err != nil {
+				f.err = err
+				continue
+			} else if ok {
+				f.id = id
+				r.stats.Recovered.Add(1)
+				continue
+			}
+		}
+		send = append(send, f)
+	}
+	r.send(send)
+	var progress []Progress
+	for _, f := range fs {
+		if f.err == nil {
+			progress = append(progress, Progress{ID: f.e.sc.ID, Through: f.fire, LastFire: f.fire, LastID: f.id})
+		}
+	}
+	err := r.store.Progress(progress)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.firing = false
+	if err != nil {
+		// Fail-stop: what was sent is in the engine; after a restart the
+		// look-up finds it, so nothing is sent twice.
+		r.failed = err
+		r.opts.Logger.Error("schedule journal write failed; schedules stop firing until a restart", "err", err)
+		return
+	}
+	for _, f := range fs {
+		e := f.e
+		if f.err != nil {
+			r.stats.SendErrors.Add(1)
+			e.failures++
+			e.lastErr = f.err.Error()
+			backoff := min(time.Second<<min(e.failures-1, 6), time.Minute)
+			e.due = now + backoff.Milliseconds()
+			r.due.set(e)
+			if e.failures == 1 {
+				r.opts.Logger.Warn("schedule firing failed; retrying", "schedule", e.sc.ID, "fire", time.UnixMilli(f.fire).UTC(), "err", f.err)
+			}
+			continue
+		}
+		sc := e.sc.clone()
+		sc.Through, sc.LastFire, sc.LastID = f.fire, f.fire, f.id
+		e.sc, e.uncertain, e.failures, e.lastErr = sc, false, 0, ""
+		e.next = e.spec.Next(f.fire, sc.Created)
+		e.due = e.next - r.opts.Lead.Milliseconds()
+		r.due.set(e)
+	}
+	if r.store.NeedsCompaction() {
+		all := make(map[string]*Schedule, len(r.entries))
+		for id, e := range r.entries {
+			all[id] = e.sc
+		}
+		if err := r.store.Compact(all); err != nil {
+			r.opts.Logger.Error("schedule journal compaction failed", "err", err)
+		}
+	}
+}
+
+// sentBefore reports whether a live message with key is in topic: a
+// firing sent before a crash whose progress was not recorded. A cancelled
+// one (by a pause) does not count.
+func (r *Runner) sentBefore(topic, key string) (string, bool, error) {
+	id, err := r.opts.Broker.LookupKey(topic, key)
+	if errors.Is(err, errs.ErrNotFound) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	info, err := r.opts.Broker.Inspect(id)
+	if errors.Is(err, errs.ErrNotFound) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	return id.String(), info.State != engine.StateCancelled, nil
+}
+
+// send sends the firings in one batch; if the batch is refused for one
+// message's sake, each is sent alone so that one bad schedule does not
+// hold back the others.
+func (r *Runner) send(fs []*firing) {
+	if len(fs) == 0 {
+		return
+	}
+	reqs := make([]engine.SendRequest, len(fs))
+	for i, f := range fs {
+		reqs[i] = r.request(f)
+	}
+	rs, err := r.opts.Broker.SendBatch(context.Background(), reqs)
+	if err == nil {
+		for i, f := range fs {
+			f.id = rs[i].ID.String()
+		}
+		r.stats.Sent.Add(uint64(len(fs)))
+		return
+	}
+	if len(fs) == 1 || !perMessage(err) {
+		for _, f := range fs {
+			f.err = err
+		}
+		return
+	}
+	for _, f := range fs {
+		r.send([]*firing{f})
+	}
+}
+
+// perMessage reports whether a batch's error may be one message's fault.
+func perMessage(err error) bool {
+	switch errs.CodeOf(err) {
+	case errs.InvalidArgument, errs.NotFound, errs.TooLarge:
+		return true
+	}
+	return false
+}
+
+// request is the message of a firing: the schedule's, with its fire key,
+// the two schedule properties, due at the fire time.
+func (r *Runner) request(f *firing) engine.SendRequest {
+	sc := f.e.sc
+	props := make(map[string]string, len(sc.Properties)+2)
+	maps.Copy(props, sc.Properties)
+	props[PropSchedule] = sc.ID
+	props[PropFireTime] = time.UnixMilli(f.fire).UTC().Format("2006-01-02T15:04:05.000Z")
+	return engine.SendRequest{
+		Message: message.Message{Topic: sc.Topic, Key: f.key, Tag: sc.Tag, Properties: props, Body: sc.Body},
+		When:    message.When{At: f.fire},
+	}
+}
+
+func keyOf(sc *Schedule) string {
+	if sc.Key != "" {
+		return sc.Key
+	}
+	return sc.ID
+}
+
+// cancel cancels a firing sent ahead; one already due or cancelled stays
+// as it is.
+func (r *Runner) cancel(id string) {
+	mid, err := message.ParseID(id)
+	if err == nil {
+		err = r.opts.Broker.Cancel(context.Background(), mid)
+	}
+	if err != nil && !errors.Is(err, errs.ErrPrecondition) && !errors.Is(err, errs.ErrNotFound) {
+		r.opts.Logger.Warn("schedule: cancelling a firing sent ahead failed", "id", id, "err", err)
+	}
+}
+
+// Settled reports whether every firing due at or before t has been sent.
+func (r *Runner) Settled(t int64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.firing {
+		return false
+	}
+	return len(r.due) == 0 || r.due[0].next > t && r.due[0].due > t-r.opts.Lead.Milliseconds()
+}
+
+// Create validates and durably adds a schedule. Of sc it uses the
+// definition (ID, Topic, Key, Tag, Properties, Body, Cron, TZ, CatchUp);
+// the rest is set here.
+func (r *Runner) Create(def Schedule) (Info, error) {
+	sc, spec, err := r.validate(def)
+	if err != nil {
+		return Info{}, err
+	}
+	r.opMu.Lock()
+	defer r.opMu.Unlock()
+	r.mu.Lock()
+	err = r.checkNewLocked(sc)
+	r.mu.Unlock()
+	if err != nil {
+		return Info{}, err
+	}
+	now := r.opts.Broker.Now()
+	sc.Created, sc.Through = now, now
+	if err := r.store.Put(sc); err != nil {
+		return Info{}, errs.Wrap(errs.Unavailable, err, "schedule %q could not be stored", sc.ID)
+	}
+	e := &entry{sc: sc, spec: spec, index: -1}
+	e.next = spec.Next(now, now)
+	e.due = e.next - r.opts.Lead.Milliseconds()
+	r.mu.Lock()
+	r.entries[sc.ID] = e
+	r.due.set(e)
+	info := r.infoLocked(e, now)
+	r.mu.Unlock()
+	r.wake()
+	return info, nil
+}
+
+func (r *Runner) checkNewLocked(sc *Schedule) error {
+	if _, ok := r.entries[sc.ID]; ok {
+		return errs.New(errs.AlreadyExists, "schedule %q already exists", sc.ID)
+	}
+	if len(r.entries) >= r.opts.MaxSchedules {
+		return errs.New(errs.ResourceExhausted, "the broker has %d schedules, its limit", len(r.entries))
+	}
+	for _, o := range r.entries {
+		if o.sc.Topic == sc.Topic && keyOf(o.sc) == keyOf(sc) {
+			return errs.New(errs.AlreadyExists, "schedule %q already sends to topic %q with key %q; give this one another key", o.sc.ID, sc.Topic, keyOf(sc))
+		}
+	}
+	return nil
+}
+
+// validate checks a definition and returns the schedule to store.
+func (r *Runner) validate(def Schedule) (*Schedule, *Spec, error) {
+	if err := message.ValidateName("schedule id", def.ID); err != nil {
+		return nil, nil, err
+	}
+	if err := message.ValidateName("topic", def.Topic); err != nil {
+		return nil, nil, err
+	}
+	spec, err := ParseSpec(def.Cron, def.TZ)
+	if err != nil {
+		return nil, nil, err
+	}
+	switch def.CatchUp {
+	case "":
+		def.CatchUp = CatchUpOnce
+	case CatchUpSkip, CatchUpOnce, CatchUpAll:
+	default:
+		return nil, nil, errs.New(errs.InvalidArgument, "catch_up %q is not skip, once or all", def.CatchUp)
+	}
+	for _, p := range []string{PropSchedule, PropFireTime} {
+		if _, ok := def.Properties[p]; ok {
+			return nil, nil, errs.New(errs.InvalidArgument, "property %q is set by the broker on every firing; use another name", p)
+		}
+	}
+	sc := &Schedule{ID: def.ID, Topic: def.Topic, Key: def.Key, Tag: def.Tag, Properties: maps.Clone(def.Properties),
+		Body: append([]byte(nil), def.Body...), Cron: spec.Expr(), TZ: spec.Location().String(), CatchUp: def.CatchUp}
+	// The firing as it will be sent, checked against the message limits now
+	// rather than at its first fire time.
+	sample := r.request(&firing{e: &entry{sc: sc}, fire: 1<<50 - 1, key: FireKey(keyOf(sc), 1<<50-1)})
+	if err := r.opts.Limits.Validate(&sample.Message); err != nil {
+		return nil, nil, fmt.Errorf("the messages of this schedule would be refused: %w", err)
+	}
+	return sc, spec, nil
+}
+
+// Get returns a schedule.
+func (r *Runner) Get(id string) (Info, error) {
+	now := r.opts.Broker.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.entries[id]
+	if !ok {
+		return Info{}, errs.New(errs.NotFound, "no schedule %q", id)
+	}
+	return r.infoLocked(e, now), nil
+}
+
+// List returns every schedule, by ID.
+func (r *Runner) List() []Info {
+	now := r.opts.Broker.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]Info, 0, len(r.entries))
+	for _, e := range r.entries {
+		out = append(out, r.infoLocked(e, now))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+func (r *Runner) infoLocked(e *entry, now int64) Info {
+	info := Info{Schedule: *e.sc, LastError: e.lastErr}
+	info.Properties = maps.Clone(e.sc.Properties)
+	if !e.sc.Paused {
+		from := now
+		if e.next != 0 && e.next <= now {
+			from = e.next - 1 // a firing still owed (catch-up) comes first
+		}
+		info.Next = e.spec.NextN(from, e.sc.Created, 5)
+	}
+	return info
+}
+
+// Pause stops a schedule: the firing sent ahead is cancelled, and fire
+// times that pass while it is paused are skipped. Pausing a paused
+// schedule changes nothing.
+func (r *Runner) Pause(id string) (Info, error) {
+	return r.change(id, func(e *entry, sc *Schedule, now int64) (cancel string) {
+		if sc.Paused {
+			return ""
+		}
+		sc.Paused = true
+		if sc.LastFire > now && sc.LastID != "" {
+			// The firing sent ahead is cancelled below; a resume before
+			// its time sends it again.
+			sc.Through = now
+			return sc.LastID
+		}
+		return ""
+	})
+}
+
+// Resume restarts a paused schedule from now; resuming an active one
+// changes nothing.
+func (r *Runner) Resume(id string) (Info, error) {
+	return r.change(id, func(e *entry, sc *Schedule, now int64) string {
+		if !sc.Paused {
+			return ""
+		}
+		sc.Paused = false
+		sc.Through = max(sc.Through, now)
+		e.next = e.spec.Next(sc.Through, sc.Created)
+		e.due = e.next - r.opts.Lead.Milliseconds()
+		e.uncertain = false
+		return ""
+	})
+}
+
+// change applies f to a copy of schedule id's state, stores it, swaps it
+// in, and cancels the message f names (after the state is durable, so a
+// crash in between leaves a paused schedule whose Open cancels it).
+func (r *Runner) change(id string, f func(e *entry, sc *Schedule, now int64) (cancel string)) (Info, error) {
+	r.opMu.Lock()
+	defer r.opMu.Unlock()
+	r.mu.Lock()
+	e, ok := r.entries[id]
+	r.mu.Unlock()
+	if !ok {
+		return Info{}, errs.New(errs.NotFound, "no schedule %q", id)
+	}
+	now := r.opts.Broker.Now()
+	sc := e.sc.clone()
+	was := *e.sc
+	cancel := f(e, sc, now)
+	if sc.Paused != was.Paused || sc.Through != was.Through {
+		if err := r.store.Put(sc); err != nil {
+			return Info{}, errs.Wrap(errs.Unavailable, err, "schedule %q could not be stored", id)
+		}
+	}
+	r.mu.Lock()
+	e.sc = sc
+	r.due.set(e)
+	info := r.infoLocked(e, now)
+	r.mu.Unlock()
+	if cancel != "" {
+		r.cancel(cancel)
+	}
+	r.wake()
+	return info, nil
+}
+
+// Delete removes a schedule; the firing sent ahead, if any, is cancelled.
+func (r *Runner) Delete(id string) (Info, error) {
+	r.opMu.Lock()
+	defer r.opMu.Unlock()
+	r.mu.Lock()
+	e, ok := r.entries[id]
+	r.mu.Unlock()
+	if !ok {
+		return Info{}, errs.New(errs.NotFound, "no schedule %q", id)
+	}
+	now := r.opts.Broker.Now()
+	if e.sc.LastFire > now && e.sc.LastID != "" {
+		r.cancel(e.sc.LastID)
+	}
+	if err := r.store.Delete(id); err != nil {
+		return Info{}, errs.Wrap(errs.Unavailable, err, "schedule %q could not be deleted", id)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	info := r.infoLocked(e, now)
+	info.Next = nil
+	delete(r.entries, id)
+	if e.index >= 0 {
+		heap.Remove(&r.due, e.index)
+	}
+	return info, nil
+}

@@ -1,0 +1,329 @@
+package schedule
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hourglass-mq/hourglass/clock"
+	"github.com/hourglass-mq/hourglass/engine"
+	"github.com/hourglass-mq/hourglass/errs"
+	"github.com/hourglass-mq/hourglass/message"
+	"github.com/hourglass-mq/hourglass/vfs"
+)
+
+// rig is a real engine and a runner on one in-memory filesystem, driven by
+// one virtual clock.
+type rig struct {
+	t   *testing.T
+	fs  *vfs.Mem
+	clk *clock.Virtual
+	eng *engine.Engine
+	r   *Runner
+	// onTime: every firing must be due exactly at its fire time (the test
+	// moves the clock in steps shorter than the runner's lead).
+	onTime bool
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// start is 2026-11-30 10:00:30 UTC: 30 s before a minute boundary.
+var start = time.Date(2026, 11, 30, 10, 0, 30, 0, time.UTC)
+
+func newRig(t *testing.T) *rig {
+	t.Helper()
+	g := &rig{t: t, fs: vfs.NewMem(), clk: clock.NewVirtual(start)}
+	g.openEngine()
+	g.openRunner()
+	t.Cleanup(func() {
+		if g.r != nil {
+			g.r.Close()
+		}
+		if g.eng != nil {
+			g.eng.Close()
+		}
+	})
+	return g
+}
+
+func (g *rig) openEngine() {
+	g.t.Helper()
+	o := engine.NewOptions("/data")
+	o.FS, o.Clock, o.Logger = g.fs, g.clk, quiet
+	eng, err := engine.Open(o)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	g.eng = eng
+}
+
+func (g *rig) openRunner() {
+	g.t.Helper()
+	r, err := Open(Options{Dir: "/data/schedules", FS: g.fs, Broker: g.eng, Clock: g.clk, Logger: quiet})
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	g.r = r
+}
+
+// restartRunner stops the runner, moves the clock by down while it is
+// stopped (the engine keeps running), and starts it again.
+func (g *rig) restartRunner(down time.Duration) {
+	g.t.Helper()
+	if err := g.r.Close(); err != nil {
+		g.t.Fatal(err)
+	}
+	g.clk.AdvanceTo(g.clk.Now().Add(down))
+	g.openRunner()
+}
+
+// advance moves the clock and waits until the runner has sent what fell
+// due and the engine has made it visible.
+func (g *rig) advance(d time.Duration) {
+	g.t.Helper()
+	to := g.clk.AdvanceTo(g.clk.Now().Add(d)).UnixMilli()
+	deadline := time.Now().Add(10 * time.Second)
+	for !(g.r.Settled(to) && g.eng.Frontier() >= to) {
+		if time.Now().After(deadline) {
+			g.t.Fatalf("not settled at %v", time.UnixMilli(to).UTC())
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// visible returns the fire times of the visible messages of topic, sorted,
+// failing on a key seen twice.
+func (g *rig) visible(topic string) []int64 {
+	g.t.Helper()
+	got, err := g.eng.Receive(context.Background(), engine.ReceiveRequest{Topic: topic, Group: "check-" + time.Now().Format("150405.000000000"), Max: 1000})
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	var out []int64
+	for _, m := range got {
+		if seen[m.Message.Key] {
+			g.t.Fatalf("key %s delivered twice", m.Message.Key)
+		}
+		seen[m.Message.Key] = true
+		ft, err := time.Parse("2006-01-02T15:04:05.000Z", m.Message.Properties[PropFireTime])
+		// A firing sent after its fire time (a catch-up, or a clock jump
+		// past it) is due at once: at its send time.
+		if err != nil || m.Due < ft.UnixMilli() || !strings.HasSuffix(m.Message.Key, "@"+m.Message.Properties[PropFireTime]) {
+			g.t.Fatalf("firing %+v %+v: due, key and fire-time property disagree", m, m.Message)
+		}
+		if g.onTime && m.Due != ft.UnixMilli() {
+			g.t.Fatalf("firing of %s is due at %d, not at its fire time", m.Message.Key, m.Due)
+		}
+		out = append(out, ft.UnixMilli())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+func minutesAfter(base time.Time, ms ...int) []int64 {
+	var out []int64
+	for _, m := range ms {
+		out = append(out, base.Add(time.Duration(m)*time.Minute).UnixMilli())
+	}
+	return out
+}
+
+func equal(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func fmtMs(ts []int64) string { return fmtAll(ts) }
+
+// TestRunnerFiresOnTime: an every-minute schedule's firings become visible
+// exactly at their fire times, one each, with the schedule's message.
+func TestRunnerFiresOnTime(t *testing.T) {
+	g := newRig(t)
+	info, err := g.r.Create(Schedule{ID: "tick", Topic: "ticks", Cron: "* * * * *", Body: []byte("tick"), Tag: "t",
+		Properties: map[string]string{"team": "ops"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m0 := start.Truncate(time.Minute)
+	if want := minutesAfter(m0, 1, 2, 3, 4, 5); !equal(info.Next, want) {
+		t.Fatalf("next fire times %s, want %s", fmtMs(info.Next), fmtMs(want))
+	}
+	g.advance(29 * time.Second) // 10:00:59
+	if got := g.visible("ticks"); len(got) != 0 {
+		t.Fatalf("visible before the first fire time: %s", fmtMs(got))
+	}
+	g.advance(time.Second) // 10:01:00
+	g.onTime = true
+	for range 6 {
+		g.advance(30 * time.Second)
+	}
+	if got, want := g.visible("ticks"), minutesAfter(m0, 1, 2, 3, 4); !equal(got, want) {
+		t.Fatalf("visible %s, want %s", fmtMs(got), fmtMs(want))
+	}
+	if got := g.r.Stats().Sent.Load(); got < 4 || got > 5 {
+		t.Fatalf("sent %d firings; 4 are due and one may be sent ahead", got)
+	}
+}
+
+// TestCatchUpPolicies: fire times missed while the runner was down follow
+// each schedule's policy; the schedule then goes on as before.
+func TestCatchUpPolicies(t *testing.T) {
+	g := newRig(t)
+	for _, p := range CatchUps() {
+		if _, err := g.r.Create(Schedule{ID: string(p), Topic: "t-" + string(p), Cron: "*/10 * * * *", CatchUp: p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m0 := start.Truncate(time.Minute)
+	g.advance(9*time.Minute + 25*time.Second) // 10:09:55: 10:10 is sent ahead
+	g.restartRunner(time.Hour)                // down from 10:09:55 to 11:09:55
+	g.advance(time.Minute)                    // 11:10:55
+	want := map[CatchUp][]int64{
+		CatchUpSkip: minutesAfter(m0, 10, 70),
+		CatchUpOnce: minutesAfter(m0, 10, 60, 70),
+		CatchUpAll:  minutesAfter(m0, 10, 20, 30, 40, 50, 60, 70),
+	}
+	for p, w := range want {
+		if got := g.visible("t-" + string(p)); !equal(got, w) {
+			t.Errorf("catch-up %s: visible %s\nwant %s", p, fmtMs(got), fmtMs(w))
+		}
+	}
+}
+
+// TestRestartDoesNotResendAFiring: a firing sent before a crash whose
+// progress never reached the journal is found by its key after the
+// restart and not sent again; nothing is lost either.
+func TestRestartDoesNotResendAFiring(t *testing.T) {
+	g := newRig(t)
+	if _, err := g.r.Create(Schedule{ID: "s", Topic: "t", Cron: "* * * * *"}); err != nil {
+		t.Fatal(err)
+	}
+	g.r.Close()
+	// What a runner that crashed after the send and before its journal
+	// write leaves: the message of 10:01 in the engine, no progress.
+	fire := start.Truncate(time.Minute).Add(time.Minute).UnixMilli()
+	e := &entry{sc: &Schedule{ID: "s", Topic: "t"}}
+	req := g.r.request(&firing{e: e, fire: fire, key: FireKey("s", fire)})
+	if _, err := g.eng.SendBatch(context.Background(), []engine.SendRequest{req}); err != nil {
+		t.Fatal(err)
+	}
+	g.openRunner()
+	g.advance(2 * time.Minute) // 10:02:30
+	if got, want := g.visible("t"), minutesAfter(start.Truncate(time.Minute), 1, 2); !equal(got, want) {
+		t.Fatalf("visible %s, want %s", fmtMs(got), fmtMs(want))
+	}
+	if g.r.Stats().Recovered.Load() != 1 {
+		t.Fatalf("recovered %d firings, want 1", g.r.Stats().Recovered.Load())
+	}
+}
+
+// TestPauseResumeDelete: a pause cancels the firing sent ahead and skips
+// the fire times it spans; a resume goes on from then; a delete stops it
+// for good, also across a restart.
+func TestPauseResumeDelete(t *testing.T) {
+	g := newRig(t)
+	if _, err := g.r.Create(Schedule{ID: "s", Topic: "t", Cron: "* * * * *"}); err != nil {
+		t.Fatal(err)
+	}
+	m0 := start.Truncate(time.Minute)
+	g.advance(25 * time.Second) // 10:00:55: 10:01 is sent ahead
+	info, err := g.r.Pause("s")
+	if err != nil || !info.Paused || len(info.Next) != 0 {
+		t.Fatalf("pause: %+v, %v", info, err)
+	}
+	if id, err := message.ParseID(info.LastID); err != nil {
+		t.Fatalf("no firing was sent ahead before the pause (%q)", info.LastID)
+	} else if in, err := g.eng.Inspect(id); err != nil || in.State != engine.StateCancelled {
+		t.Fatalf("the firing sent ahead is %+v (%v), want cancelled", in, err)
+	}
+	g.advance(3 * time.Minute) // 10:03:55, paused
+	if got := g.visible("t"); len(got) != 0 {
+		t.Fatalf("a paused schedule fired: %s", fmtMs(got))
+	}
+	if info, err = g.r.Resume("s"); err != nil || info.Paused || info.Next[0] != m0.Add(4*time.Minute).UnixMilli() {
+		t.Fatalf("resume: %+v, %v", info, err)
+	}
+	g.advance(time.Minute) // 10:04:55
+	if got, want := g.visible("t"), minutesAfter(m0, 4); !equal(got, want) {
+		t.Fatalf("after the resume visible %s, want %s", fmtMs(got), fmtMs(want))
+	}
+	if _, err := g.r.Delete("s"); err != nil {
+		t.Fatal(err)
+	}
+	g.restartRunner(0)
+	g.advance(3 * time.Minute)
+	if got, want := g.visible("t"), minutesAfter(m0, 4); !equal(got, want) {
+		t.Fatalf("after the delete visible %s, want %s", fmtMs(got), fmtMs(want))
+	}
+	if _, err := g.r.Get("s"); !errors.Is(err, errs.ErrNotFound) {
+		t.Fatalf("get after delete: %v", err)
+	}
+}
+
+// TestPausedAcrossRestart: pause and progress survive a restart of the
+// whole broker.
+func TestPausedAcrossRestart(t *testing.T) {
+	g := newRig(t)
+	for _, id := range []string{"a", "b"} {
+		if _, err := g.r.Create(Schedule{ID: id, Topic: "t", Cron: "@every 1m"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.advance(2 * time.Minute)
+	if _, err := g.r.Pause("b"); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := g.r.Get("a")
+	g.r.Close()
+	g.eng.Close()
+	g.openEngine()
+	g.openRunner()
+	a, _ := g.r.Get("a")
+	b, _ := g.r.Get("b")
+	if !b.Paused || a.Paused || a.LastFire != before.LastFire || a.LastID != before.LastID || a.Created != start.UnixMilli() {
+		t.Fatalf("after a restart a=%+v b=%+v (a before: %+v)", a, b, before)
+	}
+}
+
+func TestCreateValidates(t *testing.T) {
+	g := newRig(t)
+	if _, err := g.r.Create(Schedule{ID: "ok", Topic: "t", Cron: "0 9 * * *", TZ: "Europe/Berlin", Key: "report"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		s    Schedule
+		code errs.Code
+		want string
+	}{
+		{Schedule{ID: "a", Topic: "t", Cron: "61 * * * *"}, errs.InvalidArgument, "above maximum"},
+		{Schedule{ID: "a", Topic: "t", Cron: "0 9 * * *", TZ: "Europe/Nowhere"}, errs.InvalidArgument, "time zone"},
+		{Schedule{ID: "a", Topic: "t", Cron: "@hourly", CatchUp: "sometimes"}, errs.InvalidArgument, "catch_up"},
+		{Schedule{ID: "a/b", Topic: "t", Cron: "@hourly"}, errs.InvalidArgument, "schedule id"},
+		{Schedule{ID: "a", Topic: "", Cron: "@hourly"}, errs.InvalidArgument, "topic"},
+		{Schedule{ID: "a", Topic: "t", Cron: "@hourly", Properties: map[string]string{PropSchedule: "x"}}, errs.InvalidArgument, "set by the broker"},
+		{Schedule{ID: "a", Topic: "t", Cron: "@hourly", Body: make([]byte, 5<<20)}, errs.TooLarge, "would be refused"},
+		{Schedule{ID: "ok", Topic: "u", Cron: "@hourly"}, errs.AlreadyExists, "already exists"},
+		{Schedule{ID: "other", Topic: "t", Cron: "@hourly", Key: "report"}, errs.AlreadyExists, "another key"},
+	} {
+		_, err := g.r.Create(c.s)
+		if errs.CodeOf(err) != c.code || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("create %+v: %v; want %s saying %q", c.s, err, c.code, c.want)
+		}
+	}
+	if l := g.r.List(); len(l) != 1 || l[0].ID != "ok" || l[0].CatchUp != CatchUpOnce || l[0].TZ != "Europe/Berlin" {
+		t.Fatalf("list after refused creates: %+v", l)
+	}
+}
