@@ -111,7 +111,12 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err := w.ensureTopics(ctx); err != nil {
 		return err
 	}
-	bodies, err := kgo.NewClient(kgo.SeedBrokers(w.cfg.Brokers...), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	// A short fetch long-poll: a partition the loader adds joins the next
+	// fetch request only when the one in flight returns, and with the
+	// default 5 s wait a request parked at a partition's end held a load
+	// (and the records due behind it) for seconds.
+	bodies, err := kgo.NewClient(kgo.SeedBrokers(w.cfg.Brokers...), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.FetchMaxWait(10*time.Millisecond))
 	if err != nil {
 		return err
 	}
@@ -177,6 +182,9 @@ func (w *Worker) runSession(ctx context.Context) error {
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
 		kgo.SessionTimeout(w.cfg.SessionTimeout),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		// Partitions assigned by a rebalance join the fetch after the
+		// request in flight returns: keep its long-poll short.
+		kgo.FetchMaxWait(200*time.Millisecond),
 		kgo.RecordPartitioner(statePartitioner{state: w.cfg.StateTopic, other: kgo.StickyKeyPartitioner(nil)}),
 		kgo.OnPartitionsAssigned(w.onAssigned),
 		kgo.OnPartitionsRevoked(w.onRevoked),
