@@ -26,7 +26,7 @@ DIST      ?= dist
 SHELL       := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 
-.PHONY: all build release run test test-examples compat-java vet fmt-check fmt bench soak mutate schemathesis clean
+.PHONY: all build release run test test-examples compat-java vet fmt-check fmt bench soak mutate schemathesis clean bench-rocketmq
 
 all: build
 
@@ -84,6 +84,10 @@ fmt:
 bench:
 	$(GO) test -run xxx -bench . -benchmem -timeout 60m ./... 2>&1 | tee $(BENCH_OUT)
 
+## bench-rocketmq: hourglass against RocketMQ 5.3.3 (Maven jars, scripts/rocketmq.sh) through the official Go client, 3 runs (about 20 min, ~1.6 GiB; needs Java 17 and Maven; not part of test)
+bench-rocketmq:
+	scripts/bench-rocketmq.sh $(RMQBENCH_OUT)
+
 ## soak: 1000 kill-and-recover cycles of the engine's crash test (up to 2 hours)
 soak:
 	HOURGLASS_CRASH_CYCLES=1000 $(GO) test -run TestCrash -count=1 -timeout 2h ./engine/
@@ -104,6 +108,11 @@ test-kafka:
 	trap './scripts/kafka.sh stop' EXIT; \
 	echo "Kafka at $$addr"; \
 	HOURGLASS_KAFKA=$$addr HOURGLASS_KAFKA_REQUIRED=1 HOURGLASS_KAFKA_RESTART="$(CURDIR)/scripts/kafka.sh restart" $(GO) test $(RACE) -count=1 -timeout 10m ./kafkamode/...
+
+## verify-unit: systemd-analyze verify on deploy/hourglass.service (also run by make test, in e2e)
+.PHONY: verify-unit
+verify-unit:
+	$(GO) test -count=1 -run TestSystemdUnitVerifies ./e2e
 
 ## clean: remove build, release and benchmark outputs (never the data directory)
 clean:

@@ -19,12 +19,13 @@ const openapiFile = "../docs/openapi.yaml"
 // and takes null for an optional field as "not given" (so the document
 // marks every optional request field nullable).
 var requests = []any{SendMessage{}, BatchRequest{}, RescheduleRequest{}, TopicConfig{}, GroupConfig{},
-	ReceiveRequest{}, AckRequest{}, NackRequest{}, InvisibilityRequest{}, RedriveRequest{}}
+	ReceiveRequest{}, AckRequest{}, NackRequest{}, InvisibilityRequest{}, RedriveRequest{},
+	BackupRequest{}}
 
 // responses are the types the server encodes.
 var responses = []any{Receipt{}, BatchReceipts{}, MessageInfo{}, Cancelled{}, Rescheduled{}, Topic{}, TopicList{},
 	Group{}, GroupList{}, ReceivedMessage{}, ReceiveResponse{}, AckResponse{}, RedriveResponse{}, Empty{}, Health{},
-	Stats{}, Error{}, ErrorBody{}, Forecast{}, ForecastBucket{}, BodyPreview{}}
+	Stats{}, Error{}, ErrorBody{}, Forecast{}, ForecastBucket{}, BodyPreview{}, BackupResult{}}
 
 func loadSpec(t *testing.T) map[string]any {
 	t.Helper()

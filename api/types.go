@@ -101,6 +101,10 @@ type MessageInfo struct {
 	Visible    Millis            `json:"visible"`
 	BodyBytes  int               `json:"body_bytes"`
 	Properties map[string]string `json:"properties,omitempty"`
+	// DedupID, Deadline and Window are what the send asked for, if it did.
+	DedupID  string `json:"dedup_id,omitempty"`
+	Deadline Millis `json:"deadline,omitempty"`
+	Window   int64  `json:"window,omitempty"`
 }
 
 // Cancelled answers DELETE /v1/messages/{id}; State is always cancelled.

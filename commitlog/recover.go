@@ -105,16 +105,8 @@ func recoverDir(fsys vfs.FS, dir string) (segs []*segment, info RecoveryInfo, er
 // segments oldest first with their sizes set, and the base a replacement
 // first segment would get if none is left.
 func openSegments(fsys vfs.FS, dir string, names []string, info *RecoveryInfo) (segs []*segment, nextBase Pos, err error) {
-	for _, name := range names {
-		base, ok := parseSegmentName(name)
-		if !ok {
-			continue
-		}
-		f, err := fsys.Open(path.Join(dir, name))
-		if err != nil {
-			return segs, nextBase, fmt.Errorf("commitlog: open %s: %w", name, err)
-		}
-		segs = append(segs, &segment{base: base, name: name, f: f})
+	if segs, err = openNamed(fsys, dir, names); err != nil {
+		return segs, nextBase, err
 	}
 
 	// Drop interrupted creations from the end.
@@ -170,6 +162,23 @@ func openSegments(fsys vfs.FS, dir string, names []string, info *RecoveryInfo) (
 	}
 
 	return segs, nextBase, nil
+}
+
+// openNamed opens the segment files among names (others are left alone),
+// in the order given; on failure it returns those it opened.
+func openNamed(fsys vfs.FS, dir string, names []string) (segs []*segment, err error) {
+	for _, name := range names {
+		base, ok := parseSegmentName(name)
+		if !ok {
+			continue
+		}
+		f, err := fsys.Open(path.Join(dir, name))
+		if err != nil {
+			return segs, fmt.Errorf("commitlog: open %s: %w", name, err)
+		}
+		segs = append(segs, &segment{base: base, name: name, f: f})
+	}
+	return segs, nil
 }
 
 // cutSegment truncates s to end the log at validEnd and makes the cut

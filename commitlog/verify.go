@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path"
 
 	"github.com/hourglass-mq/hourglass/vfs"
 )
@@ -57,20 +56,14 @@ func Verify(fsys vfs.FS, dir string, fn func(Pos, Record) error) (VerifyReport, 
 			s.f.Close()
 		}
 	}()
-	for _, name := range names {
-		base, ok := parseSegmentName(name)
-		if !ok {
-			continue
-		}
-		f, err := fsys.Open(path.Join(dir, name))
+	segs, err = openNamed(fsys, dir, names)
+	if err != nil {
+		return rep, err
+	}
+	for _, s := range segs {
+		size, err := s.f.Size()
 		if err != nil {
-			return rep, fmt.Errorf("commitlog: open %s: %w", name, err)
-		}
-		s := &segment{base: base, name: name, f: f}
-		segs = append(segs, s)
-		size, err := f.Size()
-		if err != nil {
-			return rep, fmt.Errorf("commitlog: size of %s: %w", name, err)
+			return rep, fmt.Errorf("commitlog: size of %s: %w", s.name, err)
 		}
 		s.size = max(0, size-HeaderSize)
 	}

@@ -64,26 +64,35 @@ func (e *Engine) checkpoint() error {
 	// One checkpoint at a time: the timer store allows one sync job.
 	e.ckptMu.Lock()
 	defer e.ckptMu.Unlock()
+	_, _, err := e.checkpointLocked()
+	return err
+}
+
+// checkpointLocked is checkpoint for a caller that holds ckptMu (Backup
+// holds it across the checkpoint and its copy). It returns the state it
+// made durable and how long it held the gate (sends wait that long).
+func (e *Engine) checkpointLocked() (st *checkpointState, pause time.Duration, err error) {
 	start := time.Now()
 	e.gate.Lock()
 	e.mu.Lock()
 	c, err := e.captureLocked()
 	e.mu.Unlock()
 	e.gate.Unlock()
+	pause = time.Since(start)
 	if err != nil {
-		return err
+		return nil, pause, err
 	}
 	// Everything below runs without the locks: sends, fires and acks do
 	// not wait for the checkpoint's fsyncs.
 	if err := e.writeCaches(c); err != nil {
-		return err
+		return nil, pause, err
 	}
 	data, err := encodeCheckpoint(c.st)
 	if err != nil {
-		return err
+		return nil, pause, err
 	}
 	if err := writeFileAtomic(e.opts.FS, e.opts.Dir, checkpointFile, data); err != nil {
-		return err
+		return nil, pause, err
 	}
 	// The new checkpoint no longer lists the runs a merge replaced.
 	if err := e.keys.Release(c.keyJob); err != nil {
@@ -92,7 +101,7 @@ func (e *Engine) checkpoint() error {
 	e.stats.Checkpoints.Add(1)
 	e.stats.CheckpointSeconds.Observe(time.Since(start).Seconds())
 	e.retain(c.st)
-	return nil
+	return c.st, pause, nil
 }
 
 // ckptCapture is what a checkpoint captured under the locks: the state to

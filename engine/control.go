@@ -39,6 +39,10 @@ type Info struct {
 	Visible    int64 // Unix ms it became visible, when known (0 otherwise)
 	BodyBytes  int
 	Properties map[string]string
+	// DedupID, Deadline (Unix ms) and Window (ms) are what the send asked
+	// for; zero when it did not.
+	DedupID          string
+	Deadline, Window int64
 }
 
 // readMessage returns the stored message id names, or NotFound. An ID is
@@ -107,7 +111,8 @@ func (e *Engine) Inspect(id message.ID) (Info, error) {
 	st, due, vis := e.stateLocked(id.Pos, s)
 	e.mu.Unlock()
 	return Info{ID: id, State: st, Topic: s.Topic, Queue: s.Queue, Key: s.Key, Tag: s.Tag,
-		Due: due, Sent: s.Sent, Visible: vis, BodyBytes: len(s.Body), Properties: s.Properties}, nil
+		Due: due, Sent: s.Sent, Visible: vis, BodyBytes: len(s.Body), Properties: s.Properties,
+		DedupID: s.DedupID, Deadline: s.Deadline, Window: s.Window}, nil
 }
 
 // LookupKey returns the ID of the latest message sent to topic with key.

@@ -31,6 +31,10 @@ package engine
 // cannot wait for each other in a cycle; they are taken before gate and mu
 // and held across the append, which no other lock holder waits for.
 //
+// A cancelled first message still holds its dedup ID for a time window
+// (the send happened; a retry must not make a second one), but ends an
+// "until delivered" window, as nothing will be delivered.
+//
 // Expiry. An entry expires logically when its window ends: the record's
 // Sent + DedupWindow, or for DedupUntilDelivered when the message becomes
 // visible or is cancelled. It goes physically when retention deletes the

@@ -135,7 +135,7 @@ type Engine struct {
 	segs   *segTable       // per-segment accounting and moved messages
 	disp   *dispatcher     // timers: wheel, buckets, due heap, rate limit, in-flight fires
 	dedup  dedupClaims     // dedup IDs of sends in flight; its own lock (dedup.go)
-	fc     *forecastState  // pending counts by due second (forecast.go); nil during recovery
+	fc     *forecastState  // pending counts by due second (forecast.go); made early in recovery
 }
 
 // idents seals message IDs and lease receipts. seal uses the directory's

@@ -1,12 +1,13 @@
 package engine
 
 import (
-	"fmt"
+	"math"
 	"sync"
 	"time"
 
 	"github.com/hourglass-mq/hourglass/errs"
 	"github.com/hourglass-mq/hourglass/forecast"
+	"github.com/hourglass-mq/hourglass/timerstore"
 )
 
 // forecastState counts pending messages by due second, per topic and for
@@ -15,12 +16,11 @@ import (
 //
 // It is kept by the same apply paths that keep Stats.Pending: a message is
 // added at its due time when its send is applied (applyMessageLocked),
-// moved by a reschedule and taken out by a cancel (change), and taken out
-// when it fires (applyFireLocked). During recovery it is off (Engine.fc is
-// nil): replay alone does not see the messages pending before the
-// checkpoint. At the end of recovery it is rebuilt from the timer buckets,
-// counting the entries the loader would schedule (validLocked), which are
-// exactly the pending messages at their effective due times.
+// moved by a reschedule and taken out by a cancel (change, and
+// replayChangeLocked at recovery), and taken out when it fires
+// (applyFireLocked). At recovery it starts from the checkpoint's pending
+// messages, counted from the timer bucket entries while they are verified
+// (startForecastLocked), and replay moves it on.
 //
 // Invariant: all.Total() == Stats.Pending, and the per-topic totals equal
 // the topics' pending counts. Lock order: Engine.mu, then mu; readers take
@@ -29,6 +29,7 @@ type forecastState struct {
 	mu      sync.Mutex
 	all     *forecast.Counts
 	byTopic map[uint32]*forecast.Counts
+	recount *recount // during recovery only, without mu: see startForecastLocked
 }
 
 func newForecastState() *forecastState {
@@ -84,29 +85,100 @@ func (e *Engine) forecastFiredLocked(batch []fireEntry) {
 	}
 }
 
-// rebuildForecast counts the pending messages at the end of recovery, from
-// the timer buckets: every entry the loader would schedule is a pending
-// message at its effective due time (stale entries of rescheduled or
-// cancelled messages, and those already visible, fail validLocked; Load
-// drops duplicates). It reads every bucket once, one at a time.
-func (e *Engine) rebuildForecast() error {
-	f := newForecastState()
-	for _, b := range e.disp.timers.Starts() {
-		es, err := e.disp.timers.Load(b)
-		if err != nil {
-			return fmt.Errorf("count pending messages: timer bucket %s: %w", fmtMs(b), err)
+// startForecastLocked starts counting at recovery, before the timer
+// buckets are verified: the counts begin as those of the checkpoint, built
+// from the bucket entries the verification reads (countTimerLocked), and
+// replay then moves them through the same hooks as the live path
+// (applyMessageLocked, replayChangeLocked, applyFireLocked). The recovery
+// filter is set here already, so that validLocked answers as of the
+// checkpoint.
+func (e *Engine) startForecastLocked(st *checkpointState) {
+	e.fc = newForecastState()
+	e.disp.recL, e.disp.recF = st.LogPos, st.Frontier
+	e.fc.recount = &recount{seen: map[uint64]bool{}, byTopic: map[uint32]*[60]int64{}, minute: math.MinInt64,
+		logStart: uint64(e.clog.Start())}
+}
+
+// recount gathers recovery's count of the timer bucket entries a minute
+// at a time: the entries of a bucket file share their minute (buckets are
+// a minute wide by default), so each minute costs one update of the counts
+// (Counts.AddMinute) rather than one per message.
+type recount struct {
+	seen     map[uint64]bool // rescheduled messages counted already
+	logStart uint64          // the log's start: it does not move during recovery
+	minute   int64           // the minute being gathered
+	byTopic  map[uint32]*[60]int64
+	topic    uint32     // the topic of cur
+	cur      *[60]int64 // byTopic[topic], the last one used
+}
+
+// countTimerLocked counts one timer bucket entry of the checkpoint if it is
+// a pending message at its effective due time: stale entries of rescheduled
+// or cancelled messages and those already visible fail validLocked. A
+// rescheduled message may have two identical entries (moved away and back);
+// it counts once (only messages with an overlay entry can have them).
+func (e *Engine) countTimerLocked(en timerstore.Entry) {
+	rc := e.fc.recount
+	if (en.Kind != kindMessage && en.Kind != kindWindowed) || !e.validFromLocked(en.Pos, en.Due, rc.logStart) {
+		return
+	}
+	if e.ovl.entries[en.Pos] != nil {
+		if rc.seen[en.Pos] {
+			return
 		}
-		for _, en := range es {
-			if (en.Kind == kindMessage || en.Kind == kindWindowed) && e.validLocked(en.Pos, en.Due) {
-				f.addLocked(en.Topic, en.Due, 1)
-			}
+		rc.seen[en.Pos] = true
+	}
+	sec := forecast.SecondOf(en.Due)
+	mi := sec / 60
+	if sec < 0 && sec%60 != 0 {
+		mi--
+	}
+	if mi != rc.minute {
+		e.flushRecountLocked()
+		rc.minute = mi
+	}
+	if rc.cur == nil || rc.topic != en.Topic {
+		rc.topic, rc.cur = en.Topic, rc.byTopic[en.Topic]
+		if rc.cur == nil {
+			rc.cur = new([60]int64)
+			rc.byTopic[en.Topic] = rc.cur
 		}
 	}
-	if n, want := f.all.Total(), e.stats.Pending.Load(); n != want {
+	rc.cur[sec-mi*60]++
+}
+
+// flushRecountLocked adds the minute gathered to the counts.
+func (e *Engine) flushRecountLocked() {
+	rc := e.fc.recount
+	for tid, n := range rc.byTopic {
+		e.fc.all.AddMinute(rc.minute, n)
+		c := e.fc.byTopic[tid]
+		if c == nil {
+			c = forecast.New()
+			e.fc.byTopic[tid] = c
+		}
+		c.AddMinute(rc.minute, n)
+		if c.Total() == 0 {
+			delete(e.fc.byTopic, tid)
+		}
+		*n = [60]int64{}
+	}
+}
+
+// finishRecountLocked ends recovery's counting of the buckets; called
+// after the verification, before replay.
+func (e *Engine) finishRecountLocked() {
+	if e.fc.recount != nil {
+		e.flushRecountLocked()
+		e.fc.recount = nil
+	}
+}
+
+// checkForecastLocked checks the invariant at the end of recovery.
+func (e *Engine) checkForecastLocked() {
+	if n, want := e.fc.all.Total(), e.stats.Pending.Load(); n != want {
 		e.opts.Logger.Warn("forecast counts disagree with the pending count", "counted", n, "pending", want)
 	}
-	e.fc = f
-	return nil
 }
 
 // Forecast counts the pending messages of topic ("" for every topic) that

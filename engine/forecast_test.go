@@ -8,6 +8,7 @@ import (
 
 	"github.com/hourglass-mq/hourglass/errs"
 	"github.com/hourglass-mq/hourglass/message"
+	"github.com/hourglass-mq/hourglass/vfs"
 )
 
 // forecastCounts asks for the per-minute counts of the next n minutes.
@@ -144,4 +145,136 @@ func TestForecastRejects(t *testing.T) {
 	if n := h.e.DueWithin(24 * time.Hour); n != 2 {
 		t.Errorf("due within 24h: %d", n)
 	}
+}
+
+// TestForecastReplay: changes after the last checkpoint (a send, a cancel,
+// a reschedule, a fire) are replayed into the counts after a crash, on top
+// of the checkpoint's counts, read from the timer buckets as they are
+// verified; a message moved away and back counts once.
+func TestForecastReplay(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx := context.Background()
+	at := func(d time.Duration) message.When { return message.When{At: t0.Add(d).UnixMilli()} }
+	a := h.send("a", "", at(time.Minute+time.Second))
+	b := h.send("a", "", at(2*time.Minute+time.Second))
+	back := h.send("a", "", at(3*time.Minute+time.Second))
+	h.send("a", "", at(30*time.Second)) // fires after the checkpoint
+	// Away and back within the checkpoint: two identical bucket entries.
+	if _, err := h.e.Reschedule(ctx, back.ID, at(4*time.Minute), 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.e.Reschedule(ctx, back.ID, at(3*time.Minute+time.Second), 0); err != nil {
+		t.Fatal(err)
+	}
+	h.restart() // a clean checkpoint of all that
+	want := []int64{1, 1, 1, 1, 0}
+	if got := h.forecastCounts("a", 5); !equalCounts(got, want) {
+		t.Fatalf("after the checkpoint: %v, want %v", got, want)
+	}
+	if err := h.e.Cancel(ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.e.Reschedule(ctx, b.ID, at(4*time.Minute+time.Second), 0); err != nil {
+		t.Fatal(err)
+	}
+	h.send("a", "", at(2*time.Minute+5*time.Second))
+	h.clk.Advance(40 * time.Second)
+	h.waitVisible("a", 1)
+	want = []int64{0, 0, 1, 1, 1}
+	if got := h.forecastCounts("a", 5); !equalCounts(got, want) {
+		t.Fatalf("live: %v, want %v", got, want)
+	}
+	// kill -9: the image holds what was synced; no final checkpoint.
+	opt := h.opt
+	opt.FS = h.fs.Crash(nil)
+	e, err := Open(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	crashed := &harness{t: t, fs: opt.FS.(*vfs.Mem), clk: h.clk, e: e, opt: opt}
+	if got := crashed.forecastCounts("a", 5); !equalCounts(got, want) {
+		t.Fatalf("after the crash: %v, want %v", got, want)
+	}
+	crashed.checkForecastTotal()
+}
+
+// TestForecastAfterTimerRebuild: when the timer buckets are found damaged
+// and rebuilt from the log, the counts are made again from the log and the
+// partial count of the damaged files is dropped.
+func TestForecastAfterTimerRebuild(t *testing.T) {
+	for _, remove := range []bool{true, false} {
+		h := newHarness(t, nil)
+		ctx := context.Background()
+		for m := 1; m <= 3; m++ {
+			h.send("a", "", message.When{At: t0.Add(time.Duration(m)*time.Minute + time.Second).UnixMilli()})
+		}
+		gone := h.send("a", "", message.When{At: t0.Add(2*time.Minute + 2*time.Second).UnixMilli()})
+		if err := h.e.Cancel(ctx, gone.ID); err != nil {
+			t.Fatal(err)
+		}
+		h.e.Close()
+		damageTimers(t, h.fs, "data", remove)
+		h.open()
+		if got, want := h.forecastCounts("a", 4), []int64{0, 1, 1, 1}; !equalCounts(got, want) {
+			t.Fatalf("remove=%v: after the rebuild %v, want %v", remove, got, want)
+		}
+		if h.e.Stats().CacheRebuilds.Load() != 1 {
+			t.Fatalf("remove=%v: the timer buckets were not rebuilt", remove)
+		}
+		h.checkForecastTotal()
+	}
+}
+
+// TestForecastWindowed: a message with a tolerance window is counted at its
+// fire time, inside its window; cancel, reschedule, restart (with changes
+// replayed) and fire take it out of the bucket it was counted in.
+func TestForecastWindowed(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx := context.Background()
+	sum := func(cs []int64) (n int64) {
+		for _, c := range cs {
+			n += c
+		}
+		return n
+	}
+	var ids []message.ID
+	for i := 0; i < 30; i++ {
+		ids = append(ids, h.send("a", "", message.When{Delay: time.Minute + 10*time.Second, Window: 2 * time.Minute}).ID)
+	}
+	got := h.forecastCounts("a", 5)
+	if sum(got) != 30 || got[0] != 0 || got[4] != 0 {
+		t.Fatalf("windowed sends: %v; want 30 within minutes 1 to 3", got)
+	}
+	h.checkForecastTotal()
+	h.restart() // a checkpoint, then counted again from the buckets
+	if got := h.forecastCounts("a", 5); sum(got) != 30 {
+		t.Fatalf("after restart: %v; want 30", got)
+	}
+	for _, id := range ids[:5] {
+		if err := h.e.Cancel(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := h.e.Reschedule(ctx, ids[5], message.When{At: t0.Add(4*time.Minute + time.Second).UnixMilli()}, 0); err != nil {
+		t.Fatal(err)
+	}
+	want := h.forecastCounts("a", 5)
+	if sum(want) != 25 || want[4] != 1 {
+		t.Fatalf("after 5 cancels and a reschedule to minute 4: %v", want)
+	}
+	h.checkForecastTotal()
+	// kill -9: the cancels and the reschedule are replayed from the log.
+	opt := h.opt
+	opt.FS = h.fs.Crash(nil)
+	e, err := Open(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	crashed := &harness{t: t, fs: opt.FS.(*vfs.Mem), clk: h.clk, e: e, opt: opt}
+	if got := crashed.forecastCounts("a", 5); !equalCounts(got, want) {
+		t.Fatalf("after the crash: %v, want %v", got, want)
+	}
+	crashed.checkForecastTotal()
 }

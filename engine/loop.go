@@ -16,7 +16,13 @@ func (e *Engine) pushDispatchLocked(ref timerRef) {
 // its record still exists, it was not cancelled, moved or fired, and it is
 // not one the recovery filter knows to be visible already.
 func (e *Engine) validLocked(pos uint64, due int64) bool {
-	if e.physLocked(pos) < uint64(e.clog.Start()) || e.disp.near[pos] != nil || e.disp.dispatching[pos] {
+	return e.validFromLocked(pos, due, uint64(e.clog.Start()))
+}
+
+// validFromLocked is validLocked with the log's start given, for a caller
+// that checks millions of entries while the log cannot shrink (recovery).
+func (e *Engine) validFromLocked(pos uint64, due int64, logStart uint64) bool {
+	if e.physLocked(pos) < logStart || e.disp.near[pos] != nil || e.disp.dispatching[pos] {
 		return false
 	}
 	if ov := e.ovl.entries[pos]; ov != nil {

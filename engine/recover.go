@@ -52,7 +52,8 @@ func (e *Engine) recover() error {
 	}
 	e.stats.Replayed.Store(uint64(replayed))
 	e.startDispatch(st, minDue)
-	return e.rebuildForecast()
+	e.checkForecastLocked()
+	return nil
 }
 
 // loadCheckpoint reads the checkpoint, or returns the start state of a
@@ -234,9 +235,11 @@ var errStopScan = errors.New("engine: stop scan")
 func (e *Engine) checkTimers(st *checkpointState) error {
 	err := e.disp.timers.Trim(st.TimerBuckets)
 	if err == nil {
-		err = e.disp.timers.Verify(st.TimerBuckets)
+		e.startForecastLocked(st)
+		err = e.disp.timers.VerifyVisit(st.TimerBuckets, e.countTimerLocked)
 	}
 	if err == nil {
+		e.finishRecountLocked()
 		return nil
 	}
 	if !errors.Is(err, timerstore.ErrCorrupt) {
@@ -247,6 +250,7 @@ func (e *Engine) checkTimers(st *checkpointState) error {
 		return fmt.Errorf("reset the damaged timer index: %w", err)
 	}
 	e.stats.CacheRebuilds.Add(1)
+	e.startForecastLocked(st) // count again, from the log
 	err = e.scanMessages(st.LogPos, func(orig uint64, s *message.Stored) error {
 		t := e.cat.topicsByName[s.Topic]
 		if t == nil {
@@ -261,11 +265,14 @@ func (e *Engine) checkTimers(st *checkpointState) error {
 		}
 		// Entries due at or before the frontier are filtered as visible when
 		// loaded, like any other (validLocked).
-		return e.disp.timers.Add(timerstore.Entry{Due: ref.due, Pos: orig, Topic: t.id, Queue: uint16(s.Queue), Kind: ref.timerKind()})
+		en := timerstore.Entry{Due: ref.due, Pos: orig, Topic: t.id, Queue: uint16(s.Queue), Kind: ref.timerKind()}
+		e.countTimerLocked(en)
+		return e.disp.timers.Add(en)
 	})
 	if err != nil {
 		return fmt.Errorf("rebuild the timer index from the log: %w", err)
 	}
+	e.finishRecountLocked()
 	return nil
 }
 

@@ -97,7 +97,14 @@ func (e *Engine) replayChangeLocked(pos uint64, rec commitlog.Record, minDue *in
 	if rec.Type == recReschedule {
 		*minDue = min(*minDue, due)
 	}
+	// The forecast counted the message at its timer's time: a windowed
+	// message's fire time until a change sets an exact one (window.go).
+	old := fireAt(s)
+	if ov := e.ovl.entries[p]; ov != nil {
+		old = ov.Due
+	}
 	e.applyChangeLocked(p, s, t, rec.Type == recCancel, due)
+	e.forecastChangeLocked(t.id, old, rec.Type == recCancel, due)
 	return nil
 }
 

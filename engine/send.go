@@ -81,7 +81,7 @@ func (e *Engine) SendBatch(ctx context.Context, reqs []SendRequest) ([]Receipt, 
 			return nil, batchErr(len(reqs), i, errs.New(errs.InvalidArgument, "topic %q is FIFO: a message group is required", t.name))
 		}
 		s := &message.Stored{Message: r.Message, Due: due, Sent: now, Queue: pickQueue(t, &r.Message), Nonce: e.ids.nonce.Add(1)}
-		if err := e.schedulingFields(s, r, now); err != nil {
+		if err := e.schedulingFields(s, r, t, now); err != nil {
 			return nil, batchErr(len(reqs), i, err)
 		}
 		stored[i], tops[i] = s, t
@@ -144,9 +144,12 @@ func (e *Engine) SendBatch(ctx context.Context, reqs []SendRequest) ([]Receipt, 
 
 // schedulingFields validates and fills in what a send asks beyond its due
 // time: dedup ID, deadline and tolerance window.
-func (e *Engine) schedulingFields(s *message.Stored, r *SendRequest, now int64) error {
+func (e *Engine) schedulingFields(s *message.Stored, r *SendRequest, t *topic, now int64) error {
 	if err := message.ValidateDedupID(s.DedupID); err != nil {
 		return err
+	}
+	if r.When.Window > 0 && t.fifo {
+		return errs.New(errs.InvalidArgument, "topic %q is FIFO: a tolerance window would let a message overtake an earlier one of its group", t.name)
 	}
 	if s.DedupID != "" {
 		s.DedupHash = requestHash(&r.Message, r.When)

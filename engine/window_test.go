@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hourglass-mq/hourglass/errs"
 	"github.com/hourglass-mq/hourglass/message"
 )
 
@@ -96,5 +97,16 @@ func TestFireAtBounds(t *testing.T) {
 	}
 	if f := fireAt(&message.Stored{Due: 5, Nonce: 123}); f != 5 {
 		t.Fatalf("no window: %d", f)
+	}
+}
+
+func TestWindowRefusedOnFIFO(t *testing.T) {
+	h := newHarness(t, nil)
+	if err := h.e.CreateTopic("fifo", TopicConfig{FIFO: true}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := h.e.Send(context.Background(), message.Message{Topic: "fifo", Group: "g"}, message.When{Window: time.Second})
+	if errs.CodeOf(err) != errs.InvalidArgument {
+		t.Fatalf("window on a FIFO topic: %v", err)
 	}
 }

@@ -125,6 +125,48 @@ func (c *Counts) Add(sec, delta int64) {
 	c.total += delta
 }
 
+// AddMinute adds n[s] messages due at second s of minute mi (the seconds
+// since the epoch divided by 60), for every s; the counts must not be
+// negative. It updates the minute, its hour and its day once, so that
+// counting many messages a minute at a time (recovery does) costs per
+// minute, not per message.
+func (c *Counts) AddMinute(mi int64, n *[60]int64) {
+	var total int64
+	distinct, last := 0, 0
+	for s, v := range n {
+		if v > 0 {
+			total += v
+			distinct++
+			last = s
+		}
+	}
+	if total == 0 {
+		return
+	}
+	m := c.minutes[mi]
+	if m == nil {
+		m = &minuteCounts{one: int8(last)}
+		c.minutes[mi] = m
+	}
+	if m.secs == nil && distinct == 1 && int(m.one) == last {
+		m.total += total
+	} else {
+		if m.secs == nil {
+			m.secs = new([60]int64)
+			m.secs[m.one] = m.total
+		}
+		for s, v := range n {
+			if v > 0 {
+				m.secs[s] += v
+			}
+		}
+		m.total += total
+	}
+	addLevel(c.hours, floorDiv(mi*minute, hour), total)
+	addLevel(c.days, floorDiv(mi*minute, day), total)
+	c.total += total
+}
+
 func addLevel(m map[int64]int64, k, delta int64) {
 	if v := m[k] + delta; v != 0 {
 		m[k] = v

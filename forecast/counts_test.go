@@ -43,6 +43,16 @@ func TestCountsMatchModel(t *testing.T) {
 			if m[sec]--; m[sec] == 0 {
 				delete(m, sec)
 			}
+		} else if rng.IntN(5) == 0 {
+			// A minute at a time, as recovery counts.
+			var n [60]int64
+			mi := floorDiv(sec, minute)
+			for k := rng.IntN(3) + 1; k > 0; k-- {
+				s := rng.Int64N(60)
+				n[s]++
+				m[mi*minute+s]++
+			}
+			c.AddMinute(mi, &n)
 		} else {
 			c.Add(sec, 1)
 			m[sec]++
@@ -105,13 +115,13 @@ func TestCountsClampUnknown(t *testing.T) {
 func TestParseStep(t *testing.T) {
 	for in, want := range map[string]time.Duration{
 		"second": time.Second, "minute": time.Minute, "hour": time.Hour, "day": 24 * time.Hour,
-		"30s": 30 * time.Second, "5m": 5 * time.Minute, "2d": 48 * time.Hour, "1h30m": 90 * time.Minute,
+		"30s": 30 * time.Second, "5m": 5 * time.Minute, "2d": 48 * time.Hour, "99999s": 99999 * time.Second,
 	} {
 		if got, err := ParseStep(in); err != nil || got != want {
 			t.Errorf("ParseStep(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
-	for _, bad := range []string{"", "0s", "500ms", "1.5s", "-1m", "week", "1x", "0d", "d1"} {
+	for _, bad := range []string{"", "0s", "500ms", "1.5s", "-1m", "week", "1x", "0d", "d1", "1h30m", "100000s", "05m", "Minute"} {
 		if _, err := ParseStep(bad); err == nil {
 			t.Errorf("ParseStep(%q) accepted", bad)
 		}

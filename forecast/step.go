@@ -2,7 +2,8 @@ package forecast
 
 import (
 	"fmt"
-	"strings"
+	"regexp"
+	"strconv"
 	"time"
 )
 
@@ -12,45 +13,41 @@ import (
 const MaxBuckets = 10000
 
 // ParseStep reads a bucket width: one of the words second, minute, hour,
-// day, or a Go duration of at least one second in whole seconds (30s, 5m,
-// 1h30m); "1d" and "7d" are accepted as days.
+// day, or a whole number of seconds, minutes, hours or days such as 30s,
+// 5m, 2h or 7d (at most 99999 of a unit; the same grammar as the API
+// document's pattern, so that what one accepts the other does).
 func ParseStep(s string) (time.Duration, error) {
-	switch strings.ToLower(s) {
-	case "second", "s":
+	switch s {
+	case "second":
 		return time.Second, nil
-	case "minute", "m":
+	case "minute":
 		return time.Minute, nil
-	case "hour", "h":
+	case "hour":
 		return time.Hour, nil
-	case "day", "d":
+	case "day":
 		return 24 * time.Hour, nil
 	}
-	d, err := parseDuration(s)
-	if err != nil {
-		return 0, fmt.Errorf("step %q is not second, minute, hour, day or a duration such as 30s, 5m or 1d", s)
+	m := stepPattern.FindStringSubmatch(s)
+	if m == nil {
+		return 0, fmt.Errorf("step %q is not second, minute, hour, day or a whole number of s, m, h or d such as 30s, 5m or 7d", s)
 	}
-	if err := CheckStep(d); err != nil {
-		return 0, err
-	}
-	return d, nil
+	n, _ := strconv.Atoi(m[1])
+	return time.Duration(n) * units[m[2]], nil
 }
 
-// parseDuration is time.ParseDuration that also takes a whole number of
-// days ("2d").
-func parseDuration(s string) (time.Duration, error) {
-	if n, ok := strings.CutSuffix(s, "d"); ok {
-		var days int64
-		if _, err := fmt.Sscanf(n, "%d", &days); err == nil && fmt.Sprint(days) == n && days > 0 && days < 1<<20 {
-			return time.Duration(days) * 24 * time.Hour, nil
-		}
-	}
-	return time.ParseDuration(s)
-}
+// stepPattern is a step in units: 1 to 99999 of s, m, h or d.
+var stepPattern = regexp.MustCompile(`^([1-9][0-9]{0,4})(s|m|h|d)$`)
 
-// ParseSpan reads a time span the way ParseStep reads a step (a Go
-// duration, or whole days "7d"); it must be positive.
+var units = map[string]time.Duration{"s": time.Second, "m": time.Minute, "h": time.Hour, "d": 24 * time.Hour}
+
+// ParseSpan reads a time span for a command line: a Go duration (90m,
+// 1h30m) or a whole number of days ("7d"); it must be positive.
 func ParseSpan(s string) (time.Duration, error) {
-	d, err := parseDuration(s)
+	if m := stepPattern.FindStringSubmatch(s); m != nil && m[2] == "d" {
+		n, _ := strconv.Atoi(m[1])
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	d, err := time.ParseDuration(s)
 	if err != nil || d <= 0 {
 		return 0, fmt.Errorf("%q is not a positive duration such as 90s, 1h or 7d", s)
 	}

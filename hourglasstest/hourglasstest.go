@@ -12,9 +12,11 @@
 // The broker is the real one (the engine, the HTTP API and the schedule
 // runner the binary serves), not a mock: everything but the clock behaves
 // as in production. Its time moves only by Advance (or the client's
-// AdvanceClock): time.Sleep in a test moves nothing. Long polls and the
-// broker's own chores still end in real time, so a receive with a wait
-// returns after that wait even if nobody advances the clock.
+// AdvanceClock): time.Sleep in a test moves nothing. Everything the
+// broker times follows it: due times, schedules, leases (an unacked
+// message comes back after an advance past its lease) and backoffs. Long
+// polls and the broker's own chores still end in real time, so a receive
+// with a wait returns after that wait even if nobody advances the clock.
 //
 // The data directory is a new temporary directory that Close removes; it
 // is marked as a virtual-clock directory, which a production broker

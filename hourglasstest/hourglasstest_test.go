@@ -54,3 +54,57 @@ func TestScheduleOnVirtualTime(t *testing.T) {
 		t.Fatalf("after 30m: %d firings (%v), want 3", len(msgs), err)
 	}
 }
+
+// TestDSTThroughTheBroker: the daylight-saving rules of package schedule,
+// seen end to end on the virtual clock, on Europe/Berlin's changes of 2027
+// (the 2026 ones are in the past of a broker started today, and its clock
+// never runs backwards): a daily 02:30 fires at 03:00 CEST on 28 March,
+// and once, at the first 02:30, on 31 October.
+func TestDSTThroughTheBroker(t *testing.T) {
+	srv := NewServer(t)
+	ctx := context.Background()
+	to := func(s string) {
+		t.Helper()
+		at, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv.Advance(at.Sub(srv.Now()))
+	}
+	to("2027-03-27T12:00:00Z")
+	if _, err := srv.Client.CreateSchedule(ctx, "night", client.ScheduleConfig{Topic: "night", Cron: "30 2 * * *", TZ: "Europe/Berlin"}); err != nil {
+		t.Fatal(err)
+	}
+	to("2027-03-28T12:00:00Z")
+	to("2027-03-29T12:00:00Z")
+	to("2027-10-30T12:00:00Z")
+	to("2027-10-31T12:00:00Z")
+	fires := map[string]bool{}
+	for {
+		msgs, err := srv.Client.Receive(ctx, "night", "g", client.ReceiveOptions{Max: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(msgs) == 0 {
+			break
+		}
+		for _, m := range msgs {
+			fires[m.Properties["hourglass-fire-time"]] = true
+		}
+	}
+	for fire, want := range map[string]bool{
+		"2027-03-28T01:00:00.000Z": true,  // 03:00 CEST: 02:30 did not exist
+		"2027-03-29T00:30:00.000Z": true,  // 02:30 CEST
+		"2027-10-31T00:30:00.000Z": true,  // the first 02:30 (CEST)
+		"2027-10-31T01:30:00.000Z": false, // the second 02:30 (CET): not again
+		"2027-10-30T00:30:00.000Z": true,
+	} {
+		if fires[fire] != want {
+			t.Errorf("fire at %s: %v, want %v", fire, fires[fire], want)
+		}
+	}
+	// 28 March to 31 October inclusive, one a day.
+	if len(fires) != 218 {
+		t.Errorf("%d firings, want 218 (one a day)", len(fires))
+	}
+}

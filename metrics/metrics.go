@@ -40,6 +40,8 @@ type Collector struct {
 
 	groupDelivered, groupAcked, groupRedelivered, groupDead *prometheus.Desc
 	groupBacklog, groupInFlight                             *prometheus.Desc
+
+	forecast *forecastCollector // due soon and disk use (forecast.go)
 }
 
 // NewCollector returns a collector over eng.
@@ -49,6 +51,7 @@ func NewCollector(eng *engine.Engine) *Collector {
 	}
 	return &Collector{
 		eng:         eng,
+		forecast:    newForecastCollector(eng),
 		sent:        d("messages_sent_total", "Messages accepted by sends."),
 		fired:       d("messages_fired_total", "Messages that fell due and became visible to consumers (delivered to their queue)."),
 		cancelled:   d("messages_cancelled_total", "Pending messages cancelled."),
@@ -107,6 +110,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range c.descs() {
 		ch <- d
 	}
+	c.forecast.Describe(ch)
 }
 
 // Collect implements prometheus.Collector: it reads the engine's
@@ -149,6 +153,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.windowMissed, s.WindowMissed.Load())
 	b := buildinfo.Get()
 	gauge(c.buildInfo, 1, b.Version, b.Commit, b.GoVersion)
+	c.forecast.Collect(ch)
 
 	for _, t := range c.eng.Topics() {
 		ts, err := c.eng.DescribeTopic(t.Name)
@@ -197,6 +202,5 @@ func histogram(d *prometheus.Desc, h *engine.Histogram) prometheus.Metric {
 func Handler(eng *engine.Engine) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(NewCollector(eng), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	reg.MustRegister(newForecastCollector(eng))
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 }

@@ -39,16 +39,19 @@
 // # Firings and duplicates
 //
 // Runner sends the firing at fire time T as a message due at T, Lead
-// (default 10 s) ahead of T, so the engine's timers make it visible on
+// (default 20 s) ahead of T, so the engine's timers make it visible on
 // time. The message's key is "<key>@<T in RFC 3339 UTC with ms>" (key
 // defaults to the schedule ID) and it carries the properties
-// hourglass-schedule and hourglass-fire-time. After the engine acknowledges
-// a batch of firings, their progress (Through, LastFire, LastID) is
-// written to the journal and fsynced. A crash between the two leaves a
-// firing sent but not recorded; after a restart the runner looks the first
-// firing of every schedule up by its key before sending it, and does not
-// send it again if a live message has that key. One firing per schedule
-// per batch makes that first firing the only one that can be unrecorded.
+// hourglass-schedule and hourglass-fire-time. The firings due in one turn
+// (several of one schedule after a catch-up or a clock jump) are sent in
+// one batch, all or nothing; after the engine acknowledges it, each
+// schedule's progress (Through, LastFire, LastID) is written to the journal
+// in one fsynced write. A crash between the two leaves firings sent but not
+// recorded: for each schedule a prefix of the firings after its Through.
+// After a restart the runner therefore looks each schedule's next firings
+// up by key, in order, before sending them, records those it finds (a
+// message cancelled by a pause does not count) and sends from the first it
+// does not find.
 // So a kill -9 loses no firing and stores none twice. (Under -flush async
 // a power loss may lose acknowledged messages, firings included.)
 //

@@ -44,7 +44,9 @@ type Options struct {
 	// Lead is how long before its fire time a firing is sent, as an
 	// ordinary message due at the fire time: the engine's timers then make
 	// it visible on time, and the runner's own delays do not add to its
-	// lateness. Default 10s.
+	// lateness. Default 20s: within the engine's near window (its Lookahead,
+	// 30 s by default), and enough for 100,000 firings due at one instant
+	// on a loaded 2-core machine (docs/benchmarks.md).
 	Lead time.Duration
 	// MaxBatch bounds the messages of one send; it must not exceed the
 	// engine's MaxBatch. Default 1,000.
@@ -66,7 +68,7 @@ func (o *Options) setDefaults() {
 		o.Clock = clock.NewReal()
 	}
 	if o.Lead <= 0 {
-		o.Lead = 10 * time.Second
+		o.Lead = 20 * time.Second
 	}
 	if o.MaxBatch <= 0 {
 		o.MaxBatch = 1000
@@ -248,16 +250,25 @@ func (r *Runner) loop() {
 	}
 }
 
-// takeLocked pops up to MaxBatch entries due at now; at most one firing
-// per schedule per batch, so that a schedule's progress is in the journal
-// before its next firing is sent (the restart's look-up relies on it).
-func (r *Runner) takeLocked(now int64) []*entry {
+// takeLocked takes the firings due at now, up to MaxBatch: from each
+// schedule due, its firings in order, as many as are due (several after a
+// catch-up or a clock jump). The schedules taken leave the heap until fire
+// puts them back.
+func (r *Runner) takeLocked(now int64) []*group {
 	if r.failed != nil {
 		return nil
 	}
-	var batch []*entry
-	for len(r.due) > 0 && r.due[0].due <= now && len(batch) < r.opts.MaxBatch {
-		batch = append(batch, heap.Pop(&r.due).(*entry))
+	lead := r.opts.Lead.Milliseconds()
+	var batch []*group
+	n := 0
+	for len(r.due) > 0 && r.due[0].due <= now && n < r.opts.MaxBatch {
+		e := heap.Pop(&r.due).(*entry)
+		g := &group{e: e}
+		for t := e.next; t != 0 && t-lead <= now && n < r.opts.MaxBatch; t = e.spec.Next(t, e.sc.Created) {
+			g.fs = append(g.fs, &firing{fire: t, key: FireKey(keyOf(e.sc), t)})
+			n++
+		}
+		batch = append(batch, g)
 	}
 	r.firing = len(batch) > 0
 	return batch
@@ -275,38 +286,58 @@ func (r *Runner) waitLocked(now int64) time.Duration {
 
 // firing is one message of a batch.
 type firing struct {
-	e    *entry
 	fire int64
 	key  string
 	id   string // once sent or found
-	err  error
 }
 
-// fire sends a batch's firings, records their progress in the journal, and
-// then moves each entry to its next fire time. Called with opMu held.
-func (r *Runner) fire(batch []*entry, now int64) {
-	fs := make([]*firing, 0, len(batch))
-	var send []*firing
-	for _, e := range batch {
-		f := &firing{e: e, fire: e.next, key: FireKey(keyOf(e.sc), e.next)}
-		fs = append(fs, f)
-		if e.uncertain {
-			if id, ok, err := r.sentBefore(e.sc.Topic, f.key); err != nil {
-				f.err = err
-				continue
-			} else if ok {
+// group is one schedule's firings in a batch, in fire-time order.
+type group struct {
+	e  *entry
+	fs []*firing
+	// sendFrom is the first firing to send: those before it were found
+	// already sent (after a restart).
+	sendFrom int
+	err      error
+}
+
+// fire sends a batch's firings, records each schedule's progress in the
+// journal (one write), and then moves each schedule to its next fire
+// time. Called with opMu held.
+//
+// After a restart a schedule is uncertain: a prefix of its next firings
+// may have been sent in a batch whose progress never reached the journal
+// (a batch is sent all or nothing, in order). So its firings are looked up
+// by key, in order, until the first that is not found; that one and the
+// rest are sent, and the schedule is certain again.
+func (r *Runner) fire(batch []*group, now int64) {
+	var send []*group
+	for _, g := range batch {
+		if g.e.uncertain {
+			for _, f := range g.fs {
+				id, ok, err := r.sentBefore(g.e.sc.Topic, f.key)
+				if err != nil {
+					g.err = err
+					break
+				}
+				if !ok {
+					break
+				}
 				f.id = id
+				g.sendFrom++
 				r.stats.Recovered.Add(1)
-				continue
 			}
 		}
-		send = append(send, f)
+		if g.err == nil && g.sendFrom < len(g.fs) {
+			send = append(send, g)
+		}
 	}
 	r.send(send)
 	var progress []Progress
-	for _, f := range fs {
-		if f.err == nil {
-			progress = append(progress, Progress{ID: f.e.sc.ID, Through: f.fire, LastFire: f.fire, LastID: f.id})
+	for _, g := range batch {
+		if g.err == nil {
+			last := g.fs[len(g.fs)-1]
+			progress = append(progress, Progress{ID: g.e.sc.ID, Through: last.fire, LastFire: last.fire, LastID: last.id})
 		}
 	}
 	err := r.store.Progress(progress)
@@ -320,24 +351,26 @@ func (r *Runner) fire(batch []*entry, now int64) {
 		r.opts.Logger.Error("schedule journal write failed; schedules stop firing until a restart", "err", err)
 		return
 	}
-	for _, f := range fs {
-		e := f.e
-		if f.err != nil {
-			r.stats.SendErrors.Add(1)
+	for _, g := range batch {
+		e := g.e
+		if g.err != nil {
+			r.stats.SendErrors.Add(uint64(len(g.fs) - g.sendFrom))
 			e.failures++
-			e.lastErr = f.err.Error()
+			e.lastErr = g.err.Error()
 			backoff := min(time.Second<<min(e.failures-1, 6), time.Minute)
 			e.due = now + backoff.Milliseconds()
 			r.due.set(e)
 			if e.failures == 1 {
-				r.opts.Logger.Warn("schedule firing failed; retrying", "schedule", e.sc.ID, "fire", time.UnixMilli(f.fire).UTC(), "err", f.err)
+				r.opts.Logger.Warn("schedule firing failed; retrying", "schedule", e.sc.ID, "fire", time.UnixMilli(g.fs[0].fire).UTC(), "err", g.err)
 			}
 			continue
 		}
+		last := g.fs[len(g.fs)-1]
 		sc := e.sc.clone()
-		sc.Through, sc.LastFire, sc.LastID = f.fire, f.fire, f.id
-		e.sc, e.uncertain, e.failures, e.lastErr = sc, false, 0, ""
-		e.next = e.spec.Next(f.fire, sc.Created)
+		sc.Through, sc.LastFire, sc.LastID = last.fire, last.fire, last.id
+		e.sc, e.failures, e.lastErr = sc, 0, ""
+		e.uncertain = e.uncertain && g.sendFrom == len(g.fs)
+		e.next = e.spec.Next(last.fire, sc.Created)
 		e.due = e.next - r.opts.Lead.Milliseconds()
 		r.due.set(e)
 	}
@@ -373,33 +406,39 @@ func (r *Runner) sentBefore(topic, key string) (string, bool, error) {
 	return id.String(), info.State != engine.StateCancelled, nil
 }
 
-// send sends the firings in one batch; if the batch is refused for one
-// message's sake, each is sent alone so that one bad schedule does not
-// hold back the others.
-func (r *Runner) send(fs []*firing) {
-	if len(fs) == 0 {
+// send sends the groups' unsent firings in one batch (all or nothing); if
+// the batch is refused for one message's sake, each group is sent alone
+// so that one bad schedule does not hold back the others.
+func (r *Runner) send(gs []*group) {
+	if len(gs) == 0 {
 		return
 	}
-	reqs := make([]engine.SendRequest, len(fs))
-	for i, f := range fs {
-		reqs[i] = r.request(f)
+	var reqs []engine.SendRequest
+	for _, g := range gs {
+		for _, f := range g.fs[g.sendFrom:] {
+			reqs = append(reqs, r.request(g.e.sc, f))
+		}
 	}
 	rs, err := r.opts.Broker.SendBatch(context.Background(), reqs)
 	if err == nil {
-		for i, f := range fs {
-			f.id = rs[i].ID.String()
+		i := 0
+		for _, g := range gs {
+			for _, f := range g.fs[g.sendFrom:] {
+				f.id = rs[i].ID.String()
+				i++
+			}
 		}
-		r.stats.Sent.Add(uint64(len(fs)))
+		r.stats.Sent.Add(uint64(len(reqs)))
 		return
 	}
-	if len(fs) == 1 || !perMessage(err) {
-		for _, f := range fs {
-			f.err = err
+	if len(gs) == 1 || !perMessage(err) {
+		for _, g := range gs {
+			g.err = err
 		}
 		return
 	}
-	for _, f := range fs {
-		r.send([]*firing{f})
+	for _, g := range gs {
+		r.send([]*group{g})
 	}
 }
 
@@ -414,8 +453,7 @@ func perMessage(err error) bool {
 
 // request is the message of a firing: the schedule's, with its fire key,
 // the two schedule properties, due at the fire time.
-func (r *Runner) request(f *firing) engine.SendRequest {
-	sc := f.e.sc
+func (r *Runner) request(sc *Schedule, f *firing) engine.SendRequest {
 	props := make(map[string]string, len(sc.Properties)+2)
 	maps.Copy(props, sc.Properties)
 	props[PropSchedule] = sc.ID
@@ -531,7 +569,7 @@ func (r *Runner) validate(def Schedule) (*Schedule, *Spec, error) {
 		Body: append([]byte(nil), def.Body...), Cron: spec.Expr(), TZ: spec.Location().String(), CatchUp: def.CatchUp}
 	// The firing as it will be sent, checked against the message limits now
 	// rather than at its first fire time.
-	sample := r.request(&firing{e: &entry{sc: sc}, fire: 1<<50 - 1, key: FireKey(keyOf(sc), 1<<50-1)})
+	sample := r.request(sc, &firing{fire: 1<<50 - 1, key: FireKey(keyOf(sc), 1<<50-1)})
 	if err := r.opts.Limits.Validate(&sample.Message); err != nil {
 		return nil, nil, fmt.Errorf("the messages of this schedule would be refused: %w", err)
 	}

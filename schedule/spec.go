@@ -3,6 +3,10 @@ package schedule
 import (
 	"strings"
 	"time"
+	// The IANA zone database inside the binary (about 450 KB), used when
+	// the system has none: a broker in a minimal container without
+	// /usr/share/zoneinfo still knows Europe/Berlin.
+	_ "time/tzdata"
 
 	"github.com/robfig/cron/v3"
 

@@ -18,16 +18,19 @@
 # the timer, which delayed messages need: timerWheelEnable=true,
 # timerPrecisionMs=1000, recallMessageEnable=true, timerMaxDelaySec=259200
 # (3 days; the proxy still refuses more than 1 day). Name server 9876,
-# broker 10911, proxy gRPC 8081 and remoting 8080. The proxy's 8080 and 8081
-# and the broker's 10912 bind every interface (no setting changes that), so
-# run it only on a machine where that is acceptable.
+# broker 10911 (and 10909, 10912), proxy gRPC $HOURGLASS_RMQ_GRPC_PORT
+# (default 8081, also hourglass's default gRPC port) and remoting
+# $HOURGLASS_RMQ_REMOTING_PORT (default 8080). The proxy's two ports and the
+# broker's 10912 bind every interface (no setting changes that), so run it
+# only on a machine where that is acceptable.
 set -euo pipefail
 
 version=5.3.3
 cache="${HOURGLASS_CACHE:-$HOME/.cache/hourglass}/rocketmq-$version"
 run="${HOURGLASS_RMQ_DIR:-${TMPDIR:-/tmp}/hourglass-rocketmq}"
 namesrv=127.0.0.1:9876
-grpc_port=8081
+grpc_port="${HOURGLASS_RMQ_GRPC_PORT:-8081}"
+remoting_port="${HOURGLASS_RMQ_REMOTING_PORT:-8080}"
 
 fetch() {
 	[ -f "$cache/.complete" ] && return 0
@@ -99,7 +102,7 @@ waitfor() {
 }
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-registered() { grep -qs "boot success" "$run/broker.out"; }
+registered() { grep -qs "new broker registered" "$run/home/logs/rocketmqlogs/namesrv.log"; }
 
 stop() {
 	local name pid
@@ -123,10 +126,12 @@ start)
 	fetch
 	[ -d "$run" ] && stop
 	rm -rf "$run" && mkdir -p "$run/home/logs" "$run/store"
-	if port_open 9876 || port_open "$grpc_port" || port_open 10911; then
-		echo "rocketmq.sh: a port of 9876, 10911, $grpc_port is already in use" >&2
-		exit 1
-	fi
+	for port in 9876 10909 10911 10912 "$grpc_port" "$remoting_port"; do
+		if port_open "$port"; then
+			echo "rocketmq.sh: port $port is already in use" >&2
+			exit 1
+		fi
+	done
 	cat >"$run/broker.conf" <<EOF
 brokerClusterName=DefaultCluster
 brokerName=broker-a
@@ -142,15 +147,15 @@ recallMessageEnable=true
 timerMaxDelaySec=259200
 EOF
 	cat >"$run/rmq-proxy.json" <<EOF
-{"rocketMQClusterName": "DefaultCluster", "namesrvAddr": "$namesrv", "grpcServerPort": $grpc_port, "remotingListenPort": 8080}
+{"rocketMQClusterName": "DefaultCluster", "namesrvAddr": "$namesrv", "grpcServerPort": $grpc_port, "remotingListenPort": $remoting_port}
 EOF
 	echo "listenPort=9876" >"$run/namesrv.conf"
 
 	jvm namesrv org.apache.rocketmq.namesrv.NamesrvStartup -c "$run/namesrv.conf"
 	waitfor 60 namesrv port_open 9876
 	jvm broker org.apache.rocketmq.broker.BrokerStartup -c "$run/broker.conf"
-	# The broker prints "boot success" after its first registration with the
-	# name server; a proxy started before that dies at start.
+	# A proxy started before the broker has registered with the name server
+	# dies at start; the broker's "boot success" can come before that.
 	waitfor 90 broker registered
 	jvm proxy org.apache.rocketmq.proxy.ProxyStartup -pc "$run/rmq-proxy.json" -pm cluster -n "$namesrv"
 	waitfor 90 proxy port_open "$grpc_port"

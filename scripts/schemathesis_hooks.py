@@ -12,9 +12,19 @@ Schema-violating (negative) requests are never dropped. The rules:
 - key, tag, group and the properties of a message take at most 32 KiB
   (UTF-8 bytes), and a property name is not empty;
 - "at" is at most now plus the maximum delay (400 days by default);
+- at most one of deadline and ttl, and the deadline they give is not before
+  the message's due time nor beyond the maximum delay (a margin of a minute
+  and an hour keeps the hook's clock from deciding);
+- a dedup_id used before in a topic with another message is a conflict
+  (409): valid cases get dedup IDs of their own (map_case);
 - a group's backoff_base is at most its backoff_max (1s and 5m when absent);
-- a message sent to a FIFO topic has a group (the hooks remember the topics
-  the run created with "fifo": true).
+- a message sent to a FIFO topic has a group and no window (the hooks
+  remember the topics the run created with "fifo": true);
+- a schedule's cron is a valid expression and its tz a known zone (the
+  schema says "string"): valid cases get one from a small list, and no
+  property named hourglass-schedule or hourglass-fire-time.
+- a forecast asks for from < to (from defaults to now, to to from + 1 h),
+  to at most the end of 9999, and at most 10,000 buckets.
 
 One filter works around the tester: it sends a '%' followed by two hex
 digits in a path parameter as it is, not as %25, so the server reads another
@@ -36,6 +46,8 @@ NAME_LIMIT = 200
 WAIT_CAP = "100ms"
 
 UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
+# The default delay levels (RocketMQ 4.x's table), in ms.
+LEVELS_MS = [s * 1000 for s in (1, 5, 10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200)]
 DURATION = re.compile(r"^([0-9]+)(ms|s|m|h)$")
 
 
@@ -78,7 +90,34 @@ def message_breaks_rules(msg, now_ms):
     if size > MAX_HEADER_BYTES:
         return True
     at = msg.get("at")
-    return isinstance(at, int) and at > now_ms + MAX_DELAY_MS - 3_600_000
+    if isinstance(at, int) and at > now_ms + MAX_DELAY_MS - 3_600_000:
+        return True
+    return deadline_breaks_rules(msg, now_ms)
+
+
+def due_ms(msg, now_ms):
+    """The due time the broker will give msg (at most one option set)."""
+    at, delay, level = msg.get("at"), msg.get("delay"), msg.get("level")
+    if isinstance(at, int) and at > 0:
+        return max(at, now_ms)
+    if isinstance(delay, str) and delay:
+        return now_ms + (duration_ms(delay) or 0)
+    if isinstance(level, int) and 1 <= level <= len(LEVELS_MS):
+        return now_ms + LEVELS_MS[level - 1]
+    return now_ms
+
+
+def deadline_breaks_rules(msg, now_ms):
+    deadline, ttl = msg.get("deadline"), msg.get("ttl")
+    has_deadline = isinstance(deadline, int) and deadline != 0
+    ttl_ms = duration_ms(ttl) if isinstance(ttl, str) and ttl else 0
+    if has_deadline and ttl_ms:
+        return True
+    if ttl_ms:
+        deadline = now_ms + ttl_ms
+    elif not has_deadline:
+        return False
+    return deadline < due_ms(msg, now_ms) + 60_000 or deadline > now_ms + MAX_DELAY_MS - 3_600_000
 
 
 # Topics this run created FIFO: a send to one needs a message group.
@@ -86,7 +125,10 @@ FIFO_TOPICS = set()
 
 
 def fifo_without_group(topic, msg):
-    return topic in FIFO_TOPICS and isinstance(msg, dict) and not msg.get("group")
+    """A send a FIFO topic refuses: without a group, or with a window."""
+    if topic not in FIFO_TOPICS or not isinstance(msg, dict):
+        return False
+    return not msg.get("group") or (isinstance(msg.get("window"), int) and msg.get("window") > 0)
 
 
 def backoff_breaks_rules(cfg):
@@ -95,6 +137,29 @@ def backoff_breaks_rules(cfg):
     base = duration_ms(cfg.get("backoff_base") or "1s")
     top = duration_ms(cfg.get("backoff_max") or "5m")
     return base is not None and top is not None and base > top
+
+
+FORECAST_MAX_BUCKETS = 10_000
+FORECAST_MAX_MS = 253402300799999
+STEP_WORDS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400}
+STEP_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def forecast_breaks_rules(query, now_ms):
+    """A forecast needs from < to, to within the year 9999 and at most
+    10,000 buckets; from defaults to now, to to from + 1 h, step to 1m."""
+    query = query or {}
+    try:
+        frm = int(query.get("from", now_ms))
+        to = int(query.get("to", frm + 3_600_000))
+    except (TypeError, ValueError):
+        return False
+    step = str(query.get("step", "minute"))
+    secs = STEP_WORDS.get(step) or (int(step[:-1]) * STEP_UNITS.get(step[-1], 0) if step[:-1].isdigit() else 0)
+    if not secs or frm >= to or to > FORECAST_MAX_MS:
+        return True
+    first, last = frm // 1000, -(-to // 1000)
+    return -(-(last - first) // secs) > FORECAST_MAX_BUCKETS
 
 
 @schemathesis.hook
@@ -110,6 +175,8 @@ def filter_case(context, case):
             return False
     body, path = case.body, case.operation.path
     now_ms = int(time.time() * 1000)
+    if path == "/v1/forecast":
+        return not forecast_breaks_rules(case.query, now_ms)
     if path.endswith("/messages"):
         return not (message_breaks_rules(body, now_ms) or fifo_without_group(topic, body))
     if path.endswith("/reschedule"):
@@ -117,13 +184,52 @@ def filter_case(context, case):
     if path.endswith("/batch") and isinstance(body, dict):
         msgs = body.get("messages") or []
         return not any(message_breaks_rules(m, now_ms) or fifo_without_group(topic, m) for m in msgs)
+    if path == "/v1/schedules/{schedule}" and case.method.upper() == "PUT" and isinstance(body, dict):
+        return not (message_breaks_rules(body, now_ms) or body.get("topic") in FIFO_TOPICS)
     if path.endswith("/groups/{group}") and case.method.upper() == "PUT":
         return not backoff_breaks_rules(body)
     return True
 
 
+# Dedup IDs handed to valid cases, one per case, so that no valid send
+# conflicts with an earlier one.
+DEDUP_SEQ = [0]
+
+
+def fresh_dedup_ids(msgs):
+    for m in msgs:
+        if isinstance(m, dict) and m.get("dedup_id"):
+            DEDUP_SEQ[0] += 1
+            m["dedup_id"] = "st-%d" % DEDUP_SEQ[0]
+
+
+CRONS = ["@hourly", "0 9 * * *", "*/15 * * * *", "@every 10m", "30 2 * * 1-5"]
+ZONES = [None, "UTC", "Europe/Berlin", "America/New_York"]
+
+
+def fix_schedule(case):
+    """Makes a valid schedule's cron and tz ones the server reads."""
+    body = case.body
+    if not isinstance(body, dict):
+        return
+    seed = len(str(body))
+    body["cron"] = CRONS[seed % len(CRONS)]
+    body["tz"] = ZONES[seed % len(ZONES)]
+    props = body.get("properties")
+    if isinstance(props, dict):
+        props.pop("hourglass-schedule", None)
+        props.pop("hourglass-fire-time", None)
+
+
 @schemathesis.hook
 def map_case(context, case):
+    if is_positive(case) and isinstance(case.body, dict):
+        if case.operation.path.endswith("/messages"):
+            fresh_dedup_ids([case.body])
+        elif case.operation.path.endswith("/batch"):
+            fresh_dedup_ids(case.body.get("messages") or [])
+    if case.operation.path == "/v1/schedules/{schedule}" and case.method.upper() == "PUT" and is_positive(case):
+        fix_schedule(case)
     if case.operation.path.endswith("/receive") and isinstance(case.body, dict):
         wait = case.body.get("wait")
         if isinstance(wait, str):

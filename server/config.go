@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -66,6 +67,11 @@ type Config struct {
 	// a data directory is tied to the mode it was created with (see
 	// checkClockMode).
 	Clock string
+	// BackupDir is the directory under which POST /v1/admin/backup may
+	// write backups (flag -backup-dir): a request names a new directory
+	// inside it. Empty disables the route (409 failed_precondition), so
+	// that no client can make the broker write elsewhere.
+	BackupDir string
 
 	// Flush is the commit-log flush policy, "sync" or "async" (flag -flush).
 	// sync acknowledges a send after fdatasync; async acknowledges after the
@@ -226,6 +232,7 @@ func (c *Config) settings() []setting {
 		{"grpc-long-poll", "longest RocketMQ receive long poll, announced to consumers (at most 30s)", (*durationValue)(&c.GRPCLongPoll)},
 		{"auth-token", "bearer token required on every /v1 request; empty disables auth (prefer HOURGLASS_AUTH_TOKEN: flags show in the process list)", (*secretValue)(&c.AuthToken)},
 		{"clock", "clock of the broker: system, or virtual (FOR TESTS ONLY: time moves only by POST /v1/clock/advance; the data directory must be empty or virtual too)", (*stringValue)(&c.Clock)},
+		{"backup-dir", "directory under which POST /v1/admin/backup may write backups; empty disables the route", (*stringValue)(&c.BackupDir)},
 		{"flush", "commit-log flush policy: sync (ack after fdatasync) or async (ack after write, fdatasync every -flush-interval)", (*stringValue)(&c.Flush)},
 		{"flush-interval", "fdatasync period under -flush async", (*durationValue)(&c.FlushInterval)},
 		{"segment-bytes", "commit-log segment size in bytes (suffixes KiB, MiB, GiB), at least 1MiB", (*sizeValue)(&c.SegmentBytes)},
@@ -281,6 +288,9 @@ func (c Config) Validate() error {
 	c.validateGRPC(bad)
 	if c.Clock != api.ClockSystem && c.Clock != api.ClockVirtual {
 		bad("-clock %q is not %s or %s", c.Clock, api.ClockSystem, api.ClockVirtual)
+	}
+	if c.BackupDir != "" && !filepath.IsAbs(c.BackupDir) {
+		bad("-backup-dir %q must be an absolute path", c.BackupDir)
 	}
 	if _, err := c.flushPolicy(); err != nil {
 		bad("%v", err)

@@ -70,6 +70,7 @@ var routes = []route{
 	{"GET", "/v1/clock", (*Handler).clockNow},
 	{"POST", "/v1/clock/advance", (*Handler).clockAdvance},
 	{"GET", "/v1/stats", (*Handler).stats},
+	{"POST", "/v1/admin/backup", (*Handler).backup},
 	{"GET", "/healthz", (*Handler).healthz},
 	{"GET", "/metrics", (*Handler).serveMetrics},
 	{"GET", "/v1/forecast", (*Handler).forecast},

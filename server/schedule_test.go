@@ -39,3 +39,17 @@ func TestHTTPDeadlineAndWindowValidation(t *testing.T) {
 	var rc api.Receipt
 	ts.call("POST", "/v1/topics/t/messages", map[string]any{"body": "x", "delay": "1m", "ttl": "2m", "window": 10_000}, http.StatusOK, &rc)
 }
+
+// TestHTTPInspectShowsSchedulingFields: inspect tells the dedup ID,
+// deadline and window a message was sent with.
+func TestHTTPInspectShowsSchedulingFields(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	ts := newTestServer(t, withFakeClock(clk))
+	var rc api.Receipt
+	ts.call("POST", "/v1/topics/t/messages", map[string]any{"body": "x", "delay": "1m", "ttl": "2m", "window": 500, "dedup_id": "op"}, http.StatusOK, &rc)
+	var info api.MessageInfo
+	ts.call("GET", "/v1/messages/"+rc.ID, nil, http.StatusOK, &info)
+	if info.DedupID != "op" || int64(info.Deadline) != clk.Now().UnixMilli()+120_000 || info.Window != 500 {
+		t.Fatalf("inspect %+v", info)
+	}
+}

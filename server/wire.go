@@ -17,7 +17,7 @@ func infoOf(i engine.Info) api.MessageInfo {
 	due := api.Millis(i.Due)
 	return api.MessageInfo{ID: i.ID.String(), State: api.State(i.State), Topic: i.Topic, Queue: i.Queue, Key: i.Key, Tag: i.Tag,
 		Due: due, DueTime: due.RFC3339(), Sent: api.Millis(i.Sent), Visible: api.Millis(i.Visible), BodyBytes: i.BodyBytes,
-		Properties: i.Properties}
+		Properties: i.Properties, DedupID: i.DedupID, Deadline: api.Millis(i.Deadline), Window: i.Window}
 }
 
 func groupOf(g engine.GroupInfo) api.Group {

@@ -56,7 +56,13 @@ const verifyChunk = EntrySize * 43690
 // the file and offset, on the first bad entry, a file missing or shorter
 // than recorded, or a recorded length that is not a whole number of entries.
 // It only reads; call it after Trim, before Load.
-func (s *Store) Verify(keep map[int64]int64) error {
+func (s *Store) Verify(keep map[int64]int64) error { return s.VerifyVisit(keep, nil) }
+
+// VerifyVisit is Verify that also hands every entry it checked to visit
+// (when not nil), in file order, duplicates included: the engine counts its
+// pending messages in the same pass, so that recovery reads the buckets
+// once.
+func (s *Store) VerifyVisit(keep map[int64]int64, visit func(Entry)) error {
 	buf := make([]byte, verifyChunk)
 	for _, b := range sortedStarts(keep) {
 		name, k := s.name(b), keep[b]
@@ -65,8 +71,12 @@ func (s *Store) Verify(keep map[int64]int64) error {
 		}
 		err := readFile(s.fs, name, k, buf, func(off int64, p []byte) error {
 			for i := 0; i < len(p); i += EntrySize {
-				if _, ok := decode(p[i:i+EntrySize], b, s.width); !ok {
+				e, ok := decode(p[i:i+EntrySize], b, s.width)
+				if !ok {
 					return corrupt(name, off+int64(i), "entry fails its check")
+				}
+				if visit != nil {
+					visit(e)
 				}
 			}
 			return nil

@@ -56,14 +56,22 @@ func runCheck(ctx context.Context, a *App, c *command, args []string) int {
 		}
 		return ExitUsage
 	}
-	if *asJSON {
+	return a.printCheck(rep, *asJSON, true)
+}
+
+// printCheck prints a check's report (its problems, its notes when notes
+// is set, its summary; or JSON) and returns the exit code it means.
+func (a *App) printCheck(rep *engine.CheckReport, asJSON, notes bool) int {
+	if asJSON {
 		a.printJSON(rep)
 	} else {
 		for _, p := range rep.Problems {
 			fmt.Fprintf(a.Stdout, "problem: %s at offset %d: %s\n", p.File, p.Offset, p.What)
 		}
 		for _, p := range rep.Notes {
-			fmt.Fprintf(a.Stdout, "note: %s at offset %d: %s\n", p.File, p.Offset, p.What)
+			if notes {
+				fmt.Fprintf(a.Stdout, "note: %s at offset %d: %s\n", p.File, p.Offset, p.What)
+			}
 		}
 		fmt.Fprintln(a.Stdout, rep.Summary())
 	}

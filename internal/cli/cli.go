@@ -95,6 +95,8 @@ func commands() []*command {
 		forecastCommand(),
 		repairCommand(),
 		checkCommand(),
+		backupCommand(),
+		restoreCommand(),
 		benchCommand(),
 		kafkaCommand(),
 		demoCommand(),

@@ -30,7 +30,7 @@ func runForecast(ctx context.Context, a *App, c *command, args []string) int {
 	fs := a.newFlagSet(c)
 	cf := a.addClientFlags(fs)
 	topic := fs.String("topic", "", "one topic (default: every topic)")
-	stepS := fs.String("step", "1m", "bucket width: second, minute, hour, day or a duration of whole seconds (30s, 5m, 1d)")
+	stepS := fs.String("step", "1m", "bucket width: second, minute, hour, day or a whole number of s, m, h or d (30s, 5m, 1d)")
 	forS := fs.String("for", "1h", "how far ahead: a duration such as 90m, 24h or 7d")
 	width := fs.Int("width", 50, "width of the longest bar, in characters")
 	pos, code, ok := parseFlags(fs, args)
@@ -56,7 +56,7 @@ func runForecast(ctx context.Context, a *App, c *command, args []string) int {
 	}
 	from := alignDown(a.Now(), step)
 	f, err := a.client(cf).Forecast(ctx, client.ForecastRequest{
-		Topic: *topic, From: from.UnixMilli(), To: from.Add(span).UnixMilli(), Step: strconv.FormatInt(int64(step/time.Second), 10) + "s",
+		Topic: *topic, From: from.UnixMilli(), To: from.Add(span).UnixMilli(), Step: *stepS,
 	})
 	if err != nil {
 		return a.failed(c, err)

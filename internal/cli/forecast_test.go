@@ -32,7 +32,7 @@ func TestForecastDrawsBars(t *testing.T) {
 	r := newRunner(t, map[string]string{"HOURGLASS_SERVER": srv.URL})
 	res := r.run("forecast", "--topic", "orders", "--for", "6m", "--width", "8")
 	res.wantCode(t, ExitOK)
-	wantQuery := "from=" + itoa(from) + "&step=60s&to=" + itoa(from+6*60_000) + "&topic=orders"
+	wantQuery := "from=" + itoa(from) + "&step=1m&to=" + itoa(from+6*60_000) + "&topic=orders"
 	if query != wantQuery {
 		t.Errorf("query %q, want %q", query, wantQuery)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/hourglass-mq/hourglass/internal/sdnotify"
 	"github.com/hourglass-mq/hourglass/server"
 )
 
@@ -15,7 +16,8 @@ func serveCommand() *command {
 previous run left, and serves the HTTP API until SIGINT or SIGTERM, then shuts
 down gracefully (in-flight requests finish, the log is flushed and a final
 checkpoint written). Prints "listening on http://ADDR" once requests are
-accepted.
+accepted. Under systemd with Type=notify ($NOTIFY_SOCKET set) it then sends
+READY=1, and STOPPING=1 when the shutdown begins.
 
 Every flag can also be set in a JSON config file (--config FILE; keys are the
 flag names with '_' for '-') or in an environment variable (HOURGLASS_ and the
@@ -44,8 +46,26 @@ func runServe(ctx context.Context, a *App, c *command, args []string) int {
 		return a.usageError(c, "%v", err)
 	}
 	logger := cfg.NewLogger(a.Stderr)
+	// Under systemd (Type=notify) the start is done once the listeners
+	// are up, and the stop begins when the context ends.
+	socket, _ := lookup(sdnotify.Env)
+	notify := func(state string) {
+		if _, err := sdnotify.Notify(socket, state); err != nil {
+			logger.Warn("systemd notification failed", "state", state, "err", err)
+		}
+	}
+	stopped := make(chan struct{})
+	defer close(stopped)
 	err := server.Run(ctx, cfg, logger, func(addr string) {
 		fmt.Fprintf(a.Stdout, "listening on http://%s\n", addr)
+		notify(sdnotify.Ready)
+		go func() {
+			select {
+			case <-ctx.Done():
+				notify(sdnotify.Stopping)
+			case <-stopped:
+			}
+		}()
 	})
 	if err != nil {
 		return a.failed(c, err)

@@ -26,6 +26,9 @@
 //	          kill, the requests in doubt and what became of them
 //	herd      1 M messages due at the same millisecond, with the default
 //	          dispatch rate and unbounded
+//	backup    -n pending messages, then -rounds rounds of a -producers Send
+//	          load for -duration (baseline) and the same load while Backup
+//	          writes a copy: duration, pause, disk, send latency vs baseline
 //	produce   64 producers calling Send with 1 KiB bodies for 10 s, against
 //	          the best rate of raw append+fdatasync loops at the same
 //	          concurrency over a sweep of batch sizes (1 to 4096 records)
@@ -103,6 +106,8 @@ type config struct {
 	marker     time.Duration // restart: the reopen starts this long after the markers are sent
 	crashFor   time.Duration // restart: the kill -9 child is killed this long after its first ack
 	dropCaches bool          // restart: empty the page cache before every Open
+
+	rounds int // backup: rounds of baseline load, then load during a backup
 }
 
 func main() {
@@ -145,6 +150,7 @@ func main() {
 	marks := flag.String("rss-at", "", "rss: comma-separated pending counts at which RSS is also read (e.g. 1000000), besides -n")
 	batches := flag.String("engine-batches", "8,64,512", "produce: SendBatch sizes of the engine sweep, comma-separated (the engine's MaxBatch is 1,000)")
 	flag.BoolVar(&c.dropCaches, "drop-caches", false, "restart: sync and empty the page cache (echo 3 > /proc/sys/vm/drop_caches, needs root) before every Open: a cold start")
+	flag.IntVar(&c.rounds, "rounds", 3, "backup: rounds of a baseline load, then the same load while a backup runs")
 	flag.Parse()
 	for _, f := range strings.Split(*marks, ",") {
 		if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && n > 0 && n < c.n {
@@ -179,6 +185,7 @@ func run(c config) error {
 		"grouplateness": runGroupLateness,
 		"rss":           runRSS,
 		"drill":         runDrill,
+		"backup":        runBackup,
 		// The child process of restart's kill -9 phase; not for direct use.
 		"crashchild": runCrashChild,
 	}

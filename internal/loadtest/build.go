@@ -39,7 +39,7 @@ func (r *runner) report(ended string, finished time.Time) *Report {
 	}
 
 	rep.Sends = SendStats{
-		Requests: int(r.sendReqs.Load()), FailedRequests: int(r.sendFailed.Load()), Refused: int(r.sendRefused.Load()),
+		Requests: int(r.sendReqs.Load()), FailedRequests: int(r.sendFailed.Load()), Refused: int(r.sendRefused.Load()), Resent: int(r.sendResent.Load()),
 		Acked: c.acked, Unacknowledged: c.failed, RatePerS: rep.Total.SendRate,
 	}
 	for i := range entries {

@@ -92,6 +92,10 @@ type Config struct {
 	Drill    bool
 	Kills    int
 	Downtime time.Duration
+	// Dedup gives every message a dedup ID (its bench ID), so that a send
+	// whose answer was lost is sent again with the same IDs and due times
+	// and stored at most once, instead of being resent as new messages.
+	Dedup bool
 	// DataDir is the drill broker's data directory; empty uses a fresh
 	// temporary directory that is removed afterwards.
 	DataDir string
@@ -176,8 +180,10 @@ SIGKILLs it --kills times at random moments, leaves it down for --downtime,
 restarts it on the same data directory, and reports lost and duplicated
 messages and, separately, the lateness of messages due while it was down.
 A send the broker refused (connection refused) is retried under the same IDs;
-any other failed send is not acknowledged, so it is resent as new messages and
-counted as failed, not as lost. With --rate 0 the drill paces its sends
+any other failed send may have been stored: with --dedup (the default) it is
+sent again with the same dedup IDs and due times, so the broker stores each
+message once; with --dedup=false it is not acknowledged, so it is resent as
+new messages and counted as failed, not as lost. With --rate 0 the drill paces its sends
 over the kill window (kills x (downtime + 2s)) so that it sends throughout.
 
 Exit status: 0 no message lost or early; 1 otherwise (or the run failed);
@@ -273,6 +279,7 @@ func benchFlags(cfg *Config, raw *rawArgs, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&cfg.PNGPath, "png", "", "write the lateness chart as PNG to `file`")
 	fs.DurationVar(&cfg.Progress, "progress", time.Second, "period of the progress line on stderr (0: none)")
 	fs.Int64Var(&raw.seed, "seed", 0, "random seed (0: from the clock); reported so a run can be repeated")
+	fs.BoolVar(&cfg.Dedup, "dedup", true, "give every message a dedup ID and resend a send whose answer was lost with it\n(false: resend its messages as new ones)")
 	fs.BoolVar(&cfg.Drill, "drill", false, "crash drill: start the broker, kill -9 and restart it during the run")
 	fs.IntVar(&cfg.Kills, "kills", 3, "drill: number of kills")
 	fs.DurationVar(&cfg.Downtime, "downtime", 5*time.Second, "drill: how long the broker stays down after each kill")

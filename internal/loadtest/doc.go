@@ -27,11 +27,14 @@
 //     broker's machine or keep both clocks synchronised.
 //   - A send the broker refused before acting on it (connection refused,
 //     429, 503) is retried under the same bench IDs with fresh due times.
-//     A send that failed otherwise (connection reset, timeout) is not
-//     acknowledged and is resent as new messages. If the broker had
-//     stored the first attempt after all, it is delivered too; it is then
-//     counted as "unacknowledged, delivered", never as a duplicate or as
-//     lost.
+//     A send that failed otherwise (connection reset, timeout) may have
+//     been stored. With --dedup (the default) every message carries its
+//     bench ID as dedup ID, and such a send is sent again with the same
+//     IDs and due times: the broker stores each message once. With
+//     --dedup=false it is not acknowledged and is resent as new messages;
+//     if the broker had stored the first attempt after all, it is
+//     delivered too, counted as "unacknowledged, delivered", never as a
+//     duplicate or as lost.
 //   - A message whose ack failed is delivered again after its lease and
 //     counted as a duplicate: that is the documented at-least-once window.
 //     After every message arrived the bench keeps receiving for --linger

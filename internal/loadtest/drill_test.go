@@ -45,6 +45,11 @@ func TestDrillLosesNothing(t *testing.T) {
 	if rep.Total.Sent != 2000 || rep.Total.Lost != 0 || rep.Total.Early != 0 {
 		t.Errorf("sent %d lost %d early %d, want 2000, 0, 0", rep.Total.Sent, rep.Total.Lost, rep.Total.Early)
 	}
+	// Sends whose answer a kill cut off were sent again with their dedup
+	// IDs: none was resent as a new message.
+	if rep.Sends.Unacknowledged != 0 || rep.Sends.Resent != rep.Sends.FailedRequests {
+		t.Errorf("sends %+v: want every failed request resent with its dedup IDs, none unacknowledged", rep.Sends)
+	}
 	d := rep.Drill
 	if d == nil || len(d.Kills) != 2 {
 		t.Fatalf("drill report %+v, want 2 kills", d)

@@ -88,8 +88,15 @@ func execute(ctx context.Context, cfg Config, stderr io.Writer) (*Report, *runne
 			cfg.Rate = float64(cfg.N) / d.window.Seconds()
 		}
 	}
-	c := client.New(cfg.Server, client.WithToken(cfg.Token), client.WithHTTPClient(httpClient(cfg)),
-		client.WithBackoff(minBackoff, maxBackoff))
+	opts := []client.Option{client.WithToken(cfg.Token), client.WithHTTPClient(httpClient(cfg)), client.WithBackoff(minBackoff, maxBackoff)}
+	if cfg.Dedup {
+		// Sends with dedup IDs would be retried inside the client after a
+		// lost answer too, and a retry refused there would hide that the
+		// first attempt may have been stored: the producer retries instead,
+		// and keeps the due times once an attempt is in doubt.
+		opts = append(opts, client.WithRetries(0))
+	}
+	c := client.New(cfg.Server, opts...)
 	r := newRunner(cfg, c, stderr, isTerminal(stderr))
 	r.drill = d
 	rep, err := r.run(ctx)

@@ -90,6 +90,17 @@ func (r *recorder) redue(first int, dues []int64) {
 	}
 }
 
+// dues returns the due times of entries [first, first+n).
+func (r *recorder) dues(first, n int) []int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = r.entries[first+i].due
+	}
+	return out
+}
+
 // sent records the outcome of the send of entries [first, first+n).
 func (r *recorder) sent(first, n int, ok bool, at int64) {
 	r.mu.Lock()

@@ -83,6 +83,10 @@ type SendStats struct {
 	Requests       int `json:"requests"`
 	Refused        int `json:"refused_requests"`
 	FailedRequests int `json:"failed_requests"`
+	// Resent counts the FailedRequests sent again with the same dedup IDs
+	// and due times (--dedup): the broker stores each message at most
+	// once, so their messages are acknowledged, not unacknowledged.
+	Resent int `json:"resent_requests"`
 	// Acked is the number of messages the broker acknowledged.
 	Acked int `json:"acked"`
 	// Unacknowledged is the number of messages of FailedRequests; they
@@ -309,8 +313,8 @@ func (r *Report) writeTable(w io.Writer) {
 		msCell(r.Total.BrokerLateness, r.Total.BrokerLateness.P50), msCell(r.Total.BrokerLateness, r.Total.BrokerLateness.P99),
 		msCell(r.Total.BrokerLateness, r.Total.BrokerLateness.Max))
 	fmt.Fprintf(w, "early = arrived before the due time, with %g ms tolerance (the bench and the broker must share a clock)\n", r.EarlyToleranceMs)
-	fmt.Fprintf(w, "sends: %d requests, %d refused (retried), %d failed (%d messages unacknowledged and resent as new ones, %d of them delivered anyway), %d answered after due, %.0f msg/s\n",
-		r.Sends.Requests, r.Sends.Refused, r.Sends.FailedRequests, r.Sends.Unacknowledged, r.Sends.UnacknowledgedDelivered, r.Sends.SentAfterDue, r.Sends.RatePerS)
+	fmt.Fprintf(w, "sends: %d requests, %d refused (retried), %d failed (%d resent with their dedup IDs; %d messages unacknowledged and resent as new ones, %d of them delivered anyway), %d answered after due, %.0f msg/s\n",
+		r.Sends.Requests, r.Sends.Refused, r.Sends.FailedRequests, r.Sends.Resent, r.Sends.Unacknowledged, r.Sends.UnacknowledgedDelivered, r.Sends.SentAfterDue, r.Sends.RatePerS)
 	fmt.Fprintf(w, "receives: %d requests, %d errors, %d ack failures, %d redeliveries, %d foreign, %.0f msg/s\n",
 		r.Receives.Requests, r.Receives.Errors, r.Receives.AckFailures, r.Receives.Redelivered, r.Receives.Foreign, r.Receives.RatePerS)
 	if h := r.Herd; h != nil {

@@ -76,6 +76,7 @@ type runner struct {
 
 	sendReqs, sendFailed  atomic.Int64
 	sendRefused           atomic.Int64
+	sendResent            atomic.Int64 // failed requests to send again with their dedup IDs
 	recvReqs, recvErrors  atomic.Int64
 	ackFailures           atomic.Int64
 	lastSendErr, lastRecv atomic.Value // string: the latest error, for the progress line
@@ -250,8 +251,9 @@ func (r *runner) claim() int {
 // after a backoff until it is acknowledged, the run ends, or the error is
 // one a retry cannot fix. A send the broker refused (nothing reached it)
 // is retried with the same bench IDs and fresh due times; any other
-// failure may have stored the messages, so they are marked failed and the
-// retry sends new ones.
+// failure may have stored the messages: with --dedup they are sent again
+// with the same dedup IDs and due times (the broker stores each at most
+// once), else they are marked failed and the retry sends new ones.
 func (r *runner) produce(ctx context.Context, rng *rand.Rand) {
 	for {
 		n := r.claim()
@@ -269,9 +271,10 @@ func (r *runner) produce(ctx context.Context, rng *rand.Rand) {
 		}
 		backoff := minBackoff
 		first := -1
+		ambiguous := false // an attempt may have been stored: keep its due times
 		for {
 			var err error
-			first, err = r.sendOnce(ctx, tiers, first, rng)
+			first, err = r.sendOnce(ctx, tiers, first, ambiguous, rng)
 			if err == nil {
 				break
 			}
@@ -283,7 +286,11 @@ func (r *runner) produce(ctx context.Context, rng *rand.Rand) {
 				return
 			}
 			if !refused(err) {
-				first = -1
+				if r.cfg.Dedup {
+					ambiguous = true
+				} else {
+					first = -1
+				}
 			}
 			if !sleepCtx(ctx, backoff) {
 				return
@@ -295,30 +302,26 @@ func (r *runner) produce(ctx context.Context, rng *rand.Rand) {
 
 // sendOnce sends one request with a message per element of tiers, due
 // from now. With reuse < 0 it records new messages; otherwise it sends
-// again the messages from sequence number reuse on, with new due times.
-// It returns the first sequence number.
-func (r *runner) sendOnce(ctx context.Context, tiers []uint8, reuse int, rng *rand.Rand) (int, error) {
+// again the messages from sequence number reuse on, with new due times, or
+// with the ones they had when keepDue is set (a resend under the same
+// dedup IDs must ask for the same thing). It returns the first sequence
+// number.
+func (r *runner) sendOnce(ctx context.Context, tiers []uint8, reuse int, keepDue bool, rng *rand.Rand) (int, error) {
 	n := len(tiers)
-	now := time.Now()
-	duesMs := make([]int64, n)
-	dues := make([]int64, n)
-	for i := range n {
-		switch r.cfg.Mode {
-		case ModeTiers:
-			duesMs[i] = ceilMs(now.Add(r.cfg.Tiers[tiers[i]]))
-		case ModeSpread:
-			span := int64(r.cfg.SpreadMax - r.cfg.SpreadMin)
-			d := r.cfg.SpreadMin + time.Duration(rng.Int64N(span+1))
-			duesMs[i] = ceilMs(now.Add(d))
-		case ModeHerd:
-			duesMs[i] = r.herdAt
+	keepDue = keepDue && reuse >= 0
+	var dues, duesMs []int64
+	if keepDue {
+		dues, duesMs = r.rec.dues(reuse, n), make([]int64, n)
+		for i, d := range dues {
+			duesMs[i] = d / int64(time.Millisecond)
 		}
-		dues[i] = duesMs[i] * int64(time.Millisecond)
+	} else {
+		dues, duesMs = r.newDues(tiers, rng)
 	}
 	first := reuse
 	if first < 0 {
 		first = r.rec.add(dues, tiers)
-	} else {
+	} else if !keepDue {
 		r.rec.redue(first, dues)
 	}
 	msgs := make([]client.Message, n)
@@ -332,6 +335,9 @@ func (r *runner) sendOnce(ctx context.Context, tiers []uint8, reuse int, rng *ra
 			},
 			Body: r.body,
 			When: client.AtTime(time.UnixMilli(duesMs[i])),
+		}
+		if r.cfg.Dedup {
+			msgs[i].DedupID = msgs[i].Properties[propID]
 		}
 	}
 	r.sendReqs.Add(1)
@@ -348,12 +354,39 @@ func (r *runner) sendOnce(ctx context.Context, tiers []uint8, reuse int, rng *ra
 		// Nothing was stored: the entries stay pending for the retry.
 		r.sendRefused.Add(1)
 		r.lastSendErr.Store(err.Error())
+	case r.cfg.Dedup:
+		// Maybe stored: sent again with the same dedup IDs and due times,
+		// so stored at most once; the entries stay pending meanwhile.
+		r.sendFailed.Add(1)
+		r.sendResent.Add(1)
+		r.lastSendErr.Store(err.Error())
 	default:
 		r.rec.sent(first, n, false, time.Now().UnixNano())
 		r.sendFailed.Add(1)
 		r.lastSendErr.Store(err.Error())
 	}
 	return first, err
+}
+
+// newDues draws due times from now for a message per element of tiers, as
+// Unix ns and as Unix ms.
+func (r *runner) newDues(tiers []uint8, rng *rand.Rand) (dues, duesMs []int64) {
+	now := time.Now()
+	dues, duesMs = make([]int64, len(tiers)), make([]int64, len(tiers))
+	for i := range tiers {
+		switch r.cfg.Mode {
+		case ModeTiers:
+			duesMs[i] = ceilMs(now.Add(r.cfg.Tiers[tiers[i]]))
+		case ModeSpread:
+			span := int64(r.cfg.SpreadMax - r.cfg.SpreadMin)
+			d := r.cfg.SpreadMin + time.Duration(rng.Int64N(span+1))
+			duesMs[i] = ceilMs(now.Add(d))
+		case ModeHerd:
+			duesMs[i] = r.herdAt
+		}
+		dues[i] = duesMs[i] * int64(time.Millisecond)
+	}
+	return dues, duesMs
 }
 
 // refused reports whether err proves the broker did not store anything:

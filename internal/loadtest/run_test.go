@@ -31,8 +31,12 @@ type fakeBroker struct {
 	failAt  map[int]bool          // fail the send of a batch holding this seq...
 	storeAt map[int]bool          // ...and store it anyway (the answer was lost)
 	refuse  map[int]bool          // refuse, once, the connection of a batch holding this seq
-	recvErr error                 // every receive fails with this
-	ids     map[string]bool       // bench IDs stored
+	// failOnce fails, once, the send of a batch holding this seq (storing
+	// it if storeAt says so).
+	failOnce map[int]bool
+	byDedup  map[string]client.Receipt // dedup ID -> the receipt of its one stored message
+	recvErr  error                     // every receive fails with this
+	ids      map[string]bool           // bench IDs stored
 
 	failCarried int            // fail this many receives that carry acks, acking nothing
 	delivered   map[string]int // receipt -> times handed out
@@ -76,20 +80,33 @@ func (f *fakeBroker) SendBatch(_ context.Context, topic string, msgs []client.Me
 	}
 	fail, store := false, true
 	for _, m := range msgs {
-		if s := seqOf(m); f.failAt[s] {
+		if s := seqOf(m); f.failAt[s] || f.failOnce[s] {
 			fail, store = true, f.storeAt[s]
+			delete(f.failOnce, s)
 		}
 	}
 	var out []client.Receipt
 	if store {
 		for _, m := range msgs {
+			if rc, ok := f.byDedup[m.DedupID]; ok && m.DedupID != "" {
+				rc.Duplicate = true
+				out = append(out, rc)
+				continue
+			}
 			f.nextID++
 			fm := &fakeMsg{id: fmt.Sprint(f.nextID), seq: seqOf(m), due: m.When.At, props: m.Properties, attempt: 1}
 			if f.ids == nil {
 				f.ids = map[string]bool{}
 			}
 			f.ids[m.Properties[propID]] = true
-			out = append(out, client.Receipt{ID: fm.id, Topic: topic, Due: client.MillisOf(fm.due)})
+			rc := client.Receipt{ID: fm.id, Topic: topic, Due: client.MillisOf(fm.due)}
+			out = append(out, rc)
+			if m.DedupID != "" {
+				if f.byDedup == nil {
+					f.byDedup = map[string]client.Receipt{}
+				}
+				f.byDedup[m.DedupID] = rc
+			}
 			if !f.drop[fm.seq] {
 				f.queue = append(f.queue, fm)
 			}
@@ -206,7 +223,7 @@ func TestBenchCountsEveryMisbehaviour(t *testing.T) {
 		refuse:  map[int]bool{60: true},
 	}
 	rep := fakeRun(t, f, "-n", "200", "--tiers", "20ms,50ms", "--producers", "2", "--batch", "10",
-		"--consumers", "2", "--wait", "50ms", "--deadline", "300ms")
+		"--consumers", "2", "--wait", "50ms", "--deadline", "300ms", "--dedup=false")
 	tot := rep.Total
 	if tot.Sent != 200 || tot.Lost != 1 || tot.Early != 1 || tot.Duplicated != 1 || tot.ExtraDeliveries != 1 {
 		t.Errorf("sent %d lost %d early %d duplicated %d extra %d, want 200, 1, 1, 1, 1",
@@ -331,5 +348,31 @@ func TestProgressLine(t *testing.T) {
 		if !strings.Contains(l, "/50 (") || !strings.Contains(l, "in-flight") || strings.Contains(l, "\r") {
 			t.Errorf("progress line %q lacks the counts (or rewrites itself on a non-terminal)", l)
 		}
+	}
+}
+
+// TestBenchDedupResendsAmbiguousSends: with --dedup (the default) a send
+// whose answer was lost is sent again with the same dedup IDs and due
+// times, so every message is stored once and acknowledged: nothing is
+// unacknowledged or resent as new, and nothing arrives twice.
+func TestBenchDedupResendsAmbiguousSends(t *testing.T) {
+	f := &fakeBroker{
+		failOnce: map[int]bool{100: true, 150: true},
+		storeAt:  map[int]bool{100: true},
+	}
+	rep := fakeRun(t, f, "-n", "200", "--tiers", "20ms,50ms", "--producers", "2", "--batch", "10",
+		"--consumers", "2", "--wait", "50ms", "--deadline", "2s")
+	tot, s := rep.Total, rep.Sends
+	if tot.Sent != 200 || tot.Lost != 0 || tot.Duplicated != 0 || tot.ExtraDeliveries != 0 {
+		t.Errorf("sent %d lost %d duplicated %d extra %d, want 200 and no loss or duplicate", tot.Sent, tot.Lost, tot.Duplicated, tot.ExtraDeliveries)
+	}
+	if s.FailedRequests != 2 || s.Resent != 2 || s.Unacknowledged != 0 || s.Acked != 200 {
+		t.Errorf("sends %+v, want 2 failed, both resent with their dedup IDs, none unacknowledged, 200 acked", s)
+	}
+	if got := len(f.seen()); got != 200 {
+		t.Errorf("the broker stored %d distinct bench IDs, want 200", got)
+	}
+	if !rep.Passed {
+		t.Errorf("failed: %q", rep.Failures)
 	}
 }

@@ -21,6 +21,7 @@ type loadStats struct {
 // loadSampler samples /proc/loadavg until stop.
 type loadSampler struct {
 	done chan struct{}
+	once sync.Once
 	wg   sync.WaitGroup
 	mu   sync.Mutex
 	xs   []float64
@@ -57,9 +58,10 @@ func startLoadSampler() *loadSampler {
 	return s
 }
 
-// stop ends the sampling and summarises it, with one last sample.
+// stop ends the sampling and summarises it, with one last sample. It may
+// be called more than once.
 func (s *loadSampler) stop() loadStats {
-	close(s.done)
+	s.once.Do(func() { close(s.done) })
 	s.wg.Wait()
 	xs := append(s.xs, loadAvg1())
 	ls := loadStats{Start: xs[0], End: xs[len(xs)-1]}

@@ -44,6 +44,10 @@
 //	    -spread-topic T1 -herd-topic T2 -json out.json
 //	go run ./internal/rmqbench -summarize out-dir   # Markdown table of all runs
 //
+// With -metrics (hourglass only), each phase also reports the broker's own
+// lateness (visible minus due) from hourglass's /metrics histogram, to tell
+// the broker's part of the lateness from the delivery's and the client's.
+//
 // The machine's load average (1 min) is sampled every 2 s during each phase
 // and reported with it, since benchmarks here share the machine.
 package main
@@ -87,6 +91,7 @@ type config struct {
 	await       time.Duration
 	invisible   time.Duration
 	jsonOut     string
+	metrics     string // hourglass's /metrics URL, for the broker-side lateness
 	run         int
 }
 
@@ -127,6 +132,7 @@ func parseArgs(args []string, stderr io.Writer) (cfg config, summarize string, e
 	fs.DurationVar(&cfg.await, "await", cfg.await, "long-polling time of a Receive")
 	fs.DurationVar(&cfg.invisible, "invisible", cfg.invisible, "invisible duration of a Receive")
 	fs.StringVar(&cfg.jsonOut, "json", "", "also write the report as JSON to this file")
+	fs.StringVar(&cfg.metrics, "metrics", "", "hourglass only: its /metrics URL, to report the broker-side lateness of each phase")
 	fs.IntVar(&cfg.run, "run", 0, "run number, for the report")
 	fs.StringVar(&summarize, "summarize", "", "print a Markdown table of the JSON reports in this folder and exit")
 	if err = fs.Parse(args); err != nil {

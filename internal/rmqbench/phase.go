@@ -90,6 +90,7 @@ type phaseResult struct {
 	Lateness       loadtest.Lateness `json:"lateness_ms"` // arrival - delivery timestamp
 	HerdFirstMs    float64           `json:"herd_first_ms,omitempty"`
 	HerdLastMs     float64           `json:"herd_last_ms,omitempty"`
+	Broker         *brokerLateness   `json:"broker_lateness,omitempty"` // hourglass only, with -metrics
 	Load           loadStats         `json:"load"`
 }
 
@@ -158,6 +159,7 @@ func runPhase(ctx context.Context, cfg config, p phase, progress io.Writer, lead
 	}
 	res := phaseResult{Topic: topic, Group: cfg.group + "-" + topic}
 	load := startLoadSampler()
+	defer load.stop() // on an early return
 	col := newCollector(p, rand.Uint64(), cfg.n)
 
 	recvCtx, stopRecv := context.WithCancel(ctx)
@@ -168,6 +170,10 @@ func runPhase(ctx context.Context, cfg config, p phase, progress io.Writer, lead
 	}
 	defer cons.GracefulStop()
 	rs := startReceivers(recvCtx, cfg, cons, col)
+	defer func() { // on an early return; a no-op after the normal end
+		stopRecv()
+		rs.wait()
+	}()
 	prods, err := startProducers(cfg, topic)
 	defer func() {
 		for _, pr := range prods {
@@ -180,6 +186,13 @@ func runPhase(ctx context.Context, cfg config, p phase, progress io.Writer, lead
 
 	if p == phaseSpread && cfg.warmup > 0 {
 		lead = warmup(ctx, cfg, prods, topic, col.nonce, &res, progress)
+	}
+
+	var before bucketCounts
+	if cfg.metrics != "" {
+		if before, err = readBuckets(cfg.metrics); err != nil {
+			return res, fmt.Errorf("-metrics: %w", err)
+		}
 	}
 
 	// The due times: the spread from start+lead at millisecond steps, the
@@ -218,6 +231,14 @@ func runPhase(ctx context.Context, cfg config, p phase, progress io.Writer, lead
 	stopRecv()
 	rs.wait()
 	res.Load = load.stop()
+	if before != nil {
+		after, err := readBuckets(cfg.metrics)
+		if err != nil {
+			return res, fmt.Errorf("-metrics: %w", err)
+		}
+		bl := since(before, after)
+		res.Broker = &bl
+	}
 	fill(&res, cfg, ss, col, rs)
 	return res, nil
 }
@@ -308,7 +329,8 @@ func startProducers(cfg config, topic string) ([]rmq.Producer, error) {
 	return prods, nil
 }
 
-// warmup sends cfg.warmup messages due in 1 s before the spread, so that
+// warmup sends cfg.warmup messages due in 1 s before the spread (and waits
+// until 200 ms after that due time), so that
 // neither side is measured cold (RocketMQ's JVMs sent 3 to 4 times slower
 // in their first seconds here), and returns the spread's lead: 1.5 times
 // the time cfg.n sends take at the warm-up's rate, so that the spread's
@@ -317,6 +339,12 @@ func warmup(ctx context.Context, cfg config, prods []rmq.Producer, topic string,
 	due := time.Now().Add(time.Second).UnixMilli()
 	ws := send(ctx, cfg, prods, topic, phaseWarmup, nonce, cfg.warmup, func(int) int64 { return due })
 	res.WarmupSent = ws.sent
+	// Let the warm-up be delivered before the spread begins, so that it
+	// competes with neither the spread's sends nor its broker-side figures.
+	select {
+	case <-ctx.Done():
+	case <-time.After(time.Until(time.UnixMilli(due).Add(200 * time.Millisecond))):
+	}
 	secs := ws.end.Sub(ws.start).Seconds()
 	if ws.sent == 0 || secs <= 0 {
 		return 0
@@ -380,6 +408,7 @@ func send(ctx context.Context, cfg config, prods []rmq.Producer, topic string, p
 type receivers struct {
 	recv, acks sync.WaitGroup
 	ackCh      chan *rmq.MessageView
+	waitOnce   sync.Once
 	errs       atomic.Int64
 	ackErrs    atomic.Int64
 	mu         sync.Mutex
@@ -446,10 +475,12 @@ func (r *receivers) receiveFailed(ctx context.Context, err error) {
 	}
 }
 
-// wait stops: the receivers have ended (their context is done); then the
-// ack queue is drained.
+// wait returns once the receivers have ended (their context must be done)
+// and the ack queue is drained. It may be called more than once.
 func (r *receivers) wait() {
-	r.recv.Wait()
-	close(r.ackCh)
-	r.acks.Wait()
+	r.waitOnce.Do(func() {
+		r.recv.Wait()
+		close(r.ackCh)
+		r.acks.Wait()
+	})
 }

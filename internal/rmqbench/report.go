@@ -32,6 +32,10 @@ func printReport(w io.Writer, r report) {
 			fmt.Fprintf(w, "    herd at %s: first arrival %.1f ms after it, last %.1f ms\n",
 				x.Instant.UTC().Format("15:04:05.000"), x.HerdFirstMs, x.HerdLastMs)
 		}
+		if b := x.Broker; b != nil {
+			fmt.Fprintf(w, "    broker side (visible - due, %d messages): p50 <= %g ms, p99 <= %g ms, max <= %g ms\n",
+				b.Count, b.P50LeMs, b.P99LeMs, b.MaxLeMs)
+		}
 		if x.FirstSendError != "" {
 			fmt.Fprintf(w, "    first send error: %s\n", x.FirstSendError)
 		}
@@ -67,6 +71,17 @@ func herdOf(f func(*phaseResult) float64) func(report) (float64, bool) {
 	}
 }
 
+// brokerOf reads a broker-side figure of a phase, where there is one.
+func brokerOf(ph func(report) *phaseResult, f func(*brokerLateness) float64) func(report) (float64, bool) {
+	return func(r report) (float64, bool) {
+		x := ph(r)
+		if x == nil || x.Broker == nil {
+			return 0, false
+		}
+		return f(x.Broker), true
+	}
+}
+
 var metrics = []metric{
 	{"spread: lateness p50 (ms)", spreadOf(func(x *phaseResult) float64 { return x.Lateness.P50 })},
 	{"spread: lateness p99 (ms)", spreadOf(func(x *phaseResult) float64 { return x.Lateness.P99 })},
@@ -80,6 +95,8 @@ var metrics = []metric{
 	{"herd: early", herdOf(func(x *phaseResult) float64 { return float64(x.Early) })},
 	{"herd: lost", herdOf(func(x *phaseResult) float64 { return float64(x.Lost) })},
 	{"herd: send rate (msgs/s)", herdOf(func(x *phaseResult) float64 { return x.SendRate })},
+	{"spread: broker side, visible - due, p99 at most (ms)", brokerOf(func(r report) *phaseResult { return r.Spread }, func(b *brokerLateness) float64 { return b.P99LeMs })},
+	{"herd: broker side, all visible at most (ms) after the instant", brokerOf(func(r report) *phaseResult { return r.Herd }, func(b *brokerLateness) float64 { return b.MaxLeMs })},
 	{"load average during spread, mean", spreadOf(func(x *phaseResult) float64 { return x.Load.Mean })},
 	{"load average during herd, mean", herdOf(func(x *phaseResult) float64 { return x.Load.Mean })},
 }

@@ -1,0 +1,458 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/hourglass-mq/hourglass/commitlog"
+	"github.com/hourglass-mq/hourglass/errs"
+	"github.com/hourglass-mq/hourglass/queueindex"
+	"github.com/hourglass-mq/hourglass/vfs"
+)
+
+// Online backup.
+//
+// A backup is a data directory a broker can open: IDENTITY (the key that
+// seals IDs, so a restored broker accepts the IDs it handed out), a fresh
+// CHECKPOINT, the commit log up to a record boundary at or after that
+// checkpoint's position, and the caches. It is taken while sends go on:
+//
+//  1. Backup takes ckptMu, the lock that serialises checkpoints, and holds
+//     it to the end. Every removal or rewrite of a file of the data
+//     directory happens inside a checkpoint (retention of segments and
+//     overlay files, removal of timer buckets and replaced key runs, the
+//     writes of timer buckets, key runs and the overlay journal): while
+//     Backup holds ckptMu, those files are frozen, the commit log and
+//     the queue indexes only grow, and nothing Backup reads disappears.
+//  2. It writes a checkpoint (checkpointLocked). Sends wait only for its
+//     capture under the gate, as for any checkpoint; BackupInfo.Pause is
+//     that wait. Every message acknowledged before Backup was called is
+//     in the log before the checkpoint's position.
+//  3. It reads the log's head H (a record boundary: Head moves by whole
+//     acknowledged batches) and copies the log up to H: sealed segments
+//     wholly below H are hard-linked (they are never written again) or
+//     copied where linking fails, the segment holding H is copied up to
+//     H. A message acknowledged while Backup runs is one record, below H
+//     (in the backup, whole) or not (absent).
+//  4. It copies the caches as they are. Recovery of the backup cuts every
+//     queue index, timer bucket and overlay file back to the length the
+//     checkpoint recorded and ignores key runs it does not list (see
+//     recover.go), then replays the log from the checkpoint's position to
+//     H: whatever the caches gained after the checkpoint is derived again
+//     from the log, so nothing in the backup is early.
+//  5. It writes into a temporary sibling directory, syncs every file and
+//     directory, and renames it to its name: a crash leaves no half
+//     backup under that name. LOCK is not copied.
+//
+// While Backup runs no checkpoint can run: the timer entries of far-future
+// sends wait in memory (the buffer a checkpoint would flush), and the log
+// a recovery would replay grows. A backup of a large directory therefore
+// costs some memory and some recovery time until the next checkpoint,
+// which the checkpointer runs as soon as Backup returns.
+//
+// Caveat: a linked segment shares its data with the live directory.
+// Nothing in the broker writes a sealed segment, but `hourglass repair`
+// does, in place: copy the backup (or restore it) before repairing the
+// live directory, or repair a copy.
+
+// BackupInfo says what Backup wrote.
+type BackupInfo struct {
+	// Dir is the backup's directory.
+	Dir string
+	// CheckpointPos is where the backup's checkpoint starts replay;
+	// LogHead the end of the log copied (a record boundary). Every message
+	// acknowledged before Backup was called lies below CheckpointPos.
+	CheckpointPos, LogHead uint64
+	// Files and Bytes count what was copied; LinkedFiles and LinkedBytes
+	// the sealed segments hard-linked (no new disk space).
+	Files, LinkedFiles int
+	Bytes, LinkedBytes int64
+	// Pause is how long sends waited: the checkpoint's capture.
+	Pause time.Duration
+	// Duration is the whole backup, checkpoint included.
+	Duration time.Duration
+}
+
+// Backup writes a consistent copy of the data directory to dir, an
+// absolute path that does not exist yet or is an empty directory, whose
+// parent exists, on the engine's filesystem, while sends go on (see the
+// comment above for how, and what is and is not in it). Bad targets are
+// InvalidArgument errors; a closed engine is Unavailable. It is safe to
+// call concurrently with everything; backups run one at a time.
+func (e *Engine) Backup(ctx context.Context, dir string) (BackupInfo, error) {
+	start := time.Now()
+	info := BackupInfo{Dir: dir}
+	if err := e.checkTarget(dir); err != nil {
+		return info, err
+	}
+	e.mu.Lock()
+	closed := e.life.closed
+	e.mu.Unlock()
+	if closed {
+		return info, errs.New(errs.Unavailable, "the broker is shutting down")
+	}
+	e.ckptMu.Lock()
+	defer e.ckptMu.Unlock()
+	st, pause, err := e.checkpointLocked()
+	info.Pause = pause
+	if err != nil {
+		return info, fmt.Errorf("backup: checkpoint: %w", err)
+	}
+	info.CheckpointPos, info.LogHead = st.LogPos, uint64(e.clog.Head())
+	c := &copier{ctx: ctx, fs: e.opts.FS, info: &info}
+	err = c.into(dir, func(tmp string) error { return e.copyLive(c, tmp, commitlog.Pos(info.LogHead)) })
+	info.Duration = time.Since(start)
+	if err != nil {
+		return info, fmt.Errorf("backup: %w", err)
+	}
+	e.opts.Logger.Info("backup written", "dir", dir, "checkpoint", info.CheckpointPos, "log_head", info.LogHead,
+		"bytes", info.Bytes, "linked_bytes", info.LinkedBytes, "pause", info.Pause, "took", info.Duration)
+	return info, nil
+}
+
+// checkTarget validates a backup's directory.
+func (e *Engine) checkTarget(dir string) error {
+	if !filepath.IsAbs(dir) {
+		return errs.New(errs.InvalidArgument, "backup directory %q is not an absolute path", dir)
+	}
+	dir = filepath.Clean(dir)
+	data, err := filepath.Abs(e.opts.Dir)
+	if err == nil && (dir == data || strings.HasPrefix(dir, data+string(filepath.Separator))) {
+		return errs.New(errs.InvalidArgument, "backup directory %q is inside the data directory", dir)
+	}
+	return checkEmptyTarget(e.opts.FS, dir)
+}
+
+// checkEmptyTarget accepts a directory that does not exist, or is empty,
+// and whose parent exists.
+func checkEmptyTarget(fs vfs.FS, dir string) error {
+	if _, err := fs.List(filepath.Dir(dir)); err != nil {
+		return errs.New(errs.InvalidArgument, "the parent of %q cannot be listed (it must exist): %v", dir, err)
+	}
+	names, err := fs.List(dir)
+	switch {
+	case vfs.IsNotExist(err):
+		return nil
+	case err != nil:
+		return errs.New(errs.InvalidArgument, "%q is not a directory that can be listed: %v", dir, err)
+	case len(names) > 0:
+		return errs.New(errs.InvalidArgument, "%q is not empty (%d entries): choose a new directory", dir, len(names))
+	}
+	return nil
+}
+
+// copyLive copies the live data directory into tmp: the log up to head,
+// then the rest as it is (ckptMu held: see the comment at the top).
+func (e *Engine) copyLive(c *copier, tmp string, head commitlog.Pos) error {
+	src := e.opts.Dir
+	for _, name := range []string{identityFile, checkpointFile} {
+		if err := c.file(path.Join(src, name), path.Join(tmp, name), -1); err != nil {
+			return err
+		}
+	}
+	if err := c.mkdir(path.Join(tmp, "log")); err != nil {
+		return err
+	}
+	segs := e.clog.Segments()
+	for i, s := range segs {
+		if s.Base > head {
+			break
+		}
+		from, to := path.Join(src, "log", s.Name), path.Join(tmp, "log", s.Name)
+		if s.End <= head && i < len(segs)-1 {
+			if err := c.link(from, to); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := c.file(from, to, commitlog.HeaderSize+int64(min(s.End, head)-s.Base)); err != nil {
+			return err
+		}
+	}
+	// Queue indexes only grow; a partial entry at the end is left out.
+	topics, err := e.opts.FS.List(path.Join(src, "queues"))
+	if err != nil && !vfs.IsNotExist(err) {
+		return err
+	}
+	for _, t := range topics {
+		files, err := e.opts.FS.List(path.Join(src, "queues", t))
+		if err != nil {
+			return err
+		}
+		if err := c.mkdir(path.Join(tmp, "queues", t)); err != nil {
+			return err
+		}
+		for _, f := range files {
+			if !strings.HasSuffix(f, ".qi") {
+				continue
+			}
+			if err := c.file(path.Join(src, "queues", t, f), path.Join(tmp, "queues", t, f), -queueindex.EntrySize); err != nil {
+				return err
+			}
+		}
+	}
+	for _, d := range []string{"keys", "timers", overlayDir} {
+		if err := c.tree(path.Join(src, d), path.Join(tmp, d)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// copier copies files and counts what it did. Every file it writes, and
+// every directory it makes, is synced before into renames: the files with
+// vfs.SyncFiles (one syncfs on Linux) every syncEvery bytes, since a
+// backup may hold tens of thousands of small timer-bucket files and an
+// fsync each would cost a journal commit each.
+type copier struct {
+	ctx  context.Context
+	fs   vfs.FS
+	info *BackupInfo
+	dirs []string
+	// written lists the files written but not yet synced, by directory,
+	// and unsynced counts their bytes.
+	written  map[string][]string
+	unsynced int64
+}
+
+// syncEvery is how many copied bytes a copier lets pile up before it
+// syncs them: written back in small steps, they never make the commit
+// log's fdatasync wait behind a flush of the whole backup (one syncfs at
+// the end made sends wait for hundreds of milliseconds).
+const syncEvery = 8 << 20
+
+// syncWritten makes the files written so far durable, a directory at a
+// time.
+func (c *copier) syncWritten() error {
+	for d, names := range c.written {
+		if err := vfs.SyncFiles(c.fs, d, names); err != nil {
+			return err
+		}
+		delete(c.written, d)
+	}
+	c.unsynced = 0
+	return nil
+}
+
+// into runs fill on a temporary sibling of dir, syncs it, and renames it
+// to dir (which must be missing or empty); on failure the temporary
+// directory is removed.
+func (c *copier) into(dir string, fill func(tmp string) error) error {
+	var rnd [6]byte
+	rand.Read(rnd[:])
+	tmp := filepath.Join(filepath.Dir(dir), "."+filepath.Base(dir)+".partial-"+hex.EncodeToString(rnd[:]))
+	err := c.mkdir(tmp)
+	if err == nil {
+		err = fill(tmp)
+	}
+	if err == nil {
+		err = c.syncWritten()
+	}
+	for i := len(c.dirs) - 1; i >= 0 && err == nil; i-- {
+		err = c.fs.SyncDir(c.dirs[i])
+	}
+	if err == nil {
+		if names, lerr := c.fs.List(dir); lerr == nil && len(names) == 0 {
+			// rename(2) replaces an empty directory; other filesystems
+			// may not, so remove it first.
+			_ = removeTree(c.fs, dir)
+		}
+		err = c.fs.Rename(tmp, dir)
+	}
+	if err == nil {
+		return c.fs.SyncDir(filepath.Dir(dir))
+	}
+	if rerr := removeTree(c.fs, tmp); rerr != nil {
+		err = fmt.Errorf("%w (and removing %s: %v)", err, tmp, rerr)
+	}
+	return err
+}
+
+func (c *copier) mkdir(dir string) error {
+	if err := c.fs.MkdirAll(dir); err != nil {
+		return err
+	}
+	c.dirs = append(c.dirs, dir)
+	return nil
+}
+
+// file copies the first n bytes of src to dst (all when n is -1; all
+// whole units of -n bytes when n is below -1) and closes it; into syncs
+// it.
+func (c *copier) file(src, dst string, n int64) error {
+	if err := c.ctx.Err(); err != nil {
+		return err
+	}
+	in, err := c.fs.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	size, err := in.Size()
+	if err != nil {
+		return err
+	}
+	switch {
+	case n == -1:
+		n = size
+	case n < -1:
+		n = size - size%(-n)
+	case n > size:
+		return fmt.Errorf("%s is %d bytes, %d expected", src, size, n)
+	}
+	out, err := c.fs.Create(dst)
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, min(n, 1<<20))
+	for off := int64(0); off < n; {
+		p := buf[:min(int64(len(buf)), n-off)]
+		if got, err := in.ReadAt(p, off); got < len(p) {
+			if err == nil || errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			out.Close()
+			return fmt.Errorf("read %s: %w", src, err)
+		}
+		if _, err := out.WriteAt(p, off); err != nil {
+			out.Close()
+			return err
+		}
+		off += int64(len(p))
+	}
+	if err := out.Close(); err != nil {
+		return err
+	}
+	if c.written == nil {
+		c.written = map[string][]string{}
+	}
+	d := path.Dir(dst)
+	c.written[d] = append(c.written[d], path.Base(dst))
+	c.info.Files++
+	c.info.Bytes += n
+	// Small files cost a block each on disk, so they count at least 4 KiB.
+	if c.unsynced += max(n, 4096); c.unsynced >= syncEvery {
+		return c.syncWritten()
+	}
+	return nil
+}
+
+// link hard-links src to dst where the filesystem can, else copies it.
+func (c *copier) link(src, dst string) error {
+	if l, ok := c.fs.(vfs.Linker); ok {
+		if err := l.Link(src, dst); err == nil {
+			f, err := c.fs.Open(dst)
+			if err != nil {
+				return err
+			}
+			size, err := f.Size()
+			f.Close()
+			if err != nil {
+				return err
+			}
+			c.info.LinkedFiles++
+			c.info.LinkedBytes += size
+			return nil
+		}
+	}
+	return c.file(src, dst, -1)
+}
+
+// tree copies the directory src to dst recursively; a missing src is an
+// empty one. Temporary files (*.tmp) and LOCK are left out.
+func (c *copier) tree(src, dst string) error {
+	names, err := c.fs.List(src)
+	if vfs.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := c.mkdir(dst); err != nil {
+		return err
+	}
+	for _, n := range names {
+		if n == LockFile || strings.HasSuffix(n, ".tmp") {
+			continue
+		}
+		s, d := path.Join(src, n), path.Join(dst, n)
+		if _, err := c.fs.List(s); err == nil {
+			if err := c.tree(s, d); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := c.file(s, d, -1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// removeTree removes dir and everything in it.
+func removeTree(fs vfs.FS, dir string) error {
+	names, err := fs.List(dir)
+	if vfs.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		p := path.Join(dir, n)
+		if _, err := fs.List(p); err == nil {
+			if err := removeTree(fs, p); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := fs.Remove(p); err != nil && !vfs.IsNotExist(err) {
+			return err
+		}
+	}
+	return fs.Remove(dir)
+}
+
+// Restore makes the directory to, which must be missing or empty with an
+// existing parent, a copy of the backup (or stopped data directory) from,
+// ready for a broker to open: every file but LOCK is copied (never
+// linked: the broker appends to the last segment, and the backup must not
+// change), synced, and the directory renamed into place. It refuses a
+// source a running broker holds. It then checks the result (Check) and
+// returns the report; a report with problems is returned with a nil
+// error, for the caller to show.
+func Restore(ctx context.Context, fs vfs.FS, from, to string, opts CheckOptions) (BackupInfo, *CheckReport, error) {
+	info := BackupInfo{Dir: to}
+	start := time.Now()
+	if b, err := readAll(fs, path.Join(from, identityFile)); err != nil {
+		return info, nil, errs.New(errs.InvalidArgument, "%s is not a backup or data directory: %v", from, err)
+	} else if _, err := decodeIdentity(b); err != nil {
+		return info, nil, errs.New(errs.InvalidArgument, "%s: %v", from, err)
+	}
+	if err := checkEmptyTarget(fs, to); err != nil {
+		return info, nil, err
+	}
+	lock, err := vfs.Lock(vfs.ReadOnly(fs), path.Join(from, LockFile))
+	if errors.Is(err, vfs.ErrLocked) {
+		return info, nil, fmt.Errorf("%w: %s; restore from a backup, or stop the broker", ErrInUse, from)
+	}
+	if err != nil {
+		return info, nil, err
+	}
+	defer lock.Close()
+	c := &copier{ctx: ctx, fs: fs, info: &info}
+	if err := c.into(to, func(tmp string) error { return c.tree(from, tmp) }); err != nil {
+		return info, nil, fmt.Errorf("restore: %w", err)
+	}
+	info.Duration = time.Since(start)
+	rep, err := Check(fs, to, opts)
+	return info, rep, err
+}

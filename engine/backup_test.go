@@ -1,0 +1,249 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hourglass-mq/hourglass/clock"
+	"github.com/hourglass-mq/hourglass/errs"
+	"github.com/hourglass-mq/hourglass/message"
+	"github.com/hourglass-mq/hourglass/vfs"
+)
+
+// sentMsg is an acknowledged send and what the restore must show of it.
+type sentMsg struct {
+	r     Receipt
+	key   string
+	state State
+}
+
+// TestBackupUnderLoadThenRestore: a backup taken while senders run holds
+// every message acknowledged before it began (in its state: visible,
+// pending, cancelled, rescheduled), each message acknowledged during it
+// whole or not at all, none acknowledged after it returned, and nothing
+// early; the restore passes the check and a broker opens it and accepts
+// the old IDs.
+func TestBackupUnderLoadThenRestore(t *testing.T) {
+	dir := t.TempDir()
+	clk := clock.NewFake(t0)
+	opt := Options{Dir: filepath.Join(dir, "data"), FS: vfs.OS, Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		CheckpointInterval: time.Hour, SegmentBytes: 1 << 15}
+	e, err := Open(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { e.Close() }()
+	ctx := context.Background()
+	send := func(key string, delay time.Duration) Receipt {
+		r, err := e.Send(ctx, message.Message{Topic: "b", Key: key, Body: []byte("body-" + key)}, message.When{Delay: delay})
+		if err != nil {
+			t.Error(err)
+		}
+		return r
+	}
+	var before []sentMsg
+	for i := 0; i < 600; i++ {
+		k := fmt.Sprint("pre", i)
+		switch i % 3 {
+		case 0:
+			before = append(before, sentMsg{send(k, 0), k, StateVisible})
+		default:
+			before = append(before, sentMsg{send(k, time.Duration(i)*time.Minute), k, StatePending})
+		}
+	}
+	for i := 1; i < 120; i += 3 {
+		if err := e.Cancel(ctx, before[i].r.ID); err != nil {
+			t.Fatal(err)
+		}
+		before[i].state = StateCancelled
+		if _, err := e.Reschedule(ctx, before[i+1].r.ID, message.When{Delay: 9 * time.Hour}, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A checkpoint before the load, so that the backup's own checkpoint
+	// has history behind it.
+	if err := e.checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Senders run through the backup; each records when its send was
+	// acknowledged relative to the backup's return.
+	var mu sync.Mutex
+	var during, after []sentMsg
+	var returned bool
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				k := fmt.Sprintf("w%d-%d", w, i)
+				r, err := e.Send(ctx, message.Message{Topic: "b", Key: k, Body: []byte("body-" + k)}, message.When{Delay: time.Duration(i%2) * time.Hour})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				if returned {
+					after = append(after, sentMsg{r: r, key: k})
+				} else {
+					during = append(during, sentMsg{r: r, key: k})
+				}
+				n := len(after)
+				mu.Unlock()
+				if n >= 50 {
+					return
+				}
+			}
+		}()
+	}
+	// Let the senders get going before the backup starts.
+	for {
+		mu.Lock()
+		n := len(during)
+		mu.Unlock()
+		if n >= 200 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	bdir := filepath.Join(dir, "backup")
+	info, err := e.Backup(ctx, bdir)
+	mu.Lock()
+	returned = true
+	mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	close(stop)
+	t.Logf("backup: %+v; %d sends acknowledged during it, %d after", info, len(during), len(after))
+	if info.LinkedFiles == 0 || info.Files == 0 || info.LogHead < info.CheckpointPos {
+		t.Fatalf("backup info %+v: expected linked sealed segments and copied files", info)
+	}
+	if _, err := os.Stat(filepath.Join(bdir, LockFile)); !os.IsNotExist(err) {
+		t.Fatalf("the backup has a LOCK file: %v", err)
+	}
+
+	// Restore, check, open.
+	rdir := filepath.Join(dir, "restored")
+	_, rep, err := Restore(ctx, vfs.OS, bdir, rdir, CheckOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() {
+		t.Fatalf("check of the restore: %+v", rep.Problems)
+	}
+	ropt := opt
+	ropt.Dir = rdir
+	r, err := Open(ropt)
+	if err != nil {
+		t.Fatalf("open the restore: %v", err)
+	}
+	defer r.Close()
+	for _, m := range before {
+		in, err := r.Inspect(m.r.ID)
+		near := m.state == StateVisible && (in.State == StatePending || in.State == StateDue)
+		if err != nil || in.Key != m.key || in.State != m.state && !near {
+			t.Fatalf("acknowledged before the backup: %s: %+v %v, want state %s", m.key, in, err, m.state)
+		}
+	}
+	present := 0
+	for _, m := range during {
+		in, err := r.Inspect(m.r.ID)
+		switch {
+		case errs.CodeOf(err) == errs.NotFound:
+		case err != nil || in.Key != m.key || in.BodyBytes != len("body-"+m.key) || in.Due != m.r.Due:
+			t.Fatalf("acknowledged during the backup: %s: %+v %v: not whole", m.key, in, err)
+		default:
+			present++
+		}
+	}
+	for _, m := range after {
+		if _, err := r.Inspect(m.r.ID); errs.CodeOf(err) != errs.NotFound {
+			t.Fatalf("acknowledged after the backup returned, yet in it: %s: %v", m.key, err)
+		}
+	}
+	// Nothing early: everything visible in the restore was due by now.
+	now := r.Now()
+	for q := 0; q < r.opts.DefaultQueues; q++ {
+		vs, err := r.ReadQueue("b", q, 0, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range vs {
+			if v.Due > now {
+				t.Fatalf("visible in the restore before its due time: %+v (now %d)", v, now)
+			}
+		}
+	}
+	// Delivery: once every due time has passed, every message
+	// acknowledged before the backup and not cancelled is visible.
+	waitParked(r, clk)
+	clk.Advance(24 * time.Hour)
+	deadline := time.Now().Add(10 * time.Second)
+	for _, m := range before {
+		for {
+			in, err := r.Inspect(m.r.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := StateVisible
+			if m.state == StateCancelled {
+				want = StateCancelled
+			}
+			if in.State == want {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: state %s a day later, want %s", m.key, in.State, want)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	t.Logf("%d acknowledged before the backup all restored; %d of %d acknowledged during it present, whole", len(before), present, len(during))
+}
+
+// TestBackupRejectsBadTargets: relative, non-empty, inside the data
+// directory and parentless targets are InvalidArgument, and nothing is
+// written.
+func TestBackupRejectsBadTargets(t *testing.T) {
+	dir := t.TempDir()
+	e, err := Open(Options{Dir: filepath.Join(dir, "data"), FS: vfs.OS, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	full := filepath.Join(dir, "full")
+	os.MkdirAll(full, 0o755)
+	os.WriteFile(filepath.Join(full, "x"), nil, 0o644)
+	for _, target := range []string{"relative/dir", full, filepath.Join(dir, "data", "b"), filepath.Join(dir, "no", "parent")} {
+		if _, err := e.Backup(context.Background(), target); errs.CodeOf(err) != errs.InvalidArgument {
+			t.Errorf("backup to %s: %v, want InvalidArgument", target, err)
+		}
+	}
+	empty := filepath.Join(dir, "empty")
+	os.MkdirAll(empty, 0o755)
+	if _, err := e.Backup(context.Background(), empty); err != nil {
+		t.Fatalf("backup into an empty directory: %v", err)
+	}
+	if _, _, err := Restore(context.Background(), vfs.OS, empty, full, CheckOptions{}); errs.CodeOf(err) != errs.InvalidArgument {
+		t.Fatalf("restore into a non-empty directory: %v", err)
+	}
+	if _, _, err := Restore(context.Background(), vfs.OS, filepath.Join(dir, "data"), filepath.Join(dir, "r"), CheckOptions{}); err == nil {
+		t.Fatal("restore from a live broker's directory succeeded")
+	}
+}

@@ -1,0 +1,53 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/hourglass-mq/hourglass/api"
+	"github.com/hourglass-mq/hourglass/engine"
+	"github.com/hourglass-mq/hourglass/vfs"
+)
+
+// TestBackupRoute: disabled without --backup-dir (409), 400 for a target
+// that is relative, outside the backup directory, not empty or without a
+// parent, 401 without the token, and 200 with a backup a broker opens.
+func TestBackupRoute(t *testing.T) {
+	root := t.TempDir()
+	backups := filepath.Join(root, "backups")
+	os.MkdirAll(filepath.Join(backups, "full"), 0o755)
+	os.WriteFile(filepath.Join(backups, "full", "x"), nil, 0o644)
+	off := newTestServer(t)
+	if r := off.do("POST", "/v1/admin/backup", map[string]any{"dir": filepath.Join(backups, "b")}); r.status != http.StatusConflict || r.errorCode() != "failed_precondition" {
+		t.Fatalf("backup without --backup-dir: %d %s", r.status, r.body)
+	}
+	ts := newTestServer(t, withConfig(func(c *Config) { c.BackupDir = backups; c.AuthToken = "tok" }),
+		func(_ *Config, o *engine.Options) { o.FS, o.Dir = vfs.OS, filepath.Join(root, "data") })
+	auth := []string{"Authorization", "Bearer tok"}
+	if r := ts.do("POST", "/v1/admin/backup", map[string]any{"dir": filepath.Join(backups, "b")}); r.status != http.StatusUnauthorized {
+		t.Fatalf("backup without the token: %d %s", r.status, r.body)
+	}
+	for _, dir := range []string{"b", "relative/b", root + "/elsewhere", filepath.Join(backups, "full"), filepath.Join(backups, "no", "parent"), backups} {
+		if r := ts.do("POST", "/v1/admin/backup", map[string]any{"dir": dir}, auth...); r.status != http.StatusBadRequest || r.errorCode() != "invalid_argument" {
+			t.Errorf("backup to %q: %d %s, want 400 invalid_argument", dir, r.status, r.body)
+		}
+	}
+	if r := ts.do("POST", "/v1/admin/backup", map[string]any{}, auth...); r.status != http.StatusBadRequest {
+		t.Errorf("backup without dir: %d %s", r.status, r.body)
+	}
+	if r := ts.do("POST", "/v1/topics/t/messages", map[string]any{"body": "x", "delay": "1h"}, auth...); r.status != http.StatusOK {
+		t.Fatalf("send: %d %s", r.status, r.body)
+	}
+	r := ts.do("POST", "/v1/admin/backup", map[string]any{"dir": filepath.Join(backups, "b")}, auth...)
+	var res api.BackupResult
+	if r.status != http.StatusOK || json.Unmarshal(r.body, &res) != nil || res.Files == 0 || res.LogHead == 0 {
+		t.Fatalf("backup: %d %s", r.status, r.body)
+	}
+	rep, err := engine.Check(vfs.OS, res.Dir, engine.CheckOptions{})
+	if err != nil || !rep.OK() || rep.Messages != 1 {
+		t.Fatalf("check of the backup: %v %+v", err, rep)
+	}
+}
