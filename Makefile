@@ -107,7 +107,7 @@ test-kafka:
 	addr=$$(KAFKA_PORT=$${KAFKA_PORT:-0} ./scripts/kafka.sh start) || exit 1; \
 	trap './scripts/kafka.sh stop' EXIT; \
 	echo "Kafka at $$addr"; \
-	HOURGLASS_KAFKA=$$addr HOURGLASS_KAFKA_REQUIRED=1 $(GO) test $(RACE) -count=1 -timeout 10m ./kafkamode/...
+	HOURGLASS_KAFKA=$$addr HOURGLASS_KAFKA_REQUIRED=1 HOURGLASS_KAFKA_RESTART="$(CURDIR)/scripts/kafka.sh restart" $(GO) test $(RACE) -count=1 -timeout 10m ./kafkamode/...
 
 ## verify-unit: systemd-analyze verify on deploy/hourglass.service (also run by make test, in e2e)
 .PHONY: verify-unit

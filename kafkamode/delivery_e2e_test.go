@@ -20,7 +20,8 @@ import (
 func TestKafkaHeadersRoundTrip(t *testing.T) {
 	e := newEnv(t, 3)
 	c := e.collect(e.biz)
-	e.startWorker("w1")
+	metricsAddr := freeAddr(t)
+	e.startWorker("w1", "--metrics-listen", metricsAddr)
 	l := &ledger{due: map[string]int64{}}
 	now := time.Now().UnixMilli()
 	var msgs []msg
@@ -46,6 +47,18 @@ func TestKafkaHeadersRoundTrip(t *testing.T) {
 		t.Fatalf("%s", v)
 	}
 	t.Logf("lateness at a read_committed consumer: %s", v.latenessSummary())
+	m := scrape(t, "http://"+metricsAddr+"/metrics")
+	if m["hourglass_kafka_forwarded_total"] != 62 || m["hourglass_kafka_lateness_seconds_count"] != 62 ||
+		m["hourglass_kafka_transactions_total{result=\"committed\"}"] < 1 || m["hourglass_kafka_rebalance_partitions_total{event=\"assigned\"}"] != 3 {
+		t.Errorf("metrics: forwarded %v, lateness count %v, committed %v, assigned %v", m["hourglass_kafka_forwarded_total"],
+			m["hourglass_kafka_lateness_seconds_count"], m["hourglass_kafka_transactions_total{result=\"committed\"}"],
+			m["hourglass_kafka_rebalance_partitions_total{event=\"assigned\"}"])
+	}
+	for p := 0; p < 3; p++ {
+		if v, ok := m[fmt.Sprintf("hourglass_kafka_pending{partition=\"%d\"}", p)]; !ok || v != 0 {
+			t.Errorf("pending of partition %d: %v (present %v), want 0", p, v, ok)
+		}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, r := range c.recs {

@@ -8,7 +8,10 @@
 // key, value and headers, without the control headers and with
 // hourglass-due-ms and hourglass-source added, to _bizTopic. A record with
 // missing or bad control headers goes to the dead-letter topic with a
-// hourglass-dlq-reason header.
+// hourglass-dlq-reason header. A record with the header _cancel ("key" or
+// "offset:<n>") cancels pending messages of its partition (see
+// HeaderCancel) and is itself never forwarded, unless it also carries
+// _bizTopic and a due time: then it is a reschedule, scheduled itself.
 //
 // # Guarantees
 //

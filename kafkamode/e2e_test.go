@@ -6,6 +6,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -54,7 +57,9 @@ var (
 )
 
 // binary builds the hourglass command once per test run: the worker runs
-// as a real process so a test can SIGKILL it.
+// as a real process so a test can SIGKILL it. Under -race the binary has
+// the race detector too, and a race in the worker fails the test that ran
+// it (see startWorker).
 func binary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -64,7 +69,11 @@ func binary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(dir, "hourglass")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/hourglass-mq/hourglass/cmd/hourglass").CombinedOutput()
+		args := []string{"build", "-o", binPath}
+		if raceBuild {
+			args = append(args, "-race")
+		}
+		out, err := exec.Command("go", append(args, "github.com/hourglass-mq/hourglass/cmd/hourglass")...).CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
@@ -135,6 +144,9 @@ func (e *env) startWorker(id string, extra ...string) *worker {
 		case <-time.After(20 * time.Second):
 			_ = cmd.Process.Kill()
 			<-w.done
+		}
+		if strings.Contains(w.out.String(), "WARNING: DATA RACE") {
+			e.t.Errorf("worker %s has a data race", id)
 		}
 		if e.t.Failed() {
 			e.t.Logf("worker %s output:\n%s", id, w.out.String())
@@ -384,6 +396,42 @@ func (w *worker) stop(t *testing.T) map[string]int64 {
 	}
 	if len(out) == 0 {
 		t.Fatalf("no final counters in the worker's output:\n%s", w.out.String())
+	}
+	return out
+}
+
+// freeAddr returns a loopback address with a port free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// scrape reads a Prometheus text page into "name{labels}" -> value.
+func scrape(t *testing.T, url string) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("scrape %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, line := range strings.Split(string(body), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
+			out[line[:i]] = v
+		}
 	}
 	return out
 }

@@ -21,7 +21,64 @@ const (
 	// HeaderBizTopic names the topic the record is forwarded to at its due
 	// time.
 	HeaderBizTopic = "_bizTopic"
+	// HeaderCancel makes a record of the delay topic a cancel, never
+	// forwarded: "key" cancels every pending message of the same partition
+	// with the cancel record's key, produced before it (produce the cancel
+	// with the message's key and the default partitioner puts it in the
+	// same partition); "offset:<n>" cancels the pending message at offset n
+	// of the cancel record's partition. A message already forwarded is not
+	// affected. A cancel record that also carries _bizTopic and a due time
+	// is a reschedule: it cancels as above and is itself scheduled.
+	HeaderCancel = "_cancel"
 )
+
+// hasScheduleHeaders reports whether r carries any of the scheduling
+// headers (a cancel record that does is a reschedule).
+func hasScheduleHeaders(r *kgo.Record) bool {
+	for _, h := range r.Headers {
+		if h.Key == HeaderDeliverAt || h.Key == HeaderDelayMs || h.Key == HeaderBizTopic {
+			return true
+		}
+	}
+	return false
+}
+
+// cancelSpec is what a cancel record asks.
+type cancelSpec struct {
+	byKey  bool
+	offset int64 // for !byKey
+}
+
+// parseCancel reads the _cancel header of r; ok is false when r has none.
+func parseCancel(r *kgo.Record) (spec *cancelSpec, ok bool, err error) {
+	var v *string
+	for i := range r.Headers {
+		if r.Headers[i].Key == HeaderCancel {
+			if v != nil {
+				return nil, true, fmt.Errorf("header %s appears more than once", HeaderCancel)
+			}
+			s := string(r.Headers[i].Value)
+			v = &s
+		}
+	}
+	if v == nil {
+		return nil, false, nil
+	}
+	switch {
+	case *v == "key":
+		if len(r.Key) == 0 {
+			return nil, true, fmt.Errorf("%s=key needs a record key (the key of the messages to cancel)", HeaderCancel)
+		}
+		return &cancelSpec{byKey: true}, true, nil
+	case strings.HasPrefix(*v, "offset:"):
+		o, err := strconv.ParseInt((*v)[len("offset:"):], 10, 64)
+		if err != nil || o < 0 || o >= r.Offset {
+			return nil, true, fmt.Errorf("%s=%q: want offset:<n> with n an offset before the cancel record's own (%d)", HeaderCancel, *v, r.Offset)
+		}
+		return &cancelSpec{offset: o}, true, nil
+	}
+	return nil, true, fmt.Errorf("%s=%q: want \"key\" or \"offset:<n>\"", HeaderCancel, *v)
+}
 
 // The headers the worker adds.
 const (
@@ -134,7 +191,7 @@ func validTopic(t string) error {
 // the worker strips when it forwards. Other headers, even ones whose name
 // begins with '_', are the user's and are kept.
 func isControlHeader(key string) bool {
-	return key == HeaderDeliverAt || key == HeaderDelayMs || key == HeaderBizTopic
+	return key == HeaderDeliverAt || key == HeaderDelayMs || key == HeaderBizTopic || key == HeaderCancel
 }
 
 // forwardRecord is the record produced to the business topic for the delay

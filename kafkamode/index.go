@@ -1,33 +1,69 @@
 package kafkamode
 
 import (
+	"bytes"
 	"container/heap"
+	"hash/fnv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // entry is one pending delay record in the worker's index. Far from its due
-// time it holds no body (rec is nil): only its partition, offset and due
-// time, so the index costs the same per message whatever the body size.
-// About 64 bytes for the entry and 24 more for its slots in the due heap,
-// the body heap and the partition's pending list: ~90 bytes per pending
-// message (see TestEntryCost).
+// time it holds no body (rec is nil): only its partition, offset, due time
+// and a hash of its key, so the index costs the same per message whatever
+// the body size: about 92 bytes with its slots in the due heap, the body
+// heap and the partition's pending list (see TestEntryCost).
 type entry struct {
-	pp     *partProgress
-	offset int64
-	due    int64 // Unix ms; 0 for a record bound for the dead-letter topic
+	pp      *partProgress
+	offset  int64
+	due     int64  // Unix ms; 0 for a control or dead-letter record
+	keyHash uint64 // FNV-1a of the record key, for cancel by key
 	// rec is the delay record, or nil while the body is not loaded.
 	rec *kgo.Record
-	// dlqReason is set for a record that goes to the dead-letter topic.
-	dlqReason string
+	// ctl is set for a record that is not forwarded: a dead letter or a
+	// cancel.
+	ctl *control
 	// loading is set while the body loader fetches rec.
 	loading bool
 	// inBatch is set while the entry is in a transaction not yet ended.
 	inBatch bool
+	// cancelled is set on the target of a cancel in the transaction in
+	// progress; done once that transaction committed.
+	cancelled, done bool
+}
+
+// control is what an entry that is not forwarded does instead.
+type control struct {
+	// dlqReason is set for a record that goes to the dead-letter topic.
+	dlqReason string
+	// cancel is set for a cancel record.
+	cancel *cancelSpec
+	// keepOwn is set for the cancel half of a reschedule: the record is
+	// also scheduled (another entry), so resolving this entry must not
+	// resolve the record's offset.
+	keepOwn bool
 }
 
 // live reports whether e still belongs to an owned partition.
-func (e *entry) live() bool { return !e.pp.dropped }
+func (e *entry) live() bool { return !e.pp.dropped.Load() && !e.done }
+
+// dlqReason is the dead-letter reason of e, or "".
+func (e *entry) dlqReason() string {
+	if e.ctl == nil {
+		return ""
+	}
+	return e.ctl.dlqReason
+}
+
+// keyHash is the FNV-1a hash of a record key. A cancel by key matches
+// entries by this hash: two different keys of one partition that collide
+// (odds about 2^-64 per pair) would both be cancelled.
+func keyHash(key []byte) uint64 {
+	h := fnv.New64a()
+	h.Write(key)
+	return h.Sum64()
+}
 
 // dueHeap orders entries by due time, then partition and offset (so a herd
 // due at one instant goes out in log order).
@@ -67,4 +103,22 @@ func (h *dueHeap) peek() *entry {
 		h.pop()
 	}
 	return nil
+}
+
+// detach copies what the worker keeps of a fetched record (key, value,
+// headers, timestamp, position) out of the fetch buffer: a record's slices
+// point into the buffer of the whole fetch response, so keeping one record
+// of a fetch would keep all of it (megabytes) until the record fires.
+func detach(r *kgo.Record) *kgo.Record {
+	out := &kgo.Record{
+		Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp,
+		Key: bytes.Clone(r.Key), Value: bytes.Clone(r.Value),
+	}
+	if len(r.Headers) > 0 {
+		out.Headers = make([]kgo.RecordHeader, len(r.Headers))
+		for i, h := range r.Headers {
+			out.Headers[i] = kgo.RecordHeader{Key: strings.Clone(h.Key), Value: bytes.Clone(h.Value)}
+		}
+	}
+	return out
 }

@@ -3,12 +3,13 @@ package kafkamode
 import (
 	"container/heap"
 	"sort"
+	"sync/atomic"
 )
 
 // partProgress is the progress of one delay-topic partition that this worker
 // owns: which offsets are resolved (forwarded, dead-lettered) and so what
 // the group may commit. It is owned by the worker's loop goroutine; a
-// revoke marks it dropped (under the worker's mutex) and the loop then
+// revoke marks it dropped (an atomic flag) and the loop then
 // ignores it.
 //
 // Invariants, with C the offset the group has committed for the partition:
@@ -34,8 +35,12 @@ type partProgress struct {
 	// the state topic; markerHeap orders the same offsets.
 	markers    map[int64]struct{}
 	markerHeap int64Heap
-	// dropped is set when the partition is revoked or lost.
-	dropped bool
+	// dropped is set when the partition is revoked or lost, by the group
+	// callbacks (other goroutines), hence atomic.
+	dropped atomic.Bool
+	// open counts the read offsets not yet resolved; atomic because
+	// Worker.Pending reads it from another goroutine.
+	open atomic.Int64
 }
 
 func newPartProgress(p int32, markers []int64) *partProgress {
@@ -60,6 +65,7 @@ func (pp *partProgress) read(o int64) bool {
 		return false
 	}
 	pp.pending = append(pp.pending, o)
+	pp.open.Add(1)
 	return true
 }
 
@@ -114,6 +120,7 @@ func (pp *partProgress) plan(resolved []int64) *partPlan {
 func (pl *partPlan) apply() {
 	pp := pl.pp
 	pp.committed = pl.commit
+	pp.open.Add(-int64(len(pl.resolved)))
 	// Drop the resolved prefix; copy when the dead front would pin a
 	// large array.
 	pp.pending = pp.pending[pl.trim:]

@@ -2,6 +2,7 @@ package kafkamode
 
 import (
 	"math/rand"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -184,5 +185,89 @@ func TestMarkerKey(t *testing.T) {
 		if _, ok := parseMarkerKey(k, other.topic, other.p); ok {
 			t.Errorf("key %q parsed for %s/%d", k, other.topic, other.p)
 		}
+	}
+}
+
+// TestEntryCost measures the index's memory per pending record far from
+// due (no body): the entry, its slots in the due and body heaps and in the
+// partition's pending list. The package doc states ~90 bytes; this fails
+// if it grows past 128.
+func TestEntryCost(t *testing.T) {
+	const n = 200_000
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	pp := newPartProgress(0, nil)
+	var due, noBody dueHeap
+	for i := 0; i < n; i++ {
+		pp.read(int64(i))
+		e := &entry{pp: pp, offset: int64(i), due: int64(n - i)}
+		due.push(e)
+		noBody.push(e)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	per := float64(after.HeapAlloc-before.HeapAlloc) / n
+	t.Logf("%.0f bytes per pending record", per)
+	if per > 128 {
+		t.Fatalf("%.0f bytes per pending record, want at most 128", per)
+	}
+	runtime.KeepAlive(pp)
+	runtime.KeepAlive(due)
+	runtime.KeepAlive(noBody)
+}
+
+func TestParseCancel(t *testing.T) {
+	r := rec("_cancel", "key")
+	r.Key, r.Offset = []byte("order-1"), 10
+	if s, ok, err := parseCancel(r); !ok || err != nil || !s.byKey {
+		t.Fatalf("key: %+v %v %v", s, ok, err)
+	}
+	r = rec("_cancel", "offset:7")
+	r.Offset = 10
+	if s, ok, err := parseCancel(r); !ok || err != nil || s.byKey || s.offset != 7 {
+		t.Fatalf("offset: %+v %v %v", s, ok, err)
+	}
+	if _, ok, _ := parseCancel(rec("_deliverAt", "1")); ok {
+		t.Fatal("a record without _cancel is a cancel")
+	}
+	for _, bad := range []struct {
+		v   string
+		key string
+	}{{"key", ""}, {"offset:10", ""}, {"offset:x", ""}, {"offset:-1", ""}, {"all", "k"}} {
+		r := rec("_cancel", bad.v)
+		r.Key, r.Offset = []byte(bad.key), 10
+		if _, ok, err := parseCancel(r); !ok || err == nil {
+			t.Errorf("_cancel=%q (key %q) accepted", bad.v, bad.key)
+		}
+	}
+}
+
+// TestCancelTargets: a cancel by key takes the pending entries of its
+// partition with the key, read before it, not those of other partitions,
+// later offsets, or already in a transaction.
+func TestCancelTargets(t *testing.T) {
+	w := &Worker{}
+	p0, p1 := newPartProgress(0, nil), newPartProgress(1, nil)
+	k, other := keyHash([]byte("order-1")), keyHash([]byte("order-2"))
+	mk := func(pp *partProgress, o int64, h uint64) *entry {
+		e := &entry{pp: pp, offset: o, due: 100 + o, keyHash: h}
+		w.due.push(e)
+		return e
+	}
+	hit := mk(p0, 1, k)
+	mk(p0, 2, other)
+	mk(p1, 3, k)
+	busy := mk(p0, 4, k)
+	busy.inBatch = true
+	mk(p0, 9, k) // after the cancel
+	c := &entry{pp: p0, offset: 5, keyHash: k, ctl: &control{cancel: &cancelSpec{byKey: true}}}
+	got := w.cancelTargets(c)
+	if len(got) != 1 || got[0] != hit || !hit.cancelled || !hit.inBatch {
+		t.Fatalf("targets %v", got)
+	}
+	c = &entry{pp: p0, offset: 6, ctl: &control{cancel: &cancelSpec{offset: 2}}}
+	if got := w.cancelTargets(c); len(got) != 1 || got[0].offset != 2 {
+		t.Fatalf("by offset: %v", got)
 	}
 }

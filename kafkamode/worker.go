@@ -13,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/hourglass-mq/hourglass/engine"
 )
 
 // Stats are a worker's counters since it started. All fields are safe to
@@ -22,13 +24,23 @@ type Stats struct {
 	SkippedByMarker  atomic.Int64 // delay records read but already resolved by a marker
 	Forwarded        atomic.Int64 // records forwarded in committed transactions
 	DeadLettered     atomic.Int64 // records dead-lettered in committed transactions
+	Cancelled        atomic.Int64 // pending records cancelled in committed transactions
 	Committed        atomic.Int64 // transactions committed
 	Aborted          atomic.Int64 // transactions aborted (a rebalance, an error)
 	Assigned         atomic.Int64 // partitions assigned, summed over rebalances
 	Revoked          atomic.Int64 // partitions revoked or lost, summed
 	BodiesLoaded     atomic.Int64 // bodies fetched again before their due time
 	StateRecordsRead atomic.Int64 // state-topic records read at take-over
+	Rejoins          atomic.Int64 // sessions rebuilt after a failed transaction
 	MaxLatenessMs    atomic.Int64 // largest (forward time - due) seen
+	// Lateness is the histogram of (forward time - due time), in seconds,
+	// of records forwarded in committed transactions, with the embedded
+	// engine's buckets. The forward time is the worker's clock when the
+	// transaction began; a read_committed consumer sees the record after
+	// the commit, later.
+	Lateness     *engine.Histogram
+	TxnMicros    atomic.Int64 // time spent in transactions, summed (µs)
+	MaxTxnMicros atomic.Int64 // longest transaction (µs)
 }
 
 // Worker forwards due records from the delay topic to their business
@@ -60,16 +72,34 @@ func New(cfg Config) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Worker{cfg: cfg, parts: make(map[int32]*partProgress), loadDone: make(chan bodyResult, 1)}, nil
+	w := &Worker{cfg: cfg, parts: make(map[int32]*partProgress), loadDone: make(chan bodyResult, 1)}
+	w.stats.Lateness = engine.NewHistogram(engine.LatenessBounds...)
+	return w, nil
 }
 
 // Stats returns the worker's counters.
 func (w *Worker) Stats() *Stats { return &w.stats }
 
+// Pending returns, for each delay partition this worker owns, the number
+// of records read and not yet resolved (forwarded, dead-lettered,
+// cancelled). Safe to call while the worker runs.
+func (w *Worker) Pending() map[int32]int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make(map[int32]int64, len(w.parts))
+	for p, pp := range w.parts {
+		out[p] = pp.open.Load()
+	}
+	return out
+}
+
 // Run creates the topics that are missing, joins the group and forwards
-// records until ctx is done or a non-retryable Kafka error occurs (a
-// fenced transactional ID: another live worker has this WorkerID). On
-// return it has left the group; a transaction in progress is aborted.
+// records until ctx is done. When a transaction fails (a broker restart, a
+// coordinator move), it leaves the group, drops its index and joins again:
+// the committed progress is all it needs. It returns an error only when it
+// cannot start (no topics) or when another live worker fenced its
+// transactional ID (two workers with one WorkerID). On return it has left
+// the group; a transaction in progress is aborted.
 func (w *Worker) Run(ctx context.Context) error {
 	log := w.cfg.Logger
 	var err error
@@ -81,16 +111,67 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err := w.ensureTopics(ctx); err != nil {
 		return err
 	}
-	if err := w.fencePrevious(ctx); err != nil {
-		return err
-	}
-	bodies, err := kgo.NewClient(kgo.SeedBrokers(w.cfg.Brokers...), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	// A short fetch long-poll: a partition the loader adds joins the next
+	// fetch request only when the one in flight returns, and with the
+	// default 5 s wait a request parked at a partition's end held a load
+	// (and the records due behind it) for seconds.
+	bodies, err := kgo.NewClient(kgo.SeedBrokers(w.cfg.Brokers...), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.FetchMaxWait(10*time.Millisecond))
 	if err != nil {
 		return err
 	}
 	defer bodies.Close()
 	w.loader = &bodyLoader{topic: w.cfg.DelayTopic, cl: bodies}
+	log.Info("kafka worker started", "brokers", w.cfg.Brokers, "delay_topic", w.cfg.DelayTopic,
+		"group", w.cfg.Group, "worker_id", w.cfg.WorkerID)
+	for {
+		err := w.runSession(ctx)
+		if ctx.Err() != nil {
+			break
+		}
+		if errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.TransactionalIDAuthorizationFailed) {
+			return err
+		}
+		w.stats.Rejoins.Add(1)
+		log.Warn("session failed; leaving the group and joining again", "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+	log.Info("kafka worker stopping", "forwarded", w.stats.Forwarded.Load(), "dead_lettered", w.stats.DeadLettered.Load(),
+		"cancelled", w.stats.Cancelled.Load(), "committed_txns", w.stats.Committed.Load(), "aborted_txns", w.stats.Aborted.Load(),
+		"rejoins", w.stats.Rejoins.Load(), "assigned", w.stats.Assigned.Load(), "revoked", w.stats.Revoked.Load(),
+		"records_read", w.stats.RecordsRead.Load(), "skipped_by_marker", w.stats.SkippedByMarker.Load(),
+		"state_records_read", w.stats.StateRecordsRead.Load(), "bodies_loaded", w.stats.BodiesLoaded.Load(),
+		"lateness_p50_ms", w.stats.Lateness.Quantile(0.5)*1000, "lateness_p99_ms", w.stats.Lateness.Quantile(0.99)*1000,
+		"max_lateness_ms", w.stats.MaxLatenessMs.Load(), "txn_us_total", w.stats.TxnMicros.Load(), "txn_us_max", w.stats.MaxTxnMicros.Load())
+	return nil
+}
 
+// runSession is one membership of the group: fence the previous
+// incarnation, join, forward until ctx is done or a transaction fails.
+// It starts from an empty index and leaves none behind.
+func (w *Worker) runSession(ctx context.Context) error {
+	w.mu.Lock()
+	for _, pp := range w.parts {
+		pp.dropped.Store(true)
+	}
+	w.parts = make(map[int32]*partProgress)
+	w.mu.Unlock()
+	w.due, w.noBody = nil, nil
+	sctx, cancel := context.WithCancel(ctx)
+	defer func() {
+		cancel()
+		if w.loadBusy { // wait for the loader so no result leaks into the next session
+			<-w.loadDone
+			w.loadBusy = false
+		}
+	}()
+	if err := w.fencePrevious(sctx); err != nil {
+		return err
+	}
+	var err error
 	w.sess, err = kgo.NewGroupTransactSession(
 		kgo.SeedBrokers(w.cfg.Brokers...),
 		kgo.TransactionalID(w.cfg.Group+"-"+w.cfg.WorkerID),
@@ -101,6 +182,9 @@ func (w *Worker) Run(ctx context.Context) error {
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
 		kgo.SessionTimeout(w.cfg.SessionTimeout),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		// Partitions assigned by a rebalance join the fetch after the
+		// request in flight returns: keep its long-poll short.
+		kgo.FetchMaxWait(200*time.Millisecond),
 		kgo.RecordPartitioner(statePartitioner{state: w.cfg.StateTopic, other: kgo.StickyKeyPartitioner(nil)}),
 		kgo.OnPartitionsAssigned(w.onAssigned),
 		kgo.OnPartitionsRevoked(w.onRevoked),
@@ -110,29 +194,19 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	defer w.sess.Close()
-	log.Info("kafka worker started", "brokers", w.cfg.Brokers, "delay_topic", w.cfg.DelayTopic,
-		"group", w.cfg.Group, "worker_id", w.cfg.WorkerID)
-	for ctx.Err() == nil {
-		w.poll(ctx)
+	for sctx.Err() == nil {
+		w.poll(sctx)
 		w.takeBodies()
 		now := time.Now().UnixMilli()
-		w.requestBodies(ctx, now)
+		w.requestBodies(sctx, now)
 		batch := w.collectDue(now)
 		if len(batch) == 0 {
 			continue
 		}
-		if err := w.transact(ctx, batch); err != nil {
-			if ctx.Err() != nil {
-				break
-			}
+		if err := w.transact(sctx, batch); err != nil {
 			return err
 		}
 	}
-	log.Info("kafka worker stopping", "forwarded", w.stats.Forwarded.Load(), "dead_lettered", w.stats.DeadLettered.Load(),
-		"committed_txns", w.stats.Committed.Load(), "aborted_txns", w.stats.Aborted.Load(),
-		"records_read", w.stats.RecordsRead.Load(), "skipped_by_marker", w.stats.SkippedByMarker.Load(),
-		"state_records_read", w.stats.StateRecordsRead.Load(), "bodies_loaded", w.stats.BodiesLoaded.Load(),
-		"max_lateness_ms", w.stats.MaxLatenessMs.Load())
 	return nil
 }
 
@@ -180,11 +254,19 @@ func (w *Worker) ensureTopics(ctx context.Context) error {
 	if err := create(w.cfg.DLQTopic, n, nil); err != nil {
 		return err
 	}
-	td, err = adm.ListTopics(ctx, w.cfg.StateTopic)
-	if err != nil {
-		return fmt.Errorf("describe topic %s: %w", w.cfg.StateTopic, err)
+	// A topic just created may take a moment to show in the metadata.
+	var got int32
+	for try := 0; try < 40; try++ { // kgo may answer from metadata cached for up to 5 s
+		td, err = adm.ListTopics(ctx, w.cfg.StateTopic)
+		if err != nil {
+			return fmt.Errorf("describe topic %s: %w", w.cfg.StateTopic, err)
+		}
+		if got = int32(len(td[w.cfg.StateTopic].Partitions)); got > 0 {
+			break
+		}
+		time.Sleep(250 * time.Millisecond)
 	}
-	if got := int32(len(td[w.cfg.StateTopic].Partitions)); got < n {
+	if got < n {
 		return fmt.Errorf("state topic %s has %d partitions; the delay topic %s has %d and needs one state partition each",
 			w.cfg.StateTopic, got, w.cfg.DelayTopic, n)
 	}
@@ -220,7 +302,7 @@ func (w *Worker) onAssigned(ctx context.Context, _ *kgo.Client, assigned map[str
 	defer w.mu.Unlock()
 	for _, p := range ps {
 		if old := w.parts[p]; old != nil {
-			old.dropped = true
+			old.dropped.Store(true)
 		}
 		w.parts[p] = newPartProgress(p, markers[p])
 	}
@@ -236,7 +318,7 @@ func (w *Worker) onRevoked(_ context.Context, _ *kgo.Client, revoked map[string]
 	defer w.mu.Unlock()
 	for _, p := range ps {
 		if pp := w.parts[p]; pp != nil {
-			pp.dropped = true
+			pp.dropped.Store(true)
 			delete(w.parts, p)
 		}
 	}
@@ -246,6 +328,11 @@ func (w *Worker) onRevoked(_ context.Context, _ *kgo.Client, revoked map[string]
 
 // pollWait bounds one poll when nothing is due sooner.
 const pollWait = 50 * time.Millisecond
+
+// maxPollRecords bounds the records indexed between two looks at what is
+// due: reading and firing share the loop, so a large read would make
+// records due meanwhile late.
+const maxPollRecords = 500
 
 // poll reads what the consumer has, waiting at most until the next due time
 // (or pollWait), and indexes it.
@@ -260,10 +347,10 @@ func (w *Worker) poll(ctx context.Context) {
 	}
 	var fs kgo.Fetches
 	if wait <= 0 {
-		fs = w.sess.PollRecords(nil, 10000) // nil: take what is buffered, never block
+		fs = w.sess.PollRecords(nil, maxPollRecords) // nil: take what is buffered, never block
 	} else {
 		pctx, cancel := context.WithTimeout(ctx, wait)
-		fs = w.sess.PollRecords(pctx, 10000)
+		fs = w.sess.PollRecords(pctx, maxPollRecords)
 		cancel()
 	}
 	fs.EachError(func(t string, p int32, err error) {
@@ -283,22 +370,44 @@ func (w *Worker) poll(ctx context.Context) {
 		if pp == nil || r.Topic != w.cfg.DelayTopic {
 			return
 		}
+		seenBefore := r.Offset < pp.next
 		if !pp.read(r.Offset) {
-			if r.Offset+1 == pp.next {
+			if !seenBefore {
 				w.stats.SkippedByMarker.Add(1)
 			}
 			return
 		}
 		w.stats.RecordsRead.Add(1)
-		e := &entry{pp: pp, offset: r.Offset}
+		e := &entry{pp: pp, offset: r.Offset, keyHash: keyHash(r.Key)}
 		s, err := parseSchedule(r, w.cfg.DelayTopic)
+		cancel, isCancel, cerr := parseCancel(r)
+		scheduled := hasScheduleHeaders(r)
+		switch {
+		case isCancel && cerr != nil:
+			e.ctl = &control{dlqReason: cerr.Error()}
+			e.rec = detach(r)
+			w.due.push(e)
+			return
+		case isCancel && !scheduled:
+			e.ctl = &control{cancel: cancel}
+			e.rec = &kgo.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}
+			w.due.push(e)
+			return
+		case isCancel && err == nil:
+			// A reschedule: cancel the earlier messages now, in a
+			// control entry that does not resolve this record's offset,
+			// and schedule this record as usual below.
+			w.due.push(&entry{pp: pp, offset: r.Offset, keyHash: e.keyHash,
+				ctl: &control{cancel: cancel, keepOwn: true},
+				rec: &kgo.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}})
+		}
 		switch {
 		case err != nil:
-			e.dlqReason = err.Error()
-			e.rec = r
+			e.ctl = &control{dlqReason: err.Error()}
+			e.rec = detach(r)
 		case s.due-now <= lead:
 			e.due = s.due
-			e.rec = r
+			e.rec = detach(r)
 		default:
 			// Far from due: index the position only.
 			e.due = s.due
@@ -345,14 +454,14 @@ func (w *Worker) takeBodies() {
 	}
 	w.loadBusy = false
 	for e, r := range res.got {
-		e.rec, e.loading = r, false
+		e.rec, e.loading = detach(r), false
 		w.stats.BodiesLoaded.Add(1)
 	}
 	for _, e := range res.missing {
 		// The record is gone: say so in the dead-letter topic rather
 		// than wait for it forever.
 		e.loading = false
-		e.dlqReason = "the delay record was deleted by the delay topic's retention before it was due"
+		e.ctl = &control{dlqReason: "the delay record was deleted by the delay topic's retention before it was due"}
 		e.rec = &kgo.Record{Topic: w.cfg.DelayTopic, Partition: e.pp.partition, Offset: e.offset}
 	}
 	if res.err != nil {
@@ -382,10 +491,35 @@ func (w *Worker) collectDue(now int64) []*entry {
 			break // its body is being fetched (requestBodies asked)
 		}
 		w.due.pop()
+		if e.inBatch {
+			continue // a second heap slot of an entry already taken (see transact)
+		}
 		e.inBatch = true
 		batch = append(batch, e)
+		if e.ctl != nil && e.ctl.cancel != nil {
+			batch = append(batch, w.cancelTargets(e)...)
+		}
 	}
 	return batch
+}
+
+// cancelTargets marks and returns the pending entries the cancel entry c
+// cancels: in c's partition, before c, matching its key hash or its
+// offset, not already in a transaction (those are being forwarded: too
+// late). It scans the whole index, O(pending): cancels are expected to be
+// rare next to forwards.
+func (w *Worker) cancelTargets(c *entry) []*entry {
+	var out []*entry
+	for _, e := range w.due {
+		if e.pp != c.pp || !e.live() || e.inBatch || e.ctl != nil || e.offset >= c.offset {
+			continue
+		}
+		if c.ctl.cancel.byKey && e.keyHash == c.keyHash || !c.ctl.cancel.byKey && e.offset == c.ctl.cancel.offset {
+			e.inBatch, e.cancelled = true, true
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // transact forwards (or dead-letters) batch, writes the markers and
@@ -394,6 +528,14 @@ func (w *Worker) collectDue(now int64) []*entry {
 // back into the index (and the session rewinds the consumer to the
 // committed offsets; the records it reads again are ignored).
 func (w *Worker) transact(ctx context.Context, batch []*entry) error {
+	began := time.Now()
+	defer func() {
+		us := time.Since(began).Microseconds()
+		w.stats.TxnMicros.Add(us)
+		if us > w.stats.MaxTxnMicros.Load() {
+			w.stats.MaxTxnMicros.Store(us)
+		}
+	}()
 	if err := w.sess.Begin(); err != nil {
 		return fmt.Errorf("begin transaction: %w", err)
 	}
@@ -408,9 +550,12 @@ func (w *Worker) transact(ctx context.Context, batch []*entry) error {
 	for _, e := range batch {
 		source := w.cfg.DelayTopic + "/" + strconv.Itoa(int(e.pp.partition)) + "/" + strconv.FormatInt(e.offset, 10)
 		var out *kgo.Record
-		if e.dlqReason != "" {
-			out = deadLetterRecord(e.rec, w.cfg.DLQTopic, source, e.dlqReason)
-		} else {
+		switch {
+		case e.cancelled || e.ctl != nil && e.ctl.cancel != nil:
+			// Resolved without output: a cancelled message, a cancel.
+		case e.dlqReason() != "":
+			out = deadLetterRecord(e.rec, w.cfg.DLQTopic, source, e.dlqReason())
+		default:
 			s, err := parseSchedule(e.rec, w.cfg.DelayTopic)
 			if err != nil { // cannot happen: it parsed at read time
 				out = deadLetterRecord(e.rec, w.cfg.DLQTopic, source, err.Error())
@@ -418,8 +563,12 @@ func (w *Worker) transact(ctx context.Context, batch []*entry) error {
 				out = forwardRecord(e.rec, s.bizTopic, source, e.due)
 			}
 		}
-		w.sess.Produce(ctx, out, promise)
-		byPart[e.pp] = append(byPart[e.pp], e.offset)
+		if out != nil {
+			w.sess.Produce(ctx, out, promise)
+		}
+		if e.ctl == nil || !e.ctl.keepOwn {
+			byPart[e.pp] = append(byPart[e.pp], e.offset)
+		}
 	}
 	plans := make([]*partPlan, 0, len(byPart))
 	for pp, offs := range byPart {
@@ -452,6 +601,10 @@ func (w *Worker) transact(ctx context.Context, batch []*entry) error {
 		return nil
 	}
 	flushErr := w.sess.Client().Flush(ctx)
+	flushed := time.Now()
+	defer func() {
+		w.cfg.Logger.Debug("transaction", "records", len(batch), "flush", flushed.Sub(began), "end", time.Since(flushed))
+	}()
 	try := kgo.TryCommit
 	if flushErr != nil || produceErr.Load() != nil {
 		try = kgo.TryAbort
@@ -466,13 +619,20 @@ func (w *Worker) transact(ctx context.Context, batch []*entry) error {
 			pl.apply()
 		}
 		for _, e := range batch {
-			if e.dlqReason != "" {
+			e.done = true
+			switch {
+			case e.cancelled:
+				w.stats.Cancelled.Add(1)
+			case e.ctl != nil && e.ctl.cancel != nil:
+			case e.dlqReason() != "":
 				w.stats.DeadLettered.Add(1)
-			} else {
+			default:
 				w.stats.Forwarded.Add(1)
-				if late := now - e.due; late > w.stats.MaxLatenessMs.Load() {
+				late := now - e.due
+				if late > w.stats.MaxLatenessMs.Load() {
 					w.stats.MaxLatenessMs.Store(late)
 				}
+				w.stats.Lateness.Observe(float64(late) / 1000)
 			}
 			e.rec = nil // let the body go
 		}
@@ -483,6 +643,11 @@ func (w *Worker) transact(ctx context.Context, batch []*entry) error {
 		pl.undo()
 	}
 	for _, e := range batch {
+		// A cancel's target never left the heap, so pushing it again
+		// gives it a second slot; collectDue skips the copy that is
+		// popped while the other is in a batch, and peek drops both once
+		// it is done.
+		e.cancelled = false
 		if e.live() {
 			w.due.push(e)
 		}

@@ -6,6 +6,8 @@
 #                             directory, start Kafka, wait until it accepts
 #                             connections, print its bootstrap address
 #   scripts/kafka.sh stop     kill it by its PID, remove its directory
+#   scripts/kafka.sh restart  stop it cleanly and start it again on the same
+#                             directory and ports (a broker restart)
 #   scripts/kafka.sh status   say whether it runs (exit 0) or not (exit 1)
 #
 # Settings (environment):
@@ -132,11 +134,17 @@ EOF
 		-c "$dir/server.properties" >"$dir/format.log" 2>&1 ||
 		{ cat "$dir/format.log" >&2; die "formatting the storage failed"; }
 
+	launch
+}
+
+# launch starts Kafka on the formatted directory $dir, listening on $port,
+# records it in the state file and waits until it accepts connections.
+launch() {
 	# setsid: the broker must not die with the shell that started it (make
 	# runs each recipe line in its own shell).
 	setsid java -Xms256m -Xmx512m -Dkafka.logs.dir="$dir/logs" \
 		-cp "$cache/lib/*" kafka.Kafka "$dir/server.properties" \
-		>"$dir/kafka.log" 2>&1 </dev/null &
+		>>"$dir/kafka.log" 2>&1 </dev/null &
 	pid=$!
 	printf 'pid=%s\ndir=%s\nport=%s\n' "$pid" "$dir" "$port" >"$state"
 
@@ -157,15 +165,10 @@ EOF
 	die "Kafka did not accept connections on port $port within 60 s"
 }
 
-stop() {
-	if ! running; then
-		[ -n "${dir:-}" ] && rm -rf "$dir"
-		rm -f "$state"
-		echo "kafka.sh: not running" >&2
-		return 0
-	fi
+# halt stops the running Kafka ($pid): SIGTERM, and SIGKILL past 20 s (a
+# clean stop takes 3-10 s).
+halt() {
 	kill "$pid" 2>/dev/null || true
-	# A clean stop takes 3-10 s; past 20 s it is killed.
 	local i
 	for i in $(seq 200); do
 		kill -0 "$pid" 2>/dev/null || break
@@ -174,6 +177,25 @@ stop() {
 	if kill -0 "$pid" 2>/dev/null; then
 		kill -9 "$pid" 2>/dev/null || true
 	fi
+}
+
+# restart stops Kafka cleanly and starts it again on the same directory and
+# ports: what a rolling restart does to a broker.
+restart() {
+	running || die "not running"
+	port=$run_port
+	halt
+	launch
+}
+
+stop() {
+	if ! running; then
+		[ -n "${dir:-}" ] && rm -rf "$dir"
+		rm -f "$state"
+		echo "kafka.sh: not running" >&2
+		return 0
+	fi
+	halt
 	rm -rf "$dir"
 	rm -f "$state"
 	echo "kafka.sh: stopped (pid $pid)" >&2
@@ -191,9 +213,10 @@ status() {
 case "${1:-}" in
 start) start ;;
 stop) stop ;;
+restart) restart ;;
 status) status ;;
 *)
-	echo "usage: $0 start|stop|status" >&2
+	echo "usage: $0 start|stop|restart|status" >&2
 	exit 2
 	;;
 esac

@@ -4,9 +4,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"strings"
+	"time"
 
 	"github.com/hourglass-mq/hourglass/kafkamode"
+	"github.com/hourglass-mq/hourglass/metrics"
 )
 
 func kafkaCommand() *command {
@@ -48,6 +52,7 @@ func runKafka(ctx context.Context, a *App, c *command, args []string) int {
 	fs.DurationVar(&cfg.SessionTimeout, "session-timeout", 0, "group session timeout: how long a crashed worker holds its partitions (default 10s)")
 	fs.DurationVar(&cfg.TxnTimeout, "txn-timeout", 0, "transaction timeout (default 10s)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	metricsAddr := fs.String("metrics-listen", "", "serve Prometheus metrics on http://ADDR/metrics (host:port; empty: off)")
 	pos, code, ok := parseFlags(fs, args)
 	if !ok {
 		return code
@@ -78,6 +83,18 @@ func runKafka(ctx context.Context, a *App, c *command, args []string) int {
 	w, err := kafkamode.New(cfg)
 	if err != nil {
 		return a.usageError(c, "%v", err)
+	}
+	if *metricsAddr != "" {
+		ln, err := net.Listen("tcp", *metricsAddr)
+		if err != nil {
+			return a.failed(c, fmt.Errorf("--metrics-listen: %w", err))
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", metrics.KafkaHandler(w))
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = srv.Serve(ln) }()
+		defer srv.Close()
+		fmt.Fprintf(a.Stdout, "metrics on http://%s/metrics\n", ln.Addr())
 	}
 	fmt.Fprintf(a.Stdout, "kafka worker %s joining group %s on %s\n", cfg.WorkerID, cfg.Group, strings.Join(cfg.Brokers, ","))
 	if err := w.Run(ctx); err != nil {

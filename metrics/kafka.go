@@ -1,0 +1,79 @@
+package metrics
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/hourglass-mq/hourglass/kafkamode"
+)
+
+// KafkaCollector is a prometheus.Collector over one Kafka mode worker: the
+// same lateness histogram as the embedded engine, pending records per
+// delay partition it owns, and transaction and rebalance counters. Series
+// are named hourglass_kafka_*.
+type KafkaCollector struct {
+	w *kafkamode.Worker
+
+	forwarded, deadLettered, cancelled, read *prometheus.Desc
+	txns, partitions, rejoins                *prometheus.Desc
+	lateness, pending                        *prometheus.Desc
+}
+
+// NewKafkaCollector returns a collector over w.
+func NewKafkaCollector(w *kafkamode.Worker) *KafkaCollector {
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc(prometheus.BuildFQName(ns, "kafka", name), help, labels, nil)
+	}
+	return &KafkaCollector{
+		w:            w,
+		forwarded:    d("forwarded_total", "Records forwarded to their business topic in committed transactions."),
+		deadLettered: d("dead_lettered_total", "Records sent to the dead-letter topic in committed transactions."),
+		cancelled:    d("cancelled_total", "Pending records cancelled in committed transactions."),
+		read:         d("records_read_total", "Delay-topic records read and indexed (first reads only)."),
+		txns:         d("transactions_total", "Transactions ended, by result.", "result"),
+		partitions:   d("rebalance_partitions_total", "Delay partitions assigned or revoked (lost included), summed over rebalances.", "event"),
+		rejoins:      d("rejoins_total", "Group sessions rebuilt after a failed transaction."),
+		lateness:     d("lateness_seconds", "Time from a record's due time to the start of the transaction that forwarded it."),
+		pending:      d("pending", "Records read and not yet resolved, per delay partition this worker owns.", "partition"),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *KafkaCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.forwarded, c.deadLettered, c.cancelled, c.read, c.txns, c.partitions, c.rejoins, c.lateness, c.pending} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *KafkaCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.w.Stats()
+	counter := func(d *prometheus.Desc, v int64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	counter(c.forwarded, st.Forwarded.Load())
+	counter(c.deadLettered, st.DeadLettered.Load())
+	counter(c.cancelled, st.Cancelled.Load())
+	counter(c.read, st.RecordsRead.Load())
+	counter(c.txns, st.Committed.Load(), "committed")
+	counter(c.txns, st.Aborted.Load(), "aborted")
+	counter(c.partitions, st.Assigned.Load(), "assigned")
+	counter(c.partitions, st.Revoked.Load(), "revoked")
+	counter(c.rejoins, st.Rejoins.Load())
+	ch <- histogram(c.lateness, st.Lateness)
+	for p, n := range c.w.Pending() {
+		ch <- prometheus.MustNewConstMetric(c.pending, prometheus.GaugeValue, float64(n), strconv.Itoa(int(p)))
+	}
+}
+
+// KafkaHandler serves w's metrics, plus the Go runtime's and the process's,
+// from a registry of its own.
+func KafkaHandler(w *kafkamode.Worker) http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(NewKafkaCollector(w), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+}

@@ -1,0 +1,58 @@
+package metrics
+
+import (
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hourglass-mq/hourglass/kafkamode"
+)
+
+// TestKafkaCollectorFollowsTheWorker: the collector reports the worker's
+// counters and lateness histogram as they are at scrape time (the e2e
+// test of Kafka mode scrapes a real worker).
+func TestKafkaCollectorFollowsTheWorker(t *testing.T) {
+	cfg := kafkamode.DefaultConfig()
+	cfg.Brokers = []string{"127.0.0.1:1"}
+	w, err := kafkamode.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := w.Stats()
+	st.Forwarded.Add(5)
+	st.Committed.Add(2)
+	st.Aborted.Add(1)
+	st.Lateness.Observe(0.004)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(NewKafkaCollector(w))
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.Metric {
+			key := mf.GetName()
+			for _, l := range m.Label {
+				key += "/" + l.GetValue()
+			}
+			switch {
+			case m.Counter != nil:
+				got[key] = m.Counter.GetValue()
+			case m.Histogram != nil:
+				got[key] = float64(m.Histogram.GetSampleCount())
+			}
+		}
+	}
+	want := map[string]float64{
+		"hourglass_kafka_forwarded_total":              5,
+		"hourglass_kafka_transactions_total/committed": 2,
+		"hourglass_kafka_transactions_total/aborted":   1,
+		"hourglass_kafka_lateness_seconds":             1,
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v (all: %v)", k, got[k], v, got)
+		}
+	}
+}
