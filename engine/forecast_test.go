@@ -11,6 +11,20 @@ import (
 	"github.com/hourglass-mq/hourglass/vfs"
 )
 
+// crashOpen opens a second engine on a crash image of h's disk (a kill -9:
+// what was synced, no final checkpoint); it closes when the test ends.
+func (h *harness) crashOpen() *harness {
+	h.t.Helper()
+	opt := h.opt
+	opt.FS = h.fs.Crash(nil)
+	e, err := Open(opt)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { e.Close() })
+	return &harness{t: h.t, fs: opt.FS.(*vfs.Mem), clk: h.clk, e: e, opt: opt}
+}
+
 // forecastCounts asks for the per-minute counts of the next n minutes.
 func (h *harness) forecastCounts(topic string, n int) []int64 {
 	h.t.Helper()
@@ -185,14 +199,7 @@ func TestForecastReplay(t *testing.T) {
 		t.Fatalf("live: %v, want %v", got, want)
 	}
 	// kill -9: the image holds what was synced; no final checkpoint.
-	opt := h.opt
-	opt.FS = h.fs.Crash(nil)
-	e, err := Open(opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	crashed := &harness{t: t, fs: opt.FS.(*vfs.Mem), clk: h.clk, e: e, opt: opt}
+	crashed := h.crashOpen()
 	if got := crashed.forecastCounts("a", 5); !equalCounts(got, want) {
 		t.Fatalf("after the crash: %v, want %v", got, want)
 	}
@@ -265,14 +272,7 @@ func TestForecastWindowed(t *testing.T) {
 	}
 	h.checkForecastTotal()
 	// kill -9: the cancels and the reschedule are replayed from the log.
-	opt := h.opt
-	opt.FS = h.fs.Crash(nil)
-	e, err := Open(opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	crashed := &harness{t: t, fs: opt.FS.(*vfs.Mem), clk: h.clk, e: e, opt: opt}
+	crashed := h.crashOpen()
 	if got := crashed.forecastCounts("a", 5); !equalCounts(got, want) {
 		t.Fatalf("after the crash: %v, want %v", got, want)
 	}
