@@ -30,14 +30,18 @@ var crossOrigin = http.NewCrossOriginProtection()
 // checkBrowserWrite is the CSRF guard. The API's credential is a bearer
 // header, never a cookie, so a foreign page cannot borrow it; but a broker
 // without a token must still not take a write from a page the operator
-// happens to visit: a cross-origin write is refused, and so is a body
-// declared as anything but JSON (a form or text/plain post, which browsers
-// send cross-origin without asking first).
+// happens to visit: a cross-origin write is refused, and so is a browser's
+// body declared as anything but JSON (a form or text/plain post, which
+// browsers send cross-origin without asking first).
 func checkBrowserWrite(r *http.Request) error {
 	if err := crossOrigin.Check(r); err != nil {
 		return errs.New(errs.Unauthenticated, "cross-origin %s refused: %v", r.Method, err)
 	}
-	if ct := r.Header.Get("Content-Type"); ct != "" && r.Method != http.MethodGet && r.Method != http.MethodHead {
+	// Only what a browser sends is held to JSON (it carries Origin or
+	// Sec-Fetch-Site on a write): curl -d and other tools label a JSON body
+	// as a form, and the body is parsed strictly as JSON anyway.
+	fromBrowser := r.Header.Get("Origin") != "" || r.Header.Get("Sec-Fetch-Site") != ""
+	if ct := r.Header.Get("Content-Type"); fromBrowser && ct != "" && r.Method != http.MethodGet && r.Method != http.MethodHead {
 		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
 			return errs.New(errs.InvalidArgument, "Content-Type %q is not accepted: request bodies are JSON (application/json)", ct)
 		}

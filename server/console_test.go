@@ -78,9 +78,21 @@ func TestWritesAreCSRFSafe(t *testing.T) {
 	r = ts.do("POST", "/v1/topics/t/messages", body, "Origin", "http://evil.example")
 	ts.wantError(r, http.StatusUnauthorized, "unauthenticated")
 	for _, ct := range []string{"text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"} {
-		r = ts.do("POST", "/v1/topics/t/messages", body, "Content-Type", ct)
+		// From a browser (same origin, or no Sec-Fetch-Site but an
+		// Origin): only JSON.
+		r = ts.do("POST", "/v1/topics/t/messages", body, "Content-Type", ct, "Sec-Fetch-Site", "same-origin")
+		ts.wantError(r, http.StatusBadRequest, "invalid_argument")
+		r = ts.do("POST", "/v1/topics/t/messages", body, "Content-Type", ct, "Origin", ts.srv.URL)
 		ts.wantError(r, http.StatusBadRequest, "invalid_argument")
 	}
+	// curl -d labels a JSON body as a form: a tool's write passes, parsed
+	// as JSON all the same.
+	r = ts.do("POST", "/v1/topics/t/messages", body, "Content-Type", "application/x-www-form-urlencoded")
+	if r.status != http.StatusOK {
+		t.Fatalf("curl -d style write: %d %s", r.status, r.body)
+	}
+	r = ts.do("POST", "/v1/topics/t/messages", "body=x", "Content-Type", "application/x-www-form-urlencoded")
+	ts.wantError(r, http.StatusBadRequest, "invalid_argument")
 	ts.call("POST", "/v1/topics/t/messages", body, http.StatusOK, nil)
 	r = ts.do("POST", "/v1/topics/t/messages", body, "Sec-Fetch-Site", "same-origin", "Content-Type", "application/json; charset=utf-8")
 	if r.status != http.StatusOK {

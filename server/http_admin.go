@@ -1,7 +1,9 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -29,7 +31,7 @@ func (h *Handler) backup(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	root, dir := filepath.Clean(h.cfg.BackupDir), filepath.Clean(in.Dir)
-	if !strings.HasPrefix(dir, root+string(filepath.Separator)) {
+	if !strings.HasPrefix(dir, root+string(filepath.Separator)) || !insideResolved(root, dir) {
 		h.writeError(w, errs.New(errs.InvalidArgument, "dir: %q is not inside the backup directory %q (--backup-dir)", in.Dir, root))
 		return
 	}
@@ -37,6 +39,9 @@ func (h *Handler) backup(w http.ResponseWriter, r *http.Request) {
 	// ordinary requests; it ends with the request's context instead.
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
 	info, err := h.eng.Backup(r.Context(), dir)
+	if err == nil {
+		err = copyServerState(h.cfg.DataDir, dir)
+	}
 	if err != nil {
 		h.writeError(w, err)
 		return
@@ -46,4 +51,89 @@ func (h *Handler) backup(w http.ResponseWriter, r *http.Request) {
 		Files: info.Files, Bytes: info.Bytes, LinkedFiles: info.LinkedFiles, LinkedBytes: info.LinkedBytes,
 		PauseMs: float64(info.Pause.Microseconds()) / 1000, DurationMs: info.Duration.Milliseconds(),
 	})
+}
+
+// insideResolved reports whether dir, with the symbolic links of its
+// parent resolved, still lies inside root (resolved too): a link placed in
+// the backup directory must not lead a backup elsewhere. A parent that
+// does not exist resolves to nothing and is left to the engine's refusal.
+func insideResolved(root, dir string) bool {
+	rr, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return false
+	}
+	parent, err := filepath.EvalSymlinks(filepath.Dir(dir))
+	if err != nil {
+		return os.IsNotExist(err)
+	}
+	if _, err := os.Lstat(dir); err == nil {
+		if target, err := filepath.EvalSymlinks(dir); err == nil && target != filepath.Join(parent, filepath.Base(dir)) {
+			return false // dir itself is a link
+		}
+	}
+	return parent == rr || strings.HasPrefix(parent, rr+string(filepath.Separator))
+}
+
+// serverState lists the files of the data directory that the server, not
+// the engine, writes: the schedules' journal and the virtual-clock marker.
+// A backup carries them so that a restore keeps its schedules and stays
+// tied to its clock mode (restore copies the whole backup tree).
+var serverState = []string{filepath.Join("schedules", "journal"), virtualMarker}
+
+// copyServerState copies serverState from dataDir into the finished backup
+// at dir, each synced with its directory. A schedule change racing the copy
+// may leave a torn last journal record, which the journal's reader cuts.
+func copyServerState(dataDir, dir string) error {
+	for _, rel := range serverState {
+		b, err := os.ReadFile(filepath.Join(dataDir, rel))
+		if os.IsNotExist(err) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("backup: %s: %w", rel, err)
+		}
+		dst := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return fmt.Errorf("backup: %w", err)
+		}
+		if err := writeSynced(dst, b); err != nil {
+			return fmt.Errorf("backup: %s: %w", rel, err)
+		}
+		for d := filepath.Dir(dst); ; d = filepath.Dir(d) {
+			if err := syncDir(d); err != nil {
+				return fmt.Errorf("backup: %w", err)
+			}
+			if d == dir {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// writeSynced creates path (it must not exist) with b, fsynced.
+func writeSynced(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// syncDir fsyncs a directory, making the names created in it durable.
+func syncDir(d string) error {
+	f, err := os.Open(d)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
 }

@@ -30,7 +30,13 @@ func TestBackupRoute(t *testing.T) {
 	if r := ts.do("POST", "/v1/admin/backup", map[string]any{"dir": filepath.Join(backups, "b")}); r.status != http.StatusUnauthorized {
 		t.Fatalf("backup without the token: %d %s", r.status, r.body)
 	}
-	for _, dir := range []string{"b", "relative/b", root + "/elsewhere", filepath.Join(backups, "full"), filepath.Join(backups, "no", "parent"), backups} {
+	// A link inside the backup directory must not lead a backup outside it.
+	os.MkdirAll(filepath.Join(root, "outside"), 0o755)
+	if err := os.Symlink(filepath.Join(root, "outside"), filepath.Join(backups, "link")); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{"b", "relative/b", root + "/elsewhere", filepath.Join(backups, "full"), filepath.Join(backups, "no", "parent"), backups,
+		filepath.Join(backups, "link", "b2"), filepath.Join(backups, "link")} {
 		if r := ts.do("POST", "/v1/admin/backup", map[string]any{"dir": dir}, auth...); r.status != http.StatusBadRequest || r.errorCode() != "invalid_argument" {
 			t.Errorf("backup to %q: %d %s, want 400 invalid_argument", dir, r.status, r.body)
 		}
@@ -49,5 +55,29 @@ func TestBackupRoute(t *testing.T) {
 	rep, err := engine.Check(vfs.OS, res.Dir, engine.CheckOptions{})
 	if err != nil || !rep.OK() || rep.Messages != 1 {
 		t.Fatalf("check of the backup: %v %+v", err, rep)
+	}
+}
+
+// TestBackupCarriesServerState: the schedules' journal and the
+// virtual-clock marker, which the server writes beside the engine's files,
+// are copied into a backup, byte for byte.
+func TestBackupCarriesServerState(t *testing.T) {
+	data, backup := t.TempDir(), t.TempDir()
+	journal := []byte("journal bytes")
+	os.MkdirAll(filepath.Join(data, "schedules"), 0o755)
+	os.WriteFile(filepath.Join(data, "schedules", "journal"), journal, 0o644)
+	os.WriteFile(filepath.Join(data, virtualMarker), []byte("v"), 0o644)
+	if err := copyServerState(data, backup); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(backup, "schedules", "journal")); err != nil || string(b) != string(journal) {
+		t.Errorf("journal in the backup: %q %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(backup, virtualMarker)); err != nil {
+		t.Errorf("virtual-clock marker in the backup: %v", err)
+	}
+	// A data directory without them: nothing to copy, no error.
+	if err := copyServerState(t.TempDir(), t.TempDir()); err != nil {
+		t.Errorf("without schedules or marker: %v", err)
 	}
 }

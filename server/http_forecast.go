@@ -28,7 +28,11 @@ const (
 // Unix ms (default now and from + 1h), step a word (second, minute, hour,
 // day) or a duration of whole seconds (default 1m), topic empty for all.
 func (h *Handler) forecast(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil { // r.URL.Query() would drop the bad part and answer for the rest
+		h.writeError(w, errs.New(errs.InvalidArgument, "query %q is malformed: %v", r.URL.RawQuery, err))
+		return
+	}
 	if err := onlyParams(q, "topic", "from", "to", "step"); err != nil {
 		h.writeError(w, err)
 		return

@@ -42,7 +42,7 @@ func TestForecastEndpoint(t *testing.T) {
 		t.Fatalf("default forecast: %d buckets, total %d, %+v", len(f.Buckets), f.Total, f.Buckets[:3])
 	}
 	for _, q := range []string{
-		"step=500ms", "step=fortnight", "step=0s", "step=", "from=abc", "from=-5", "to=" + strconv.Itoa(t0),
+		"step=500ms", "step=fortnight", "step=0s", "step=", "topic=nosuch%zz", "step=%zz", "from=abc", "from=-5", "to=" + strconv.Itoa(t0),
 		"step=second&to=" + strconv.Itoa(t0+3*3600_000), "bogus=1", "step=1m&step=1h", "topic=..",
 	} {
 		r := ts.do("GET", "/v1/forecast?"+q, nil)
