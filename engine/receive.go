@@ -71,6 +71,15 @@ func (e *Engine) Receive(ctx context.Context, req ReceiveRequest) ([]Received, e
 		defer t.Stop()
 		deadline = t.C()
 	}
+	// catchUp is set when the wait ended while the dispatcher was behind
+	// the clock (a clock that jumped: a virtual clock's advance, a wall
+	// step): the receive then waits, for at most a second of real time,
+	// until everything due by the end of its wait is visible, polling the
+	// frontier, so that a long poll open across an advance gets what the
+	// advance made due rather than an empty answer.
+	var catchUp <-chan time.Time
+	var poll <-chan time.Time
+	var endOfWait int64
 	for {
 		e.mu.Lock()
 		if err := e.unavailableLocked(); err != nil {
@@ -79,21 +88,31 @@ func (e *Engine) Receive(ctx context.Context, req ReceiveRequest) ([]Received, e
 		}
 		hs := e.takeLocked(g, req.Max, req.Invisible)
 		signal := e.life.visibleCh
+		behind := catchUp != nil && e.frontierLocked() < endOfWait
 		e.mu.Unlock()
 		if len(hs) > 0 {
 			out, err := e.deliver(g, hs)
-			if err != nil || len(out) > 0 || deadline == nil {
+			if err != nil || len(out) > 0 || (deadline == nil && catchUp == nil) {
 				return out, err
 			}
 			// Every one was expired or gone: wait on for others.
 			continue
 		}
-		if deadline == nil {
+		if (deadline == nil && catchUp == nil) || (catchUp != nil && !behind) {
 			return nil, nil
 		}
 		select {
 		case <-signal:
+		case <-poll:
+			poll = time.After(2 * time.Millisecond)
 		case <-deadline:
+			deadline, endOfWait = nil, e.Now()
+			if e.Frontier() >= endOfWait {
+				return nil, nil
+			}
+			e.kickLoop()
+			catchUp, poll = time.After(time.Second), time.After(2*time.Millisecond)
+		case <-catchUp:
 			return nil, nil
 		case <-ctx.Done():
 			return nil, ctx.Err()

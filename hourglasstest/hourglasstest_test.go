@@ -108,3 +108,34 @@ func TestDSTThroughTheBroker(t *testing.T) {
 		t.Errorf("%d firings, want 218 (one a day)", len(fires))
 	}
 }
+
+// TestLongPollAcrossAdvance: a receive long-polling when the clock is
+// advanced past a message's due time gets that message, not an empty
+// answer because its own wait ended with the advance.
+func TestLongPollAcrossAdvance(t *testing.T) {
+	srv := NewServer(t)
+	ctx := context.Background()
+	r, err := srv.Client.Send(ctx, "orders", client.Message{Body: []byte("close order 1"), When: client.After(30 * time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan []client.Received, 1)
+	errc := make(chan error, 1)
+	go func() {
+		ms, err := srv.Client.Receive(ctx, "orders", "closer", client.ReceiveOptions{Max: 1, Wait: 20 * time.Second})
+		got <- ms
+		errc <- err
+	}()
+	// Only orders the receive before the advance (the case that failed);
+	// the assertion below does not depend on it.
+	time.Sleep(300 * time.Millisecond)
+	srv.Advance(30 * time.Minute)
+	select {
+	case ms := <-got:
+		if err := <-errc; err != nil || len(ms) != 1 || ms[0].ID != r.ID {
+			t.Fatalf("the long poll open across the advance got %+v (%v), want the message", ms, err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the long poll did not answer within 15 s of the advance")
+	}
+}
