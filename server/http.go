@@ -136,9 +136,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mux.ServeHTTP(rec, r)
 }
 
+// authorized checks the Authorization header's bearer token. The scheme
+// name is case-insensitive (RFC 9110): "bearer" is as good as "Bearer".
 func (h *Handler) authorized(r *http.Request) bool {
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return ok && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(h.cfg.AuthToken)) == 1
+	scheme, got, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	return ok && strings.EqualFold(scheme, "Bearer") &&
+		subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(h.cfg.AuthToken)) == 1
 }
 
 // logRequest logs every request at debug, client errors at warn and

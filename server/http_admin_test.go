@@ -47,6 +47,13 @@ func TestBackupRoute(t *testing.T) {
 	if r := ts.do("POST", "/v1/topics/t/messages", map[string]any{"body": "x", "delay": "1h"}, auth...); r.status != http.StatusOK {
 		t.Fatalf("send: %d %s", r.status, r.body)
 	}
+	// The scheme name is case-insensitive; the token is not.
+	if r := ts.do("GET", "/v1/stats", nil, "Authorization", "bearer tok"); r.status != http.StatusOK {
+		t.Errorf("lower-case bearer scheme: %d %s", r.status, r.body)
+	}
+	if r := ts.do("GET", "/v1/stats", nil, "Authorization", "Bearer TOK"); r.status != http.StatusUnauthorized {
+		t.Errorf("a token in other case: %d %s", r.status, r.body)
+	}
 	r := ts.do("POST", "/v1/admin/backup", map[string]any{"dir": filepath.Join(backups, "b")}, auth...)
 	var res api.BackupResult
 	if r.status != http.StatusOK || json.Unmarshal(r.body, &res) != nil || res.Files == 0 || res.LogHead == 0 {
