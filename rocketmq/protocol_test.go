@@ -72,6 +72,9 @@ func TestRefusalsAndUnsupported(t *testing.T) {
 		{"no message id", rawMessage("t", "", []byte("x"), nil), pb.Code_ILLEGAL_MESSAGE_ID},
 		{"empty body", rawMessage("t", "m4", nil, nil), pb.Code_MESSAGE_BODY_EMPTY},
 		{"bad topic", rawMessage("a/b", "m5", []byte("x"), nil), pb.Code_BAD_REQUEST},
+		// Its milliseconds would overflow into the past: an early delivery.
+		{"huge delivery timestamp", withDelivery(rawMessage("t", "m6", []byte("x"), nil), &timestamppb.Timestamp{Seconds: 1 << 62}), pb.Code_ILLEGAL_DELIVERY_TIME},
+		{"negative delivery timestamp", withDelivery(rawMessage("t", "m7", []byte("x"), nil), &timestamppb.Timestamp{Seconds: -1 << 62}), pb.Code_ILLEGAL_DELIVERY_TIME},
 	} {
 		if got := send(tc.m); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
@@ -220,3 +223,10 @@ func TestTelemetrySettingsAndShutdown(t *testing.T) {
 }
 
 func durationOf(d time.Duration) *durationpb.Duration { return durationpb.New(d) }
+
+// withDelivery sets m's delivery timestamp and makes it a DELAY message.
+func withDelivery(m *pb.Message, ts *timestamppb.Timestamp) *pb.Message {
+	m.SystemProperties.DeliveryTimestamp = ts
+	m.SystemProperties.MessageType = pb.MessageType_DELAY
+	return m
+}

@@ -148,11 +148,18 @@ func (s *Server) ReceiveMessage(req *pb.ReceiveMessageRequest, stream pb.Messagi
 		s.renew.add(clientID(ctx), topic, group, receipts)
 	}
 	if err := send(ok()); err != nil {
+		for _, m := range out {
+			s.renew.drop(m.GetSystemProperties().GetReceiptHandle())
+		}
 		return err
 	}
 	for _, m := range out {
 		if err := stream.Send(&pb.ReceiveMessageResponse{Content: &pb.ReceiveMessageResponse_Message{Message: m}}); err != nil {
-			// The leases end by themselves: the messages come back.
+			// The leases end by themselves and the messages come back; an
+			// auto_renew lease only once it is no longer renewed.
+			for _, m := range out {
+				s.renew.drop(m.GetSystemProperties().GetReceiptHandle())
+			}
 			return err
 		}
 	}

@@ -90,6 +90,11 @@ func (s *Server) toEngine(m *pb.Message, now int64) (engine.SendRequest, *pb.Sta
 		return req, unsupported("message type " + sp.GetMessageType().String())
 	}
 	if ts := sp.GetDeliveryTimestamp(); ts != nil {
+		if err := ts.CheckValid(); err != nil || ts.GetSeconds() > 1<<40 {
+			// Out of Timestamp's range, or milliseconds would overflow
+			// (and read as a time in the past: an early delivery).
+			return req, status(pb.Code_ILLEGAL_DELIVERY_TIME, fmt.Sprintf("delivery timestamp %d s %d ns is not a valid time", ts.GetSeconds(), ts.GetNanos()))
+		}
 		at := ts.AsTime().UnixMilli()
 		if max := now + s.opts.Limits.MaxDelay.Milliseconds(); at > max {
 			return req, status(pb.Code_ILLEGAL_DELIVERY_TIME, fmt.Sprintf("delivery time %s is beyond the maximum delay of %v (latest accepted now: %s)",
