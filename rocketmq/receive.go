@@ -147,19 +147,20 @@ func (s *Server) ReceiveMessage(req *pb.ReceiveMessageRequest, stream pb.Messagi
 		}
 		s.renew.add(clientID(ctx), topic, group, receipts)
 	}
-	if err := send(ok()); err != nil {
+	// A failed send: the leases end by themselves and the messages come
+	// back; an auto_renew lease only once it is no longer renewed.
+	unrenew := func() {
 		for _, m := range out {
 			s.renew.drop(m.GetSystemProperties().GetReceiptHandle())
 		}
+	}
+	if err := send(ok()); err != nil {
+		unrenew()
 		return err
 	}
 	for _, m := range out {
 		if err := stream.Send(&pb.ReceiveMessageResponse{Content: &pb.ReceiveMessageResponse_Message{Message: m}}); err != nil {
-			// The leases end by themselves and the messages come back; an
-			// auto_renew lease only once it is no longer renewed.
-			for _, m := range out {
-				s.renew.drop(m.GetSystemProperties().GetReceiptHandle())
-			}
+			unrenew()
 			return err
 		}
 	}
