@@ -3,6 +3,7 @@ package rocketmq
 import (
 	"context"
 	"path"
+	"sync"
 	"time"
 
 	pb "github.com/apache/rocketmq-clients/golang/v5/protocol/v2"
@@ -67,8 +68,8 @@ func (c *Collector) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServe
 	w := &statusStream{ServerStream: ss}
 	err := h(srv, w)
 	code := "grpc:" + gstatus.Code(err).String()
-	if err == nil && w.last != nil {
-		code = w.last.GetCode().String()
+	if last := w.status(); err == nil && last != nil {
+		code = last.GetCode().String()
 	}
 	c.observe(info.FullMethod, code, start)
 	return err
@@ -76,14 +77,26 @@ func (c *Collector) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServe
 
 // statusStream keeps the last RocketMQ status a stream sent: a receive's
 // answer.
+// Guarded: Telemetry sends from a goroutine of its own, which may still
+// be sending when the handler has returned and the interceptor reads it.
 type statusStream struct {
 	grpc.ServerStream
+	mu   sync.Mutex
 	last *pb.Status
 }
 
 func (s *statusStream) SendMsg(m any) error {
 	if r, isResp := m.(withStatus); isResp && r.GetStatus() != nil {
+		s.mu.Lock()
 		s.last = r.GetStatus()
+		s.mu.Unlock()
 	}
 	return s.ServerStream.SendMsg(m)
+}
+
+// status returns the last status sent.
+func (s *statusStream) status() *pb.Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.last
 }
