@@ -99,8 +99,8 @@ func dedupHash(topic, id string) uint64 { return hash64(topic + "\x01" + id) }
 // requestHash identifies what a send asked for: everything but the dedup
 // ID and the broker's own choices. The delivery options are hashed as
 // given, not as resolved, so a retry of "in 30 minutes" matches the first
-// send although the clock moved.
-func requestHash(m *message.Message, w message.When) uint64 {
+// send although the clock moved. Properties named in ignore do not count.
+func requestHash(m *message.Message, w message.When, ignore []string) uint64 {
 	h := sha256.New()
 	var n [8]byte
 	field := func(b []byte) {
@@ -114,7 +114,9 @@ func requestHash(m *message.Message, w message.When) uint64 {
 	field([]byte(m.Group))
 	names := make([]string, 0, len(m.Properties))
 	for k := range m.Properties {
-		names = append(names, k)
+		if !slices.Contains(ignore, k) {
+			names = append(names, k)
+		}
 	}
 	sort.Strings(names)
 	num(int64(len(names)))

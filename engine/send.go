@@ -18,6 +18,11 @@ import (
 type SendRequest struct {
 	Message message.Message
 	When    message.When
+	// DedupIgnore names properties that do not count when a send with a
+	// dedup ID is compared with the first one: fields a client's retry
+	// sets anew (RocketMQ's born timestamp), which would otherwise make
+	// every retry a conflict. The stored message keeps them.
+	DedupIgnore []string
 }
 
 // Receipt is what a send returns: the handle to cancel, reschedule or
@@ -152,7 +157,7 @@ func (e *Engine) schedulingFields(s *message.Stored, r *SendRequest, t *topic, n
 		return errs.New(errs.InvalidArgument, "topic %q is FIFO: a tolerance window would let a message overtake an earlier one of its group", t.name)
 	}
 	if s.DedupID != "" {
-		s.DedupHash = requestHash(&r.Message, r.When)
+		s.DedupHash = requestHash(&r.Message, r.When, r.DedupIgnore)
 		s.DedupWindow = e.dedupPolicy(s.Topic).windowMs()
 	}
 	var err error

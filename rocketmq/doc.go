@@ -13,7 +13,7 @@
 //	RocketMQ                         hourglass
 //	topic, message queue             topic (queues are advertised; the engine picks the queue)
 //	consumer group                   consumer group of the topic (created on first receive)
-//	client message ID                key of the message (a resend with the same ID is not stored twice)
+//	client message ID                key and dedup ID of the message (a resend with the same ID is not stored twice)
 //	keys, born time/host, encoding   properties named rocketmq.* (refused from users)
 //	delivery_timestamp               When.At (absolute, ms)
 //	message_group (FIFO)             Message.Group in a FIFO topic

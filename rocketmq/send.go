@@ -49,6 +49,9 @@ func (s *Server) toEngine(m *pb.Message, now int64) (engine.SendRequest, *pb.Sta
 	if sp == nil || sp.GetMessageId() == "" {
 		return engine.SendRequest{}, status(pb.Code_ILLEGAL_MESSAGE_ID, "system properties with a message_id are required")
 	}
+	if err := message.ValidateDedupID(sp.GetMessageId()); err != nil {
+		return engine.SendRequest{}, status(pb.Code_ILLEGAL_MESSAGE_ID, "message_id: "+err.Error())
+	}
 	if d := sp.GetBodyDigest(); d != nil && !strings.EqualFold(d.GetChecksum(), digest(d.GetType(), m.GetBody())) {
 		return engine.SendRequest{}, status(pb.Code_MESSAGE_CORRUPTED, fmt.Sprintf("body digest %s %q does not match the body", d.GetType(), d.GetChecksum()))
 	}
@@ -77,8 +80,14 @@ func (s *Server) toEngine(m *pb.Message, now int64) (engine.SendRequest, *pb.Sta
 	if sp.GetBodyEncoding() == pb.Encoding_GZIP {
 		props[propEncoding] = pb.Encoding_GZIP.String()
 	}
-	req := engine.SendRequest{Message: message.Message{Topic: topic, Key: sp.GetMessageId(), Tag: sp.GetTag(),
-		Group: sp.GetMessageGroup(), Properties: props, Body: m.GetBody()}}
+	// The client's message ID is both the key (a recall answers with it)
+	// and the dedup ID: a resend after a lost answer, even one racing the
+	// first send, is stored once (engine/dedup.go claims the ID across
+	// the append).
+	req := engine.SendRequest{Message: message.Message{Topic: topic, Key: sp.GetMessageId(), DedupID: sp.GetMessageId(),
+		Tag: sp.GetTag(), Group: sp.GetMessageGroup(), Properties: props, Body: m.GetBody()},
+		// The clients stamp each attempt anew.
+		DedupIgnore: []string{propBorn, propBornHost}}
 	switch sp.GetMessageType() {
 	case pb.MessageType_NORMAL, pb.MessageType_MESSAGE_TYPE_UNSPECIFIED:
 	case pb.MessageType_FIFO:
@@ -95,32 +104,42 @@ func (s *Server) toEngine(m *pb.Message, now int64) (engine.SendRequest, *pb.Sta
 			// (and read as a time in the past: an early delivery).
 			return req, status(pb.Code_ILLEGAL_DELIVERY_TIME, fmt.Sprintf("delivery timestamp %d s %d ns is not a valid time", ts.GetSeconds(), ts.GetNanos()))
 		}
+		if sp.GetMessageType() == pb.MessageType_FIFO {
+			// RocketMQ refuses the pair too: a delayed message would
+			// overtake or hold up the rest of its message group.
+			return req, status(pb.Code_MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, "a FIFO message cannot have a delivery timestamp")
+		}
 		at := ts.AsTime().UnixMilli()
 		if max := now + s.opts.Limits.MaxDelay.Milliseconds(); at > max {
 			return req, status(pb.Code_ILLEGAL_DELIVERY_TIME, fmt.Sprintf("delivery time %s is beyond the maximum delay of %v (latest accepted now: %s)",
 				ts.AsTime().UTC().Format(time.RFC3339Nano), s.opts.Limits.MaxDelay, time.UnixMilli(max).UTC().Format(time.RFC3339Nano)))
 		}
-		if at > now {
-			req.When = message.When{At: at}
-		}
+		// Always the absolute time, even one already past (due at once):
+		// a resend after it passed must ask for what the first send asked
+		// for, or the dedup check would take it for a conflict.
+		req.When = message.When{At: at}
 	}
 	return req, nil
 }
 
 // SendMessage stores the messages in one engine batch (all or none). A
-// message whose client ID is already the key of a message in the topic is
-// a resend of it (the clients resend after a lost answer) and is answered
-// with the stored one, not stored again.
+// message whose client ID was already stored in the topic (within the
+// topic's dedup window, 24 h by default) is a resend of it (the clients
+// resend after a lost answer) and is answered with the stored one, not
+// stored again; the same ID with another body or delivery time is
+// refused as ILLEGAL_MESSAGE_ID.
 func (s *Server) SendMessage(ctx context.Context, req *pb.SendMessageRequest) (*pb.SendMessageResponse, error) {
 	msgs := req.GetMessages()
 	if len(msgs) == 0 {
 		return &pb.SendMessageResponse{Status: status(pb.Code_BAD_REQUEST, "no messages")}, nil
 	}
+	if n := s.eng.MaxBatch(); len(msgs) > n {
+		return &pb.SendMessageResponse{Status: status(pb.Code_BAD_REQUEST, fmt.Sprintf("%d messages in one request; the limit is %d", len(msgs), n))}, nil
+	}
 	now := s.eng.Now()
 	entries := make([]*pb.SendResultEntry, len(msgs))
-	var batch []engine.SendRequest
-	var slots []int
-	for i, m := range msgs {
+	batch := make([]engine.SendRequest, 0, len(msgs))
+	for _, m := range msgs {
 		r, st := s.toEngine(m, now)
 		if st != nil {
 			return &pb.SendMessageResponse{Status: st, Entries: []*pb.SendResultEntry{{Status: st}}}, nil
@@ -128,27 +147,21 @@ func (s *Server) SendMessage(ctx context.Context, req *pb.SendMessageRequest) (*
 		if st := s.prepareTopic(m); st != nil {
 			return &pb.SendMessageResponse{Status: st, Entries: []*pb.SendResultEntry{{Status: st}}}, nil
 		}
-		if id, err := s.eng.LookupKey(r.Message.Topic, r.Message.Key); err == nil {
-			if info, err := s.eng.Inspect(id); err == nil {
-				entries[i] = entry(m, engine.Receipt{ID: id, Topic: info.Topic, Queue: info.Queue, Due: info.Due})
-				continue
-			}
-		}
 		batch = append(batch, r)
-		slots = append(slots, i)
 	}
-	if len(batch) > 0 {
-		rs, err := s.eng.SendBatch(ctx, batch)
-		if err != nil {
-			st := errStatus(err, pb.Code_TOPIC_NOT_FOUND)
-			if errs.CodeOf(err) == errs.TooLarge {
-				st.Code = pb.Code_MESSAGE_BODY_TOO_LARGE
-			}
-			return &pb.SendMessageResponse{Status: st, Entries: []*pb.SendResultEntry{{Status: st}}}, nil
+	rs, err := s.eng.SendBatch(ctx, batch)
+	if err != nil {
+		st := errStatus(err, pb.Code_TOPIC_NOT_FOUND)
+		switch errs.CodeOf(err) {
+		case errs.TooLarge:
+			st.Code = pb.Code_MESSAGE_BODY_TOO_LARGE
+		case errs.AlreadyExists:
+			st.Code = pb.Code_ILLEGAL_MESSAGE_ID
 		}
-		for j, r := range rs {
-			entries[slots[j]] = entry(msgs[slots[j]], r)
-		}
+		return &pb.SendMessageResponse{Status: st, Entries: []*pb.SendResultEntry{{Status: st}}}, nil
+	}
+	for i, r := range rs {
+		entries[i] = entry(msgs[i], r)
 	}
 	return &pb.SendMessageResponse{Status: ok(), Entries: entries}, nil
 }
