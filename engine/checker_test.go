@@ -57,6 +57,10 @@ type event struct {
 	// options, so that it can be sent again as a retry.
 	dedup string
 	when  message.When
+	// cycle and seen say, for a kill -9 run's diagnostics, in which child
+	// and when (parent's Unix ms) the operation was answered.
+	cycle int
+	seen  int64
 }
 
 // expect is what the model says about one acknowledged message.
@@ -327,12 +331,18 @@ func checkServed(e checkTarget, m *model, now int64) *report {
 	start := e.logStart()
 	count := map[message.ID]int{}
 	at := map[string]message.ID{}
+	firstAt := map[message.ID]servedEntry{}
 	for _, v := range served {
 		r.Visible++
 		count[v.ID]++
 		at[fmt.Sprintf("%s/%d/%d", v.topic, v.queue, v.Offset)] = v.ID
+		if count[v.ID] == 1 {
+			firstAt[v.ID] = v
+		}
 		if count[v.ID] == 2 {
-			r.bad(&r.Duplicates, "%v visible twice (due %d, visible %d)", v.ID, v.Due, v.Visible.Visible)
+			f := firstAt[v.ID]
+			r.bad(&r.Duplicates, "%v visible twice: %s/%d/%d (due %d, visible %d) and %s/%d/%d (due %d, visible %d)", v.ID,
+				f.topic, f.queue, f.Offset, f.Due, f.Visible.Visible, v.topic, v.queue, v.Offset, v.Due, v.Visible.Visible)
 		}
 		if v.Visible.Visible < v.Due {
 			r.bad(&r.Early, "%v visible at %d before its due time %d", v.ID, v.Visible.Visible, v.Due)

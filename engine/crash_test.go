@@ -73,6 +73,7 @@ func TestCrashKill9(t *testing.T) {
 	dir := t.TempDir()
 	var events []event
 	var lastKill int64
+	var kills []int64
 	var acks, doubts int
 	var lifetime time.Duration
 	start := time.Now()
@@ -85,6 +86,10 @@ func TestCrashKill9(t *testing.T) {
 		}
 		events = append(events, res.events...)
 		lastKill = res.killedAt
+		kills = append(kills, res.killedAt)
+		for i := range res.events {
+			res.events[i].cycle = c
+		}
 		acks += res.acked
 		doubts += res.doubts
 		lifetime += res.lifetime
@@ -117,6 +122,8 @@ func TestCrashKill9(t *testing.T) {
 	t.Logf("after %d kill -9 cycles: %s", cycles, rep)
 	if rep.failures() > 0 {
 		t.Errorf("the engine broke its promises across kill -9 (seed %d): %s", seed, rep)
+		t.Logf("kill times (Unix ms) by cycle: %v", kills)
+		explainCrash(t, rep, events)
 	}
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
@@ -231,6 +238,7 @@ func parseCrashChild(r io.Reader, ready chan<- struct{}) crashChildResult {
 			case evResched:
 				ev.due, _ = strconv.ParseInt(f[3], 10, 64)
 			}
+			ev.seen = time.Now().UnixMilli()
 			res.events = append(res.events, ev)
 			res.acked++
 		case f[1] == "ERR" && len(f) >= 3:
@@ -246,6 +254,28 @@ func parseCrashChild(r io.Reader, ready chan<- struct{}) crashChildResult {
 		res.doubts++
 	}
 	return res
+}
+
+// explainCrash logs, for every message a failure names, what the ledger
+// knows of it: each operation on it, its state, child and time.
+func explainCrash(t *testing.T, rep *report, events []event) {
+	t.Helper()
+	for _, p := range rep.problems {
+		f := strings.Fields(p)
+		if len(f) == 0 {
+			continue
+		}
+		id, err := message.ParseID(f[0])
+		if err != nil {
+			continue
+		}
+		for _, ev := range events {
+			if ev.id == id {
+				t.Logf("  %v: kind %d state %d cycle %d answered at %d due %d [%d, %d] body %q",
+					id, ev.kind, ev.state, ev.cycle, ev.seen, ev.due, ev.lo, ev.hi, ev.body)
+			}
+		}
+	}
 }
 
 func mustParseID(s string) message.ID {
