@@ -95,10 +95,21 @@ func (e *Engine) stateLocked(pos uint64, s *message.Stored) (State, int64, int64
 		return StatePending, due, 0
 	case e.disp.dispatching[pos]:
 		return StateDue, due, 0
-	case timer >= e.disp.loadedUntil:
+	case timer >= e.disp.loadedUntil && !e.firedAtRecoveryLocked(pos, timer):
 		return StatePending, due, 0
 	}
 	return StateVisible, due, 0
+}
+
+// firedAtRecoveryLocked reports whether recovery knows the message at pos,
+// whose timer is at timer and has no overlay entry, to have fired before
+// the restart: the rule by which the loader skips its bucket entry
+// (validFromLocked). After a restart the buckets load again from the
+// earliest replayed due time, which may lie far behind messages that have
+// fired; until their bucket is loaded, "timer at or after loadedUntil" does
+// not mean pending for them.
+func (e *Engine) firedAtRecoveryLocked(pos uint64, timer int64) bool {
+	return e.disp.firedSince[pos] || timer <= e.disp.recF && pos < e.disp.recL
 }
 
 // Inspect tells the state of a message by ID.
@@ -236,6 +247,11 @@ func (e *Engine) changeableLocked(id message.ID, s *message.Stored, ifDue int64)
 	if top == nil {
 		return nil, 0, errs.New(errs.NotFound, "message %s does not exist", id)
 	}
+	if ov := e.ovl.entries[id.Pos]; ov != nil && ov.Changing {
+		// Two changes in flight could apply in another order than the
+		// log's, and replay would then disagree with what was answered.
+		return nil, 0, errs.New(errs.FailedPrecondition, "message %s is being changed by another call; retry once it returns", id)
+	}
 	st, due, vis := e.stateLocked(id.Pos, s)
 	switch st {
 	case StateCancelled:
@@ -276,7 +292,12 @@ func (e *Engine) holdLocked(pos uint64, due int64, cancel bool, newDue int64) ho
 		delete(e.disp.near, pos)
 		h.timer = t
 	}
-	h.ov = &overlayEntry{Due: due, Cancelled: cancel}
+	// Changing keeps the loader from scheduling a bucket entry of the
+	// message while the change is written: one that matches the new due
+	// time (a reschedule to the time it already had, or back to an earlier
+	// one) would otherwise be scheduled beside the timer the change adds,
+	// and the message would fire twice.
+	h.ov = &overlayEntry{Due: due, Cancelled: cancel, Changing: true}
 	if !cancel {
 		h.ov.Due = newDue
 	}
@@ -313,6 +334,7 @@ func (e *Engine) applyChangeLocked(pos uint64, s *message.Stored, top *topic, ca
 		ov = &overlayEntry{Due: s.Due}
 		e.ovl.entries[pos] = ov
 	}
+	ov.Changing = false
 	if cancel {
 		ov.Cancelled = true
 	} else {

@@ -84,12 +84,12 @@ func TestCrashKill9(t *testing.T) {
 		if err := checkOracle(vfs.OS, crashOptions(dir, time.Second)); err != nil {
 			t.Fatalf("cycle %d: after kill -9: %v", c, err)
 		}
-		events = append(events, res.events...)
-		lastKill = res.killedAt
-		kills = append(kills, res.killedAt)
 		for i := range res.events {
 			res.events[i].cycle = c
 		}
+		events = append(events, res.events...)
+		lastKill = res.killedAt
+		kills = append(kills, res.killedAt)
 		acks += res.acked
 		doubts += res.doubts
 		lifetime += res.lifetime

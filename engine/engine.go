@@ -99,6 +99,11 @@ type overlayEntry struct {
 	Cancelled bool
 	Fired     bool
 	Visible   int64 // when it became visible, if Fired
+	// Changing is set while a cancel or reschedule of the message is
+	// being written (control.go: from holdLocked until applyChangeLocked
+	// or unholdLocked). No timer of the message may be scheduled then, and
+	// no other change may start: never journaled.
+	Changing bool
 }
 
 // topic is one topic and its queue indexes.

@@ -26,7 +26,7 @@ func (e *Engine) validFromLocked(pos uint64, due int64, logStart uint64) bool {
 		return false
 	}
 	if ov := e.ovl.entries[pos]; ov != nil {
-		return !ov.Cancelled && !ov.Fired && ov.Due == due
+		return !ov.Changing && !ov.Cancelled && !ov.Fired && ov.Due == due
 	}
 	if e.disp.firedSince[pos] {
 		return false

@@ -35,6 +35,8 @@ type gateFS struct {
 
 	mu      sync.Mutex
 	armed   bool
+	skip    int           // matching operations let through before the one held
+	seen    int           // matching operations since armed
 	reached chan struct{} // closed when the held operation begins
 	release chan struct{} // closed by the test to let it go on
 }
@@ -77,6 +79,10 @@ func (g *gateFS) Open(name string) (vfs.File, error) {
 func (g *gateFS) pass(op vfs.Op, name string) {
 	g.mu.Lock()
 	hold := g.armed && op == g.op && strings.HasPrefix(name, g.prefix) && strings.HasSuffix(name, g.suffix)
+	if hold && g.seen < g.skip {
+		g.seen++
+		hold = false
+	}
 	var reached, release chan struct{}
 	if hold {
 		g.armed = false
