@@ -61,7 +61,7 @@ func Main(args, reexec []string) int {
 	c := config{reexec: reexec}
 	var tiers, systems, role, prefix string
 	fs := flag.NewFlagSet("hourglass bench kafka", flag.ExitOnError)
-	fs.StringVar(&c.brokers, "brokers", "127.0.0.1:19092", "Kafka bootstrap address")
+	fs.StringVar(&c.brokers, "brokers", "127.0.0.1:19092", "Kafka bootstrap addresses, host:port,...")
 	fs.IntVar(&c.n, "n", 20000, "messages per run")
 	fs.StringVar(&tiers, "tiers", "1s,5s,30s", "delay tiers; each message draws one uniformly")
 	fs.DurationVar(&c.produceIn, "produce-in", 5*time.Second, "produce the messages evenly over this long")

@@ -92,7 +92,7 @@ func runOnce(c config, system string, run int) (result, error) {
 	_, _ = rand.Read(rb[:])
 	prefix := fmt.Sprintf("kb-%s-%d-%s", system, run, hex.EncodeToString(rb[:]))
 	biz := prefix + ".biz"
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.brokers), kgo.ProducerLinger(5*time.Millisecond))
+	cl, err := kgo.NewClient(seeds(c.brokers), kgo.ProducerLinger(5*time.Millisecond))
 	if err != nil {
 		return res, err
 	}
@@ -287,7 +287,7 @@ type collector struct {
 }
 
 func startCollector(brokers, topic string) (*collector, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers), kgo.ConsumeTopics(topic),
+	cl, err := kgo.NewClient(seeds(brokers), kgo.ConsumeTopics(topic),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		return nil, err
@@ -381,3 +381,7 @@ func logLevel() string {
 	}
 	return "info"
 }
+
+// seeds is the client option of the seed brokers in a host:port,...
+// list (a soak names every node, so a client starts with one down).
+func seeds(list string) kgo.Opt { return kgo.SeedBrokers(strings.Split(list, ",")...) }
