@@ -10,8 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/hourglass-mq/hourglass/api"
 	"github.com/hourglass-mq/hourglass/client"
+	"github.com/hourglass-mq/hourglass/kafkamode"
+	"github.com/hourglass-mq/hourglass/kafkamode/kafkahttp"
 )
 
 // TestKafkaHTTPAPI: the worker's HTTP API (hourglass kafka --listen) and
@@ -104,6 +108,15 @@ func TestKafkaHTTPAPI(t *testing.T) {
 		t.Fatalf("reschedule m5: %+v %v; want a new ID", moved, err)
 	}
 
+	// A record with bad headers, produced with a Kafka client: inspect
+	// says it is dead-lettered and why.
+	bad := &kgo.Record{Topic: e.delay, Key: []byte("bad"), Value: []byte("bad"),
+		Headers: []kgo.RecordHeader{{Key: kafkamode.HeaderDelayMs, Value: []byte("soon")}}}
+	if err := e.cl.ProduceSync(ctx, bad).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	badID := kafkahttp.FormatID(bad.Partition, bad.Offset)
+
 	// The CLI's send, unchanged, against the worker.
 	var m6 client.Receipt
 	runCLI(t, ctx, &m6, "send", "--server", "http://"+addr, "--topic", e.biz, "--key", "order-6", "--delay", "2s", "--json", "m6")
@@ -122,6 +135,15 @@ func TestKafkaHTTPAPI(t *testing.T) {
 		if in, err := cl.Inspect(ctx, id); err != nil || in.State != "cancelled" {
 			t.Fatalf("inspect %s after settle: %+v %v; want cancelled", id, in, err)
 		}
+	}
+	in, err = cl.Inspect(ctx, badID)
+	if err != nil || in.State != "dead_lettered" {
+		t.Fatalf("inspect the bad record: %+v %v; want dead_lettered", in, err)
+	}
+	var raw api.KafkaMessageInfo
+	getJSON(t, ctx, "http://"+addr+"/v1/messages/"+badID, &raw)
+	if !strings.Contains(raw.Reason, "_delayMs") {
+		t.Fatalf("dead-letter reason %q does not name the bad header", raw.Reason)
 	}
 	if err := cl.Cancel(ctx, m1.ID); !client.IsFailedPrecondition(err) {
 		t.Fatalf("cancel of a delivered message: %v, want failed_precondition", err)
@@ -145,18 +167,23 @@ func waitUp(t *testing.T, ctx context.Context, cl *client.Client) {
 // forecastOf asks the worker's API for the next two minutes by the second.
 func forecastOf(t *testing.T, ctx context.Context, addr string) api.KafkaForecast {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+addr+"/v1/forecast?step=second&to="+
-		strconv.FormatInt(time.Now().Add(2*time.Minute).UnixMilli(), 10), nil)
+	var f api.KafkaForecast
+	getJSON(t, ctx, "http://"+addr+"/v1/forecast?step=second&to="+strconv.FormatInt(time.Now().Add(2*time.Minute).UnixMilli(), 10), &f)
+	return f
+}
+
+// getJSON GETs url and decodes its 200 answer into out.
+func getJSON(t *testing.T, ctx context.Context, url string, out any) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var f api.KafkaForecast
-	if err := json.NewDecoder(resp.Body).Decode(&f); err != nil || resp.StatusCode != 200 {
-		t.Fatalf("forecast: %d %v", resp.StatusCode, err)
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %d %v", url, resp.StatusCode, err)
 	}
-	return f
 }
 
 // runCLI runs the hourglass command with args and decodes its JSON output

@@ -167,7 +167,10 @@ func (l *Locator) Locate(ctx context.Context, partition int32, offset int64, sea
 func (l *Locator) readAt(ctx context.Context, partition int32, offset int64) (*kgo.Record, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(l.cfg.Brokers...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{l.cfg.DelayTopic: {partition: kgo.NewOffset().At(offset)}}),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(100*time.Millisecond))
+		// Control records too: the offset may be a transaction marker,
+		// possibly the last record below the end (then nothing else would
+		// ever come).
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords(), kgo.FetchMaxWait(100*time.Millisecond))
 	if err != nil {
 		return nil, err
 	}
@@ -183,7 +186,7 @@ func (l *Locator) readAt(ctx context.Context, partition int32, offset int64) (*k
 			return nil, fmt.Errorf("read offset %d of partition %d: %w", offset, partition, ferr)
 		}
 		if recs := fs.Records(); len(recs) > 0 {
-			if recs[0].Offset != offset {
+			if recs[0].Offset != offset || recs[0].Attrs.IsControl() {
 				return nil, fmt.Errorf("%w: offset %d of partition %d holds no record (an aborted write or a transaction marker)",
 					ErrNoMessage, offset, partition)
 			}

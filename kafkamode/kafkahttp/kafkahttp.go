@@ -163,8 +163,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, errs.New(errs.Unauthenticated, "a valid bearer token is required: send the header Authorization: Bearer <token>"))
 		return
 	}
-	h.mux.ServeHTTP(w, r)
+	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
+	defer cancel()
+	h.mux.ServeHTTP(w, r.WithContext(ctx))
 }
+
+// requestTimeout bounds a request's work in Kafka (a produce, an inspect's
+// reads): past it the answer is unavailable (503), not a hung request.
+const requestTimeout = 30 * time.Second
 
 // authorized checks the bearer token (scheme case-insensitive, RFC 9110).
 func (h *Handler) authorized(r *http.Request) bool {
@@ -180,6 +186,8 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	code, msg := errs.CodeOf(err), err.Error()
 	if _, ok := errors.AsType[*errs.Error](err); !ok {
 		switch {
+		case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
+			code, msg = errs.Unavailable, "request cancelled or timed out: "+msg
 		case errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge):
 			code = errs.TooLarge
 		case errors.Is(err, kafkamode.ErrNoMessage):
