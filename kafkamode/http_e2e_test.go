@@ -92,16 +92,10 @@ func TestKafkaHTTPAPI(t *testing.T) {
 	if err := cl.Cancel(ctx, m3.ID); err != nil {
 		t.Fatalf("cancel m3: %v", err)
 	}
-	req, _ := http.NewRequestWithContext(ctx, "DELETE", "http://"+addr+"/v1/keys/order-4", nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var kc api.KafkaCancel
-	_ = json.NewDecoder(resp.Body).Decode(&kc)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusAccepted || kc.Key != "order-4" || kc.State != api.StateCancelRequested {
-		t.Fatalf("cancel by key: %d %+v", resp.StatusCode, kc)
+	runCLI(t, ctx, &kc, "cancel", "--server", "http://"+addr, "--every-key", "order-4", "--json")
+	if kc.Key != "order-4" || kc.State != api.StateCancelRequested || !strings.HasPrefix(kc.Control, "k:") {
+		t.Fatalf("cancel by key: %+v", kc)
 	}
 	moved, err := cl.Reschedule(ctx, m5.ID, client.When{Delay: 3 * time.Second}, 0)
 	if err != nil || moved.ID == m5.ID {

@@ -21,3 +21,16 @@ func TestKafkaListenFails(t *testing.T) {
 		t.Fatalf("exit %d stderr %q, want %d naming --listen", res.code, res.stderr, ExitFailed)
 	}
 }
+
+// TestCancelEveryKeyAlone: --every-key takes no other target.
+func TestCancelEveryKeyAlone(t *testing.T) {
+	r := newRunner(t, nil)
+	for _, args := range [][]string{
+		{"cancel", "--every-key", "k", "k:0:1"},
+		{"cancel", "--every-key", "k", "--topic", "t", "--key", "k"},
+	} {
+		if res := r.run(args...); res.code != ExitUsage || !strings.Contains(res.stderr, "--every-key goes alone") {
+			t.Errorf("%q: exit %d stderr %q", args, res.code, res.stderr)
+		}
+	}
+}
