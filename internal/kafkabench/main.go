@@ -19,6 +19,8 @@
 //
 // The drill (-workers N -kill) runs N workers and SIGKILLs one of them
 // when half the messages arrived, then restarts it with its worker ID;
+// -delay-topic benchmarks workers already running (a deployment) instead:
+// it produces to their delay topic and reads a business topic of its own.
 // -kill-broker runs a command at that moment (a soak kills a Kafka broker
 // with it; see scripts/soak-kafka.sh). -strict makes any message of hourglass
 // lost, duplicated or early an exit status of 1.
@@ -41,6 +43,7 @@ type config struct {
 	workers   int
 	repl      int
 	killCmd   string
+	external  string // delay topic of workers already running; "" starts them
 	strict    bool
 	brokers   string
 	n         int
@@ -72,6 +75,7 @@ func Main(args, reexec []string) int {
 	fs.IntVar(&c.workers, "workers", 1, "workers (or scheme C forwarders) in the group; -kill kills the first")
 	fs.IntVar(&c.repl, "replication", 1, "replication factor of the topics the benchmark creates")
 	fs.StringVar(&c.killCmd, "kill-broker", "", "shell command run when half the messages arrived (e.g. one that kills a Kafka broker)")
+	fs.StringVar(&c.external, "delay-topic", "", "benchmark the workers already running on this delay topic instead of starting workers (hourglass only; no -kill, no RSS)")
 	fs.BoolVar(&c.strict, "strict", false, "exit 1 if hourglass lost, duplicated or delivered early any message (scheme C duplicates by design)")
 	fs.IntVar(&c.body, "body", 256, "message body bytes")
 	fs.StringVar(&role, "role", "", "internal: 'forwarder' runs the scheme C forwarder")
@@ -82,6 +86,9 @@ func Main(args, reexec []string) int {
 	}
 	if c.repl < 1 || c.repl > 16 {
 		fatalf("-replication %d is not in [1, 16]", c.repl)
+	}
+	if c.external != "" && (c.kill || systems != "hourglass") {
+		fatalf("-delay-topic (running workers) goes with -systems hourglass and without -kill")
 	}
 	if c.n < 2 {
 		fatalf("-n %d: want at least 2 messages", c.n)

@@ -108,6 +108,9 @@ func runOnce(c config, system string, run int) (result, error) {
 	var start func(i int) (*child, error)
 	switch system {
 	case "hourglass":
+		if c.external != "" {
+			break // workers already run
+		}
 		compact := "compact"
 		for _, t := range []struct {
 			name string
@@ -140,7 +143,11 @@ func runOnce(c config, system string, run int) (result, error) {
 	if err != nil {
 		return res, err
 	}
-	ws := make([]*child, c.workers)
+	nw := c.workers
+	if start == nil {
+		nw = 0
+	}
+	ws := make([]*child, nw)
 	defer func() {
 		for _, w := range ws {
 			if w != nil {
@@ -153,9 +160,12 @@ func runOnce(c config, system string, run int) (result, error) {
 			return res, err
 		}
 	}
-	w := ws[0]
-	if err := waitStable(ctx, adm, prefix, c.workers); err != nil {
-		return res, fmt.Errorf("%v; worker output:\n%s", err, w.out.String())
+	var w *child
+	if nw > 0 {
+		w = ws[0]
+		if err := waitStable(ctx, adm, prefix, c.workers); err != nil {
+			return res, fmt.Errorf("%v; worker output:\n%s", err, w.out.String())
+		}
 	}
 	col, err := startCollector(c.brokers, biz)
 	if err != nil {
@@ -252,6 +262,9 @@ func produce(ctx context.Context, cl *kgo.Client, c config, system, prefix, biz 
 				Headers: []kgo.RecordHeader{{Key: "_bizTopic", Value: []byte(biz)}}}
 			if system == "hourglass" {
 				r.Topic = prefix + ".delay"
+				if c.external != "" {
+					r.Topic = c.external
+				}
 				r.Headers = append(r.Headers, kgo.RecordHeader{Key: "_delayMs", Value: []byte(strconv.FormatInt(tier.Milliseconds(), 10))})
 			} else {
 				r.Topic = levelTopic(prefix, tier)
