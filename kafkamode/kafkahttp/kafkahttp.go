@@ -41,6 +41,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -139,10 +140,28 @@ func New(cfg kafkamode.Config, fc Forecaster, opts Options) (*Handler, error) {
 			}
 		})
 	}
-	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		h.writeError(w, r, errs.New(errs.NotFound, "no such endpoint in Kafka mode: %s %s (Kafka mode serves send, inspect, cancel, reschedule, forecast, /healthz and /metrics)", r.Method, r.URL.Path))
-	})
+	h.mux.HandleFunc("/", h.noRoute)
 	return h, nil
+}
+
+// noRoute answers what no route matches: 405 with Allow when the path
+// exists with other methods (as the embedded API does), else 404.
+func (h *Handler) noRoute(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, m := range []string{"GET", "POST", "PUT", "DELETE"} {
+		r2 := r.Clone(r.Context())
+		r2.Method = m
+		if _, pat := h.mux.Handler(r2); pat != "" && pat != "/" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeJSON(w, http.StatusMethodNotAllowed, api.Error{Error: api.ErrorBody{Code: errs.InvalidArgument,
+			Message: fmt.Sprintf("method %s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, strings.Join(allow, ", "))}})
+		return
+	}
+	h.writeError(w, r, errs.New(errs.NotFound, "no such endpoint in Kafka mode: %s %s (Kafka mode serves send, inspect, cancel, reschedule, forecast, /healthz and /metrics)", r.Method, r.URL.Path))
 }
 
 // Close releases the Kafka client.
