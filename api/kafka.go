@@ -21,14 +21,17 @@ func KafkaStates() []State {
 	return append(States(), StateDeadLettered, StateResolved)
 }
 
-// StateCancelRequested is the state a Kafka-mode cancel answers with: the
+// StateCancelRequested is the state a Kafka-mode cancel answers with
+// (202) when the worker did not apply it within the answer's wait: the
 // cancel record is in the delay topic (durably, acks=all), and the worker
 // that owns the partition applies it unless it forwarded the message
 // first. Inspect tells which.
 const StateCancelRequested State = "cancel_requested"
 
 // KafkaCancel answers a Kafka-mode cancel, by ID (DELETE
-// /v1/messages/{id}) or by key (DELETE /v1/keys/{key}), with 202.
+// /v1/messages/{id}) or by key (DELETE /v1/keys/{key}): 200 with State
+// cancelled once the worker applied it, 202 with StateCancelRequested
+// when it did not within the wait.
 type KafkaCancel struct {
 	// ID is the message cancelled by ID; Key the key cancelled by key.
 	ID  string `json:"id,omitempty"`

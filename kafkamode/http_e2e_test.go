@@ -92,9 +92,13 @@ func TestKafkaHTTPAPI(t *testing.T) {
 	if err := cl.Cancel(ctx, m3.ID); err != nil {
 		t.Fatalf("cancel m3: %v", err)
 	}
+	// The cancel answered once the worker applied it: inspect agrees.
+	if in, err := cl.Inspect(ctx, m3.ID); err != nil || in.State != "cancelled" {
+		t.Fatalf("inspect m3 right after its cancel: %+v %v; want cancelled", in, err)
+	}
 	var kc api.KafkaCancel
 	runCLI(t, ctx, &kc, "cancel", "--server", "http://"+addr, "--every-key", "order-4", "--json")
-	if kc.Key != "order-4" || kc.State != api.StateCancelRequested || !strings.HasPrefix(kc.Control, "k:") {
+	if kc.Key != "order-4" || kc.State != api.StateCancelled || !strings.HasPrefix(kc.Control, "k:") {
 		t.Fatalf("cancel by key: %+v", kc)
 	}
 	moved, err := cl.Reschedule(ctx, m5.ID, client.When{Delay: 3 * time.Second}, 0)

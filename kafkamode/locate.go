@@ -371,3 +371,17 @@ func (l *Locator) LatestPending(ctx context.Context, partition int32, key []byte
 func KeyPartition(key []byte, n int) int32 {
 	return int32(kgo.StickyKeyPartitioner(nil).ForTopic("").Partition(&kgo.Record{Key: key}, n))
 }
+
+// Resolved reports whether the delay record at (partition, offset) is
+// resolved in the committed progress: below the group's committed offset,
+// or marked by a fired marker.
+func (l *Locator) Resolved(ctx context.Context, partition int32, offset int64) (bool, error) {
+	offs, err := l.adm.FetchOffsets(ctx, l.cfg.Group)
+	if err != nil {
+		return false, fmt.Errorf("fetch the committed offsets of group %s: %w", l.cfg.Group, err)
+	}
+	if o, ok := offs.Lookup(l.cfg.DelayTopic, partition); ok && o.Err == nil && offset < o.At {
+		return true, nil
+	}
+	return l.marked(ctx, partition, offset)
+}

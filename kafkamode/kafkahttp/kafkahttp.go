@@ -31,10 +31,14 @@
 // A message ID is "k:<partition>:<offset>": the delay record's position,
 // unique and never reused (offsets only grow).
 //
-// Cancels are asynchronous: the answer (202) says the cancel record is
-// written; the owning worker applies it unless it forwarded the message
-// first (the embedded broker can refuse such a cancel with 409; here only
-// a message already resolved in the committed progress is refused).
+// A cancel writes its record, then waits (up to 5 s) until the owning
+// worker has applied it, that is, until the record is resolved in the
+// committed progress. A cancel by ID then answers 200 cancelled, or 409
+// when the worker forwarded the message before the cancel took effect; a
+// cancel by key answers 200 cancelled (every message with the key still
+// pending then is cancelled). When the worker does not apply it in time
+// (it is down, or far behind), the answer is 202 cancel_requested: the
+// record is durable and will be applied.
 package kafkahttp
 
 import (

@@ -236,8 +236,50 @@ func (h *Handler) cancel(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if !h.applied(r.Context(), ctl) {
+		writeJSON(w, http.StatusAccepted, api.KafkaCancel{ID: id, Control: ctl, State: api.StateCancelRequested})
+		return nil
+	}
+	// The cancel record is resolved, so the message is too: cancelled by
+	// it, or forwarded before it.
+	if loc, err = h.loc.Locate(r.Context(), p, o, true); err != nil {
+		return err
+	}
+	switch loc.Where {
+	case kafkamode.WhereCancelled:
+		writeJSON(w, http.StatusOK, api.KafkaCancel{ID: id, Control: ctl, State: api.StateCancelled})
+		return nil
+	case kafkamode.WhereForwarded:
+		return errs.New(errs.FailedPrecondition, "message %s was forwarded at %s, before the cancel %s took effect", id,
+			api.Millis(loc.Forwarded).RFC3339(), ctl)
+	}
 	writeJSON(w, http.StatusAccepted, api.KafkaCancel{ID: id, Control: ctl, State: api.StateCancelRequested})
 	return nil
+}
+
+// applyWait bounds how long a cancel waits for the worker to apply it.
+const applyWait = 5 * time.Second
+
+// applied waits until the control record ctl is resolved in the committed
+// progress, that is, applied by the worker that owns its partition, or
+// applyWait passed (the worker is down or far behind): then false.
+func (h *Handler) applied(ctx context.Context, ctl string) bool {
+	p, o, err := ParseID(ctl)
+	if err != nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, applyWait)
+	defer cancel()
+	for {
+		if ok, err := h.loc.Resolved(ctx, p, o); ok && err == nil {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // cancelKey serves DELETE /v1/keys/{key}: a cancel record with the key,
@@ -259,6 +301,10 @@ func (h *Handler) cancelKey(w http.ResponseWriter, r *http.Request) error {
 		Headers: []kgo.RecordHeader{{Key: kafkamode.HeaderCancel, Value: []byte("key")}}})
 	if err != nil {
 		return err
+	}
+	if h.applied(r.Context(), ctl) {
+		writeJSON(w, http.StatusOK, api.KafkaCancel{Key: string(key), Control: ctl, State: api.StateCancelled})
+		return nil
 	}
 	writeJSON(w, http.StatusAccepted, api.KafkaCancel{Key: string(key), Control: ctl, State: api.StateCancelRequested})
 	return nil
