@@ -10,9 +10,14 @@ import (
 // KafkaCancel is the answer of a Kafka-mode cancel (CancelKey).
 type KafkaCancel = api.KafkaCancel
 
+// KafkaCancelled is KafkaCancel.State once the worker applied the cancel.
+const KafkaCancelled = api.StateCancelled
+
 // CancelKey asks a Kafka-mode worker (hourglass kafka --listen) to cancel
 // every pending message with key: it writes a cancel record with the key to
-// the key's delay partition. The cancel applies to the messages the worker
+// the key's delay partition and waits until the worker applied it (State
+// KafkaCancelled) or a few seconds passed (State cancel_requested: it
+// will be applied). It cancels the messages with the key that the worker
 // has not forwarded when it reads the record. An embedded broker answers
 // not_found (it has no such endpoint: cancel by ID there).
 func (c *Client) CancelKey(ctx context.Context, key string) (KafkaCancel, error) {

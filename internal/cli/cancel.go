@@ -15,8 +15,10 @@ to --topic with --key): it will never be delivered. A message already due,
 visible or cancelled cannot be cancelled (failed_precondition).
 
 Against a Kafka mode worker (hourglass kafka --listen), a cancel writes a
-cancel record and answers at once; the worker applies it unless it forwarded
-the message first (inspect tells). --every-key K cancels every pending
+cancel record and waits up to 5 s for the worker to apply it: cancelled, or
+failed_precondition if the worker forwarded the message first. If the
+worker does not apply it in time, the cancel is still requested (durable),
+and inspect tells the outcome later. --every-key K cancels every pending
 message with key K there (Kafka mode only).`,
 		run: runCancel,
 	}

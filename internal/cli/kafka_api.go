@@ -59,6 +59,10 @@ func (a *App) cancelEveryKey(ctx context.Context, c *command, cf *clientFlags, c
 		a.printJSON(r)
 		return ExitOK
 	}
-	fmt.Fprintf(a.Stdout, "cancel of every pending message with key %s requested (cancel record %s)\n", r.Key, r.Control)
+	if r.State == client.KafkaCancelled {
+		fmt.Fprintf(a.Stdout, "cancelled every pending message with key %s (cancel record %s)\n", r.Key, r.Control)
+		return ExitOK
+	}
+	fmt.Fprintf(a.Stdout, "cancel of every pending message with key %s requested (cancel record %s); the worker has not applied it yet\n", r.Key, r.Control)
 	return ExitOK
 }
