@@ -105,6 +105,11 @@ func TestKafkaHTTPAPI(t *testing.T) {
 	if err != nil || moved.ID == m5.ID {
 		t.Fatalf("reschedule m5: %+v %v; want a new ID", moved, err)
 	}
+	// The reschedule answered once the original was cancelled: a second
+	// one is refused rather than scheduling a second copy.
+	if _, err := cl.Reschedule(ctx, m5.ID, client.When{Delay: 4 * time.Second}, 0); !client.IsFailedPrecondition(err) {
+		t.Fatalf("second reschedule of m5: %v, want failed_precondition", err)
+	}
 
 	// A record with bad headers, produced with a Kafka client: inspect
 	// says it is dead-lettered and why.

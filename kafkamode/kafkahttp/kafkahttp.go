@@ -96,6 +96,9 @@ type Handler struct {
 	loc  *kafkamode.Locator
 	mux  *http.ServeMux
 
+	// reschedMu holds a *sync.Mutex per delay partition (see reschedule).
+	reschedMu sync.Map
+
 	// parts caches the delay topic's partition count for partitionsTTL.
 	mu      sync.Mutex
 	parts   int

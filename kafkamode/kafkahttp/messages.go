@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -260,7 +261,7 @@ func (h *Handler) cancel(w http.ResponseWriter, r *http.Request) error {
 // applyWait bounds how long a cancel waits for the worker to apply it.
 const applyWait = 5 * time.Second
 
-// applied waits until the control record ctl is resolved in the committed
+// applied waits until the cancel record ctl is resolved in the committed
 // progress, that is, applied by the worker that owns its partition, or
 // applyWait passed (the worker is down or far behind): then false.
 func (h *Handler) applied(ctx context.Context, ctl string) bool {
@@ -268,6 +269,12 @@ func (h *Handler) applied(ctx context.Context, ctl string) bool {
 	if err != nil {
 		return false
 	}
+	return h.resolvedWithin(ctx, p, o)
+}
+
+// resolvedWithin waits until the delay record at (p, o) is resolved in the
+// committed progress, at most applyWait; it reports whether it is.
+func (h *Handler) resolvedWithin(ctx context.Context, p int32, o int64) bool {
 	ctx, cancel := context.WithTimeout(ctx, applyWait)
 	defer cancel()
 	for {
@@ -331,6 +338,12 @@ func (h *Handler) reschedule(w http.ResponseWriter, r *http.Request) error {
 		return errorf("give the new time: delay or at")
 	}
 	id := FormatID(p, o)
+	// One reschedule of a partition at a time, each until the worker
+	// applied it: a second reschedule of the same ID then finds it
+	// resolved (409) instead of scheduling a second copy.
+	mu, _ := h.reschedMu.LoadOrStore(p, new(sync.Mutex))
+	mu.(*sync.Mutex).Lock()
+	defer mu.(*sync.Mutex).Unlock()
 	loc, err := h.loc.Locate(r.Context(), p, o, false)
 	if err != nil {
 		return err
@@ -357,6 +370,11 @@ func (h *Handler) reschedule(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// The copy is durable and scheduled whether or not the wait ends in
+	// time; waiting until the original is resolved (cancelled by the
+	// copy's cancel half) only keeps the next reschedule of id from
+	// racing this one.
+	h.resolvedWithin(r.Context(), p, o)
 	writeJSON(w, http.StatusOK, api.Rescheduled{ID: nid, Due: api.Millis(due), DueTime: api.Millis(due).RFC3339()})
 	return nil
 }
