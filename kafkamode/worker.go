@@ -64,6 +64,8 @@ type Worker struct {
 	noBody   dueHeap // entries whose body was dropped, by due time
 	loadBusy bool
 	loadDone chan bodyResult
+
+	queries indexQueries // read-only questions for the loop (query.go)
 }
 
 // New checks cfg and returns a worker; it connects nothing yet.
@@ -195,6 +197,7 @@ func (w *Worker) runSession(ctx context.Context) error {
 	}
 	defer w.sess.Close()
 	for sctx.Err() == nil {
+		w.answerQueries()
 		w.poll(sctx)
 		w.takeBodies()
 		now := time.Now().UnixMilli()

@@ -9,6 +9,8 @@
 #   scripts/kafka.sh restart  stop it cleanly and start it again on the same
 #                             directory and ports (a broker restart)
 #   scripts/kafka.sh status   say whether it runs (exit 0) or not (exit 1)
+#   scripts/kafka.sh jars     fetch the jars once, print their folder (for
+#                             scripts/kafka-cluster.sh)
 #
 # Settings (environment):
 #   KAFKA_PORT        listener port (default 19092; 0 picks a free one)
@@ -215,8 +217,9 @@ start) start ;;
 stop) stop ;;
 restart) restart ;;
 status) status ;;
+jars) fetch && echo "$cache/lib" ;;
 *)
-	echo "usage: $0 start|stop|restart|status" >&2
+	echo "usage: $0 start|stop|restart|status|jars" >&2
 	exit 2
 	;;
 esac

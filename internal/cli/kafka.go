@@ -31,7 +31,7 @@ hourglass-dlq-reason header. Missing topics are created (the state topic
 compacted, with the delay topic's partition count).
 
 Give a restarted worker its old --worker-id: it then fences the crashed
-one's open transaction at once instead of after --txn-timeout.`,
+one's open transaction at once instead of after --txn-timeout.` + kafkaAPIHelp,
 		run: runKafka,
 	}
 }
@@ -53,6 +53,8 @@ func runKafka(ctx context.Context, a *App, c *command, args []string) int {
 	fs.DurationVar(&cfg.TxnTimeout, "txn-timeout", 0, "transaction timeout (default 10s)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	metricsAddr := fs.String("metrics-listen", "", "serve Prometheus metrics on http://ADDR/metrics (host:port; empty: off)")
+	apiAddr := fs.String("listen", "", "serve the HTTP API (send, inspect, cancel, reschedule, forecast, /metrics) on host:port, e.g. 127.0.0.1:7070; empty: off")
+	apiToken := fs.String("auth-token", "", "bearer token the HTTP API requires (prefer $HOURGLASS_AUTH_TOKEN: flags show in the process list); empty: none")
 	pos, code, ok := parseFlags(fs, args)
 	if !ok {
 		return code
@@ -95,6 +97,16 @@ func runKafka(ctx context.Context, a *App, c *command, args []string) int {
 		go func() { _ = srv.Serve(ln) }()
 		defer srv.Close()
 		fmt.Fprintf(a.Stdout, "metrics on http://%s/metrics\n", ln.Addr())
+	}
+	if *apiAddr != "" {
+		if *apiToken == "" {
+			*apiToken = a.env("HOURGLASS_AUTH_TOKEN", "")
+		}
+		stop, err := serveKafkaAPI(a, w, *apiAddr, *apiToken, cfg.Logger)
+		if err != nil {
+			return a.failed(c, err)
+		}
+		defer stop()
 	}
 	fmt.Fprintf(a.Stdout, "kafka worker %s joining group %s on %s\n", cfg.WorkerID, cfg.Group, strings.Join(cfg.Brokers, ","))
 	if err := w.Run(ctx); err != nil {

@@ -1,4 +1,4 @@
-// Command kafkabench compares hourglass's Kafka mode with the first seed's
+// Package kafkabench is `hourglass bench kafka`: it compares hourglass's Kafka mode with the first seed's
 // scheme C (a topic per delay level and a forwarder that pauses a partition
 // until its head is due, at least once) on the same Kafka with the same
 // load: N messages of 256 B produced over a few seconds, each with a delay
@@ -10,27 +10,41 @@
 // the messages have arrived and restarted, and the duplicates it causes
 // are counted.
 //
-//	go run ./internal/kafkabench -brokers 127.0.0.1:19092 -n 20000 -tiers 1s,5s,30s -runs 3
+//	hourglass bench kafka -brokers 127.0.0.1:19092 -n 20000 -tiers 1s,5s,30s -runs 3
 //
 // The hourglass worker is the real `hourglass kafka` binary (-hourglass, or
-// built into a temp dir); the scheme C forwarder is this program re-run
-// with -role forwarder. Both run as child processes so a kill is a real
-// SIGKILL and the RSS is the worker's alone.
-package main
+// the running hourglass binary); the scheme C forwarder is this benchmark
+// re-run with -role forwarder. Both run as child processes so a kill is a
+// real SIGKILL and the RSS is the worker's alone.
+//
+// The drill (-workers N -kill) runs N workers and SIGKILLs one of them
+// when half the messages arrived, then restarts it with its worker ID;
+// -delay-topic benchmarks workers already running (a deployment) instead:
+// it produces to their delay topic and reads a business topic of its own.
+// -kill-broker runs a command at that moment (a soak kills a Kafka broker
+// with it; see scripts/soak-kafka.sh). -strict makes any message of hourglass
+// lost, duplicated or early an exit status of 1.
+package kafkabench
 
 import (
 	"context"
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 )
 
 type config struct {
+	// reexec is the command line that runs this benchmark again (for the
+	// scheme C forwarder).
+	reexec    []string
+	workers   int
+	repl      int
+	killCmd   string
+	external  string // delay topic of workers already running; "" starts them
+	strict    bool
 	brokers   string
 	n         int
 	tiers     []time.Duration
@@ -42,21 +56,43 @@ type config struct {
 	body      int
 }
 
-func main() {
-	var c config
+// Main runs the benchmark with args (the arguments after `bench kafka`)
+// and returns the exit status. reexec is the command line that runs it
+// again, args left out (the hourglass binary and "bench", "kafka"); the
+// hourglass binary is reexec[0] unless -hourglass names another.
+func Main(args, reexec []string) int {
+	c := config{reexec: reexec}
 	var tiers, systems, role, prefix string
-	flag.StringVar(&c.brokers, "brokers", "127.0.0.1:19092", "Kafka bootstrap address")
-	flag.IntVar(&c.n, "n", 20000, "messages per run")
-	flag.StringVar(&tiers, "tiers", "1s,5s,30s", "delay tiers; each message draws one uniformly")
-	flag.DurationVar(&c.produceIn, "produce-in", 5*time.Second, "produce the messages evenly over this long")
-	flag.IntVar(&c.runs, "runs", 3, "runs per system")
-	flag.StringVar(&systems, "systems", "hourglass,schemec", "systems to run, in this order each run")
-	flag.BoolVar(&c.kill, "kill", false, "SIGKILL the worker once half the messages arrived, restart it, count duplicates")
-	flag.StringVar(&c.hourglass, "hourglass", "", "hourglass binary (default: go build it)")
-	flag.IntVar(&c.body, "body", 256, "message body bytes")
-	flag.StringVar(&role, "role", "", "internal: 'forwarder' runs the scheme C forwarder")
-	flag.StringVar(&prefix, "prefix", "", "internal: topic prefix for -role forwarder")
-	flag.Parse()
+	fs := flag.NewFlagSet("hourglass bench kafka", flag.ExitOnError)
+	fs.StringVar(&c.brokers, "brokers", "127.0.0.1:19092", "Kafka bootstrap addresses, host:port,...")
+	fs.IntVar(&c.n, "n", 20000, "messages per run")
+	fs.StringVar(&tiers, "tiers", "1s,5s,30s", "delay tiers; each message draws one uniformly")
+	fs.DurationVar(&c.produceIn, "produce-in", 5*time.Second, "produce the messages evenly over this long")
+	fs.IntVar(&c.runs, "runs", 3, "runs per system")
+	fs.StringVar(&systems, "systems", "hourglass,schemec", "systems to run, in this order each run")
+	fs.BoolVar(&c.kill, "kill", false, "SIGKILL the worker once half the messages arrived, restart it, count duplicates")
+	fs.StringVar(&c.hourglass, "hourglass", "", "hourglass binary for the workers (default: this one)")
+	fs.IntVar(&c.workers, "workers", 1, "workers (or scheme C forwarders) in the group; -kill kills the first")
+	fs.IntVar(&c.repl, "replication", 1, "replication factor of the topics the benchmark creates")
+	fs.StringVar(&c.killCmd, "kill-broker", "", "shell command run when half the messages arrived (e.g. one that kills a Kafka broker)")
+	fs.StringVar(&c.external, "delay-topic", "", "benchmark the workers already running on this delay topic instead of starting workers (hourglass only; no -kill, no RSS)")
+	fs.BoolVar(&c.strict, "strict", false, "exit 1 if hourglass lost, duplicated or delivered early any message (scheme C duplicates by design)")
+	fs.IntVar(&c.body, "body", 256, "message body bytes")
+	fs.StringVar(&role, "role", "", "internal: 'forwarder' runs the scheme C forwarder")
+	fs.StringVar(&prefix, "prefix", "", "internal: topic prefix for -role forwarder")
+	_ = fs.Parse(args)
+	if c.workers < 1 || c.workers > 64 {
+		fatalf("-workers %d is not in [1, 64]", c.workers)
+	}
+	if c.repl < 1 || c.repl > 16 {
+		fatalf("-replication %d is not in [1, 16]", c.repl)
+	}
+	if c.external != "" && (c.kill || systems != "hourglass") {
+		fatalf("-delay-topic (running workers) goes with -systems hourglass and without -kill")
+	}
+	if c.n < 2 {
+		fatalf("-n %d: want at least 2 messages", c.n)
+	}
 	for _, s := range strings.Split(tiers, ",") {
 		d, err := time.ParseDuration(strings.TrimSpace(s))
 		if err != nil || d <= 0 {
@@ -68,7 +104,7 @@ func main() {
 		if err := runForwarder(context.Background(), c, prefix); err != nil {
 			fatalf("forwarder: %v", err)
 		}
-		return
+		return 0
 	}
 	c.systems = strings.Split(systems, ",")
 	for _, s := range c.systems {
@@ -77,15 +113,7 @@ func main() {
 		}
 	}
 	if c.hourglass == "" {
-		dir, err := os.MkdirTemp("", "kafkabench")
-		if err != nil {
-			fatalf("%v", err)
-		}
-		defer os.RemoveAll(dir)
-		c.hourglass = filepath.Join(dir, "hourglass")
-		if out, err := exec.Command("go", "build", "-o", c.hourglass, "./cmd/hourglass").CombinedOutput(); err != nil {
-			fatalf("go build: %v\n%s", err, out)
-		}
+		c.hourglass = c.reexec[0]
 	}
 	results := map[string][]result{}
 	for run := 1; run <= c.runs; run++ {
@@ -99,9 +127,20 @@ func main() {
 		}
 	}
 	fmt.Println()
+	bad := 0
 	for _, s := range c.systems {
 		fmt.Printf("%-9s %s\n", s, summarize(results[s]))
+		for _, r := range results[s] {
+			if s == "hourglass" { // scheme C is at least once by design
+				bad += r.lost + r.dup + r.early
+			}
+		}
 	}
+	if c.strict && bad > 0 {
+		fmt.Printf("FAIL: %d messages lost, duplicated or early\n", bad)
+		return 1
+	}
+	return 0
 }
 
 func fatalf(format string, args ...any) {

@@ -1,4 +1,4 @@
-package main
+package kafkabench
 
 import (
 	"bytes"
@@ -92,22 +92,25 @@ func runOnce(c config, system string, run int) (result, error) {
 	_, _ = rand.Read(rb[:])
 	prefix := fmt.Sprintf("kb-%s-%d-%s", system, run, hex.EncodeToString(rb[:]))
 	biz := prefix + ".biz"
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.brokers), kgo.ProducerLinger(5*time.Millisecond))
+	cl, err := kgo.NewClient(seeds(c.brokers), kgo.ProducerLinger(5*time.Millisecond))
 	if err != nil {
 		return res, err
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
 	create := func(t string, parts int32, conf map[string]*string) error {
-		_, err := adm.CreateTopic(ctx, parts, 1, conf, t)
+		_, err := adm.CreateTopic(ctx, parts, int16(c.repl), conf, t)
 		return err
 	}
 	if err := create(biz, bizPartitions, nil); err != nil {
 		return res, err
 	}
-	var start func() (*child, error)
+	var start func(i int) (*child, error)
 	switch system {
 	case "hourglass":
+		if c.external != "" {
+			break // workers already run
+		}
 		compact := "compact"
 		for _, t := range []struct {
 			name string
@@ -117,9 +120,9 @@ func runOnce(c config, system string, run int) (result, error) {
 				return res, err
 			}
 		}
-		start = func() (*child, error) {
+		start = func(i int) (*child, error) {
 			return startChild(c.hourglass, "kafka", "--brokers", c.brokers, "--delay-topic", prefix+".delay",
-				"--group", prefix, "--worker-id", "w1", "--session-timeout", "6s", "--log-level", logLevel())
+				"--group", prefix, "--worker-id", fmt.Sprintf("w%d", i+1), "--session-timeout", "6s", "--log-level", logLevel())
 		}
 	case "schemec":
 		for _, tier := range c.tiers {
@@ -127,29 +130,42 @@ func runOnce(c config, system string, run int) (result, error) {
 				return res, err
 			}
 		}
-		self, err := os.Executable()
-		if err != nil {
-			return res, err
-		}
 		tiers := make([]string, len(c.tiers))
 		for i, t := range c.tiers {
 			tiers[i] = t.String()
 		}
-		start = func() (*child, error) {
-			return startChild(self, "-role", "forwarder", "-prefix", prefix, "-brokers", c.brokers, "-tiers", strings.Join(tiers, ","))
+		start = func(int) (*child, error) {
+			args := append(append([]string{}, c.reexec[1:]...), "-role", "forwarder", "-prefix", prefix, "-brokers", c.brokers, "-tiers", strings.Join(tiers, ","))
+			return startChild(c.reexec[0], args...)
 		}
 	}
 	before, err := logBytes(ctx, adm)
 	if err != nil {
 		return res, err
 	}
-	w, err := start()
-	if err != nil {
-		return res, err
+	nw := c.workers
+	if start == nil {
+		nw = 0
 	}
-	defer func() { w.stop(syscall.SIGTERM) }()
-	if err := waitStable(ctx, adm, prefix); err != nil {
-		return res, fmt.Errorf("%v; worker output:\n%s", err, w.out.String())
+	ws := make([]*child, nw)
+	defer func() {
+		for _, w := range ws {
+			if w != nil {
+				w.stop(syscall.SIGTERM)
+			}
+		}
+	}()
+	for i := range ws {
+		if ws[i], err = start(i); err != nil {
+			return res, err
+		}
+	}
+	var w *child
+	if nw > 0 {
+		w = ws[0]
+		if err := waitStable(ctx, adm, prefix, c.workers); err != nil {
+			return res, fmt.Errorf("%v; worker output:\n%s", err, w.out.String())
+		}
 	}
 	col, err := startCollector(c.brokers, biz)
 	if err != nil {
@@ -158,14 +174,22 @@ func runOnce(c config, system string, run int) (result, error) {
 	defer col.close()
 
 	due := produce(ctx, cl, c, system, prefix, biz)
-	killed := !c.kill
+	killed := !c.kill && c.killCmd == ""
 	deadline := time.Now().Add(c.tiers[len(c.tiers)-1] + c.produceIn + 2*time.Minute)
 	for {
 		n := col.distinct()
 		if !killed && n >= c.n/2 {
-			w.stop(syscall.SIGKILL)
-			if w, err = start(); err != nil {
-				return res, err
+			if c.kill {
+				w.stop(syscall.SIGKILL)
+				if w, err = start(0); err != nil {
+					return res, err
+				}
+				ws[0] = w
+			}
+			if c.killCmd != "" {
+				if out, err := exec.Command("sh", "-c", c.killCmd).CombinedOutput(); err != nil {
+					return res, fmt.Errorf("-kill-broker: %v\n%s", err, out)
+				}
 			}
 			killed = true
 		}
@@ -177,10 +201,12 @@ func runOnce(c config, system string, run int) (result, error) {
 	// A bench, not a test: duplicates are what arrives in a quiet period
 	// of 3 s after the last message.
 	col.quiet(3 * time.Second)
-	res.rssMiB = w.peakRSS()
-	w.stop(syscall.SIGTERM)
-	if os.Getenv("KAFKABENCH_VERBOSE") != "" {
-		fmt.Fprintf(os.Stderr, "worker output:\n%s\n", w.out.String())
+	for _, w := range ws {
+		res.rssMiB = max(res.rssMiB, w.peakRSS())
+		w.stop(syscall.SIGTERM)
+		if os.Getenv("KAFKABENCH_VERBOSE") != "" {
+			fmt.Fprintf(os.Stderr, "worker output:\n%s\n", w.out.String())
+		}
 	}
 	after, err := logBytes(ctx, adm)
 	if err != nil {
@@ -191,13 +217,13 @@ func runOnce(c config, system string, run int) (result, error) {
 	return res, nil
 }
 
-// waitStable waits until the worker's group is Stable with a member.
-func waitStable(ctx context.Context, adm *kadm.Client, group string) error {
+// waitStable waits until the worker's group is Stable with n members.
+func waitStable(ctx context.Context, adm *kadm.Client, group string, n int) error {
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		gs, err := adm.DescribeGroups(ctx, group)
 		if err == nil {
-			if g, ok := gs[group]; ok && g.State == "Stable" && len(g.Members) > 0 {
+			if g, ok := gs[group]; ok && g.State == "Stable" && len(g.Members) >= n {
 				return nil
 			}
 		}
@@ -236,6 +262,9 @@ func produce(ctx context.Context, cl *kgo.Client, c config, system, prefix, biz 
 				Headers: []kgo.RecordHeader{{Key: "_bizTopic", Value: []byte(biz)}}}
 			if system == "hourglass" {
 				r.Topic = prefix + ".delay"
+				if c.external != "" {
+					r.Topic = c.external
+				}
 				r.Headers = append(r.Headers, kgo.RecordHeader{Key: "_delayMs", Value: []byte(strconv.FormatInt(tier.Milliseconds(), 10))})
 			} else {
 				r.Topic = levelTopic(prefix, tier)
@@ -271,7 +300,7 @@ type collector struct {
 }
 
 func startCollector(brokers, topic string) (*collector, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers), kgo.ConsumeTopics(topic),
+	cl, err := kgo.NewClient(seeds(brokers), kgo.ConsumeTopics(topic),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		return nil, err
@@ -365,3 +394,7 @@ func logLevel() string {
 	}
 	return "info"
 }
+
+// seeds is the client option of the seed brokers in a host:port,...
+// list (a soak names every node, so a client starts with one down).
+func seeds(list string) kgo.Opt { return kgo.SeedBrokers(strings.Split(list, ",")...) }

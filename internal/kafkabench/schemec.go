@@ -1,4 +1,4 @@
-package main
+package kafkabench
 
 import (
 	"context"
@@ -39,7 +39,7 @@ func runForwarder(ctx context.Context, c config, prefix string) error {
 	var mu sync.Mutex
 	paused := map[tp]int64{} // partition -> due time of its head
 	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(c.brokers),
+		seeds(c.brokers),
 		kgo.ConsumerGroup(prefix),
 		kgo.ConsumeTopics(topics...),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),

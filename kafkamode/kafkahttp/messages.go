@@ -1,0 +1,517 @@
+package kafkahttp
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/hourglass-mq/hourglass/api"
+	"github.com/hourglass-mq/hourglass/errs"
+	"github.com/hourglass-mq/hourglass/forecast"
+	"github.com/hourglass-mq/hourglass/kafkamode"
+)
+
+// controlHeaders are the headers a message's properties must not name: the
+// worker reads them (the underscore ones) or sets them (hourglass-*).
+var controlHeaders = []string{kafkamode.HeaderDeliverAt, kafkamode.HeaderDelayMs, kafkamode.HeaderBizTopic,
+	kafkamode.HeaderCancel}
+
+func isControl(name string) bool {
+	for _, c := range controlHeaders {
+		if name == c {
+			return true
+		}
+	}
+	return false
+}
+
+// rescheduleMargin is how close to its due time a message may still be
+// rescheduled: a reschedule is a new record that cancels the old one, and
+// if the worker forwarded the old one first both would be delivered.
+const rescheduleMargin = time.Second
+
+// unsent is the round-robin counter of messages without a key.
+var unsent atomic.Uint32
+
+// send serves POST /v1/topics/{topic}/messages: produce a delay record
+// for the business topic {topic}.
+func (h *Handler) send(w http.ResponseWriter, r *http.Request) error {
+	topic, err := h.pathTopic(r)
+	if err != nil {
+		return err
+	}
+	var m api.SendMessage
+	if err := h.decode(w, r, &m); err != nil {
+		return err
+	}
+	for name, set := range map[string]bool{"tag": m.Tag != "", "group": m.Group != "", "dedup_id": m.DedupID != "",
+		"deadline": m.Deadline != 0, "ttl": m.TTL != "", "window": m.Window != 0, "level": m.Level != 0} {
+		if set {
+			return errorf("field %q is not supported in Kafka mode (supported: key, properties, body, body_base64, delay, at)", name)
+		}
+	}
+	var body []byte
+	switch {
+	case m.Body != nil && m.BodyBase64 != nil:
+		return errorf("give body or body_base64, not both")
+	case m.Body != nil:
+		body = []byte(*m.Body)
+	case m.BodyBase64 != nil:
+		if body, err = base64.StdEncoding.Strict().DecodeString(*m.BodyBase64); err != nil {
+			return errorf("body_base64 is not standard base64: %v", err)
+		}
+	}
+	now := h.opts.Now().UnixMilli()
+	due, err := dueOf(m.Delivery, now)
+	if err != nil {
+		return err
+	}
+	rec := &kgo.Record{Value: body, Timestamp: time.UnixMilli(now)}
+	names := make([]string, 0, len(m.Properties))
+	for k := range m.Properties {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		switch {
+		case k == "":
+			return errorf("a property name is empty")
+		case isControl(k) || strings.HasPrefix(k, "hourglass-"):
+			return errorf("property %q is reserved in Kafka mode (the control headers %v and the hourglass-* headers the worker sets)", k, controlHeaders)
+		}
+		rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: k, Value: []byte(m.Properties[k])})
+	}
+	rec.Headers = append(rec.Headers, schedule(due, topic)...)
+	n, err := h.partitions(r.Context())
+	if err != nil {
+		return err
+	}
+	if m.Key != "" {
+		rec.Key = []byte(m.Key)
+		rec.Partition = kafkamode.KeyPartition(rec.Key, n)
+	} else {
+		rec.Partition = int32(unsent.Add(1) % uint32(n))
+	}
+	id, err := h.produce(r.Context(), rec)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, api.Receipt{ID: id, Topic: topic, Queue: int(rec.Partition), Due: api.Millis(due), DueTime: api.Millis(due).RFC3339()})
+	return nil
+}
+
+// schedule is the control headers of a record due at due for bizTopic.
+func schedule(due int64, bizTopic string) []kgo.RecordHeader {
+	return []kgo.RecordHeader{
+		{Key: kafkamode.HeaderDeliverAt, Value: strconv.AppendInt(nil, due, 10)},
+		{Key: kafkamode.HeaderBizTopic, Value: []byte(bizTopic)},
+	}
+}
+
+// dueOf is the due time a Delivery asks for at now: now when it asks
+// none; an absolute time in the past is now too.
+func dueOf(d api.Delivery, now int64) (int64, error) {
+	if d.Level != 0 {
+		return 0, errorf("field \"level\" is not supported in Kafka mode (there is no delay-level table): give delay or at")
+	}
+	if d.Delay != "" && d.At != 0 {
+		return 0, errorf("give delay or at, not both")
+	}
+	switch {
+	case d.Delay != "":
+		dd, err := time.ParseDuration(d.Delay)
+		if err != nil {
+			return 0, errorf("delay %q is not a duration such as 250ms, 30s or 1h30m", d.Delay)
+		}
+		if dd < 0 || dd.Milliseconds() > kafkamode.MaxDelayMs {
+			return 0, errorf("delay %q is out of range (0 to 100 years)", d.Delay)
+		}
+		return now + dd.Milliseconds(), nil
+	case d.At < 0:
+		return 0, errorf("at %d is before the Unix epoch", d.At)
+	case int64(d.At) > now+kafkamode.MaxDelayMs:
+		return 0, errorf("at %d is more than 100 years ahead", d.At)
+	}
+	return max(int64(d.At), now), nil
+}
+
+// inspect serves GET /v1/messages/{id}.
+func (h *Handler) inspect(w http.ResponseWriter, r *http.Request) error {
+	p, o, err := h.pathID(r)
+	if err != nil {
+		return err
+	}
+	loc, err := h.loc.Locate(r.Context(), p, o, true)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, infoOf(loc))
+	return nil
+}
+
+// inspectKey serves GET /v1/topics/{topic}/keys/{key}: the latest pending
+// message with the key for the topic.
+func (h *Handler) inspectKey(w http.ResponseWriter, r *http.Request) error {
+	topic, err := h.pathTopic(r)
+	if err != nil {
+		return err
+	}
+	key, err := pathKey(r)
+	if err != nil {
+		return err
+	}
+	n, err := h.partitions(r.Context())
+	if err != nil {
+		return err
+	}
+	p := kafkamode.KeyPartition(key, n)
+	o, ok, err := h.loc.LatestPending(r.Context(), p, key, topic)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errs.New(errs.NotFound, "no pending message with key %q for topic %s in delay partition %d (Kafka mode searches the messages not yet resolved: a forwarded or cancelled one is found by its ID)", key, topic, p)
+	}
+	loc, err := h.loc.Locate(r.Context(), p, o, true)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, infoOf(loc))
+	return nil
+}
+
+// infoOf renders a Location.
+func infoOf(loc kafkamode.Location) api.KafkaMessageInfo {
+	rec := loc.Record
+	in := api.KafkaMessageInfo{MessageInfo: api.MessageInfo{
+		ID: FormatID(loc.Partition, loc.Offset), State: api.State(loc.Where), Topic: loc.BizTopic, Queue: int(loc.Partition),
+		Key: string(rec.Key), Due: api.Millis(loc.Due), Sent: api.MillisOf(rec.Timestamp), Visible: api.Millis(loc.Forwarded),
+		BodyBytes: len(rec.Value),
+	}, Reason: loc.Problem, CommittedOffset: loc.Committed}
+	if loc.Due != 0 {
+		in.DueTime = api.Millis(loc.Due).RFC3339()
+	}
+	for _, hd := range rec.Headers {
+		if isControl(hd.Key) {
+			continue
+		}
+		if in.Properties == nil {
+			in.Properties = map[string]string{}
+		}
+		in.Properties[hd.Key] = string(hd.Value)
+	}
+	return in
+}
+
+// cancel serves DELETE /v1/messages/{id}: a cancel record for the offset,
+// in its partition.
+func (h *Handler) cancel(w http.ResponseWriter, r *http.Request) error {
+	p, o, err := h.pathID(r)
+	if err != nil {
+		return err
+	}
+	id := FormatID(p, o)
+	loc, err := h.loc.Locate(r.Context(), p, o, false)
+	if err != nil {
+		return err
+	}
+	if loc.Where != kafkamode.WherePending && loc.Where != kafkamode.WhereDue {
+		return resolvedError(id, loc)
+	}
+	ctl, err := h.produce(r.Context(), &kgo.Record{Partition: p, Headers: []kgo.RecordHeader{
+		{Key: kafkamode.HeaderCancel, Value: []byte("offset:" + strconv.FormatInt(o, 10))}}})
+	if err != nil {
+		return err
+	}
+	if !h.applied(r.Context(), ctl) {
+		writeJSON(w, http.StatusAccepted, api.KafkaCancel{ID: id, Control: ctl, State: api.StateCancelRequested})
+		return nil
+	}
+	// The cancel record is resolved, so the message is too: cancelled by
+	// it, or forwarded before it.
+	if loc, err = h.loc.Locate(r.Context(), p, o, true); err != nil {
+		return err
+	}
+	switch loc.Where {
+	case kafkamode.WhereCancelled:
+		writeJSON(w, http.StatusOK, api.KafkaCancel{ID: id, Control: ctl, State: api.StateCancelled})
+		return nil
+	case kafkamode.WhereForwarded:
+		return errs.New(errs.FailedPrecondition, "message %s was forwarded at %s, before the cancel %s took effect", id,
+			api.Millis(loc.Forwarded).RFC3339(), ctl)
+	}
+	writeJSON(w, http.StatusAccepted, api.KafkaCancel{ID: id, Control: ctl, State: api.StateCancelRequested})
+	return nil
+}
+
+// applyWait bounds how long a cancel waits for the worker to apply it.
+const applyWait = 5 * time.Second
+
+// applied waits until the cancel record ctl is resolved in the committed
+// progress, that is, applied by the worker that owns its partition, or
+// applyWait passed (the worker is down or far behind): then false.
+func (h *Handler) applied(ctx context.Context, ctl string) bool {
+	p, o, err := ParseID(ctl)
+	if err != nil {
+		return false
+	}
+	return h.resolvedWithin(ctx, p, o)
+}
+
+// resolvedWithin waits until the delay record at (p, o) is resolved in the
+// committed progress, at most applyWait; it reports whether it is.
+func (h *Handler) resolvedWithin(ctx context.Context, p int32, o int64) bool {
+	ctx, cancel := context.WithTimeout(ctx, applyWait)
+	defer cancel()
+	for {
+		if ok, err := h.loc.Resolved(ctx, p, o); ok && err == nil {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// cancelKey serves DELETE /v1/keys/{key}: a cancel record with the key,
+// in the key's partition, which cancels every message with the key
+// produced before it and still pending.
+func (h *Handler) cancelKey(w http.ResponseWriter, r *http.Request) error {
+	key, err := pathKey(r)
+	if err != nil {
+		return err
+	}
+	if r.URL.RawQuery != "" {
+		return errorf("query %q is not accepted: DELETE /v1/keys/{key} takes no query parameters", r.URL.RawQuery)
+	}
+	n, err := h.partitions(r.Context())
+	if err != nil {
+		return err
+	}
+	ctl, err := h.produce(r.Context(), &kgo.Record{Key: key, Partition: kafkamode.KeyPartition(key, n),
+		Headers: []kgo.RecordHeader{{Key: kafkamode.HeaderCancel, Value: []byte("key")}}})
+	if err != nil {
+		return err
+	}
+	if h.applied(r.Context(), ctl) {
+		writeJSON(w, http.StatusOK, api.KafkaCancel{Key: string(key), Control: ctl, State: api.StateCancelled})
+		return nil
+	}
+	writeJSON(w, http.StatusAccepted, api.KafkaCancel{Key: string(key), Control: ctl, State: api.StateCancelRequested})
+	return nil
+}
+
+// reschedule serves POST /v1/messages/{id}/reschedule: a copy of the
+// message due at the new time that cancels the original (by offset), in
+// its partition. The answer carries the copy's ID.
+func (h *Handler) reschedule(w http.ResponseWriter, r *http.Request) error {
+	p, o, err := h.pathID(r)
+	if err != nil {
+		return err
+	}
+	var req api.RescheduleRequest
+	if err := h.decode(w, r, &req); err != nil {
+		return err
+	}
+	now := h.opts.Now().UnixMilli()
+	due, err := dueOf(req.Delivery, now)
+	if err != nil {
+		return err
+	}
+	if req.Delay == "" && req.At == 0 {
+		return errorf("give the new time: delay or at")
+	}
+	id := FormatID(p, o)
+	// One reschedule of a partition at a time, each until the worker
+	// applied it: a second reschedule of the same ID then finds it
+	// resolved (409) instead of scheduling a second copy.
+	mu, _ := h.reschedMu.LoadOrStore(p, new(sync.Mutex))
+	mu.(*sync.Mutex).Lock()
+	defer mu.(*sync.Mutex).Unlock()
+	loc, err := h.loc.Locate(r.Context(), p, o, false)
+	if err != nil {
+		return err
+	}
+	switch {
+	case loc.Problem != "":
+		return errs.New(errs.FailedPrecondition, "message %s has bad control headers (%s): it is dead-lettered, not scheduled", id, loc.Problem)
+	case loc.Where != kafkamode.WherePending:
+		return resolvedError(id, loc)
+	case req.IfDue != 0 && int64(req.IfDue) != loc.Due:
+		return errs.New(errs.FailedPrecondition, "message %s is due at %d, not at if_due %d", id, loc.Due, req.IfDue)
+	case loc.Due-now < rescheduleMargin.Milliseconds():
+		return errs.New(errs.FailedPrecondition, "message %s is due in %d ms: too close to its due time to move (the worker may be forwarding it)", id, loc.Due-now)
+	}
+	rec := &kgo.Record{Partition: p, Key: loc.Record.Key, Value: loc.Record.Value, Timestamp: time.UnixMilli(now)}
+	for _, hd := range loc.Record.Headers {
+		if !isControl(hd.Key) {
+			rec.Headers = append(rec.Headers, hd)
+		}
+	}
+	rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: kafkamode.HeaderCancel, Value: []byte("offset:" + strconv.FormatInt(o, 10))})
+	rec.Headers = append(rec.Headers, schedule(due, loc.BizTopic)...)
+	nid, err := h.produce(r.Context(), rec)
+	if err != nil {
+		return err
+	}
+	// The copy is durable and scheduled whether or not the wait ends in
+	// time; waiting until the original is resolved (cancelled by the
+	// copy's cancel half) only keeps the next reschedule of id from
+	// racing this one.
+	h.resolvedWithin(r.Context(), p, o)
+	writeJSON(w, http.StatusOK, api.Rescheduled{ID: nid, Due: api.Millis(due), DueTime: api.Millis(due).RFC3339()})
+	return nil
+}
+
+// forecastWait bounds how long a forecast waits for the worker's loop.
+const forecastWait = 5 * time.Second
+
+// forecast serves GET /v1/forecast?from=&to=&step= over the worker's
+// index, with the embedded API's parameters and defaults (from now, for
+// an hour, by the minute).
+func (h *Handler) forecast(w http.ResponseWriter, r *http.Request) error {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return errorf("query %q is malformed: %v", r.URL.RawQuery, err)
+	}
+	for k, vs := range q {
+		switch {
+		case k == "topic":
+			return errorf("query parameter \"topic\" is not supported in Kafka mode: the worker counts the delay topic's messages whatever their business topic")
+		case k != "from" && k != "to" && k != "step":
+			return errorf("query parameter %q is not accepted; the parameters are from, to and step", k)
+		case len(vs) > 1:
+			return errorf("query parameter %q is given %d times", k, len(vs))
+		}
+	}
+	millis := func(name string, def int64) (int64, error) {
+		if !q.Has(name) {
+			return def, nil
+		}
+		v, err := strconv.ParseInt(q.Get(name), 10, 64)
+		if err != nil || v < 0 {
+			return 0, errorf("%s %q is not a time in Unix milliseconds (a non-negative integer)", name, q.Get(name))
+		}
+		return v, nil
+	}
+	from, err := millis("from", h.opts.Now().UnixMilli())
+	if err != nil {
+		return err
+	}
+	to, err := millis("to", from+time.Hour.Milliseconds())
+	if err != nil {
+		return err
+	}
+	step := time.Minute
+	if q.Has("step") {
+		if step, err = forecast.ParseStep(q.Get("step")); err != nil {
+			return errorf("%s", err.Error())
+		}
+	}
+	plan, err := forecast.NewPlan(from, to, step)
+	if err != nil {
+		return errorf("%s", err.Error())
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), forecastWait)
+	defer cancel()
+	f, err := h.fc.Forecast(ctx, plan)
+	if err != nil {
+		return errs.Wrap(errs.Unavailable, err, "forecast")
+	}
+	out := api.KafkaForecast{Forecast: api.Forecast{StepSeconds: plan.Step, Buckets: make([]api.ForecastBucket, len(f.Buckets))},
+		Partitions: f.Partitions, Pending: f.Pending}
+	if out.Partitions == nil {
+		out.Partitions = []int32{}
+	}
+	for i, b := range f.Buckets {
+		start := api.Millis(b.Start)
+		out.Buckets[i] = api.ForecastBucket{Start: start, End: api.Millis(b.End), StartTime: start.RFC3339(), Count: b.Count}
+		out.Total += b.Count
+	}
+	out.From, out.To = api.Millis(plan.From*1000), api.Millis(plan.To*1000)
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// pathTopic returns the {topic} path value: a valid Kafka topic name other
+// than the worker's own topics.
+func (h *Handler) pathTopic(r *http.Request) (string, error) {
+	t := r.PathValue("topic")
+	if err := kafkamode.CheckTopic(t); err != nil {
+		return "", errs.New(errs.InvalidArgument, "topic: %v", err)
+	}
+	if t == h.cfg.DelayTopic || t == h.cfg.StateTopic || t == h.cfg.DLQTopic {
+		return "", errorf("topic %s is one of the worker's own topics (delay, state, dead-letter), not a business topic", t)
+	}
+	if r.URL.RawQuery != "" {
+		return "", errorf("query %q is not accepted: %s %s takes no query parameters", r.URL.RawQuery, r.Method, r.Pattern)
+	}
+	return t, nil
+}
+
+// pathID returns the {id} path value as a partition and an offset.
+func (h *Handler) pathID(r *http.Request) (int32, int64, error) {
+	if r.URL.RawQuery != "" {
+		return 0, 0, errorf("query %q is not accepted: %s %s takes no query parameters", r.URL.RawQuery, r.Method, r.Pattern)
+	}
+	return ParseID(r.PathValue("id"))
+}
+
+// pathKey returns the {key} path value: non-empty UTF-8.
+func pathKey(r *http.Request) ([]byte, error) {
+	k := r.PathValue("key")
+	switch {
+	case k == "":
+		return nil, errorf("the key is empty")
+	case !utf8.ValidString(k):
+		return nil, errorf("key %q is not valid UTF-8", k)
+	}
+	return []byte(k), nil
+}
+
+// decode reads the request body, at most MaxRequestBytes, as exactly one
+// JSON object into v, refusing unknown fields.
+func (h *Handler) decode(w http.ResponseWriter, r *http.Request, v any) error {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxRequestBytes))
+	if err != nil {
+		if tooBig, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return errs.New(errs.TooLarge, "request body exceeds the limit of %d bytes", tooBig.Limit)
+		}
+		return errs.Wrap(errs.InvalidArgument, err, "cannot read the request body")
+	}
+	trimmed := bytes.Trim(body, " \t\r\n")
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return errorf("request body must be a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			return errorf("unknown field %s in the request body", f)
+		}
+		return errorf("request body is not valid: %s", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errorf("request body holds data after the JSON object; send exactly one JSON value")
+	}
+	return nil
+}
+
+// jsonEncode writes v as one line of JSON.
+func jsonEncode(w io.Writer, v any) error { return json.NewEncoder(w).Encode(v) }
