@@ -260,7 +260,11 @@ func produce(ctx context.Context, cl *kgo.Client, c config, system, prefix, biz 
 var tierOf map[string]time.Duration
 
 // collector reads the business topic (read_committed) and notes when
-// each record arrived.
+// each record arrived. Its fetch long-poll is short (collectorFetchWait)
+// for both systems alike: a broker answers a parked read_committed fetch
+// when the last stable offset moves, but a record that lands just after a
+// response was sent waits for the next request, and the lateness measured
+// should be the system's, not the measuring consumer's.
 type collector struct {
 	cl   *kgo.Client
 	mu   sync.Mutex
@@ -270,9 +274,13 @@ type collector struct {
 	done chan struct{}
 }
 
+// collectorFetchWait is the measuring consumer's fetch long-poll.
+const collectorFetchWait = 10 * time.Millisecond
+
 func startCollector(brokers, topic string) (*collector, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers), kgo.ConsumeTopics(topic),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(collectorFetchWait))
 	if err != nil {
 		return nil, err
 	}
