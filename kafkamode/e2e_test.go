@@ -423,14 +423,24 @@ func freeAddr(t *testing.T) string {
 // scrape reads a Prometheus text page into "name{labels}" -> value.
 func scrape(t *testing.T, url string) map[string]float64 {
 	t.Helper()
-	resp, err := http.Get(url)
+	out, err := tryScrape(url)
 	if err != nil {
 		t.Fatalf("scrape %s: %v", url, err)
+	}
+	return out
+}
+
+// tryScrape is scrape that returns its error (a worker still starting has
+// no listener yet).
+func tryScrape(url string) (map[string]float64, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return nil, err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	out := map[string]float64{}
 	for _, line := range strings.Split(string(body), "\n") {
@@ -442,5 +452,5 @@ func scrape(t *testing.T, url string) map[string]float64 {
 			out[line[:i]] = v
 		}
 	}
-	return out
+	return out, nil
 }

@@ -251,7 +251,16 @@ func (w *Worker) runSession(ctx context.Context) error {
 		// Partitions assigned by a rebalance join the fetch after the
 		// request in flight returns: keep its long-poll short.
 		kgo.FetchMaxWait(200*time.Millisecond),
-		kgo.RetryBackoffFn(txnRetryBackoff),
+		// With transaction version 2 (KIP-890) the first produce of a
+		// transaction begun right after the previous one committed may be
+		// answered CONCURRENT_TRANSACTIONS while the broker still writes
+		// the previous one's markers. kgo retries such a produce only
+		// after a metadata refresh, and refreshes at most once per
+		// MetadataMinAge, 5 s by default: a forward waited up to 5 s
+		// behind it (internal/kafkabench saw flushes of 4.2 s). Refreshes
+		// are triggered by failures (and every 5 min), so a short minimum
+		// costs nothing while all is well.
+		kgo.MetadataMinAge(20*time.Millisecond),
 		kgo.RecordPartitioner(statePartitioner{state: w.cfg.StateTopic, delay: w.cfg.DelayTopic, other: kgo.StickyKeyPartitioner(nil)}),
 		kgo.OnPartitionsAssigned(w.onAssigned),
 		kgo.AdjustFetchOffsetsFn(w.adjustOffsets),
@@ -281,25 +290,6 @@ func (w *Worker) runSession(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// txnRetryBackoff is the session's backoff before retrying a failed
-// request. kgo's default starts at 250 ms and doubles; with transaction
-// version 2 (KIP-890) the first produce of a transaction begun right after
-// the previous one committed is often answered CONCURRENT_TRANSACTIONS
-// while the broker still writes the previous one's markers (a few ms), and
-// kgo retries it with that backoff: the forward waited 250 ms, 750 ms, even
-// 4 s (seen in internal/kafkabench). Starting at 2 ms and doubling to 1 s
-// retries such a produce when the markers are likely written, and still
-// backs off from a broker that is down.
-func txnRetryBackoff(fails int) time.Duration {
-	if fails <= 1 {
-		return 2 * time.Millisecond
-	}
-	if fails > 10 {
-		return time.Second
-	}
-	return min(time.Second, (2*time.Millisecond)<<(fails-1))
 }
 
 // statePartitioner sends state-topic records to the partition set on them
