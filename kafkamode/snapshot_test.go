@@ -3,6 +3,9 @@ package kafkamode
 import (
 	"reflect"
 	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // TestSnapshotRoundTrip: a snapshot of more than one chunk is split,
@@ -84,4 +87,55 @@ func TestApplySeed(t *testing.T) {
 	if es, start := pp2.applySeed(150); start != 150 || len(es) != 0 {
 		t.Fatalf("committed past the snapshot: start %d entries %v; want 150 and none", start, es)
 	}
+}
+
+// TestCopyRecord: a copy forward keeps the key, value and the user's
+// headers, makes the due time absolute, drops _delayMs and _cancel, names
+// the original (the first one through further copies), and parses to the
+// same schedule; its forward names the original and drops the copy header.
+func TestCopyRecord(t *testing.T) {
+	orig := rec("_delayMs", "60000", "_bizTopic", "orders", "_cancel", "key", "trace", "abc")
+	orig.Key, orig.Value = []byte("k"), []byte("v")
+	s0, err := parseSchedule(orig, "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c1 := copyRecord(orig, "d", 3, "d/3/17", s0.due)
+	c1.Timestamp = orig.Timestamp.Add(30 * time.Second) // produced later
+	c2 := copyRecord(c1, "d", 3, "d/3/90", s0.due)
+	c2.Timestamp = orig.Timestamp.Add(60 * time.Second)
+	for _, c := range []*kgo.Record{c1, c2} {
+		s, err := parseSchedule(c, "d")
+		if err != nil || s != s0 {
+			t.Fatalf("copy schedules %+v (%v), want %+v", s, err, s0)
+		}
+		if c.Topic != "d" || c.Partition != 3 || string(c.Key) != "k" || string(c.Value) != "v" {
+			t.Fatalf("copy %+v", c)
+		}
+		if _, isCancel, _ := parseCancel(c); isCancel {
+			t.Fatal("a copy carries _cancel")
+		}
+		if v, _ := headerValue(c, HeaderCopiedFrom); v != "d/3/17" {
+			t.Fatalf("copied-from %q, want the original d/3/17", v)
+		}
+	}
+	f := forwardRecord(c2, "orders", "d/3/150", s0.due)
+	if v, _ := headerValue(f, HeaderSource); v != "d/3/17" {
+		t.Fatalf("forward source %q, want the original d/3/17", v)
+	}
+	if _, ok := headerValue(f, HeaderCopiedFrom); ok {
+		t.Fatal("the forward kept hourglass-copied-from")
+	}
+	if v, _ := headerValue(f, "trace"); v != "abc" {
+		t.Fatal("the forward lost the user's header")
+	}
+}
+
+func headerValue(r *kgo.Record, key string) (string, bool) {
+	for _, h := range r.Headers {
+		if h.Key == key {
+			return string(h.Value), true
+		}
+	}
+	return "", false
 }

@@ -632,7 +632,7 @@ func (w *Worker) requestBodies(ctx context.Context, now int64) {
 			break
 		}
 		w.noBody.pop()
-		if e.rec != nil || e.loading {
+		if e.rec != nil || e.loading || !e.live() { // done: copied forward or cancelled
 			continue
 		}
 		e.loading = true
