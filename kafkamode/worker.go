@@ -117,6 +117,8 @@ type Worker struct {
 	copies    tsHeap   // entries that may need copying forward, by timestamp
 	copyReady []*entry // entries to copy, body loaded
 	lastSnap  time.Time
+	// lastCommit is when the last transaction committed (see txnGap).
+	lastCommit time.Time
 }
 
 // seededPart is a partition's snapshot entries, ready to index.
@@ -454,6 +456,18 @@ func (w *Worker) onRevoked(_ context.Context, _ *kgo.Client, revoked map[string]
 	w.cfg.Logger.Info("partitions revoked", "partitions", ps)
 }
 
+// txnGap is the least time between a commit and the next transaction's
+// first produce; the loop indexes what arrived meanwhile. With transaction
+// version 2 (KIP-890) the coordinator completes a commit after answering
+// EndTxn (it writes the markers, then the completion); a produce of the
+// next transaction that arrives before that is answered
+// CONCURRENT_TRANSACTIONS inside the broker, which retries it after
+// add.partitions.to.txn.retry.backoff.ms, 20 ms by default. Measured with
+// internal/kafkabench at 20,000 messages/s falling due: flushes took 13 to
+// 33 ms (p50) back to back and 3 to 6 ms with this gap of 5 ms; the
+// consumer's lateness p50 fell from 25-29 ms to 9-12 ms.
+const txnGap = 5 * time.Millisecond
+
 // pollWait bounds one poll when nothing is due sooner.
 const pollWait = 50 * time.Millisecond
 
@@ -472,6 +486,9 @@ func (w *Worker) poll(ctx context.Context) {
 			d = 2 * time.Millisecond // its body is on the way
 		}
 		wait = min(wait, d)
+	}
+	if gap := txnGap - time.Since(w.lastCommit); gap > 0 {
+		wait = max(wait, gap)
 	}
 	var fs kgo.Fetches
 	if wait <= 0 {
@@ -866,6 +883,7 @@ func (w *Worker) transact(ctx context.Context, batch []*entry, snap []*partProgr
 		e.inBatch = false
 	}
 	if committed {
+		w.lastCommit = time.Now()
 		w.stats.Committed.Add(1)
 		for _, pl := range plans {
 			pl.apply()
