@@ -100,10 +100,11 @@
 // (kgo forces it), EndTxn, then the broker writes the commit markers before
 // a read_committed consumer sees the record. The loop sleeps until the next
 // due time, takes everything due (up to MaxBatch) into one transaction and
-// starts the next as soon as one ends. The session refreshes metadata at
-// most every 20 ms, not kgo's 5 s: a produce answered
-// CONCURRENT_TRANSACTIONS (transaction version 2, the previous commit's
-// markers still being written) waits for a metadata refresh before its
+// starts the next 5 ms after one commits (txnGap: under transaction
+// version 2 a produce that arrives while the coordinator still completes
+// the previous commit waits 20 ms inside the broker). The session
+// refreshes metadata at most every 20 ms, not kgo's 5 s: a produce
+// answered CONCURRENT_TRANSACTIONS waits for a metadata refresh before its
 // retry, and waited seconds.
 //
 // # Memory
