@@ -51,8 +51,9 @@ type Stats struct {
 	Snapshots           atomic.Int64
 	TakeoverRecordsRead atomic.Int64
 	CopiedForward       atomic.Int64
-	// LatenessByPartition holds one lateness histogram per delay
-	// partition (same buckets and clock as Lateness); see PartitionLateness.
+	// latenessByPartition holds one lateness histogram per delay
+	// partition (same buckets and clock as Lateness), created on the
+	// partition's first forward; read it with PartitionLateness.
 	latenessMu          sync.Mutex
 	latenessByPartition map[int32]*engine.Histogram
 }
