@@ -50,6 +50,13 @@ type Config struct {
 	// crashed worker left open blocks read_committed consumers, unless a
 	// restart with the same WorkerID fences it first. Zero means 10 s.
 	TxnTimeout time.Duration
+	// SnapshotInterval is how often the worker writes a snapshot of each
+	// owned partition's pending index to the state topic (in a
+	// transaction with the offset commit). A worker taking a partition
+	// over re-reads the delay partition only from the latest snapshot's
+	// read position, so this bounds the take-over's reading. Zero means
+	// 30 s.
+	SnapshotInterval time.Duration
 	// Logger receives the worker's log; nil discards it.
 	Logger *slog.Logger
 }
@@ -113,13 +120,14 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Replication == 0 || c.Replication < -1 {
 		return c, fmt.Errorf("kafka mode: replication %d must be -1 (broker default) or at least 1", c.Replication)
 	}
-	if c.BodyLead < 0 || c.MaxBatch < 0 || c.SessionTimeout < 0 || c.TxnTimeout < 0 {
+	if c.BodyLead < 0 || c.MaxBatch < 0 || c.SessionTimeout < 0 || c.TxnTimeout < 0 || c.SnapshotInterval < 0 {
 		return c, errors.New("kafka mode: durations and sizes must not be negative")
 	}
 	orDefault(&c.BodyLead, 3*time.Second)
 	orDefault(&c.MaxBatch, 5000)
 	orDefault(&c.SessionTimeout, 10*time.Second)
 	orDefault(&c.TxnTimeout, 10*time.Second)
+	orDefault(&c.SnapshotInterval, 30*time.Second)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -54,10 +54,15 @@ func TestKafkaHeadersRoundTrip(t *testing.T) {
 			m["hourglass_kafka_lateness_seconds_count"], m["hourglass_kafka_transactions_total{result=\"committed\"}"],
 			m["hourglass_kafka_rebalance_partitions_total{event=\"assigned\"}"])
 	}
+	perPartition := 0.0
 	for p := 0; p < 3; p++ {
 		if v, ok := m[fmt.Sprintf("hourglass_kafka_pending{partition=\"%d\"}", p)]; !ok || v != 0 {
 			t.Errorf("pending of partition %d: %v (present %v), want 0", p, v, ok)
 		}
+		perPartition += m[fmt.Sprintf("hourglass_kafka_partition_lateness_seconds_count{partition=\"%d\"}", p)]
+	}
+	if perPartition != 62 {
+		t.Errorf("the per-partition lateness histograms count %v forwards, want 62", perPartition)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

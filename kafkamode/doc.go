@@ -48,13 +48,64 @@
 // marker: when a partition's records fall due in log order (one delay for
 // all, say) C simply follows and no marker is written.
 //
-// A worker that takes p over reads state partition p to its end (read
-// committed; a transaction left open by a crashed owner is waited for),
-// then consumes p from C, skipping marked offsets. So nothing resolved is
-// forwarded again and nothing pending is skipped. What it re-reads is the
-// delay partition from its oldest pending record: take-over time grows
-// with the longest pending delay, not with the topic's history (the issue
-// asks for a bound by a snapshot interval; that is not built).
+// Without a snapshot, a worker that takes p over reads state partition p
+// to its end (read committed; a transaction left open by a crashed owner
+// is waited for), then consumes p from C, skipping marked offsets. So
+// nothing resolved is forwarded again and nothing pending is skipped; but
+// it re-reads the delay partition from its oldest pending record, which
+// may be days old.
+//
+// # Snapshots (durable): bounded take-over
+//
+// Every SnapshotInterval (30 s) the owner of p writes a snapshot of p's
+// pending index to state partition p, in a transaction that also commits
+// p's group offset (C unchanged if nothing resolved). Compaction keeps the
+// latest value of each key:
+//
+//	key "<delay topic>/<p>/snapshot"     header, one per partition:
+//	    value = 0x01 | uvarint id | uvarint R | uvarint n
+//	key "<delay topic>/<p>/snapshot/<i>" chunk i, 0 <= i < n:
+//	    value = 0x01 | uvarint id | uvarint count |
+//	            count x ( uvarint offset - previous offset (first: - 0)
+//	                      varint  due (Unix ms)
+//	                      varint  record timestamp (Unix ms)
+//	                      8 bytes FNV-1a hash of the record key, big-endian )
+//	    (at most 16,384 entries a chunk; chunks >= n of an earlier, larger
+//	     snapshot are tombstoned; a chunk whose id is not the header's is
+//	     never used)
+//
+// R is one past the highest offset read; the entries are every offset
+// below R still pending once the transaction commits, ascending. A
+// partition with a pending control record (a cancel, a dead letter, both
+// resolved within a transaction or two) waits for the next interval.
+//
+//	delay partition p:  ... C ...................... R ............ end
+//	                        |pending, in the snapshot| read again at take-over
+//
+// A worker taking p over reads state partition p (markers and snapshot),
+// learns C when the group fetches it (AdjustFetchOffsetsFn) and then:
+// pending = the snapshot's entries at or above C without a marker (an
+// entry resolved after the snapshot is below C or has a marker, by the
+// progress rules above); it consumes p from max(C, R). What it re-reads
+// of the delay topic is what was written in the last snapshot interval,
+// whatever the longest delay (Stats.TakeoverRecordsRead counts it; the
+// e2e test TestKafkaTakeoverFromSnapshot asserts it). The state partition
+// itself is read whole: compaction bounds it by the live markers and
+// snapshot chunks plus the not yet compacted tail. Without a committed
+// offset (expired) the snapshot is ignored.
+//
+// # Precision
+//
+// A forward is one transaction: produce, TxnOffsetCommit, a heartbeat
+// (kgo forces it), EndTxn, then the broker writes the commit markers before
+// a read_committed consumer sees the record. The loop sleeps until the next
+// due time, takes everything due (up to MaxBatch) into one transaction and
+// starts the next 5 ms after one commits (txnGap: under transaction
+// version 2 a produce that arrives while the coordinator still completes
+// the previous commit waits 20 ms inside the broker). The session
+// refreshes metadata at most every 20 ms, not kgo's 5 s: a produce
+// answered CONCURRENT_TRANSACTIONS waits for a metadata refresh before its
+// retry, and waited seconds.
 //
 // # Memory
 //
@@ -66,11 +117,30 @@
 // not with their size; on-disk time buckets, which would bound it by the
 // near window, are not built.
 //
+// # Copy-forward
+//
+// A record is deleted by the delay topic's retention no sooner than
+// retention.ms after its timestamp. The worker reads retention.ms at start;
+// a pending record older than half of it, and not due within BodyLead, is
+// copied forward: re-produced to the same delay partition, in the
+// transaction that resolves its old offset (marker or commit, as for a
+// forward), with _deliverAt set to its due time (replacing _delayMs),
+// without _cancel, and with hourglass-copied-from naming the original
+// position (kept through further copies). The copy is read and indexed
+// like any record; its forward names the original in hourglass-source and
+// drops hourglass-copied-from. A cancel by key still finds the copy (same
+// key, same partition, lower offset than the cancel); a cancel by offset
+// naming the original's offset no longer does.
+//
 // # Caveats
 //
-//   - A record must be fired before the delay topic's retention deletes it;
-//     copying long-pending records forward is not built. A record deleted
-//     before its due time is dead-lettered with a reason saying so.
+//   - Size-based retention (retention.bytes) can delete a record sooner
+//     than copy-forward assumes; a record deleted before its due time is
+//     dead-lettered with a reason saying so.
+//   - A worker that copies forward writes to the delay topic in
+//     transactions, so the delay partition may end in a transaction
+//     marker the consumer never sees: the group's lag then shows 1 when
+//     everything is resolved.
 //   - A produce to a business topic that keeps failing (missing topic with
 //     auto-create off, no ACL) aborts the transaction again and again; the
 //     worker logs it and does not skip the record.

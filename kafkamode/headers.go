@@ -94,6 +94,13 @@ const (
 	// HeaderDLQReason is set on a dead-lettered record: why it could not be
 	// scheduled, in English.
 	HeaderDLQReason = "hourglass-dlq-reason"
+	// HeaderCopiedFrom is set on a record the worker copied forward within
+	// the delay topic (before retention would delete the original):
+	// "<delay topic>/<partition>/<offset>" of the original, kept through
+	// further copies. The forward names the original in hourglass-source
+	// and drops this header, so a copied message reaches its business
+	// topic just as it would have uncopied.
+	HeaderCopiedFrom = "hourglass-copied-from"
 )
 
 // MaxDelayMs bounds _delayMs and how far _deliverAt may lie in the future
@@ -201,7 +208,10 @@ func forwardRecord(r *kgo.Record, bizTopic, source string, due int64) *kgo.Recor
 	out := &kgo.Record{Topic: bizTopic, Key: r.Key, Value: r.Value}
 	out.Headers = make([]kgo.RecordHeader, 0, len(r.Headers)+2)
 	for _, h := range r.Headers {
-		if !isControlHeader(h.Key) {
+		switch {
+		case h.Key == HeaderCopiedFrom:
+			source = string(h.Value)
+		case !isControlHeader(h.Key):
 			out.Headers = append(out.Headers, h)
 		}
 	}
@@ -221,5 +231,29 @@ func deadLetterRecord(r *kgo.Record, dlqTopic, source, reason string) *kgo.Recor
 	out.Headers = append(out.Headers,
 		kgo.RecordHeader{Key: HeaderDLQReason, Value: []byte(reason)},
 		kgo.RecordHeader{Key: HeaderSource, Value: []byte(source)})
+	return out
+}
+
+// copyRecord is the copy forward of the delay record r (at source, due at
+// due) into partition p of the delay topic: r's key, value and headers,
+// with the due time made absolute (_deliverAt replaces _delayMs, which
+// counts from a timestamp the copy does not keep), without _cancel (the
+// cancel half of a reschedule was applied when the original was read) and
+// with hourglass-copied-from naming the original.
+func copyRecord(r *kgo.Record, delayTopic string, p int32, source string, due int64) *kgo.Record {
+	out := &kgo.Record{Topic: delayTopic, Partition: p, Key: r.Key, Value: r.Value}
+	out.Headers = make([]kgo.RecordHeader, 0, len(r.Headers)+1)
+	for _, h := range r.Headers {
+		switch h.Key {
+		case HeaderDeliverAt, HeaderDelayMs, HeaderCancel:
+		case HeaderCopiedFrom:
+			source = string(h.Value)
+		default:
+			out.Headers = append(out.Headers, h)
+		}
+	}
+	out.Headers = append(out.Headers,
+		kgo.RecordHeader{Key: HeaderDeliverAt, Value: strconv.AppendInt(nil, due, 10)},
+		kgo.RecordHeader{Key: HeaderCopiedFrom, Value: []byte(source)})
 	return out
 }

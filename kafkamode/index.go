@@ -18,6 +18,7 @@ type entry struct {
 	pp      *partProgress
 	offset  int64
 	due     int64  // Unix ms; 0 for a control or dead-letter record
+	ts      int64  // the record's timestamp, Unix ms: retention counts from it
 	keyHash uint64 // FNV-1a of the record key, for cancel by key
 	// rec is the delay record, or nil while the body is not loaded.
 	rec *kgo.Record
@@ -31,6 +32,25 @@ type entry struct {
 	// cancelled is set on the target of a cancel in the transaction in
 	// progress; done once that transaction committed.
 	cancelled, done bool
+	// copy is set when the record must be copied forward (re-produced
+	// to the delay topic) before retention deletes it; the next
+	// transaction that takes it copies instead of forwarding.
+	copy bool
+}
+
+// tsHeap orders entries by record timestamp: the copy-forward queue.
+type tsHeap []*entry
+
+func (h tsHeap) Len() int           { return len(h) }
+func (h tsHeap) Less(i, j int) bool { return h[i].ts < h[j].ts }
+func (h tsHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *tsHeap) Push(x any)        { *h = append(*h, x.(*entry)) }
+func (h *tsHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return x
 }
 
 // control is what an entry that is not forwarded does instead.

@@ -41,10 +41,45 @@ type partProgress struct {
 	// open counts the read offsets not yet resolved; atomic because
 	// Worker.Pending reads it from another goroutine.
 	open atomic.Int64
+
+	// seed is the snapshot loaded at take-over, until the committed
+	// offset is known (adjustOffsets) and its entries are indexed.
+	seed *snapshot
+	// snapRead is the read position of the partition's latest committed
+	// snapshot (-1: none known); snapChunks is its chunk count, so a
+	// smaller next snapshot deletes the chunks it no longer uses.
+	snapRead   int64
+	snapChunks int
+	// catchUp is the delay partition's end offset when it was assigned:
+	// records below it that the consumer delivers are the take-over's
+	// re-reading (Stats.TakeoverRecordsRead).
+	catchUp int64
+}
+
+// applySeed makes the loaded snapshot the partition's progress, given C,
+// the group's committed offset: the pending offsets are the snapshot's
+// entries at or above C without a marker, and reading resumes at
+// max(C, the snapshot's read position). It returns the entries to index
+// and the offset to consume from.
+func (pp *partProgress) applySeed(c int64) ([]snapEntry, int64) {
+	s := pp.seed
+	pp.seed = nil
+	start := max(c, s.read)
+	var keep []snapEntry
+	for _, e := range s.entries {
+		if _, marked := pp.markers[e.offset]; e.offset >= c && !marked {
+			keep = append(keep, e)
+			pp.pending = append(pp.pending, e.offset)
+		}
+	}
+	pp.next = start
+	pp.snapRead, pp.snapChunks = s.read, s.chunks
+	pp.open.Add(int64(len(keep)))
+	return keep, start
 }
 
 func newPartProgress(p int32, markers []int64) *partProgress {
-	pp := &partProgress{partition: p, committed: -1, markers: make(map[int64]struct{}, len(markers))}
+	pp := &partProgress{partition: p, committed: -1, snapRead: -1, markers: make(map[int64]struct{}, len(markers))}
 	for _, o := range markers {
 		pp.markers[o] = struct{}{}
 	}

@@ -51,15 +51,22 @@ func (w *Worker) markerRecord(partition int32, offset int64, live bool) *kgo.Rec
 	return r
 }
 
-// loadMarkers reads the live markers of the given delay partitions from the
-// state topic: every committed record up to the state partition's end. It
+// loadedPart is what the state topic holds for one delay partition: its
+// live markers and its latest snapshot (nil: none).
+type loadedPart struct {
+	markers []int64
+	snap    *snapshot
+}
+
+// loadMarkers reads the live markers and the latest snapshot of the given
+// delay partitions from the state topic: every committed record up to the state partition's end. It
 // reads with read_committed and keeps control records, and stops at the
 // record just below the high watermark measured at the start: a transaction
 // a previous owner left open holds the fetch at the last stable offset
 // until it commits or aborts, so no marker written before the start is
 // missed.
-func (w *Worker) loadMarkers(ctx context.Context, partitions []int32) (map[int32][]int64, error) {
-	out := make(map[int32][]int64, len(partitions))
+func (w *Worker) loadMarkers(ctx context.Context, partitions []int32) (map[int32]*loadedPart, error) {
+	out := make(map[int32]*loadedPart, len(partitions))
 	ends, err := kadm.NewClient(w.aux).ListEndOffsets(ctx, w.cfg.StateTopic)
 	if err != nil {
 		return nil, fmt.Errorf("list the state topic's end offsets: %w", err)
@@ -77,6 +84,9 @@ func (w *Worker) loadMarkers(ctx context.Context, partitions []int32) (map[int32
 		}
 	}
 	if len(last) == 0 {
+		for _, p := range partitions {
+			out[p] = &loadedPart{}
+		}
 		return out, nil
 	}
 	cl, err := kgo.NewClient(
@@ -90,6 +100,7 @@ func (w *Worker) loadMarkers(ctx context.Context, partitions []int32) (map[int32
 	}
 	defer cl.Close()
 	live := make(map[int32]map[int64]struct{}, len(last))
+	snaps := make(map[int32]*snapAssembler, len(last))
 	for len(last) > 0 {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
@@ -114,6 +125,15 @@ func (w *Worker) loadMarkers(ctx context.Context, partitions []int32) (map[int32
 				return
 			}
 			w.stats.StateRecordsRead.Add(1)
+			if c, ok := parseSnapKey(r.Key, w.cfg.DelayTopic, r.Partition); ok {
+				a := snaps[r.Partition]
+				if a == nil {
+					a = &snapAssembler{}
+					snaps[r.Partition] = a
+				}
+				a.add(c, r.Value)
+				return
+			}
 			o, ok := parseMarkerKey(r.Key, w.cfg.DelayTopic, r.Partition)
 			if !ok {
 				return
@@ -130,10 +150,21 @@ func (w *Worker) loadMarkers(ctx context.Context, partitions []int32) (map[int32
 			}
 		})
 	}
-	for p, m := range live {
-		for o := range m {
-			out[p] = append(out[p], o)
+	for _, p := range partitions {
+		lp := &loadedPart{}
+		for o := range live[p] {
+			lp.markers = append(lp.markers, o)
 		}
+		if a := snaps[p]; a != nil {
+			snap, err := a.snapshot()
+			if err != nil {
+				// Not fatal: the partition is then read from its
+				// committed offset, as without a snapshot.
+				w.cfg.Logger.Warn("ignoring the partition's snapshot", "partition", p, "err", err)
+			}
+			lp.snap = snap
+		}
+		out[p] = lp
 	}
 	return out, nil
 }

@@ -21,6 +21,8 @@ type KafkaCollector struct {
 	forwarded, deadLettered, cancelled, read *prometheus.Desc
 	txns, partitions, rejoins                *prometheus.Desc
 	lateness, pending                        *prometheus.Desc
+	snapshots, takeoverRead, copied          *prometheus.Desc
+	partLateness                             *prometheus.Desc
 }
 
 // NewKafkaCollector returns a collector over w.
@@ -39,12 +41,17 @@ func NewKafkaCollector(w *kafkamode.Worker) *KafkaCollector {
 		rejoins:      d("rejoins_total", "Group sessions rebuilt after a failed transaction."),
 		lateness:     d("lateness_seconds", "Time from a record's due time to the start of the transaction that forwarded it."),
 		pending:      d("pending", "Records read and not yet resolved, per delay partition this worker owns.", "partition"),
+		snapshots:    d("snapshots_total", "Partition snapshots of the pending index written in committed transactions."),
+		takeoverRead: d("takeover_records_read_total", "Delay records re-read when taking partitions over (below their end offset at assignment)."),
+		copied:       d("copied_forward_total", "Pending records copied forward in the delay topic before retention would delete them."),
+		partLateness: d("partition_lateness_seconds", "hourglass_kafka_lateness_seconds per delay partition.", "partition"),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *KafkaCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.forwarded, c.deadLettered, c.cancelled, c.read, c.txns, c.partitions, c.rejoins, c.lateness, c.pending} {
+	for _, d := range []*prometheus.Desc{c.forwarded, c.deadLettered, c.cancelled, c.read, c.txns, c.partitions, c.rejoins, c.lateness, c.pending,
+		c.snapshots, c.takeoverRead, c.copied, c.partLateness} {
 		ch <- d
 	}
 }
@@ -65,6 +72,12 @@ func (c *KafkaCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.partitions, st.Revoked.Load(), "revoked")
 	counter(c.rejoins, st.Rejoins.Load())
 	ch <- histogram(c.lateness, st.Lateness)
+	counter(c.snapshots, st.Snapshots.Load())
+	counter(c.takeoverRead, st.TakeoverRecordsRead.Load())
+	counter(c.copied, st.CopiedForward.Load())
+	for p, h := range st.PartitionLateness() {
+		ch <- histogram(c.partLateness, h, strconv.Itoa(int(p)))
+	}
 	for p, n := range c.w.Pending() {
 		ch <- prometheus.MustNewConstMetric(c.pending, prometheus.GaugeValue, float64(n), strconv.Itoa(int(p)))
 	}

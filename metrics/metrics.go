@@ -179,7 +179,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 
 // histogram converts an engine histogram into a Prometheus one: the
 // engine keeps per-bucket counts, Prometheus wants cumulative ones.
-func histogram(d *prometheus.Desc, h *engine.Histogram) prometheus.Metric {
+func histogram(d *prometheus.Desc, h *engine.Histogram, labels ...string) prometheus.Metric {
 	counts, n, sum := h.Snapshot()
 	buckets := make(map[float64]uint64, len(h.Bounds))
 	var acc uint64
@@ -194,7 +194,7 @@ func histogram(d *prometheus.Desc, h *engine.Histogram) prometheus.Metric {
 	if n < acc {
 		n = acc
 	}
-	return prometheus.MustNewConstHistogram(d, n, sum, buckets)
+	return prometheus.MustNewConstHistogram(d, n, sum, buckets, labels...)
 }
 
 // Handler returns an http.Handler serving eng's metrics, plus the Go

@@ -1,0 +1,313 @@
+package kafkamode
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// A snapshot is the pending index of one delay partition, written to the
+// state topic in a transaction with the group offset commit, so a worker
+// that takes the partition over reads the delay partition only from the
+// snapshot's read position on (see the package doc for the format).
+
+// snapVersion is the first byte of every snapshot value.
+const snapVersion = 1
+
+// snapChunkEntries bounds the entries of one chunk record: at most ~36
+// bytes each, a chunk stays under 600 KB, below Kafka's default 1 MiB
+// record limit.
+const snapChunkEntries = 16384
+
+// snapEntry is one pending delay record in a snapshot.
+type snapEntry struct {
+	offset  int64
+	due     int64 // Unix ms
+	ts      int64 // the record's timestamp, Unix ms (for copy-forward)
+	keyHash uint64
+}
+
+// snapshot is one decoded snapshot of a delay partition: every record at
+// an offset below read that was pending when the snapshot's transaction
+// committed, ascending by offset.
+type snapshot struct {
+	id      uint64
+	read    int64 // one past the highest offset read
+	chunks  int
+	entries []snapEntry
+}
+
+// snapHeaderKey and snapChunkKey are the state-topic keys of a delay
+// partition's snapshot: "<delay topic>/<p>/snapshot" and
+// "<delay topic>/<p>/snapshot/<i>". A marker key ends in digits, so the
+// two never collide.
+func snapHeaderKey(delayTopic string, p int32) []byte {
+	return []byte(delayTopic + "/" + strconv.Itoa(int(p)) + "/snapshot")
+}
+
+func snapChunkKey(delayTopic string, p int32, i int) []byte {
+	return []byte(delayTopic + "/" + strconv.Itoa(int(p)) + "/snapshot/" + strconv.Itoa(i))
+}
+
+// parseSnapKey says whether a state key (of partition p) is the snapshot
+// header (chunk -1) or a chunk (its index).
+func parseSnapKey(key []byte, delayTopic string, p int32) (chunk int, ok bool) {
+	h := string(snapHeaderKey(delayTopic, p))
+	k := string(key)
+	if k == h {
+		return -1, true
+	}
+	if len(k) <= len(h)+1 || k[:len(h)] != h || k[len(h)] != '/' {
+		return 0, false
+	}
+	i, err := strconv.Atoi(k[len(h)+1:])
+	if err != nil || i < 0 {
+		return 0, false
+	}
+	return i, true
+}
+
+func encodeSnapHeader(id uint64, read int64, chunks int) []byte {
+	b := []byte{snapVersion}
+	b = binary.AppendUvarint(b, id)
+	b = binary.AppendUvarint(b, uint64(read))
+	return binary.AppendUvarint(b, uint64(chunks))
+}
+
+var errSnapCorrupt = errors.New("corrupt snapshot record")
+
+// snapReader reads the varints of a snapshot value; the first error sticks.
+type snapReader struct {
+	b   []byte
+	err error
+}
+
+// next decodes one varint with f (binary.Uvarint or binary.Varint).
+func next[T uint64 | int64](r *snapReader, f func([]byte) (T, int)) T {
+	if r.err != nil {
+		return 0
+	}
+	v, n := f(r.b)
+	if n <= 0 {
+		r.err = errSnapCorrupt
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *snapReader) uvarint() uint64 { return next(r, binary.Uvarint) }
+func (r *snapReader) varint() int64   { return next(r, binary.Varint) }
+
+func (r *snapReader) uint64() uint64 {
+	if r.err != nil || len(r.b) < 8 {
+		r.err = errSnapCorrupt
+		return 0
+	}
+	v := binary.BigEndian.Uint64(r.b)
+	r.b = r.b[8:]
+	return v
+}
+
+func newSnapReader(b []byte) *snapReader {
+	if len(b) == 0 || b[0] != snapVersion {
+		return &snapReader{err: fmt.Errorf("snapshot record of unknown version (want %d)", snapVersion)}
+	}
+	return &snapReader{b: b[1:]}
+}
+
+func decodeSnapHeader(b []byte) (id uint64, read int64, chunks int, err error) {
+	r := newSnapReader(b)
+	id, read, chunks = r.uvarint(), int64(r.uvarint()), int(r.uvarint())
+	if r.err == nil && (read < 0 || chunks < 0 || len(r.b) != 0) {
+		r.err = errSnapCorrupt
+	}
+	return id, read, chunks, r.err
+}
+
+// encodeSnapChunk encodes entries (ascending by offset): offsets as deltas.
+func encodeSnapChunk(id uint64, es []snapEntry) []byte {
+	b := []byte{snapVersion}
+	b = binary.AppendUvarint(b, id)
+	b = binary.AppendUvarint(b, uint64(len(es)))
+	var prev int64
+	for _, e := range es {
+		b = binary.AppendUvarint(b, uint64(e.offset-prev))
+		prev = e.offset
+		b = binary.AppendVarint(b, e.due)
+		b = binary.AppendVarint(b, e.ts)
+		b = binary.BigEndian.AppendUint64(b, e.keyHash)
+	}
+	return b
+}
+
+func decodeSnapChunk(b []byte) (id uint64, es []snapEntry, err error) {
+	r := newSnapReader(b)
+	id = r.uvarint()
+	n := r.uvarint()
+	if r.err != nil || n > uint64(len(r.b)) {
+		return 0, nil, errSnapCorrupt
+	}
+	es = make([]snapEntry, 0, n)
+	var prev int64
+	for range n {
+		e := snapEntry{offset: prev + int64(r.uvarint()), due: r.varint(), ts: r.varint(), keyHash: r.uint64()}
+		prev = e.offset
+		es = append(es, e)
+	}
+	if r.err == nil && len(r.b) != 0 {
+		r.err = errSnapCorrupt
+	}
+	return id, es, r.err
+}
+
+// snapAssembler collects one state partition's snapshot records as they
+// are read in log order: the latest header and the latest value of each
+// chunk key (a tombstone deletes it).
+type snapAssembler struct {
+	header []byte
+	chunks map[int][]byte
+}
+
+func (a *snapAssembler) add(chunk int, value []byte) {
+	if chunk < 0 {
+		a.header = value
+		return
+	}
+	if a.chunks == nil {
+		a.chunks = make(map[int][]byte)
+	}
+	if value == nil {
+		delete(a.chunks, chunk)
+	} else {
+		a.chunks[chunk] = value
+	}
+}
+
+// snapshot returns the assembled snapshot, nil when there is none; an
+// error when the header names chunks that are missing or of another
+// snapshot (cannot happen with transactions: a snapshot's records commit
+// together) or a record does not decode.
+func (a *snapAssembler) snapshot() (*snapshot, error) {
+	if a.header == nil {
+		return nil, nil
+	}
+	id, read, n, err := decodeSnapHeader(a.header)
+	if err != nil {
+		return nil, err
+	}
+	s := &snapshot{id: id, read: read, chunks: n}
+	for i := range n {
+		v, ok := a.chunks[i]
+		if !ok {
+			return nil, fmt.Errorf("snapshot %d: chunk %d of %d is missing", id, i, n)
+		}
+		cid, es, err := decodeSnapChunk(v)
+		if err != nil {
+			return nil, fmt.Errorf("snapshot %d chunk %d: %w", id, i, err)
+		}
+		if cid != id {
+			return nil, fmt.Errorf("snapshot %d: chunk %d belongs to snapshot %d", id, i, cid)
+		}
+		s.entries = append(s.entries, es...)
+	}
+	if !slices.IsSortedFunc(s.entries, func(a, b snapEntry) int { return int(a.offset - b.offset) }) {
+		return nil, fmt.Errorf("snapshot %d: entries out of order", id)
+	}
+	return s, nil
+}
+
+// snapshotChunks splits entries into chunk records of the partition p.
+func snapshotChunks(delayTopic string, p int32, id uint64, es []snapEntry) [][2][]byte {
+	var out [][2][]byte
+	for i := 0; i == 0 || i*snapChunkEntries < len(es); i++ {
+		part := es[i*snapChunkEntries : min(len(es), (i+1)*snapChunkEntries)]
+		out = append(out, [2][]byte{snapChunkKey(delayTopic, p, i), encodeSnapChunk(id, part)})
+	}
+	return out
+}
+
+// snapWrite is a snapshot about to be written in a transaction.
+type snapWrite struct {
+	pp      *partProgress
+	read    int64
+	chunks  int
+	records []*kgo.Record
+}
+
+// snapshotParts returns the owned partitions read further since their last
+// snapshot (and whose seed, if any, is applied).
+func (w *Worker) snapshotParts() []*partProgress {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []*partProgress
+	for _, pp := range w.parts {
+		if !pp.dropped.Load() && pp.seed == nil && pp.next > 0 && pp.next > pp.snapRead {
+			out = append(out, pp)
+		}
+	}
+	return out
+}
+
+// buildSnapshots builds the snapshot records of the partitions in parts as
+// they will be once the transaction that resolves resolved commits: every
+// pending offset below the read position that the transaction does not
+// resolve, with its due time, timestamp and key hash. A partition with a
+// pending offset whose only entry is a control entry (a cancel or a dead
+// letter, resolved within a transaction or two) is left for the next
+// interval. It scans the whole index, O(pending), once per interval.
+func (w *Worker) buildSnapshots(parts []*partProgress, resolved map[*partProgress][]int64) []*snapWrite {
+	if len(parts) == 0 {
+		return nil
+	}
+	byOffset := make(map[*partProgress]map[int64]*entry, len(parts))
+	for _, pp := range parts {
+		byOffset[pp] = make(map[int64]*entry, len(pp.pending))
+	}
+	for _, e := range w.due {
+		if m := byOffset[e.pp]; m != nil && e.ctl == nil && e.live() {
+			m[e.offset] = e
+		}
+	}
+	var out []*snapWrite
+	id := uint64(time.Now().UnixNano())
+parts:
+	for _, pp := range parts {
+		done := make(map[int64]struct{}, len(resolved[pp]))
+		for _, o := range resolved[pp] {
+			done[o] = struct{}{}
+		}
+		var es []snapEntry
+		for _, o := range pp.pending {
+			if _, ok := pp.markers[o]; ok {
+				continue
+			}
+			if _, ok := done[o]; ok {
+				continue
+			}
+			e := byOffset[pp][o]
+			if e == nil {
+				continue parts
+			}
+			es = append(es, snapEntry{offset: o, due: e.due, ts: e.ts, keyHash: e.keyHash})
+		}
+		sw := &snapWrite{pp: pp, read: pp.next}
+		chunks := snapshotChunks(w.cfg.DelayTopic, pp.partition, id, es)
+		sw.chunks = len(chunks)
+		for _, c := range chunks {
+			sw.records = append(sw.records, &kgo.Record{Topic: w.cfg.StateTopic, Partition: pp.partition, Key: c[0], Value: c[1]})
+		}
+		for i := sw.chunks; i < pp.snapChunks; i++ { // chunks of a larger earlier snapshot
+			sw.records = append(sw.records, &kgo.Record{Topic: w.cfg.StateTopic, Partition: pp.partition, Key: snapChunkKey(w.cfg.DelayTopic, pp.partition, i)})
+		}
+		sw.records = append(sw.records, &kgo.Record{Topic: w.cfg.StateTopic, Partition: pp.partition,
+			Key: snapHeaderKey(w.cfg.DelayTopic, pp.partition), Value: encodeSnapHeader(id, sw.read, sw.chunks)})
+		out = append(out, sw)
+	}
+	return out
+}
