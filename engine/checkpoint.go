@@ -62,13 +62,13 @@ func (e *Engine) checkpointer() {
 // frontier and commit-log segments past retention.
 func (e *Engine) checkpoint() error {
 	// One checkpoint at a time: the timer store allows one sync job.
-	e.ckptMu.Lock()
-	defer e.ckptMu.Unlock()
+	e.gate.serial.Lock()
+	defer e.gate.serial.Unlock()
 	_, _, err := e.checkpointLocked()
 	return err
 }
 
-// checkpointLocked is checkpoint for a caller that holds ckptMu (Backup
+// checkpointLocked is checkpoint for a caller that holds gate.serial (Backup
 // holds it across the checkpoint and its copy). It returns the state it
 // made durable and how long it held the gate (sends wait that long).
 func (e *Engine) checkpointLocked() (st *checkpointState, pause time.Duration, err error) {

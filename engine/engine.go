@@ -35,7 +35,7 @@
 //
 // # Locks
 //
-// ckptMu (one checkpoint at a time) before gate (RWMutex) before mu
+// gate.serial (one checkpoint at a time) before gate (RWMutex) before mu
 // (Mutex). Appenders hold gate shared from before their append
 // until their effect is applied under mu; the checkpoint holds gate
 // exclusively while it captures state. Methods named ...Locked expect mu
@@ -122,20 +122,36 @@ type Engine struct {
 	// clock is the broker clock: wall-clock time that never runs
 	// backwards, across restarts too (recovery raises it to the durable
 	// high-water mark before anything reads it).
-	clock  *clock.Broker
-	ids    *idents         // seals IDs and receipts; immutable after Open
-	keys   *keyindex.Index // hash(topic, key) -> pos of the latest message; its own lock
-	life   *lifecycle      // closing, failure, wake-ups; see lifecycle
-	ckptMu sync.Mutex      // serialises checkpoints; taken before gate
-	gate   sync.RWMutex    // appenders shared, checkpoint capture exclusive
-	mu     sync.Mutex      // guards the state below
-	cat    *catalog        // topics
-	cons   *consumers      // consumer groups, leases, dead letters
-	ovl    *overlayState   // rescheduled, cancelled, fired-after-reschedule messages
-	segs   *segTable       // per-segment accounting and moved messages
-	disp   *dispatcher     // timers: wheel, buckets, due heap, rate limit, in-flight fires
-	dedup  dedupClaims     // dedup IDs of sends in flight; its own lock (dedup.go)
-	fc     *forecastState  // pending counts by due second (forecast.go); made early in recovery
+	clock *clock.Broker
+	ids   *idents         // seals IDs and receipts; immutable after Open
+	keys  *keyindex.Index // hash(topic, key) -> pos of the latest message; its own lock
+	life  *lifecycle      // closing, failure, wake-ups; see lifecycle
+	gate  *ckptGate       // appenders against the checkpoint's capture; see ckptGate
+	mu    sync.Mutex      // guards the state below
+	cat   *catalog        // topics
+	cons  *consumers      // consumer groups, leases, dead letters
+	ovl   *overlayState   // rescheduled, cancelled, fired-after-reschedule messages
+	segs  *segTable       // per-segment accounting and moved messages
+	disp  *dispatcher     // timers: wheel, buckets, due heap, rate limit, in-flight fires
+	side  *sideIndexes    // dedup claims and the forecast, each with its own lock
+}
+
+// ckptGate orders checkpoints against appenders. serial is taken first
+// (one checkpoint, or backup, at a time); the RWMutex is held shared by an
+// appender from before its append until its effect is applied, and
+// exclusively by a checkpoint while it captures its state.
+type ckptGate struct {
+	sync.RWMutex
+	serial sync.Mutex
+}
+
+// sideIndexes are the two indexes beside the send path that keep their own
+// locks, so that neither waits on mu: the dedup IDs of sends in flight
+// (dedup.go) and the pending counts by due second (forecast.go; made early
+// in recovery, nil before).
+type sideIndexes struct {
+	dedup dedupClaims
+	fc    *forecastState
 }
 
 // idents seals message IDs and lease receipts. seal uses the directory's
@@ -243,6 +259,8 @@ func Open(opts Options) (*Engine, error) {
 		opts:  opts,
 		stats: newStats(),
 		ids:   &idents{},
+		gate:  &ckptGate{},
+		side:  &sideIndexes{},
 		life: &lifecycle{
 			visibleCh: make(chan struct{}),
 			kick:      make(chan struct{}, 1),
