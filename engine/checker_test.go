@@ -432,7 +432,7 @@ func checkServed(e checkTarget, m *model, now int64) *report {
 func settled(e *Engine, t int64) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.disp.loadedUntil <= t || e.disp.due.len() > 0 || len(e.disp.inflight) > 0 || e.disp.load != nil || e.disp.advancing {
+	if e.disp.loadedUntil <= t || e.disp.due.ready(t) || len(e.disp.inflight) > 0 || e.disp.load != nil || e.disp.advancing {
 		return false
 	}
 	for _, w := range e.disp.near {

@@ -138,7 +138,8 @@ func (e *Engine) compact(seg commitlog.Segment) (int, error) {
 			}
 			due = ov.Due
 		}
-		pending := e.disp.near[m.orig] != nil || (due >= e.disp.loadedUntil && !e.disp.dispatching[m.orig])
+		_, dispatching := e.disp.dispatching[m.orig]
+		pending := e.disp.near[m.orig] != nil || (due >= e.disp.loadedUntil && !dispatching)
 		if !pending {
 			continue
 		}

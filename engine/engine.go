@@ -204,20 +204,23 @@ type segTable struct {
 // Engine.mu.
 type dispatcher struct {
 	timers          *timerstore.Store
-	wheel           *timewheel.Wheel[timerRef]
-	near            map[uint64]*wheelTimer // pending timers in the wheel, by pos
-	free            []*wheelTimer          // recycled timers
-	loadedUntil     int64                  // buckets starting before this are in the wheel
-	lastAdvance     int64                  // wheel time: every wheel timer due <= this has left it
-	advancing       bool                   // the last AdvanceN stopped on its budget
-	due             dueSet                 // due, waiting for a fire record, per topic
-	load            *bucketLoad            // the bucket being loaded, if any (dispatch.go)
-	loadRetryAt     int64                  // no bucket load before this (after a read error)
-	inflight        []fireEntry            // in the fire record being written
-	fires           sync.WaitGroup         // the fire in flight, if any (not under mu)
-	dispatching     map[uint64]bool        // positions in dispatch or inflight
-	dispatchingPeak int                    // largest size of dispatching since it was last made
-	tokens          float64                // dispatch rate limiter
+	wheel           *timewheel.Wheel[timerRef] // message timers, expired up to stageAhead early
+	leases          *timewheel.Wheel[timerRef] // lease and retry timers, expired at their time
+	near            map[uint64]*wheelTimer     // pending timers in the message wheel, by pos
+	free            []*wheelTimer              // recycled timers
+	loadedUntil     int64                      // buckets starting before this are in the wheel
+	lastAdvance     int64                      // message wheel time: every timer due <= this has left it
+	advancing       bool                       // the last AdvanceN of the message wheel stopped on its budget
+	leaseAt         int64                      // lease wheel time, never past the broker clock
+	leasing         bool                       // the last AdvanceN of the lease wheel stopped on its budget
+	due             dueSet                     // staged and due, waiting for a fire record, per topic
+	load            *bucketLoad                // the bucket being loaded, if any (dispatch.go)
+	loadRetryAt     int64                      // no bucket load before this (after a read error)
+	inflight        []fireEntry                // in the fire record being written
+	fires           sync.WaitGroup             // the fire in flight, if any (not under mu)
+	dispatching     map[uint64]uint32          // positions staged, due or inflight: their entry's generation, 0 once taken (dueSet)
+	dispatchingPeak int                        // largest size of dispatching since it was last made
+	tokens          float64                    // dispatch rate limiter
 	tokensAt        int64
 	// Recovery filter: entries registered before recL and due at or
 	// before recF are visible already; firedSince lists positions made
@@ -256,7 +259,7 @@ func Open(opts Options) (*Engine, error) {
 		cons: &consumers{groups: map[string]*group{}, groupsByID: map[uint32]*group{}, nextGroupID: 1},
 		ovl:  &overlayState{entries: map[uint64]*overlayEntry{}},
 		segs: &segTable{pending: map[uint64]int64{}, last: map[uint64]int64{}, reloc: map[uint64]uint64{}},
-		disp: &dispatcher{near: map[uint64]*wheelTimer{}, dispatching: map[uint64]bool{}, firedSince: map[uint64]bool{}},
+		disp: &dispatcher{near: map[uint64]*wheelTimer{}, dispatching: map[uint64]uint32{}, firedSince: map[uint64]bool{}},
 	}
 	// The checkpoint syncs these directories, so they exist from the start.
 	if err := e.opts.FS.MkdirAll(path.Join(opts.Dir, "queues")); err != nil {
