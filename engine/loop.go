@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"runtime"
 	"time"
 
 	"github.com/hourglass-mq/hourglass/queueindex"
@@ -91,9 +92,12 @@ func (e *Engine) addWheelLocked(ref timerRef) *wheelTimer {
 }
 
 // takeBatchLocked takes the next fire batch from the dispatch heap, within
-// the rate limit.
+// the rate limit: messages due at now and not after the message wheel's
+// time, since every timer still in the wheel is due after that: so messages
+// leave in due order even when the wheel lags (FIFO topics rely on it).
 func (e *Engine) takeBatchLocked(now int64) []fireEntry {
-	if !e.disp.due.ready(now) || len(e.disp.inflight) > 0 {
+	upTo := min(now, e.disp.lastAdvance)
+	if !e.disp.due.ready(upTo) || len(e.disp.inflight) > 0 {
 		return nil // nothing due, or a fire in flight (one at a time)
 	}
 	n := e.opts.DispatchBatch
@@ -114,7 +118,7 @@ func (e *Engine) takeBatchLocked(now int64) []fireEntry {
 	if n <= 0 {
 		return nil
 	}
-	batch := e.disp.due.take(n, now, e.disp.dispatching, make([]fireEntry, 0, n))
+	batch := e.disp.due.take(n, upTo, e.disp.dispatching, make([]fireEntry, 0, n))
 	if e.opts.DispatchRate > 0 {
 		e.disp.tokens -= float64(len(batch))
 	}
@@ -189,7 +193,10 @@ func (e *Engine) loop() {
 			continue
 		}
 		if busy {
-			continue // more bounded steps to do at once
+			// More bounded steps to do at once; let the goroutines that
+			// waited for the lock during this one run first.
+			runtime.Gosched()
+			continue
 		}
 		timer := e.opts.Clock.NewTimer(wait)
 		select {

@@ -282,10 +282,12 @@ func (e *Engine) placeTimerLocked(ref timerRef) {
 	}
 }
 
-// scheduleLocked puts a timer in the wheel, or straight into the dispatch
-// heap when the wheel has already passed its due time.
+// scheduleLocked puts a timer in the wheel, or stages it straight in the
+// dispatch heap when the wheel has already passed its due time or it is due
+// within stageAhead: then a wheel busy with a herd's tick does not hold it
+// (takeBatchLocked keeps due order against what is still in the wheel).
 func (e *Engine) scheduleLocked(ref timerRef) {
-	if ref.due <= e.disp.lastAdvance {
+	if ref.due <= e.disp.lastAdvance || ref.due <= e.Now()+stageAhead {
 		e.pushDispatchLocked(ref)
 		return
 	}
