@@ -74,11 +74,14 @@ func (e *Engine) checkpoint() error {
 func (e *Engine) checkpointLocked() (st *checkpointState, pause time.Duration, err error) {
 	start := time.Now()
 	e.gate.Lock()
+	locked := time.Now()
 	e.mu.Lock()
 	c, err := e.captureLocked()
 	e.mu.Unlock()
 	e.gate.Unlock()
 	pause = time.Since(start)
+	e.stats.CheckpointGateWaitSeconds.Observe(locked.Sub(start).Seconds())
+	e.stats.CheckpointCaptureSeconds.Observe((pause - locked.Sub(start)).Seconds())
 	if err != nil {
 		return nil, pause, err
 	}

@@ -36,7 +36,7 @@ func runPause(c config, dir string) (*report, error) {
 		name     string
 		interval time.Duration
 	}{{"no checkpoint in the window (CheckpointInterval 1 h)", time.Hour}, {"a checkpoint every 1 s", time.Second}} {
-		sends, ckpts, err := pauseOnce(c, filepath.Join(dir, fmt.Sprint("run", i)), run.interval)
+		sends, ckpts, gate, err := pauseOnce(c, filepath.Join(dir, fmt.Sprint("run", i)), run.interval)
 		if err != nil {
 			return r, fmt.Errorf("%s: %w", run.name, err)
 		}
@@ -68,6 +68,7 @@ func runPause(c config, dir string) (*report, error) {
 		if len(took) > 0 {
 			r.fig(p+"checkpoint duration median (range)", fmt.Sprintf("%.0f ms (%.0f to %.0f)", median(took), slices.Min(took), slices.Max(took)))
 		}
+		r.fig(p+"exclusive section per checkpoint, mean: waiting for appends in flight + capture", gate)
 	}
 	return r, nil
 }
@@ -85,33 +86,44 @@ func overlaps(s pauseSend, ckpts []checkpointEvent) bool {
 	return false
 }
 
-// pauseOnce runs one window of the pause scenario on a fresh engine.
-func pauseOnce(c config, dir string, interval time.Duration) ([]pauseSend, []checkpointEvent, error) {
+// pauseOnce runs one window of the pause scenario on a fresh engine. It
+// returns the sends, the checkpoints and the mean exclusive section of the
+// checkpoints in the window, as text.
+func pauseOnce(c config, dir string, interval time.Duration) ([]pauseSend, []checkpointEvent, string, error) {
 	opts := engineOptions(dir)
 	opts.CheckpointInterval = interval
 	e, err := engine.Open(opts)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
 	defer e.Close()
 	if err := e.CreateTopic(pendingTopic, engine.TopicConfig{}); err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
 	body := make([]byte, pendingBody)
 	if _, err := preload(e, preloadSpec{topic: pendingTopic, keyPrefix: "order-", n: c.preload, batch: c.batch, senders: c.senders, body: body,
 		due: uniformDue(e.Now()+c.offset.Milliseconds(), c.horizon.Milliseconds())}); err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
 	// Let the preload's checkpoints (if any) finish before the window.
 	if interval < time.Hour {
 		if err := waitCheckpoints(e, 2, 10*time.Minute); err != nil {
-			return nil, nil, err
+			return nil, nil, "", err
 		}
 	}
+	st := e.Stats()
+	_, n0, wait0 := st.CheckpointGateWaitSeconds.Snapshot()
+	_, _, cap0 := st.CheckpointCaptureSeconds.Snapshot()
 	mon := startCheckpointMonitor(e)
 	sends, err := pacedSends(e, c, body)
 	ckpts := mon.finish()
-	return sends, ckpts, err
+	_, n1, wait1 := st.CheckpointGateWaitSeconds.Snapshot()
+	_, _, cap1 := st.CheckpointCaptureSeconds.Snapshot()
+	gate := "no checkpoint"
+	if n := float64(n1 - n0); n > 0 {
+		gate = fmt.Sprintf("%.2f ms + %.2f ms", (wait1-wait0)/n*1000, (cap1-cap0)/n*1000)
+	}
+	return sends, ckpts, gate, err
 }
 
 // pacedSends runs c.producers goroutines that together call Send c.rate
