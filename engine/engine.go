@@ -8,8 +8,9 @@
 // in sync mode the call returns after fdatasync), then registers the timer:
 // always in the on-disk timer index (timerstore, one file per time bucket),
 // and also in the in-memory timing wheel when its bucket is in the near
-// window. The dispatch loop advances the wheel; due timers enter a dispatch
-// heap ordered by due time, from which batches leave at the configured rate:
+// window. The dispatch loop advances the wheel up to stageAhead ahead of
+// the clock; expired timers are staged in a dispatch heap per topic ordered
+// by due time, from which batches of what is due leave at the configured rate:
 // each batch is one fire record in the commit log, and after it is durable
 // the batch's entries are appended to the queue indexes and consumers are
 // woken. The body is never rewritten.
@@ -19,7 +20,8 @@
 //   - The log is the truth: the timer buckets, queue indexes and key index
 //     are caches. A checkpoint records the log position L up to which they
 //     are complete and synced, the fire frontier F (every timer due at or
-//     before F, registered before L, is visible), and the small in-memory
+//     before F, registered before L, is visible; never past the broker
+//     clock, which recovery raises to F), and the small in-memory
 //     state (topics, reschedule/cancel overlay, per-segment pending counts).
 //   - Recovery truncates the caches (queue indexes, key index and timer
 //     buckets) to the lengths the checkpoint recorded, replays the log from
