@@ -33,7 +33,8 @@
 //     so stale bucket entries are skipped.
 //   - Checkpoint and every append+apply exclude each other through gate, so
 //     a checkpoint never records L beyond a record whose effect is not yet
-//     in the caches.
+//     in the caches. The checkpoint releases gate once it has read L and
+//     captures the rest under mu, which every apply needs.
 //
 // # Locks
 //

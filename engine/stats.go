@@ -80,9 +80,9 @@ type Stats struct {
 	// CheckpointSeconds observes the duration of each checkpoint.
 	CheckpointSeconds *Histogram
 	// CheckpointGateWaitSeconds observes how long each checkpoint waited
-	// for the appends in flight to apply before its capture, and
-	// CheckpointCaptureSeconds how long the capture then held the gate:
-	// together, how long sends and fires wait for a checkpoint.
+	// for the appends in flight to apply before its capture (new appends
+	// wait meanwhile), and CheckpointCaptureSeconds how long the capture
+	// then held mu (appends may run meanwhile, their apply waits).
 	CheckpointGateWaitSeconds, CheckpointCaptureSeconds *Histogram
 	// RecoverySeconds is the float64 bits of the last recovery's duration.
 	RecoverySeconds atomic.Uint64
