@@ -356,44 +356,6 @@ func lockDir(fs vfs.FS, dir string) (io.Closer, error) {
 // the process ends, kill -9 included).
 const LockFile = "LOCK"
 
-// writeSynced writes data at off of the file name (created when create is
-// true, or when it does not exist), syncs and closes it.
-func writeSynced(fs vfs.FS, name string, off int64, data []byte, create bool) error {
-	var f vfs.File
-	var err error
-	if !create {
-		f, err = fs.Open(name)
-	}
-	if create || vfs.IsNotExist(err) {
-		f, err = fs.Create(name)
-	}
-	if err != nil {
-		return err
-	}
-	if _, err := f.WriteAt(data, off); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-// writeFileAtomic replaces dir/name with data: temp file, sync, rename,
-// sync the directory.
-func writeFileAtomic(fs vfs.FS, dir, name string, data []byte) error {
-	tmp := path.Join(dir, name+".tmp")
-	if err := writeSynced(fs, tmp, 0, data, true); err != nil {
-		return err
-	}
-	if err := fs.Rename(tmp, path.Join(dir, name)); err != nil {
-		return err
-	}
-	return fs.SyncDir(dir)
-}
-
 // Close stops dispatching, writes a final checkpoint and closes the files.
 // It is idempotent. Sends that race with Close fail with Unavailable.
 func (e *Engine) Close() error {
