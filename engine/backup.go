@@ -25,12 +25,12 @@ import (
 // CHECKPOINT, the commit log up to a record boundary at or after that
 // checkpoint's position, and the caches. It is taken while sends go on:
 //
-//  1. Backup takes ckptMu, the lock that serialises checkpoints, and holds
+//  1. Backup takes gate.serial, the lock that serialises checkpoints, and holds
 //     it to the end. Every removal or rewrite of a file of the data
 //     directory happens inside a checkpoint (retention of segments and
 //     overlay files, removal of timer buckets and replaced key runs, the
 //     writes of timer buckets, key runs and the overlay journal): while
-//     Backup holds ckptMu, those files are frozen, the commit log and
+//     Backup holds gate.serial, those files are frozen, the commit log and
 //     the queue indexes only grow, and nothing Backup reads disappears.
 //  2. It writes a checkpoint (checkpointLocked). Sends wait only for its
 //     capture under the gate, as for any checkpoint; BackupInfo.Pause is
@@ -99,8 +99,8 @@ func (e *Engine) Backup(ctx context.Context, dir string) (BackupInfo, error) {
 	if closed {
 		return info, errs.New(errs.Unavailable, "the broker is shutting down")
 	}
-	e.ckptMu.Lock()
-	defer e.ckptMu.Unlock()
+	e.gate.serial.Lock()
+	defer e.gate.serial.Unlock()
 	st, pause, err := e.checkpointLocked()
 	info.Pause = pause
 	if err != nil {
@@ -150,7 +150,7 @@ func checkEmptyTarget(fs vfs.FS, dir string) error {
 }
 
 // copyLive copies the live data directory into tmp: the log up to head,
-// then the rest as it is (ckptMu held: see the comment at the top).
+// then the rest as it is (gate.serial held: see the comment at the top).
 func (e *Engine) copyLive(c *copier, tmp string, head commitlog.Pos) error {
 	src := e.opts.Dir
 	for _, name := range []string{identityFile, checkpointFile} {

@@ -62,23 +62,25 @@ func (e *Engine) checkpointer() {
 // frontier and commit-log segments past retention.
 func (e *Engine) checkpoint() error {
 	// One checkpoint at a time: the timer store allows one sync job.
-	e.ckptMu.Lock()
-	defer e.ckptMu.Unlock()
+	e.gate.serial.Lock()
+	defer e.gate.serial.Unlock()
 	_, _, err := e.checkpointLocked()
 	return err
 }
 
-// checkpointLocked is checkpoint for a caller that holds ckptMu (Backup
+// checkpointLocked is checkpoint for a caller that holds gate.serial (Backup
 // holds it across the checkpoint and its copy). It returns the state it
 // made durable and how long it held the gate (sends wait that long).
 func (e *Engine) checkpointLocked() (st *checkpointState, pause time.Duration, err error) {
 	start := time.Now()
 	e.gate.Lock()
+	locked := time.Now()
 	e.mu.Lock()
-	c, err := e.captureLocked()
+	c, err := e.captureLocked(e.gate.Unlock)
 	e.mu.Unlock()
-	e.gate.Unlock()
 	pause = time.Since(start)
+	e.stats.CheckpointGateWaitSeconds.Observe(locked.Sub(start).Seconds())
+	e.stats.CheckpointCaptureSeconds.Observe((pause - locked.Sub(start)).Seconds())
 	if err != nil {
 		return nil, pause, err
 	}
@@ -117,7 +119,19 @@ type ckptCapture struct {
 // captureLocked captures the checkpoint's state; the caller holds gate
 // exclusively and mu. It does no fsync: the jobs it prepares run later,
 // without the locks.
-func (e *Engine) captureLocked() (*ckptCapture, error) {
+//
+// It calls openGate (which releases gate) as soon as it has read the log
+// position: from then on appenders may append and wait for their fsync
+// while the capture goes on, but none can apply its effect before mu is
+// released, so the state captured is still exactly that of the records
+// before the position. Everything captured is changed only under mu.
+func (e *Engine) captureLocked(openGate func()) (*ckptCapture, error) {
+	opened := false
+	defer func() {
+		if !opened {
+			openGate()
+		}
+	}()
 	if e.life.failed != nil {
 		// No checkpoint after a fatal failure: the last durable one and
 		// the log are the truth.
@@ -135,6 +149,8 @@ func (e *Engine) captureLocked() (*ckptCapture, error) {
 		SegPending:  maps.Clone(e.segs.pending),
 		SegLast:     maps.Clone(e.segs.last),
 	}}
+	openGate()
+	opened = true
 	for _, t := range e.cat.topicsByID {
 		ct := checkpointTopic{ID: t.id, Name: t.name, Pending: t.pending}
 		if t.fifo {

@@ -138,8 +138,9 @@ func (e *Engine) compact(seg commitlog.Segment) (int, error) {
 			}
 			due = ov.Due
 		}
+		_, dispatching := e.disp.dispatching[m.orig]
 		pending := e.disp.near[m.orig] != nil ||
-			(due >= e.disp.loadedUntil && !e.disp.dispatching[m.orig] && !e.firedAtRecoveryLocked(m.orig, due))
+			(due >= e.disp.loadedUntil && !dispatching && !e.firedAtRecoveryLocked(m.orig, due))
 		if !pending {
 			continue
 		}

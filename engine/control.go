@@ -90,10 +90,11 @@ func (e *Engine) stateLocked(pos uint64, s *message.Stored) (State, int64, int64
 			return StateVisible, due, ov.Visible
 		}
 	}
+	_, dispatching := e.disp.dispatching[pos]
 	switch {
-	case e.disp.near[pos] != nil:
+	case e.disp.near[pos] != nil, e.stagedLocked(pos, timer):
 		return StatePending, due, 0
-	case e.disp.dispatching[pos]:
+	case dispatching:
 		return StateDue, due, 0
 	case timer >= e.disp.loadedUntil && !e.firedAtRecoveryLocked(pos, timer):
 		return StatePending, due, 0
@@ -291,6 +292,12 @@ func (e *Engine) holdLocked(pos uint64, due int64, cancel bool, newDue int64) ho
 		e.disp.wheel.Cancel(t)
 		delete(e.disp.near, pos)
 		h.timer = t
+	}
+	// A staged message (changeableLocked let it through: it is not due)
+	// leaves the dispatch set; its heap entry is stale from now on, and
+	// unholdLocked stages it again if the change fails.
+	if gen, ok := e.disp.dispatching[pos]; ok && gen != 0 {
+		delete(e.disp.dispatching, pos)
 	}
 	// Changing keeps the loader from scheduling a bucket entry of the
 	// message while the change is written: one that matches the new due

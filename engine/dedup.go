@@ -202,7 +202,7 @@ func (e *Engine) dedupCheck(ctx context.Context, stored []*message.Stored, now i
 	}
 	slices.Sort(hs)
 	hs = slices.Compact(hs)
-	release, err := e.dedup.claim(ctx, hs)
+	release, err := e.side.dedup.claim(ctx, hs)
 	if err != nil {
 		return nil, nil, err
 	}

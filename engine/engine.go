@@ -8,8 +8,9 @@
 // in sync mode the call returns after fdatasync), then registers the timer:
 // always in the on-disk timer index (timerstore, one file per time bucket),
 // and also in the in-memory timing wheel when its bucket is in the near
-// window. The dispatch loop advances the wheel; due timers enter a dispatch
-// heap ordered by due time, from which batches leave at the configured rate:
+// window. The dispatch loop advances the wheel up to stageAhead ahead of
+// the clock; expired timers are staged in a dispatch heap per topic ordered
+// by due time, from which batches of what is due leave at the configured rate:
 // each batch is one fire record in the commit log, and after it is durable
 // the batch's entries are appended to the queue indexes and consumers are
 // woken. The body is never rewritten.
@@ -19,7 +20,8 @@
 //   - The log is the truth: the timer buckets, queue indexes and key index
 //     are caches. A checkpoint records the log position L up to which they
 //     are complete and synced, the fire frontier F (every timer due at or
-//     before F, registered before L, is visible), and the small in-memory
+//     before F, registered before L, is visible; never past the broker
+//     clock, which recovery raises to F), and the small in-memory
 //     state (topics, reschedule/cancel overlay, per-segment pending counts).
 //   - Recovery truncates the caches (queue indexes, key index and timer
 //     buckets) to the lengths the checkpoint recorded, replays the log from
@@ -31,11 +33,12 @@
 //     so stale bucket entries are skipped.
 //   - Checkpoint and every append+apply exclude each other through gate, so
 //     a checkpoint never records L beyond a record whose effect is not yet
-//     in the caches.
+//     in the caches. The checkpoint releases gate once it has read L and
+//     captures the rest under mu, which every apply needs.
 //
 // # Locks
 //
-// ckptMu (one checkpoint at a time) before gate (RWMutex) before mu
+// gate.serial (one checkpoint at a time) before gate (RWMutex) before mu
 // (Mutex). Appenders hold gate shared from before their append
 // until their effect is applied under mu; the checkpoint holds gate
 // exclusively while it captures state. Methods named ...Locked expect mu
@@ -127,20 +130,18 @@ type Engine struct {
 	// clock is the broker clock: wall-clock time that never runs
 	// backwards, across restarts too (recovery raises it to the durable
 	// high-water mark before anything reads it).
-	clock  *clock.Broker
-	ids    *idents         // seals IDs and receipts; immutable after Open
-	keys   *keyindex.Index // hash(topic, key) -> pos of the latest message; its own lock
-	life   *lifecycle      // closing, failure, wake-ups; see lifecycle
-	ckptMu sync.Mutex      // serialises checkpoints; taken before gate
-	gate   sync.RWMutex    // appenders shared, checkpoint capture exclusive
-	mu     sync.Mutex      // guards the state below
-	cat    *catalog        // topics
-	cons   *consumers      // consumer groups, leases, dead letters
-	ovl    *overlayState   // rescheduled, cancelled, fired-after-reschedule messages
-	segs   *segTable       // per-segment accounting and moved messages
-	disp   *dispatcher     // timers: wheel, buckets, due heap, rate limit, in-flight fires
-	dedup  dedupClaims     // dedup IDs of sends in flight; its own lock (dedup.go)
-	fc     *forecastState  // pending counts by due second (forecast.go); made early in recovery
+	clock *clock.Broker
+	ids   *idents         // seals IDs and receipts; immutable after Open
+	keys  *keyindex.Index // hash(topic, key) -> pos of the latest message; its own lock
+	life  *lifecycle      // closing, failure, wake-ups; see lifecycle
+	gate  *ckptGate       // appenders against the checkpoint's capture; see ckptGate
+	mu    sync.Mutex      // guards the state below
+	cat   *catalog        // topics
+	cons  *consumers      // consumer groups, leases, dead letters
+	ovl   *overlayState   // rescheduled, cancelled, fired-after-reschedule messages
+	segs  *segTable       // per-segment accounting and moved messages
+	disp  *dispatcher     // timers: wheel, buckets, due heap, rate limit, in-flight fires
+	side  *sideIndexes    // dedup claims and the forecast, each with its own lock
 }
 
 // idents seals message IDs and lease receipts. seal uses the directory's
@@ -211,20 +212,23 @@ type segTable struct {
 // Engine.mu.
 type dispatcher struct {
 	timers          *timerstore.Store
-	wheel           *timewheel.Wheel[timerRef]
-	near            map[uint64]*wheelTimer // pending timers in the wheel, by pos
-	free            []*wheelTimer          // recycled timers
-	loadedUntil     int64                  // buckets starting before this are in the wheel
-	lastAdvance     int64                  // wheel time: every wheel timer due <= this has left it
-	advancing       bool                   // the last AdvanceN stopped on its budget
-	due             dueSet                 // due, waiting for a fire record, per topic
-	load            *bucketLoad            // the bucket being loaded, if any (dispatch.go)
-	loadRetryAt     int64                  // no bucket load before this (after a read error)
-	inflight        []fireEntry            // in the fire record being written
-	fires           sync.WaitGroup         // the fire in flight, if any (not under mu)
-	dispatching     map[uint64]bool        // positions in dispatch or inflight
-	dispatchingPeak int                    // largest size of dispatching since it was last made
-	tokens          float64                // dispatch rate limiter
+	wheel           *timewheel.Wheel[timerRef] // message timers, expired up to stageAhead early
+	leases          *timewheel.Wheel[timerRef] // lease and retry timers, expired at their time
+	near            map[uint64]*wheelTimer     // pending timers in the message wheel, by pos
+	free            []*wheelTimer              // recycled timers
+	loadedUntil     int64                      // buckets starting before this are in the wheel
+	lastAdvance     int64                      // message wheel time: every timer due <= this has left it
+	advancing       bool                       // the last AdvanceN of the message wheel stopped on its budget
+	leaseAt         int64                      // lease wheel time, never past the broker clock
+	leasing         bool                       // the last AdvanceN of the lease wheel stopped on its budget
+	due             dueSet                     // staged and due, waiting for a fire record, per topic
+	load            *bucketLoad                // the bucket being loaded, if any (dispatch.go)
+	loadRetryAt     int64                      // no bucket load before this (after a read error)
+	inflight        []fireEntry                // in the fire record being written
+	fires           sync.WaitGroup             // the fire in flight, if any (not under mu)
+	dispatching     map[uint64]uint32          // positions staged, due or inflight: their entry's generation, 0 once taken (dueSet)
+	dispatchingPeak int                        // largest size of dispatching since it was last made
+	tokens          float64                    // dispatch rate limiter
 	tokensAt        int64
 	// Recovery filter: entries registered before recL and due at or
 	// before recF are visible already; firedSince lists positions made
@@ -248,6 +252,8 @@ func Open(opts Options) (*Engine, error) {
 		opts:  opts,
 		stats: newStats(),
 		ids:   &idents{},
+		gate:  &ckptGate{},
+		side:  &sideIndexes{},
 		life: &lifecycle{
 			visibleCh: make(chan struct{}),
 			kick:      make(chan struct{}, 1),
@@ -261,7 +267,7 @@ func Open(opts Options) (*Engine, error) {
 		cons: &consumers{groups: map[string]*group{}, groupsByID: map[uint32]*group{}, nextGroupID: 1},
 		ovl:  &overlayState{entries: map[uint64]*overlayEntry{}},
 		segs: &segTable{pending: map[uint64]int64{}, last: map[uint64]int64{}, reloc: map[uint64]uint64{}},
-		disp: &dispatcher{near: map[uint64]*wheelTimer{}, dispatching: map[uint64]bool{}, firedSince: map[uint64]bool{}},
+		disp: &dispatcher{near: map[uint64]*wheelTimer{}, dispatching: map[uint64]uint32{}, firedSince: map[uint64]bool{}},
 	}
 	// The checkpoint syncs these directories, so they exist from the start.
 	if err := e.opts.FS.MkdirAll(path.Join(opts.Dir, "queues")); err != nil {
@@ -354,44 +360,6 @@ func lockDir(fs vfs.FS, dir string) (io.Closer, error) {
 // an exclusive lock on it while open (flock(2): released by the kernel when
 // the process ends, kill -9 included).
 const LockFile = "LOCK"
-
-// writeSynced writes data at off of the file name (created when create is
-// true, or when it does not exist), syncs and closes it.
-func writeSynced(fs vfs.FS, name string, off int64, data []byte, create bool) error {
-	var f vfs.File
-	var err error
-	if !create {
-		f, err = fs.Open(name)
-	}
-	if create || vfs.IsNotExist(err) {
-		f, err = fs.Create(name)
-	}
-	if err != nil {
-		return err
-	}
-	if _, err := f.WriteAt(data, off); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-// writeFileAtomic replaces dir/name with data: temp file, sync, rename,
-// sync the directory.
-func writeFileAtomic(fs vfs.FS, dir, name string, data []byte) error {
-	tmp := path.Join(dir, name+".tmp")
-	if err := writeSynced(fs, tmp, 0, data, true); err != nil {
-		return err
-	}
-	if err := fs.Rename(tmp, path.Join(dir, name)); err != nil {
-		return err
-	}
-	return fs.SyncDir(dir)
-}
 
 // Close stops dispatching, writes a final checkpoint and closes the files.
 // It is idempotent. Sends that race with Close fail with Unavailable.

@@ -54,7 +54,7 @@ func (f *forecastState) addLocked(tid uint32, due, delta int64) {
 
 // forecastAddLocked counts a message sent to topic tid, due at due.
 func (e *Engine) forecastAddLocked(tid uint32, due int64) {
-	if f := e.fc; f != nil {
+	if f := e.side.fc; f != nil {
 		f.mu.Lock()
 		f.addLocked(tid, due, 1)
 		f.mu.Unlock()
@@ -64,7 +64,7 @@ func (e *Engine) forecastAddLocked(tid uint32, due int64) {
 // forecastChangeLocked moves a message of topic tid out of its bucket at
 // due: cancelled, or rescheduled to newDue.
 func (e *Engine) forecastChangeLocked(tid uint32, due int64, cancel bool, newDue int64) {
-	if f := e.fc; f != nil {
+	if f := e.side.fc; f != nil {
 		f.mu.Lock()
 		f.addLocked(tid, due, -1)
 		if !cancel {
@@ -76,7 +76,7 @@ func (e *Engine) forecastChangeLocked(tid uint32, due int64, cancel bool, newDue
 
 // forecastFiredLocked takes the messages of a fire out of their buckets.
 func (e *Engine) forecastFiredLocked(batch []fireEntry) {
-	if f := e.fc; f != nil {
+	if f := e.side.fc; f != nil {
 		f.mu.Lock()
 		for _, fe := range batch {
 			f.addLocked(fe.topic, fe.due, -1)
@@ -93,9 +93,9 @@ func (e *Engine) forecastFiredLocked(batch []fireEntry) {
 // filter is set here already, so that validLocked answers as of the
 // checkpoint.
 func (e *Engine) startForecastLocked(st *checkpointState) {
-	e.fc = newForecastState()
+	e.side.fc = newForecastState()
 	e.disp.recL, e.disp.recF = st.LogPos, st.Frontier
-	e.fc.recount = &recount{seen: map[uint64]bool{}, byTopic: map[uint32]*[60]int64{}, minute: math.MinInt64,
+	e.side.fc.recount = &recount{seen: map[uint64]bool{}, byTopic: map[uint32]*[60]int64{}, minute: math.MinInt64,
 		logStart: uint64(e.clog.Start())}
 }
 
@@ -118,7 +118,7 @@ type recount struct {
 // rescheduled message may have two identical entries (moved away and back);
 // it counts once (only messages with an overlay entry can have them).
 func (e *Engine) countTimerLocked(en timerstore.Entry) {
-	rc := e.fc.recount
+	rc := e.side.fc.recount
 	if (en.Kind != kindMessage && en.Kind != kindWindowed) || !e.validFromLocked(en.Pos, en.Due, rc.logStart) {
 		return
 	}
@@ -149,17 +149,17 @@ func (e *Engine) countTimerLocked(en timerstore.Entry) {
 
 // flushRecountLocked adds the minute gathered to the counts.
 func (e *Engine) flushRecountLocked() {
-	rc := e.fc.recount
+	rc := e.side.fc.recount
 	for tid, n := range rc.byTopic {
-		e.fc.all.AddMinute(rc.minute, n)
-		c := e.fc.byTopic[tid]
+		e.side.fc.all.AddMinute(rc.minute, n)
+		c := e.side.fc.byTopic[tid]
 		if c == nil {
 			c = forecast.New()
-			e.fc.byTopic[tid] = c
+			e.side.fc.byTopic[tid] = c
 		}
 		c.AddMinute(rc.minute, n)
 		if c.Total() == 0 {
-			delete(e.fc.byTopic, tid)
+			delete(e.side.fc.byTopic, tid)
 		}
 		*n = [60]int64{}
 	}
@@ -168,15 +168,15 @@ func (e *Engine) flushRecountLocked() {
 // finishRecountLocked ends recovery's counting of the buckets; called
 // after the verification, before replay.
 func (e *Engine) finishRecountLocked() {
-	if e.fc.recount != nil {
+	if e.side.fc.recount != nil {
 		e.flushRecountLocked()
-		e.fc.recount = nil
+		e.side.fc.recount = nil
 	}
 }
 
 // checkForecastLocked checks the invariant at the end of recovery.
 func (e *Engine) checkForecastLocked() {
-	if n, want := e.fc.all.Total(), e.stats.Pending.Load(); n != want {
+	if n, want := e.side.fc.all.Total(), e.stats.Pending.Load(); n != want {
 		e.opts.Logger.Warn("forecast counts disagree with the pending count", "counted", n, "pending", want)
 	}
 }
@@ -197,7 +197,7 @@ func (e *Engine) Forecast(topic string, from, to int64, step time.Duration) ([]f
 	if err != nil {
 		return nil, err
 	}
-	f := e.fc
+	f := e.side.fc
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	c := f.all
@@ -227,7 +227,7 @@ func (e *Engine) forecastTopic(topic string) (uint32, error) {
 // within d from now, overdue ones still waiting for dispatch included.
 func (e *Engine) DueWithin(d time.Duration) int64 {
 	until := forecast.SecondOf(e.Now()+d.Milliseconds()) + 1
-	f := e.fc
+	f := e.side.fc
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.all.SumAll(until)

@@ -43,7 +43,7 @@ func BenchmarkForecast10M(b *testing.B) {
 	runtime.ReadMemStats(&after)
 	b.Logf("10 M pending in 4 topics: %d non-empty minutes; the counts take %.1f MiB of heap",
 		f.all.Minutes(), float64(after.HeapAlloc-before.HeapAlloc)/(1<<20))
-	e := &Engine{fc: f}
+	e := &Engine{side: &sideIndexes{fc: f}}
 	for _, c := range []struct {
 		name     string
 		from, to int64
@@ -117,8 +117,8 @@ func BenchmarkRecount(b *testing.B) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	saved := e.fc
-	defer func() { e.fc = saved }()
+	saved := e.side.fc
+	defer func() { e.side.fc = saved }()
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
 		if i%n == 0 {

@@ -44,7 +44,7 @@ func (h *harness) forecastCounts(topic string, n int) []int64 {
 // counted exactly once.
 func (h *harness) checkForecastTotal() {
 	h.t.Helper()
-	f := h.e.fc
+	f := h.e.side.fc
 	f.mu.Lock()
 	got := f.all.Total()
 	f.mu.Unlock()

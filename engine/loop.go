@@ -1,15 +1,25 @@
 package engine
 
 import (
+	"runtime"
 	"time"
 
 	"github.com/hourglass-mq/hourglass/queueindex"
 )
 
+// pushDispatchLocked stages a message timer in its topic's due heap; it
+// fires once it is due (and within the rate), unless a change makes its
+// entry stale first (dueSet).
 func (e *Engine) pushDispatchLocked(ref timerRef) {
-	e.disp.due.push(ref)
-	e.disp.dispatching[ref.pos] = true
+	e.disp.due.stage(ref, e.disp.dispatching)
 	e.disp.dispatchingPeak = max(e.disp.dispatchingPeak, len(e.disp.dispatching))
+}
+
+// stagedLocked reports whether the message at pos is staged: in a due heap
+// before its time, not yet taken for a fire record. It is still pending.
+func (e *Engine) stagedLocked(pos uint64, timer int64) bool {
+	gen, ok := e.disp.dispatching[pos]
+	return ok && gen != 0 && timer > e.Now()
 }
 
 // validLocked reports whether a timer loaded from a bucket should fire:
@@ -22,7 +32,7 @@ func (e *Engine) validLocked(pos uint64, due int64) bool {
 // validFromLocked is validLocked with the log's start given, for a caller
 // that checks millions of entries while the log cannot shrink (recovery).
 func (e *Engine) validFromLocked(pos uint64, due int64, logStart uint64) bool {
-	if e.physLocked(pos) < logStart || e.disp.near[pos] != nil || e.disp.dispatching[pos] {
+	if _, staged := e.disp.dispatching[pos]; staged || e.physLocked(pos) < logStart || e.disp.near[pos] != nil {
 		return false
 	}
 	if ov := e.ovl.entries[pos]; ov != nil {
@@ -34,15 +44,22 @@ func (e *Engine) validFromLocked(pos uint64, due int64, logStart uint64) bool {
 	return due > e.disp.recF || pos >= e.disp.recL
 }
 
-// expireLocked is the wheel's fire callback.
+// expireLocked is the message wheel's fire callback: it stages the
+// message, maybe before its time (stageAhead).
 func (e *Engine) expireLocked(t *wheelTimer) {
 	ref := t.Value
 	t.Value = timerRef{}
 	e.disp.free = append(e.disp.free, t)
+	delete(e.disp.near, ref.pos)
+	e.pushDispatchLocked(ref)
+}
+
+// expireLeaseLocked is the lease wheel's fire callback.
+func (e *Engine) expireLeaseLocked(t *wheelTimer) {
+	ref := t.Value
+	t.Value = timerRef{}
+	e.disp.free = append(e.disp.free, t)
 	switch ref.kind {
-	case refMessage:
-		delete(e.disp.near, ref.pos)
-		e.pushDispatchLocked(ref)
 	case refLease:
 		e.leaseExpiredLocked(ref)
 	case refRetry:
@@ -63,21 +80,24 @@ func (e *Engine) newTimerLocked(ref timerRef) *wheelTimer {
 	return t
 }
 
-// addWheelLocked schedules a lease or retry timer; one already due fires
-// at the next tick.
+// addWheelLocked schedules a lease or retry timer in the lease wheel; one
+// already due fires at the next tick.
 func (e *Engine) addWheelLocked(ref timerRef) *wheelTimer {
-	if ref.due <= e.disp.lastAdvance {
-		ref.due = e.disp.lastAdvance + 1
+	if ref.due <= e.disp.leaseAt {
+		ref.due = e.disp.leaseAt + 1
 	}
 	t := e.newTimerLocked(ref)
-	e.disp.wheel.Add(t, ref.due)
+	e.disp.leases.Add(t, ref.due)
 	return t
 }
 
 // takeBatchLocked takes the next fire batch from the dispatch heap, within
-// the rate limit.
+// the rate limit: messages due at now and not after the message wheel's
+// time, since every timer still in the wheel is due after that: so messages
+// leave in due order even when the wheel lags (FIFO topics rely on it).
 func (e *Engine) takeBatchLocked(now int64) []fireEntry {
-	if e.disp.due.len() == 0 || len(e.disp.inflight) > 0 {
+	upTo := min(now, e.disp.lastAdvance)
+	if !e.disp.due.ready(upTo) || len(e.disp.inflight) > 0 {
 		return nil // nothing due, or a fire in flight (one at a time)
 	}
 	n := e.opts.DispatchBatch
@@ -98,9 +118,12 @@ func (e *Engine) takeBatchLocked(now int64) []fireEntry {
 	if n <= 0 {
 		return nil
 	}
-	batch := e.disp.due.take(n, make([]fireEntry, 0, n))
+	batch := e.disp.due.take(n, upTo, e.disp.dispatching, make([]fireEntry, 0, n))
 	if e.opts.DispatchRate > 0 {
-		e.disp.tokens -= float64(n)
+		e.disp.tokens -= float64(len(batch))
+	}
+	if len(batch) == 0 {
+		return nil // only stale entries were due
 	}
 	e.disp.inflight = batch
 	e.shrinkAfterHerdLocked()
@@ -108,9 +131,10 @@ func (e *Engine) takeBatchLocked(now int64) []fireEntry {
 }
 
 // frontierLocked is the fire frontier: every timer due at or before it has
-// been made visible.
+// been made visible. It is never past the broker clock, though the wheel
+// is (stageAhead): recovery raises the clock to the checkpoint's frontier.
 func (e *Engine) frontierLocked() int64 {
-	f := e.disp.lastAdvance
+	f := min(e.disp.lastAdvance, e.Now())
 	if first, ok := e.disp.due.min(); ok && first-1 < f {
 		f = first - 1
 	}
@@ -169,7 +193,10 @@ func (e *Engine) loop() {
 			continue
 		}
 		if busy {
-			continue // more bounded steps to do at once
+			// More bounded steps to do at once; let the goroutines that
+			// waited for the lock during this one run first.
+			runtime.Gosched()
+			continue
 		}
 		timer := e.opts.Clock.NewTimer(wait)
 		select {
@@ -186,10 +213,16 @@ func (e *Engine) loop() {
 // waitLocked says how long the loop may sleep.
 func (e *Engine) waitLocked(now int64) time.Duration {
 	next := e.disp.loadedUntil - e.opts.Lookahead.Milliseconds()
-	if d, ok := e.disp.wheel.NextDeadline(); ok && d < next {
+	if d, ok := e.disp.wheel.NextDeadline(); ok && d-stageAhead < next {
+		next = d - stageAhead
+	}
+	if d, ok := e.disp.leases.NextDeadline(); ok && d < next {
 		next = d
 	}
-	if e.disp.due.len() > 0 && e.opts.DispatchRate > 0 {
+	if first, ok := e.disp.due.min(); ok && first > now && first < next {
+		next = first // the earliest staged message falls due
+	}
+	if e.disp.due.ready(now) && e.opts.DispatchRate > 0 {
 		// Until enough tokens for a useful batch accrue.
 		need := min(float64(e.opts.DispatchBatch), float64(e.disp.due.len())) - e.disp.tokens
 		ms := int64(need*1000/float64(e.opts.DispatchRate)) + 1
@@ -226,7 +259,7 @@ func (e *Engine) fire(batch []fireEntry, visible int64) {
 		e.opts.Logger.Error("fire record write failed; will retry", "messages", len(batch), "err", err)
 		e.stats.FireErrors.Add(1)
 		for _, fe := range batch {
-			e.disp.due.push(timerRef{pos: fe.pos, due: fe.due, topic: fe.topic, queue: fe.queue, windowed: fe.windowed})
+			e.pushDispatchLocked(timerRef{pos: fe.pos, due: fe.due, topic: fe.topic, queue: fe.queue, windowed: fe.windowed})
 		}
 		e.disp.tokens = -float64(e.opts.DispatchBatch) // back off
 		return
@@ -298,37 +331,47 @@ func (e *Engine) shrinkAfterHerdLocked() {
 		return
 	}
 	if e.disp.dispatchingPeak > herdShrink && len(e.disp.dispatching) == len(e.disp.inflight) {
-		m := make(map[uint64]bool, len(e.disp.inflight))
+		m := make(map[uint64]uint32, len(e.disp.inflight))
 		for _, fe := range e.disp.inflight {
-			m[fe.pos] = true
+			m[fe.pos] = 0 // taken
 		}
 		e.disp.dispatching = m
 		e.disp.dispatchingPeak = len(m)
 	}
 }
 
-// advanceLocked advances the wheel towards now by a bounded step. It never
-// passes a timer bucket that is not in the wheel yet: while a bucket loads
-// the wheel stops short of it (see bucketLoad), and otherwise short of
-// loadedUntil, which is behind now only until the loop's next turn starts
-// the next load (after one ended, or after a failed read, whose bucket is
-// retried). Past either, the fire frontier would vouch for timers still in
-// their bucket files, and recovery would skip them as visible. It returns
-// whether due timers are left for the next step.
+// advanceLocked advances the wheels by a bounded step: the lease wheel
+// towards now, the message wheel towards now + stageAhead (its timers are
+// staged, not fired: see dispatch.go). The message wheel never passes a
+// timer bucket that is not in the wheel yet: while a bucket loads it stops
+// short of it (see bucketLoad), and otherwise short of loadedUntil, which is
+// behind now only until the loop's next turn starts the next load (after
+// one ended, or after a failed read, whose bucket is retried). Past either,
+// the fire frontier would vouch for timers still in their bucket files, and
+// recovery would skip them as visible. It returns whether expired timers
+// are left for the next step.
 func (e *Engine) advanceLocked(now int64) bool {
 	d := e.disp
-	to := min(now, d.loadedUntil-1)
+	more := false
+	if now > d.leaseAt || d.leasing {
+		to := max(now, d.leaseAt)
+		_, d.leasing = d.leases.AdvanceN(to, expireChunk, e.expireLeaseLocked)
+		if !d.leasing {
+			d.leaseAt = to
+		}
+		more = d.leasing
+	}
+	to := min(now+stageAhead, d.loadedUntil-1)
 	if d.load != nil {
-		to = min(now, d.load.bucket-1)
+		to = min(to, d.load.bucket-1)
 	}
 	if to <= d.lastAdvance && !d.advancing {
-		return false
+		return more
 	}
 	to = max(to, d.lastAdvance)
-	_, more := d.wheel.AdvanceN(to, expireChunk, e.expireLocked)
-	d.advancing = more
-	if !more {
+	_, d.advancing = d.wheel.AdvanceN(to, expireChunk, e.expireLocked)
+	if !d.advancing {
 		d.lastAdvance = to
 	}
-	return more
+	return more || d.advancing
 }

@@ -346,7 +346,7 @@ func waitAdvanced(e *Engine, t int64) bool {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		e.mu.Lock()
-		done := e.disp.lastAdvance >= t
+		done := e.disp.leaseAt >= t
 		e.mu.Unlock()
 		if done {
 			return true

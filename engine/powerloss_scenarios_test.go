@@ -361,3 +361,31 @@ func checkLostIDs(st plState) (lost, aliased int, err error) {
 	}
 	return len(gone), 0, nil
 }
+
+// checkDedup sends every acknowledged message with a dedup ID again: the
+// recovered engine must answer with the latest message stored with that
+// ID (a resend stores one only after retention removed the one before)
+// and store nothing, unless retention removed that one too. A resend in
+// doubt at the crash may be the one named.
+func checkDedup(e *Engine, m *model) error {
+	latest := map[string]*expect{}
+	for _, x := range m.order {
+		if x.dedup != "" {
+			latest[x.dedup] = x
+		}
+	}
+	for _, x := range latest {
+		if rc0, _ := e.Inspect(x.id); rc0.ID != x.id {
+			continue
+		}
+		ev := event{topic: x.topic, key: x.key, body: x.body, dedup: x.dedup, when: x.when}
+		rc, err := e.Send(context.Background(), ev.request().Message, x.when)
+		if err != nil {
+			return fmt.Errorf("resend of %v: %w", x.id, err)
+		}
+		if !rc.Duplicate || rc.ID != x.id && (m.msgs[rc.ID] != nil || !m.maybe[x.body]) {
+			return fmt.Errorf("resend of %v with dedup ID %q after recovery stored %v (duplicate %v)", x.id, x.dedup, rc.ID, rc.Duplicate)
+		}
+	}
+	return nil
+}

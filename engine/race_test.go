@@ -165,12 +165,12 @@ func (r *raceRig) check(step string, at int64) {
 	}
 }
 
-// inFlight reports whether the loop has taken pos for a fire record, or
-// queued it for one.
+// inFlight reports whether the loop has taken pos for a fire record (a
+// staged message, in a due heap before its time, is not taken yet).
 func inFlight(e *Engine, pos uint64) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.disp.dispatching[pos] {
+	if gen, ok := e.disp.dispatching[pos]; ok && gen == 0 {
 		return true
 	}
 	for _, fe := range e.disp.inflight {

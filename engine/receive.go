@@ -178,9 +178,9 @@ func (e *Engine) takeLocked(g *group, max int, invisible time.Duration) []handou
 	return hs
 }
 
-// lastAdvanceOrNow is the wheel's time, the base of lease deadlines.
+// lastAdvanceOrNow is the lease wheel's time, the base of lease deadlines.
 func (e *Engine) lastAdvanceOrNow() int64 {
-	return max(e.disp.lastAdvance, e.Now())
+	return max(e.disp.leaseAt, e.Now())
 }
 
 // deliver reads the handed-out messages and records the attempts. If a

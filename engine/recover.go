@@ -135,6 +135,8 @@ func (e *Engine) startDispatch(st *checkpointState, minDue int64) {
 	start := max(0, min(st.Frontier, minDue-1))
 	e.disp.wheel = timewheel.New[timerRef](1, 512, start)
 	e.disp.lastAdvance = start
+	e.disp.leases = timewheel.New[timerRef](1, 512, start)
+	e.disp.leaseAt = start
 	e.disp.loadedUntil = e.disp.timers.BucketOf(start + 1)
 	e.disp.tokensAt = e.Now()
 	e.disp.tokens = max(float64(e.opts.DispatchBatch), float64(e.opts.DispatchRate)/100)

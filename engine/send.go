@@ -62,35 +62,11 @@ func (e *Engine) SendBatch(ctx context.Context, reqs []SendRequest) ([]Receipt, 
 		return nil, err
 	}
 	now := e.Now()
-	recs := make([]commitlog.Record, 0, len(reqs))
-	stored := make([]*message.Stored, len(reqs))
-	tops := make([]*topic, len(reqs))
-	var last *topic // a batch usually goes to one topic: look it up once
-	for i := range reqs {
-		r := &reqs[i]
-		if err := e.opts.Limits.Validate(&r.Message); err != nil {
-			return nil, batchErr(len(reqs), i, err)
-		}
-		due, err := e.opts.Limits.DueAt(r.When, now)
-		if err != nil {
-			return nil, batchErr(len(reqs), i, err)
-		}
-		t := last
-		if t == nil || t.name != r.Message.Topic {
-			if t, err = e.topicFor(r.Message.Topic); err != nil {
-				return nil, batchErr(len(reqs), i, err)
-			}
-			last = t
-		}
-		if t.fifo && r.Message.Group == "" {
-			return nil, batchErr(len(reqs), i, errs.New(errs.InvalidArgument, "topic %q is FIFO: a message group is required", t.name))
-		}
-		s := &message.Stored{Message: r.Message, Due: due, Sent: now, Queue: pickQueue(t, &r.Message), Nonce: e.ids.nonce.Add(1)}
-		if err := e.schedulingFields(s, r, t, now); err != nil {
-			return nil, batchErr(len(reqs), i, err)
-		}
-		stored[i], tops[i] = s, t
+	stored, tops, err := e.prepareBatch(reqs, now)
+	if err != nil {
+		return nil, err
 	}
+	recs := make([]commitlog.Record, 0, len(reqs))
 
 	// Dedup IDs are claimed before gate: a send waiting for another send of
 	// its ID holds nothing a checkpoint or an appender needs (dedup.go).
@@ -145,6 +121,40 @@ func (e *Engine) SendBatch(ctx context.Context, reqs []SendRequest) ([]Receipt, 
 	e.stats.Sent.Add(uint64(k))
 	e.kickLoop()
 	return out, nil
+}
+
+// prepareBatch validates a batch's requests and makes their stored form
+// and topics (created when auto-create is on), before anything is appended.
+func (e *Engine) prepareBatch(reqs []SendRequest, now int64) ([]*message.Stored, []*topic, error) {
+	stored := make([]*message.Stored, len(reqs))
+	tops := make([]*topic, len(reqs))
+	var last *topic // a batch usually goes to one topic: look it up once
+	for i := range reqs {
+		r := &reqs[i]
+		if err := e.opts.Limits.Validate(&r.Message); err != nil {
+			return nil, nil, batchErr(len(reqs), i, err)
+		}
+		due, err := e.opts.Limits.DueAt(r.When, now)
+		if err != nil {
+			return nil, nil, batchErr(len(reqs), i, err)
+		}
+		t := last
+		if t == nil || t.name != r.Message.Topic {
+			if t, err = e.topicFor(r.Message.Topic); err != nil {
+				return nil, nil, batchErr(len(reqs), i, err)
+			}
+			last = t
+		}
+		if t.fifo && r.Message.Group == "" {
+			return nil, nil, batchErr(len(reqs), i, errs.New(errs.InvalidArgument, "topic %q is FIFO: a message group is required", t.name))
+		}
+		s := &message.Stored{Message: r.Message, Due: due, Sent: now, Queue: pickQueue(t, &r.Message), Nonce: e.ids.nonce.Add(1)}
+		if err := e.schedulingFields(s, r, t, now); err != nil {
+			return nil, nil, batchErr(len(reqs), i, err)
+		}
+		stored[i], tops[i] = s, t
+	}
+	return stored, tops, nil
 }
 
 // schedulingFields validates and fills in what a send asks beyond its due
@@ -277,10 +287,12 @@ func (e *Engine) placeTimerLocked(ref timerRef) {
 	}
 }
 
-// scheduleLocked puts a timer in the wheel, or straight into the dispatch
-// heap when the wheel has already passed its due time.
+// scheduleLocked puts a timer in the wheel, or stages it straight in the
+// dispatch heap when the wheel has already passed its due time or it is due
+// within stageAhead: then a wheel busy with a herd's tick does not hold it
+// (takeBatchLocked keeps due order against what is still in the wheel).
 func (e *Engine) scheduleLocked(ref timerRef) {
-	if ref.due <= e.disp.lastAdvance {
+	if ref.due <= e.disp.lastAdvance || ref.due <= e.Now()+stageAhead {
 		e.pushDispatchLocked(ref)
 		return
 	}

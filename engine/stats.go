@@ -79,6 +79,11 @@ type Stats struct {
 	FsyncSeconds *Histogram
 	// CheckpointSeconds observes the duration of each checkpoint.
 	CheckpointSeconds *Histogram
+	// CheckpointGateWaitSeconds observes how long each checkpoint waited
+	// for the appends in flight to apply before its capture (new appends
+	// wait meanwhile), and CheckpointCaptureSeconds how long the capture
+	// then held mu (appends may run meanwhile, their apply waits).
+	CheckpointGateWaitSeconds, CheckpointCaptureSeconds *Histogram
 	// RecoverySeconds is the float64 bits of the last recovery's duration.
 	RecoverySeconds atomic.Uint64
 	// Replayed is the number of log records replayed at the last recovery.
@@ -111,9 +116,11 @@ var LatenessBounds = []float64{0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01,
 
 func newStats() *Stats {
 	return &Stats{
-		Lateness:          NewHistogram(LatenessBounds...),
-		FsyncSeconds:      NewHistogram(0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1),
-		CheckpointSeconds: NewHistogram(0.001, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 60),
+		Lateness:                  NewHistogram(LatenessBounds...),
+		FsyncSeconds:              NewHistogram(0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1),
+		CheckpointSeconds:         NewHistogram(0.001, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 60),
+		CheckpointGateWaitSeconds: NewHistogram(0.0001, 0.001, 0.002, 0.005, 0.01, 0.05, 0.1, 1),
+		CheckpointCaptureSeconds:  NewHistogram(0.0001, 0.001, 0.002, 0.005, 0.01, 0.05, 0.1, 1),
 	}
 }
 

@@ -74,18 +74,9 @@ func runBackup(c config, dir string) (*report, error) {
 		}
 		app, alloc := u.total()
 		if round == 1 {
-			// The offline check of the first backup: it must be clean, and
-			// its duration is what `hourglass check` costs at this size.
-			t := time.Now()
-			rep, err := engine.Check(vfs.OS, bdir, engine.CheckOptions{})
-			if err != nil {
-				return nil, fmt.Errorf("check the backup: %w", err)
+			if err := checkBackup(r, bdir); err != nil {
+				return nil, err
 			}
-			if !rep.OK() {
-				return nil, fmt.Errorf("check of the backup found problems: %+v", rep.Problems[:min(5, len(rep.Problems))])
-			}
-			r.fig("hourglass check of the first backup (engine.Check)", fmt.Sprintf("clean, %d notes, %s: %s records, %s queue-index, %s timer, %s key-index entries",
-				len(rep.Notes), secs(time.Since(t)), humanInt(int64(rep.Records)), humanInt(rep.QueueEntries), humanInt(rep.TimerEntries), humanInt(rep.KeyEntries)))
 		}
 		os.RemoveAll(bdir)
 		bq, dq := summarize(base), summarize(during)
@@ -103,6 +94,22 @@ func runBackup(c config, dir string) (*report, error) {
 	r.fig("pause, median (range)", fmt.Sprintf("%.3f ms (%.3f to %.3f)", median(pauses), slices.Min(pauses), slices.Max(pauses)))
 	r.fig("send p99 during the backup / without, median (range)", fmt.Sprintf("%.2f (%.2f to %.2f)", median(ratios), slices.Min(ratios), slices.Max(ratios)))
 	return r, nil
+}
+
+// checkBackup runs the offline check on a backup: it must be clean, and
+// its duration is what `hourglass check` costs at this size.
+func checkBackup(r *report, bdir string) error {
+	t := time.Now()
+	rep, err := engine.Check(vfs.OS, bdir, engine.CheckOptions{})
+	if err != nil {
+		return fmt.Errorf("check the backup: %w", err)
+	}
+	if !rep.OK() {
+		return fmt.Errorf("check of the backup found problems: %+v", rep.Problems[:min(5, len(rep.Problems))])
+	}
+	r.fig("hourglass check of the first backup (engine.Check)", fmt.Sprintf("clean, %d notes, %s: %s records, %s queue-index, %s timer, %s key-index entries",
+		len(rep.Notes), secs(time.Since(t)), humanInt(int64(rep.Records)), humanInt(rep.QueueEntries), humanInt(rep.TimerEntries), humanInt(rep.KeyEntries)))
+	return nil
 }
 
 func median(xs []float64) float64 {

@@ -29,6 +29,10 @@
 //	backup    -n pending messages, then -rounds rounds of a -producers Send
 //	          load for -duration (baseline) and the same load while Backup
 //	          writes a copy: duration, pause, disk, send latency vs baseline
+//	pause     -preload pending, then -rate single Sends a second (each due
+//	          -lead later, so -rate a second fall due) for -window, with no
+//	          checkpoint in the window and with one every second: Send
+//	          latency p99.9 and max against that baseline
 //	produce   64 producers calling Send with 1 KiB bodies for 10 s, against
 //	          the best rate of raw append+fdatasync loops at the same
 //	          concurrency over a sweep of batch sizes (1 to 4096 records)
@@ -186,6 +190,7 @@ func run(c config) error {
 		"rss":           runRSS,
 		"drill":         runDrill,
 		"backup":        runBackup,
+		"pause":         runPause,
 		// The child process of restart's kill -9 phase; not for direct use.
 		"crashchild": runCrashChild,
 	}

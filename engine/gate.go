@@ -1,0 +1,21 @@
+package engine
+
+import "sync"
+
+// ckptGate orders checkpoints against appenders. serial is taken first
+// (one checkpoint, or backup, at a time); the RWMutex is held shared by an
+// appender from before its append until its effect is applied, and
+// exclusively by a checkpoint while it captures its state.
+type ckptGate struct {
+	sync.RWMutex
+	serial sync.Mutex
+}
+
+// sideIndexes are the two indexes beside the send path that keep their own
+// locks, so that neither waits on mu: the dedup IDs of sends in flight
+// (dedup.go) and the pending counts by due second (forecast.go; made early
+// in recovery, nil before).
+type sideIndexes struct {
+	dedup dedupClaims
+	fc    *forecastState
+}

@@ -1,0 +1,103 @@
+package engine
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/hourglass-mq/hourglass/message"
+)
+
+// waitStaged waits until the message at pos has left the wheel into its
+// topic's due heap ahead of its time (dispatch.go, stageAhead).
+func waitStaged(t *testing.T, e *Engine, pos uint64) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		e.mu.Lock()
+		gen, ok := e.disp.dispatching[pos]
+		e.mu.Unlock()
+		if ok && gen != 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("message %d was not staged: %s", pos, engineState(e))
+		}
+		e.kickLoop()
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+// TestStagedMessageStaysPending: a message staged before its time is still
+// pending. It can be cancelled (and then never fires), rescheduled to the
+// same instant (and fires once) or later (and does not fire at the old
+// time), and the fire frontier does not pass the broker clock for it.
+func TestStagedMessageStaysPending(t *testing.T) {
+	h := newHarness(t, nil)
+	at := h.e.Now() + stageAhead/2
+	cancelled := h.send("s", "c", message.When{At: at})
+	same := h.send("s", "same", message.When{At: at})
+	later := h.send("s", "later", message.When{At: at})
+	kept := h.send("s", "kept", message.When{At: at})
+	for _, r := range []Receipt{cancelled, same, later, kept} {
+		waitStaged(t, h.e, r.ID.Pos)
+		if info, err := h.e.Inspect(r.ID); err != nil || info.State != StatePending {
+			t.Fatalf("a staged message is %v (%v), not pending", info.State, err)
+		}
+	}
+	if f, now := h.e.Frontier(), h.e.Now(); f > now {
+		t.Fatalf("frontier %d is past the broker clock %d", f, now)
+	}
+	if err := h.e.Cancel(context.Background(), cancelled.ID); err != nil {
+		t.Fatalf("cancel of a staged message: %v", err)
+	}
+	if _, err := h.e.Reschedule(context.Background(), same.ID, message.When{At: at}, 0); err != nil {
+		t.Fatalf("reschedule of a staged message to its own instant: %v", err)
+	}
+	if _, err := h.e.Reschedule(context.Background(), later.ID, message.When{At: at + 60_000}, 0); err != nil {
+		t.Fatalf("reschedule of a staged message: %v", err)
+	}
+	waitParked(h.e, h.clk)
+	h.clk.Advance(time.Duration(at-h.e.Now()) * time.Millisecond)
+	vs := h.settle("s", 2)
+	got := map[message.ID]int{}
+	for _, v := range vs {
+		got[v.ID]++
+		if v.Visible < v.Due {
+			t.Errorf("message %v visible at %d, before its due time %d", v.ID, v.Visible, v.Due)
+		}
+	}
+	if got[same.ID] != 1 || got[kept.ID] != 1 {
+		t.Fatalf("visible at the instant: %v; want the kept and the same-instant message once each", got)
+	}
+	waitParked(h.e, h.clk)
+	h.clk.Advance(time.Minute)
+	vs = h.settle("s", 3)
+	if vs[2].ID != later.ID && vs[0].ID != later.ID && vs[1].ID != later.ID {
+		t.Fatalf("the rescheduled message is not the third visible: %v", vs)
+	}
+}
+
+// TestStagedRestartDoesNotRaiseTheClock: the wheel runs stageAhead ahead
+// of the clock, but the checkpoint's frontier must not, because recovery
+// raises the broker clock to it: a restart would make everything due in
+// the next stageAhead visible early.
+func TestStagedRestartDoesNotRaiseTheClock(t *testing.T) {
+	h := newHarness(t, nil)
+	at := h.e.Now() + stageAhead/2
+	r := h.send("s", "k", message.When{At: at})
+	waitStaged(t, h.e, r.ID.Pos)
+	before := h.e.Now()
+	h.restart()
+	if now := h.e.Now(); now != before {
+		t.Fatalf("the broker clock moved from %d to %d across a restart with a staged message", before, now)
+	}
+	if info, err := h.e.Inspect(r.ID); err != nil || info.State != StatePending {
+		t.Fatalf("after the restart the staged message is %v (%v), not pending", info.State, err)
+	}
+	waitParked(h.e, h.clk)
+	h.clk.Advance(time.Duration(at-h.e.Now()) * time.Millisecond)
+	if vs := h.settle("s", 1); vs[0].Visible < at {
+		t.Fatalf("visible at %d, before %d", vs[0].Visible, at)
+	}
+}
