@@ -53,7 +53,8 @@ func (r *runner) report(ended string, finished time.Time) *Report {
 	}
 	rep.Receives = ReceiveStats{
 		Requests: int(r.recvReqs.Load()), Errors: int(r.recvErrors.Load()), AckFailures: int(r.ackFailures.Load()),
-		Redelivered: c.redelivered, Foreign: c.foreign, RatePerS: rep.Total.ReceiveRate,
+		AcksCarriedAtEnd: int(r.acksCarriedAtEnd.Load()),
+		Redelivered:      c.redelivered, Foreign: c.foreign, RatePerS: rep.Total.ReceiveRate,
 	}
 
 	if cfg.Mode == ModeHerd {

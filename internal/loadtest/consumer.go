@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hourglass-mq/hourglass/client"
+	"github.com/hourglass-mq/hourglass/errs"
 )
 
 // consume is one consumer: receive, record the arrival time, and ack the
@@ -32,6 +33,15 @@ func (r *runner) consume(ctx context.Context) {
 		msgs, err := r.api.Receive(ctx, r.topic, r.cfg.Group, opts)
 		at := time.Now().UnixNano()
 		if err != nil && len(pending) > 0 {
+			if ctx.Err() != nil {
+				// The run ended during a long poll that carried these acks.
+				// The broker makes a request's acks before it waits, so
+				// they stand if the request reached it: ack them again,
+				// and a "receipt unknown" answer then means "acked".
+				r.ackAfterCarry(ctx, pending)
+				pending = nil // not again at the deferred ack
+				return
+			}
 			r.ack(ctx, pending)
 			pending = nil
 			continue
@@ -84,6 +94,27 @@ func (r *runner) ack(ctx context.Context, receipts []string) {
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if _, err := r.api.Ack(actx, r.topic, r.cfg.Group, receipts...); err != nil {
+		r.ackFailures.Add(int64(len(receipts)))
+		r.lastRecv.Store("ack: " + err.Error())
+	}
+}
+
+// ackAfterCarry acks receipts whose ack was carried by a receive that
+// failed because the run ended: a not_found answer (the broker no longer
+// holds a lease of one of them) is what an ack the broker already made
+// looks like, so it is not counted as a failure; any other error is. The
+// run is over, so no redelivery could show a wrong guess: the count of
+// such acks is reported apart (AcksCarriedAtEnd).
+func (r *runner) ackAfterCarry(ctx context.Context, receipts []string) {
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	_, err := r.api.Ack(actx, r.topic, r.cfg.Group, receipts...)
+	var e *client.Error
+	switch {
+	case err == nil:
+	case errors.As(err, &e) && e.Code == errs.NotFound:
+		r.acksCarriedAtEnd.Add(int64(len(receipts)))
+	default:
 		r.ackFailures.Add(int64(len(receipts)))
 		r.lastRecv.Store("ack: " + err.Error())
 	}

@@ -109,6 +109,9 @@ type ReceiveStats struct {
 	// AckFailures is the number of messages whose ack failed; they come
 	// back after the lease and count as duplicates.
 	AckFailures int `json:"ack_failures"`
+	// AcksCarriedAtEnd counts acks carried by a receive the end of the run
+	// cut short, which the broker had made already (ackAfterCarry).
+	AcksCarriedAtEnd int `json:"acks_carried_at_end"`
 	// Redelivered counts deliveries the broker marked as attempt > 1.
 	Redelivered int `json:"redelivered"`
 	// Foreign counts messages received that this run did not send.
@@ -315,8 +318,8 @@ func (r *Report) writeTable(w io.Writer) {
 	fmt.Fprintf(w, "early = arrived before the due time, with %g ms tolerance (the bench and the broker must share a clock)\n", r.EarlyToleranceMs)
 	fmt.Fprintf(w, "sends: %d requests, %d refused (retried), %d failed (%d resent with their dedup IDs; %d messages unacknowledged and resent as new ones, %d of them delivered anyway), %d answered after due, %.0f msg/s\n",
 		r.Sends.Requests, r.Sends.Refused, r.Sends.FailedRequests, r.Sends.Resent, r.Sends.Unacknowledged, r.Sends.UnacknowledgedDelivered, r.Sends.SentAfterDue, r.Sends.RatePerS)
-	fmt.Fprintf(w, "receives: %d requests, %d errors, %d ack failures, %d redeliveries, %d foreign, %.0f msg/s\n",
-		r.Receives.Requests, r.Receives.Errors, r.Receives.AckFailures, r.Receives.Redelivered, r.Receives.Foreign, r.Receives.RatePerS)
+	fmt.Fprintf(w, "receives: %d requests, %d errors, %d ack failures (%d acks carried by a receive the run's end cut short, already made), %d redeliveries, %d foreign, %.0f msg/s\n",
+		r.Receives.Requests, r.Receives.Errors, r.Receives.AckFailures, r.Receives.AcksCarriedAtEnd, r.Receives.Redelivered, r.Receives.Foreign, r.Receives.RatePerS)
 	if h := r.Herd; h != nil {
 		all := "all arrived"
 		if !h.AllArrived {

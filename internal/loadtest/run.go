@@ -79,6 +79,7 @@ type runner struct {
 	sendResent            atomic.Int64 // failed requests to send again with their dedup IDs
 	recvReqs, recvErrors  atomic.Int64
 	ackFailures           atomic.Int64
+	acksCarriedAtEnd      atomic.Int64 // see ackAfterCarry
 	lastSendErr, lastRecv atomic.Value // string: the latest error, for the progress line
 
 	fatalOnce sync.Once
