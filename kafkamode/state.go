@@ -99,8 +99,7 @@ func (w *Worker) loadMarkers(ctx context.Context, partitions []int32) (map[int32
 		return nil, err
 	}
 	defer cl.Close()
-	live := make(map[int32]map[int64]struct{}, len(last))
-	snaps := make(map[int32]*snapAssembler, len(last))
+	st := &stateRead{live: make(map[int32]map[int64]struct{}, len(last)), snaps: make(map[int32]*snapAssembler, len(last))}
 	for len(last) > 0 {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
@@ -124,38 +123,56 @@ func (w *Worker) loadMarkers(ctx context.Context, partitions []int32) (map[int32
 			if r.Offset > end || r.Attrs.IsControl() {
 				return
 			}
-			w.stats.StateRecordsRead.Add(1)
-			if c, ok := parseSnapKey(r.Key, w.cfg.DelayTopic, r.Partition); ok {
-				a := snaps[r.Partition]
-				if a == nil {
-					a = &snapAssembler{}
-					snaps[r.Partition] = a
-				}
-				a.add(c, r.Value)
-				return
-			}
-			o, ok := parseMarkerKey(r.Key, w.cfg.DelayTopic, r.Partition)
-			if !ok {
-				return
-			}
-			m := live[r.Partition]
-			if m == nil {
-				m = make(map[int64]struct{})
-				live[r.Partition] = m
-			}
-			if r.Value == nil {
-				delete(m, o)
-			} else {
-				m[o] = struct{}{}
-			}
+			st.add(w, r)
 		})
 	}
+	st.result(w, partitions, out)
+	return out, nil
+}
+
+// stateRead is what loadMarkers gathered from the state topic: the live
+// markers and the snapshot chunks of each partition.
+type stateRead struct {
+	live  map[int32]map[int64]struct{}
+	snaps map[int32]*snapAssembler
+}
+
+// add takes one state record at or before the end being read to.
+func (st *stateRead) add(w *Worker, r *kgo.Record) {
+	w.stats.StateRecordsRead.Add(1)
+	if c, ok := parseSnapKey(r.Key, w.cfg.DelayTopic, r.Partition); ok {
+		a := st.snaps[r.Partition]
+		if a == nil {
+			a = &snapAssembler{}
+			st.snaps[r.Partition] = a
+		}
+		a.add(c, r.Value)
+		return
+	}
+	o, ok := parseMarkerKey(r.Key, w.cfg.DelayTopic, r.Partition)
+	if !ok {
+		return
+	}
+	m := st.live[r.Partition]
+	if m == nil {
+		m = make(map[int64]struct{})
+		st.live[r.Partition] = m
+	}
+	if r.Value == nil {
+		delete(m, o)
+	} else {
+		m[o] = struct{}{}
+	}
+}
+
+// result fills out with each partition's markers and snapshot.
+func (st *stateRead) result(w *Worker, partitions []int32, out map[int32]*loadedPart) {
 	for _, p := range partitions {
 		lp := &loadedPart{}
-		for o := range live[p] {
+		for o := range st.live[p] {
 			lp.markers = append(lp.markers, o)
 		}
-		if a := snaps[p]; a != nil {
+		if a := st.snaps[p]; a != nil {
 			snap, err := a.snapshot()
 			if err != nil {
 				// Not fatal: the partition is then read from its
@@ -166,5 +183,4 @@ func (w *Worker) loadMarkers(ctx context.Context, partitions []int32) (map[int32
 		}
 		out[p] = lp
 	}
-	return out, nil
 }

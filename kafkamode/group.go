@@ -1,0 +1,174 @@
+package kafkamode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// statePartitioner sends state-topic records to the partition set on them
+// (the delay partition they describe), and so delay-topic records (copies
+// forward, which stay in their partition), and partitions every other
+// record by key, like the Java client.
+type statePartitioner struct {
+	state, delay string
+	other        kgo.Partitioner
+}
+
+func (p statePartitioner) ForTopic(t string) kgo.TopicPartitioner {
+	if t == p.state || t == p.delay {
+		return kgo.ManualPartitioner().ForTopic(t)
+	}
+	return p.other.ForTopic(t)
+}
+
+// ensureTopics creates the delay, state and dead-letter topics that are
+// missing, and checks that the state topic has a partition for each delay
+// partition.
+func (w *Worker) ensureTopics(ctx context.Context) error {
+	adm := kadm.NewClient(w.aux)
+	create := func(topic string, parts int32, configs map[string]*string) error {
+		_, err := adm.CreateTopic(ctx, parts, w.cfg.Replication, configs, topic)
+		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+			return fmt.Errorf("create topic %s: %w", topic, err)
+		}
+		return nil
+	}
+	td, err := adm.ListTopics(ctx, w.cfg.DelayTopic)
+	if err != nil {
+		return fmt.Errorf("describe topic %s: %w", w.cfg.DelayTopic, err)
+	}
+	n := w.cfg.Partitions
+	if d, ok := td[w.cfg.DelayTopic]; ok && d.Err == nil {
+		n = int32(len(d.Partitions))
+	} else if err := create(w.cfg.DelayTopic, n, nil); err != nil {
+		return err
+	}
+	compact := "compact"
+	if err := create(w.cfg.StateTopic, n, map[string]*string{"cleanup.policy": &compact}); err != nil {
+		return err
+	}
+	if err := create(w.cfg.DLQTopic, n, nil); err != nil {
+		return err
+	}
+	// A topic just created may take a moment to show in the metadata.
+	var got int32
+	for try := 0; try < 40; try++ { // kgo may answer from metadata cached for up to 5 s
+		td, err = adm.ListTopics(ctx, w.cfg.StateTopic)
+		if err != nil {
+			return fmt.Errorf("describe topic %s: %w", w.cfg.StateTopic, err)
+		}
+		if got = int32(len(td[w.cfg.StateTopic].Partitions)); got > 0 {
+			break
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	if got < n {
+		return fmt.Errorf("state topic %s has %d partitions; the delay topic %s has %d and needs one state partition each",
+			w.cfg.StateTopic, got, w.cfg.DelayTopic, n)
+	}
+	return nil
+}
+
+// onAssigned loads the markers of newly assigned partitions before the
+// client fetches their committed offsets and starts consuming them (the
+// client calls it first), so no record of theirs is read without them.
+func (w *Worker) onAssigned(ctx context.Context, _ *kgo.Client, assigned map[string][]int32) {
+	ps := assigned[w.cfg.DelayTopic]
+	if len(ps) == 0 {
+		return
+	}
+	var loaded map[int32]*loadedPart
+	var ends kadm.ListedOffsets
+	for {
+		var err error
+		loaded, err = w.loadMarkers(ctx, ps)
+		if err == nil {
+			ends, err = kadm.NewClient(w.aux).ListEndOffsets(ctx, w.cfg.DelayTopic)
+		}
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		w.cfg.Logger.Warn("loading markers failed; retrying", "partitions", ps, "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	nMarkers, nSnap := 0, 0
+	for _, p := range ps {
+		if old := w.parts[p]; old != nil {
+			old.dropped.Store(true)
+		}
+		lp := loaded[p]
+		pp := newPartProgress(p, lp.markers)
+		pp.seed = lp.snap
+		if lo, ok := ends.Lookup(w.cfg.DelayTopic, p); ok && lo.Err == nil {
+			pp.catchUp = lo.Offset
+		}
+		w.parts[p] = pp
+		nMarkers += len(lp.markers)
+		if lp.snap != nil {
+			nSnap++
+		}
+	}
+	w.stats.Assigned.Add(int64(len(ps)))
+	w.cfg.Logger.Info("partitions assigned", "partitions", ps, "markers", nMarkers, "snapshots", nSnap)
+}
+
+// adjustOffsets runs when the group has fetched the committed offsets of
+// newly assigned partitions, before consuming them: a partition with a
+// snapshot starts at the snapshot's read position (or at its committed
+// offset if that is further), and its snapshot entries at or above the
+// committed offset become its pending index. A partition without a
+// committed offset ignores its snapshot (offsets expired: read from the
+// start, as without one).
+func (w *Worker) adjustOffsets(_ context.Context, offsets map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for p, o := range offsets[w.cfg.DelayTopic] {
+		pp := w.parts[p]
+		if pp == nil || pp.seed == nil {
+			continue
+		}
+		c := o.EpochOffset().Offset
+		if c < 0 {
+			w.cfg.Logger.Warn("partition has a snapshot but no committed offset; ignoring the snapshot", "partition", p)
+			pp.seed = nil
+			continue
+		}
+		entries, start := pp.applySeed(c)
+		offsets[w.cfg.DelayTopic][p] = kgo.NewOffset().At(start).WithEpoch(-1)
+		w.seeded = append(w.seeded, seededPart{pp: pp, entries: entries})
+		w.cfg.Logger.Info("partition resumes from its snapshot", "partition", p, "committed", c, "read_from", start,
+			"pending", len(entries))
+	}
+	return offsets, nil
+}
+
+// onRevoked drops revoked or lost partitions; their entries die lazily.
+// The session aborts a transaction that is in progress.
+func (w *Worker) onRevoked(_ context.Context, _ *kgo.Client, revoked map[string][]int32) {
+	ps := revoked[w.cfg.DelayTopic]
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, p := range ps {
+		if pp := w.parts[p]; pp != nil {
+			pp.dropped.Store(true)
+			delete(w.parts, p)
+		}
+	}
+	w.stats.Revoked.Add(int64(len(ps)))
+	w.cfg.Logger.Info("partitions revoked", "partitions", ps)
+}

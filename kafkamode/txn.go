@@ -1,0 +1,214 @@
+package kafkamode
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// transact forwards (or dead-letters) batch, writes the markers and
+// tombstones its progress needs, and commits the new group offsets, in one
+// transaction. On commit the progress is applied; on abort the entries go
+// back into the index (and the session rewinds the consumer to the
+// committed offsets; the records it reads again are ignored).
+func (w *Worker) transact(ctx context.Context, batch []*entry, snap []*partProgress) error {
+	byPart := make(map[*partProgress][]int64)
+	for _, e := range batch {
+		if e.ctl == nil || !e.ctl.keepOwn {
+			byPart[e.pp] = append(byPart[e.pp], e.offset)
+		}
+	}
+	snaps := w.buildSnapshots(snap, byPart)
+	if len(batch) == 0 && len(snaps) == 0 {
+		return nil // every transaction commits offsets (see doc.go): none to commit
+	}
+	began := time.Now()
+	defer func() {
+		us := time.Since(began).Microseconds()
+		w.stats.TxnMicros.Add(us)
+		if us > w.stats.MaxTxnMicros.Load() {
+			w.stats.MaxTxnMicros.Store(us)
+		}
+	}()
+	if err := w.sess.Begin(); err != nil {
+		return fmt.Errorf("begin transaction: %w", err)
+	}
+	var produceErr atomic.Value
+	promise := func(_ *kgo.Record, err error) {
+		if err != nil {
+			produceErr.CompareAndSwap(nil, err)
+		}
+	}
+	now := time.Now().UnixMilli()
+	for _, e := range batch {
+		if out := w.output(e); out != nil {
+			w.sess.Produce(ctx, out, promise)
+		}
+	}
+	for _, sn := range snaps {
+		if _, ok := byPart[sn.pp]; !ok {
+			byPart[sn.pp] = nil // commit its unchanged offset with the snapshot
+		}
+		for _, r := range sn.records {
+			w.sess.Produce(ctx, r, promise)
+		}
+	}
+	plans := w.producePlans(ctx, byPart, promise)
+	commitFn := w.offsetCommit(plans)
+	flushErr := w.sess.Client().Flush(ctx)
+	flushed := time.Now()
+	defer func() {
+		oldest := now
+		for _, e := range batch {
+			if e.due > 0 && e.due < oldest {
+				oldest = e.due
+			}
+		}
+		w.cfg.Logger.Debug("transaction", "records", len(batch), "late_ms", now-oldest, "flush", flushed.Sub(began), "end", time.Since(flushed))
+	}()
+	try := kgo.TryCommit
+	if flushErr != nil || produceErr.Load() != nil {
+		try = kgo.TryAbort
+	}
+	committed, err := w.sess.End(kgo.PreTxnCommitFnContext(ctx, commitFn), try)
+	for _, e := range batch {
+		e.inBatch = false
+	}
+	if committed {
+		w.committed(batch, plans, snaps, now)
+		return nil
+	}
+	w.aborted(batch, plans)
+	if perr, _ := produceErr.Load().(error); perr != nil {
+		w.cfg.Logger.Warn("transaction aborted: a produce failed", "err", perr)
+	}
+	if flushErr != nil {
+		w.cfg.Logger.Warn("transaction aborted: flush failed", "err", flushErr)
+	}
+	if err != nil {
+		return fmt.Errorf("end transaction: %w", err)
+	}
+	w.cfg.Logger.Info("transaction aborted (rebalance)", "records", len(batch))
+	return nil
+}
+
+// output is what a batch entry produces: the forward, a copy, a dead
+// letter, or nothing (a cancelled message, a cancel record).
+func (w *Worker) output(e *entry) *kgo.Record {
+	source := w.cfg.DelayTopic + "/" + strconv.Itoa(int(e.pp.partition)) + "/" + strconv.FormatInt(e.offset, 10)
+	switch {
+	case e.cancelled || e.ctl != nil && e.ctl.cancel != nil:
+		return nil // resolved without output
+	case e.copy:
+		return copyRecord(e.rec, w.cfg.DelayTopic, e.pp.partition, source, e.due)
+	case e.dlqReason() != "":
+		return deadLetterRecord(e.rec, w.cfg.DLQTopic, source, e.dlqReason())
+	}
+	s, err := parseSchedule(e.rec, w.cfg.DelayTopic)
+	if err != nil { // cannot happen: it parsed at read time
+		return deadLetterRecord(e.rec, w.cfg.DLQTopic, source, err.Error())
+	}
+	return forwardRecord(e.rec, s.bizTopic, source, e.due)
+}
+
+// offsetCommit returns the hook that puts the plans' group offsets into
+// the transaction's offset commit.
+func (w *Worker) offsetCommit(plans []*partPlan) func(*kmsg.TxnOffsetCommitRequest) error {
+	return func(req *kmsg.TxnOffsetCommitRequest) error {
+		t := kmsg.NewTxnOffsetCommitRequestTopic()
+		t.Topic = w.cfg.DelayTopic
+		for _, rt := range req.Topics {
+			if rt.Topic == w.cfg.DelayTopic {
+				t.TopicID = rt.TopicID
+			}
+		}
+		for _, pl := range plans {
+			p := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+			p.Partition = pl.pp.partition
+			p.Offset = pl.commit
+			p.LeaderEpoch = -1
+			p.Metadata = &req.MemberID
+			t.Partitions = append(t.Partitions, p)
+		}
+		req.Topics = []kmsg.TxnOffsetCommitRequestTopic{t}
+		return nil
+	}
+}
+
+// committed applies a committed transaction: progress, snapshots, stats.
+func (w *Worker) committed(batch []*entry, plans []*partPlan, snaps []*snapWrite, now int64) {
+	w.lastCommit = time.Now()
+	w.stats.Committed.Add(1)
+	for _, pl := range plans {
+		pl.apply()
+	}
+	for _, sn := range snaps {
+		sn.pp.snapRead, sn.pp.snapChunks = sn.read, sn.chunks
+		w.stats.Snapshots.Add(1)
+	}
+	for _, e := range batch {
+		e.done = true
+		switch {
+		case e.cancelled:
+			w.stats.Cancelled.Add(1)
+		case e.ctl != nil && e.ctl.cancel != nil:
+		case e.copy:
+			w.stats.CopiedForward.Add(1)
+		case e.dlqReason() != "":
+			w.stats.DeadLettered.Add(1)
+		default:
+			w.stats.Forwarded.Add(1)
+			late := now - e.due
+			if late > w.stats.MaxLatenessMs.Load() {
+				w.stats.MaxLatenessMs.Store(late)
+			}
+			w.stats.Lateness.Observe(float64(late) / 1000)
+			w.stats.partitionLateness(e.pp.partition).Observe(float64(late) / 1000)
+		}
+		e.rec = nil // let the body go
+	}
+}
+
+// aborted undoes an aborted transaction's plans and puts its entries back.
+func (w *Worker) aborted(batch []*entry, plans []*partPlan) {
+	w.stats.Aborted.Add(1)
+	for _, pl := range plans {
+		pl.undo()
+	}
+	for _, e := range batch {
+		// A cancel's target never left the heap, so pushing it again
+		// gives it a second slot; collectDue skips the copy that is
+		// popped while the other is in a batch, and peek drops both once
+		// it is done.
+		e.cancelled = false
+		switch {
+		case !e.live():
+		case e.copy: // never left the due heap: copy it again
+			w.copyReady = append(w.copyReady, e)
+		default:
+			w.due.push(e)
+		}
+	}
+}
+
+// producePlans plans each partition's new progress from the offsets it
+// resolves and produces the markers and tombstones the plans need.
+func (w *Worker) producePlans(ctx context.Context, byPart map[*partProgress][]int64, promise func(*kgo.Record, error)) []*partPlan {
+	plans := make([]*partPlan, 0, len(byPart))
+	for pp, offs := range byPart {
+		pl := pp.plan(offs)
+		plans = append(plans, pl)
+		for _, o := range pl.addMarkers {
+			w.sess.Produce(ctx, w.markerRecord(pp.partition, o, true), promise)
+		}
+		for _, o := range pl.delMarkers {
+			w.sess.Produce(ctx, w.markerRecord(pp.partition, o, false), promise)
+		}
+	}
+	return plans
+}
