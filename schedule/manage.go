@@ -1,0 +1,228 @@
+package schedule
+
+import (
+	"container/heap"
+	"fmt"
+	"maps"
+	"sort"
+
+	"github.com/hourglass-mq/hourglass/errs"
+	"github.com/hourglass-mq/hourglass/message"
+)
+
+// Create validates and durably adds a schedule. Of sc it uses the
+// definition (ID, Topic, Key, Tag, Properties, Body, Cron, TZ, CatchUp);
+// the rest is set here.
+func (r *Runner) Create(def Schedule) (Info, error) {
+	sc, spec, err := r.validate(def)
+	if err != nil {
+		return Info{}, err
+	}
+	r.opMu.Lock()
+	defer r.opMu.Unlock()
+	r.mu.Lock()
+	err = r.checkNewLocked(sc)
+	r.mu.Unlock()
+	if err != nil {
+		return Info{}, err
+	}
+	now := r.opts.Broker.Now()
+	sc.Created, sc.Through = now, now
+	if err := r.store.Put(sc); err != nil {
+		return Info{}, errs.Wrap(errs.Unavailable, err, "schedule %q could not be stored", sc.ID)
+	}
+	e := &entry{sc: sc, spec: spec, index: -1}
+	e.next = spec.Next(now, now)
+	e.due = e.next - r.opts.Lead.Milliseconds()
+	r.mu.Lock()
+	r.entries[sc.ID] = e
+	r.due.set(e)
+	info := r.infoLocked(e, now)
+	r.mu.Unlock()
+	r.wake()
+	return info, nil
+}
+
+func (r *Runner) checkNewLocked(sc *Schedule) error {
+	if _, ok := r.entries[sc.ID]; ok {
+		return errs.New(errs.AlreadyExists, "schedule %q already exists", sc.ID)
+	}
+	if len(r.entries) >= r.opts.MaxSchedules {
+		return errs.New(errs.ResourceExhausted, "the broker has %d schedules, its limit", len(r.entries))
+	}
+	for _, o := range r.entries {
+		if o.sc.Topic == sc.Topic && keyOf(o.sc) == keyOf(sc) {
+			return errs.New(errs.AlreadyExists, "schedule %q already sends to topic %q with key %q; give this one another key", o.sc.ID, sc.Topic, keyOf(sc))
+		}
+	}
+	return nil
+}
+
+// validate checks a definition and returns the schedule to store.
+func (r *Runner) validate(def Schedule) (*Schedule, *Spec, error) {
+	if err := message.ValidateName("schedule id", def.ID); err != nil {
+		return nil, nil, err
+	}
+	if err := message.ValidateName("topic", def.Topic); err != nil {
+		return nil, nil, err
+	}
+	spec, err := ParseSpec(def.Cron, def.TZ)
+	if err != nil {
+		return nil, nil, err
+	}
+	switch def.CatchUp {
+	case "":
+		def.CatchUp = CatchUpOnce
+	case CatchUpSkip, CatchUpOnce, CatchUpAll:
+	default:
+		return nil, nil, errs.New(errs.InvalidArgument, "catch_up %q is not skip, once or all", def.CatchUp)
+	}
+	for _, p := range []string{PropSchedule, PropFireTime} {
+		if _, ok := def.Properties[p]; ok {
+			return nil, nil, errs.New(errs.InvalidArgument, "property %q is set by the broker on every firing; use another name", p)
+		}
+	}
+	sc := &Schedule{ID: def.ID, Topic: def.Topic, Key: def.Key, Tag: def.Tag, Properties: maps.Clone(def.Properties),
+		Body: append([]byte(nil), def.Body...), Cron: spec.Expr(), TZ: spec.Location().String(), CatchUp: def.CatchUp}
+	// The firing as it will be sent, checked against the message limits now
+	// rather than at its first fire time.
+	sample := r.request(sc, &firing{fire: 1<<50 - 1, key: FireKey(keyOf(sc), 1<<50-1)})
+	if err := r.opts.Limits.Validate(&sample.Message); err != nil {
+		return nil, nil, fmt.Errorf("the messages of this schedule would be refused: %w", err)
+	}
+	return sc, spec, nil
+}
+
+// Get returns a schedule.
+func (r *Runner) Get(id string) (Info, error) {
+	now := r.opts.Broker.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.entries[id]
+	if !ok {
+		return Info{}, errs.New(errs.NotFound, "no schedule %q", id)
+	}
+	return r.infoLocked(e, now), nil
+}
+
+// List returns every schedule, by ID.
+func (r *Runner) List() []Info {
+	now := r.opts.Broker.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]Info, 0, len(r.entries))
+	for _, e := range r.entries {
+		out = append(out, r.infoLocked(e, now))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+func (r *Runner) infoLocked(e *entry, now int64) Info {
+	info := Info{Schedule: *e.sc, LastError: e.lastErr}
+	info.Properties = maps.Clone(e.sc.Properties)
+	if !e.sc.Paused {
+		from := now
+		if e.next != 0 && e.next <= now {
+			from = e.next - 1 // a firing still owed (catch-up) comes first
+		}
+		info.Next = e.spec.NextN(from, e.sc.Created, 5)
+	}
+	return info
+}
+
+// Pause stops a schedule: the firing sent ahead is cancelled, and fire
+// times that pass while it is paused are skipped. Pausing a paused
+// schedule changes nothing.
+func (r *Runner) Pause(id string) (Info, error) {
+	return r.change(id, func(e *entry, sc *Schedule, now int64) (cancel string) {
+		if sc.Paused {
+			return ""
+		}
+		sc.Paused = true
+		if sc.LastFire > now && sc.LastID != "" {
+			// The firing sent ahead is cancelled below; a resume before
+			// its time sends it again.
+			sc.Through = now
+			return sc.LastID
+		}
+		return ""
+	})
+}
+
+// Resume restarts a paused schedule from now; resuming an active one
+// changes nothing.
+func (r *Runner) Resume(id string) (Info, error) {
+	return r.change(id, func(e *entry, sc *Schedule, now int64) string {
+		if !sc.Paused {
+			return ""
+		}
+		sc.Paused = false
+		sc.Through = max(sc.Through, now)
+		e.next = e.spec.Next(sc.Through, sc.Created)
+		e.due = e.next - r.opts.Lead.Milliseconds()
+		e.uncertain = false
+		return ""
+	})
+}
+
+// change applies f to a copy of schedule id's state, stores it, swaps it
+// in, and cancels the message f names (after the state is durable, so a
+// crash in between leaves a paused schedule whose Open cancels it).
+func (r *Runner) change(id string, f func(e *entry, sc *Schedule, now int64) (cancel string)) (Info, error) {
+	r.opMu.Lock()
+	defer r.opMu.Unlock()
+	r.mu.Lock()
+	e, ok := r.entries[id]
+	r.mu.Unlock()
+	if !ok {
+		return Info{}, errs.New(errs.NotFound, "no schedule %q", id)
+	}
+	now := r.opts.Broker.Now()
+	sc := e.sc.clone()
+	was := *e.sc
+	cancel := f(e, sc, now)
+	if sc.Paused != was.Paused || sc.Through != was.Through {
+		if err := r.store.Put(sc); err != nil {
+			return Info{}, errs.Wrap(errs.Unavailable, err, "schedule %q could not be stored", id)
+		}
+	}
+	r.mu.Lock()
+	e.sc = sc
+	r.due.set(e)
+	info := r.infoLocked(e, now)
+	r.mu.Unlock()
+	if cancel != "" {
+		r.cancel(cancel)
+	}
+	r.wake()
+	return info, nil
+}
+
+// Delete removes a schedule; the firing sent ahead, if any, is cancelled.
+func (r *Runner) Delete(id string) (Info, error) {
+	r.opMu.Lock()
+	defer r.opMu.Unlock()
+	r.mu.Lock()
+	e, ok := r.entries[id]
+	r.mu.Unlock()
+	if !ok {
+		return Info{}, errs.New(errs.NotFound, "no schedule %q", id)
+	}
+	now := r.opts.Broker.Now()
+	if e.sc.LastFire > now && e.sc.LastID != "" {
+		r.cancel(e.sc.LastID)
+	}
+	if err := r.store.Delete(id); err != nil {
+		return Info{}, errs.Wrap(errs.Unavailable, err, "schedule %q could not be deleted", id)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	info := r.infoLocked(e, now)
+	info.Next = nil
+	delete(r.entries, id)
+	if e.index >= 0 {
+		heap.Remove(&r.due, e.index)
+	}
+	return info, nil
+}
