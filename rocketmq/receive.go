@@ -92,18 +92,10 @@ func (s *Server) ReceiveMessage(req *pb.ReceiveMessageRequest, stream pb.Messagi
 	if !fok {
 		return send(status(pb.Code_ILLEGAL_FILTER_EXPRESSION, "SQL92 filters are not supported by hourglass; use a TAG expression"))
 	}
-	invisible := req.GetInvisibleDuration().AsDuration()
-	if req.GetAutoRenew() {
-		invisible = s.opts.AutoRenewLease
+	invisible, batch, bad := s.receiveParams(req)
+	if bad != nil {
+		return send(bad)
 	}
-	if invisible < time.Millisecond || invisible > engine.MaxInvisible {
-		return send(status(pb.Code_ILLEGAL_INVISIBLE_TIME, "invisible duration "+invisible.String()+" is not in [1ms, "+engine.MaxInvisible.String()+"]"))
-	}
-	batch := int(req.GetBatchSize())
-	if batch <= 0 {
-		batch = engine.DefaultReceive
-	}
-	batch = min(batch, engine.MaxReceive)
 	// Close ends the long poll: the answer is then what there is (nothing).
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
@@ -123,20 +115,7 @@ func (s *Server) ReceiveMessage(req *pb.ReceiveMessageRequest, stream pb.Messagi
 		}
 		return send(errStatus(err, pb.Code_TOPIC_NOT_FOUND))
 	}
-	var out []*pb.Message
-	var skipped []string
-	for _, r := range rs {
-		if !match(r.Message.Tag) {
-			skipped = append(skipped, r.Receipt)
-			continue
-		}
-		out = append(out, s.toMessage(r, req.GetMessageQueue()))
-	}
-	if len(skipped) > 0 {
-		if err := s.eng.Ack(context.WithoutCancel(ctx), topic, group, skipped...); err != nil {
-			s.log.Warn("rocketmq: acking filtered-out messages failed; they come back when their lease ends", "topic", topic, "group", group, "err", err)
-		}
-	}
+	out := s.filterReceived(ctx, topic, group, rs, match, req.GetMessageQueue())
 	if len(out) == 0 {
 		return send(status(pb.Code_MESSAGE_NOT_FOUND, "no new message"))
 	}
@@ -165,6 +144,44 @@ func (s *Server) ReceiveMessage(req *pb.ReceiveMessageRequest, stream pb.Messagi
 		}
 	}
 	return nil
+}
+
+// receiveParams checks a receive's invisible duration (the auto-renew
+// lease for a push consumer) and batch size; a non-nil status refuses it.
+func (s *Server) receiveParams(req *pb.ReceiveMessageRequest) (time.Duration, int, *pb.Status) {
+	invisible := req.GetInvisibleDuration().AsDuration()
+	if req.GetAutoRenew() {
+		invisible = s.opts.AutoRenewLease
+	}
+	if invisible < time.Millisecond || invisible > engine.MaxInvisible {
+		return 0, 0, status(pb.Code_ILLEGAL_INVISIBLE_TIME, "invisible duration "+invisible.String()+" is not in [1ms, "+engine.MaxInvisible.String()+"]")
+	}
+	batch := int(req.GetBatchSize())
+	if batch <= 0 {
+		batch = engine.DefaultReceive
+	}
+	batch = min(batch, engine.MaxReceive)
+	return invisible, batch, nil
+}
+
+// filterReceived renders the received messages whose tag matches; the
+// others are acked at once (a tag filter never delivers them).
+func (s *Server) filterReceived(ctx context.Context, topic, group string, rs []engine.Received, match func(string) bool, mq *pb.MessageQueue) []*pb.Message {
+	var out []*pb.Message
+	var skipped []string
+	for _, r := range rs {
+		if !match(r.Message.Tag) {
+			skipped = append(skipped, r.Receipt)
+			continue
+		}
+		out = append(out, s.toMessage(r, mq))
+	}
+	if len(skipped) > 0 {
+		if err := s.eng.Ack(context.WithoutCancel(ctx), topic, group, skipped...); err != nil {
+			s.log.Warn("rocketmq: acking filtered-out messages failed; they come back when their lease ends", "topic", topic, "group", group, "err", err)
+		}
+	}
+	return out
 }
 
 // toMessage renders a received message with RocketMQ's system properties.

@@ -273,6 +273,25 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	}
 }
 
+// validateLimits checks the message limits: body size, maximum delay and
+// the delay levels.
+func (c Config) validateLimits(bad func(string, ...any)) {
+	if c.MaxBodyBytes < 1 || c.MaxBodyBytes > 256<<20 {
+		bad("-max-body-bytes %d is not in [1, 256MiB]", c.MaxBodyBytes)
+	}
+	if c.MaxDelay <= 0 {
+		bad("-max-delay %v must be positive", c.MaxDelay)
+	}
+	if len(c.DelayLevels) == 0 {
+		bad("-delay-levels must list at least one duration")
+	}
+	for i, d := range c.DelayLevels {
+		if d <= 0 || d > c.MaxDelay {
+			bad("-delay-levels: level %d is %v; levels must be positive and at most -max-delay %v", i+1, d, c.MaxDelay)
+		}
+	}
+}
+
 // Validate checks every setting and names the flag of the first bad one.
 func (c Config) Validate() error {
 	var problems []string
@@ -301,20 +320,7 @@ func (c Config) Validate() error {
 	if c.SegmentBytes < 1<<20 {
 		bad("-segment-bytes %d is below 1MiB", c.SegmentBytes)
 	}
-	if c.MaxBodyBytes < 1 || c.MaxBodyBytes > 256<<20 {
-		bad("-max-body-bytes %d is not in [1, 256MiB]", c.MaxBodyBytes)
-	}
-	if c.MaxDelay <= 0 {
-		bad("-max-delay %v must be positive", c.MaxDelay)
-	}
-	if len(c.DelayLevels) == 0 {
-		bad("-delay-levels must list at least one duration")
-	}
-	for i, d := range c.DelayLevels {
-		if d <= 0 || d > c.MaxDelay {
-			bad("-delay-levels: level %d is %v; levels must be positive and at most -max-delay %v", i+1, d, c.MaxDelay)
-		}
-	}
+	c.validateLimits(bad)
 	if maxQ := engine.NewOptions("").MaxQueues; c.DefaultQueues < 1 || c.DefaultQueues > maxQ {
 		bad("-default-queues %d is not in [1, %d]", c.DefaultQueues, maxQ)
 	}

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+
+	"github.com/hourglass-mq/hourglass/engine"
 )
 
 // Run opens the engine in cfg.DataDir, listens on cfg.Listen and serves the
@@ -59,23 +61,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, ready func(addr s
 		ready(addr)
 	}
 
-	var runErr error
-	select {
-	case <-ctx.Done():
-	case err := <-serveErr:
-		// Serve failed on its own, not through Shutdown.
-		runErr = fmt.Errorf("serve: %w", err)
-		serveErr = nil
-	case err := <-g.errChan():
-		// The gRPC service failed on its own, not through stop.
-		runErr = fmt.Errorf("serve gRPC: %w", err)
-	case <-eng.Failed():
-		// Fail-stop (engine/fail.go): after a failed fsync the engine
-		// answers every call with unavailable; the process exits non-zero
-		// so that its supervisor restarts it, and recovery rebuilds the
-		// state from what is durable.
-		runErr = fmt.Errorf("storage failed, restart the broker to recover from the commit log: %w", eng.Err())
-	}
+	runErr := waitStop(ctx, &serveErr, g, eng)
 	logger.Info("shutting down", "drain_timeout", cfg.DrainTimeout)
 	h.Drain()
 	if g != nil {
@@ -100,6 +86,29 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, ready func(addr s
 	}
 	logger.Info("stopped")
 	return runErr
+}
+
+// waitStop waits until the broker must stop: ctx ends (nil), or the HTTP
+// server, the gRPC service or the storage fails by itself (that error).
+// It sets *serveErr to nil when it consumed the HTTP server's result.
+func waitStop(ctx context.Context, serveErr *chan error, g *grpcService, eng *engine.Engine) error {
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-*serveErr:
+		// Serve failed on its own, not through Shutdown.
+		*serveErr = nil
+		return fmt.Errorf("serve: %w", err)
+	case err := <-g.errChan():
+		// The gRPC service failed on its own, not through stop.
+		return fmt.Errorf("serve gRPC: %w", err)
+	case <-eng.Failed():
+		// Fail-stop (engine/fail.go): after a failed fsync the engine
+		// answers every call with unavailable; the process exits non-zero
+		// so that its supervisor restarts it, and recovery rebuilds the
+		// state from what is durable.
+		return fmt.Errorf("storage failed, restart the broker to recover from the commit log: %w", eng.Err())
+	}
 }
 
 // httpServer returns the server of h with every connection bounded by c:
