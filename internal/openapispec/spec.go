@@ -183,3 +183,46 @@ func checkType(errorf func(string, ...any), where string, p map[string]any, typ 
 		checkType(errorf, where+"{}", add, typ.Elem(), false)
 	}
 }
+
+// DocumentProblems checks a document's schemas against the wire types a
+// server decodes (requests) and encodes (responses) by SchemaProblems, and
+// that it has no schema of another name.
+func DocumentProblems(schemas map[string]any, requests, responses []any) []string {
+	var out []string
+	checked := map[string]bool{}
+	for _, list := range []struct {
+		types   []any
+		request bool
+	}{{requests, true}, {responses, false}} {
+		for _, v := range list.types {
+			typ := reflect.TypeOf(v)
+			checked[typ.Name()] = true
+			out = append(out, SchemaProblems(schemas, typ, list.request)...)
+		}
+	}
+	for name := range schemas {
+		if !checked[name] {
+			out = append(out, fmt.Sprintf("schema %s has no wire type", name))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TB is the part of testing.TB that LoadOrFail needs (the package does not
+// import testing, so that it is no test-only dependency of what imports it).
+type TB interface {
+	Helper()
+	Fatal(args ...any)
+}
+
+// LoadOrFail is Load for a test: a document that cannot be read or parsed
+// fails it.
+func LoadOrFail(t TB, path string) map[string]any {
+	t.Helper()
+	doc, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
