@@ -106,8 +106,8 @@ func TestOpenAPIEnums(t *testing.T) {
 }
 
 // TestOpenAPIPatterns: the documented patterns of a message ID and a topic
-// accept what ParseID and the handler accept (for IDs within range), and
-// every ID FormatID writes matches.
+// accept what ParseID and the handler accept (an ID up to the pattern's 9
+// and 18 digits), and every ID FormatID writes matches.
 func TestOpenAPIPatterns(t *testing.T) {
 	doc := loadSpec(t)
 	idPattern := openapispec.Get(doc, "components", "parameters", "id", "schema", "pattern").(string)
@@ -117,11 +117,18 @@ func TestOpenAPIPatterns(t *testing.T) {
 			t.Errorf("%s.id pattern %v, want the id parameter's %s", schema, p, idPattern)
 		}
 	}
-	for _, s := range []string{"k:0:0", "k:7:123", "k:2147483647:9223372036854775807", "k:00:1", "k:1:01", "k:-1:2",
-		"k:1", "k:1:2:3", "x:1:2", "k::1", "K:1:2", "k: 1:2", "k:1:+2", "k:1:2 ", ""} {
+	for _, s := range []string{"k:0:0", "k:7:123", "k:999999999:999999999999999999", "k:00:1", "k:1:01", "k:-1:2",
+		"k:1", "k:1:2:3", "x:1:2", "k::1", "K:1:2", "k: 1:2", "k:1:+2", "k:1:2 ", "k:2147483648:1", ""} {
 		_, _, err := ParseID(s)
 		if got := id.MatchString(s); got != (err == nil) {
 			t.Errorf("ID %q: pattern matches %v, ParseID error %v", s, got, err)
+		}
+	}
+	// Beyond the pattern's digits, the server still reads numbers within
+	// 32 and 64 bits (the document says so).
+	for _, s := range []string{"k:2147483647:1", "k:1:9223372036854775807"} {
+		if _, _, err := ParseID(s); id.MatchString(s) || err != nil {
+			t.Errorf("ID %q: want the pattern to refuse it and ParseID to read it (error %v)", s, err)
 		}
 	}
 	if s := FormatID(12, 3456); !id.MatchString(s) {
