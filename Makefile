@@ -100,14 +100,15 @@ mutate:
 schemathesis:
 	./scripts/schemathesis.sh
 
-## test-kafka: the Kafka mode end-to-end tests on a real Kafka (scripts/kafka.sh fetches it once into the cache dir and starts it; needs java and mvn); Kafka is stopped even when a test fails
+## test-kafka: the Kafka mode end-to-end tests on a real Kafka (scripts/kafka.sh fetches it once into the cache dir and starts it; needs java and mvn), then schemathesis against a worker's HTTP API and docs/openapi-kafka.yaml (40 s); Kafka is stopped even when a test fails
 .PHONY: test-kafka
 test-kafka:
 	@export KAFKA_STATE=$${TMPDIR:-/tmp}/hourglass-kafka-test.$$$$.state; \
 	addr=$$(KAFKA_PORT=$${KAFKA_PORT:-0} ./scripts/kafka.sh start) || exit 1; \
 	trap './scripts/kafka.sh stop' EXIT; \
 	echo "Kafka at $$addr"; \
-	HOURGLASS_KAFKA=$$addr HOURGLASS_KAFKA_REQUIRED=1 HOURGLASS_KAFKA_RESTART="$(CURDIR)/scripts/kafka.sh restart" $(GO) test $(RACE) -count=1 -timeout 10m ./kafkamode/...
+	HOURGLASS_KAFKA=$$addr HOURGLASS_KAFKA_REQUIRED=1 HOURGLASS_KAFKA_RESTART="$(CURDIR)/scripts/kafka.sh restart" $(GO) test $(RACE) -count=1 -timeout 10m ./kafkamode/... && \
+	SCHEMATHESIS_KAFKA=$$addr SCHEMATHESIS_MAX_TIME=$${SCHEMATHESIS_KAFKA_MAX_TIME:-40} ./scripts/schemathesis.sh
 
 ## verify-unit: systemd-analyze verify on deploy/hourglass.service (also run by make test, in e2e)
 .PHONY: verify-unit

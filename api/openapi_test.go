@@ -1,8 +1,6 @@
 package api
 
 import (
-	"os"
-	"reflect"
 	"slices"
 	"sort"
 	"strconv"
@@ -10,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/hourglass-mq/hourglass/engine"
+	"github.com/hourglass-mq/hourglass/internal/openapispec"
 	"github.com/hourglass-mq/hourglass/message"
 )
 
@@ -27,62 +26,12 @@ var responses = []any{Receipt{}, BatchReceipts{}, MessageInfo{}, Cancelled{}, Re
 	Group{}, GroupList{}, ReceivedMessage{}, ReceiveResponse{}, AckResponse{}, RedriveResponse{}, Empty{}, Health{},
 	Stats{}, Error{}, ErrorBody{}, Forecast{}, ForecastBucket{}, BodyPreview{}, BackupResult{}}
 
-func loadSpec(t *testing.T) map[string]any {
-	t.Helper()
-	src, err := os.ReadFile(openapiFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := parseYAML(string(src))
-	if err != nil {
-		t.Fatalf("%s: %v", openapiFile, err)
-	}
-	return doc.(map[string]any)
-}
+func loadSpec(t *testing.T) map[string]any { return openapispec.LoadOrFail(t, openapiFile) }
 
-func get(v any, path ...string) any {
-	for _, k := range path {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil
-		}
-		v = m[k]
-	}
-	return v
-}
-
-func strs(v any) []string {
-	var out []string
-	for _, x := range asSlice(v) {
-		out = append(out, x.(string))
-	}
-	sort.Strings(out)
-	return out
-}
-
-func asSlice(v any) []any { s, _ := v.([]any); return s }
-
-// field is one JSON field of a wire type.
-type field struct {
-	typ       reflect.Type
-	omitempty bool
-}
-
-func jsonFields(t reflect.Type) map[string]field {
-	out := map[string]field{}
-	for i := range t.NumField() {
-		f := t.Field(i)
-		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if f.Anonymous && name == "" {
-			for k, v := range jsonFields(f.Type) {
-				out[k] = v
-			}
-			continue
-		}
-		out[name] = field{f.Type, opts == "omitempty"}
-	}
-	return out
-}
+var (
+	get  = openapispec.Get
+	strs = openapispec.Strs
+)
 
 // TestOpenAPISchemasMatchWireTypes: every wire type has the schema of its
 // name, with exactly its JSON fields, required exactly when the field has
@@ -90,87 +39,8 @@ func jsonFields(t reflect.Type) map[string]field {
 // when null is sent or accepted, and no other property allowed.
 func TestOpenAPISchemasMatchWireTypes(t *testing.T) {
 	schemas := get(loadSpec(t), "components", "schemas").(map[string]any)
-	checked := map[string]bool{}
-	for _, list := range []struct {
-		types   []any
-		request bool
-	}{{requests, true}, {responses, false}} {
-		for _, v := range list.types {
-			typ := reflect.TypeOf(v)
-			name := typ.Name()
-			checked[name] = true
-			s, ok := schemas[name].(map[string]any)
-			if !ok {
-				t.Errorf("schema %s is missing", name)
-				continue
-			}
-			if s["type"] != "object" || s["additionalProperties"] != "false" {
-				t.Errorf("schema %s: want type: object and additionalProperties: false", name)
-			}
-			fields := jsonFields(typ)
-			props, _ := s["properties"].(map[string]any)
-			var required []string
-			for fname, f := range fields {
-				if !f.omitempty {
-					required = append(required, fname)
-				}
-				p, ok := props[fname].(map[string]any)
-				if !ok {
-					t.Errorf("schema %s lacks property %s", name, fname)
-					continue
-				}
-				nullable := f.typ.Kind() == reflect.Pointer && !f.omitempty || list.request && f.omitempty
-				checkType(t, name+"."+fname, p, f.typ, nullable)
-			}
-			for pname := range props {
-				if _, ok := fields[pname]; !ok {
-					t.Errorf("schema %s has property %s, which %s lacks", name, pname, name)
-				}
-			}
-			sort.Strings(required)
-			if got := strs(s["required"]); !slices.Equal(got, required) {
-				t.Errorf("schema %s: required %v; the type requires %v", name, got, required)
-			}
-		}
-	}
-	for name := range schemas {
-		if !checked[name] {
-			t.Errorf("schema %s has no wire type", name)
-		}
-	}
-}
-
-// checkType compares one property with the Go type of its field.
-func checkType(t *testing.T, where string, p map[string]any, typ reflect.Type, nullable bool) {
-	t.Helper()
-	if got := p["nullable"] == "true"; got != nullable {
-		t.Errorf("%s: nullable is %v, want %v", where, got, nullable)
-	}
-	if typ.Kind() == reflect.Pointer {
-		typ = typ.Elem()
-	}
-	if typ.Kind() == reflect.Struct {
-		if ref := "#/components/schemas/" + typ.Name(); p["$ref"] != ref {
-			t.Errorf("%s: want $ref %s, got %v", where, ref, p["$ref"])
-		}
-		return
-	}
-	want := map[reflect.Kind]string{reflect.String: "string", reflect.Bool: "boolean", reflect.Int: "integer",
-		reflect.Int64: "integer", reflect.Uint64: "integer", reflect.Float64: "number", reflect.Slice: "array",
-		reflect.Map: "object"}[typ.Kind()]
-	if p["type"] != want {
-		t.Errorf("%s: type %v, want %s (Go %s)", where, p["type"], want, typ)
-	}
-	if (typ.Kind() == reflect.Int64 || typ.Kind() == reflect.Uint64) && p["format"] != "int64" {
-		t.Errorf("%s: a 64-bit integer wants format: int64", where)
-	}
-	switch typ.Kind() {
-	case reflect.Slice:
-		items, _ := p["items"].(map[string]any)
-		checkType(t, where+"[]", items, typ.Elem(), false)
-	case reflect.Map:
-		add, _ := p["additionalProperties"].(map[string]any)
-		checkType(t, where+"{}", add, typ.Elem(), false)
+	for _, p := range openapispec.DocumentProblems(schemas, requests, responses) {
+		t.Error(p)
 	}
 }
 

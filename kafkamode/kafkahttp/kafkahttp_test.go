@@ -109,6 +109,7 @@ func TestValidation(t *testing.T) {
 		{"POST", send, `{"body":"x","properties":{"_bizTopic":"other"}}`, 400, "reserved"},
 		{"POST", send, `{"body":"x","properties":{"hourglass-due-ms":"1"}}`, 400, "reserved"},
 		{"POST", send, `{"body":"x","properties":{"":"v"}}`, 400, "empty"},
+		{"POST", send, `{"body":"x","properties":{"a":null}}`, 400, "null"},
 		{"POST", "/v1/topics/bad%20topic/messages", `{"body":"x"}`, 400, "character"},
 		{"POST", "/v1/topics/hourglass.delay/messages", `{"body":"x"}`, 400, "worker's own topics"},
 		{"POST", "/v1/topics/hourglass.delay.dlq/messages", `{"body":"x"}`, 400, "worker's own topics"},

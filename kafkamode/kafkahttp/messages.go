@@ -54,8 +54,12 @@ func (h *Handler) send(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var m api.SendMessage
-	if err := h.decode(w, r, &m); err != nil {
+	var req sendRequest
+	if err := h.decode(w, r, &req); err != nil {
+		return err
+	}
+	m := req.SendMessage
+	if m.Properties, err = req.properties(); err != nil {
 		return err
 	}
 	for name, set := range map[string]bool{"tag": m.Tag != "", "group": m.Group != "", "dedup_id": m.DedupID != "",
@@ -112,6 +116,30 @@ func (h *Handler) send(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, api.Receipt{ID: id, Topic: topic, Queue: int(rec.Partition), Due: api.Millis(due), DueTime: api.Millis(due).RFC3339()})
 	return nil
+}
+
+// sendRequest decodes a send: api.SendMessage, but with the properties'
+// values as pointers (the shallower field wins in encoding/json), so that
+// a null value is refused as the embedded API refuses it instead of being
+// read as "" (docs/openapi-kafka.yaml: a property value is a string).
+type sendRequest struct {
+	api.SendMessage
+	Properties map[string]*string `json:"properties,omitempty"`
+}
+
+// properties returns the request's properties; a null value is an error.
+func (s *sendRequest) properties() (map[string]string, error) {
+	if s.Properties == nil {
+		return nil, nil
+	}
+	out := make(map[string]string, len(s.Properties))
+	for k, v := range s.Properties {
+		if v == nil {
+			return nil, errorf("property %q is null: a property value is a string", k)
+		}
+		out[k] = *v
+	}
+	return out, nil
 }
 
 // schedule is the control headers of a record due at due for bizTopic.

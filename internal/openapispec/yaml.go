@@ -1,4 +1,4 @@
-package api
+package openapispec
 
 import (
 	"fmt"
@@ -7,11 +7,12 @@ import (
 )
 
 // The standard library has no YAML parser and the module takes no
-// dependency for a test, so this file reads the subset of YAML that
-// docs/openapi.yaml is written in: block mappings and sequences indented
-// by spaces, flow sequences and mappings of scalars ([a, b], {type: x}),
-// quoted and plain scalars, and block scalars (| and >-), read as text.
-// Every value is a map[string]any, a []any or a string.
+// dependency for a test, so ParseYAML reads the subset of YAML that
+// docs/openapi.yaml and docs/openapi-kafka.yaml are written in: block
+// mappings and sequences indented by spaces, flow sequences and mappings of
+// scalars ([a, b], {type: x}), quoted and plain scalars, and block scalars
+// (| and >-), read as text. Every value is a map[string]any, a []any or a
+// string.
 
 type yamlLine struct {
 	indent int
@@ -24,7 +25,8 @@ type yamlReader struct {
 	i     int
 }
 
-func parseYAML(src string) (any, error) {
+// ParseYAML reads src, a document in the subset described above.
+func ParseYAML(src string) (any, error) {
 	r := &yamlReader{}
 	for n, l := range strings.Split(src, "\n") {
 		t := strings.TrimLeft(l, " ")
