@@ -141,8 +141,14 @@
 //     transactions, so the delay partition may end in a transaction
 //     marker the consumer never sees: the group's lag then shows 1 when
 //     everything is resolved.
-//   - A produce to a business topic that keeps failing (missing topic with
-//     auto-create off, no ACL) aborts the transaction again and again; the
-//     worker logs it and does not skip the record.
+//   - A forward Kafka refuses for good (a missing topic with auto-create
+//     off, an invalid topic, no ACL, a record too large) aborts its
+//     transaction once; the next one dead-letters the record with the
+//     reason (without its body if the dead letter is too large as well;
+//     the body stays in the delay topic). A transient failure is retried.
+//   - A reschedule is forwarded only if its cancel half replaced a pending
+//     message; otherwise it is dead-lettered (settleReschedule), so a
+//     message forwarded before its reschedule was read is not delivered a
+//     second time.
 //   - The state topic needs at least as many partitions as the delay topic.
 package kafkamode

@@ -186,6 +186,9 @@ func validTopic(t string) error {
 	if len(t) > 249 {
 		return fmt.Errorf("topic name of %d characters is longer than 249", len(t))
 	}
+	if strings.HasPrefix(t, "__") {
+		return fmt.Errorf("topic name %q begins with \"__\": Kafka keeps such names for its internal topics", t)
+	}
 	for _, c := range t {
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
 			return fmt.Errorf("topic name %q has the character %q (allowed: letters, digits, '.', '_', '-')", t, c)

@@ -57,12 +57,21 @@ func (h *tsHeap) Pop() any {
 type control struct {
 	// dlqReason is set for a record that goes to the dead-letter topic.
 	dlqReason string
+	// dropBody sends the dead letter without the record's value: Kafka
+	// refused even the dead letter for its size.
+	dropBody bool
 	// cancel is set for a cancel record.
 	cancel *cancelSpec
 	// keepOwn is set for the cancel half of a reschedule: the record is
 	// also scheduled (another entry), so resolving this entry must not
 	// resolve the record's offset.
 	keepOwn bool
+	// sched is, for the cancel half of a reschedule, the scheduled half.
+	// It is forwarded only if the cancel replaced something: a reschedule
+	// whose message was forwarded (or cancelled) before it was read would
+	// otherwise deliver the message a second time. Its body is kept until
+	// the cancel half has run, so that it can be dead-lettered then.
+	sched *entry
 }
 
 // live reports whether e still belongs to an owned partition.

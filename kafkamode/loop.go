@@ -212,7 +212,11 @@ func (w *Worker) collectDue(now int64) []*entry {
 		e.copy = false // due: forwarded, not copied
 		batch = append(batch, e)
 		if e.ctl != nil && e.ctl.cancel != nil {
-			batch = append(batch, w.cancelTargets(e)...)
+			targets := w.cancelTargets(e)
+			batch = append(batch, targets...)
+			if sc := e.ctl.sched; sc != nil {
+				batch = w.settleReschedule(batch, sc, len(targets) > 0, now)
+			}
 		}
 	}
 	// Copies forward ride in the same transaction.
@@ -230,6 +234,28 @@ func (w *Worker) collectDue(now int64) []*entry {
 	clear(w.copyReady[len(keep):])
 	w.copyReady = keep
 	return batch
+}
+
+// settleReschedule decides the scheduled half sc of a reschedule once its
+// cancel half ran: if the cancel replaced a pending message, sc stays
+// scheduled and, when it is far from due, lets its body go (fetched again
+// before it is due); if it replaced nothing (the message was forwarded,
+// cancelled or never there), sc goes to the dead-letter topic in the same
+// transaction, saying why, and is never forwarded.
+func (w *Worker) settleReschedule(batch []*entry, sc *entry, replaced bool, now int64) []*entry {
+	if !sc.live() || sc.inBatch || sc.ctl != nil || sc.rec == nil {
+		return batch
+	}
+	if replaced {
+		if sc.due-now > w.cfg.BodyLead.Milliseconds() {
+			sc.rec = nil
+			w.noBody.push(sc)
+		}
+		return batch
+	}
+	sc.ctl = &control{dlqReason: "reschedule: nothing pending to replace (the message it moves was already forwarded, cancelled, or never sent): not scheduled"}
+	sc.inBatch = true
+	return append(batch, sc)
 }
 
 // peekCopy returns the oldest live entry of the copy queue.
@@ -315,10 +341,15 @@ func (w *Worker) indexRecord(r *kgo.Record, now, lead int64) {
 	case isCancel && err == nil:
 		// A reschedule: cancel the earlier messages now, in a
 		// control entry that does not resolve this record's offset,
-		// and schedule this record as usual below.
+		// and schedule this record below, with its body, which
+		// collectDue drops once the cancel half has run.
 		w.due.push(&entry{pp: pp, offset: r.Offset, keyHash: e.keyHash,
-			ctl: &control{cancel: cancel, keepOwn: true},
+			ctl: &control{cancel: cancel, keepOwn: true, sched: e},
 			rec: &kgo.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}})
+		e.due, e.rec = s.due, detach(r)
+		w.due.push(e)
+		w.queueCopy(e)
+		return
 	}
 	switch {
 	case err != nil:

@@ -2,11 +2,14 @@ package kafkamode
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -39,14 +42,18 @@ func (w *Worker) transact(ctx context.Context, batch []*entry, snap []*partProgr
 		return fmt.Errorf("begin transaction: %w", err)
 	}
 	var produceErr atomic.Value
-	promise := func(_ *kgo.Record, err error) {
+	var refused refusals
+	promise := func(r *kgo.Record, err error) {
 		if err != nil {
 			produceErr.CompareAndSwap(nil, err)
+			refused.add(r, err)
 		}
 	}
 	now := time.Now().UnixMilli()
+	outputs := make(map[*kgo.Record]*entry, len(batch))
 	for _, e := range batch {
 		if out := w.output(e); out != nil {
+			outputs[out] = e
 			w.sess.Produce(ctx, out, promise)
 		}
 	}
@@ -84,7 +91,9 @@ func (w *Worker) transact(ctx context.Context, batch []*entry, snap []*partProgr
 		return nil
 	}
 	w.aborted(batch, plans)
-	if perr, _ := produceErr.Load().(error); perr != nil {
+	w.deadLetterRefused(refused.take(), outputs)
+	perr, _ := produceErr.Load().(error)
+	if perr != nil {
 		w.cfg.Logger.Warn("transaction aborted: a produce failed", "err", perr)
 	}
 	if flushErr != nil {
@@ -93,8 +102,70 @@ func (w *Worker) transact(ctx context.Context, batch []*entry, snap []*partProgr
 	if err != nil {
 		return fmt.Errorf("end transaction: %w", err)
 	}
-	w.cfg.Logger.Info("transaction aborted (rebalance)", "records", len(batch))
+	if perr == nil && flushErr == nil {
+		w.cfg.Logger.Info("transaction aborted (rebalance)", "records", len(batch))
+	}
 	return nil
+}
+
+// refusals collects the records a transaction's produces failed for.
+type refusals struct {
+	mu   sync.Mutex
+	recs map[*kgo.Record]error
+}
+
+func (f *refusals) add(r *kgo.Record, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.recs == nil {
+		f.recs = map[*kgo.Record]error{}
+	}
+	f.recs[r] = err
+}
+
+func (f *refusals) take() map[*kgo.Record]error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.recs
+}
+
+// permanentProduceError reports whether Kafka refused a record for what it
+// is (its topic cannot take it, or it is too large), so that producing it
+// again can never succeed: retrying would abort every transaction of the
+// worker, and hold up every message of its partitions, for ever.
+func permanentProduceError(err error) bool {
+	for _, k := range []*kerr.Error{kerr.UnknownTopicOrPartition, kerr.InvalidTopicException, kerr.MessageTooLarge,
+		kerr.RecordListTooLarge, kerr.TopicAuthorizationFailed, kerr.InvalidRecord, kerr.PolicyViolation} {
+		if errors.Is(err, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// deadLetterRefused turns each entry whose output Kafka refused for good
+// into a dead letter that says why; its next transaction produces that
+// instead. A dead letter refused for good in turn (a body too large for
+// the dead-letter topic too) goes again without its body, which stays in
+// the delay topic at the offset the reason names.
+func (w *Worker) deadLetterRefused(refused map[*kgo.Record]error, outputs map[*kgo.Record]*entry) {
+	for r, err := range refused {
+		e := outputs[r]
+		if e == nil || !permanentProduceError(err) {
+			continue
+		}
+		w.stats.Refused.Add(1)
+		reason := fmt.Sprintf("Kafka refused the record for topic %q: %v", r.Topic, err)
+		switch {
+		case e.ctl == nil || e.ctl.dlqReason == "":
+			e.ctl = &control{dlqReason: reason}
+		case !e.ctl.dropBody:
+			e.ctl = &control{dlqReason: e.ctl.dlqReason + "; then " + reason + "; the body stays in the delay topic", dropBody: true}
+		default:
+			continue // nothing more to drop: retried as it is
+		}
+		w.cfg.Logger.Warn("a record Kafka refuses for good goes to the dead-letter topic", "partition", e.pp.partition, "offset", e.offset, "err", err)
+	}
 }
 
 // output is what a batch entry produces: the forward, a copy, a dead
@@ -106,6 +177,8 @@ func (w *Worker) output(e *entry) *kgo.Record {
 		return nil // resolved without output
 	case e.copy:
 		return copyRecord(e.rec, w.cfg.DelayTopic, e.pp.partition, source, e.due)
+	case e.dlqReason() != "" && e.ctl.dropBody:
+		return deadLetterRecord(&kgo.Record{Key: e.rec.Key}, w.cfg.DLQTopic, source, e.dlqReason())
 	case e.dlqReason() != "":
 		return deadLetterRecord(e.rec, w.cfg.DLQTopic, source, e.dlqReason())
 	}

@@ -23,6 +23,7 @@ type Stats struct {
 	Cancelled        atomic.Int64 // pending records cancelled in committed transactions
 	Committed        atomic.Int64 // transactions committed
 	Aborted          atomic.Int64 // transactions aborted (a rebalance, an error)
+	Refused          atomic.Int64 // outputs Kafka refused for good, dead-lettered instead
 	Assigned         atomic.Int64 // partitions assigned, summed over rebalances
 	Revoked          atomic.Int64 // partitions revoked or lost, summed
 	BodiesLoaded     atomic.Int64 // bodies fetched again before their due time
@@ -248,6 +249,10 @@ func (w *Worker) runSession(ctx context.Context) error {
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
 		kgo.SessionTimeout(w.cfg.SessionTimeout),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		// A business topic that does not exist is created by the broker
+		// when it allows that (auto.create.topics.enable); otherwise the
+		// forward is refused for good and dead-lettered (txn.go).
+		kgo.AllowAutoTopicCreation(),
 		// Partitions assigned by a rebalance join the fetch after the
 		// request in flight returns: keep its long-poll short.
 		kgo.FetchMaxWait(200*time.Millisecond),

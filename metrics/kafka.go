@@ -18,11 +18,11 @@ import (
 type KafkaCollector struct {
 	w *kafkamode.Worker
 
-	forwarded, deadLettered, cancelled, read *prometheus.Desc
-	txns, partitions, rejoins                *prometheus.Desc
-	lateness, pending                        *prometheus.Desc
-	snapshots, takeoverRead, copied          *prometheus.Desc
-	partLateness                             *prometheus.Desc
+	forwarded, deadLettered, cancelled, read, refused *prometheus.Desc
+	txns, partitions, rejoins                         *prometheus.Desc
+	lateness, pending                                 *prometheus.Desc
+	snapshots, takeoverRead, copied                   *prometheus.Desc
+	partLateness                                      *prometheus.Desc
 }
 
 // NewKafkaCollector returns a collector over w.
@@ -34,6 +34,7 @@ func NewKafkaCollector(w *kafkamode.Worker) *KafkaCollector {
 		w:            w,
 		forwarded:    d("forwarded_total", "Records forwarded to their business topic in committed transactions."),
 		deadLettered: d("dead_lettered_total", "Records sent to the dead-letter topic in committed transactions."),
+		refused:      d("refused_total", "Outputs Kafka refused for good (missing or invalid topic, too large, not allowed), dead-lettered instead."),
 		cancelled:    d("cancelled_total", "Pending records cancelled in committed transactions."),
 		read:         d("records_read_total", "Delay-topic records read and indexed (first reads only)."),
 		txns:         d("transactions_total", "Transactions ended, by result.", "result"),
@@ -50,7 +51,7 @@ func NewKafkaCollector(w *kafkamode.Worker) *KafkaCollector {
 
 // Describe implements prometheus.Collector.
 func (c *KafkaCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.forwarded, c.deadLettered, c.cancelled, c.read, c.txns, c.partitions, c.rejoins, c.lateness, c.pending,
+	for _, d := range []*prometheus.Desc{c.forwarded, c.deadLettered, c.refused, c.cancelled, c.read, c.txns, c.partitions, c.rejoins, c.lateness, c.pending,
 		c.snapshots, c.takeoverRead, c.copied, c.partLateness} {
 		ch <- d
 	}
@@ -64,6 +65,7 @@ func (c *KafkaCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	counter(c.forwarded, st.Forwarded.Load())
 	counter(c.deadLettered, st.DeadLettered.Load())
+	counter(c.refused, st.Refused.Load())
 	counter(c.cancelled, st.Cancelled.Load())
 	counter(c.read, st.RecordsRead.Load())
 	counter(c.txns, st.Committed.Load(), "committed")

@@ -253,6 +253,13 @@ func (h *Handler) cancel(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	id := FormatID(p, o)
+	// Serialized with the partition's reschedules: a cancel that races a
+	// reschedule of the same message would otherwise find the original
+	// cancelled by the reschedule and answer "cancelled" while the copy
+	// is delivered.
+	mu, _ := h.reschedMu.LoadOrStore(p, new(sync.Mutex))
+	mu.(*sync.Mutex).Lock()
+	defer mu.(*sync.Mutex).Unlock()
 	loc, err := h.loc.Locate(r.Context(), p, o, false)
 	if err != nil {
 		return err
@@ -398,12 +405,20 @@ func (h *Handler) reschedule(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	// The copy is durable and scheduled whether or not the wait ends in
-	// time; waiting until the original is resolved (cancelled by the
-	// copy's cancel half) only keeps the next reschedule of id from
-	// racing this one.
-	h.resolvedWithin(r.Context(), p, o)
-	writeJSON(w, http.StatusOK, api.Rescheduled{ID: nid, Due: api.Millis(due), DueTime: api.Millis(due).RFC3339()})
+	// The copy is durable. The worker forwards it only if its cancel half
+	// replaced the message (loop.go, settleReschedule); if the message
+	// was forwarded first, the copy is dead-lettered. Wait for the
+	// original to be resolved, then say which.
+	answer := api.Rescheduled{ID: nid, Due: api.Millis(due), DueTime: api.Millis(due).RFC3339()}
+	if !h.resolvedWithin(r.Context(), p, o) {
+		writeJSON(w, http.StatusAccepted, answer)
+		return nil
+	}
+	if loc, err := h.loc.Locate(r.Context(), p, o, true); err == nil && loc.Where == kafkamode.WhereForwarded {
+		return errs.New(errs.FailedPrecondition, "message %s was forwarded at %s, before the reschedule took effect: its copy %s went to the dead-letter topic",
+			id, api.Millis(loc.Forwarded).RFC3339(), nid)
+	}
+	writeJSON(w, http.StatusOK, answer)
 	return nil
 }
 

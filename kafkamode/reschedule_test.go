@@ -1,0 +1,128 @@
+package kafkamode
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// TestRescheduleReplacesOrDeadLetters: the scheduled half of a reschedule
+// is forwarded only if its cancel half replaced a pending message. When
+// the message was forwarded before the reschedule was read (a slow or
+// paused owner, or a cancel that got there first), the copy goes to the
+// dead-letter topic in the cancel's transaction, saying why: before, both
+// the message and its copy were delivered (found by an adversarial review).
+func TestRescheduleReplacesOrDeadLetters(t *testing.T) {
+	now := time.Now().UnixMilli()
+	rec := func(off int64, due int64, cancel string) *kgo.Record {
+		r := &kgo.Record{Topic: "hourglass.delay", Partition: 0, Offset: off, Key: []byte("k"), Value: []byte("body"),
+			Timestamp: time.UnixMilli(now),
+			Headers:   []kgo.RecordHeader{{Key: HeaderDeliverAt, Value: []byte(strconv.FormatInt(due, 10))}, {Key: HeaderBizTopic, Value: []byte("biz")}}}
+		if cancel != "" {
+			r.Headers = append(r.Headers, kgo.RecordHeader{Key: HeaderCancel, Value: []byte(cancel)})
+		}
+		return r
+	}
+	setup := func(t *testing.T) *Worker {
+		cfg := DefaultConfig()
+		cfg.Brokers = []string{"127.0.0.1:1"}
+		w, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.parts[0] = newPartProgress(0, nil)
+		return w
+	}
+	far := now + time.Hour.Milliseconds()
+	lead := DefaultConfig().BodyLead.Milliseconds()
+
+	t.Run("replaces a pending message", func(t *testing.T) {
+		w := setup(t)
+		w.indexRecord(rec(0, far, ""), now, lead)
+		w.indexRecord(rec(1, far+60_000, "offset:0"), now, lead)
+		batch := w.collectDue(now)
+		var cancelled, dead int
+		for _, e := range batch {
+			if e.cancelled && e.offset == 0 {
+				cancelled++
+			}
+			if e.dlqReason() != "" {
+				dead++
+			}
+		}
+		if len(batch) != 2 || cancelled != 1 || dead != 0 {
+			t.Fatalf("batch of %d (%d cancelled, %d dead-lettered), want the cancel half and the original, cancelled", len(batch), cancelled, dead)
+		}
+		sched := batch[0].ctl.sched
+		if sched == nil || sched.inBatch || sched.ctl != nil || sched.due != far+60_000 {
+			t.Fatalf("the scheduled half: %+v, want it pending at its new time", sched)
+		}
+		if sched.rec != nil {
+			t.Errorf("the scheduled half, an hour from due, kept its body in RAM")
+		}
+	})
+	t.Run("nothing left to replace", func(t *testing.T) {
+		w := setup(t)
+		// The reschedule names offset 0, which is not pending (forwarded
+		// before the reschedule was read).
+		w.indexRecord(rec(1, far, "offset:0"), now, lead)
+		batch := w.collectDue(now)
+		if len(batch) != 2 {
+			t.Fatalf("batch of %d, want the cancel half and its copy", len(batch))
+		}
+		sched := batch[1]
+		if sched.offset != 1 || sched.ctl == nil || sched.dlqReason() == "" {
+			t.Fatalf("the copy %+v is not dead-lettered", sched)
+		}
+		out := w.output(sched)
+		if out == nil || out.Topic != w.cfg.DLQTopic {
+			t.Fatalf("the copy's output %+v, want a dead letter", out)
+		}
+		if later := w.collectDue(far + 1); len(later) != 0 {
+			t.Errorf("at the copy's due time %d entries are due, want none", len(later))
+		}
+	})
+}
+
+// TestRefusedOutputsAreDeadLettered: an output Kafka refuses for good (a
+// topic that cannot exist, a record too large) would abort every
+// transaction of the worker for ever and hold up all its partitions; it
+// is dead-lettered instead, and a dead letter refused for its size goes
+// again without its body. A transient error changes nothing.
+func TestRefusedOutputsAreDeadLettered(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Brokers = []string{"127.0.0.1:1"}
+	w, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pp := newPartProgress(0, nil)
+	body := &kgo.Record{Key: []byte("k"), Value: []byte("big body"), Timestamp: time.Now(),
+		Headers: []kgo.RecordHeader{{Key: HeaderDeliverAt, Value: []byte("1")}, {Key: HeaderBizTopic, Value: []byte("missing-topic")}}}
+	bad := &entry{pp: pp, offset: 7, due: 1, rec: body}
+	slow := &entry{pp: pp, offset: 8, due: 1, rec: body}
+	out1, out2 := w.output(bad), w.output(slow)
+	if out1.Topic != "missing-topic" {
+		t.Fatalf("the forward goes to %q", out1.Topic)
+	}
+	w.deadLetterRefused(map[*kgo.Record]error{out1: kerr.InvalidTopicException, out2: kerr.NotLeaderForPartition},
+		map[*kgo.Record]*entry{out1: bad, out2: slow})
+	if bad.dlqReason() == "" || slow.ctl != nil {
+		t.Fatalf("after the refusals: bad %+v, slow %+v; want bad dead-lettered, slow unchanged", bad.ctl, slow.ctl)
+	}
+	dl := w.output(bad)
+	if dl.Topic != w.cfg.DLQTopic || string(dl.Value) != "big body" {
+		t.Fatalf("dead letter %+v, want the body on the dead-letter topic", dl)
+	}
+	w.deadLetterRefused(map[*kgo.Record]error{dl: kerr.MessageTooLarge}, map[*kgo.Record]*entry{dl: bad})
+	dl2 := w.output(bad)
+	if dl2.Topic != w.cfg.DLQTopic || dl2.Value != nil || !bad.ctl.dropBody {
+		t.Fatalf("second dead letter %+v, want one without its body", dl2)
+	}
+	if w.stats.Refused.Load() != 2 {
+		t.Errorf("refused counter %d, want 2", w.stats.Refused.Load())
+	}
+}
