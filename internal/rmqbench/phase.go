@@ -197,23 +197,7 @@ func runPhase(ctx context.Context, cfg config, p phase, progress io.Writer, lead
 
 	// The due times: the spread from start+lead at millisecond steps, the
 	// herd at one whole second far enough ahead for the sends to finish.
-	start := time.Now()
-	var dueOf func(i int) int64
-	var lastDue int64
-	if p == phaseSpread {
-		lead = max(lead, cfg.lead)
-		base := start.Add(lead).UnixMilli()
-		step := cfg.spread.Milliseconds()
-		dueOf = func(i int) int64 { return base + int64(i)*step/int64(cfg.n) }
-		lastDue = dueOf(cfg.n - 1)
-		res.LeadSec = lead.Seconds()
-	} else {
-		instant := start.Add(lead).Truncate(time.Second).Add(time.Second)
-		dueOf = func(int) int64 { return instant.UnixMilli() }
-		lastDue = instant.UnixMilli()
-		res.Instant = &instant
-		res.LeadSec = instant.Sub(start).Seconds()
-	}
+	dueOf, lastDue := dueTimes(cfg, p, time.Now(), lead, &res)
 	fmt.Fprintf(progress, "%s %s: sending %d to %s, last due in %.1fs\n",
 		cfg.system, p, cfg.n, topic, time.Until(time.UnixMilli(lastDue)).Seconds())
 	ss := send(ctx, cfg, prods, topic, p, col.nonce, cfg.n, dueOf)
@@ -221,12 +205,8 @@ func runPhase(ctx context.Context, cfg config, p phase, progress io.Writer, lead
 		cfg.system, p, ss.sent, ss.end.Sub(ss.start).Seconds(), ss.errs)
 
 	deadline := time.UnixMilli(lastDue).Add(cfg.grace)
-	for col.count() < ss.sent && time.Now().Before(deadline) {
-		select {
-		case <-ctx.Done():
-			return res, ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
+	if err := awaitCollected(ctx, col, ss.sent, deadline); err != nil {
+		return res, err
 	}
 	stopRecv()
 	rs.wait()
@@ -483,4 +463,39 @@ func (r *receivers) wait() {
 		close(r.ackCh)
 		r.acks.Wait()
 	})
+}
+
+// dueTimes gives the due time (unix ms) of the i-th message and the last
+// due time: the spread from start+lead (at least cfg.lead) at millisecond
+// steps over cfg.spread, the herd at the next whole second after start+lead.
+// It records the lead, and the herd's instant, in res.
+func dueTimes(cfg config, p phase, start time.Time, lead time.Duration, res *phaseResult) (dueOf func(i int) int64, lastDue int64) {
+	if p == phaseSpread {
+		lead = max(lead, cfg.lead)
+		base := start.Add(lead).UnixMilli()
+		step := cfg.spread.Milliseconds()
+		dueOf = func(i int) int64 { return base + int64(i)*step/int64(cfg.n) }
+		lastDue = dueOf(cfg.n - 1)
+		res.LeadSec = lead.Seconds()
+	} else {
+		instant := start.Add(lead).Truncate(time.Second).Add(time.Second)
+		dueOf = func(int) int64 { return instant.UnixMilli() }
+		lastDue = instant.UnixMilli()
+		res.Instant = &instant
+		res.LeadSec = instant.Sub(start).Seconds()
+	}
+	return dueOf, lastDue
+}
+
+// awaitCollected waits until the collector holds sent messages or the
+// deadline passes, polling every 50 ms; it fails only when ctx ends.
+func awaitCollected(ctx context.Context, col *collector, sent int, deadline time.Time) error {
+	for col.count() < sent && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return nil
 }
