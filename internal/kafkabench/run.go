@@ -105,7 +105,7 @@ func runOnce(c config, system string, run int) (result, error) {
 	if err := create(biz, bizPartitions, nil); err != nil {
 		return res, err
 	}
-	start, err := prepareSystem(ctx, c, system, prefix, create)
+	start, err := prepareSystem(c, system, prefix, create)
 	if err != nil {
 		return res, err
 	}
@@ -378,7 +378,7 @@ func seeds(list string) kgo.Opt { return kgo.SeedBrokers(strings.Split(list, ","
 // prepareSystem creates the topics the system under test needs beside the
 // business topic and returns how to start its i-th worker process; start is
 // nil when no worker is to be started (hourglass with external workers).
-func prepareSystem(ctx context.Context, c config, system, prefix string, create func(t string, parts int32, conf map[string]*string) error) (start func(i int) (*child, error), err error) {
+func prepareSystem(c config, system, prefix string, create func(t string, parts int32, conf map[string]*string) error) (start func(i int) (*child, error), err error) {
 	switch system {
 	case "hourglass":
 		if c.external != "" {
