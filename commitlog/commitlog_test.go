@@ -22,9 +22,50 @@ func TestRoundTripManySegments(t *testing.T) {
 	if info := l.Recovery(); !info.Created || info.Segments != 1 {
 		t.Fatalf("fresh log recovery info %+v", info)
 	}
+	want, wantPos := appendManyChecked(t, l)
+	segs := l.Segments()
+	if len(segs) < 10 {
+		t.Fatalf("only %d segments for %d bytes with SegmentBytes 512", len(segs), l.Head())
+	}
+	for _, s := range segs[:len(segs)-1] {
+		if s.End-s.Base > 512 {
+			t.Errorf("segment %s holds %d bytes, more than SegmentBytes", s.Name, s.End-s.Base)
+		}
+		if s.Name != segmentName(s.Base) {
+			t.Errorf("segment name %s for base %d", s.Name, s.Base)
+		}
+	}
+
+	checkRoundTrip(t, l, want, wantPos)
+	head := l.Head()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	l2 := openLog(t, fsys, Options{SegmentBytes: 512})
+	if l2.Head() != head {
+		t.Fatalf("Head after reopen %d, want %d", l2.Head(), head)
+	}
+	if info := l2.Recovery(); info.Created || info.TruncatedBytes != 0 || info.Reason != "" || info.Segments != len(segs) {
+		t.Fatalf("clean reopen recovery info %+v (segments %d)", info, len(segs))
+	}
+	if !slices.Equal(l2.Segments(), segs) {
+		t.Fatalf("segments after reopen differ")
+	}
+	checkRoundTrip(t, l2, want, wantPos)
+	// Appends continue at the old Head.
+	pos := mustAppend(t, l2, Record{Type: 7, Payload: []byte("after reopen")})
+	if pos[0] != head {
+		t.Fatalf("first append after reopen at %d, want %d", pos[0], head)
+	}
+}
+
+// appendManyChecked appends 400 records in calls of 1 to 3, checking that
+// each call's records start at the old Head, are contiguous and move Head
+// to their end. It returns the records and their positions.
+func appendManyChecked(t *testing.T, l *Log) (want []Record, wantPos []Pos) {
+	t.Helper()
 	rng := rand.New(rand.NewPCG(1, 2))
-	var want []Record
-	var wantPos []Pos
 	for seq := 0; seq < 400; {
 		// Calls of 1 to 3 records: one call's records are contiguous.
 		k := 1 + rng.IntN(3)
@@ -49,80 +90,50 @@ func TestRoundTripManySegments(t *testing.T) {
 		want = append(want, recs...)
 		wantPos = append(wantPos, pos...)
 	}
-	segs := l.Segments()
-	if len(segs) < 10 {
-		t.Fatalf("only %d segments for %d bytes with SegmentBytes 512", len(segs), l.Head())
-	}
-	for _, s := range segs[:len(segs)-1] {
-		if s.End-s.Base > 512 {
-			t.Errorf("segment %s holds %d bytes, more than SegmentBytes", s.Name, s.End-s.Base)
-		}
-		if s.Name != segmentName(s.Base) {
-			t.Errorf("segment name %s for base %d", s.Name, s.Base)
-		}
-	}
+	return want, wantPos
+}
 
-	check := func(l *Log) {
-		t.Helper()
-		for i, p := range wantPos {
-			rec, next, err := l.Read(p)
-			if err != nil {
-				t.Fatalf("Read(%d): %v", p, err)
-			}
-			if rec.Type != want[i].Type || !bytes.Equal(rec.Payload, want[i].Payload) {
-				t.Fatalf("Read(%d) = %v, want %v", p, rec, want[i])
-			}
-			wantNext := l.Head()
-			if i+1 < len(wantPos) {
-				wantNext = wantPos[i+1]
-			}
-			if next != wantNext {
-				t.Fatalf("Read(%d) next %d, want %d", p, next, wantNext)
-			}
+// checkRoundTrip checks that l reads and scans back exactly want at
+// wantPos, from the start and from the middle across segment boundaries.
+func checkRoundTrip(t *testing.T, l *Log, want []Record, wantPos []Pos) {
+	t.Helper()
+	t.Helper()
+	for i, p := range wantPos {
+		rec, next, err := l.Read(p)
+		if err != nil {
+			t.Fatalf("Read(%d): %v", p, err)
 		}
-		ps, rs := scanAll(t, l)
-		if !slices.Equal(ps, wantPos) {
-			t.Fatalf("Scan positions differ: %d vs %d records", len(ps), len(wantPos))
+		if rec.Type != want[i].Type || !bytes.Equal(rec.Payload, want[i].Payload) {
+			t.Fatalf("Read(%d) = %v, want %v", p, rec, want[i])
 		}
-		for i := range rs {
-			if rs[i].Type != want[i].Type || !bytes.Equal(rs[i].Payload, want[i].Payload) {
-				t.Fatalf("Scan record %d differs", i)
-			}
+		wantNext := l.Head()
+		if i+1 < len(wantPos) {
+			wantNext = wantPos[i+1]
 		}
-		// Scan from the middle of the log, across segment boundaries.
-		mid := len(wantPos) / 2
-		n := 0
-		if err := l.Scan(wantPos[mid], func(p Pos, r Record) error {
-			if p != wantPos[mid+n] {
-				return fmt.Errorf("at %d want %d", p, wantPos[mid+n])
-			}
-			n++
-			return nil
-		}); err != nil || n != len(wantPos)-mid {
-			t.Fatalf("Scan from middle: %v, %d records, want %d", err, n, len(wantPos)-mid)
+		if next != wantNext {
+			t.Fatalf("Read(%d) next %d, want %d", p, next, wantNext)
 		}
 	}
-	check(l)
-	head := l.Head()
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
+	ps, rs := scanAll(t, l)
+	if !slices.Equal(ps, wantPos) {
+		t.Fatalf("Scan positions differ: %d vs %d records", len(ps), len(wantPos))
 	}
-
-	l2 := openLog(t, fsys, Options{SegmentBytes: 512})
-	if l2.Head() != head {
-		t.Fatalf("Head after reopen %d, want %d", l2.Head(), head)
+	for i := range rs {
+		if rs[i].Type != want[i].Type || !bytes.Equal(rs[i].Payload, want[i].Payload) {
+			t.Fatalf("Scan record %d differs", i)
+		}
 	}
-	if info := l2.Recovery(); info.Created || info.TruncatedBytes != 0 || info.Reason != "" || info.Segments != len(segs) {
-		t.Fatalf("clean reopen recovery info %+v (segments %d)", info, len(segs))
-	}
-	if !slices.Equal(l2.Segments(), segs) {
-		t.Fatalf("segments after reopen differ")
-	}
-	check(l2)
-	// Appends continue at the old Head.
-	pos := mustAppend(t, l2, Record{Type: 7, Payload: []byte("after reopen")})
-	if pos[0] != head {
-		t.Fatalf("first append after reopen at %d, want %d", pos[0], head)
+	// Scan from the middle of the log, across segment boundaries.
+	mid := len(wantPos) / 2
+	n := 0
+	if err := l.Scan(wantPos[mid], func(p Pos, r Record) error {
+		if p != wantPos[mid+n] {
+			return fmt.Errorf("at %d want %d", p, wantPos[mid+n])
+		}
+		n++
+		return nil
+	}); err != nil || n != len(wantPos)-mid {
+		t.Fatalf("Scan from middle: %v, %d records, want %d", err, n, len(wantPos)-mid)
 	}
 }
 
@@ -364,92 +375,6 @@ func TestCloseServesQueuedAppends(t *testing.T) {
 			t.Fatalf("acked record at %d: %v", p, err)
 		}
 	}
-}
-
-// TestConcurrentReadersAndDelete runs readers, scanners and DeleteBefore
-// beside appenders; with -race it checks the locking, and every read either
-// succeeds with the right record or fails with ErrOutOfRange.
-func TestConcurrentReadersAndDelete(t *testing.T) {
-	l := openLog(t, newMem(t), Options{SegmentBytes: 300})
-	var mu sync.Mutex
-	written := map[Pos][]byte{}
-	var all []Pos
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	for w := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for seq := range 150 {
-				p := testPayload(w, seq, seq%40)
-				pos := mustAppend(t, l, Record{Type: testType(seq), Payload: p})
-				mu.Lock()
-				written[pos[0]] = p
-				all = append(all, pos[0])
-				mu.Unlock()
-			}
-		}()
-	}
-	var readers sync.WaitGroup
-	for r := range 3 {
-		readers.Add(1)
-		go func() {
-			defer readers.Done()
-			rng := rand.New(rand.NewPCG(uint64(r), 9))
-			for {
-				select {
-				case <-done:
-					return
-				default:
-				}
-				mu.Lock()
-				if len(all) == 0 {
-					mu.Unlock()
-					continue
-				}
-				p := all[rng.IntN(len(all))]
-				want := written[p]
-				mu.Unlock()
-				switch r {
-				case 0, 1:
-					rec, _, err := l.Read(p)
-					if err == nil && !bytes.Equal(rec.Payload, want) {
-						t.Errorf("Read(%d) wrong payload", p)
-					} else if err != nil && !errors.Is(err, ErrOutOfRange) {
-						t.Errorf("Read(%d): %v", p, err)
-					}
-				case 2:
-					err := l.Scan(p, func(pos Pos, rec Record) error {
-						if _, _, ok := parsePayload(rec.Payload); !ok {
-							return fmt.Errorf("garbage at %d", pos)
-						}
-						return nil
-					})
-					if err != nil && !errors.Is(err, ErrOutOfRange) {
-						t.Errorf("Scan(%d): %v", p, err)
-					}
-				}
-			}
-		}()
-	}
-	readers.Add(1)
-	go func() {
-		defer readers.Done()
-		for {
-			select {
-			case <-done:
-				return
-			default:
-			}
-			if _, err := l.DeleteBefore(l.Head() / 2); err != nil {
-				t.Errorf("DeleteBefore: %v", err)
-				return
-			}
-		}
-	}()
-	wg.Wait()
-	close(done)
-	readers.Wait()
 }
 
 // TestOSRoundTrip runs a small log on the real filesystem, so the code is

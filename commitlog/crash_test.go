@@ -41,13 +41,7 @@ func powerLossRun(t *testing.T, run int, policy FlushPolicy, callsPerWriter int)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var (
-		mu      sync.Mutex
-		acks    []ack // append-only, so a prefix never changes
-		durable int   // acks[:durable] are durable (under FlushAsync, by Sync)
-		wg      sync.WaitGroup
-		imgs    []crashState // appended by the hook, on the writer goroutine
-	)
+	pl := &powerLoss{}
 	rng := rand.New(rand.NewPCG(uint64(run), 99))
 	fsys.Inject(func(op vfs.Op, name string) error {
 		switch op {
@@ -56,54 +50,21 @@ func powerLossRun(t *testing.T, run int, policy FlushPolicy, callsPerWriter int)
 			return nil
 		}
 		// Acknowledged before the image, hence durable in it.
-		mu.Lock()
-		st := crashState{acks: acks[:durable:durable], seed: rng.Uint64()}
-		mu.Unlock()
-		if op == vfs.OpSync || len(imgs)%2 == 0 {
+		pl.mu.Lock()
+		st := crashState{acks: pl.acks[:pl.durable:pl.durable], seed: rng.Uint64()}
+		pl.mu.Unlock()
+		if op == vfs.OpSync || len(pl.imgs)%2 == 0 {
 			st.img = mem.Crash(rand.New(rand.NewPCG(st.seed, 1)))
 		} else {
 			st.img = mem.Crash(nil)
 		}
-		imgs = append(imgs, st)
+		pl.imgs = append(pl.imgs, st)
 		return nil
 	})
 	const writers = 4
+	var wg sync.WaitGroup
 	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(run), uint64(w)))
-			for seq, call := 0, 0; call < callsPerWriter; call++ {
-				recs := make([]Record, 1+rng.IntN(3))
-				for i := range recs {
-					recs[i] = Record{Type: testType(seq + i), Payload: testPayload(w, seq+i, rng.IntN(12))}
-				}
-				pos, err := l.Append(recs...)
-				if err != nil {
-					t.Errorf("Append: %v", err)
-					return
-				}
-				mu.Lock()
-				for i := range recs {
-					acks = append(acks, ack{pos[i], w, seq + i})
-				}
-				if policy == FlushSync {
-					durable = len(acks)
-				}
-				n := len(acks)
-				mu.Unlock()
-				seq += len(recs)
-				if policy == FlushAsync && rng.IntN(4) == 0 {
-					if err := l.Sync(); err != nil {
-						t.Errorf("Sync: %v", err)
-						return
-					}
-					mu.Lock()
-					durable = max(durable, n)
-					mu.Unlock()
-				}
-			}
-		}()
+		wg.Go(func() { pl.write(t, l, run, w, policy, callsPerWriter) })
 	}
 	wg.Wait()
 	if err := l.Close(); err != nil {
@@ -113,8 +74,58 @@ func powerLossRun(t *testing.T, run int, policy FlushPolicy, callsPerWriter int)
 	if len(l.Segments()) < 3 {
 		t.Errorf("run %d: only %d segments; rolls were not exercised", run, len(l.Segments()))
 	}
+	return len(pl.imgs), checkCrashImages(t, run, policy, pl.imgs)
+}
 
-	// Check the images on both cores.
+// powerLoss is the state of one power-loss run shared by its writers and
+// the fault hook that takes the crash images.
+type powerLoss struct {
+	mu      sync.Mutex
+	acks    []ack        // append-only, so a prefix never changes
+	durable int          // acks[:durable] are durable (under FlushAsync, by Sync)
+	imgs    []crashState // appended by the hook, on the writer goroutine
+}
+
+// write is writer w: callsPerWriter appends of 1 to 3 records, each
+// acknowledged record noted in pl.acks; durable follows every append under
+// FlushSync, and a Sync in about one call of four under FlushAsync.
+func (pl *powerLoss) write(t *testing.T, l *Log, run, w int, policy FlushPolicy, callsPerWriter int) {
+	rng := rand.New(rand.NewPCG(uint64(run), uint64(w)))
+	for seq, call := 0, 0; call < callsPerWriter; call++ {
+		recs := make([]Record, 1+rng.IntN(3))
+		for i := range recs {
+			recs[i] = Record{Type: testType(seq + i), Payload: testPayload(w, seq+i, rng.IntN(12))}
+		}
+		pos, err := l.Append(recs...)
+		if err != nil {
+			t.Errorf("Append: %v", err)
+			return
+		}
+		pl.mu.Lock()
+		for i := range recs {
+			pl.acks = append(pl.acks, ack{pos[i], w, seq + i})
+		}
+		if policy == FlushSync {
+			pl.durable = len(pl.acks)
+		}
+		n := len(pl.acks)
+		pl.mu.Unlock()
+		seq += len(recs)
+		if policy == FlushAsync && rng.IntN(4) == 0 {
+			if err := l.Sync(); err != nil {
+				t.Errorf("Sync: %v", err)
+				return
+			}
+			pl.mu.Lock()
+			pl.durable = max(pl.durable, n)
+			pl.mu.Unlock()
+		}
+	}
+}
+
+// checkCrashImages checks every crash image on both cores and returns how
+// many of them needed a repair.
+func checkCrashImages(t *testing.T, run int, policy FlushPolicy, imgs []crashState) int {
 	var next, repairs atomic.Int64
 	var vg sync.WaitGroup
 	for range 2 {
@@ -138,7 +149,7 @@ func powerLossRun(t *testing.T, run int, policy FlushPolicy, callsPerWriter int)
 		}()
 	}
 	vg.Wait()
-	return len(imgs), int(repairs.Load())
+	return int(repairs.Load())
 }
 
 // checkCrashState recovers one image and checks it: Open succeeds; every

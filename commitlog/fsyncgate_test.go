@@ -223,12 +223,6 @@ func TestNoAckAfterSyncFailure(t *testing.T) {
 // TestEveryFsyncFailureStops: each fsync the log makes, when it fails,
 // stops the log, whatever it was for; a failed write alone does not.
 func TestEveryFsyncFailureStops(t *testing.T) {
-	type scenario struct {
-		name   string
-		opts   Options
-		inject func(fsys *vfs.Faulty, active string)
-		act    func(l *Log) error
-	}
 	big := Record{Type: 1, Payload: make([]byte, 300)}
 	failOp := func(want vfs.Op, pick func(name string) bool) func(*vfs.Faulty, string) {
 		return func(fsys *vfs.Faulty, active string) {
@@ -241,7 +235,7 @@ func TestEveryFsyncFailureStops(t *testing.T) {
 		}
 	}
 	appendBig := func(l *Log) error { _, err := l.Append(big); return err }
-	for _, sc := range []scenario{
+	for _, sc := range []fsyncScenario{
 		{
 			name: "new segment header sync",
 			opts: Options{SegmentBytes: 400},
@@ -297,31 +291,46 @@ func TestEveryFsyncFailureStops(t *testing.T) {
 			},
 		},
 	} {
-		t.Run(sc.name, func(t *testing.T) {
-			mem := newMem(t)
-			fsys := vfs.NewFaulty(mem)
-			l := openLog(t, fsys, sc.opts)
-			acked := map[Pos][]byte{}
-			for i := range 2 {
-				p := testPayload(0, i, 250)
-				acked[mustAppend(t, l, Record{Type: 1, Payload: p})[0]] = p
-			}
-			if err := l.Sync(); err != nil {
-				t.Fatal(err)
-			}
-			segs := l.Segments()
-			sc.inject(fsys, segs[len(segs)-1].Name)
-			wantStopped(t, "the failing call", sc.act(l))
-			fsys.Inject(nil)
-			_, err := l.Append(Record{Type: 1, Payload: []byte("later")})
-			wantStopped(t, "Append once the fault is gone", err)
-			l.Close()
-			if sc.name == "directory sync after a delete" {
-				return // the deleted segment's records are meant to go
-			}
-			checkExactly(t, openLog(t, mem.Crash(nil), sc.opts), acked)
-		})
+		t.Run(sc.name, func(t *testing.T) { runFsyncScenario(t, sc) })
 	}
+}
+
+// fsyncScenario is a sync that fails: inject arms the fault (active is the
+// active segment's name) and act is the call that must meet it.
+type fsyncScenario struct {
+	name   string
+	opts   Options
+	inject func(fsys *vfs.Faulty, active string)
+	act    func(l *Log) error
+}
+
+// runFsyncScenario appends and syncs two records, arms the fault, and
+// checks that the failing call and every later append report the log
+// stopped, and that a crash image then holds exactly the acknowledged
+// records (except after a delete, whose records are meant to go).
+func runFsyncScenario(t *testing.T, sc fsyncScenario) {
+	mem := newMem(t)
+	fsys := vfs.NewFaulty(mem)
+	l := openLog(t, fsys, sc.opts)
+	acked := map[Pos][]byte{}
+	for i := range 2 {
+		p := testPayload(0, i, 250)
+		acked[mustAppend(t, l, Record{Type: 1, Payload: p})[0]] = p
+	}
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	segs := l.Segments()
+	sc.inject(fsys, segs[len(segs)-1].Name)
+	wantStopped(t, "the failing call", sc.act(l))
+	fsys.Inject(nil)
+	_, err := l.Append(Record{Type: 1, Payload: []byte("later")})
+	wantStopped(t, "Append once the fault is gone", err)
+	l.Close()
+	if sc.name == "directory sync after a delete" {
+		return // the deleted segment's records are meant to go
+	}
+	checkExactly(t, openLog(t, mem.Crash(nil), sc.opts), acked)
 }
 
 // TestWriteFailureIsNotSticky: ENOSPC on write (not on sync) fails the

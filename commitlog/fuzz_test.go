@@ -7,6 +7,8 @@ import (
 	"path"
 	"slices"
 	"testing"
+
+	"github.com/hourglass-mq/hourglass/vfs"
 )
 
 // FuzzRecover feeds arbitrary bytes to recovery as a segment's tail (after
@@ -32,16 +34,7 @@ func FuzzRecover(f *testing.F) {
 		if len(data) == 0 {
 			return
 		}
-		var file []byte
-		if data[0]&0x80 != 0 {
-			file = data[1:]
-		} else {
-			file = encodeHeader(0)
-			for i := range int(data[0] % 4) {
-				file = appendFrame(file, Record{Type: 1, Payload: testPayload(0, i, i)}, recordCRC(1, testPayload(0, i, i)))
-			}
-			file = append(file, data[1:]...)
-		}
+		file := fuzzSegmentFile(data)
 		fsys := newMem(t)
 		if err := fsys.MkdirAll(testDir); err != nil {
 			t.Fatal(err)
@@ -80,33 +73,55 @@ func FuzzRecover(f *testing.F) {
 			return
 		}
 		defer l.Close()
-		// Skip frames are valid frames that Scan passes over.
-		offsets = slices.DeleteFunc(offsets, func(off int) bool { return Type(file[off+8]) == TypeSkip })
-		if l.Head() != Pos(validEnd-HeaderSize) {
-			t.Fatalf("Head %d, independent parse ends at %d", l.Head(), validEnd-HeaderSize)
-		}
-		i := 0
-		err = l.Scan(l.Start(), func(pos Pos, rec Record) error {
-			if i >= len(offsets) || int(pos)+HeaderSize != offsets[i] {
-				t.Fatalf("record at %d is not frame %d of the independent parse", pos, i)
-			}
-			off := offsets[i]
-			n := int(binary.LittleEndian.Uint32(file[off:]))
-			if rec.Type != Type(file[off+8]) || !bytes.Equal(rec.Payload, file[off+9:off+9+n]) {
-				t.Fatalf("record at %d differs from the file's bytes", pos)
-			}
-			i++
-			return nil
-		})
-		if err != nil || i != len(offsets) {
-			t.Fatalf("Scan: %v after %d of %d records", err, i, len(offsets))
-		}
-		if got := readFile(t, fsys, name); len(got) != validEnd {
-			t.Fatalf("file is %d bytes after recovery, want %d", len(got), validEnd)
-		}
-		pos, err := l.Append(Record{Type: 5, Payload: []byte("after")})
-		if err != nil || pos[0] != Pos(validEnd-HeaderSize) {
-			t.Fatalf("Append after recovery: %v at %v", err, pos)
-		}
+		checkRecoveredSegment(t, l, fsys, name, file, offsets, validEnd)
 	})
+}
+
+// fuzzSegmentFile builds the segment file of a fuzz input: data[1:] as is
+// when data[0]'s top bit is set, else a valid header and data[0]%4 valid
+// records followed by data[1:].
+func fuzzSegmentFile(data []byte) []byte {
+	if data[0]&0x80 != 0 {
+		return data[1:]
+	}
+	file := encodeHeader(0)
+	for i := range int(data[0] % 4) {
+		file = appendFrame(file, Record{Type: 1, Payload: testPayload(0, i, i)}, recordCRC(1, testPayload(0, i, i)))
+	}
+	return append(file, data[1:]...)
+}
+
+// checkRecoveredSegment checks a log opened over file against an
+// independent parse (frames at offsets, valid up to validEnd): the same
+// head and records, the file cut at validEnd, and appends continuing there.
+func checkRecoveredSegment(t *testing.T, l *Log, fsys vfs.FS, name string, file []byte, offsets []int, validEnd int) {
+	t.Helper()
+	// Skip frames are valid frames that Scan passes over.
+	offsets = slices.DeleteFunc(offsets, func(off int) bool { return Type(file[off+8]) == TypeSkip })
+	if l.Head() != Pos(validEnd-HeaderSize) {
+		t.Fatalf("Head %d, independent parse ends at %d", l.Head(), validEnd-HeaderSize)
+	}
+	i := 0
+	err := l.Scan(l.Start(), func(pos Pos, rec Record) error {
+		if i >= len(offsets) || int(pos)+HeaderSize != offsets[i] {
+			t.Fatalf("record at %d is not frame %d of the independent parse", pos, i)
+		}
+		off := offsets[i]
+		n := int(binary.LittleEndian.Uint32(file[off:]))
+		if rec.Type != Type(file[off+8]) || !bytes.Equal(rec.Payload, file[off+9:off+9+n]) {
+			t.Fatalf("record at %d differs from the file's bytes", pos)
+		}
+		i++
+		return nil
+	})
+	if err != nil || i != len(offsets) {
+		t.Fatalf("Scan: %v after %d of %d records", err, i, len(offsets))
+	}
+	if got := readFile(t, fsys, name); len(got) != validEnd {
+		t.Fatalf("file is %d bytes after recovery, want %d", len(got), validEnd)
+	}
+	pos, err := l.Append(Record{Type: 5, Payload: []byte("after")})
+	if err != nil || pos[0] != Pos(validEnd-HeaderSize) {
+		t.Fatalf("Append after recovery: %v at %v", err, pos)
+	}
 }

@@ -28,76 +28,24 @@ func TestBackupUnderLoadRestoreCheckDeliver(t *testing.T) {
 	}
 	mkdirAll(t, backups)
 
-	type sent struct {
-		id, body string
-		due      int64
-	}
-	var mu sync.Mutex
-	var phase int // 0 before the backup, 1 while it runs, 2 after it returned
-	acked := map[int][]sent{}
-	var total atomic.Int64
-	pad := strings.Repeat("x", 1000) // a few log segments of 1 MiB: sealed ones are linked
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for w := 0; w < 8; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				body := fmt.Sprintf("w%d-%d-%s", w, i, pad)
-				mu.Lock()
-				p := phase
-				mu.Unlock()
-				r, err := s.try("POST", "/v1/topics/load/messages", map[string]any{"body": body, "delay": fmt.Sprintf("%dms", 500+i%1500)})
-				if err != nil || r.status != http.StatusOK {
-					t.Errorf("send: %v %d %s", err, r.status, r.body)
-					return
-				}
-				var rc receipt
-				if err := jsonUnmarshal(r.body, &rc); err != nil {
-					t.Error(err)
-					return
-				}
-				mu.Lock()
-				// Acknowledged before the backup began (the phase, read
-				// after the answer, still 0): must be in it. Sent after the
-				// backup returned (the phase, read before the send,
-				// already 2): must not. Anything else may be, whole.
-				k := 1
-				switch {
-				case phase == 0:
-					k = 0
-				case p == 2:
-					k = 2
-				}
-				acked[k] = append(acked[k], sent{rc.ID, body, rc.Due})
-				mu.Unlock()
-				total.Add(1)
-			}
-		}()
-	}
-	eventually(t, 30*time.Second, "1000 acknowledged sends", func() bool { return total.Load() >= 1000 })
-	mu.Lock()
-	phase = 1
-	mu.Unlock()
+	l := startBackupLoad(t, s)
+	eventually(t, 30*time.Second, "1000 acknowledged sends", func() bool { return l.total.Load() >= 1000 })
+	l.mu.Lock()
+	l.phase = 1
+	l.mu.Unlock()
 	out := filepath.Join(backups, "b1")
 	stdout, stderr, code := runBinary(t, "backup", "--server", s.base, "--token", "tok", "--out", out)
-	mu.Lock()
-	phase = 2
-	mu.Unlock()
+	l.mu.Lock()
+	l.phase = 2
+	l.mu.Unlock()
 	if code != 0 || strings.Contains(stdout, "linked:       0 segments") {
 		t.Fatalf("backup: exit %d (want 0, with sealed segments linked)\n%s%s", code, stdout, stderr)
 	}
-	at := total.Load()
-	eventually(t, 30*time.Second, "sends after the backup", func() bool { return total.Load() >= at+100 })
-	close(stop)
-	wg.Wait()
-	t.Logf("backup under load: %d acknowledged before, %d during, %d sent after\n%s", len(acked[0]), len(acked[1]), len(acked[2]), stdout)
+	at := l.total.Load()
+	eventually(t, 30*time.Second, "sends after the backup", func() bool { return l.total.Load() >= at+100 })
+	close(l.stop)
+	l.wg.Wait()
+	t.Logf("backup under load: %d acknowledged before, %d during, %d sent after\n%s", len(l.acked[0]), len(l.acked[1]), len(l.acked[2]), stdout)
 
 	// A target that is not empty is refused, with exit status 2.
 	if _, stderr, code := runBinary(t, "restore", "--from", out, "--data-dir", backups); code != 2 || !strings.Contains(stderr, "not empty") {
@@ -116,12 +64,89 @@ func TestBackupUnderLoadRestoreCheckDeliver(t *testing.T) {
 	}
 	r := startServer(t, restored, nil)
 	r.call("PUT", "/v1/topics/load/groups/g", nil, http.StatusCreated, nil)
-	got := map[string]received{}
-	want := map[string]sent{}
+	got, want, during := deliverRestored(t, r, l.acked)
+	t.Logf("restore delivered all %d sent before the backup and %d of %d sent during it", len(want), len(got)-len(want), len(during))
+}
+
+// backupSent is one acknowledged send of the load.
+type backupSent struct {
+	id, body string
+	due      int64
+}
+
+// backupLoad is 8 senders to topic "load", each send filed by phase: 0
+// before the backup, 1 while it runs, 2 after it returned.
+type backupLoad struct {
+	mu    sync.Mutex
+	phase int // 0 before the backup, 1 while it runs, 2 after it returned
+	acked map[int][]backupSent
+	total atomic.Int64
+	stop  chan struct{}
+	wg    sync.WaitGroup
+}
+
+// startBackupLoad starts the senders; they run until stop is closed.
+func startBackupLoad(t *testing.T, s *server) *backupLoad {
+	l := &backupLoad{acked: map[int][]backupSent{}, stop: make(chan struct{})}
+	pad := strings.Repeat("x", 1000) // a few log segments of 1 MiB: sealed ones are linked
+	for w := 0; w < 8; w++ {
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-l.stop:
+					return
+				default:
+				}
+				body := fmt.Sprintf("w%d-%d-%s", w, i, pad)
+				l.mu.Lock()
+				p := l.phase
+				l.mu.Unlock()
+				r, err := s.try("POST", "/v1/topics/load/messages", map[string]any{"body": body, "delay": fmt.Sprintf("%dms", 500+i%1500)})
+				if err != nil || r.status != http.StatusOK {
+					t.Errorf("send: %v %d %s", err, r.status, r.body)
+					return
+				}
+				var rc receipt
+				if err := jsonUnmarshal(r.body, &rc); err != nil {
+					t.Error(err)
+					return
+				}
+				l.mu.Lock()
+				// Acknowledged before the backup began (the phase, read
+				// after the answer, still 0): must be in it. Sent after the
+				// backup returned (the phase, read before the send,
+				// already 2): must not. Anything else may be, whole.
+				k := 1
+				switch {
+				case l.phase == 0:
+					k = 0
+				case p == 2:
+					k = 2
+				}
+				l.acked[k] = append(l.acked[k], backupSent{rc.ID, body, rc.Due})
+				l.mu.Unlock()
+				l.total.Add(1)
+			}
+		}()
+	}
+	return l
+}
+
+// deliverRestored receives and acks from the restored broker r until
+// every message acknowledged before the backup (acked[0]) was delivered,
+// checking that each is delivered once, whole and not early, and that
+// nothing sent after the backup returned is. It returns what was delivered,
+// what must be and what may be (sent during the backup).
+func deliverRestored(t *testing.T, r *server, acked map[int][]backupSent) (got map[string]received, want, during map[string]backupSent) {
+	t.Helper()
+	got = map[string]received{}
+	want = map[string]backupSent{}
 	for _, m := range acked[0] {
 		want[m.id] = m
 	}
-	during := map[string]sent{}
+	during = map[string]backupSent{}
 	for _, m := range acked[1] {
 		during[m.id] = m
 	}
@@ -157,7 +182,7 @@ func TestBackupUnderLoadRestoreCheckDeliver(t *testing.T) {
 			t.Fatalf("%d messages acknowledged before the backup were not delivered from the restore", missing)
 		}
 	}
-	t.Logf("restore delivered all %d sent before the backup and %d of %d sent during it", len(want), len(got)-len(want), len(during))
+	return got, want, during
 }
 
 func mkdirAll(t *testing.T, dir string) {

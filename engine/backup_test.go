@@ -41,6 +41,70 @@ func TestBackupUnderLoadThenRestore(t *testing.T) {
 	}
 	defer func() { e.Close() }()
 	ctx := context.Background()
+	before := sendBeforeBackup(t, e)
+	// A checkpoint before the load, so that the backup's own checkpoint
+	// has history behind it.
+	if err := e.checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+
+	ss := startBackupSenders(t, e)
+	// Let the senders get going before the backup starts.
+	for {
+		ss.mu.Lock()
+		n := len(ss.during)
+		ss.mu.Unlock()
+		if n >= 200 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	bdir := filepath.Join(dir, "backup")
+	info, err := e.Backup(ctx, bdir)
+	ss.mu.Lock()
+	ss.returned = true
+	ss.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss.wg.Wait()
+	close(ss.stop)
+	during, after := ss.during, ss.after
+	t.Logf("backup: %+v; %d sends acknowledged during it, %d after", info, len(during), len(after))
+	if info.LinkedFiles == 0 || info.Files == 0 || info.LogHead < info.CheckpointPos {
+		t.Fatalf("backup info %+v: expected linked sealed segments and copied files", info)
+	}
+	if _, err := os.Stat(filepath.Join(bdir, LockFile)); !os.IsNotExist(err) {
+		t.Fatalf("the backup has a LOCK file: %v", err)
+	}
+
+	// Restore, check, open.
+	rdir := filepath.Join(dir, "restored")
+	_, rep, err := Restore(ctx, vfs.OS, bdir, rdir, CheckOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() {
+		t.Fatalf("check of the restore: %+v", rep.Problems)
+	}
+	ropt := opt
+	ropt.Dir = rdir
+	r, err := Open(ropt)
+	if err != nil {
+		t.Fatalf("open the restore: %v", err)
+	}
+	defer r.Close()
+	present := checkRestoredContents(t, r, before, during, after)
+	checkRestoredDelivery(t, r, clk, before)
+	t.Logf("%d acknowledged before the backup all restored; %d of %d acknowledged during it present, whole", len(before), present, len(during))
+}
+
+// sendBeforeBackup sends 600 messages to topic "b", a third of them due
+// now, then cancels and reschedules some, and returns them with the state
+// the restore must show.
+func sendBeforeBackup(t *testing.T, e *Engine) []sentMsg {
+	t.Helper()
+	ctx := context.Background()
 	send := func(key string, delay time.Duration) Receipt {
 		r, err := e.Send(ctx, message.Message{Topic: "b", Key: key, Body: []byte("body-" + key)}, message.When{Delay: delay})
 		if err != nil {
@@ -67,26 +131,32 @@ func TestBackupUnderLoadThenRestore(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// A checkpoint before the load, so that the backup's own checkpoint
-	// has history behind it.
-	if err := e.checkpoint(); err != nil {
-		t.Fatal(err)
-	}
+	return before
+}
 
-	// Senders run through the backup; each records when its send was
-	// acknowledged relative to the backup's return.
-	var mu sync.Mutex
-	var during, after []sentMsg
-	var returned bool
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
+// backupSenders are senders running through a backup; each records its
+// acknowledged sends as during or after the backup, by whether returned
+// was set when the send was acknowledged. They end once 50 sends were
+// acknowledged after the backup returned, or on stop.
+type backupSenders struct {
+	mu            sync.Mutex
+	during, after []sentMsg
+	returned      bool
+	stop          chan struct{}
+	wg            sync.WaitGroup
+}
+
+// startBackupSenders starts 4 senders to topic "b".
+func startBackupSenders(t *testing.T, e *Engine) *backupSenders {
+	ctx := context.Background()
+	ss := &backupSenders{stop: make(chan struct{})}
 	for w := 0; w < 4; w++ {
-		wg.Add(1)
+		ss.wg.Add(1)
 		go func() {
-			defer wg.Done()
+			defer ss.wg.Done()
 			for i := 0; ; i++ {
 				select {
-				case <-stop:
+				case <-ss.stop:
 					return
 				default:
 				}
@@ -96,64 +166,29 @@ func TestBackupUnderLoadThenRestore(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				mu.Lock()
-				if returned {
-					after = append(after, sentMsg{r: r, key: k})
+				ss.mu.Lock()
+				if ss.returned {
+					ss.after = append(ss.after, sentMsg{r: r, key: k})
 				} else {
-					during = append(during, sentMsg{r: r, key: k})
+					ss.during = append(ss.during, sentMsg{r: r, key: k})
 				}
-				n := len(after)
-				mu.Unlock()
+				n := len(ss.after)
+				ss.mu.Unlock()
 				if n >= 50 {
 					return
 				}
 			}
 		}()
 	}
-	// Let the senders get going before the backup starts.
-	for {
-		mu.Lock()
-		n := len(during)
-		mu.Unlock()
-		if n >= 200 {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
-	bdir := filepath.Join(dir, "backup")
-	info, err := e.Backup(ctx, bdir)
-	mu.Lock()
-	returned = true
-	mu.Unlock()
-	if err != nil {
-		t.Fatal(err)
-	}
-	wg.Wait()
-	close(stop)
-	t.Logf("backup: %+v; %d sends acknowledged during it, %d after", info, len(during), len(after))
-	if info.LinkedFiles == 0 || info.Files == 0 || info.LogHead < info.CheckpointPos {
-		t.Fatalf("backup info %+v: expected linked sealed segments and copied files", info)
-	}
-	if _, err := os.Stat(filepath.Join(bdir, LockFile)); !os.IsNotExist(err) {
-		t.Fatalf("the backup has a LOCK file: %v", err)
-	}
+	return ss
+}
 
-	// Restore, check, open.
-	rdir := filepath.Join(dir, "restored")
-	_, rep, err := Restore(ctx, vfs.OS, bdir, rdir, CheckOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !rep.OK() {
-		t.Fatalf("check of the restore: %+v", rep.Problems)
-	}
-	ropt := opt
-	ropt.Dir = rdir
-	r, err := Open(ropt)
-	if err != nil {
-		t.Fatalf("open the restore: %v", err)
-	}
-	defer r.Close()
+// checkRestoredContents checks the restore r: every message acknowledged
+// before the backup is there in its state, one acknowledged during it is
+// whole or absent, one acknowledged after it is absent, and nothing is
+// visible before its due time. It returns how many of during are present.
+func checkRestoredContents(t *testing.T, r *Engine, before, during, after []sentMsg) (present int) {
+	t.Helper()
 	for _, m := range before {
 		in, err := r.Inspect(m.r.ID)
 		near := m.state == StateVisible && (in.State == StatePending || in.State == StateDue)
@@ -161,7 +196,6 @@ func TestBackupUnderLoadThenRestore(t *testing.T) {
 			t.Fatalf("acknowledged before the backup: %s: %+v %v, want state %s", m.key, in, err, m.state)
 		}
 	}
-	present := 0
 	for _, m := range during {
 		in, err := r.Inspect(m.r.ID)
 		switch {
@@ -190,8 +224,13 @@ func TestBackupUnderLoadThenRestore(t *testing.T) {
 			}
 		}
 	}
-	// Delivery: once every due time has passed, every message
-	// acknowledged before the backup and not cancelled is visible.
+	return present
+}
+
+// checkRestoredDelivery checks that, once every due time has passed, every
+// message acknowledged before the backup and not cancelled is visible.
+func checkRestoredDelivery(t *testing.T, r *Engine, clk *clock.Fake, before []sentMsg) {
+	t.Helper()
 	waitParked(r, clk)
 	clk.Advance(24 * time.Hour)
 	deadline := time.Now().Add(10 * time.Second)
@@ -214,7 +253,6 @@ func TestBackupUnderLoadThenRestore(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 	}
-	t.Logf("%d acknowledged before the backup all restored; %d of %d acknowledged during it present, whole", len(before), present, len(during))
 }
 
 // TestBackupRejectsBadTargets: relative, non-empty, inside the data

@@ -326,52 +326,76 @@ func checkServed(e checkTarget, m *model, now int64) *report {
 		return r
 	}
 	start := e.logStart()
-	count := map[message.ID]int{}
-	at := map[string]message.ID{}
+	count, at := r.checkVisible(m, served)
+	r.checkAcked(e, m, now, start, count)
+	r.checkPlaces(e, m, start, at)
+	return r
+}
+
+// checkVisible checks every served entry against the model: no duplicate,
+// nothing early, nothing never sent, corrupt, cancelled or at a wrong due
+// time. It returns how often each ID was served and which ID each
+// "topic/queue/offset" place holds.
+func (r *report) checkVisible(m *model, served []servedEntry) (count map[message.ID]int, at map[string]message.ID) {
+	count = map[message.ID]int{}
+	at = map[string]message.ID{}
 	firstAt := map[message.ID]servedEntry{}
 	for _, v := range served {
-		r.Visible++
-		count[v.ID]++
-		at[fmt.Sprintf("%s/%d/%d", v.topic, v.queue, v.Offset)] = v.ID
-		if count[v.ID] == 1 {
-			firstAt[v.ID] = v
-		}
-		if count[v.ID] == 2 {
-			f := firstAt[v.ID]
-			r.bad(&r.Duplicates, "%v visible twice: %s/%d/%d (due %d, visible %d) and %s/%d/%d (due %d, visible %d)", v.ID,
-				f.topic, f.queue, f.Offset, f.Due, f.Visible.Visible, v.topic, v.queue, v.Offset, v.Due, v.Visible.Visible)
-		}
-		if v.Visible.Visible < v.Due {
-			r.bad(&r.Early, "%v visible at %d before its due time %d", v.ID, v.Visible.Visible, v.Due)
-		}
-		x := m.msgs[v.ID]
-		if x == nil {
-			if m.maybe[string(v.Message.Body)] && v.Message.Topic == v.topic {
-				r.UnackedVisible++
-			} else {
-				r.bad(&r.Phantom, "%v in %s/%d was never sent (body %q)", v.ID, v.topic, v.queue, v.Message.Body)
-			}
-			continue
-		}
-		if string(v.Message.Body) != x.body || v.Message.Topic != x.topic || v.topic != x.topic || v.Message.Key != x.key {
-			r.bad(&r.Corrupt, "%v serves topic %q key %q body %q, sent %q %q %q",
-				v.ID, v.Message.Topic, v.Message.Key, v.Message.Body, x.topic, x.key, x.body)
-		}
-		if x.cancelled {
-			r.bad(&r.CancelledVisible, "%v visible at %d after an acknowledged cancel", v.ID, v.Visible.Visible)
-			continue
-		}
-		switch {
-		case x.possible(v.Due):
-			if v.Visible.Visible < x.minDue() {
-				r.bad(&r.Early, "%v visible at %d, due %d", v.ID, v.Visible.Visible, x.minDue())
-			}
-		case slices.Contains(x.oldDues, v.Due):
-			r.bad(&r.OldTime, "%v visible at its old due time %d; rescheduled to %d", v.ID, v.Due, x.due)
-		default:
-			r.bad(&r.WrongDue, "%v visible with due %d; acknowledged due %d", v.ID, v.Due, x.due)
-		}
+		r.checkVisibleEntry(m, v, count, at, firstAt)
 	}
+	return count, at
+}
+
+// checkVisibleEntry checks one served entry v, counting it in count, at
+// and firstAt.
+func (r *report) checkVisibleEntry(m *model, v servedEntry, count map[message.ID]int, at map[string]message.ID, firstAt map[message.ID]servedEntry) {
+	r.Visible++
+	count[v.ID]++
+	at[fmt.Sprintf("%s/%d/%d", v.topic, v.queue, v.Offset)] = v.ID
+	if count[v.ID] == 1 {
+		firstAt[v.ID] = v
+	}
+	if count[v.ID] == 2 {
+		f := firstAt[v.ID]
+		r.bad(&r.Duplicates, "%v visible twice: %s/%d/%d (due %d, visible %d) and %s/%d/%d (due %d, visible %d)", v.ID,
+			f.topic, f.queue, f.Offset, f.Due, f.Visible.Visible, v.topic, v.queue, v.Offset, v.Due, v.Visible.Visible)
+	}
+	if v.Visible.Visible < v.Due {
+		r.bad(&r.Early, "%v visible at %d before its due time %d", v.ID, v.Visible.Visible, v.Due)
+	}
+	x := m.msgs[v.ID]
+	if x == nil {
+		if m.maybe[string(v.Message.Body)] && v.Message.Topic == v.topic {
+			r.UnackedVisible++
+		} else {
+			r.bad(&r.Phantom, "%v in %s/%d was never sent (body %q)", v.ID, v.topic, v.queue, v.Message.Body)
+		}
+		return
+	}
+	if string(v.Message.Body) != x.body || v.Message.Topic != x.topic || v.topic != x.topic || v.Message.Key != x.key {
+		r.bad(&r.Corrupt, "%v serves topic %q key %q body %q, sent %q %q %q",
+			v.ID, v.Message.Topic, v.Message.Key, v.Message.Body, x.topic, x.key, x.body)
+	}
+	if x.cancelled {
+		r.bad(&r.CancelledVisible, "%v visible at %d after an acknowledged cancel", v.ID, v.Visible.Visible)
+		return
+	}
+	switch {
+	case x.possible(v.Due):
+		if v.Visible.Visible < x.minDue() {
+			r.bad(&r.Early, "%v visible at %d, due %d", v.ID, v.Visible.Visible, x.minDue())
+		}
+	case slices.Contains(x.oldDues, v.Due):
+		r.bad(&r.OldTime, "%v visible at its old due time %d; rescheduled to %d", v.ID, v.Due, x.due)
+	default:
+		r.bad(&r.WrongDue, "%v visible with due %d; acknowledged due %d", v.ID, v.Due, x.due)
+	}
+}
+
+// checkAcked checks every acknowledged message not served: retired only
+// when long due, cancelled when the cancel was acknowledged, else pending
+// with a possible due time (or due, but not yet visible, at now).
+func (r *report) checkAcked(e checkTarget, m *model, now int64, start uint64, count map[message.ID]int) {
 	for _, x := range m.order {
 		if x.cancelled {
 			r.Cancelled++
@@ -411,6 +435,11 @@ func checkServed(e checkTarget, m *model, now int64) *report {
 			r.Pending++
 		}
 	}
+}
+
+// checkPlaces checks that every place read earlier still holds the same
+// message and that every key not in doubt looks up its latest message.
+func (r *report) checkPlaces(e checkTarget, m *model, start uint64, at map[string]message.ID) {
 	for _, s := range m.seen {
 		if s.id.Pos < start {
 			continue
@@ -429,5 +458,4 @@ func checkServed(e checkTarget, m *model, now int64) *report {
 			r.bad(&r.KeyMiss, "key %s/%s: latest is %v, lookup gives %v %v", topic, key, k.id, id, err)
 		}
 	}
-	return r
 }

@@ -14,34 +14,7 @@ func TestCompactionFreesSegmentsPinnedByLongPendingMessages(t *testing.T) {
 		o.Retention = time.Hour
 	})
 	ctx := context.Background()
-	long := h.send("t", "long", message.When{Delay: 30 * 24 * time.Hour})
-	cancelled := h.send("t", "gone", message.When{Delay: 30 * 24 * time.Hour})
-	moved := h.send("t", "moved", message.When{Delay: 30 * 24 * time.Hour})
-	if err := h.e.Cancel(ctx, cancelled.ID); err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 300; i++ {
-		if _, err := h.e.Send(ctx, message.Message{Topic: "t", Body: make([]byte, 200)}, message.When{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	h.waitVisible("t", 300)
-	h.clk.Advance(2 * time.Hour)
-	// First checkpoint moves the two pending messages, the next deletes the segment.
-	for i := 0; i < 3; i++ {
-		if err := h.e.checkpoint(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if got := h.e.Stats().Compacted.Load(); got != 2 {
-		t.Fatalf("compacted %d messages, want 2", got)
-	}
-	if got := h.e.Stats().SegmentsDeleted.Load(); got == 0 {
-		t.Fatal("the pinned segment was not deleted after compaction")
-	}
-	if uint64(h.e.clog.Start()) <= long.ID.Pos {
-		t.Fatalf("log start %d still holds the original record at %d", h.e.clog.Start(), long.ID.Pos)
-	}
+	long, cancelled, moved := sendPinnedAndCompact(t, h)
 	// The moved messages keep their IDs, keys and operations.
 	info, err := h.e.InspectKey("t", "long")
 	if err != nil || info.ID != long.ID || info.State != StatePending || info.Due != long.Due || info.BodyBytes != len("body-long") {
@@ -91,6 +64,44 @@ func TestCompactionFreesSegmentsPinnedByLongPendingMessages(t *testing.T) {
 	if got[0].ID != moved.ID || got[0].Due != nd {
 		t.Fatalf("rescheduled moved message: %+v", got[0])
 	}
+}
+
+// sendPinnedAndCompact sends three messages due in 30 days (cancelling
+// one) and 300 due now that fill segments, lets retention pass, and checks
+// that checkpoints compact the two pending ones out of their segment and
+// delete it.
+func sendPinnedAndCompact(t *testing.T, h *harness) (long, cancelled, moved Receipt) {
+	t.Helper()
+	ctx := context.Background()
+	long = h.send("t", "long", message.When{Delay: 30 * 24 * time.Hour})
+	cancelled = h.send("t", "gone", message.When{Delay: 30 * 24 * time.Hour})
+	moved = h.send("t", "moved", message.When{Delay: 30 * 24 * time.Hour})
+	if err := h.e.Cancel(ctx, cancelled.ID); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 300; i++ {
+		if _, err := h.e.Send(ctx, message.Message{Topic: "t", Body: make([]byte, 200)}, message.When{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.waitVisible("t", 300)
+	h.clk.Advance(2 * time.Hour)
+	// First checkpoint moves the two pending messages, the next deletes the segment.
+	for i := 0; i < 3; i++ {
+		if err := h.e.checkpoint(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := h.e.Stats().Compacted.Load(); got != 2 {
+		t.Fatalf("compacted %d messages, want 2", got)
+	}
+	if got := h.e.Stats().SegmentsDeleted.Load(); got == 0 {
+		t.Fatal("the pinned segment was not deleted after compaction")
+	}
+	if uint64(h.e.clog.Start()) <= long.ID.Pos {
+		t.Fatalf("log start %d still holds the original record at %d", h.e.clog.Start(), long.ID.Pos)
+	}
+	return long, cancelled, moved
 }
 
 // drain receives and acks until a receive returns nothing.

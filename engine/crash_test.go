@@ -49,25 +49,7 @@ func TestCrashKill9(t *testing.T) {
 	if dir := os.Getenv(crashChildEnv); dir != "" {
 		crashChild(dir) // does not return
 	}
-	cycles := 50
-	if testing.Short() {
-		cycles = 10
-	}
-	if s := os.Getenv(crashCyclesEnv); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			t.Fatalf("%s=%q is not a positive number", crashCyclesEnv, s)
-		}
-		cycles = n
-	}
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv(crashSeedEnv); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("%s=%q: %v", crashSeedEnv, s, err)
-		}
-		seed = v
-	}
+	cycles, seed := crashCyclesAndSeed(t)
 	t.Logf("seed %d (set %s to replay the parent's choices; the children's timing is not reproducible)", seed, crashSeedEnv)
 	rng := rand.New(rand.NewPCG(seed, 1))
 	dir := t.TempDir()
@@ -131,6 +113,33 @@ func TestCrashKill9(t *testing.T) {
 	if err := checkOracle(vfs.OS, crashOptions(dir, time.Second)); err != nil {
 		t.Errorf("after the final recovery and close: %v", err)
 	}
+}
+
+// crashCyclesAndSeed gives the number of kill cycles (50, 10 with -short,
+// or the environment's) and the parent's seed (the time, or the
+// environment's, to replay a run).
+func crashCyclesAndSeed(t *testing.T) (cycles int, seed uint64) {
+	t.Helper()
+	cycles = 50
+	if testing.Short() {
+		cycles = 10
+	}
+	if s := os.Getenv(crashCyclesEnv); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			t.Fatalf("%s=%q is not a positive number", crashCyclesEnv, s)
+		}
+		cycles = n
+	}
+	seed = uint64(time.Now().UnixNano())
+	if s := os.Getenv(crashSeedEnv); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("%s=%q: %v", crashSeedEnv, s, err)
+		}
+		seed = v
+	}
+	return cycles, seed
 }
 
 // crashChildResult is what the parent learned from one child.

@@ -151,22 +151,7 @@ func TestDiskFull(t *testing.T) {
 	c.change(false)
 	c.change(true)
 
-	// Leave room for a few records only.
-	ffs.SetLimit(ffs.Used() + 600)
-	failures := 0
-	for i := 0; i < 200 && failures < 5; i++ {
-		if c.send() != nil {
-			failures++
-		} else {
-			failures = 0
-		}
-		if i%4 == 0 {
-			c.change(i%8 == 0)
-		}
-	}
-	if failures < 5 {
-		t.Fatalf("sends kept succeeding on a full disk (used %d bytes)", ffs.Used())
-	}
+	fillDisk(t, c, ffs)
 	// Time passes while the disk is full: due messages cannot get their
 	// fire records written; the loop must keep them and retry.
 	waitParked(e, clk)
@@ -214,6 +199,27 @@ func TestDiskFull(t *testing.T) {
 	pc.check("after a power loss on the full disk")
 }
 
+// fillDisk leaves room on ffs for a few records only, then sends (and
+// changes messages now and then) until five sends in a row fail.
+func fillDisk(t *testing.T, c *faultClient, ffs *vfs.Faulty) {
+	t.Helper()
+	ffs.SetLimit(ffs.Used() + 600)
+	failures := 0
+	for i := 0; i < 200 && failures < 5; i++ {
+		if c.send() != nil {
+			failures++
+		} else {
+			failures = 0
+		}
+		if i%4 == 0 {
+			c.change(i%8 == 0)
+		}
+	}
+	if failures < 5 {
+		t.Fatalf("sends kept succeeding on a full disk (used %d bytes)", ffs.Used())
+	}
+}
+
 // TestQueueIndexWriteFailure fails the queue-index writes of a dispatch
 // while its fire record is written (the disk fills up between the two).
 // No checkpoint may then pass that fire record, so that a restart re-derives
@@ -222,21 +228,7 @@ func TestDiskFull(t *testing.T) {
 func TestQueueIndexWriteFailure(t *testing.T) {
 	mem := vfs.NewMem()
 	ffs := vfs.NewFaulty(mem)
-	var mu sync.Mutex
-	failIndex := false
-	ffs.Inject(func(op vfs.Op, name string) error {
-		mu.Lock()
-		defer mu.Unlock()
-		if failIndex && op == vfs.OpWrite && strings.HasSuffix(name, ".qi") {
-			return syscall.ENOSPC
-		}
-		return nil
-	})
-	setFail := func(v bool) {
-		mu.Lock()
-		failIndex = v
-		mu.Unlock()
-	}
+	setFail := failIndexWrites(ffs)
 	clk := clock.NewFake(t0)
 	opts := plOptions(ffs, clk)
 	opts.Retention = time.Hour
@@ -304,6 +296,26 @@ func TestQueueIndexWriteFailure(t *testing.T) {
 	}
 	c.e = e
 	c.check("after a checkpoint and a restart")
+}
+
+// failIndexWrites makes ffs fail every write to a queue index file (.qi)
+// with ENOSPC while the returned setFail was last called with true.
+func failIndexWrites(ffs *vfs.Faulty) (setFail func(bool)) {
+	var mu sync.Mutex
+	failIndex := false
+	ffs.Inject(func(op vfs.Op, name string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if failIndex && op == vfs.OpWrite && strings.HasSuffix(name, ".qi") {
+			return syscall.ENOSPC
+		}
+		return nil
+	})
+	return func(v bool) {
+		mu.Lock()
+		failIndex = v
+		mu.Unlock()
+	}
 }
 
 // TestKeyIndexWriteFailure fails the key-index writes: recovery reads the

@@ -78,14 +78,7 @@ func settleFixture(t *testing.T, e *Engine) {
 // it checks that the committed fixture was written by the format it claims.
 func TestWriteFormatFixture(t *testing.T) {
 	if !*updateFixture {
-		b, err := os.ReadFile(filepath.Join(fixtureDir, "data", identityFile))
-		if err != nil {
-			t.Fatal(err)
-		}
-		id, err := decodeIdentity(b)
-		if err != nil || id.format != 2 {
-			t.Fatalf("%s/data is not a format-2 directory: %+v %v", fixtureDir, id, err)
-		}
+		checkFixtureIsFormat2(t)
 		return
 	}
 	if DataFormat != 2 {
@@ -161,6 +154,26 @@ func TestWriteFormatFixture(t *testing.T) {
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
+	writeFixtureManifest(t, man)
+}
+
+// checkFixtureIsFormat2 checks that the fixture's data directory is
+// stamped as format 2.
+func checkFixtureIsFormat2(t *testing.T) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(fixtureDir, "data", identityFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := decodeIdentity(b)
+	if err != nil || id.format != 2 {
+		t.Fatalf("%s/data is not a format-2 directory: %+v %v", fixtureDir, id, err)
+	}
+}
+
+// writeFixtureManifest writes man as the fixture's manifest.json.
+func writeFixtureManifest(t *testing.T, man fixtureManifest) {
+	t.Helper()
 	b, err := json.MarshalIndent(man, "", "  ")
 	if err != nil {
 		t.Fatal(err)
@@ -175,17 +188,7 @@ func TestWriteFormatFixture(t *testing.T) {
 // and its in-flight lease survived, and delivery goes on from there as the
 // fake clock advances. It must pass for every later format (see above).
 func TestOpenFormatFixture(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join(fixtureDir, "manifest.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var man fixtureManifest
-	if err := json.Unmarshal(b, &man); err != nil {
-		t.Fatal(err)
-	}
-	if man.Format != 2 || len(man.Messages) != 8 {
-		t.Fatalf("manifest: format %d with %d messages", man.Format, len(man.Messages))
-	}
+	man := readFixtureManifest(t)
 	dir := t.TempDir()
 	// Opening writes (a checkpoint, and any migration): work on a copy.
 	if err := os.CopyFS(dir, os.DirFS(filepath.Join(fixtureDir, "data"))); err != nil {
@@ -204,29 +207,7 @@ func TestOpenFormatFixture(t *testing.T) {
 	ctx := t.Context()
 	settleFixture(t, e)
 
-	byKey := map[string]fixtureMessage{}
-	var lastPos uint64
-	for _, m := range man.Messages {
-		byKey[m.Key] = m
-		id, err := message.ParseID(m.ID)
-		if err != nil {
-			t.Fatalf("%s: %v", m.Key, err)
-		}
-		lastPos = max(lastPos, id.Pos)
-		info, err := e.Inspect(id)
-		if err != nil {
-			t.Fatalf("%s (%s): inspect: %v", m.Key, m.Role, err)
-		}
-		if info.State != m.State || info.Due != m.Due || info.Topic != m.Topic || info.Key != m.Key || info.BodyBytes != len(m.Body) {
-			t.Errorf("%s (%s): %+v, want state %s, due %d, %d body bytes", m.Key, m.Role, info, m.State, m.Due, len(m.Body))
-		}
-		if byK, err := e.InspectKey(m.Topic, m.Key); err != nil || byK.ID != id {
-			t.Errorf("%s: by key %+v %v, want ID %s", m.Key, byK.ID, err, m.ID)
-		}
-	}
-	if info, _ := e.InspectKey("orders", "order-2"); info.Properties["customer"] != "c-42" {
-		t.Errorf("order-2 lost its properties: %v", info.Properties)
-	}
+	byKey, lastPos := checkFixtureMessages(t, e, man)
 
 	// receive returns the keys delivered to the group now, after the
 	// engine settled, and acks them; attempts maps key to attempt.
@@ -284,6 +265,54 @@ func TestOpenFormatFixture(t *testing.T) {
 		t.Fatalf("send after open: ID %s at %d, not after the fixture's last message at %d", r.ID, r.ID.Pos, lastPos)
 	}
 	receive("a send after open", map[string]int{"after-upgrade": 1})
+}
+
+// readFixtureManifest reads the fixture's manifest and checks that it
+// describes a format-2 directory with its 8 messages.
+func readFixtureManifest(t *testing.T) fixtureManifest {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(fixtureDir, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var man fixtureManifest
+	if err := json.Unmarshal(b, &man); err != nil {
+		t.Fatal(err)
+	}
+	if man.Format != 2 || len(man.Messages) != 8 {
+		t.Fatalf("manifest: format %d with %d messages", man.Format, len(man.Messages))
+	}
+	return man
+}
+
+// checkFixtureMessages checks every message of the manifest by ID and by
+// key in the opened fixture, and order-2's properties. It returns the
+// messages by key and the last message's log position.
+func checkFixtureMessages(t *testing.T, e *Engine, man fixtureManifest) (byKey map[string]fixtureMessage, lastPos uint64) {
+	t.Helper()
+	byKey = map[string]fixtureMessage{}
+	for _, m := range man.Messages {
+		byKey[m.Key] = m
+		id, err := message.ParseID(m.ID)
+		if err != nil {
+			t.Fatalf("%s: %v", m.Key, err)
+		}
+		lastPos = max(lastPos, id.Pos)
+		info, err := e.Inspect(id)
+		if err != nil {
+			t.Fatalf("%s (%s): inspect: %v", m.Key, m.Role, err)
+		}
+		if info.State != m.State || info.Due != m.Due || info.Topic != m.Topic || info.Key != m.Key || info.BodyBytes != len(m.Body) {
+			t.Errorf("%s (%s): %+v, want state %s, due %d, %d body bytes", m.Key, m.Role, info, m.State, m.Due, len(m.Body))
+		}
+		if byK, err := e.InspectKey(m.Topic, m.Key); err != nil || byK.ID != id {
+			t.Errorf("%s: by key %+v %v, want ID %s", m.Key, byK.ID, err, m.ID)
+		}
+	}
+	if info, _ := e.InspectKey("orders", "order-2"); info.Properties["customer"] != "c-42" {
+		t.Errorf("order-2 lost its properties: %v", info.Properties)
+	}
+	return byKey, lastPos
 }
 
 // TestFormat1Refused: a directory of format 1 (an INCARNATION file, no

@@ -183,7 +183,6 @@ func verifyPG(st pgState) error {
 		return fmt.Errorf("recovery: %w", err)
 	}
 	defer e.Close()
-	ctx := context.Background()
 	// An image taken before the topic and group were durable holds
 	// neither (and no send); the drain needs both.
 	if err := e.CreateTopic(pgTopic, TopicConfig{Queues: 2}); err != nil && !errors.Is(err, errs.ErrAlreadyExists) {
@@ -192,12 +191,38 @@ func verifyPG(st pgState) error {
 	if err := e.CreateGroup(pgTopic, pgGroup, pgConfig); err != nil && !errors.Is(err, errs.ErrAlreadyExists) {
 		return fmt.Errorf("create group after recovery: %w", err)
 	}
-	var problems []string
-	bad := func(format string, args ...any) {
-		if len(problems) < 6 {
-			problems = append(problems, fmt.Sprintf(format, args...))
-		}
+	bad := &pgProblems{}
+	if err := drainPG(e, clk, st, bad); err != nil {
+		return err
 	}
+	if err := waitDeadLettersMoved(e); err != nil {
+		return err
+	}
+	if err := checkPGOutcome(e, st, bad); err != nil {
+		return err
+	}
+	if len(bad.problems) > 0 {
+		return fmt.Errorf("%v", bad.problems)
+	}
+	return nil
+}
+
+// pgProblems collects the first 6 problems verifyPG finds.
+type pgProblems struct{ problems []string }
+
+// add notes a problem, unless 6 are noted already.
+func (p *pgProblems) add(format string, args ...any) {
+	if len(p.problems) < 6 {
+		p.problems = append(p.problems, fmt.Sprintf(format, args...))
+	}
+}
+
+// drainPG receives and nacks the group's messages, advancing the clock
+// 300 ms a round, until four rounds in a row receive nothing (at most 40
+// rounds). Nothing whose ack was acknowledged may come back, and every
+// attempt number must exceed the last one handed out before the crash.
+func drainPG(e *Engine, clk *clock.Fake, st pgState, bad *pgProblems) error {
+	ctx := context.Background()
 	idle := 0
 	for round := 0; round < 40 && idle < 4; round++ {
 		waitParked(e, clk)
@@ -216,10 +241,10 @@ func verifyPG(st pgState) error {
 		idle = 0
 		for _, x := range rs {
 			if st.l.acked[x.ID] {
-				bad("%v handed out again (attempt %d) after its ack was acknowledged", x.ID, x.Attempt)
+				bad.add("%v handed out again (attempt %d) after its ack was acknowledged", x.ID, x.Attempt)
 			}
 			if a := st.l.attempt[x.ID]; x.Attempt <= a {
-				bad("%v handed out with attempt %d after attempt %d was handed out", x.ID, x.Attempt, a)
+				bad.add("%v handed out with attempt %d after attempt %d was handed out", x.ID, x.Attempt, a)
 			}
 			if err := e.Nack(ctx, pgTopic, pgGroup, x.Receipt, 0); err != nil {
 				return fmt.Errorf("nack after recovery: %w", err)
@@ -229,6 +254,11 @@ func verifyPG(st pgState) error {
 	if idle < 4 {
 		return fmt.Errorf("the group did not drain")
 	}
+	return nil
+}
+
+// waitDeadLettersMoved waits until the loop moved every dead letter.
+func waitDeadLettersMoved(e *Engine) error {
 	// Dead letters move in the loop; wait until none is waiting.
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -244,6 +274,13 @@ func verifyPG(st pgState) error {
 		e.kickLoop()
 		time.Sleep(100 * time.Microsecond)
 	}
+	return nil
+}
+
+// checkPGOutcome checks what is visible after the drain: each message
+// sent is acked (or in doubt) or dead-lettered once, never both, and each
+// redriven copy is still there.
+func checkPGOutcome(e *Engine, st pgState, bad *pgProblems) error {
 	vs, err := readAllVisible(e)
 	if err != nil {
 		return err
@@ -255,7 +292,7 @@ func verifyPG(st pgState) error {
 		case DeadLetterTopic(pgTopic, pgGroup):
 			origin := v.Message.Properties["hourglass-origin-id"]
 			if dead[origin]++; dead[origin] == 2 {
-				bad("%s is in the dead-letter topic twice", origin)
+				bad.add("%s is in the dead-letter topic twice", origin)
 			}
 		case pgTopic:
 			if from := v.Message.Properties["hourglass-redriven-from"]; from != "" {
@@ -265,19 +302,16 @@ func verifyPG(st pgState) error {
 	}
 	for _, id := range st.l.sent {
 		if !st.l.acked[id] && !st.l.ackDoubt[id] && dead[id.String()] == 0 {
-			bad("%v was neither acked nor dead-lettered", id)
+			bad.add("%v was neither acked nor dead-lettered", id)
 		}
 		if st.l.acked[id] && dead[id.String()] > 0 {
-			bad("%v was acked and dead-lettered", id)
+			bad.add("%v was acked and dead-lettered", id)
 		}
 	}
 	for from := range st.l.redriven {
 		if !copies[from] {
-			bad("the redriven copy of %s is gone", from)
+			bad.add("the redriven copy of %s is gone", from)
 		}
-	}
-	if len(problems) > 0 {
-		return fmt.Errorf("%v", problems)
 	}
 	return nil
 }

@@ -30,9 +30,24 @@ func TestFiredBeforeCrashStaysVisible(t *testing.T) {
 }
 
 func testFiredBeforeCrash(t *testing.T, ckptAfterFire bool) {
+	img, opts, early, late := firedBeforeCrashImage(t, ckptAfterFire)
+	start := t0.UnixMilli()
+	if ckptAfterFire {
+		checkFiredBeforeCheckpoint(t, img, opts, early, start)
+		return
+	}
+	checkFiredWhileLoading(t, img, opts, early, late, start)
+}
+
+// firedBeforeCrashImage sends early (due at t0+5s) and late (t0+9s),
+// checkpoints, lets early fire (then checkpoints again if ckptAfterFire),
+// sends one message due long ago, and returns the crash image with the
+// options to open it.
+func firedBeforeCrashImage(t *testing.T, ckptAfterFire bool) (img *vfs.Mem, opts Options, early, late message.ID) {
+	t.Helper()
 	mem := vfs.NewMem()
 	clk := clock.NewFake(t0)
-	opts := Options{Dir: "data", FS: mem, Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	opts = Options{Dir: "data", FS: mem, Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		CheckpointInterval: 1000 * time.Hour, BucketWidth: time.Second}
 	e, err := Open(opts)
 	if err != nil {
@@ -48,8 +63,8 @@ func testFiredBeforeCrash(t *testing.T, ckptAfterFire bool) {
 		}
 		return rc.ID
 	}
-	early := send(e, start+5_000)
-	late := send(e, start+9_000)
+	early = send(e, start+5_000)
+	late = send(e, start+9_000)
 	// Both in their bucket files, then early fires (after the checkpoint,
 	// so recovery learns it from the fire record) and late does not.
 	if err := e.checkpoint(); err != nil {
@@ -73,42 +88,54 @@ func testFiredBeforeCrash(t *testing.T, ckptAfterFire bool) {
 	if info, err := e.Inspect(early); err != nil || info.State != StateVisible {
 		t.Fatalf("before the crash: %v %v", info.State, err)
 	}
-	img := mem.Crash(nil)
+	img = mem.Crash(nil)
 	e.Close()
+	return img, opts, early, late
+}
 
-	var r *Engine
-	if ckptAfterFire {
-		// Every bucket behind the frontier is gone by now, and the
-		// replayed send's bucket is in memory: no read to hold. Put the
-		// loader back to where recovery starts it instead, under the lock,
-		// and ask for the state then.
-		opts.FS = img
-		if r, err = Open(opts); err != nil {
-			t.Fatal(err)
-		}
-		defer r.Close()
-		s, _, err := r.readStored(early.Pos)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r.mu.Lock()
-		was := r.disp.loadedUntil
-		r.disp.loadedUntil = r.disp.timers.BucketOf(start - 60_000)
-		st, _, _ := r.stateLocked(early.Pos, s)
-		r.disp.loadedUntil = was
-		r.mu.Unlock()
-		if st != StateVisible {
-			t.Errorf("early fired before the checkpoint; with the buckets loading from long before it, it says %v", st)
-		}
-		return
+// checkFiredBeforeCheckpoint checks, with a checkpoint taken after early
+// fired, that early reads as visible while the buckets load from long
+// before it.
+func checkFiredBeforeCheckpoint(t *testing.T, img *vfs.Mem, opts Options, early message.ID, start int64) {
+	t.Helper()
+	// Every bucket behind the frontier is gone by now, and the
+	// replayed send's bucket is in memory: no read to hold. Put the
+	// loader back to where recovery starts it instead, under the lock,
+	// and ask for the state then.
+	opts.FS = img
+	r, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
 	}
+	defer r.Close()
+	s, _, err := r.readStored(early.Pos)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.mu.Lock()
+	was := r.disp.loadedUntil
+	r.disp.loadedUntil = r.disp.timers.BucketOf(start - 60_000)
+	st, _, _ := r.stateLocked(early.Pos, s)
+	r.disp.loadedUntil = was
+	r.mu.Unlock()
+	if st != StateVisible {
+		t.Errorf("early fired before the checkpoint; with the buckets loading from long before it, it says %v", st)
+	}
+}
+
+// checkFiredWhileLoading checks, while recovery holds the read of early's
+// bucket, that early reads as visible and refuses cancel and reschedule,
+// and that late is still pending.
+func checkFiredWhileLoading(t *testing.T, img *vfs.Mem, opts Options, early, late message.ID, start int64) {
+	t.Helper()
+	ctx := context.Background()
 	// Recovery reads early's bucket once to check it (a bucket this small
 	// is one read, timerstore.verifyChunk); the loop's read to load it is
 	// the one held.
 	gate := &gateFS{FS: img, op: vfs.OpRead, skip: 1}
 	gate.armFile("/" + strconv.FormatInt((start+5_000)-(start+5_000)%1000, 10) + ".tb")
 	opts.FS = gate
-	r, err = Open(opts)
+	r, err := Open(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

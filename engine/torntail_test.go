@@ -11,6 +11,7 @@ import (
 	"github.com/hourglass-mq/hourglass/clock"
 	"github.com/hourglass-mq/hourglass/commitlog"
 	"github.com/hourglass-mq/hourglass/message"
+	"github.com/hourglass-mq/hourglass/vfs"
 )
 
 // What the torn-tail test can claim. It damages the last commit-log
@@ -147,9 +148,68 @@ func tornTailCase(t *testing.T, seed int, st *tornStats) {
 	if len(recs) == 0 {
 		return
 	}
-	head := recs[len(recs)-1].end
+	tail := openTornTail(t, seed, image, recs[len(recs)-1].end)
+	defer tail.f.Close()
+	mode, c := tail.damage(t, seed, rng)
+	st.modes[mode]++
 
-	// The last segment and the checkpoint's log position.
+	clk := clock.NewFake(time.UnixMilli(now))
+	opts := plOptions(image, clk)
+	if mode == "before-checkpoint" {
+		e, err := Open(opts)
+		if err == nil {
+			e.Close()
+			t.Fatalf("case %d: a log cut at %d, before the checkpoint's position %d, was opened", seed, c, tail.ckptPos)
+		}
+		if !strings.Contains(err.Error(), "checkpoint") {
+			t.Fatalf("case %d: refusal does not say why: %v", seed, err)
+		}
+		st.refused++
+		return
+	}
+	first := tail.head // the first lost record
+	for _, rec := range recs {
+		if rec.end > c {
+			first = rec.pos
+			break
+		}
+	}
+	events := survivingEvents(r.events, recs, first)
+	countTornLosses(st, r.events, recs, first, len(events))
+
+	e, err := Open(opts)
+	var damage *commitlog.DamageError
+	if mode == "flip" && errors.As(err, &damage) {
+		// A flipped bit followed by valid, acknowledged records is media
+		// damage, not a torn write: the log refuses to cut them and says
+		// to run repair (commitlog's own tests cover repair).
+		if !strings.Contains(err.Error(), "repair") {
+			t.Fatalf("case %d: refusal does not say what to do: %v", seed, err)
+		}
+		st.refused++
+		return
+	}
+	if err != nil {
+		t.Fatalf("case %d (%s at %d, checkpoint at %d): open: %v", seed, mode, c, tail.ckptPos, err)
+	}
+	v := &tornVerify{t: t, seed: seed, mode: mode, c: c, ckptPos: tail.ckptPos, first: first, opts: opts, clk: clk, e: e}
+	defer func() { v.e.Close() }()
+	v.recovered(r.events, events, rng, now)
+	st.checked++
+}
+
+// tornTail is the last log segment of a crash image, opened for damage.
+type tornTail struct {
+	f       vfs.File
+	base    uint64 // the segment's first log position
+	ckptPos uint64 // the checkpoint's log position (base when there is none)
+	head    uint64 // the end of the last record
+}
+
+// openTornTail opens the last log segment of image and reads the
+// checkpoint's log position; head is the end of the last record.
+func openTornTail(t *testing.T, seed int, image vfs.FS, head uint64) *tornTail {
+	t.Helper()
 	logDir := path.Join("data", "log")
 	names, err := image.List(logDir)
 	if err != nil {
@@ -172,34 +232,43 @@ func tornTailCase(t *testing.T, seed int, st *tornStats) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	offset := func(pos uint64) int64 { return int64(pos-base) + commitlog.HeaderSize }
+	return &tornTail{f: f, base: base, ckptPos: ckptPos, head: head}
+}
 
-	// Damage.
-	mode := []string{"cut", "flip", "zero", "garbage", "before-checkpoint"}[rng.IntN(5)]
+// offset is the file offset of log position pos in the segment.
+func (tt *tornTail) offset(pos uint64) int64 { return int64(pos-tt.base) + commitlog.HeaderSize }
+
+// damage picks a damage mode at random (cut, flip, zero, garbage or a cut
+// before the checkpoint), applies it to the segment and syncs it. c is the
+// log position where the damage starts.
+func (tt *tornTail) damage(t *testing.T, seed int, rng *rand.Rand) (mode string, c uint64) {
+	t.Helper()
+	f, base, ckptPos, head := tt.f, tt.base, tt.ckptPos, tt.head
+	mode = []string{"cut", "flip", "zero", "garbage", "before-checkpoint"}[rng.IntN(5)]
 	if mode == "before-checkpoint" && ckptPos <= base {
 		mode = "cut"
 	}
 	if ckptPos >= head && mode != "before-checkpoint" {
 		mode = "garbage" // nothing after the checkpoint in this segment
 	}
-	c := head
+	c = head
+	var err error
 	switch mode {
 	case "cut":
 		c = ckptPos + rng.Uint64N(head-ckptPos+1)
-		err = f.Truncate(offset(c))
+		err = f.Truncate(tt.offset(c))
 	case "flip":
 		c = ckptPos + rng.Uint64N(head-ckptPos)
 		var b [1]byte
-		if _, err = f.ReadAt(b[:], offset(c)); err == nil {
+		if _, err = f.ReadAt(b[:], tt.offset(c)); err == nil {
 			b[0] ^= byte(1 + rng.IntN(255))
-			_, err = f.WriteAt(b[:], offset(c))
+			_, err = f.WriteAt(b[:], tt.offset(c))
 		}
 	case "zero":
 		c = ckptPos + rng.Uint64N(head-ckptPos)
 		old := make([]byte, head-c)
-		if _, err = f.ReadAt(old, offset(c)); err == nil {
-			_, err = f.WriteAt(make([]byte, head-c), offset(c))
+		if _, err = f.ReadAt(old, tt.offset(c)); err == nil {
+			_, err = f.WriteAt(make([]byte, head-c), tt.offset(c))
 		}
 		// Bytes that were zero already are not damage (a fire record ends
 		// in zeros): the damage starts at the first byte that changed.
@@ -211,10 +280,10 @@ func tornTailCase(t *testing.T, seed int, st *tornStats) {
 		for i := range junk {
 			junk[i] = byte(rng.IntN(256))
 		}
-		_, err = f.WriteAt(junk, offset(head))
+		_, err = f.WriteAt(junk, tt.offset(head))
 	case "before-checkpoint":
 		c = base + rng.Uint64N(ckptPos-base)
-		err = f.Truncate(offset(c))
+		err = f.Truncate(tt.offset(c))
 	}
 	if err == nil {
 		err = f.Sync()
@@ -222,81 +291,70 @@ func tornTailCase(t *testing.T, seed int, st *tornStats) {
 	if err != nil {
 		t.Fatalf("case %d: damage: %v", seed, err)
 	}
-	st.modes[mode]++
+	return mode, c
+}
 
-	clk := clock.NewFake(time.UnixMilli(now))
-	opts := plOptions(image, clk)
-	if mode == "before-checkpoint" {
-		e, err := Open(opts)
-		if err == nil {
-			e.Close()
-			t.Fatalf("case %d: a log cut at %d, before the checkpoint's position %d, was opened", seed, c, ckptPos)
-		}
-		if !strings.Contains(err.Error(), "checkpoint") {
-			t.Fatalf("case %d: refusal does not say why: %v", seed, err)
-		}
-		st.refused++
-		return
-	}
-	first := head // the first lost record
-	for _, rec := range recs {
-		if rec.end > c {
-			first = rec.pos
-			break
-		}
-	}
-	events := survivingEvents(r.events, recs, first)
+// countTornLosses adds to st the records from first on and the
+// acknowledged events that did not survive (surviving of them did).
+func countTornLosses(st *tornStats, all []event, recs []logRecord, first uint64, surviving int) {
 	for _, rec := range recs {
 		if rec.pos >= first {
 			st.recordsLost++
 		}
 	}
-	for _, ev := range r.events {
+	for _, ev := range all {
 		if ev.state == evAcked && ev.kind != evSeen {
 			st.acksLost++
 		}
 	}
-	st.acksLost -= len(events)
+	st.acksLost -= surviving
+}
 
-	e, err := Open(opts)
-	var damage *commitlog.DamageError
-	if mode == "flip" && errors.As(err, &damage) {
-		// A flipped bit followed by valid, acknowledged records is media
-		// damage, not a torn write: the log refuses to cut them and says
-		// to run repair (commitlog's own tests cover repair).
-		if !strings.Contains(err.Error(), "repair") {
-			t.Fatalf("case %d: refusal does not say what to do: %v", seed, err)
-		}
-		st.refused++
-		return
+// tornVerify checks an engine reopened over a damaged log.
+type tornVerify struct {
+	t       *testing.T
+	seed    int
+	mode    string
+	c       uint64 // where the damage starts
+	ckptPos uint64
+	first   uint64 // the first lost record
+	opts    Options
+	clk     *clock.Fake
+	e       *Engine
+}
+
+// check waits until the engine settles at at and compares it with the
+// model of events.
+func (v *tornVerify) check(events []event, step string, at int64) {
+	v.t.Helper()
+	if !waitSettled(v.e, at, 5*time.Second) {
+		v.t.Fatalf("case %d (%s at %d) %s: engine did not settle at %d: %s", v.seed, v.mode, v.c, step, at, engineState(v.e))
 	}
-	if err != nil {
-		t.Fatalf("case %d (%s at %d, checkpoint at %d): open: %v", seed, mode, c, ckptPos, err)
+	m := buildModel(events)
+	m.retiredBefore = at - v.opts.Retention.Milliseconds()
+	if rep := checkEngine(v.e, m, at); rep.failures() > 0 {
+		v.t.Fatalf("case %d (%s at %d, checkpoint at %d, first lost record %d) %s: %s", v.seed, v.mode, v.c, v.ckptPos, v.first, step, rep)
 	}
-	defer func() { e.Close() }()
-	if got := uint64(e.clog.Recovery().TruncatedAt); got != first {
+}
+
+// recovered checks that the log was cut at the first damaged record, that
+// nothing acknowledged after it is found, that the surviving events match,
+// and that the engine keeps accepting and delivering sends, across another
+// restart too.
+func (v *tornVerify) recovered(all, events []event, rng *rand.Rand, now int64) {
+	t, seed, e := v.t, v.seed, v.e
+	if got := uint64(e.clog.Recovery().TruncatedAt); got != v.first {
 		t.Fatalf("case %d (%s at %d): the log was cut at %d, want %d (the first record ending after the damage): %+v",
-			seed, mode, c, got, first, e.clog.Recovery())
+			seed, v.mode, v.c, got, v.first, e.clog.Recovery())
 	}
-	for _, ev := range r.events {
-		if ev.kind == evSend && ev.state == evAcked && ev.id.Pos >= first {
+	for _, ev := range all {
+		if ev.kind == evSend && ev.state == evAcked && ev.id.Pos >= v.first {
 			if _, err := e.Inspect(ev.id); !IsNotFound(err) {
 				t.Fatalf("case %d: %v was after the damage, yet inspect gives %v", seed, ev.id, err)
 			}
 		}
 	}
-	check := func(step string, at int64) {
-		t.Helper()
-		if !waitSettled(e, at, 5*time.Second) {
-			t.Fatalf("case %d (%s at %d) %s: engine did not settle at %d: %s", seed, mode, c, step, at, engineState(e))
-		}
-		m := buildModel(events)
-		m.retiredBefore = at - opts.Retention.Milliseconds()
-		if rep := checkEngine(e, m, at); rep.failures() > 0 {
-			t.Fatalf("case %d (%s at %d, checkpoint at %d, first lost record %d) %s: %s", seed, mode, c, ckptPos, first, step, rep)
-		}
-	}
-	check("at reopening", now)
+	v.check(events, "at reopening", now)
 
 	// The engine keeps working: new sends are accepted and delivered.
 	for i := 0; i < 3; i++ {
@@ -308,15 +366,15 @@ func tornTailCase(t *testing.T, seed int, st *tornStats) {
 		events = append(events, event{kind: evSend, state: evAcked, id: rcpt.ID, topic: "pa", body: body, due: rcpt.Due})
 	}
 	h := max(buildModel(events).horizon(), now) + 1
-	waitParked(e, clk)
-	clk.Advance(time.Duration(h-now) * time.Millisecond)
-	check("after every due time", h)
+	waitParked(e, v.clk)
+	v.clk.Advance(time.Duration(h-now) * time.Millisecond)
+	v.check(events, "after every due time", h)
 	if err := e.Close(); err != nil {
 		t.Fatalf("case %d: close after recovery: %v", seed, err)
 	}
-	if e, err = Open(opts); err != nil {
+	var err error
+	if v.e, err = Open(v.opts); err != nil {
 		t.Fatalf("case %d: reopen after recovery: %v", seed, err)
 	}
-	check("after another restart", h)
-	st.checked++
+	v.check(events, "after another restart", h)
 }

@@ -54,20 +54,7 @@ func herdRun(b *testing.B, window time.Duration) herdResult {
 	if err := e.CreateGroup("herd", "g", engine.GroupConfig{}); err != nil {
 		b.Fatal(err)
 	}
-	at := time.Now().Add(5 * time.Second).UnixMilli()
-	reqs := make([]engine.SendRequest, 1000)
-	for i := 0; i < n; i += len(reqs) {
-		for j := range reqs {
-			reqs[j] = engine.SendRequest{Message: message.Message{Topic: "herd", Body: make([]byte, 256)},
-				When: message.When{At: at, Window: window}}
-		}
-		if _, err := e.SendBatch(context.Background(), reqs); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if time.Now().UnixMilli() >= at {
-		b.Fatal("sending the herd took past its due time; the run measures nothing")
-	}
+	at := sendHerd(b, e, n, window)
 	b.ResetTimer()
 	var mu sync.Mutex
 	bins := map[int64]int{}  // received, 10 ms bins after the instant
@@ -124,6 +111,27 @@ func herdRun(b *testing.B, window time.Duration) herdResult {
 		}
 	}
 	return res
+}
+
+// sendHerd sends n messages of 256 bytes to topic "herd", all due at one
+// instant 5 s ahead with the given window, and returns the instant.
+func sendHerd(b *testing.B, e *engine.Engine, n int, window time.Duration) int64 {
+	b.Helper()
+	at := time.Now().Add(5 * time.Second).UnixMilli()
+	reqs := make([]engine.SendRequest, 1000)
+	for i := 0; i < n; i += len(reqs) {
+		for j := range reqs {
+			reqs[j] = engine.SendRequest{Message: message.Message{Topic: "herd", Body: make([]byte, 256)},
+				When: message.When{At: at, Window: window}}
+		}
+		if _, err := e.SendBatch(context.Background(), reqs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if time.Now().UnixMilli() >= at {
+		b.Fatal("sending the herd took past its due time; the run measures nothing")
+	}
+	return at
 }
 
 // peakRate is the most messages in any 100 ms of 10 ms bins, per second.

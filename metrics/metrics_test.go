@@ -67,7 +67,6 @@ func TestScrapeFollowsTheEngine(t *testing.T) {
 	eng := openEngine(t)
 	srv := httptest.NewServer(Handler(eng))
 	defer srv.Close()
-	ctx := context.Background()
 
 	before := scrape(t, srv.URL)
 	if before["hourglass_messages_sent_total"] != 0 || before["hourglass_lateness_seconds_count"] != 0 {
@@ -77,6 +76,40 @@ func TestScrapeFollowsTheEngine(t *testing.T) {
 		t.Fatal("no Go runtime metrics")
 	}
 
+	sendReceiveAck(t, eng)
+
+	m := scrape(t, srv.URL)
+	for series, want := range map[string]float64{
+		"hourglass_messages_sent_total":                            5,
+		"hourglass_messages_fired_total":                           3,
+		"hourglass_messages_cancelled_total":                       1,
+		"hourglass_messages_pending":                               1,
+		"hourglass_lateness_seconds_count":                         3,
+		`hourglass_lateness_seconds_bucket{le="+Inf"}`:             3,
+		`hourglass_topic_messages_sent_total{topic="t"}`:           5,
+		`hourglass_topic_messages_pending{topic="t"}`:              1,
+		`hourglass_topic_queue_entries{topic="t"}`:                 3,
+		`hourglass_group_delivered_total{group="g",topic="t"}`:     3,
+		`hourglass_group_acked_total{group="g",topic="t"}`:         2,
+		`hourglass_group_in_flight{group="g",topic="t"}`:           1,
+		`hourglass_group_backlog{group="g",topic="t"}`:             1,
+		`hourglass_group_dead_lettered_total{group="g",topic="t"}`: 0,
+	} {
+		if got, ok := m[series]; !ok || got != want {
+			t.Errorf("%s = %v (present %v), want %v", series, got, ok, want)
+		}
+	}
+	if m["hourglass_fsync_seconds_count"] <= before["hourglass_fsync_seconds_count"] {
+		t.Errorf("fsync count did not grow: %v -> %v", before["hourglass_fsync_seconds_count"], m["hourglass_fsync_seconds_count"])
+	}
+	checkLatenessBuckets(t, m)
+}
+
+// sendReceiveAck sends 5 messages to topic t (3 due now, one cancelled,
+// one due in an hour), receives the 3 due ones for group g and acks two.
+func sendReceiveAck(t *testing.T, eng *engine.Engine) {
+	t.Helper()
+	ctx := context.Background()
 	for i := 0; i < 3; i++ {
 		if _, err := eng.Send(ctx, message.Message{Topic: "t", Body: []byte("x")}, message.When{}); err != nil {
 			t.Fatal(err)
@@ -108,32 +141,12 @@ func TestScrapeFollowsTheEngine(t *testing.T) {
 	if err := eng.Ack(ctx, "t", "g", got[0].Receipt, got[1].Receipt); err != nil {
 		t.Fatal(err)
 	}
+}
 
-	m := scrape(t, srv.URL)
-	for series, want := range map[string]float64{
-		"hourglass_messages_sent_total":                            5,
-		"hourglass_messages_fired_total":                           3,
-		"hourglass_messages_cancelled_total":                       1,
-		"hourglass_messages_pending":                               1,
-		"hourglass_lateness_seconds_count":                         3,
-		`hourglass_lateness_seconds_bucket{le="+Inf"}`:             3,
-		`hourglass_topic_messages_sent_total{topic="t"}`:           5,
-		`hourglass_topic_messages_pending{topic="t"}`:              1,
-		`hourglass_topic_queue_entries{topic="t"}`:                 3,
-		`hourglass_group_delivered_total{group="g",topic="t"}`:     3,
-		`hourglass_group_acked_total{group="g",topic="t"}`:         2,
-		`hourglass_group_in_flight{group="g",topic="t"}`:           1,
-		`hourglass_group_backlog{group="g",topic="t"}`:             1,
-		`hourglass_group_dead_lettered_total{group="g",topic="t"}`: 0,
-	} {
-		if got, ok := m[series]; !ok || got != want {
-			t.Errorf("%s = %v (present %v), want %v", series, got, ok, want)
-		}
-	}
-	if m["hourglass_fsync_seconds_count"] <= before["hourglass_fsync_seconds_count"] {
-		t.Errorf("fsync count did not grow: %v -> %v", before["hourglass_fsync_seconds_count"], m["hourglass_fsync_seconds_count"])
-	}
-	// Buckets are cumulative: non-decreasing in le order, ending at the count.
+// checkLatenessBuckets checks that the lateness buckets are cumulative:
+// non-decreasing in le order, the last finite one at most the count 3.
+func checkLatenessBuckets(t *testing.T, m map[string]float64) {
+	t.Helper()
 	prev := -1.0
 	for _, b := range engine.LatenessBounds {
 		v, ok := m[`hourglass_lateness_seconds_bucket{le="`+strconv.FormatFloat(b, 'g', -1, 64)+`"}`]

@@ -115,6 +115,15 @@ func TestRefusalsAndUnsupported(t *testing.T) {
 	if rq, _ := c.QueryRoute(ctx, &pb.QueryRouteRequest{Topic: &pb.Resource{Name: "t"}}); rq.GetStatus().GetCode() != pb.Code_ILLEGAL_ACCESS_POINT {
 		t.Errorf("QueryRoute without endpoints: %v", rq.GetStatus())
 	}
+	checkUnsupportedRPCs(ctx, t, c)
+	checkReceiveDigestAndSQL(ctx, t, c, rq.GetMessageQueues()[0])
+}
+
+// checkUnsupportedRPCs checks that transactions, forwarding to the
+// dead-letter queue and offsets are refused as not implemented, and that
+// an ack of a forged receipt fails.
+func checkUnsupportedRPCs(ctx context.Context, t *testing.T, c pb.MessagingServiceClient) {
+	t.Helper()
 	if r, err := c.EndTransaction(ctx, &pb.EndTransactionRequest{}); err != nil || r.GetStatus().GetCode() != pb.Code_NOT_IMPLEMENTED {
 		t.Errorf("EndTransaction: %v %v", r, err)
 	}
@@ -128,8 +137,15 @@ func TestRefusalsAndUnsupported(t *testing.T) {
 		Entries: []*pb.AckMessageEntry{{MessageId: "m1", ReceiptHandle: "forged"}}}); r.GetStatus().GetCode() == pb.Code_OK {
 		t.Errorf("ack of a forged receipt: %v", r.GetStatus())
 	}
+}
+
+// checkReceiveDigestAndSQL checks that the stored message m1 comes back
+// from q with RocketMQ's CRC32 digest and that a SQL92 filter is refused
+// at once.
+func checkReceiveDigestAndSQL(ctx context.Context, t *testing.T, c pb.MessagingServiceClient, q *pb.MessageQueue) {
+	t.Helper()
 	// The stored message comes back with RocketMQ's CRC32 digest.
-	rs, err := c.ReceiveMessage(ctx, &pb.ReceiveMessageRequest{Group: &pb.Resource{Name: "digest"}, MessageQueue: rq.GetMessageQueues()[0],
+	rs, err := c.ReceiveMessage(ctx, &pb.ReceiveMessageRequest{Group: &pb.Resource{Name: "digest"}, MessageQueue: q,
 		BatchSize: 1, InvisibleDuration: durationOf(time.Minute), LongPollingTimeout: durationOf(time.Second)})
 	if err != nil {
 		t.Fatal(err)
@@ -147,7 +163,7 @@ func TestRefusalsAndUnsupported(t *testing.T) {
 		t.Errorf("received %v", m1.GetMessage().GetSystemProperties())
 	}
 	// A SQL92 filter is refused at once.
-	st, err := c.ReceiveMessage(ctx, &pb.ReceiveMessageRequest{Group: &pb.Resource{Name: "g"}, MessageQueue: rq.GetMessageQueues()[0],
+	st, err := c.ReceiveMessage(ctx, &pb.ReceiveMessageRequest{Group: &pb.Resource{Name: "g"}, MessageQueue: q,
 		FilterExpression: &pb.FilterExpression{Type: pb.FilterType_SQL, Expression: "a > 1"}})
 	if err != nil {
 		t.Fatal(err)

@@ -97,6 +97,14 @@ func TestHostileInput(t *testing.T) {
 		})
 	}
 	ts.t = t
+	checkNothingStored(t, ts, sentBefore)
+}
+
+// checkNothingStored checks that refused requests stored no message (the
+// sent count is still sentBefore) and created no topic but t nor group
+// but g.
+func checkNothingStored(t *testing.T, ts *testServer, sentBefore uint64) {
+	t.Helper()
 	if got := ts.eng.Stats().Sent.Load(); got != sentBefore {
 		t.Fatalf("%d messages were stored from refused requests", got-sentBefore)
 	}

@@ -26,18 +26,7 @@ func TestRunLifecycle(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	addrc := make(chan string, 1)
-	runErr := make(chan error, 1)
-	go func() { runErr <- Run(ctx, cfg, logger, func(addr string) { addrc <- addr }) }()
-	var base string
-	select {
-	case addr := <-addrc:
-		base = "http://" + addr
-	case err := <-runErr:
-		t.Fatalf("Run returned before listening: %v", err)
-	case <-time.After(20 * time.Second):
-		t.Fatal("Run did not report its address")
-	}
+	base, runErr := startRun(ctx, t, cfg, logger)
 	client := &http.Client{}
 	defer client.CloseIdleConnections()
 	resp, err := client.Post(base+"/v1/topics/life/messages", "application/json", strings.NewReader(`{"body":"keep me","delay":"1h"}`))
@@ -101,6 +90,24 @@ func TestRunLifecycle(t *testing.T) {
 	if err != nil || info.State != engine.StatePending {
 		t.Fatalf("after restart: %+v, %v", info, err)
 	}
+}
+
+// startRun starts Run until ctx ends and returns its base URL, once it
+// reported its address, and the channel of Run's result.
+func startRun(ctx context.Context, t *testing.T, cfg Config, logger *slog.Logger) (base string, runErr chan error) {
+	t.Helper()
+	addrc := make(chan string, 1)
+	runErr = make(chan error, 1)
+	go func() { runErr <- Run(ctx, cfg, logger, func(addr string) { addrc <- addr }) }()
+	select {
+	case addr := <-addrc:
+		base = "http://" + addr
+	case err := <-runErr:
+		t.Fatalf("Run returned before listening: %v", err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run did not report its address")
+	}
+	return base, runErr
 }
 
 func TestRunRejectsBadConfig(t *testing.T) {

@@ -174,49 +174,13 @@ func (tb *tab) screenshot(name string) {
 func TestConsoleForecastFindCancelReschedule(t *testing.T) {
 	needBrowser(t)
 	b := startBroker(t, "")
-	// Three future minutes, counted from the next whole minute plus one so
-	// that none falls due while the test runs.
-	minute := (time.Now().UnixMilli()/60_000 + 2) * 60_000
-	want := map[int64]int{minute: 3, minute + 60_000: 5, minute + 120_000: 2}
-	for start, n := range want {
-		for i := 0; i < n; i++ {
-			b.call("POST", "/v1/topics/orders/messages", map[string]any{"body": "tick", "at": start + 15_000 + int64(i)*1000}, http.StatusOK, nil)
-		}
-	}
-	b.call("POST", "/v1/topics/orders/messages", map[string]any{"key": "order-1", "body": "close unpaid order 1",
-		"delay": "90m", "properties": map[string]string{"customer": "c-42"}}, http.StatusOK, nil)
-	b.call("POST", "/v1/topics/orders/messages", map[string]any{"key": "order-2", "body_base64": "AAECA/8=", "delay": "100m"}, http.StatusOK, nil)
-	b.call("PUT", "/v1/topics/orders/groups/billing", map[string]any{}, http.StatusCreated, nil)
+	want := sendConsoleMessages(b)
 
 	tb := newTab(t)
 	tb.do(chromedp.Navigate(b.base + "/ui/"))
 	tb.waitText("#m-pending", "12")
 	tb.waitText("#m-pending-sub", "1h 10,")
-	if d := tb.eval(`document.querySelector("#m-disk").textContent`); d == "0 B" || d == "–" {
-		t.Errorf("disk use shows %q", d)
-	}
-	for start, n := range want {
-		sel := fmt.Sprintf(`#forecast-chart rect.bar[data-start="%d"]`, start)
-		tb.do(chromedp.WaitReady(sel))
-		got := tb.eval(fmt.Sprintf(`document.querySelector(%q).getAttribute("data-count")`, sel))
-		if got != strconv.Itoa(n) {
-			t.Errorf("forecast bar at %s shows %s, want %d", time.UnixMilli(start).UTC().Format(time.TimeOnly), got, n)
-		}
-	}
-	if got := tb.eval(`String(document.querySelectorAll("#forecast-chart rect.bar").length)`); got != "60" {
-		t.Errorf("the next hour has %s bars, want 60", got)
-	}
-	tb.screenshot("overview-light")
-	// The week by the hour: the three minutes fall into one or two hours.
-	tb.do(chromedp.Click(`button[data-range="week"]`))
-	tb.waitText("#fc-summary", "in the next week")
-	if got := tb.eval(`String(document.querySelectorAll("#forecast-chart rect.bar").length)`); got != "168" {
-		t.Errorf("the next week has %s bars, want 168", got)
-	}
-	if got := tb.eval(`String([...document.querySelectorAll("#forecast-chart rect.bar")].reduce((n, r) => n + Number(r.dataset.count), 0))`); got != "12" {
-		t.Errorf("the week's bars add up to %s, want 12", got)
-	}
-	tb.do(chromedp.Click(`button[data-range="hour"]`))
+	checkForecast(t, tb, want)
 
 	// Find order-1 by topic and key, with the keyboard (Enter submits).
 	tb.do(chromedp.Navigate(b.base+"/ui/#/find"), chromedp.WaitVisible("#find-topic"),
@@ -258,6 +222,71 @@ func TestConsoleForecastFindCancelReschedule(t *testing.T) {
 	tb.waitText("#groups-result", "Redrove 0 message(s) of orders/billing")
 	tb.screenshot("topics-light")
 
+	checkDarkAndPhone(t, tb, b, after.ID)
+
+	tb.ev.checkClean(t, b.base)
+	if _, _, refused := tb.ev.snapshot(); len(refused) > 0 {
+		t.Errorf("requests refused without a token configured: %v", refused)
+	}
+}
+
+// sendConsoleMessages sends 3, 5 and 2 messages due in three future
+// minutes, order-1 (with a property) and order-2 (a binary body) due in
+// 90 and 100 minutes, and creates group billing. It returns the count due
+// in each minute, by its start (Unix ms).
+func sendConsoleMessages(b *broker) map[int64]int {
+	// Three future minutes, counted from the next whole minute plus one so
+	// that none falls due while the test runs.
+	minute := (time.Now().UnixMilli()/60_000 + 2) * 60_000
+	want := map[int64]int{minute: 3, minute + 60_000: 5, minute + 120_000: 2}
+	for start, n := range want {
+		for i := 0; i < n; i++ {
+			b.call("POST", "/v1/topics/orders/messages", map[string]any{"body": "tick", "at": start + 15_000 + int64(i)*1000}, http.StatusOK, nil)
+		}
+	}
+	b.call("POST", "/v1/topics/orders/messages", map[string]any{"key": "order-1", "body": "close unpaid order 1",
+		"delay": "90m", "properties": map[string]string{"customer": "c-42"}}, http.StatusOK, nil)
+	b.call("POST", "/v1/topics/orders/messages", map[string]any{"key": "order-2", "body_base64": "AAECA/8=", "delay": "100m"}, http.StatusOK, nil)
+	b.call("PUT", "/v1/topics/orders/groups/billing", map[string]any{}, http.StatusCreated, nil)
+	return want
+}
+
+// checkForecast checks the overview: disk use shown, the next hour's 60
+// bars with the three minutes' counts, and the week's 168 hourly bars
+// adding up to the 12 pending messages.
+func checkForecast(t *testing.T, tb *tab, want map[int64]int) {
+	t.Helper()
+	if d := tb.eval(`document.querySelector("#m-disk").textContent`); d == "0 B" || d == "–" {
+		t.Errorf("disk use shows %q", d)
+	}
+	for start, n := range want {
+		sel := fmt.Sprintf(`#forecast-chart rect.bar[data-start="%d"]`, start)
+		tb.do(chromedp.WaitReady(sel))
+		got := tb.eval(fmt.Sprintf(`document.querySelector(%q).getAttribute("data-count")`, sel))
+		if got != strconv.Itoa(n) {
+			t.Errorf("forecast bar at %s shows %s, want %d", time.UnixMilli(start).UTC().Format(time.TimeOnly), got, n)
+		}
+	}
+	if got := tb.eval(`String(document.querySelectorAll("#forecast-chart rect.bar").length)`); got != "60" {
+		t.Errorf("the next hour has %s bars, want 60", got)
+	}
+	tb.screenshot("overview-light")
+	// The week by the hour: the three minutes fall into one or two hours.
+	tb.do(chromedp.Click(`button[data-range="week"]`))
+	tb.waitText("#fc-summary", "in the next week")
+	if got := tb.eval(`String(document.querySelectorAll("#forecast-chart rect.bar").length)`); got != "168" {
+		t.Errorf("the next week has %s bars, want 168", got)
+	}
+	if got := tb.eval(`String([...document.querySelectorAll("#forecast-chart rect.bar")].reduce((n, r) => n + Number(r.dataset.count), 0))`); got != "12" {
+		t.Errorf("the week's bars add up to %s, want 12", got)
+	}
+	tb.do(chromedp.Click(`button[data-range="hour"]`))
+}
+
+// checkDarkAndPhone checks dark mode on every page (screenshots of each)
+// and that on a phone nothing is wider than the screen; id is order-2's.
+func checkDarkAndPhone(t *testing.T, tb *tab, b *broker, id string) {
+	t.Helper()
 	// Dark mode, every page.
 	tb.dark(true)
 	if bg := tb.eval(`getComputedStyle(document.body).backgroundColor`); bg == "rgb(255, 255, 255)" {
@@ -267,7 +296,7 @@ func TestConsoleForecastFindCancelReschedule(t *testing.T) {
 	tb.do(chromedp.Navigate(b.base + "/ui/#/overview"))
 	tb.waitText("#m-pending", "11")
 	tb.screenshot("overview-dark")
-	tb.do(chromedp.Navigate(b.base + "/ui/#/message/" + after.ID))
+	tb.do(chromedp.Navigate(b.base + "/ui/#/message/" + id))
 	tb.waitText("#msg-key", "order-2")
 	tb.screenshot("message-dark")
 	tb.dark(false)
@@ -279,11 +308,6 @@ func TestConsoleForecastFindCancelReschedule(t *testing.T) {
 		t.Errorf("at 390 px wide the page is %s px wide", w)
 	}
 	tb.screenshot("overview-phone")
-
-	tb.ev.checkClean(t, b.base)
-	if _, _, refused := tb.ev.snapshot(); len(refused) > 0 {
-		t.Errorf("requests refused without a token configured: %v", refused)
-	}
 }
 
 // TestConsoleNeedsToken: with a token on the broker, the console without

@@ -71,6 +71,13 @@ func TestOrderTimeoutFlow(t *testing.T) {
 	b2 := startBroker(t, hourglass, data)
 	run(b2.grpc, "close", "--until-done", "--max-wait", "60s")
 
+	checkOrders(ctx, t, db, orders)
+}
+
+// checkOrders checks every order in the table: each third one paid, every
+// other one closed within 3 s after its timeout, never before it.
+func checkOrders(ctx context.Context, t *testing.T, db *pgx.Conn, orders int) {
+	t.Helper()
 	rows, err := db.Query(ctx, `SELECT id, status, timeout_at, closed_at FROM orders ORDER BY id`)
 	if err != nil {
 		t.Fatal(err)

@@ -50,39 +50,11 @@ func runSchedule(ctx context.Context, a *App, c *command, args []string) int {
 	sub, pos := pos[0], pos[1:]
 	cl := a.client(cf)
 	if sub == "list" {
-		if len(pos) != 0 {
-			return a.usageError(c, "schedule list takes no argument")
-		}
-		ss, err := cl.Schedules(ctx)
-		if err != nil {
-			return a.failed(c, err)
-		}
-		if cf.json {
-			a.printJSON(map[string]any{"schedules": ss})
-			return ExitOK
-		}
-		a.printSchedules(ss)
-		return ExitOK
+		return a.scheduleList(ctx, c, cl, cf, pos)
 	}
 	if sub == "create" {
-		if len(pos) < 1 || len(pos) > 2 {
-			return a.usageError(c, "schedule create takes an ID and an optional body")
-		}
-		if cfg.Topic == "" || cfg.Cron == "" {
-			return a.usageError(c, "schedule create needs --topic and --cron")
-		}
-		if len(props) > 0 {
-			cfg.Properties = props
-		}
-		if len(pos) == 2 {
-			cfg.Body = []byte(pos[1])
-			if pos[1] == "-" {
-				b, err := io.ReadAll(a.Stdin)
-				if err != nil {
-					return a.failed(c, err)
-				}
-				cfg.Body = b
-			}
+		if code, ok := a.scheduleCreateConfig(c, &cfg, props, pos); !ok {
+			return code
 		}
 	} else if len(pos) != 1 {
 		return a.usageError(c, "schedule %s takes one schedule ID", sub)
@@ -112,6 +84,51 @@ func runSchedule(ctx context.Context, a *App, c *command, args []string) int {
 	}
 	a.printSchedule(s)
 	return ExitOK
+}
+
+// scheduleList runs 'schedule list': it takes no positional argument and
+// prints every schedule as a table, or as {"schedules": [...]} with --json.
+func (a *App) scheduleList(ctx context.Context, c *command, cl *client.Client, cf *clientFlags, pos []string) int {
+	if len(pos) != 0 {
+		return a.usageError(c, "schedule list takes no argument")
+	}
+	ss, err := cl.Schedules(ctx)
+	if err != nil {
+		return a.failed(c, err)
+	}
+	if cf.json {
+		a.printJSON(map[string]any{"schedules": ss})
+		return ExitOK
+	}
+	a.printSchedules(ss)
+	return ExitOK
+}
+
+// scheduleCreateConfig checks the arguments of 'schedule create' (an ID and
+// an optional body, --topic and --cron required) and completes cfg with the
+// properties and the body, read from stdin when the body argument is "-".
+// It returns ok=false with the exit code when the command must stop.
+func (a *App) scheduleCreateConfig(c *command, cfg *client.ScheduleConfig, props propsFlag, pos []string) (int, bool) {
+	if len(pos) < 1 || len(pos) > 2 {
+		return a.usageError(c, "schedule create takes an ID and an optional body"), false
+	}
+	if cfg.Topic == "" || cfg.Cron == "" {
+		return a.usageError(c, "schedule create needs --topic and --cron"), false
+	}
+	if len(props) > 0 {
+		cfg.Properties = props
+	}
+	if len(pos) == 2 {
+		cfg.Body = []byte(pos[1])
+		if pos[1] == "-" {
+			b, err := io.ReadAll(a.Stdin)
+			if err != nil {
+				return a.failed(c, err), false
+			}
+			cfg.Body = b
+		}
+	}
+	return 0, true
 }
 
 func (a *App) printSchedule(s client.Schedule) {

@@ -46,33 +46,7 @@ func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
 func TestServeAndClientCommands(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out, errb syncBuffer
-	serveApp := &App{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Now: time.Now,
-		LookupEnv: func(k string) (string, bool) {
-			return map[string]string{"HOURGLASS_LOG_LEVEL": "warn"}[k], k == "HOURGLASS_LOG_LEVEL"
-		}}
-	done := make(chan int, 1)
-	go func() {
-		done <- serveApp.Run(ctx, []string{"serve", "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--drain-timeout", "2s"})
-	}()
-	var url string
-	waitFor(t, "the listening line", 30*time.Second, func() bool {
-		for _, line := range strings.Split(out.String(), "\n") {
-			if u, ok := strings.CutPrefix(line, "listening on "); ok {
-				url = u
-				return true
-			}
-		}
-		select {
-		case code := <-done:
-			t.Fatalf("serve exited with %d: %s", code, errb.String())
-		default:
-		}
-		return false
-	})
-	if !strings.HasPrefix(url, "http://127.0.0.1:") {
-		t.Fatalf("listening on %q", url)
-	}
+	url, done, errb := startServe(ctx, t)
 
 	r := newRunner(t, map[string]string{"HOURGLASS_SERVER": url})
 	res := r.run("send", "--json", "--topic", "orders", "--delay", "300ms", "--key", "order-123", "close unpaid order 123")
@@ -134,6 +108,41 @@ func TestServeAndClientCommands(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("serve did not shut down")
 	}
+}
+
+// startServe runs 'hourglass serve' on a loopback port until ctx ends and
+// returns its URL (from the listening line), the channel of its exit code
+// and its stderr.
+func startServe(ctx context.Context, t *testing.T) (url string, done chan int, errb *syncBuffer) {
+	t.Helper()
+	var out syncBuffer
+	errb = &syncBuffer{}
+	serveApp := &App{Stdin: strings.NewReader(""), Stdout: &out, Stderr: errb, Now: time.Now,
+		LookupEnv: func(k string) (string, bool) {
+			return map[string]string{"HOURGLASS_LOG_LEVEL": "warn"}[k], k == "HOURGLASS_LOG_LEVEL"
+		}}
+	done = make(chan int, 1)
+	go func() {
+		done <- serveApp.Run(ctx, []string{"serve", "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--drain-timeout", "2s"})
+	}()
+	waitFor(t, "the listening line", 30*time.Second, func() bool {
+		for _, line := range strings.Split(out.String(), "\n") {
+			if u, ok := strings.CutPrefix(line, "listening on "); ok {
+				url = u
+				return true
+			}
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("serve exited with %d: %s", code, errb.String())
+		default:
+		}
+		return false
+	})
+	if !strings.HasPrefix(url, "http://127.0.0.1:") {
+		t.Fatalf("listening on %q", url)
+	}
+	return url, done, errb
 }
 
 func TestServeRejectsBadConfig(t *testing.T) {

@@ -84,25 +84,7 @@ func Main(args, reexec []string) int {
 	fs.StringVar(&role, "role", "", "internal: 'forwarder' runs the scheme C forwarder")
 	fs.StringVar(&prefix, "prefix", "", "internal: topic prefix for -role forwarder")
 	_ = fs.Parse(args)
-	if c.workers < 1 || c.workers > 64 {
-		fatalf("-workers %d is not in [1, 64]", c.workers)
-	}
-	if c.repl < 1 || c.repl > 16 {
-		fatalf("-replication %d is not in [1, 16]", c.repl)
-	}
-	if c.external != "" && (c.kill || systems != "hourglass") {
-		fatalf("-delay-topic (running workers) goes with -systems hourglass and without -kill")
-	}
-	if c.n < 2 {
-		fatalf("-n %d: want at least 2 messages", c.n)
-	}
-	for _, s := range strings.Split(tiers, ",") {
-		d, err := time.ParseDuration(strings.TrimSpace(s))
-		if err != nil || d <= 0 {
-			fatalf("bad tier %q", s)
-		}
-		c.tiers = append(c.tiers, d)
-	}
+	checkFlags(&c, tiers, systems)
 	if role == "forwarder" {
 		if err := runForwarder(context.Background(), c, prefix); err != nil {
 			fatalf("forwarder: %v", err)
@@ -129,21 +111,7 @@ func Main(args, reexec []string) int {
 			results[s] = append(results[s], r)
 		}
 	}
-	fmt.Println()
-	bad := 0
-	for _, s := range c.systems {
-		fmt.Printf("%-9s %s\n", s, summarize(results[s]))
-		for _, r := range results[s] {
-			if s == "hourglass" { // scheme C is at least once by design
-				bad += r.lost + r.dup + r.early
-			}
-		}
-	}
-	if c.strict && bad > 0 {
-		fmt.Printf("FAIL: %d messages lost, duplicated or early\n", bad)
-		return 1
-	}
-	return 0
+	return summarizeAll(c, results)
 }
 
 func fatalf(format string, args ...any) {
@@ -188,4 +156,49 @@ func summarize(rs []result) string {
 		med(func(r result) float64 { return float64(r.dup) }),
 		med(func(r result) float64 { return r.bytesPerMsg }),
 		med(func(r result) float64 { return r.rssMiB }))
+}
+
+// checkFlags refuses (with fatalf) flag values out of range or in conflict,
+// and parses the -tiers list into c.tiers.
+func checkFlags(c *config, tiers, systems string) {
+	if c.workers < 1 || c.workers > 64 {
+		fatalf("-workers %d is not in [1, 64]", c.workers)
+	}
+	if c.repl < 1 || c.repl > 16 {
+		fatalf("-replication %d is not in [1, 16]", c.repl)
+	}
+	if c.external != "" && (c.kill || systems != "hourglass") {
+		fatalf("-delay-topic (running workers) goes with -systems hourglass and without -kill")
+	}
+	if c.n < 2 {
+		fatalf("-n %d: want at least 2 messages", c.n)
+	}
+	for _, s := range strings.Split(tiers, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(s))
+		if err != nil || d <= 0 {
+			fatalf("bad tier %q", s)
+		}
+		c.tiers = append(c.tiers, d)
+	}
+}
+
+// summarizeAll prints each system's summary over its runs and returns the
+// exit code: 1 under -strict when hourglass lost, duplicated or delivered
+// early any message, else 0.
+func summarizeAll(c config, results map[string][]result) int {
+	fmt.Println()
+	bad := 0
+	for _, s := range c.systems {
+		fmt.Printf("%-9s %s\n", s, summarize(results[s]))
+		for _, r := range results[s] {
+			if s == "hourglass" { // scheme C is at least once by design
+				bad += r.lost + r.dup + r.early
+			}
+		}
+	}
+	if c.strict && bad > 0 {
+		fmt.Printf("FAIL: %d messages lost, duplicated or early\n", bad)
+		return 1
+	}
+	return 0
 }

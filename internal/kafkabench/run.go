@@ -105,39 +105,9 @@ func runOnce(c config, system string, run int) (result, error) {
 	if err := create(biz, bizPartitions, nil); err != nil {
 		return res, err
 	}
-	var start func(i int) (*child, error)
-	switch system {
-	case "hourglass":
-		if c.external != "" {
-			break // workers already run
-		}
-		compact := "compact"
-		for _, t := range []struct {
-			name string
-			conf map[string]*string
-		}{{prefix + ".delay", nil}, {prefix + ".delay.state", map[string]*string{"cleanup.policy": &compact}}, {prefix + ".delay.dlq", nil}} {
-			if err := create(t.name, delayPartitions, t.conf); err != nil {
-				return res, err
-			}
-		}
-		start = func(i int) (*child, error) {
-			return startChild(c.hourglass, "kafka", "--brokers", c.brokers, "--delay-topic", prefix+".delay",
-				"--group", prefix, "--worker-id", fmt.Sprintf("w%d", i+1), "--session-timeout", "6s", "--log-level", logLevel())
-		}
-	case "schemec":
-		for _, tier := range c.tiers {
-			if err := create(levelTopic(prefix, tier), delayPartitions, nil); err != nil {
-				return res, err
-			}
-		}
-		tiers := make([]string, len(c.tiers))
-		for i, t := range c.tiers {
-			tiers[i] = t.String()
-		}
-		start = func(int) (*child, error) {
-			args := append(append([]string{}, c.reexec[1:]...), "-role", "forwarder", "-prefix", prefix, "-brokers", c.brokers, "-tiers", strings.Join(tiers, ","))
-			return startChild(c.reexec[0], args...)
-		}
+	start, err := prepareSystem(c, system, prefix, create)
+	if err != nil {
+		return res, err
 	}
 	before, err := logBytes(ctx, adm)
 	if err != nil {
@@ -174,29 +144,8 @@ func runOnce(c config, system string, run int) (result, error) {
 	defer col.close()
 
 	due := produce(ctx, cl, c, system, prefix, biz)
-	killed := !c.kill && c.killCmd == ""
-	deadline := time.Now().Add(c.tiers[len(c.tiers)-1] + c.produceIn + 2*time.Minute)
-	for {
-		n := col.distinct()
-		if !killed && n >= c.n/2 {
-			if c.kill {
-				w.stop(syscall.SIGKILL)
-				if w, err = start(0); err != nil {
-					return res, err
-				}
-				ws[0] = w
-			}
-			if c.killCmd != "" {
-				if out, err := exec.Command("sh", "-c", c.killCmd).CombinedOutput(); err != nil {
-					return res, fmt.Errorf("-kill-broker: %v\n%s", err, out)
-				}
-			}
-			killed = true
-		}
-		if n >= c.n || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := awaitDelivery(c, col, ws, start); err != nil {
+		return res, err
 	}
 	// A bench, not a test: duplicates are what arrives in a quiet period
 	// of 3 s after the last message.
@@ -425,3 +374,79 @@ func logLevel() string {
 // seeds is the client option of the seed brokers in a host:port,...
 // list (a soak names every node, so a client starts with one down).
 func seeds(list string) kgo.Opt { return kgo.SeedBrokers(strings.Split(list, ",")...) }
+
+// prepareSystem creates the topics the system under test needs beside the
+// business topic and returns how to start its i-th worker process; start is
+// nil when no worker is to be started (hourglass with external workers).
+func prepareSystem(c config, system, prefix string, create func(t string, parts int32, conf map[string]*string) error) (start func(i int) (*child, error), err error) {
+	switch system {
+	case "hourglass":
+		if c.external != "" {
+			break // workers already run
+		}
+		compact := "compact"
+		for _, t := range []struct {
+			name string
+			conf map[string]*string
+		}{{prefix + ".delay", nil}, {prefix + ".delay.state", map[string]*string{"cleanup.policy": &compact}}, {prefix + ".delay.dlq", nil}} {
+			if err := create(t.name, delayPartitions, t.conf); err != nil {
+				return nil, err
+			}
+		}
+		start = func(i int) (*child, error) {
+			return startChild(c.hourglass, "kafka", "--brokers", c.brokers, "--delay-topic", prefix+".delay",
+				"--group", prefix, "--worker-id", fmt.Sprintf("w%d", i+1), "--session-timeout", "6s", "--log-level", logLevel())
+		}
+	case "schemec":
+		for _, tier := range c.tiers {
+			if err := create(levelTopic(prefix, tier), delayPartitions, nil); err != nil {
+				return nil, err
+			}
+		}
+		tiers := make([]string, len(c.tiers))
+		for i, t := range c.tiers {
+			tiers[i] = t.String()
+		}
+		start = func(int) (*child, error) {
+			args := append(append([]string{}, c.reexec[1:]...), "-role", "forwarder", "-prefix", prefix, "-brokers", c.brokers, "-tiers", strings.Join(tiers, ","))
+			return startChild(c.reexec[0], args...)
+		}
+	}
+	return start, nil
+}
+
+// awaitDelivery polls the collector until all c.n messages have arrived or
+// the deadline passed. Once half have arrived it kills the first worker
+// (-kill, restarting it in ws[0]) and runs -kill-broker's command, once.
+func awaitDelivery(c config, col *collector, ws []*child, start func(i int) (*child, error)) error {
+	var w *child
+	if len(ws) > 0 {
+		w = ws[0]
+	}
+	var err error
+	killed := !c.kill && c.killCmd == ""
+	deadline := time.Now().Add(c.tiers[len(c.tiers)-1] + c.produceIn + 2*time.Minute)
+	for {
+		n := col.distinct()
+		if !killed && n >= c.n/2 {
+			if c.kill {
+				w.stop(syscall.SIGKILL)
+				if w, err = start(0); err != nil {
+					return err
+				}
+				ws[0] = w
+			}
+			if c.killCmd != "" {
+				if out, err := exec.Command("sh", "-c", c.killCmd).CombinedOutput(); err != nil {
+					return fmt.Errorf("-kill-broker: %v\n%s", err, out)
+				}
+			}
+			killed = true
+		}
+		if n >= c.n || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return nil
+}

@@ -32,12 +32,7 @@ func runForwarder(ctx context.Context, c config, prefix string) error {
 		topics = append(topics, name)
 		tierOf[name] = t.Milliseconds()
 	}
-	type tp struct {
-		topic string
-		part  int32
-	}
-	var mu sync.Mutex
-	paused := map[tp]int64{} // partition -> due time of its head
+	paused := &fwdPaused{m: map[fwdPart]int64{}}
 	cl, err := kgo.NewClient(
 		seeds(c.brokers),
 		kgo.ConsumerGroup(prefix),
@@ -52,13 +47,7 @@ func runForwarder(ctx context.Context, c config, prefix string) error {
 		// default 5 s long poll that request may be a while coming.
 		kgo.FetchMaxWait(50*time.Millisecond),
 		kgo.OnPartitionsRevoked(func(ctx context.Context, cl *kgo.Client, rev map[string][]int32) {
-			mu.Lock()
-			for t, ps := range rev {
-				for _, p := range ps {
-					delete(paused, tp{t, p})
-				}
-			}
-			mu.Unlock()
+			paused.forget(rev)
 			_ = cl.CommitMarkedOffsets(ctx)
 		}),
 	)
@@ -67,60 +56,109 @@ func runForwarder(ctx context.Context, c config, prefix string) error {
 	}
 	defer cl.Close()
 	for ctx.Err() == nil {
-		now := time.Now().UnixMilli()
-		wait := 100 * time.Millisecond
-		resume := map[string][]int32{}
-		mu.Lock()
-		for k, due := range paused {
-			if due <= now {
-				resume[k.topic] = append(resume[k.topic], k.part)
-				delete(paused, k)
-			} else if d := time.Duration(due-now) * time.Millisecond; d < wait {
-				wait = d
-			}
-		}
-		mu.Unlock()
+		resume, wait := paused.due(time.Now().UnixMilli())
 		if len(resume) > 0 {
 			cl.ResumeFetchPartitions(resume)
 		}
 		pctx, cancel := context.WithTimeout(ctx, wait)
 		fs := cl.PollFetches(pctx)
 		cancel()
-		now = time.Now().UnixMilli()
+		now := time.Now().UnixMilli()
 		fs.EachPartition(func(p kgo.FetchTopicPartition) {
-			key := tp{p.Topic, p.Partition}
-			mu.Lock()
-			_, isPaused := paused[key]
-			mu.Unlock()
-			if isPaused {
-				return
-			}
-			for _, r := range p.Records {
-				due := r.Timestamp.UnixMilli() + tierOf[r.Topic]
-				if due > now {
-					cl.PauseFetchPartitions(map[string][]int32{r.Topic: {r.Partition}})
-					cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{r.Topic: {r.Partition: {Epoch: -1, Offset: r.Offset}}})
-					mu.Lock()
-					paused[key] = due
-					mu.Unlock()
-					return
-				}
-				out := &kgo.Record{Key: r.Key, Value: r.Value}
-				for _, h := range r.Headers {
-					if h.Key == "_bizTopic" {
-						out.Topic = string(h.Value)
-					} else {
-						out.Headers = append(out.Headers, h)
-					}
-				}
-				src := r
-				cl.Produce(ctx, out, func(_ *kgo.Record, err error) {
-					if err == nil {
-						cl.MarkCommitRecords(src)
-					}
-				})
-			}
+			forwardPartition(ctx, cl, paused, tierOf, p, now)
 		})
 	}
 	return nil
+}
+
+// fwdPart names one partition of a level topic.
+type fwdPart struct {
+	topic string
+	part  int32
+}
+
+// fwdPaused holds the forwarder's paused partitions, each with the due time
+// of its head record. The mutex is needed because the revoke callback runs
+// on the client's goroutine.
+type fwdPaused struct {
+	mu sync.Mutex
+	m  map[fwdPart]int64 // partition -> due time of its head
+}
+
+// forget drops the revoked partitions.
+func (ps *fwdPaused) forget(rev map[string][]int32) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	for t, parts := range rev {
+		for _, p := range parts {
+			delete(ps.m, fwdPart{t, p})
+		}
+	}
+}
+
+// due removes and returns the partitions whose head is due at now (unix ms),
+// and how long to poll: at most 100 ms, less when a head falls due sooner.
+func (ps *fwdPaused) due(now int64) (map[string][]int32, time.Duration) {
+	wait := 100 * time.Millisecond
+	resume := map[string][]int32{}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	for k, due := range ps.m {
+		if due <= now {
+			resume[k.topic] = append(resume[k.topic], k.part)
+			delete(ps.m, k)
+		} else if d := time.Duration(due-now) * time.Millisecond; d < wait {
+			wait = d
+		}
+	}
+	return resume, wait
+}
+
+// isPaused says whether the partition is paused.
+func (ps *fwdPaused) isPaused(k fwdPart) bool {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	_, ok := ps.m[k]
+	return ok
+}
+
+// pause records that k is paused until its head falls due.
+func (ps *fwdPaused) pause(k fwdPart, due int64) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	ps.m[k] = due
+}
+
+// forwardPartition produces the fetched records of one partition that are
+// due to their business topic (named by the _bizTopic header), marking each
+// for commit once produced. At the first record not yet due it pauses the
+// partition and rewinds it to that record.
+func forwardPartition(ctx context.Context, cl *kgo.Client, paused *fwdPaused, tierOf map[string]int64, p kgo.FetchTopicPartition, now int64) {
+	key := fwdPart{p.Topic, p.Partition}
+	if paused.isPaused(key) {
+		return
+	}
+	for _, r := range p.Records {
+		due := r.Timestamp.UnixMilli() + tierOf[r.Topic]
+		if due > now {
+			cl.PauseFetchPartitions(map[string][]int32{r.Topic: {r.Partition}})
+			cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{r.Topic: {r.Partition: {Epoch: -1, Offset: r.Offset}}})
+			paused.pause(key, due)
+			return
+		}
+		out := &kgo.Record{Key: r.Key, Value: r.Value}
+		for _, h := range r.Headers {
+			if h.Key == "_bizTopic" {
+				out.Topic = string(h.Value)
+			} else {
+				out.Headers = append(out.Headers, h)
+			}
+		}
+		src := r
+		cl.Produce(ctx, out, func(_ *kgo.Record, err error) {
+			if err == nil {
+				cl.MarkCommitRecords(src)
+			}
+		})
+	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -13,7 +12,6 @@ import (
 
 	rmq "github.com/apache/rocketmq-clients/golang/v5"
 	"github.com/apache/rocketmq-clients/golang/v5/credentials"
-	pb "github.com/apache/rocketmq-clients/golang/v5/protocol/v2"
 
 	"github.com/hourglass-mq/hourglass/internal/loadtest"
 )
@@ -197,23 +195,7 @@ func runPhase(ctx context.Context, cfg config, p phase, progress io.Writer, lead
 
 	// The due times: the spread from start+lead at millisecond steps, the
 	// herd at one whole second far enough ahead for the sends to finish.
-	start := time.Now()
-	var dueOf func(i int) int64
-	var lastDue int64
-	if p == phaseSpread {
-		lead = max(lead, cfg.lead)
-		base := start.Add(lead).UnixMilli()
-		step := cfg.spread.Milliseconds()
-		dueOf = func(i int) int64 { return base + int64(i)*step/int64(cfg.n) }
-		lastDue = dueOf(cfg.n - 1)
-		res.LeadSec = lead.Seconds()
-	} else {
-		instant := start.Add(lead).Truncate(time.Second).Add(time.Second)
-		dueOf = func(int) int64 { return instant.UnixMilli() }
-		lastDue = instant.UnixMilli()
-		res.Instant = &instant
-		res.LeadSec = instant.Sub(start).Seconds()
-	}
+	dueOf, lastDue := dueTimes(cfg, p, time.Now(), lead, &res)
 	fmt.Fprintf(progress, "%s %s: sending %d to %s, last due in %.1fs\n",
 		cfg.system, p, cfg.n, topic, time.Until(time.UnixMilli(lastDue)).Seconds())
 	ss := send(ctx, cfg, prods, topic, p, col.nonce, cfg.n, dueOf)
@@ -221,12 +203,8 @@ func runPhase(ctx context.Context, cfg config, p phase, progress io.Writer, lead
 		cfg.system, p, ss.sent, ss.end.Sub(ss.start).Seconds(), ss.errs)
 
 	deadline := time.UnixMilli(lastDue).Add(cfg.grace)
-	for col.count() < ss.sent && time.Now().Before(deadline) {
-		select {
-		case <-ctx.Done():
-			return res, ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
+	if err := awaitCollected(ctx, col, ss.sent, deadline); err != nil {
+		return res, err
 	}
 	stopRecv()
 	rs.wait()
@@ -403,84 +381,37 @@ func send(ctx context.Context, cfg config, prods []rmq.Producer, topic string, p
 	return ss
 }
 
-// receivers are the goroutines receiving from one consumer and those
-// acking what they received.
-type receivers struct {
-	recv, acks sync.WaitGroup
-	ackCh      chan *rmq.MessageView
-	waitOnce   sync.Once
-	errs       atomic.Int64
-	ackErrs    atomic.Int64
-	mu         sync.Mutex
-	firstErr   string
+// dueTimes gives the due time (unix ms) of the i-th message and the last
+// due time: the spread from start+lead (at least cfg.lead) at millisecond
+// steps over cfg.spread, the herd at the next whole second after start+lead.
+// It records the lead, and the herd's instant, in res.
+func dueTimes(cfg config, p phase, start time.Time, lead time.Duration, res *phaseResult) (dueOf func(i int) int64, lastDue int64) {
+	if p == phaseSpread {
+		lead = max(lead, cfg.lead)
+		base := start.Add(lead).UnixMilli()
+		step := cfg.spread.Milliseconds()
+		dueOf = func(i int) int64 { return base + int64(i)*step/int64(cfg.n) }
+		lastDue = dueOf(cfg.n - 1)
+		res.LeadSec = lead.Seconds()
+	} else {
+		instant := start.Add(lead).Truncate(time.Second).Add(time.Second)
+		dueOf = func(int) int64 { return instant.UnixMilli() }
+		lastDue = instant.UnixMilli()
+		res.Instant = &instant
+		res.LeadSec = instant.Sub(start).Seconds()
+	}
+	return dueOf, lastDue
 }
 
-func (r *receivers) firstError() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.firstErr
-}
-
-// startReceivers starts cfg.receivers long-polling loops until ctx ends,
-// and cfg.ackers goroutines acking what they receive.
-func startReceivers(ctx context.Context, cfg config, c rmq.SimpleConsumer, col *collector) *receivers {
-	r := &receivers{ackCh: make(chan *rmq.MessageView, cfg.n)}
-	for range cfg.ackers {
-		r.acks.Go(func() {
-			for mv := range r.ackCh {
-				actx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				if err := c.Ack(actx, mv); err != nil {
-					r.ackErrs.Add(1)
-				}
-				cancel()
-			}
-		})
+// awaitCollected waits until the collector holds sent messages or the
+// deadline passes, polling every 50 ms; it fails only when ctx ends.
+func awaitCollected(ctx context.Context, col *collector, sent int, deadline time.Time) error {
+	for col.count() < sent && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
-	for range cfg.receivers {
-		r.recv.Go(func() {
-			for ctx.Err() == nil {
-				mvs, err := c.Receive(ctx, int32(cfg.batch), cfg.invisible)
-				now := time.Now()
-				if err != nil {
-					r.receiveFailed(ctx, err)
-					continue
-				}
-				for _, mv := range mvs {
-					col.add(mv.GetBody(), now)
-					r.ackCh <- mv
-				}
-			}
-		})
-	}
-	return r
-}
-
-// receiveFailed counts a failed Receive, unless it is an empty long poll
-// or the end of the phase, and pauses briefly so that a broker that keeps
-// refusing is not hammered.
-func (r *receivers) receiveFailed(ctx context.Context, err error) {
-	var st *rmq.ErrRpcStatus
-	if ctx.Err() != nil || (errors.As(err, &st) && st.Code == int32(pb.Code_MESSAGE_NOT_FOUND)) {
-		return
-	}
-	r.errs.Add(1)
-	r.mu.Lock()
-	if r.firstErr == "" {
-		r.firstErr = err.Error()
-	}
-	r.mu.Unlock()
-	select {
-	case <-ctx.Done():
-	case <-time.After(100 * time.Millisecond):
-	}
-}
-
-// wait returns once the receivers have ended (their context must be done)
-// and the ack queue is drained. It may be called more than once.
-func (r *receivers) wait() {
-	r.waitOnce.Do(func() {
-		r.recv.Wait()
-		close(r.ackCh)
-		r.acks.Wait()
-	})
+	return nil
 }

@@ -113,23 +113,7 @@ func run(n, minutes int, dir string) error {
 	for _, at := range instants {
 		fmt.Printf("firings of %s sent after their fire time: %d\n", time.UnixMilli(at).UTC().Format("15:04"), sentLate[at])
 	}
-	fmt.Println("| fire instant | population | count | p50 ms | p99 ms | max ms |")
-	fmt.Println("|---|---|---|---|---|---|")
-	for _, at := range instants {
-		for _, p := range []struct {
-			name string
-			l    map[int64][]int64
-		}{{"schedule firings", sched}, {"plain delayed messages", plain}} {
-			l := p.l[at]
-			slices.Sort(l)
-			if len(l) == 0 {
-				fmt.Printf("| %s | %s | 0 | - | - | - |\n", time.UnixMilli(at).UTC().Format("15:04"), p.name)
-				continue
-			}
-			fmt.Printf("| %s | %s | %d | %d | %d | %d |\n", time.UnixMilli(at).UTC().Format("15:04"), p.name, len(l),
-				l[len(l)/2], l[len(l)*99/100], l[len(l)-1])
-		}
-	}
+	printLateness(instants, sched, plain)
 	return nil
 }
 
@@ -236,3 +220,26 @@ func (f noSync) Open(name string) (vfs.File, error) {
 type noSyncFile struct{ vfs.File }
 
 func (noSyncFile) Sync() error { return nil }
+
+// printLateness prints, as a markdown table, the count and the p50, p99 and
+// max lateness (ms) of the schedule firings and of the plain delayed
+// messages at each fire instant.
+func printLateness(instants []int64, sched, plain map[int64][]int64) {
+	fmt.Println("| fire instant | population | count | p50 ms | p99 ms | max ms |")
+	fmt.Println("|---|---|---|---|---|---|")
+	for _, at := range instants {
+		for _, p := range []struct {
+			name string
+			l    map[int64][]int64
+		}{{"schedule firings", sched}, {"plain delayed messages", plain}} {
+			l := p.l[at]
+			slices.Sort(l)
+			if len(l) == 0 {
+				fmt.Printf("| %s | %s | 0 | - | - | - |\n", time.UnixMilli(at).UTC().Format("15:04"), p.name)
+				continue
+			}
+			fmt.Printf("| %s | %s | %d | %d | %d | %d |\n", time.UnixMilli(at).UTC().Format("15:04"), p.name, len(l),
+				l[len(l)/2], l[len(l)*99/100], l[len(l)-1])
+		}
+	}
+}
