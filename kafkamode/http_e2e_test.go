@@ -53,32 +53,7 @@ func TestKafkaHTTPAPI(t *testing.T) {
 	send("order-4", "m4", 5*time.Second)
 	m5 := send("order-5", "m5", 60*time.Second)
 
-	// The forecast counts the five once the worker has read them.
-	var f api.KafkaForecast
-	for {
-		f = forecastOf(t, ctx, addr)
-		if f.Pending == 5 {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("forecast pending %d, want 5", f.Pending)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if f.Total != 5 || len(f.Partitions) != 3 {
-		t.Fatalf("forecast total %d over partitions %v, want 5 over all three", f.Total, f.Partitions)
-	}
-	for _, b := range f.Buckets {
-		if m3.Due >= b.Start && m3.Due < b.End && b.Count != 1 {
-			t.Fatalf("the bucket of m3's due time counts %d, want 1", b.Count)
-		}
-	}
-	// The CLI's forecast, unchanged, against the worker.
-	var cf api.Forecast
-	runCLI(t, ctx, &cf, "forecast", "--server", "http://"+addr, "--step", "second", "--for", "2m", "--json")
-	if cf.Total != 5 {
-		t.Fatalf("hourglass forecast: total %d, want 5", cf.Total)
-	}
+	checkForecast(t, ctx, addr, m3)
 
 	in, err := cl.Inspect(ctx, m1.ID)
 	if err != nil || in.State != "pending" || in.Due != m1.Due || in.Topic != e.biz || in.Key != "order-1" || in.Properties["trace"] != "m1" {
@@ -111,14 +86,7 @@ func TestKafkaHTTPAPI(t *testing.T) {
 		t.Fatalf("second reschedule of m5: %v, want failed_precondition", err)
 	}
 
-	// A record with bad headers, produced with a Kafka client: inspect
-	// says it is dead-lettered and why.
-	bad := &kgo.Record{Topic: e.delay, Key: []byte("bad"), Value: []byte("bad"),
-		Headers: []kgo.RecordHeader{{Key: kafkamode.HeaderDelayMs, Value: []byte("soon")}}}
-	if err := e.cl.ProduceSync(ctx, bad).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
-	badID := kafkahttp.FormatID(bad.Partition, bad.Offset)
+	badID := produceBadHeaders(t, ctx, e)
 
 	// The CLI's send, unchanged, against the worker.
 	var m6 client.Receipt
@@ -130,11 +98,50 @@ func TestKafkaHTTPAPI(t *testing.T) {
 		t.Fatalf("%s (an unknown ID is a cancelled message that was delivered)", v)
 	}
 
-	in, err = cl.Inspect(ctx, m1.ID)
+	checkResolved(t, ctx, cl, addr, m1, []string{m3.ID, m5.ID}, badID)
+}
+
+// checkForecast waits until the worker's forecast counts the test's five
+// messages, and checks the bucket of m3 and the CLI's forecast.
+func checkForecast(t *testing.T, ctx context.Context, addr string, m3 client.Receipt) {
+	t.Helper()
+	// The forecast counts the five once the worker has read them.
+	var f api.KafkaForecast
+	for {
+		f = forecastOf(t, ctx, addr)
+		if f.Pending == 5 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("forecast pending %d, want 5", f.Pending)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if f.Total != 5 || len(f.Partitions) != 3 {
+		t.Fatalf("forecast total %d over partitions %v, want 5 over all three", f.Total, f.Partitions)
+	}
+	for _, b := range f.Buckets {
+		if m3.Due >= b.Start && m3.Due < b.End && b.Count != 1 {
+			t.Fatalf("the bucket of m3's due time counts %d, want 1", b.Count)
+		}
+	}
+	// The CLI's forecast, unchanged, against the worker.
+	var cf api.Forecast
+	runCLI(t, ctx, &cf, "forecast", "--server", "http://"+addr, "--step", "second", "--for", "2m", "--json")
+	if cf.Total != 5 {
+		t.Fatalf("hourglass forecast: total %d, want 5", cf.Total)
+	}
+}
+
+// checkResolved checks, once everything settled, what inspect and cancel
+// say of the delivered m1, the cancelled messages and the bad record.
+func checkResolved(t *testing.T, ctx context.Context, cl *client.Client, addr string, m1 client.Receipt, cancelled []string, badID string) {
+	t.Helper()
+	in, err := cl.Inspect(ctx, m1.ID)
 	if err != nil || in.State != "visible" || in.Visible < in.Due {
 		t.Fatalf("inspect m1 after delivery: %+v %v; want visible, forwarded at or after its due time", in, err)
 	}
-	for _, id := range []string{m3.ID, m5.ID} {
+	for _, id := range cancelled {
 		if in, err := cl.Inspect(ctx, id); err != nil || in.State != "cancelled" {
 			t.Fatalf("inspect %s after settle: %+v %v; want cancelled", id, in, err)
 		}
@@ -154,6 +161,19 @@ func TestKafkaHTTPAPI(t *testing.T) {
 	if _, err := cl.Inspect(ctx, "k:0:999999"); !client.IsNotFound(err) {
 		t.Fatalf("inspect past the end: %v, want not_found", err)
 	}
+}
+
+// produceBadHeaders produces, with a Kafka client, a record with a bad
+// control header (inspect must say it is dead-lettered and why) and
+// returns its ID.
+func produceBadHeaders(t *testing.T, ctx context.Context, e *env) string {
+	t.Helper()
+	bad := &kgo.Record{Topic: e.delay, Key: []byte("bad"), Value: []byte("bad"),
+		Headers: []kgo.RecordHeader{{Key: kafkamode.HeaderDelayMs, Value: []byte("soon")}}}
+	if err := e.cl.ProduceSync(ctx, bad).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	return kafkahttp.FormatID(bad.Partition, bad.Offset)
 }
 
 // waitUp waits until the worker's API answers /healthz.

@@ -93,19 +93,7 @@ func (w *Worker) transact(ctx context.Context, batch []*entry, snap []*partProgr
 	w.aborted(batch, plans)
 	w.deadLetterRefused(refused.take(), outputs)
 	perr, _ := produceErr.Load().(error)
-	if perr != nil {
-		w.cfg.Logger.Warn("transaction aborted: a produce failed", "err", perr)
-	}
-	if flushErr != nil {
-		w.cfg.Logger.Warn("transaction aborted: flush failed", "err", flushErr)
-	}
-	if err != nil {
-		return fmt.Errorf("end transaction: %w", err)
-	}
-	if perr == nil && flushErr == nil {
-		w.cfg.Logger.Info("transaction aborted (rebalance)", "records", len(batch))
-	}
-	return nil
+	return w.abortError(len(batch), perr, flushErr, err)
 }
 
 // refusals collects the records a transaction's produces failed for.
@@ -284,4 +272,23 @@ func (w *Worker) producePlans(ctx context.Context, byPart map[*partProgress][]in
 		}
 	}
 	return plans
+}
+
+// abortError logs why a transaction of n records aborted: a produce
+// failed (perr), the flush failed, or neither (a rebalance). It returns
+// EndTransaction's own error, wrapped.
+func (w *Worker) abortError(n int, perr, flushErr, err error) error {
+	if perr != nil {
+		w.cfg.Logger.Warn("transaction aborted: a produce failed", "err", perr)
+	}
+	if flushErr != nil {
+		w.cfg.Logger.Warn("transaction aborted: flush failed", "err", flushErr)
+	}
+	if err != nil {
+		return fmt.Errorf("end transaction: %w", err)
+	}
+	if perr == nil && flushErr == nil {
+		w.cfg.Logger.Info("transaction aborted (rebalance)", "records", n)
+	}
+	return nil
 }
