@@ -26,9 +26,7 @@ func (h *Handler) cancel(w http.ResponseWriter, r *http.Request) error {
 	// reschedule of the same message would otherwise find the original
 	// cancelled by the reschedule and answer "cancelled" while the copy
 	// is delivered.
-	mu, _ := h.reschedMu.LoadOrStore(p, new(sync.Mutex))
-	mu.(*sync.Mutex).Lock()
-	defer mu.(*sync.Mutex).Unlock()
+	defer h.lockPartition(p)()
 	loc, err := h.loc.Locate(r.Context(), p, o, false)
 	if err != nil {
 		return err
@@ -145,9 +143,7 @@ func (h *Handler) reschedule(w http.ResponseWriter, r *http.Request) error {
 	// One reschedule of a partition at a time, each until the worker
 	// applied it: a second reschedule of the same ID then finds it
 	// resolved (409) instead of scheduling a second copy.
-	mu, _ := h.reschedMu.LoadOrStore(p, new(sync.Mutex))
-	mu.(*sync.Mutex).Lock()
-	defer mu.(*sync.Mutex).Unlock()
+	defer h.lockPartition(p)()
 	loc, err := h.loc.Locate(r.Context(), p, o, false)
 	if err != nil {
 		return err
@@ -189,4 +185,12 @@ func (h *Handler) reschedule(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, answer)
 	return nil
+}
+
+// lockPartition takes the lock that serializes the changes (reschedules and
+// cancels by ID) of partition p through this API, and returns its unlock.
+func (h *Handler) lockPartition(p int32) func() {
+	mu, _ := h.reschedMu.LoadOrStore(p, new(sync.Mutex))
+	mu.(*sync.Mutex).Lock()
+	return mu.(*sync.Mutex).Unlock
 }
