@@ -131,6 +131,7 @@ func TestValidation(t *testing.T) {
 		{"GET", "/v1/forecast?topic=orders", ``, 400, `"topic" is not supported`},
 		{"GET", "/v1/forecast?colour=red", ``, 400, `"colour" is not accepted`},
 		{"GET", "/v1/forecast?from=-1", ``, 400, "Unix milliseconds"},
+		{"GET", "/v1/forecast?from=9223372036854775807", ``, 400, "an integer from 0 to"},
 		{"GET", "/v1/forecast?from=5&from=6", ``, 400, "given 2 times"},
 		{"GET", "/v1/forecast?step=1ms", ``, 400, "step"},
 		{"GET", "/v1/forecast?from=100000&to=5", ``, 400, "before to"},

@@ -167,7 +167,9 @@ func dueOf(d api.Delivery, now int64) (int64, error) {
 		if dd < 0 || dd.Milliseconds() > kafkamode.MaxDelayMs {
 			return 0, errorf("delay %q is out of range (0 to 100 years)", d.Delay)
 		}
-		return now + dd.Milliseconds(), nil
+		// Rounded up, as the embedded engine does: a truncated delay
+		// would be due up to a millisecond early.
+		return now + (dd + time.Millisecond - 1).Milliseconds(), nil
 	case d.At < 0:
 		return 0, errorf("at %d is before the Unix epoch", d.At)
 	case int64(d.At) > now+kafkamode.MaxDelayMs:
@@ -244,6 +246,11 @@ func infoOf(loc kafkamode.Location) api.KafkaMessageInfo {
 	return in
 }
 
+// maxForecastMs bounds a forecast's from and to (Unix ms): the end of the
+// year 9999, as docs/openapi-kafka.yaml says, and far from int64's end, so
+// that the default "to" (from plus an hour) cannot overflow.
+const maxForecastMs = 253_402_300_799_999
+
 // forecastWait bounds how long a forecast waits for the worker's loop.
 const forecastWait = 5 * time.Second
 
@@ -270,8 +277,8 @@ func (h *Handler) forecast(w http.ResponseWriter, r *http.Request) error {
 			return def, nil
 		}
 		v, err := strconv.ParseInt(q.Get(name), 10, 64)
-		if err != nil || v < 0 {
-			return 0, errorf("%s %q is not a time in Unix milliseconds (a non-negative integer)", name, q.Get(name))
+		if err != nil || v < 0 || v > maxForecastMs {
+			return 0, errorf("%s %q is not a time in Unix milliseconds (an integer from 0 to %d)", name, q.Get(name), int64(maxForecastMs))
 		}
 		return v, nil
 	}
