@@ -38,10 +38,7 @@ func (e *Engine) validFromLocked(pos uint64, due int64, logStart uint64) bool {
 	if ov := e.ovl.entries[pos]; ov != nil {
 		return !ov.Changing && !ov.Cancelled && !ov.Fired && ov.Due == due
 	}
-	if e.disp.firedSince[pos] {
-		return false
-	}
-	return due > e.disp.recF || pos >= e.disp.recL
+	return !e.firedAtRecoveryLocked(pos, due)
 }
 
 // expireLocked is the message wheel's fire callback: it stages the

@@ -172,11 +172,9 @@ func (r *Runner) Resume(id string) (Info, error) {
 func (r *Runner) change(id string, f func(e *entry, sc *Schedule, now int64) (cancel string)) (Info, error) {
 	r.opMu.Lock()
 	defer r.opMu.Unlock()
-	r.mu.Lock()
-	e, ok := r.entries[id]
-	r.mu.Unlock()
-	if !ok {
-		return Info{}, errs.New(errs.NotFound, "no schedule %q", id)
+	e, err := r.lookup(id)
+	if err != nil {
+		return Info{}, err
 	}
 	now := r.opts.Broker.Now()
 	sc := e.sc.clone()
@@ -203,11 +201,9 @@ func (r *Runner) change(id string, f func(e *entry, sc *Schedule, now int64) (ca
 func (r *Runner) Delete(id string) (Info, error) {
 	r.opMu.Lock()
 	defer r.opMu.Unlock()
-	r.mu.Lock()
-	e, ok := r.entries[id]
-	r.mu.Unlock()
-	if !ok {
-		return Info{}, errs.New(errs.NotFound, "no schedule %q", id)
+	e, err := r.lookup(id)
+	if err != nil {
+		return Info{}, err
 	}
 	now := r.opts.Broker.Now()
 	if e.sc.LastFire > now && e.sc.LastID != "" {
@@ -225,4 +221,15 @@ func (r *Runner) Delete(id string) (Info, error) {
 		heap.Remove(&r.due, e.index)
 	}
 	return info, nil
+}
+
+// lookup returns the entry of schedule id, or NotFound.
+func (r *Runner) lookup(id string) (*entry, error) {
+	r.mu.Lock()
+	e, ok := r.entries[id]
+	r.mu.Unlock()
+	if !ok {
+		return nil, errs.New(errs.NotFound, "no schedule %q", id)
+	}
+	return e, nil
 }

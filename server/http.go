@@ -174,14 +174,7 @@ func (h *Handler) logRequest(r *http.Request, rec *recorder, took time.Duration)
 // noRoute answers requests no route matches: 405 with Allow when the path
 // exists with other methods, 404 otherwise.
 func (h *Handler) noRoute(w http.ResponseWriter, r *http.Request) {
-	var allow []string
-	for _, m := range []string{"GET", "POST", "PUT", "DELETE"} {
-		r2 := r.Clone(r.Context())
-		r2.Method = m
-		if _, pat := h.mux.Handler(r2); pat != "" && pat != "/" {
-			allow = append(allow, m)
-		}
-	}
+	allow := api.AllowedMethods(h.mux, r)
 	if len(allow) > 0 {
 		w.Header().Set("Allow", strings.Join(allow, ", "))
 		h.writeErrorStatus(w, http.StatusMethodNotAllowed, errs.New(errs.InvalidArgument,

@@ -164,14 +164,7 @@ func (h *Handler) routes() []route {
 // noRoute answers what no route matches: 405 with Allow when the path
 // exists with other methods (as the embedded API does), else 404.
 func (h *Handler) noRoute(w http.ResponseWriter, r *http.Request) {
-	var allow []string
-	for _, m := range []string{"GET", "POST", "PUT", "DELETE"} {
-		r2 := r.Clone(r.Context())
-		r2.Method = m
-		if _, pat := h.mux.Handler(r2); pat != "" && pat != "/" {
-			allow = append(allow, m)
-		}
-	}
+	allow := api.AllowedMethods(h.mux, r)
 	if len(allow) > 0 {
 		w.Header().Set("Allow", strings.Join(allow, ", "))
 		writeJSON(w, http.StatusMethodNotAllowed, api.Error{Error: api.ErrorBody{Code: errs.InvalidArgument,
