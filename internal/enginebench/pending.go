@@ -83,6 +83,10 @@ func runPending(c config, dir string) (*report, error) {
 	ckN := st.Checkpoints.Load()
 	_, _, ckSum := st.CheckpointSeconds.Snapshot()
 
+	if err := inspectKeyFigures(r, c, e, dir, c.n); err != nil {
+		e.Close()
+		return nil, err
+	}
 	closeStart := time.Now()
 	if err := e.Close(); err != nil {
 		return nil, fmt.Errorf("close: %w", err)
