@@ -123,3 +123,8 @@ clean:
 .PHONY: soak-kafka
 soak-kafka:
 	./scripts/soak-kafka.sh
+
+## bench-nats: issue 8's herd (20,000 due at one instant, 8 consumers) against hourglass serve and NATS JetStream 2.15.2 scheduling (benchmarks/natsherd, its own module), 3 alternating runs each, summary with median, range and ratios (about 5 min; not part of test)
+.PHONY: bench-nats
+bench-nats:
+	scripts/bench-nats.sh $(NATSBENCH_OUT)

@@ -146,9 +146,9 @@ func writeSummary(w io.Writer, all []*series) {
 	fmt.Fprintln(w, "| configuration | runs | load average at start | first arrival ms, median (range) | last arrival ms, median (range) | sent after the instant | drain msg/s | sent / lost / early / dup (all runs) |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
 	for _, s := range all {
-		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s | %d / %d / %d / %d |\n", s.name, len(s.runs),
+		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s | %s / %d / %d / %d |\n", s.name, len(s.runs),
 			strings.Join(s.load, ", "), spread(s.first), spread(s.last), spread(s.sentAfter), spread(s.drain),
-			s.sent, s.lost, s.early, s.dups)
+			num(float64(s.sent)), s.lost, s.early, s.dups)
 	}
 	fmt.Fprintln(w)
 	for _, h := range all {
