@@ -313,10 +313,11 @@ func (b *bench) consume(ctx context.Context, c jetstream.Consumer) {
 				seq = -1
 			}
 			var delivered uint64 = 1
+			var stored int64
 			if md, err := m.Metadata(); err == nil {
-				delivered = md.NumDelivered
+				delivered, stored = md.NumDelivered, md.Timestamp.UnixNano()
 			}
-			b.rec.arrive(seq, now, delivered)
+			b.rec.arrive(seq, now, stored, delivered)
 			if err := m.Ack(); err != nil {
 				b.ackFails.Add(1)
 			}

@@ -304,6 +304,8 @@ func (r *Report) writeTable(w io.Writer) {
 		s.Producers, s.Batch, s.BodyBytes, s.Consumers, s.Max, s.MaxAckPending, s.Invisible, r.Ended, r.DurationS)
 	fmt.Fprintf(w, "sent %d, received %d, lost %d, early %d, dup %d; lateness p50 %.3f p99 %.3f max %.3f ms; send %.0f/s, recv %.0f/s\n",
 		t.Sent, t.Received, t.Lost, t.Early, t.Duplicated, l.P50, l.P99, l.Max, t.SendRate, t.ReceiveRate)
+	bl := t.BrokerLateness
+	fmt.Fprintf(w, "broker-side (stored on the target subject - due) p50 %.3f p99 %.3f max %.3f ms\n", bl.P50, bl.P99, bl.Max)
 	fmt.Fprintf(w, "sends: %d batches, %d failed publishes (published again under the same ID)\n", r.Sends.Requests, r.Sends.Failed)
 	fmt.Fprintf(w, "receives: %d fetches, %d errors, %d ack failures, %d redeliveries, %d foreign\n",
 		r.Receives.Requests, r.Receives.Errors, r.Receives.AckFailures, r.Receives.Redelivered, r.Receives.Foreign)

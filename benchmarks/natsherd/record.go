@@ -28,6 +28,10 @@ type entry struct {
 	due     int64 // the herd's instant, a whole millisecond
 	sent    int64 // when the publish was answered or failed
 	arrival int64 // when a consumer first got the message
+	// stored is when the server stored the fired copy on the target
+	// subject (its stream timestamp), of the first delivery: the moment it
+	// became visible to consumers, as hourglass's "visible".
+	stored int64
 	// receipts counts how many times a consumer got the message.
 	receipts uint32
 	state    sendState
@@ -75,8 +79,9 @@ func (r *recorder) sent(seq int, ok bool, at int64) {
 }
 
 // arrive records that a consumer got message seq at time at, on its
-// numDelivered-th delivery. A seq of no entry is counted as foreign.
-func (r *recorder) arrive(seq int, at int64, numDelivered uint64) {
+// numDelivered-th delivery of the copy the server stored at stored. A seq
+// of no entry is counted as foreign.
+func (r *recorder) arrive(seq int, at, stored int64, numDelivered uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if numDelivered > 1 {
@@ -91,7 +96,7 @@ func (r *recorder) arrive(seq int, at int64, numDelivered uint64) {
 	if e.receipts > 1 {
 		return
 	}
-	e.arrival = at
+	e.arrival, e.stored = at, stored
 	if e.state == sendAcked {
 		r.ackedArrived++
 	}
@@ -140,8 +145,11 @@ type Row struct {
 	Duplicated      int      `json:"duplicated"`
 	ExtraDeliveries int      `json:"extra_deliveries"`
 	Lateness        Lateness `json:"lateness"`
-	SendRate        float64  `json:"send_rate_per_s"`
-	ReceiveRate     float64  `json:"receive_rate_per_s"`
+	// BrokerLateness is stored minus due: when the server made each
+	// message visible, as hourglass bench's broker-side visible - due.
+	BrokerLateness Lateness `json:"broker_lateness"`
+	SendRate       float64  `json:"send_rate_per_s"`
+	ReceiveRate    float64  `json:"receive_rate_per_s"`
 }
 
 // HerdReport is the herd's result, as `hourglass bench` reports it: the
@@ -161,7 +169,7 @@ type HerdReport struct {
 // of a finished run whose instant is atNs (Unix ns).
 func measure(entries []entry, atNs int64) (Row, HerdReport) {
 	row := Row{Name: "herd"}
-	var late []int64
+	var late, broker []int64
 	var firstSent, lastSent, firstArr, lastArr int64
 	h := HerdReport{At: time.Unix(0, atNs).UTC()}
 	for i := range entries {
@@ -184,6 +192,9 @@ func measure(entries []entry, atNs int64) (Row, HerdReport) {
 		firstArr, lastArr = earliest(firstArr, e.arrival), max(lastArr, e.arrival)
 		d := e.arrival - e.due
 		late = append(late, d)
+		if e.stored != 0 {
+			broker = append(broker, e.stored-e.due)
+		}
 		if d < 0 {
 			row.Early++
 			row.EarlyMaxMs = max(row.EarlyMaxMs, nsToMs(-d))
@@ -194,6 +205,7 @@ func measure(entries []entry, atNs int64) (Row, HerdReport) {
 		}
 	}
 	row.Lateness = summarize(late)
+	row.BrokerLateness = summarize(broker)
 	row.SendRate = perSecond(row.Sent, firstSent, lastSent)
 	row.ReceiveRate = perSecond(len(late), firstArr, lastArr)
 	h.Messages = row.Sent

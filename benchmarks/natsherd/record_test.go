@@ -53,14 +53,14 @@ func TestMeasureCountsEachCase(t *testing.T) {
 func TestRecorder(t *testing.T) {
 	r := newRecorder(3, 100*ms)
 	r.sent(0, true, 50*ms)
-	r.arrive(1, 101*ms, 1) // before its PubAck
+	r.arrive(1, 101*ms, 100*ms+ms/2, 1) // before its PubAck
 	if r.complete() {
 		t.Fatal("complete with message 0 acknowledged and not arrived")
 	}
 	r.sent(1, true, 102*ms)
-	r.arrive(0, 103*ms, 1)
-	r.arrive(0, 130*ms, 2) // a redelivery: a duplicate
-	r.arrive(7, 104*ms, 1) // not of this run
+	r.arrive(0, 103*ms, 102*ms, 1)
+	r.arrive(0, 130*ms, 102*ms, 2) // a redelivery: a duplicate
+	r.arrive(7, 104*ms, 0, 1)      // not of this run
 	r.sent(2, false, 60*ms)
 	if !r.complete() {
 		t.Error("not complete with both acknowledged messages arrived")
@@ -75,6 +75,9 @@ func TestRecorder(t *testing.T) {
 	if e := r.frozen()[0]; e.arrival != 103*ms {
 		t.Errorf("arrival %d, want the first delivery's %d", e.arrival, 103*ms)
 	}
+	if b := row.BrokerLateness; b.Count != 2 || b.Min != 0.5 || b.Max != 2 {
+		t.Errorf("broker-side lateness %+v, want 0.5 and 2 ms", b)
+	}
 }
 
 // TestSummarize reads reports of two configurations and checks the
@@ -82,7 +85,7 @@ func TestRecorder(t *testing.T) {
 func TestSummarize(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name string, first, last float64, lost int) {
-		body := `{"ended":"all arrived","total":{"sent":10,"lost":` + itoa(lost) + `,"early":0,"duplicated":0},` +
+		body := `{"ended":"all arrived","total":{"sent":10,"lost":` + itoa(lost) + `,"early":0,"duplicated":0,"broker_lateness":{"max_ms":` + ftoa(last/2) + `}},` +
 			`"herd":{"sent_after_at":0,"first_after_ms":` + ftoa(first) + `,"last_after_ms":` + ftoa(last) + `,"drain_rate_per_s":1000}}`
 		if err := os.WriteFile(filepath.Join(dir, name+".json"), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
@@ -102,7 +105,7 @@ func TestSummarize(t *testing.T) {
 		t.Fatalf("exit %d", code)
 	}
 	for _, want := range []string{
-		"| hourglass-default | 3 | ?, ?, ? | 20 (10–30) | 300 (200–400) |",
+		"| hourglass-default | 3 | ?, ?, ? | 20 (10–30) | 300 (200–400) | 150 (100–200) |",
 		"| 30 / 1 / 0 / 0 |",
 		"| nats-default | 3 | ?, 3.21, ? | 6 (5–7) | 125 (100–150) |",
 		"last arrival, hourglass-default / nats-default: 2.40",

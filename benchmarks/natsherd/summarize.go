@@ -16,10 +16,13 @@ import (
 type herdResult struct {
 	Ended string `json:"ended"`
 	Total struct {
-		Sent       int `json:"sent"`
-		Lost       int `json:"lost"`
-		Early      int `json:"early"`
-		Duplicated int `json:"duplicated"`
+		Sent           int `json:"sent"`
+		Lost           int `json:"lost"`
+		Early          int `json:"early"`
+		Duplicated     int `json:"duplicated"`
+		BrokerLateness struct {
+			Max float64 `json:"max_ms"`
+		} `json:"broker_lateness"`
 	} `json:"total"`
 	Herd *struct {
 		SentAfterAt  int     `json:"sent_after_at"`
@@ -35,6 +38,7 @@ type series struct {
 	runs                    []string
 	load                    []string
 	first, last, drain      []float64
+	brokerMax               []float64
 	sentAfter               []float64
 	sent, lost, early, dups int
 }
@@ -107,6 +111,7 @@ func (s *series) add(run string, r herdResult) {
 	s.first = append(s.first, r.Herd.FirstAfterMs)
 	s.last = append(s.last, r.Herd.LastAfterMs)
 	s.drain = append(s.drain, r.Herd.DrainRate)
+	s.brokerMax = append(s.brokerMax, r.Total.BrokerLateness.Max)
 	s.sentAfter = append(s.sentAfter, float64(r.Herd.SentAfterAt))
 	s.sent += r.Total.Sent
 	s.lost += r.Total.Lost
@@ -143,11 +148,11 @@ func num(v float64) string {
 // writeSummary prints one table row per series and the ratios of every
 // hourglass series' median last arrival to every NATS series'.
 func writeSummary(w io.Writer, all []*series) {
-	fmt.Fprintln(w, "| configuration | runs | load average at start | first arrival ms, median (range) | last arrival ms, median (range) | sent after the instant | drain msg/s | sent / lost / early / dup (all runs) |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| configuration | runs | load average at start | first arrival ms, median (range) | last arrival ms, median (range) | broker-side visible - due, max ms | sent after the instant | drain msg/s | sent / lost / early / dup (all runs) |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
 	for _, s := range all {
-		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s | %s / %d / %d / %d |\n", s.name, len(s.runs),
-			strings.Join(s.load, ", "), spread(s.first), spread(s.last), spread(s.sentAfter), spread(s.drain),
+		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %s | %s | %s | %s / %d / %d / %d |\n", s.name, len(s.runs),
+			strings.Join(s.load, ", "), spread(s.first), spread(s.last), spread(s.brokerMax), spread(s.sentAfter), spread(s.drain),
 			num(float64(s.sent)), s.lost, s.early, s.dups)
 	}
 	fmt.Fprintln(w)
