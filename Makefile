@@ -128,3 +128,8 @@ soak-kafka:
 .PHONY: bench-nats
 bench-nats:
 	scripts/bench-nats.sh $(NATSBENCH_OUT)
+
+## test-natsherd: go vet and the unit tests of benchmarks/natsherd (its own module; a cold build compiles nats-server, minutes on 2 cores, so it is not part of test)
+.PHONY: test-natsherd
+test-natsherd:
+	cd benchmarks/natsherd && $(GO) vet ./... && $(GO) test -count=1 ./...
