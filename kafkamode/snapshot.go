@@ -284,19 +284,19 @@ parts:
 	for _, pp := range parts {
 		have := known[pp]
 		if w.spill != nil {
-			spilled, err := w.spill.entries(pp)
-			if err != nil {
+			var err error
+			if have, err = w.spill.appendEntries(have, pp); err != nil {
 				w.failSpill(err)
 				continue
 			}
-			have = append(have, spilled...)
 		}
 		slices.SortFunc(have, func(a, b snapEntry) int { return cmp.Compare(a.offset, b.offset) })
 		done := make(map[int64]struct{}, len(resolved[pp]))
 		for _, o := range resolved[pp] {
 			done[o] = struct{}{}
 		}
-		var es []snapEntry
+		// es reuses have's array: it takes have[i] into es[j] with j <= i.
+		es := have[:0]
 		i := 0
 		for _, o := range pp.pending {
 			if _, ok := pp.markers[o]; ok {

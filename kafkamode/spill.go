@@ -312,13 +312,21 @@ func (s *spiller) takeOut(pp *partProgress, match func(snapEntry) bool) ([]snapE
 	return out, nil
 }
 
-// entries returns every entry of pp still spilled (files and buffer).
-func (s *spiller) entries(pp *partProgress) ([]snapEntry, error) {
+// appendEntries appends to out every entry of pp still spilled (files
+// and buffer), growing out once.
+func (s *spiller) appendEntries(out []snapEntry, pp *partProgress) ([]snapEntry, error) {
 	sp := s.parts[pp]
 	if sp == nil {
-		return nil, nil
+		return out, nil
 	}
-	var out []snapEntry
+	n := 0
+	for _, bk := range sp.buckets {
+		n += int(bk.count)
+	}
+	for _, es := range sp.buf {
+		n += len(es)
+	}
+	out = slices.Grow(out, n)
 	for b := range sp.buckets {
 		es, err := s.read(sp, b)
 		if err != nil {
