@@ -2,13 +2,16 @@ package kafkabench
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"runtime"
 	"sort"
 	"strconv"
@@ -28,8 +31,13 @@ import (
 // (its RSS is the empty worker's), and another on the loaded topic, waits
 // until it has read all N and written a snapshot of them, lets it settle,
 // and reads its RSS (VmRSS) and its Go heap in use (from its metrics).
-// The figure per message is (loaded RSS - empty RSS) / N. The floor is a
-// plain Go slice of N (due, offset) pairs, measured in this process.
+// The figure per message is (loaded RSS - empty RSS) / N. RSS keeps the
+// peak of reading (fetch buffers) and of the last snapshot until the Go
+// runtime returns the pages, so the workers also run with
+// GODEBUG=gctrace=1 and the live heap per message is (the live heap
+// after the first collection at least 15 s after all was read - the empty
+// worker's) / N: what the index itself keeps. The floor is a plain Go slice of N (due,
+// offset) pairs, measured in this process.
 
 // pendingFigures is one worker's measurement.
 type pendingFigures struct {
@@ -37,7 +45,12 @@ type pendingFigures struct {
 	emptyMiB, loadedMiB   float64 // VmRSS
 	heapMiB               float64 // go_memstats_heap_inuse_bytes when loaded
 	perMsgRSS, perMsgHeap float64 // bytes per pending message
-	readIn                time.Duration
+	// emptyLive and loadedLive are the live heap after a collection
+	// (GODEBUG=gctrace=1, MB): the empty worker's last one, and the
+	// loaded worker's first one at least 15 s after it read everything;
+	// perMsgLive is their difference per message (NaN: none within 150 s).
+	emptyLive, loadedLive, perMsgLive float64
+	readIn                            time.Duration
 }
 
 func runPending(c config) int {
@@ -71,8 +84,9 @@ func runPending(c config) int {
 			if err != nil {
 				fatalf("%s run %d: %v", names[i], run, err)
 			}
-			fmt.Printf("%s run %d: load %s; empty worker %.1f MiB, loaded %.1f MiB RSS (heap in use %.1f MiB), read in %v: %.1f B RSS, %.1f B heap per pending message\n",
-				names[i], run, f.load, f.emptyMiB, f.loadedMiB, f.heapMiB, f.readIn.Round(time.Millisecond), f.perMsgRSS, f.perMsgHeap)
+			fmt.Printf("%s run %d: load %s; empty worker %.1f MiB, loaded %.1f MiB RSS (heap in use %.1f MiB; live after GC %.0f -> %.0f MB), read in %v: %.1f B RSS, %.1f B heap in use, %.1f B live heap per pending message\n",
+				names[i], run, f.load, f.emptyMiB, f.loadedMiB, f.heapMiB, f.emptyLive, f.loadedLive, f.readIn.Round(time.Millisecond),
+				f.perMsgRSS, f.perMsgHeap, f.perMsgLive)
 			res[names[i]] = append(res[names[i]], f)
 		}
 	}
@@ -80,9 +94,10 @@ func runPending(c config) int {
 	for i, n := range names {
 		rss := pendingMedian(res[n], func(f pendingFigures) float64 { return f.perMsgRSS })
 		heap := pendingMedian(res[n], func(f pendingFigures) float64 { return f.perMsgHeap })
+		live := pendingMedian(res[n], func(f pendingFigures) float64 { return f.perMsgLive })
 		med[i] = rss[0]
-		fmt.Printf("%s: median (range) over %d runs: %.1f (%.1f-%.1f) B RSS, %.1f (%.1f-%.1f) B heap per pending message\n",
-			n, c.runs, rss[0], rss[1], rss[2], heap[0], heap[1], heap[2])
+		fmt.Printf("%s: median (range) over %d runs per pending message: %.1f (%.1f-%.1f) B RSS, %.1f (%.1f-%.1f) B heap in use, %.1f (%.1f-%.1f) B live heap\n",
+			n, c.runs, rss[0], rss[1], rss[2], heap[0], heap[1], heap[2], live[0], live[1], live[2])
 	}
 	if med[0] > 0 {
 		fmt.Printf("ratio this build / baseline (median RSS per message): %.3f\n", med[1]/med[0])
@@ -163,10 +178,13 @@ func pendingRun(c config, bin, prefix, tag string) (pendingFigures, error) {
 		return m[`hourglass_kafka_rebalance_partitions_total{event="assigned"}`] > 0
 	}, 2*time.Minute); err != nil {
 		empty.ch.stop(syscall.SIGKILL)
-		return f, fmt.Errorf("empty worker: %w\n%s", err, empty.ch.out.String())
+		return f, fmt.Errorf("empty worker: %w", err)
 	}
 	time.Sleep(5 * time.Second) // settle: the same wait as the loaded one's after its snapshot
 	f.emptyMiB = empty.ch.rss()
+	if lives := empty.gcLive(0); len(lives) > 0 {
+		f.emptyLive = lives[len(lives)-1]
+	}
 	empty.ch.stop(syscall.SIGTERM)
 
 	w, err := startPendingWorker(bin, c, prefix+".delay", tag)
@@ -177,13 +195,20 @@ func pendingRun(c config, bin, prefix, tag string) (pendingFigures, error) {
 	start := time.Now()
 	n := float64(c.pending)
 	if err := w.waitFor(func(m map[string]float64) bool { return m["hourglass_kafka_records_read_total"] >= n }, 10*time.Minute); err != nil {
-		return f, fmt.Errorf("loaded worker: %w\n%s", err, w.ch.out.String())
+		return f, fmt.Errorf("loaded worker: %w", err)
 	}
 	f.readIn = time.Since(start)
-	// Two snapshot intervals (5 s each): every partition has written a
-	// snapshot of all it read, so both builds are measured after the
-	// same work.
-	time.Sleep(12 * time.Second)
+	// Two snapshot intervals (5 s each) and more: every partition has
+	// written a snapshot of all it read, so both builds are measured
+	// after the same work. Then wait for the next collection (the runtime
+	// forces one when two minutes passed without): its live heap is the
+	// index at rest, and RSS has had that long to shrink.
+	time.Sleep(15 * time.Second)
+	mark := len(w.gcLive(0))
+	deadline := time.Now().Add(150 * time.Second)
+	for len(w.gcLive(mark)) == 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Second)
+	}
 	m, err := w.metrics()
 	if err != nil {
 		return f, err
@@ -191,13 +216,54 @@ func pendingRun(c config, bin, prefix, tag string) (pendingFigures, error) {
 	f.loadedMiB, f.heapMiB = w.ch.rss(), m["go_memstats_heap_inuse_bytes"]/(1<<20)
 	f.perMsgRSS = (f.loadedMiB - f.emptyMiB) * (1 << 20) / n
 	f.perMsgHeap = m["go_memstats_heap_inuse_bytes"] / n
+	f.loadedLive, f.perMsgLive = math.NaN(), math.NaN()
+	if lives := w.gcLive(mark); len(lives) > 0 {
+		f.loadedLive = lives[len(lives)-1]
+		f.perMsgLive = (f.loadedLive - f.emptyLive) * 1e6 / n
+	}
 	return f, nil
 }
 
-// pendingWorker is a worker child with its metrics address.
+// pendingWorker is a worker child with its metrics address and its
+// output (the collector's trace among it).
 type pendingWorker struct {
 	ch   *child
 	addr string
+	mu   sync.Mutex
+	out  bytes.Buffer
+}
+
+func (w *pendingWorker) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.out.Write(p)
+}
+
+// gcLive returns the live heap (MB) after each collection the worker
+// traced, from the skip-th on: the third figure of "A->B->C MB".
+func (w *pendingWorker) gcLive(skip int) []float64 {
+	w.mu.Lock()
+	text := w.out.String()
+	w.mu.Unlock()
+	var out []float64
+	n := 0
+	for _, line := range strings.Split(text, "\n") {
+		if !strings.HasPrefix(line, "gc ") {
+			continue
+		}
+		if n++; n <= skip {
+			continue
+		}
+		for _, f := range strings.Split(line, ", ") {
+			if mb, ok := strings.CutSuffix(f, " MB"); ok && strings.Count(mb, "->") == 2 {
+				v, err := strconv.ParseFloat(mb[strings.LastIndex(mb, "->")+2:], 64)
+				if err == nil {
+					out = append(out, v)
+				}
+			}
+		}
+	}
+	return out
 }
 
 func startPendingWorker(bin string, c config, delay, tag string) (*pendingWorker, error) {
@@ -208,13 +274,17 @@ func startPendingWorker(bin string, c config, delay, tag string) (*pendingWorker
 	addr := ln.Addr().String()
 	_ = ln.Close()
 	g := delay + "-" + tag
-	ch, err := startChild(bin, "kafka", "--brokers", c.brokers, "--delay-topic", delay, "--state-topic", g+".state",
+	w := &pendingWorker{addr: addr}
+	w.ch = &child{cmd: exec.Command(bin, "kafka", "--brokers", c.brokers, "--delay-topic", delay, "--state-topic", g+".state",
 		"--dlq-topic", g+".dlq", "--group", g, "--worker-id", "w", "--snapshot-interval", "5s",
-		"--metrics-listen", addr, "--log-level", "warn")
-	if err != nil {
+		"--metrics-listen", addr, "--log-level", "warn"), done: make(chan struct{})}
+	w.ch.cmd.Env = append(os.Environ(), "GODEBUG=gctrace=1")
+	w.ch.cmd.Stdout, w.ch.cmd.Stderr = w, w
+	if err := w.ch.cmd.Start(); err != nil {
 		return nil, err
 	}
-	return &pendingWorker{ch: ch, addr: addr}, nil
+	go func() { _ = w.ch.cmd.Wait(); close(w.ch.done) }()
+	return w, nil
 }
 
 // metrics reads the worker's Prometheus text: series (with labels) to value.
