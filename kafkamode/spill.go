@@ -194,6 +194,21 @@ func (s *spiller) write(sp *spillPart, b int64, es []snapEntry) error {
 // read returns the entries of bucket b's file that are still spilled (not
 // removed).
 func (s *spiller) read(sp *spillPart, b int64) ([]snapEntry, error) {
+	es, err := s.readFile(sp, b)
+	if err != nil || len(sp.removed) == 0 {
+		return es, err
+	}
+	keep := es[:0]
+	for _, e := range es {
+		if _, gone := sp.removed[e.offset]; !gone {
+			keep = append(keep, e)
+		}
+	}
+	return keep, nil
+}
+
+// readFile returns every entry of bucket b's file, removed ones included.
+func (s *spiller) readFile(sp *spillPart, b int64) ([]snapEntry, error) {
 	bk := sp.buckets[b]
 	if bk == nil || bk.size == 0 {
 		return nil, nil
@@ -211,15 +226,6 @@ func (s *spiller) read(sp *spillPart, b int64) ([]snapEntry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("spill: %s: %w", sp.file(b), err)
 	}
-	if len(sp.removed) > 0 {
-		keep := es[:0]
-		for _, e := range es {
-			if _, gone := sp.removed[e.offset]; !gone {
-				keep = append(keep, e)
-			}
-		}
-		es = keep
-	}
 	return es, nil
 }
 
@@ -227,13 +233,18 @@ func (s *spiller) read(sp *spillPart, b int64) ([]snapEntry, error) {
 // removes its file (a file that cannot be removed is only disk space: the
 // next incarnation uses another directory).
 func (s *spiller) take(sp *spillPart, b int64) ([]snapEntry, error) {
-	es, err := s.read(sp, b)
+	all, err := s.readFile(sp, b)
 	if err != nil {
 		return nil, err
 	}
-	for _, e := range es {
-		delete(sp.removed, e.offset)
+	es := all[:0]
+	for _, e := range all {
+		if _, gone := sp.removed[e.offset]; gone {
+			delete(sp.removed, e.offset) // its file is going: forget it
+			continue
+		}
 		sp.counts.Add(forecast.SecondOf(e.due), -1)
+		es = append(es, e)
 	}
 	s.onDisk -= sp.buckets[b].count
 	delete(sp.buckets, b)

@@ -172,6 +172,9 @@ func TestSpillCancelByKey(t *testing.T) {
 	if _, back := got[0]; back || got[1] == nil {
 		t.Fatalf("after the load, live in RAM: %v; want offset 1 only", got)
 	}
+	if n := len(r.w.spill.parts[pp].removed); n != 0 {
+		t.Fatalf("%d offsets still remembered as removed after their file was taken", n)
+	}
 }
 
 // TestSpillRevokedPartitionDropsFiles: a revoked partition's spill files
