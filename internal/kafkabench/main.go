@@ -25,6 +25,9 @@
 // -kill-broker runs a command at that moment (a soak kills a Kafka broker
 // with it; see scripts/soak-kafka.sh). -strict makes any message of hourglass
 // lost, duplicated or early an exit status of 1.
+//
+// -pending N measures instead the worker's memory per pending message far
+// from due, against another hourglass binary (-compare); see pending.go.
 package kafkabench
 
 import (
