@@ -189,5 +189,6 @@
 //     pending entries (spilled ones read from disk), so a snapshot
 //     interval in which records were read allocates O(pending) for a
 //     moment; and an entry copied forward (or cancelled) stays in the
-//     due heap until its due time, as before the spill.
+//     due heap until its due time or until such dead entries are at
+//     least 4,096 and half the heap (then the loop drops them).
 package kafkamode

@@ -166,6 +166,19 @@ func TestSpillCancelByKey(t *testing.T) {
 	if n := r.w.stats.Spilled.Load(); n != 1 {
 		t.Fatalf("spilled %d after the cancel, want 1", n)
 	}
+	// The cancelled entry, resolved while in the heaps, is dropped from
+	// them when the loop compacts (not left until its due time).
+	if r.w.deadSlots != 1 {
+		t.Fatalf("dead slots %d after the cancel, want 1", r.w.deadSlots)
+	}
+	r.w.dropDeadSlots()
+	for _, h := range []dueHeap{r.w.due, r.w.noBody} {
+		for _, e := range h {
+			if !e.live() {
+				t.Fatalf("a resolved entry (offset %d) is still in a heap after compaction", e.offset)
+			}
+		}
+	}
 	r.clk.Advance(time.Duration(due-r.now()) * time.Millisecond)
 	r.w.loadSpilled(r.now())
 	got := r.inRAM(pp)

@@ -1,6 +1,7 @@
 package kafkamode
 
 import (
+	"container/heap"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -190,4 +191,36 @@ func (w *Worker) fs() vfs.FS {
 		return w.cfg.SpillFS
 	}
 	return vfs.OS
+}
+
+// compactAfter is the least number of dead slots (entries resolved while
+// still in the due heap) that makes the loop rebuild its heaps.
+const compactAfter = 4096
+
+// compactIndex drops from the due and body heaps the entries resolved
+// while still in them (copied forward, cancelled: they would otherwise
+// stay until their due time, days away) once they are many and at least
+// half of the heap, so RAM follows the near window after a mass cancel
+// or a copy-forward of a whole bucket too.
+func (w *Worker) compactIndex() {
+	if w.deadSlots < compactAfter || w.deadSlots < len(w.due)/2 {
+		return
+	}
+	w.dropDeadSlots()
+}
+
+// dropDeadSlots rebuilds the due and body heaps with their live entries.
+func (w *Worker) dropDeadSlots() {
+	for _, h := range []*dueHeap{&w.due, &w.noBody} {
+		keep := (*h)[:0]
+		for _, e := range *h {
+			if e.live() {
+				keep = append(keep, e)
+			}
+		}
+		clear((*h)[len(keep):])
+		*h = keep
+		heap.Init(h)
+	}
+	w.deadSlots = 0
 }

@@ -132,6 +132,9 @@ type Worker struct {
 	spillErr      error
 	spillLogged   bool
 	lastCopyCheck time.Time
+	// deadSlots counts entries resolved while still in the due heap
+	// (compactIndex).
+	deadSlots int
 }
 
 // seededPart is a partition's snapshot entries, ready to index.
@@ -292,6 +295,7 @@ func (w *Worker) runSession(ctx context.Context) error {
 		w.takeBodies()
 		now := time.Now().UnixMilli()
 		w.loadSpilled(now)
+		w.compactIndex()
 		w.requestBodies(sctx, now)
 		batch := w.collectDue(now)
 		if w.spillErr != nil {
@@ -323,6 +327,7 @@ func (w *Worker) resetIndex() {
 	w.seeded = nil
 	w.mu.Unlock()
 	w.due, w.noBody, w.copies, w.copyReady = nil, nil, nil, nil
+	w.deadSlots = 0
 	if w.spill != nil {
 		w.spill.reset()
 	}
