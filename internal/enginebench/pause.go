@@ -129,6 +129,18 @@ func pauseOnce(c config, dir string, interval time.Duration) ([]pauseSend, []che
 // pacedSends runs c.producers goroutines that together call Send c.rate
 // times a second for c.window, each message due c.lead after its send.
 func pacedSends(e *engine.Engine, c config, body []byte) ([]pauseSend, error) {
+	return pacedCalls(c, func(p, i int) error {
+		m := message.Message{Topic: pendingTopic, Key: fmt.Sprintf("p%d-%d", p, i), Body: body}
+		_, err := e.Send(context.Background(), m, message.When{Delay: c.lead})
+		return err
+	})
+}
+
+// pacedCalls runs c.producers goroutines that together make c.rate calls
+// of call a second for c.window, each goroutine on its own fixed schedule
+// (producer p's i-th call), and returns when each call started and how
+// long it took. The first error stops its goroutine and is returned.
+func pacedCalls(c config, call func(p, i int) error) ([]pauseSend, error) {
 	every := time.Duration(c.producers) * time.Second / time.Duration(c.rate)
 	start := time.Now()
 	var mu sync.Mutex
@@ -145,8 +157,7 @@ func pacedSends(e *engine.Engine, c config, body []byte) ([]pauseSend, error) {
 				time.Sleep(time.Until(next))
 				next = next.Add(every)
 				t := time.Now()
-				m := message.Message{Topic: pendingTopic, Key: fmt.Sprintf("p%d-%d", p, i), Body: body}
-				if _, err := e.Send(context.Background(), m, message.When{Delay: c.lead}); err != nil {
+				if err := call(p, i); err != nil {
 					mu.Lock()
 					firstErr = cmpErr(firstErr, err)
 					mu.Unlock()
