@@ -1,8 +1,6 @@
 package timerstore
 
 import (
-	"path"
-
 	"github.com/hourglass-mq/hourglass/vfs"
 )
 
@@ -79,14 +77,22 @@ type SyncJob struct {
 // Len returns the number of files the job syncs.
 func (j *SyncJob) Len() int { return len(j.names) }
 
-// batchSyncMin is how many files make a sync job use one batch sync (when
-// the filesystem has it) rather than one fsync per file.
-const batchSyncMin = 16
+// SyncWorkers is how many bucket files a checkpoint's job fsyncs at once.
+// Concurrent fsyncs on ext4 share journal commits, so many at once make
+// thousands of small files durable in few commits. The job does not use a
+// filesystem-wide batch sync (syncfs, vfs.BatchSyncer) any more: syncfs
+// writes back every dirty page of the whole filesystem, other programs'
+// included, for as long as that takes, and the commit log's fdatasync,
+// which every send waits for, queues behind it on the device. Measured
+// with `enginebench -scenario rawpause -ckpt-files 8192 -ckpt-bytes
+// 3000000` (docs/benchmarks.md): one syncfs took 3.4 s (3.3 to 5.4) on a
+// shared machine, 64 concurrent fdatasyncs 0.8 s (0.6 to 2.4).
+const SyncWorkers = 64
 
-// Run writes the job's entries, then makes its files durable: with one
-// batch sync when the filesystem has it (vfs.BatchSyncer) and there are at
-// least batchSyncMin of them, else with the given number of concurrent
-// fsync workers; then it syncs the directory.
+// Run writes the job's entries, then makes its files durable with up to
+// workers concurrent fsyncs, then syncs the directory. A large write
+// starts its writeback as it goes (vfs.WritePaced), so no fsync has a long
+// burst to write.
 func (j *SyncJob) Run(workers int) error {
 	for name, ws := range j.writes {
 		if err := writeAll(j.fs, name, ws); err != nil {
@@ -95,18 +101,6 @@ func (j *SyncJob) Run(workers int) error {
 	}
 	if len(j.names) == 0 {
 		return nil
-	}
-	if _, ok := j.fs.(vfs.BatchSyncer); ok && len(j.names) >= batchSyncMin {
-		// One syncfs for thousands of bucket files instead of one journal
-		// commit each (vfs.BatchSyncer).
-		base := make([]string, len(j.names))
-		for i, n := range j.names {
-			base[i] = path.Base(n)
-		}
-		if err := vfs.SyncFiles(j.fs, j.dir, base); err != nil {
-			return err
-		}
-		return j.fs.SyncDir(j.dir)
 	}
 	workers = max(1, min(workers, len(j.names)))
 	next := make(chan string)
@@ -162,7 +156,7 @@ func writeAll(fs vfs.FS, name string, ws []pendingWrite) error {
 	}
 	defer f.Close()
 	for _, w := range ws {
-		if _, err := f.WriteAt(w.data, w.off); err != nil {
+		if err := vfs.WritePaced(f, w.data, w.off); err != nil {
 			return err
 		}
 	}
