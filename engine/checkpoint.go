@@ -35,18 +35,10 @@ func readAll(fs vfs.FS, name string) ([]byte, error) {
 // checkpointer writes a checkpoint every CheckpointInterval.
 func (e *Engine) checkpointer() {
 	defer close(e.life.ckptDone)
+	trickle, stop := e.trickleTicks()
+	defer stop()
 	for {
-		t := e.opts.Clock.NewTimer(e.opts.CheckpointInterval)
-		select {
-		case <-e.life.done:
-			t.Stop()
-			return
-		case <-t.C():
-		case <-e.life.ckptNow:
-			t.Stop()
-		case <-e.life.failedCh:
-			// No checkpoint after a fatal failure (fail.go).
-			t.Stop()
+		if !e.waitCheckpoint(e.opts.Clock.NewTimer(e.opts.CheckpointInterval), trickle) {
 			return
 		}
 		if err := e.checkpoint(); err != nil {
@@ -240,7 +232,7 @@ func (e *Engine) writeCaches(c *ckptCapture) error {
 		return e.fail(fmt.Errorf("write and sync the overlay journal: %w", err))
 	}
 	// There may be thousands of bucket files.
-	err = c.bucketSync.Run(4)
+	err = c.bucketSync.Run(timerstore.SyncWorkers)
 	e.mu.Lock()
 	e.disp.timers.Complete(c.bucketSync, err)
 	e.mu.Unlock()
