@@ -29,7 +29,14 @@ const (
 	ckFsync  = "fsync"  // write each file whole, then fdatasync each
 	ckSyncfs = "syncfs" // write them all, then one syncfs(2)
 	ckPaced  = "paced"  // sync_file_range(WRITE) every paceBytes, then fdatasync each
+	// ckPacedSyncfs kicks writeback as ckPaced does, then makes the files
+	// durable with one syncfs(2).
+	ckPacedSyncfs = "paced+syncfs"
 )
+
+// syncWorkers is how many fdatasyncs of a round's files run at once: on
+// ext4 concurrent fdatasyncs share journal commits.
+const syncWorkers = 64
 
 // paceBytes is how much the paced writer writes before it starts the
 // writeback of what it wrote.
@@ -43,8 +50,8 @@ func runRawPause(c config, dir string) (*report, error) {
 	r := newReport("rawpause", dir)
 	r.note("load: %d goroutines together append %s records/s of %d B to one file for %v; each waits until a committer has written its record (with all others queued: one WriteAt) and called fdatasync; no engine",
 		c.producers, humanInt(int64(c.rate)), rawRecord, c.window)
-	r.note("checkpoint-like writer: every 1 s it creates %d files holding %s bytes in all (64 KiB writes), makes them durable the named way, fsyncs their directory and removes the previous round's files",
-		c.ckptFiles, humanInt(int64(c.ckptBytes)))
+	r.note("checkpoint-like writer: every 1 s it creates %d files holding %s bytes in all (64 KiB writes), makes them durable the named way (fdatasyncs %d at a time), fsyncs their directory and removes the previous round's files",
+		c.ckptFiles, humanInt(int64(c.ckptBytes)), syncWorkers)
 	best, bestQ := 0, quantiles{}
 	for _, k := range []int{1, 2, 4} {
 		sends, _, err := rawPauseOnce(c, dir, k, ckNone)
@@ -58,7 +65,7 @@ func runRawPause(c config, dir string) (*report, error) {
 		}
 	}
 	r.note("the committer count with the best p99.9 alone (%d) is used against the writer", best)
-	for _, mode := range []string{ckFsync, ckSyncfs, ckPaced} {
+	for _, mode := range []string{ckFsync, ckSyncfs, ckPaced, ckPacedSyncfs} {
 		sends, rounds, err := rawPauseOnce(c, dir, best, mode)
 		if err != nil {
 			return r, err
@@ -246,17 +253,18 @@ func ckptRound(sub string, files, bytes int, mode string) error {
 			return err
 		}
 		fs = append(fs, f)
-		var sinceKick int64
+		paced := mode == ckPaced || mode == ckPacedSyncfs
+		kicked := 0
 		for off := 0; off < per; off += len(chunk) {
 			n := min(len(chunk), per-off)
 			if _, err := f.WriteAt(chunk[:n], int64(off)); err != nil {
 				return err
 			}
-			if sinceKick += int64(n); mode == ckPaced && sinceKick >= paceBytes {
-				if err := unix.SyncFileRange(int(f.Fd()), int64(off+n)-sinceKick, sinceKick, unix.SYNC_FILE_RANGE_WRITE); err != nil {
+			if end := off + n; paced && (end-kicked >= paceBytes || end == per) {
+				if err := unix.SyncFileRange(int(f.Fd()), int64(kicked), int64(end-kicked), unix.SYNC_FILE_RANGE_WRITE); err != nil {
 					return err
 				}
-				sinceKick = 0
+				kicked = end
 			}
 		}
 	}
@@ -265,7 +273,7 @@ func ckptRound(sub string, files, bytes int, mode string) error {
 
 // syncRound makes the round's files and directory durable.
 func syncRound(sub string, fs []*os.File, mode string) error {
-	if mode == ckSyncfs {
+	if mode == ckSyncfs || mode == ckPacedSyncfs {
 		d, err := os.Open(sub)
 		if err != nil {
 			return err
@@ -273,10 +281,29 @@ func syncRound(sub string, fs []*os.File, mode string) error {
 		defer d.Close()
 		return unix.Syncfs(int(d.Fd()))
 	}
+	next := make(chan *os.File)
+	errc := make(chan error, syncWorkers)
+	for range syncWorkers {
+		go func() {
+			var first error
+			for f := range next {
+				if err := unix.Fdatasync(int(f.Fd())); err != nil && first == nil {
+					first = err
+				}
+			}
+			errc <- first
+		}()
+	}
 	for _, f := range fs {
-		if err := unix.Fdatasync(int(f.Fd())); err != nil {
-			return err
-		}
+		next <- f
+	}
+	close(next)
+	var first error
+	for range syncWorkers {
+		first = cmpErr(first, <-errc)
+	}
+	if first != nil {
+		return first
 	}
 	d, err := os.Open(sub)
 	if err != nil {
