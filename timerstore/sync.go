@@ -23,6 +23,7 @@ func (s *Store) PrepareSync() *SyncJob {
 	for b, data := range s.buf {
 		s.inflight[b] = append(s.inflight[b], pendingWrite{off: s.sizes[b], data: data})
 		s.sizes[b] += int64(len(data))
+		s.touch(b)
 		s.dirty[b] = true
 		delete(s.buf, b)
 		s.bufBytes -= len(data)

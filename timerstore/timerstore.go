@@ -79,6 +79,10 @@ type Store struct {
 	// removing holds the buckets the last Remove forgot, whose files the
 	// next Remove deletes (see Remove). None of them is in sizes.
 	removing map[int64]bool
+	// snap is the last SizesSnapshot and changed the buckets whose sizes
+	// entry changed since (sizes.go).
+	snap    *SizesSnap
+	changed map[int64]bool
 }
 
 // pendingWrite is data to be written at off in a bucket file.
@@ -105,7 +109,7 @@ func Open(fs vfs.FS, dir string, width int64) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{fs: fs, dir: dir, width: width, buf: map[int64][]byte{}, sizes: map[int64]int64{}, dirty: map[int64]bool{}, inflight: map[int64][]pendingWrite{}, removing: map[int64]bool{}}
+	s := &Store{fs: fs, dir: dir, width: width, buf: map[int64][]byte{}, sizes: map[int64]int64{}, dirty: map[int64]bool{}, inflight: map[int64][]pendingWrite{}, removing: map[int64]bool{}, changed: map[int64]bool{}}
 	for _, n := range names {
 		if !strings.HasSuffix(n, ".tb") {
 			continue
@@ -199,6 +203,7 @@ func (s *Store) write(b int64, data []byte) error {
 		return err
 	}
 	s.sizes[b] = size + int64(len(data))
+	s.touch(b)
 	s.dirty[b] = true
 	return nil
 }
@@ -247,6 +252,7 @@ func (s *Store) Remove(t int64) (int, error) {
 			s.removing[b] = true
 		}
 		delete(s.sizes, b)
+		s.touch(b)
 		delete(s.dirty, b)
 		delete(s.inflight, b)
 		n++
