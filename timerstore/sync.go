@@ -28,14 +28,18 @@ func (s *Store) PrepareSync() *SyncJob {
 		delete(s.buf, b)
 		s.bufBytes -= len(data)
 	}
-	j := &SyncJob{fs: s.fs, dir: s.dir, writes: map[string][]pendingWrite{}, counts: map[int64]int{}}
+	// Under the caller's lock this is O(buckets) of map and slice work
+	// only: file names are made by Run. The job's view of a bucket's
+	// writes is capped at their number now, so a later PrepareSync that
+	// appends to the same bucket never changes it.
+	j := &SyncJob{fs: s.fs, dir: s.dir, writes: make(map[int64][]pendingWrite, len(s.inflight)), counts: make(map[int64]int, len(s.inflight))}
 	for b, ws := range s.inflight {
-		j.writes[s.name(b)] = append([]pendingWrite(nil), ws...)
+		j.writes[b] = ws[:len(ws):len(ws)]
 		j.counts[b] = len(ws)
 	}
+	j.buckets = make([]int64, 0, len(s.dirty))
 	for b := range s.dirty {
 		j.buckets = append(j.buckets, b)
-		j.names = append(j.names, s.name(b))
 	}
 	clear(s.dirty)
 	return j
@@ -69,14 +73,13 @@ func (s *Store) Complete(j *SyncJob, err error) {
 type SyncJob struct {
 	fs      vfs.FS
 	dir     string
-	writes  map[string][]pendingWrite
+	writes  map[int64][]pendingWrite // by bucket start
 	counts  map[int64]int
-	buckets []int64
-	names   []string
+	buckets []int64 // the buckets whose files the job syncs
 }
 
 // Len returns the number of files the job syncs.
-func (j *SyncJob) Len() int { return len(j.names) }
+func (j *SyncJob) Len() int { return len(j.buckets) }
 
 // SyncWorkers is how many bucket files a checkpoint's job fsyncs at once.
 // Concurrent fsyncs on ext4 share journal commits, so many at once make
@@ -95,15 +98,15 @@ const SyncWorkers = 64
 // starts its writeback as it goes (vfs.WritePaced), so no fsync has a long
 // burst to write.
 func (j *SyncJob) Run(workers int) error {
-	for name, ws := range j.writes {
-		if err := writeAll(j.fs, name, ws); err != nil {
+	for b, ws := range j.writes {
+		if err := writeAll(j.fs, bucketPath(j.dir, b), ws); err != nil {
 			return err
 		}
 	}
-	if len(j.names) == 0 {
+	if len(j.buckets) == 0 {
 		return nil
 	}
-	workers = max(1, min(workers, len(j.names)))
+	workers = max(1, min(workers, len(j.buckets)))
 	next := make(chan string)
 	errc := make(chan error, workers)
 	for w := 0; w < workers; w++ {
@@ -126,8 +129,8 @@ func (j *SyncJob) Run(workers int) error {
 			errc <- first
 		}()
 	}
-	for _, n := range j.names {
-		next <- n
+	for _, b := range j.buckets {
+		next <- bucketPath(j.dir, b)
 	}
 	close(next)
 	var err error

@@ -168,7 +168,12 @@ func (s *Store) Add(e Entry) error {
 // job has taken yet.
 func (s *Store) Buffered() int { return s.bufBytes }
 
-func (s *Store) name(b int64) string { return path.Join(s.dir, strconv.FormatInt(b, 10)+".tb") }
+func (s *Store) name(b int64) string { return bucketPath(s.dir, b) }
+
+// bucketPath is the file of the bucket starting at b in dir.
+func bucketPath(dir string, b int64) string {
+	return path.Join(dir, strconv.FormatInt(b, 10)+".tb")
+}
 
 // Flush writes every buffered entry to its file, except for buckets a sync
 // job is writing: those stay buffered until the next one.
