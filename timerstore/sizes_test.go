@@ -12,6 +12,8 @@ import (
 // trims and a reset, every snapshot's map equals what Sizes returns at the
 // same instant, although it copies only the buckets changed since the
 // previous snapshot; earlier snapshots' maps do not change afterwards.
+// Remove, which skips its scan while no bucket has ended, still forgets
+// every bucket that has.
 func TestSizesSnapshotMatchesSizes(t *testing.T) {
 	s, err := Open(vfs.NewMem(), "timers", 1000)
 	if err != nil {
@@ -41,6 +43,11 @@ func TestSizesSnapshotMatchesSizes(t *testing.T) {
 			removedTo += rng.Int64N(5_000)
 			if _, err := s.Remove(removedTo); err != nil {
 				t.Fatal(err)
+			}
+			for b := range s.sizes {
+				if b+s.width <= removedTo {
+					t.Fatalf("step %d: bucket %d ended by %d is still there after Remove", step, b, removedTo)
+				}
 			}
 		default:
 			// Cut one written bucket back to empty or to one entry, as

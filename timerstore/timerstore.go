@@ -42,6 +42,7 @@ package timerstore
 import (
 	"container/heap"
 	"fmt"
+	"math"
 	"path"
 	"strconv"
 	"strings"
@@ -79,6 +80,10 @@ type Store struct {
 	// removing holds the buckets the last Remove forgot, whose files the
 	// next Remove deletes (see Remove). None of them is in sizes.
 	removing map[int64]bool
+	// low is at most the smallest bucket start in sizes (MaxInt64 when
+	// none is), so that Remove, which runs under the engine's lock after
+	// every checkpoint, scans sizes only when some bucket has ended.
+	low int64
 	// snap is the last SizesSnapshot and changed the buckets whose sizes
 	// entry changed since (sizes.go).
 	snap    *SizesSnap
@@ -109,7 +114,7 @@ func Open(fs vfs.FS, dir string, width int64) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{fs: fs, dir: dir, width: width, buf: map[int64][]byte{}, sizes: map[int64]int64{}, dirty: map[int64]bool{}, inflight: map[int64][]pendingWrite{}, removing: map[int64]bool{}, changed: map[int64]bool{}}
+	s := &Store{fs: fs, dir: dir, width: width, buf: map[int64][]byte{}, sizes: map[int64]int64{}, dirty: map[int64]bool{}, inflight: map[int64][]pendingWrite{}, removing: map[int64]bool{}, changed: map[int64]bool{}, low: math.MaxInt64}
 	for _, n := range names {
 		if !strings.HasSuffix(n, ".tb") {
 			continue
@@ -128,6 +133,7 @@ func Open(fs vfs.FS, dir string, width int64) (*Store, error) {
 			return nil, err
 		}
 		s.sizes[start] = size - size%EntrySize
+		s.low = min(s.low, start)
 		heap.Push(&s.order, start)
 	}
 	return s, nil
@@ -152,6 +158,7 @@ func (s *Store) Add(e Entry) error {
 	delete(s.removing, b)
 	if _, ok := s.sizes[b]; !ok {
 		s.sizes[b] = 0
+		s.low = min(s.low, b)
 		heap.Push(&s.order, b)
 	}
 	var tmp [EntrySize]byte
@@ -244,9 +251,13 @@ func (s *Store) Remove(t int64) (int, error) {
 		}
 		delete(s.removing, b)
 	}
-	n := 0
+	if s.low == math.MaxInt64 || s.low+s.width > t {
+		return 0, nil // no bucket has ended
+	}
+	n, low := 0, int64(math.MaxInt64)
 	for b := range s.sizes {
 		if b+s.width > t {
+			low = min(low, b)
 			continue
 		}
 		if _, ok := s.buf[b]; ok {
@@ -262,6 +273,7 @@ func (s *Store) Remove(t int64) (int, error) {
 		delete(s.inflight, b)
 		n++
 	}
+	s.low = low
 	return n, nil
 }
 

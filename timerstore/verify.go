@@ -3,6 +3,7 @@ package timerstore
 import (
 	"fmt"
 	"io"
+	"math"
 	"path"
 	"slices"
 	"strings"
@@ -119,6 +120,7 @@ func (s *Store) Reset() error {
 	clear(s.buf)
 	s.bufBytes = 0
 	clear(s.sizes)
+	s.low = math.MaxInt64
 	s.snap = nil // the next snapshot is a full copy
 	clear(s.dirty)
 	clear(s.inflight)
