@@ -78,6 +78,7 @@ func (e *Engine) checkpointLocked() (st *checkpointState, pause time.Duration, e
 	}
 	// Everything below runs without the locks: sends, fires and acks do
 	// not wait for the checkpoint's fsyncs.
+	c.st.TimerBuckets = c.sizes.Map()
 	if err := e.writeCaches(c); err != nil {
 		return nil, pause, err
 	}
@@ -106,6 +107,7 @@ type ckptCapture struct {
 	keyJob     *keyindex.Job
 	bucketSync *timerstore.SyncJob
 	ovJob      *ovJob
+	sizes      *timerstore.SizesSnap // becomes st.TimerBuckets
 }
 
 // captureLocked captures the checkpoint's state; the caller holds gate
@@ -163,7 +165,9 @@ func (e *Engine) captureLocked(openGate func()) (*ckptCapture, error) {
 	}
 	c.bucketSync = e.disp.timers.PrepareSync()
 	c.ovJob, c.st.OverlayFiles = e.ovl.journal.prepare()
-	c.st.TimerBuckets = e.disp.timers.Sizes()
+	// Only the buckets changed since the last checkpoint are copied here;
+	// the full map is built after the locks are released.
+	c.sizes = e.disp.timers.SizesSnapshot()
 	return c, nil
 }
 
