@@ -86,11 +86,12 @@ func (j *SyncJob) Len() int { return len(j.buckets) }
 // thousands of small files durable in few commits. The job does not use a
 // filesystem-wide batch sync (syncfs, vfs.BatchSyncer) any more: syncfs
 // writes back every dirty page of the whole filesystem, other programs'
-// included, for as long as that takes, and the commit log's fdatasync,
-// which every send waits for, queues behind it on the device. Measured
-// with `enginebench -scenario rawpause -ckpt-files 8192 -ckpt-bytes
-// 3000000` (docs/benchmarks.md): one syncfs took 3.4 s (3.3 to 5.4) on a
-// shared machine, 64 concurrent fdatasyncs 0.8 s (0.6 to 2.4).
+// included, so its cost is not bounded by what the checkpoint wrote, and
+// the commit log's fdatasync, which every send waits for, queues behind
+// it. Measured with `enginebench -scenario rawpause -ckpt-files 8192
+// -ckpt-bytes 3000000` on a shared machine (docs/benchmarks.md), the two
+// were alike in three runs (rounds of 1.4 to 2.9 s against 1.9 to 2.9 s);
+// a first run had 0.8 s against 3.4 s.
 const SyncWorkers = 64
 
 // Run writes the job's entries, then makes its files durable with up to
