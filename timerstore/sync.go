@@ -1,6 +1,8 @@
 package timerstore
 
 import (
+	"path"
+
 	"github.com/hourglass-mq/hourglass/vfs"
 )
 
@@ -81,23 +83,31 @@ type SyncJob struct {
 // Len returns the number of files the job syncs.
 func (j *SyncJob) Len() int { return len(j.buckets) }
 
-// SyncWorkers is how many bucket files a checkpoint's job fsyncs at once.
-// Concurrent fsyncs on ext4 share journal commits, so many at once make
-// thousands of small files durable in few commits. The job does not use a
-// filesystem-wide batch sync (syncfs, vfs.BatchSyncer) any more: syncfs
-// writes back every dirty page of the whole filesystem, other programs'
-// included, so its cost is not bounded by what the checkpoint wrote, and
-// the commit log's fdatasync, which every send waits for, queues behind
-// it. Measured with `enginebench -scenario rawpause -ckpt-files 8192
-// -ckpt-bytes 3000000` on a shared machine (docs/benchmarks.md), the two
-// were alike in three runs (rounds of 1.4 to 2.9 s against 1.9 to 2.9 s);
-// a first run had 0.8 s against 3.4 s.
+// SyncWorkers is how many bucket files a checkpoint's job fsyncs at once
+// when it syncs them one by one (fewer than batchSyncMin files, or a
+// filesystem without a batch sync): concurrent fsyncs on ext4 share
+// journal commits.
 const SyncWorkers = 64
 
-// Run writes the job's entries, then makes its files durable with up to
-// workers concurrent fsyncs, then syncs the directory. A large write
-// starts its writeback as it goes (vfs.WritePaced), so no fsync has a long
-// burst to write.
+// batchSyncMin is how many files make a sync job use one batch sync (when
+// the filesystem has it) rather than one fsync per file.
+//
+// A batch sync (syncfs on Linux) writes back every dirty page of the whole
+// filesystem, so its cost is not bounded by what the job wrote. It was
+// weighed against 64 concurrent fdatasyncs (docs/benchmarks.md, issue 8
+// third pass): for 8,192 small files of a raw writer the two took alike
+// (rounds of 1.9 to 2.9 s against 1.4 to 2.9 s), and in the engine the
+// checkpoint with 43,000 bucket files took 2.1 to 2.6 s with syncfs
+// against 3.8 to 7.2 s with the fdatasyncs, with no better send latency
+// meanwhile. So the batch sync stays; its data arrives at it already
+// written out where the writes were large (vfs.WritePaced).
+const batchSyncMin = 16
+
+// Run writes the job's entries, then makes its files durable: with one
+// batch sync when the filesystem has it (vfs.BatchSyncer) and there are at
+// least batchSyncMin of them, else with up to workers concurrent fsyncs;
+// then it syncs the directory. A large write starts its writeback as it
+// goes (vfs.WritePaced), so no sync has a long burst to write.
 func (j *SyncJob) Run(workers int) error {
 	for b, ws := range j.writes {
 		if err := writeAll(j.fs, bucketPath(j.dir, b), ws); err != nil {
@@ -106,6 +116,16 @@ func (j *SyncJob) Run(workers int) error {
 	}
 	if len(j.buckets) == 0 {
 		return nil
+	}
+	if _, ok := j.fs.(vfs.BatchSyncer); ok && len(j.buckets) >= batchSyncMin {
+		base := make([]string, len(j.buckets))
+		for i, b := range j.buckets {
+			base[i] = path.Base(bucketPath(j.dir, b))
+		}
+		if err := vfs.SyncFiles(j.fs, j.dir, base); err != nil {
+			return err
+		}
+		return j.fs.SyncDir(j.dir)
 	}
 	workers = max(1, min(workers, len(j.buckets)))
 	next := make(chan string)
