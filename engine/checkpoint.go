@@ -35,18 +35,10 @@ func readAll(fs vfs.FS, name string) ([]byte, error) {
 // checkpointer writes a checkpoint every CheckpointInterval.
 func (e *Engine) checkpointer() {
 	defer close(e.life.ckptDone)
+	trickle, stop := e.trickleTicks()
+	defer stop()
 	for {
-		t := e.opts.Clock.NewTimer(e.opts.CheckpointInterval)
-		select {
-		case <-e.life.done:
-			t.Stop()
-			return
-		case <-t.C():
-		case <-e.life.ckptNow:
-			t.Stop()
-		case <-e.life.failedCh:
-			// No checkpoint after a fatal failure (fail.go).
-			t.Stop()
+		if !e.waitCheckpoint(e.opts.Clock.NewTimer(e.opts.CheckpointInterval), trickle) {
 			return
 		}
 		if err := e.checkpoint(); err != nil {
@@ -86,6 +78,7 @@ func (e *Engine) checkpointLocked() (st *checkpointState, pause time.Duration, e
 	}
 	// Everything below runs without the locks: sends, fires and acks do
 	// not wait for the checkpoint's fsyncs.
+	c.st.TimerBuckets = c.sizes.Map()
 	if err := e.writeCaches(c); err != nil {
 		return nil, pause, err
 	}
@@ -114,6 +107,7 @@ type ckptCapture struct {
 	keyJob     *keyindex.Job
 	bucketSync *timerstore.SyncJob
 	ovJob      *ovJob
+	sizes      *timerstore.SizesSnap // becomes st.TimerBuckets
 }
 
 // captureLocked captures the checkpoint's state; the caller holds gate
@@ -171,7 +165,9 @@ func (e *Engine) captureLocked(openGate func()) (*ckptCapture, error) {
 	}
 	c.bucketSync = e.disp.timers.PrepareSync()
 	c.ovJob, c.st.OverlayFiles = e.ovl.journal.prepare()
-	c.st.TimerBuckets = e.disp.timers.Sizes()
+	// Only the buckets changed since the last checkpoint are copied here;
+	// the full map is built after the locks are released.
+	c.sizes = e.disp.timers.SizesSnapshot()
 	return c, nil
 }
 
@@ -240,7 +236,7 @@ func (e *Engine) writeCaches(c *ckptCapture) error {
 		return e.fail(fmt.Errorf("write and sync the overlay journal: %w", err))
 	}
 	// There may be thousands of bucket files.
-	err = c.bucketSync.Run(4)
+	err = c.bucketSync.Run(timerstore.SyncWorkers)
 	e.mu.Lock()
 	e.disp.timers.Complete(c.bucketSync, err)
 	e.mu.Unlock()

@@ -20,7 +20,9 @@ func writeSynced(fs vfs.FS, name string, off int64, data []byte, create bool) er
 	if err != nil {
 		return err
 	}
-	if _, err := f.WriteAt(data, off); err != nil {
+	// A checkpoint is hundreds of KiB: its writeback starts as it is
+	// written, so the Sync below has little left to write.
+	if err := vfs.WritePaced(f, data, off); err != nil {
 		f.Close()
 		return err
 	}

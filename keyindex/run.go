@@ -206,15 +206,20 @@ func checkRun(f vfs.File, name string, m runMeta) (*run, error) {
 // writer writes a run file: entries in strictly increasing hash order,
 // whole blocks, a chunk at a time.
 type writer struct {
-	name  string
-	f     vfs.File
-	seq   uint64
-	buf   []byte
-	off   int64 // file offset of buf[0]
-	nb    int   // whole blocks in buf
-	n     int   // entries in the block being filled
-	m     runMeta
-	first []uint64
+	name string
+	f    vfs.File
+	seq  uint64
+	buf  []byte
+	off  int64 // file offset of buf[0]
+	// kicked is the end of the range whose writeback was last started:
+	// every vfs.PaceBytes written start their write-out (vfs.WritePaced's
+	// reason), so a merge of millions of keys leaves finish's fsync only
+	// its last step.
+	kicked int64
+	nb     int // whole blocks in buf
+	n      int // entries in the block being filled
+	m      runMeta
+	first  []uint64
 }
 
 func newWriter(f vfs.File, name string, seq uint64) *writer {
@@ -259,6 +264,12 @@ func (w *writer) flush() error {
 	}
 	w.off += int64(w.nb) * BlockSize
 	w.nb = 0
+	if w.off-w.kicked >= vfs.PaceBytes {
+		if err := vfs.StartWriteback(w.f, w.kicked, w.off-w.kicked); err != nil {
+			return fmt.Errorf("keyindex: write %s: %w", w.name, err)
+		}
+		w.kicked = w.off
+	}
 	return nil
 }
 

@@ -131,6 +131,9 @@ type Index struct {
 	// durable is the number of entries known durable (read by Durable
 	// without syncMu).
 	durable atomic.Uint64
+	// kicked is the file offset up to which StartWriteback started the
+	// write-out.
+	kicked uint64
 }
 
 // Open opens or creates the index file name and positions the end at the

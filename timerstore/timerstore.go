@@ -42,6 +42,7 @@ package timerstore
 import (
 	"container/heap"
 	"fmt"
+	"math"
 	"path"
 	"strconv"
 	"strings"
@@ -79,6 +80,14 @@ type Store struct {
 	// removing holds the buckets the last Remove forgot, whose files the
 	// next Remove deletes (see Remove). None of them is in sizes.
 	removing map[int64]bool
+	// low is at most the smallest bucket start in sizes (MaxInt64 when
+	// none is), so that Remove, which runs under the engine's lock after
+	// every checkpoint, scans sizes only when some bucket has ended.
+	low int64
+	// snap is the last SizesSnapshot and changed the buckets whose sizes
+	// entry changed since (sizes.go).
+	snap    *SizesSnap
+	changed map[int64]bool
 }
 
 // pendingWrite is data to be written at off in a bucket file.
@@ -105,7 +114,7 @@ func Open(fs vfs.FS, dir string, width int64) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{fs: fs, dir: dir, width: width, buf: map[int64][]byte{}, sizes: map[int64]int64{}, dirty: map[int64]bool{}, inflight: map[int64][]pendingWrite{}, removing: map[int64]bool{}}
+	s := &Store{fs: fs, dir: dir, width: width, buf: map[int64][]byte{}, sizes: map[int64]int64{}, dirty: map[int64]bool{}, inflight: map[int64][]pendingWrite{}, removing: map[int64]bool{}, changed: map[int64]bool{}, low: math.MaxInt64}
 	for _, n := range names {
 		if !strings.HasSuffix(n, ".tb") {
 			continue
@@ -124,6 +133,7 @@ func Open(fs vfs.FS, dir string, width int64) (*Store, error) {
 			return nil, err
 		}
 		s.sizes[start] = size - size%EntrySize
+		s.low = min(s.low, start)
 		heap.Push(&s.order, start)
 	}
 	return s, nil
@@ -148,6 +158,7 @@ func (s *Store) Add(e Entry) error {
 	delete(s.removing, b)
 	if _, ok := s.sizes[b]; !ok {
 		s.sizes[b] = 0
+		s.low = min(s.low, b)
 		heap.Push(&s.order, b)
 	}
 	var tmp [EntrySize]byte
@@ -164,7 +175,12 @@ func (s *Store) Add(e Entry) error {
 // job has taken yet.
 func (s *Store) Buffered() int { return s.bufBytes }
 
-func (s *Store) name(b int64) string { return path.Join(s.dir, strconv.FormatInt(b, 10)+".tb") }
+func (s *Store) name(b int64) string { return bucketPath(s.dir, b) }
+
+// bucketPath is the file of the bucket starting at b in dir.
+func bucketPath(dir string, b int64) string {
+	return path.Join(dir, strconv.FormatInt(b, 10)+".tb")
+}
 
 // Flush writes every buffered entry to its file, except for buckets a sync
 // job is writing: those stay buffered until the next one.
@@ -199,6 +215,7 @@ func (s *Store) write(b int64, data []byte) error {
 		return err
 	}
 	s.sizes[b] = size + int64(len(data))
+	s.touch(b)
 	s.dirty[b] = true
 	return nil
 }
@@ -234,9 +251,13 @@ func (s *Store) Remove(t int64) (int, error) {
 		}
 		delete(s.removing, b)
 	}
-	n := 0
+	if s.low == math.MaxInt64 || s.low+s.width > t {
+		return 0, nil // no bucket has ended
+	}
+	n, low := 0, int64(math.MaxInt64)
 	for b := range s.sizes {
 		if b+s.width > t {
+			low = min(low, b)
 			continue
 		}
 		if _, ok := s.buf[b]; ok {
@@ -247,10 +268,12 @@ func (s *Store) Remove(t int64) (int, error) {
 			s.removing[b] = true
 		}
 		delete(s.sizes, b)
+		s.touch(b)
 		delete(s.dirty, b)
 		delete(s.inflight, b)
 		n++
 	}
+	s.low = low
 	return n, nil
 }
 

@@ -3,6 +3,7 @@ package timerstore
 import (
 	"fmt"
 	"io"
+	"math"
 	"path"
 	"slices"
 	"strings"
@@ -119,6 +120,8 @@ func (s *Store) Reset() error {
 	clear(s.buf)
 	s.bufBytes = 0
 	clear(s.sizes)
+	s.low = math.MaxInt64
+	s.snap = nil // the next snapshot is a full copy
 	clear(s.dirty)
 	clear(s.inflight)
 	clear(s.removing)
@@ -179,6 +182,7 @@ func (s *Store) Trim(keep map[int64]int64) error {
 				return err
 			}
 			delete(s.sizes, b)
+			s.touch(b)
 			continue
 		}
 		f, err := s.fs.Open(s.name(b))
@@ -191,6 +195,7 @@ func (s *Store) Trim(keep map[int64]int64) error {
 			return err
 		}
 		s.sizes[b] = k
+		s.touch(b)
 		// Not synced here (after a kill -9 that is thousands of files): the
 		// next checkpoint's sync job makes the cut durable before it records
 		// these sizes, and until then a recovery cuts again to the same

@@ -33,6 +33,11 @@
 //	          -lead later, so -rate a second fall due) for -window, with no
 //	          checkpoint in the window and with one every second: Send
 //	          latency p99.9 and max against that baseline
+//	rawpause  the independent baseline of pause: a plain group-commit
+//	          loop (append + fdatasync, no engine) at -rate from
+//	          -producers goroutines, alone and while a writer makes
+//	          -ckpt-bytes in -ckpt-files files durable every second by
+//	          fdatasync per file, by syncfs, or paced by sync_file_range
 //	produce   64 producers calling Send with 1 KiB bodies for 10 s, against
 //	          the best rate of raw append+fdatasync loops at the same
 //	          concurrency over a sweep of batch sizes (1 to 4096 records)
@@ -115,6 +120,9 @@ type config struct {
 	memprofile     string // pending: heap profile written after sending
 
 	rounds int // backup: rounds of baseline load, then load during a backup
+
+	ckptBytes int // rawpause: bytes the checkpoint-like writer makes durable a second
+	ckptFiles int // rawpause: in this many files
 }
 
 func main() {
@@ -160,6 +168,8 @@ func main() {
 	flag.IntVar(&c.inspectSamples, "inspect-samples", 10_000, "pending: InspectKey calls of random keys timed after sending, against as many random 64 B preads of the commit log (with -drop-caches also with the page cache emptied first)")
 	flag.BoolVar(&c.dropCaches, "drop-caches", false, "restart: sync and empty the page cache (echo 3 > /proc/sys/vm/drop_caches, needs root) before every Open: a cold start")
 	flag.IntVar(&c.rounds, "rounds", 3, "backup: rounds of a baseline load, then the same load while a backup runs")
+	flag.IntVar(&c.ckptBytes, "ckpt-bytes", 8<<20, "rawpause: bytes the checkpoint-like writer writes and makes durable every second")
+	flag.IntVar(&c.ckptFiles, "ckpt-files", 16, "rawpause: the number of files they are spread over")
 	flag.Parse()
 	for _, f := range strings.Split(*marks, ",") {
 		if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && n > 0 && n < c.n {
@@ -196,6 +206,7 @@ func run(c config) error {
 		"drill":         runDrill,
 		"backup":        runBackup,
 		"pause":         runPause,
+		"rawpause":      runRawPause,
 		// The child process of restart's kill -9 phase; not for direct use.
 		"crashchild": runCrashChild,
 	}

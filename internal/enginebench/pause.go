@@ -24,8 +24,8 @@ type pauseSend struct {
 // -lead later (so -rate per second also fall due), for -window. Twice, each
 // in a fresh engine: with no checkpoint in the window (CheckpointInterval
 // 1 h: the baseline) and with one every second. Send latency is reported
-// for all sends of each run and, in the second, for those that overlapped
-// a checkpoint.
+// for all sends of each run and, in each run with checkpoints, apart for
+// those that overlapped one and those that did not.
 func runPause(c config, dir string) (*report, error) {
 	r := newReport("pause", dir)
 	r.note("size: %s pending messages first (unique keys, due over %v from %v after the start), then single Sends with unique keys at %s/s, each due %v after it is sent, for %v, from %d goroutines; 16 B bodies, sync flush, engine defaults except CheckpointInterval; a fresh engine per run",
@@ -40,37 +40,46 @@ func runPause(c config, dir string) (*report, error) {
 		if err != nil {
 			return r, fmt.Errorf("%s: %w", run.name, err)
 		}
-		all := make([]int64, len(sends))
-		var during []int64
-		for k, s := range sends {
-			all[k] = int64(s.took)
-			if overlaps(s, ckpts) {
-				during = append(during, int64(s.took))
-			}
-		}
-		q := summarize(all)
+		q := summarize(latencies(sends))
 		p := run.name + ": "
 		r.fig(p+"checkpoints in the window", fmt.Sprint(len(ckpts)))
 		if i == 0 {
 			base = q
-			r.fig(p+"Send latency p50 / p99 / p99.9 / max ("+humanInt(int64(len(all)))+" sends)", q.nsAsMs())
-			continue
+			r.fig(p+"Send latency p50 / p99 / p99.9 / max ("+humanInt(int64(len(sends)))+" sends)", q.nsAsMs())
+		} else {
+			r.cmp(p+"Send latency p50 / p99 / p99.9 / max ("+humanInt(int64(len(sends)))+" sends)", q.nsAsMs(),
+				base.nsAsMs()+" (no checkpoint)", float64(q.p999)/float64(max(base.p999, 1)), "p99.9 under 10 ms (ratio of p99.9)")
 		}
-		r.cmp(p+"Send latency p50 / p99 / p99.9 / max ("+humanInt(int64(len(all)))+" sends)", q.nsAsMs(),
-			base.nsAsMs()+" (no checkpoint)", float64(q.p999)/float64(max(base.p999, 1)), "p99.9 under 10 ms (ratio of p99.9)")
-		if len(during) > 0 {
-			r.fig(p+"the sends that overlapped a checkpoint ("+humanInt(int64(len(during)))+"), p50 / p99 / p99.9 / max", summarize(during).nsAsMs())
-		}
-		took := make([]float64, len(ckpts))
-		for k, ck := range ckpts {
-			took[k] = ck.took * 1000
-		}
-		if len(took) > 0 {
-			r.fig(p+"checkpoint duration median (range)", fmt.Sprintf("%.0f ms (%.0f to %.0f)", median(took), slices.Min(took), slices.Max(took)))
-		}
-		r.fig(p+"exclusive section per checkpoint, mean: waiting for appends in flight + capture", gate)
+		pauseSplit(r, p, sends, ckpts, gate)
 	}
 	return r, nil
+}
+
+// pauseSplit adds the rows that split a window's sends by whether they
+// overlapped a checkpoint: the sends that did not are the same window's
+// own baseline, under the same load of the machine.
+func pauseSplit(r *report, p string, sends []pauseSend, ckpts []checkpointEvent, gate string) {
+	var during, outside []int64
+	for _, s := range sends {
+		if overlaps(s, ckpts) {
+			during = append(during, int64(s.took))
+		} else {
+			outside = append(outside, int64(s.took))
+		}
+	}
+	if len(during) == 0 {
+		return
+	}
+	qd, qo := summarize(during), summarize(outside)
+	r.fig(p+"the sends that overlapped a checkpoint ("+humanInt(int64(len(during)))+"), p50 / p99 / p99.9 / max", qd.nsAsMs())
+	r.cmp(p+"the sends that overlapped none ("+humanInt(int64(len(outside)))+"), p50 / p99 / p99.9 / max; ratio: p99.9 overlapped / none", qo.nsAsMs(), "",
+		float64(qd.p999)/float64(max(qo.p999, 1)), "")
+	took := make([]float64, len(ckpts))
+	for k, ck := range ckpts {
+		took[k] = ck.took * 1000
+	}
+	r.fig(p+"checkpoint duration median (range)", fmt.Sprintf("%.0f ms (%.0f to %.0f)", median(took), slices.Min(took), slices.Max(took)))
+	r.fig(p+"exclusive section per checkpoint, mean: waiting for appends in flight + capture", gate)
 }
 
 // overlaps reports whether s ran within 10 ms of a checkpoint.
@@ -129,6 +138,18 @@ func pauseOnce(c config, dir string, interval time.Duration) ([]pauseSend, []che
 // pacedSends runs c.producers goroutines that together call Send c.rate
 // times a second for c.window, each message due c.lead after its send.
 func pacedSends(e *engine.Engine, c config, body []byte) ([]pauseSend, error) {
+	return pacedCalls(c, func(p, i int) error {
+		m := message.Message{Topic: pendingTopic, Key: fmt.Sprintf("p%d-%d", p, i), Body: body}
+		_, err := e.Send(context.Background(), m, message.When{Delay: c.lead})
+		return err
+	})
+}
+
+// pacedCalls runs c.producers goroutines that together make c.rate calls
+// of call a second for c.window, each goroutine on its own fixed schedule
+// (producer p's i-th call), and returns when each call started and how
+// long it took. The first error stops its goroutine and is returned.
+func pacedCalls(c config, call func(p, i int) error) ([]pauseSend, error) {
 	every := time.Duration(c.producers) * time.Second / time.Duration(c.rate)
 	start := time.Now()
 	var mu sync.Mutex
@@ -145,8 +166,7 @@ func pacedSends(e *engine.Engine, c config, body []byte) ([]pauseSend, error) {
 				time.Sleep(time.Until(next))
 				next = next.Add(every)
 				t := time.Now()
-				m := message.Message{Topic: pendingTopic, Key: fmt.Sprintf("p%d-%d", p, i), Body: body}
-				if _, err := e.Send(context.Background(), m, message.When{Delay: c.lead}); err != nil {
+				if err := call(p, i); err != nil {
 					mu.Lock()
 					firstErr = cmpErr(firstErr, err)
 					mu.Unlock()
