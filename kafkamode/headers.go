@@ -1,9 +1,11 @@
 package kafkamode
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -71,8 +73,8 @@ func parseCancel(r *kgo.Record) (spec *cancelSpec, ok bool, err error) {
 		}
 		return &cancelSpec{byKey: true}, true, nil
 	case strings.HasPrefix(*v, "offset:"):
-		o, err := strconv.ParseInt((*v)[len("offset:"):], 10, 64)
-		if err != nil || o < 0 || o >= r.Offset {
+		o, err := parseDecimal((*v)[len("offset:"):])
+		if err != nil || o >= r.Offset {
 			return nil, true, fmt.Errorf("%s=%q: want offset:<n> with n an offset before the cancel record's own (%d)", HeaderCancel, *v, r.Offset)
 		}
 		return &cancelSpec{offset: o}, true, nil
@@ -103,6 +105,33 @@ const (
 	HeaderCopiedFrom = "hourglass-copied-from"
 )
 
+// secondsFloor and secondsCeil bound the _deliverAt values refused as Unix
+// seconds: read as milliseconds they fall in January 1970 to March 1973,
+// while as seconds they are 2001 to 5138. A due time in the past is
+// forwarded at once, so such a record, meant for later, would arrive
+// early. Smaller values (0, 1, ...) plainly mean "now" and are kept.
+const (
+	secondsFloor = 1_000_000_000
+	secondsCeil  = 100_000_000_000
+)
+
+// errNegative is parseDecimal's answer to a negative number.
+var errNegative = errors.New("negative")
+
+// parseDecimal reads a header's number: decimal ASCII digits, nothing
+// else (no '+', no spaces), as documented; a '-' and digits is refused
+// with errNegative.
+func parseDecimal(v string) (int64, error) {
+	digits, neg := strings.CutPrefix(v, "-")
+	if digits == "" || strings.Trim(digits, "0123456789") != "" {
+		return 0, fmt.Errorf("%q is not decimal digits", v)
+	}
+	if neg {
+		return 0, errNegative
+	}
+	return strconv.ParseInt(v, 10, 64)
+}
+
 // MaxDelayMs bounds _delayMs and how far _deliverAt may lie in the future
 // (100 years): beyond it the arithmetic of due times would overflow, and such
 // a record is almost certainly a unit mistake (seconds for ms, or ns).
@@ -114,11 +143,21 @@ type schedule struct {
 	bizTopic string // where it goes
 }
 
-// parseSchedule reads the control headers of r. It returns an error that
-// says what is wrong (it becomes the dead-letter reason) when a header is
-// missing, repeated, not a number, out of range, or when _bizTopic is not
-// a valid topic name or is the delay topic itself (a forwarding loop).
+// parseSchedule is scheduleOf for a worker of delayTopic with the default
+// state and dead-letter topics.
 func parseSchedule(r *kgo.Record, delayTopic string) (schedule, error) {
+	c := Config{DelayTopic: delayTopic, StateTopic: delayTopic + ".state", DLQTopic: delayTopic + ".dlq"}
+	return c.scheduleOf(r)
+}
+
+// scheduleOf reads the control headers of r, a record of c's delay
+// topic. It returns an error that says what is wrong (it becomes the
+// dead-letter reason) when a header is missing, repeated, not decimal
+// digits, out of range, a _deliverAt in seconds, or when _bizTopic is not
+// a valid topic name or is one of the worker's own topics: the delay
+// topic (a forwarding loop), the state topic (a forward there could forge
+// progress markers) or the dead-letter topic.
+func (c *Config) scheduleOf(r *kgo.Record) (schedule, error) {
 	var at, delay, biz *string
 	for i := range r.Headers {
 		h := &r.Headers[i]
@@ -144,20 +183,30 @@ func parseSchedule(r *kgo.Record, delayTopic string) (schedule, error) {
 	case at != nil && delay != nil:
 		return s, fmt.Errorf("both %s and %s are set; set one", HeaderDeliverAt, HeaderDelayMs)
 	case at != nil:
-		ms, err := strconv.ParseInt(strings.TrimSpace(*at), 10, 64)
-		if err != nil {
-			return s, fmt.Errorf("header %s=%q is not a Unix time in milliseconds", HeaderDeliverAt, *at)
+		ms, err := parseDecimal(*at)
+		if errors.Is(err, errNegative) {
+			return s, fmt.Errorf("header %s=%s is out of range (0 to 100 years after the record's timestamp)", HeaderDeliverAt, *at)
 		}
-		if ms < 0 || ms > r.Timestamp.UnixMilli()+MaxDelayMs {
+		if err != nil {
+			return s, fmt.Errorf("header %s=%q is not a Unix time in milliseconds (decimal digits)", HeaderDeliverAt, *at)
+		}
+		if ms >= secondsFloor && ms < secondsCeil {
+			return s, fmt.Errorf("header %s=%d looks like Unix seconds (as milliseconds it is %s); give Unix milliseconds",
+				HeaderDeliverAt, ms, time.UnixMilli(ms).UTC().Format(time.DateOnly))
+		}
+		if ms > r.Timestamp.UnixMilli()+MaxDelayMs {
 			return s, fmt.Errorf("header %s=%d is out of range (0 to 100 years after the record's timestamp)", HeaderDeliverAt, ms)
 		}
 		s.due = ms
 	case delay != nil:
-		ms, err := strconv.ParseInt(strings.TrimSpace(*delay), 10, 64)
-		if err != nil {
-			return s, fmt.Errorf("header %s=%q is not a number of milliseconds", HeaderDelayMs, *delay)
+		ms, err := parseDecimal(*delay)
+		if errors.Is(err, errNegative) {
+			return s, fmt.Errorf("header %s=%s is out of range (0 to 100 years)", HeaderDelayMs, *delay)
 		}
-		if ms < 0 || ms > MaxDelayMs {
+		if err != nil {
+			return s, fmt.Errorf("header %s=%q is not a number of milliseconds (decimal digits)", HeaderDelayMs, *delay)
+		}
+		if ms > MaxDelayMs {
 			return s, fmt.Errorf("header %s=%d is out of range (0 to 100 years)", HeaderDelayMs, ms)
 		}
 		s.due = r.Timestamp.UnixMilli() + ms
@@ -170,8 +219,13 @@ func parseSchedule(r *kgo.Record, delayTopic string) (schedule, error) {
 	if err := validTopic(*biz); err != nil {
 		return s, fmt.Errorf("header %s: %v", HeaderBizTopic, err)
 	}
-	if *biz == delayTopic {
+	switch *biz {
+	case c.DelayTopic:
 		return s, fmt.Errorf("header %s names the delay topic itself", HeaderBizTopic)
+	case c.StateTopic:
+		return s, fmt.Errorf("header %s names the worker's state topic", HeaderBizTopic)
+	case c.DLQTopic:
+		return s, fmt.Errorf("header %s names the dead-letter topic", HeaderBizTopic)
 	}
 	s.bizTopic = *biz
 	return s, nil

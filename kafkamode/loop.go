@@ -324,7 +324,7 @@ func (w *Worker) indexRecord(r *kgo.Record, now, lead int64) {
 	}
 	w.stats.RecordsRead.Add(1)
 	e := &entry{pp: pp, offset: r.Offset, ts: r.Timestamp.UnixMilli(), keyHash: keyHash(r.Key)}
-	s, err := parseSchedule(r, w.cfg.DelayTopic)
+	s, err := w.cfg.scheduleOf(r)
 	cancel, isCancel, cerr := parseCancel(r)
 	scheduled := hasScheduleHeaders(r)
 	switch {

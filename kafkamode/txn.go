@@ -170,7 +170,7 @@ func (w *Worker) output(e *entry) *kgo.Record {
 	case e.dlqReason() != "":
 		return deadLetterRecord(e.rec, w.cfg.DLQTopic, source, e.dlqReason())
 	}
-	s, err := parseSchedule(e.rec, w.cfg.DelayTopic)
+	s, err := w.cfg.scheduleOf(e.rec)
 	if err != nil { // cannot happen: it parsed at read time
 		return deadLetterRecord(e.rec, w.cfg.DLQTopic, source, err.Error())
 	}

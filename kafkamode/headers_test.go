@@ -1,0 +1,85 @@
+package kafkamode
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// TestParseScheduleHostileHeaders: control headers a careless or hostile
+// producer may write. Each either schedules the record at the due time it
+// plainly states or is refused with a reason (the dead letter's); none is
+// read as a time the producer did not mean.
+func TestParseScheduleHostileHeaders(t *testing.T) {
+	cfg, err := Config{Brokers: []string{"k:9092"}, DelayTopic: "hg.delay", Group: "g", WorkerID: "w", Partitions: 1, Replication: 1}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	now := ts.UnixMilli()
+	at := strconv.FormatInt(now+5000, 10)
+	cases := []struct {
+		name    string
+		headers []string
+		due     int64  // when accepted
+		reason  string // when refused: part of the reason
+	}{
+		{"plain", []string{HeaderDeliverAt, at, HeaderBizTopic, "orders"}, now + 5000, ""},
+		{"past", []string{HeaderDeliverAt, strconv.FormatInt(now-60_000, 10), HeaderBizTopic, "orders"}, now - 60_000, ""},
+		{"zero", []string{HeaderDeliverAt, "0", HeaderBizTopic, "orders"}, 0, ""},
+		{"delay", []string{HeaderDelayMs, "250", HeaderBizTopic, "orders"}, now + 250, ""},
+		// In Unix seconds: read as milliseconds it is January 1970, and
+		// the message, meant for the future, would be forwarded at once.
+		{"seconds", []string{HeaderDeliverAt, strconv.FormatInt(now/1000+3600, 10), HeaderBizTopic, "orders"}, 0, "seconds"},
+		{"seconds now", []string{HeaderDeliverAt, strconv.FormatInt(now/1000, 10), HeaderBizTopic, "orders"}, 0, "seconds"},
+		// Not the decimal ASCII the headers are documented as.
+		{"leading space", []string{HeaderDeliverAt, " " + at, HeaderBizTopic, "orders"}, 0, "not a Unix time"},
+		{"trailing newline", []string{HeaderDeliverAt, at + "\n", HeaderBizTopic, "orders"}, 0, "not a Unix time"},
+		{"plus", []string{HeaderDeliverAt, "+" + at, HeaderBizTopic, "orders"}, 0, "not a Unix time"},
+		{"delay plus", []string{HeaderDelayMs, "+5", HeaderBizTopic, "orders"}, 0, "not a number"},
+		{"delay space", []string{HeaderDelayMs, " 5", HeaderBizTopic, "orders"}, 0, "not a number"},
+		{"negative", []string{HeaderDeliverAt, "-1", HeaderBizTopic, "orders"}, 0, "out of range"},
+		{"float", []string{HeaderDeliverAt, at + ".0", HeaderBizTopic, "orders"}, 0, "not a Unix time"},
+		{"huge", []string{HeaderDeliverAt, "99999999999999999999", HeaderBizTopic, "orders"}, 0, "not a Unix time"},
+		{"non-UTF-8", []string{HeaderDeliverAt, "\xff", HeaderBizTopic, "orders"}, 0, "not a Unix time"},
+		// Topics a forward must never write to: the worker's own.
+		{"delay topic", []string{HeaderDeliverAt, at, HeaderBizTopic, "hg.delay"}, 0, "delay topic"},
+		{"state topic", []string{HeaderDeliverAt, at, HeaderBizTopic, "hg.delay.state"}, 0, "state topic"},
+		{"dead-letter topic", []string{HeaderDeliverAt, at, HeaderBizTopic, "hg.delay.dlq"}, 0, "dead-letter topic"},
+	}
+	for _, c := range cases {
+		r := &kgo.Record{Topic: cfg.DelayTopic, Offset: 7, Timestamp: ts}
+		for i := 0; i < len(c.headers); i += 2 {
+			r.Headers = append(r.Headers, kgo.RecordHeader{Key: c.headers[i], Value: []byte(c.headers[i+1])})
+		}
+		s, err := cfg.scheduleOf(r)
+		switch {
+		case c.reason == "" && err != nil:
+			t.Errorf("%s: refused (%v), want due %d", c.name, err, c.due)
+		case c.reason == "" && s.due != c.due:
+			t.Errorf("%s: due %d, want %d", c.name, s.due, c.due)
+		case c.reason != "" && err == nil:
+			t.Errorf("%s: accepted (due %d, topic %s), want refused saying %q", c.name, s.due, s.bizTopic, c.reason)
+		case c.reason != "" && !strings.Contains(err.Error(), c.reason):
+			t.Errorf("%s: reason %q, want it to mention %q", c.name, err, c.reason)
+		}
+	}
+}
+
+// TestParseCancelOwnOffset: a cancel may name only an earlier offset of
+// its partition, never its own or a later one, nor a negative one.
+func TestParseCancelOwnOffset(t *testing.T) {
+	for _, v := range []string{"offset:7", "offset:8", "offset:-1", "offset:", "offset:+3", "offset: 3", "key "} {
+		r := &kgo.Record{Offset: 7, Key: []byte("k"), Headers: []kgo.RecordHeader{{Key: HeaderCancel, Value: []byte(v)}}}
+		if _, ok, err := parseCancel(r); !ok || err == nil {
+			t.Errorf("_cancel=%q at offset 7: ok %v, err %v; want refused", v, ok, err)
+		}
+	}
+	r := &kgo.Record{Offset: 7, Key: []byte("k"), Headers: []kgo.RecordHeader{{Key: HeaderCancel, Value: []byte("offset:6")}}}
+	if spec, ok, err := parseCancel(r); !ok || err != nil || spec.byKey || spec.offset != 6 {
+		t.Errorf("_cancel=offset:6 at offset 7: %+v %v %v", spec, ok, err)
+	}
+}
