@@ -1,0 +1,68 @@
+package kafkamode_test
+
+import (
+	"bytes"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/hourglass-mq/hourglass/kafkamode"
+)
+
+// TestKafkaLargeRecordForwarded: a record of about 1 MB, which the broker
+// takes into the delay topic under its default max.message.bytes (1 MiB
+// and 12 bytes; the Java client's max.request.size is 1 MiB), is
+// forwarded whole, not dead-lettered: the worker's producer must take
+// batches as large as the broker does (franz-go's default stops at
+// 1,000,012 bytes, and a larger record was refused by the worker itself).
+func TestKafkaLargeRecordForwarded(t *testing.T) {
+	e := newEnv(t, 1)
+	biz := e.collect(e.biz)
+	dlq := e.collect(e.dlq)
+	e.startWorker("w1")
+	prod, err := kgo.NewClient(kgo.SeedBrokers(e.addr), kgo.ProducerBatchMaxBytes(1<<20), kgo.ProducerLinger(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	now := time.Now().UnixMilli()
+	big := bytes.Repeat([]byte("x"), 1_020_000)
+	recs := []*kgo.Record{
+		{Topic: e.delay, Key: []byte("big"), Value: big, Headers: []kgo.RecordHeader{
+			{Key: kafkamode.HeaderDeliverAt, Value: []byte(strconv.FormatInt(now+300, 10))},
+			{Key: kafkamode.HeaderBizTopic, Value: []byte(e.biz)}}},
+		{Topic: e.delay, Key: []byte("after"), Value: []byte("after"), Headers: []kgo.RecordHeader{
+			{Key: kafkamode.HeaderDeliverAt, Value: []byte(strconv.FormatInt(now+1300, 10))},
+			{Key: kafkamode.HeaderBizTopic, Value: []byte(e.biz)}}},
+	}
+	for _, r := range recs {
+		if err := prod.ProduceSync(t.Context(), r).FirstErr(); err != nil {
+			t.Fatalf("produce %s: %v", r.Key, err)
+		}
+	}
+	biz.waitFor(t, 1, 12*time.Second)
+	biz.mu.Lock()
+	first := biz.recs[0]
+	biz.mu.Unlock()
+	if string(first.Key) != "big" || !bytes.Equal(first.Value, big) {
+		t.Fatalf("first forward: key %q, %d bytes; want the big record whole (%d bytes)", first.Key, len(first.Value), len(big))
+	}
+	biz.waitFor(t, 2, 12*time.Second)
+	// The worker dead-letters in due order: once "after" is forwarded,
+	// the big record's fate is decided. A sentinel in the dead-letter
+	// topic shows the collector has read everything before it.
+	if err := e.cl.ProduceSync(t.Context(), &kgo.Record{Topic: e.dlq, Value: []byte("sentinel")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	dlq.waitFor(t, 1, 10*time.Second)
+	dlq.mu.Lock()
+	defer dlq.mu.Unlock()
+	for _, r := range dlq.recs {
+		if string(r.Value) != "sentinel" {
+			reason, _ := header(r, kafkamode.HeaderDLQReason)
+			t.Errorf("dead letter %q: %s", r.Key, reason)
+		}
+	}
+}
