@@ -2,7 +2,11 @@ package kafkamode_test
 
 import (
 	"bytes"
+	"context"
+	"errors"
+	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -63,6 +67,36 @@ func TestKafkaLargeRecordForwarded(t *testing.T) {
 		if string(r.Value) != "sentinel" {
 			reason, _ := header(r, kafkamode.HeaderDLQReason)
 			t.Errorf("dead letter %q: %s", r.Key, reason)
+		}
+	}
+}
+
+// TestKafkaWorkerBadTimeoutsExit: a worker whose session or transaction
+// timeout Kafka (or franz-go) refuses exits at once, non-zero, saying
+// which setting is wrong; it used to leave the group and join again for
+// ever, forwarding nothing, with a warning a minute.
+func TestKafkaWorkerBadTimeoutsExit(t *testing.T) {
+	e := newEnv(t, 1)
+	for _, c := range []struct{ flags, want string }{
+		{"--session-timeout 2s", "session timeout 2s"},
+		{"--session-timeout 4s", "group.min.session.timeout.ms"},
+		{"--session-timeout 31m", "group.max.session.timeout.ms"},
+		{"--txn-timeout 2h", "transaction.max.timeout.ms"},
+	} {
+		ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
+		args := append([]string{"kafka", "--brokers", e.addr, "--delay-topic", e.delay, "--group", e.group, "--worker-id", "bad"},
+			strings.Fields(c.flags)...)
+		out, err := exec.CommandContext(ctx, binary(t), args...).CombinedOutput()
+		hung := ctx.Err() != nil
+		cancel()
+		var exit *exec.ExitError
+		switch {
+		case hung:
+			t.Errorf("%s: still running after 15 s:\n%s", c.flags, out)
+		case !errors.As(err, &exit) || exit.ExitCode() == 0:
+			t.Errorf("%s: exit %v, want a non-zero exit:\n%s", c.flags, err, out)
+		case !strings.Contains(string(out), c.want):
+			t.Errorf("%s: output does not mention %q:\n%s", c.flags, c.want, out)
 		}
 	}
 }

@@ -2,12 +2,11 @@ package kafkamode
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hourglass-mq/hourglass/engine"
@@ -162,8 +161,9 @@ func (w *Worker) Pending() map[int32]int64 {
 // records until ctx is done. When a transaction fails (a broker restart, a
 // coordinator move), it leaves the group, drops its index and joins again:
 // the committed progress is all it needs. It returns an error only when it
-// cannot start (no topics) or when another live worker fenced its
-// transactional ID (two workers with one WorkerID). On return it has left
+// cannot start (no topics), when a setting is refused for good (a session
+// or transaction timeout outside the brokers' range), or when another
+// live worker fenced its transactional ID (two workers with one WorkerID). On return it has left
 // the group; a transaction in progress is aborted.
 func (w *Worker) Run(ctx context.Context) error {
 	log := w.cfg.Logger
@@ -177,6 +177,9 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	if err := w.readRetention(ctx); err != nil {
+		return err
+	}
+	if err := w.checkBrokerLimits(ctx); err != nil {
 		return err
 	}
 	// A short fetch long-poll: a partition the loader adds joins the next
@@ -197,7 +200,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			break
 		}
-		if errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.TransactionalIDAuthorizationFailed) {
+		if permanent(err) {
 			return err
 		}
 		w.stats.Rejoins.Add(1)
@@ -281,8 +284,8 @@ func (w *Worker) runSession(ctx context.Context) error {
 		kgo.OnPartitionsRevoked(w.onRevoked),
 		kgo.OnPartitionsLost(w.onRevoked),
 	)
-	if err != nil {
-		return err
+	if err != nil { // franz-go refuses the options: no retry helps
+		return fmt.Errorf("%w: %w", errSetup, err)
 	}
 	defer w.sess.Close()
 	for sctx.Err() == nil {
