@@ -100,3 +100,77 @@ func TestKafkaWorkerBadTimeoutsExit(t *testing.T) {
 		}
 	}
 }
+
+// TestKafkaAbortedAndCompressedRecords: a record of the delay topic
+// written in a transaction its producer aborted is never forwarded, and
+// records in batches compressed with each codec Kafka knows are
+// forwarded once with their key and value.
+func TestKafkaAbortedAndCompressedRecords(t *testing.T) {
+	e := newEnv(t, 1)
+	biz := e.collect(e.biz)
+	e.startWorker("w1")
+	due := strconv.FormatInt(time.Now().UnixMilli()+200, 10)
+	rec := func(id string) *kgo.Record {
+		return &kgo.Record{Topic: e.delay, Key: []byte(id), Value: []byte(id), Headers: []kgo.RecordHeader{
+			{Key: kafkamode.HeaderDeliverAt, Value: []byte(due)}, {Key: kafkamode.HeaderBizTopic, Value: []byte(e.biz)}}}
+	}
+	txn, err := kgo.NewClient(kgo.SeedBrokers(e.addr), kgo.TransactionalID(e.group+"-producer"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer txn.Close()
+	for _, commit := range []bool{false, true} {
+		if err := txn.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		id := "aborted"
+		if commit {
+			id = "txn-committed"
+		}
+		if err := txn.ProduceSync(t.Context(), rec(id)).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		if err := txn.EndTransaction(t.Context(), kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{"txn-committed"}
+	for name, codec := range map[string]kgo.CompressionCodec{"gzip": kgo.GzipCompression(), "snappy": kgo.SnappyCompression(),
+		"lz4": kgo.Lz4Compression(), "zstd": kgo.ZstdCompression()} {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(e.addr), kgo.ProducerBatchCompression(codec))
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs := []*kgo.Record{rec(name + "-1"), rec(name + "-2")}
+		err = cl.ProduceSync(t.Context(), recs...).FirstErr()
+		cl.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		want = append(want, name+"-1", name+"-2")
+	}
+	biz.waitFor(t, len(want), 12*time.Second)
+	// Everything is read from one delay partition in order and is due at
+	// once: a sentinel produced now arrives after every forward decided.
+	if err := e.cl.ProduceSync(t.Context(), &kgo.Record{Topic: e.biz, Value: []byte("sentinel")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	biz.waitFor(t, len(want)+1, 10*time.Second)
+	biz.mu.Lock()
+	defer biz.mu.Unlock()
+	seen := map[string]int{}
+	for _, r := range biz.recs {
+		if string(r.Key) != string(r.Value) && string(r.Value) != "sentinel" {
+			t.Errorf("key %q, value %q", r.Key, r.Value)
+		}
+		seen[string(r.Value)]++
+	}
+	for _, id := range want {
+		if seen[id] != 1 {
+			t.Errorf("%s forwarded %d times, want once", id, seen[id])
+		}
+	}
+	if seen["aborted"] != 0 {
+		t.Errorf("a record of an aborted transaction was forwarded %d times", seen["aborted"])
+	}
+}
