@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hourglass-mq/hourglass/client"
 	"github.com/hourglass-mq/hourglass/kafkamode"
 )
 
@@ -172,5 +173,25 @@ func TestKafkaAbortedAndCompressedRecords(t *testing.T) {
 	}
 	if seen["aborted"] != 0 {
 		t.Errorf("a record of an aborted transaction was forwarded %d times", seen["aborted"])
+	}
+}
+
+// TestKafkaHTTPLargeBody: the HTTP API takes a body of about 1 MB, within
+// its request limit (1 MiB) and the broker's record limit; its producer
+// refused it, as too large, with franz-go's default batch limit.
+func TestKafkaHTTPLargeBody(t *testing.T) {
+	e := newEnv(t, 1)
+	addr := freeAddr(t)
+	e.startWorker("w1", "--listen", addr)
+	cl := client.New("http://"+addr, client.WithToken(""))
+	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
+	defer cancel()
+	waitUp(t, ctx, cl)
+	r, err := cl.Send(ctx, e.biz, client.Message{Key: "big", Body: bytes.Repeat([]byte("x"), 1_040_000), When: client.When{Delay: time.Hour}})
+	if err != nil {
+		t.Fatalf("send a 1,040,000-byte body: %v", err)
+	}
+	if !strings.HasPrefix(r.ID, "k:0:") {
+		t.Errorf("receipt %+v", r)
 	}
 }

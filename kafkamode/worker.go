@@ -81,10 +81,11 @@ func (s *Stats) partitionLateness(p int32) *engine.Histogram {
 	return h
 }
 
-// kafkaMaxMessageBytes is Kafka's default message.max.bytes (and topic
+// MaxBatchBytes is Kafka's default message.max.bytes (and topic
 // max.message.bytes): the largest record batch a broker takes unless
-// configured otherwise.
-const kafkaMaxMessageBytes = 1_048_588
+// configured otherwise, and the largest the worker (and its HTTP API)
+// produces.
+const MaxBatchBytes = 1_048_588
 
 // Worker forwards due records from the delay topic to their business
 // topics. Create it with New and run it with Run.
@@ -277,7 +278,7 @@ func (w *Worker) runSession(ctx context.Context) error {
 		// A record batch as large as Kafka's default max.message.bytes:
 		// franz-go's own default (1,000,012) refused, as too large, a
 		// delay record of 1 MB the broker had taken, and dead-lettered it.
-		kgo.ProducerBatchMaxBytes(kafkaMaxMessageBytes),
+		kgo.ProducerBatchMaxBytes(MaxBatchBytes),
 		kgo.RecordPartitioner(statePartitioner{state: w.cfg.StateTopic, delay: w.cfg.DelayTopic, other: kgo.StickyKeyPartitioner(nil)}),
 		kgo.OnPartitionsAssigned(w.onAssigned),
 		kgo.AdjustFetchOffsetsFn(w.adjustOffsets),

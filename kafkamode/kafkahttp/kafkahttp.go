@@ -121,7 +121,7 @@ func New(cfg kafkamode.Config, fc Forecaster, opts Options) (*Handler, error) {
 		opts.Now = time.Now
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.ProducerLinger(0))
+		kgo.ProducerLinger(0), kgo.ProducerBatchMaxBytes(kafkamode.MaxBatchBytes))
 	if err != nil {
 		return nil, err
 	}
