@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hourglass-mq/hourglass/client"
@@ -194,4 +195,36 @@ func TestKafkaHTTPLargeBody(t *testing.T) {
 	if !strings.HasPrefix(r.ID, "k:0:") {
 		t.Errorf("receipt %+v", r)
 	}
+}
+
+// TestKafkaRefusedTopicStream: a producer that keeps writing records for a
+// topic Kafka refuses (here a name that collides with an existing topic:
+// with auto-creation off a missing topic is refused alike) must not hold
+// up the records of other topics for long: each transaction that holds a
+// refused forward aborts, and a refused record falls due every 50 ms, so
+// a fresh one could be in every transaction. All are forwarded or
+// dead-lettered within seconds.
+func TestKafkaRefusedTopicStream(t *testing.T) {
+	e := newEnv(t, 1)
+	biz := e.collect(e.biz)
+	dlq := e.collect(e.dlq)
+	if _, err := kadm.NewClient(e.cl).CreateTopic(t.Context(), 1, 1, nil, e.delay+".taken"); err != nil {
+		t.Fatal(err)
+	}
+	e.startWorker("w1")
+	const n = 60
+	start := time.Now().UnixMilli() + 2000
+	var recs []*kgo.Record
+	for i := 0; i < n; i++ {
+		due := []byte(strconv.FormatInt(start+int64(i)*50, 10))
+		for _, topic := range []string{e.delay + "_taken", e.biz} {
+			recs = append(recs, &kgo.Record{Topic: e.delay, Key: []byte(topic), Value: []byte(strconv.Itoa(i)), Headers: []kgo.RecordHeader{
+				{Key: kafkamode.HeaderDeliverAt, Value: due}, {Key: kafkamode.HeaderBizTopic, Value: []byte(topic)}}})
+		}
+	}
+	if err := e.cl.ProduceSync(t.Context(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	biz.waitFor(t, n, time.Duration(n*50)*time.Millisecond+8*time.Second)
+	dlq.waitFor(t, n, 5*time.Second)
 }
