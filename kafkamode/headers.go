@@ -261,13 +261,22 @@ func isControlHeader(key string) bool {
 // forwardRecord is the record produced to the business topic for the delay
 // record r due at due: r's key, value and headers without the control
 // headers, plus hourglass-due-ms and hourglass-source.
+//
+// Headers named like the two the worker adds (a forward produced to the
+// delay topic again, or a forgery) are replaced, so each appears once; a
+// hourglass-copied-from is taken as the source only if it can be the
+// worker's (copiedFrom).
 func forwardRecord(r *kgo.Record, bizTopic, source string, due int64) *kgo.Record {
 	out := &kgo.Record{Topic: bizTopic, Key: r.Key, Value: r.Value}
 	out.Headers = make([]kgo.RecordHeader, 0, len(r.Headers)+2)
+	own := source
 	for _, h := range r.Headers {
 		switch {
 		case h.Key == HeaderCopiedFrom:
-			source = string(h.Value)
+			if origin, ok := copiedFrom(string(h.Value), own); ok {
+				source = origin
+			}
+		case h.Key == HeaderDueMs || h.Key == HeaderSource:
 		case !isControlHeader(h.Key):
 			out.Headers = append(out.Headers, h)
 		}
@@ -300,11 +309,14 @@ func deadLetterRecord(r *kgo.Record, dlqTopic, source, reason string) *kgo.Recor
 func copyRecord(r *kgo.Record, delayTopic string, p int32, source string, due int64) *kgo.Record {
 	out := &kgo.Record{Topic: delayTopic, Partition: p, Key: r.Key, Value: r.Value}
 	out.Headers = make([]kgo.RecordHeader, 0, len(r.Headers)+1)
+	own := source
 	for _, h := range r.Headers {
 		switch h.Key {
 		case HeaderDeliverAt, HeaderDelayMs, HeaderCancel:
 		case HeaderCopiedFrom:
-			source = string(h.Value)
+			if origin, ok := copiedFrom(string(h.Value), own); ok {
+				source = origin
+			}
 		default:
 			out.Headers = append(out.Headers, h)
 		}
@@ -313,4 +325,24 @@ func copyRecord(r *kgo.Record, delayTopic string, p int32, source string, due in
 		kgo.RecordHeader{Key: HeaderDeliverAt, Value: strconv.AppendInt(nil, due, 10)},
 		kgo.RecordHeader{Key: HeaderCopiedFrom, Value: []byte(source)})
 	return out
+}
+
+// copiedFrom reports whether v, the hourglass-copied-from header of the
+// delay record at own ("<delay topic>/<partition>/<offset>"), can be one
+// the worker wrote: a position in the same partition at an earlier
+// offset. Any producer can write the header; one that names another
+// partition, a later offset or nothing must not rename the record's
+// hourglass-source (a consumer that drops duplicates by it would drop
+// the message it names).
+func copiedFrom(v, own string) (string, bool) {
+	i, j := strings.LastIndexByte(v, '/'), strings.LastIndexByte(own, '/')
+	if i < 0 || j < 0 || v[:i] != own[:j] {
+		return "", false
+	}
+	o, err := parseDecimal(v[i+1:])
+	mine, _ := strconv.ParseInt(own[j+1:], 10, 64)
+	if err != nil || o >= mine || strconv.FormatInt(o, 10) != v[i+1:] {
+		return "", false
+	}
+	return v, true
 }

@@ -83,3 +83,39 @@ func TestParseCancelOwnOffset(t *testing.T) {
 		t.Errorf("_cancel=offset:6 at offset 7: %+v %v %v", spec, ok, err)
 	}
 }
+
+// TestForwardRecordOwnHeaders: a record re-delayed by a consumer (a
+// forward produced to the delay topic again) or forged carries the
+// headers the worker sets; its forward carries exactly one
+// hourglass-due-ms and one hourglass-source, the worker's, so a consumer
+// reading either header (first or last) sees the truth. A
+// hourglass-copied-from that cannot be the worker's (another partition, a
+// later offset, garbage) does not rename the source.
+func TestForwardRecordOwnHeaders(t *testing.T) {
+	const src = "hg.delay/3/100"
+	for _, copied := range []string{"hg.delay/2/5", "hg.delay/3/100", "hg.delay/3/101", "other/3/5", "hg.delay/3/x", "hg.delay/3/05", "junk"} {
+		r := &kgo.Record{Topic: "hg.delay", Partition: 3, Offset: 100, Key: []byte("k"), Value: []byte("v"), Headers: []kgo.RecordHeader{
+			{Key: HeaderDueMs, Value: []byte("1")}, {Key: HeaderSource, Value: []byte("forged/0/0")}, {Key: "trace", Value: []byte("t")},
+			{Key: HeaderCopiedFrom, Value: []byte(copied)}, {Key: HeaderDeliverAt, Value: []byte("1796079994801")}}}
+		out := forwardRecord(r, "orders", src, 1796079994801)
+		got := map[string][]string{}
+		for _, h := range out.Headers {
+			got[h.Key] = append(got[h.Key], string(h.Value))
+		}
+		if d := got[HeaderDueMs]; len(d) != 1 || d[0] != "1796079994801" {
+			t.Errorf("copied-from %q: hourglass-due-ms %q, want once, the due time", copied, d)
+		}
+		if s := got[HeaderSource]; len(s) != 1 || s[0] != src {
+			t.Errorf("copied-from %q: hourglass-source %q, want once, %s", copied, s, src)
+		}
+		if len(got["trace"]) != 1 || len(got[HeaderCopiedFrom]) != 0 || len(got[HeaderDeliverAt]) != 0 {
+			t.Errorf("copied-from %q: headers %v", copied, got)
+		}
+	}
+	// A copy the worker made names the original, an earlier offset of
+	// the same partition: that is the forward's source.
+	r := &kgo.Record{Topic: "hg.delay", Partition: 3, Offset: 100, Headers: []kgo.RecordHeader{{Key: HeaderCopiedFrom, Value: []byte("hg.delay/3/7")}}}
+	if v, _ := headerValue(forwardRecord(r, "orders", src, 5), HeaderSource); v != "hg.delay/3/7" {
+		t.Errorf("a genuine copy's source: %q, want hg.delay/3/7", v)
+	}
+}
