@@ -293,7 +293,11 @@ func forwardRecord(r *kgo.Record, bizTopic, source string, due int64) *kgo.Recor
 func deadLetterRecord(r *kgo.Record, dlqTopic, source, reason string) *kgo.Record {
 	out := &kgo.Record{Topic: dlqTopic, Key: r.Key, Value: r.Value}
 	out.Headers = make([]kgo.RecordHeader, 0, len(r.Headers)+2)
-	out.Headers = append(out.Headers, r.Headers...)
+	for _, h := range r.Headers {
+		if h.Key != HeaderDLQReason && h.Key != HeaderSource { // an earlier dead letter's: replaced
+			out.Headers = append(out.Headers, h)
+		}
+	}
 	out.Headers = append(out.Headers,
 		kgo.RecordHeader{Key: HeaderDLQReason, Value: []byte(reason)},
 		kgo.RecordHeader{Key: HeaderSource, Value: []byte(source)})

@@ -119,3 +119,21 @@ func TestForwardRecordOwnHeaders(t *testing.T) {
 		t.Errorf("a genuine copy's source: %q, want hg.delay/3/7", v)
 	}
 }
+
+// TestDeadLetterOwnHeaders: a dead letter produced to the delay topic again
+// (retried) and dead-lettered a second time carries one reason and one
+// source, the new ones; its control headers stay, so the producer sees
+// what it sent.
+func TestDeadLetterOwnHeaders(t *testing.T) {
+	r := &kgo.Record{Key: []byte("k"), Headers: []kgo.RecordHeader{{Key: HeaderDLQReason, Value: []byte("old")},
+		{Key: HeaderSource, Value: []byte("hg.delay/0/1")}, {Key: HeaderDeliverAt, Value: []byte("x")}}}
+	out := deadLetterRecord(r, "hg.delay.dlq", "hg.delay/0/9", "new")
+	got := map[string][]string{}
+	for _, h := range out.Headers {
+		got[h.Key] = append(got[h.Key], string(h.Value))
+	}
+	if len(got[HeaderDLQReason]) != 1 || got[HeaderDLQReason][0] != "new" || len(got[HeaderSource]) != 1 ||
+		got[HeaderSource][0] != "hg.delay/0/9" || len(got[HeaderDeliverAt]) != 1 {
+		t.Errorf("dead letter headers %v", got)
+	}
+}
