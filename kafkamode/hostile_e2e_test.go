@@ -27,20 +27,29 @@ func TestKafkaLargeRecordForwarded(t *testing.T) {
 	e := newEnv(t, 1)
 	biz := e.collect(e.biz)
 	dlq := e.collect(e.dlq)
-	e.startWorker("w1")
+	// Due after the body lead: the worker drops the body at read time and
+	// its loader fetches the large record again.
+	w := e.startWorker("w1", "--body-lead", "500ms")
 	prod, err := kgo.NewClient(kgo.SeedBrokers(e.addr), kgo.ProducerBatchMaxBytes(1<<20), kgo.ProducerLinger(0))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer prod.Close()
+	// A first record shows the worker has joined and reads the topic.
+	warm := &kgo.Record{Topic: e.delay, Key: []byte("warm"), Value: []byte("warm"), Headers: []kgo.RecordHeader{
+		{Key: kafkamode.HeaderDeliverAt, Value: []byte("0")}, {Key: kafkamode.HeaderBizTopic, Value: []byte(e.biz)}}}
+	if err := prod.ProduceSync(t.Context(), warm).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	biz.waitFor(t, 1, 12*time.Second)
 	now := time.Now().UnixMilli()
 	big := bytes.Repeat([]byte("x"), 1_020_000)
 	recs := []*kgo.Record{
 		{Topic: e.delay, Key: []byte("big"), Value: big, Headers: []kgo.RecordHeader{
-			{Key: kafkamode.HeaderDeliverAt, Value: []byte(strconv.FormatInt(now+300, 10))},
+			{Key: kafkamode.HeaderDeliverAt, Value: []byte(strconv.FormatInt(now+1500, 10))},
 			{Key: kafkamode.HeaderBizTopic, Value: []byte(e.biz)}}},
 		{Topic: e.delay, Key: []byte("after"), Value: []byte("after"), Headers: []kgo.RecordHeader{
-			{Key: kafkamode.HeaderDeliverAt, Value: []byte(strconv.FormatInt(now+1300, 10))},
+			{Key: kafkamode.HeaderDeliverAt, Value: []byte(strconv.FormatInt(now+2500, 10))},
 			{Key: kafkamode.HeaderBizTopic, Value: []byte(e.biz)}}},
 	}
 	for _, r := range recs {
@@ -48,14 +57,14 @@ func TestKafkaLargeRecordForwarded(t *testing.T) {
 			t.Fatalf("produce %s: %v", r.Key, err)
 		}
 	}
-	biz.waitFor(t, 1, 12*time.Second)
+	biz.waitFor(t, 2, 12*time.Second)
 	biz.mu.Lock()
-	first := biz.recs[0]
+	first := biz.recs[1]
 	biz.mu.Unlock()
 	if string(first.Key) != "big" || !bytes.Equal(first.Value, big) {
 		t.Fatalf("first forward: key %q, %d bytes; want the big record whole (%d bytes)", first.Key, len(first.Value), len(big))
 	}
-	biz.waitFor(t, 2, 12*time.Second)
+	biz.waitFor(t, 3, 12*time.Second)
 	// The worker dead-letters in due order: once "after" is forwarded,
 	// the big record's fate is decided. A sentinel in the dead-letter
 	// topic shows the collector has read everything before it.
@@ -70,6 +79,9 @@ func TestKafkaLargeRecordForwarded(t *testing.T) {
 			reason, _ := header(r, kafkamode.HeaderDLQReason)
 			t.Errorf("dead letter %q: %s", r.Key, reason)
 		}
+	}
+	if n := w.stop(t)["bodies_loaded"]; n < 1 {
+		t.Errorf("bodies loaded: %d; the big record's body should have been dropped and fetched again", n)
 	}
 }
 
