@@ -97,21 +97,7 @@ func TestKafkaWorkerBadTimeoutsExit(t *testing.T) {
 		{"--session-timeout 31m", "group.max.session.timeout.ms"},
 		{"--txn-timeout 2h", "transaction.max.timeout.ms"},
 	} {
-		ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
-		args := append([]string{"kafka", "--brokers", e.addr, "--delay-topic", e.delay, "--group", e.group, "--worker-id", "bad"},
-			strings.Fields(c.flags)...)
-		out, err := exec.CommandContext(ctx, binary(t), args...).CombinedOutput()
-		hung := ctx.Err() != nil
-		cancel()
-		var exit *exec.ExitError
-		switch {
-		case hung:
-			t.Errorf("%s: still running after 15 s:\n%s", c.flags, out)
-		case !errors.As(err, &exit) || exit.ExitCode() == 0:
-			t.Errorf("%s: exit %v, want a non-zero exit:\n%s", c.flags, err, out)
-		case !strings.Contains(string(out), c.want):
-			t.Errorf("%s: output does not mention %q:\n%s", c.flags, c.want, out)
-		}
+		e.expectExit(c.flags, c.want)
 	}
 }
 
@@ -239,4 +225,49 @@ func TestKafkaRefusedTopicStream(t *testing.T) {
 	}
 	biz.waitFor(t, n, time.Duration(n*50)*time.Millisecond+8*time.Second)
 	dlq.waitFor(t, n, 5*time.Second)
+}
+
+// TestKafkaWorkerBadStateTopic: a state topic someone created beforehand
+// that deletes old records (cleanup.policy=delete, the broker's default)
+// would lose the markers of messages forwarded out of order, and a
+// take-over would forward them again; one with fewer partitions than the
+// delay topic cannot hold every partition's progress. The worker refuses
+// both at start, non-zero, saying why.
+func TestKafkaWorkerBadStateTopic(t *testing.T) {
+	e := newEnv(t, 2)
+	adm := kadm.NewClient(e.cl)
+	if _, err := adm.CreateTopic(t.Context(), 2, 1, nil, e.state); err != nil {
+		t.Fatal(err)
+	}
+	few := e.delay + ".few"
+	if _, err := adm.CreateTopic(t.Context(), 1, 1, map[string]*string{"cleanup.policy": new("compact")}, few); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ flags, want string }{
+		{"", "cleanup.policy"},
+		{"--state-topic " + few, "partitions"},
+	} {
+		e.expectExit(c.flags, c.want)
+	}
+}
+
+// expectExit runs a worker with flags and expects it to exit within 15 s,
+// non-zero, its output mentioning want.
+func (e *env) expectExit(flags, want string) {
+	t := e.t
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
+	defer cancel()
+	args := append([]string{"kafka", "--brokers", e.addr, "--delay-topic", e.delay, "--group", e.group, "--worker-id", "bad"},
+		strings.Fields(flags)...)
+	out, err := exec.CommandContext(ctx, binary(t), args...).CombinedOutput()
+	var exit *exec.ExitError
+	switch {
+	case ctx.Err() != nil:
+		t.Errorf("%q: still running after 15 s:\n%s", flags, out)
+	case !errors.As(err, &exit) || exit.ExitCode() == 0:
+		t.Errorf("%q: exit %v, want a non-zero exit:\n%s", flags, err, out)
+	case !strings.Contains(string(out), want):
+		t.Errorf("%q: output does not mention %q:\n%s", flags, want, out)
+	}
 }

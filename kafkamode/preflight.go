@@ -65,3 +65,32 @@ func (w *Worker) checkBrokerLimits(ctx context.Context) error {
 	}
 	return nil
 }
+
+// checkStateTopic refuses a state topic that deletes old records: with
+// cleanup.policy delete (the broker's default for a topic someone created
+// beforehand) or compact,delete, a marker of a message forwarded out of
+// order, or the latest snapshot, is deleted after retention.ms while it
+// is still needed, and a worker that takes the partition over forwards
+// the message again. A topic that keeps everything (retention.ms and
+// retention.bytes -1) is accepted too.
+func (w *Worker) checkStateTopic(ctx context.Context) error {
+	rcs, err := kadm.NewClient(w.aux).DescribeTopicConfigs(ctx, w.cfg.StateTopic)
+	if err != nil {
+		return fmt.Errorf("describe the config of topic %s: %w", w.cfg.StateTopic, err)
+	}
+	rc, err := rcs.On(w.cfg.StateTopic, nil)
+	if err != nil || rc.Err != nil {
+		return fmt.Errorf("describe the config of topic %s: %w", w.cfg.StateTopic, errors.Join(err, rc.Err))
+	}
+	conf := map[string]string{}
+	for _, c := range rc.Configs {
+		if c.Value != nil {
+			conf[c.Key] = *c.Value
+		}
+	}
+	if conf["cleanup.policy"] == "compact" || conf["retention.ms"] == "-1" && conf["retention.bytes"] == "-1" {
+		return nil
+	}
+	return fmt.Errorf("%w: state topic %s has cleanup.policy=%s (retention.ms=%s): it would delete progress markers still needed; "+
+		"set cleanup.policy=compact on it (the worker creates it so)", errSetup, w.cfg.StateTopic, conf["cleanup.policy"], conf["retention.ms"])
+}

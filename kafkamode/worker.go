@@ -183,6 +183,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err := w.checkBrokerLimits(ctx); err != nil {
 		return err
 	}
+	if err := w.checkStateTopic(ctx); err != nil {
+		return err
+	}
 	// A short fetch long-poll: a partition the loader adds joins the next
 	// fetch request only when the one in flight returns, and with the
 	// default 5 s wait a request parked at a partition's end held a load
