@@ -231,8 +231,9 @@ func TestKafkaRefusedTopicStream(t *testing.T) {
 // that deletes old records (cleanup.policy=delete, the broker's default)
 // would lose the markers of messages forwarded out of order, and a
 // take-over would forward them again; one with fewer partitions than the
-// delay topic cannot hold every partition's progress. The worker refuses
-// both at start, non-zero, saying why.
+// delay topic cannot hold every partition's progress; a compacted delay
+// topic deletes pending messages that share a key. The worker refuses
+// each at start, non-zero, saying why.
 func TestKafkaWorkerBadStateTopic(t *testing.T) {
 	e := newEnv(t, 2)
 	adm := kadm.NewClient(e.cl)
@@ -243,9 +244,14 @@ func TestKafkaWorkerBadStateTopic(t *testing.T) {
 	if _, err := adm.CreateTopic(t.Context(), 1, 1, map[string]*string{"cleanup.policy": new("compact")}, few); err != nil {
 		t.Fatal(err)
 	}
+	compacted := e.delay + ".compacted"
+	if _, err := adm.CreateTopic(t.Context(), 1, 1, map[string]*string{"cleanup.policy": new("compact")}, compacted); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct{ flags, want string }{
-		{"", "cleanup.policy"},
+		{"", "state topic " + e.state + " has cleanup.policy=delete"},
 		{"--state-topic " + few, "partitions"},
+		{"--delay-topic " + compacted, "delay topic " + compacted + " has cleanup.policy=compact"},
 	} {
 		e.expectExit(c.flags, c.want)
 	}
@@ -259,7 +265,7 @@ func (e *env) expectExit(flags, want string) {
 	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
 	defer cancel()
 	args := append([]string{"kafka", "--brokers", e.addr, "--delay-topic", e.delay, "--group", e.group, "--worker-id", "bad"},
-		strings.Fields(flags)...)
+		strings.Fields(flags)...) // a second --delay-topic overrides the first
 	out, err := exec.CommandContext(ctx, binary(t), args...).CombinedOutput()
 	var exit *exec.ExitError
 	switch {

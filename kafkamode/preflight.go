@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -73,14 +74,39 @@ func (w *Worker) checkBrokerLimits(ctx context.Context) error {
 // is still needed, and a worker that takes the partition over forwards
 // the message again. A topic that keeps everything (retention.ms and
 // retention.bytes -1) is accepted too.
+//
+// It also refuses a delay topic that is compacted: compaction keeps only
+// the latest record of each key, so of two pending messages with one key
+// (order-123 sent twice) the first would be deleted before it is due.
 func (w *Worker) checkStateTopic(ctx context.Context) error {
-	rcs, err := kadm.NewClient(w.aux).DescribeTopicConfigs(ctx, w.cfg.StateTopic)
+	delay, err := w.topicConfig(ctx, w.cfg.DelayTopic)
 	if err != nil {
-		return fmt.Errorf("describe the config of topic %s: %w", w.cfg.StateTopic, err)
+		return err
 	}
-	rc, err := rcs.On(w.cfg.StateTopic, nil)
+	if strings.Contains(delay["cleanup.policy"], "compact") {
+		return fmt.Errorf("%w: delay topic %s has cleanup.policy=%s: compaction would delete pending messages that share a key; "+
+			"use cleanup.policy=delete", errSetup, w.cfg.DelayTopic, delay["cleanup.policy"])
+	}
+	conf, err := w.topicConfig(ctx, w.cfg.StateTopic)
+	if err != nil {
+		return err
+	}
+	if conf["cleanup.policy"] == "compact" || conf["retention.ms"] == "-1" && conf["retention.bytes"] == "-1" {
+		return nil
+	}
+	return fmt.Errorf("%w: state topic %s has cleanup.policy=%s (retention.ms=%s): it would delete progress markers still needed; "+
+		"set cleanup.policy=compact on it (the worker creates it so)", errSetup, w.cfg.StateTopic, conf["cleanup.policy"], conf["retention.ms"])
+}
+
+// topicConfig returns the configuration of topic, name to value.
+func (w *Worker) topicConfig(ctx context.Context, topic string) (map[string]string, error) {
+	rcs, err := kadm.NewClient(w.aux).DescribeTopicConfigs(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("describe the config of topic %s: %w", topic, err)
+	}
+	rc, err := rcs.On(topic, nil)
 	if err != nil || rc.Err != nil {
-		return fmt.Errorf("describe the config of topic %s: %w", w.cfg.StateTopic, errors.Join(err, rc.Err))
+		return nil, fmt.Errorf("describe the config of topic %s: %w", topic, errors.Join(err, rc.Err))
 	}
 	conf := map[string]string{}
 	for _, c := range rc.Configs {
@@ -88,9 +114,5 @@ func (w *Worker) checkStateTopic(ctx context.Context) error {
 			conf[c.Key] = *c.Value
 		}
 	}
-	if conf["cleanup.policy"] == "compact" || conf["retention.ms"] == "-1" && conf["retention.bytes"] == "-1" {
-		return nil
-	}
-	return fmt.Errorf("%w: state topic %s has cleanup.policy=%s (retention.ms=%s): it would delete progress markers still needed; "+
-		"set cleanup.policy=compact on it (the worker creates it so)", errSetup, w.cfg.StateTopic, conf["cleanup.policy"], conf["retention.ms"])
+	return conf, nil
 }
