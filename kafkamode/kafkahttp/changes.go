@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -223,7 +222,7 @@ func (h *Handler) reschedule(w http.ResponseWriter, r *http.Request) error {
 // lockPartition takes the lock that serializes the changes (reschedules and
 // cancels by ID) of partition p through this API, and returns its unlock.
 func (h *Handler) lockPartition(p int32) func() {
-	mu, _ := h.reschedMu.LoadOrStore(p, new(sync.Mutex))
-	mu.(*sync.Mutex).Lock()
-	return mu.(*sync.Mutex).Unlock
+	mu := &h.changeMu[uint32(p)%uint32(len(h.changeMu))]
+	mu.Lock()
+	return mu.Unlock
 }

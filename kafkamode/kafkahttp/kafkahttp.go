@@ -96,8 +96,10 @@ type Handler struct {
 	loc  *kafkamode.Locator
 	mux  *http.ServeMux
 
-	// reschedMu holds a *sync.Mutex per delay partition (see reschedule).
-	reschedMu sync.Map
+	// changeMu serializes the changes of a delay partition (see
+	// reschedule): partition p takes changeMu[p % len]. A fixed set, since
+	// a request may name any partition number before it is checked.
+	changeMu [64]sync.Mutex
 
 	// parts caches the delay topic's partition count for partitionsTTL.
 	mu      sync.Mutex
