@@ -132,6 +132,10 @@ func parseDecimal(v string) (int64, error) {
 	return strconv.ParseInt(v, 10, 64)
 }
 
+// maxTimestampMs is the last millisecond of year 9999: a record timestamp
+// beyond it (Kafka takes one) is no time _delayMs can count from.
+const maxTimestampMs = 253402300799999
+
 // MaxDelayMs bounds _delayMs and how far _deliverAt may lie in the future
 // (100 years): beyond it the arithmetic of due times would overflow, and such
 // a record is almost certainly a unit mistake (seconds for ms, or ns).
@@ -194,7 +198,7 @@ func (c *Config) scheduleOf(r *kgo.Record) (schedule, error) {
 			return s, fmt.Errorf("header %s=%d looks like Unix seconds (as milliseconds it is %s); give Unix milliseconds",
 				HeaderDeliverAt, ms, time.UnixMilli(ms).UTC().Format(time.DateOnly))
 		}
-		if ms > r.Timestamp.UnixMilli()+MaxDelayMs {
+		if ms-MaxDelayMs > r.Timestamp.UnixMilli() { // ms - MaxDelayMs cannot overflow: ms >= 0
 			return s, fmt.Errorf("header %s=%d is out of range (0 to 100 years after the record's timestamp)", HeaderDeliverAt, ms)
 		}
 		s.due = ms
@@ -208,6 +212,10 @@ func (c *Config) scheduleOf(r *kgo.Record) (schedule, error) {
 		}
 		if ms > MaxDelayMs {
 			return s, fmt.Errorf("header %s=%d is out of range (0 to 100 years)", HeaderDelayMs, ms)
+		}
+		if ts := r.Timestamp.UnixMilli(); ts < 0 || ts > maxTimestampMs {
+			return s, fmt.Errorf("header %s counts from the record's timestamp, and %d is not a time (Unix ms, 1970 to 9999): give %s",
+				HeaderDelayMs, ts, HeaderDeliverAt)
 		}
 		s.due = r.Timestamp.UnixMilli() + ms
 	default:

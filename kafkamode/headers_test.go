@@ -1,6 +1,7 @@
 package kafkamode
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -65,6 +66,28 @@ func TestParseScheduleHostileHeaders(t *testing.T) {
 			t.Errorf("%s: accepted (due %d, topic %s), want refused saying %q", c.name, s.due, s.bizTopic, c.reason)
 		case c.reason != "" && !strings.Contains(err.Error(), c.reason):
 			t.Errorf("%s: reason %q, want it to mention %q", c.name, err, c.reason)
+		}
+	}
+}
+
+// TestParseScheduleTimestampRange: Kafka takes a record whose timestamp is
+// far beyond any date (2^62 ms, or just below int64's end) or before
+// 1970. _delayMs counts from it: such a due time overflowed to a negative
+// number and the record was forwarded at once, or was a nonsense date;
+// it is refused. _deliverAt does not depend on the timestamp (its range
+// check must not overflow either).
+func TestParseScheduleTimestampRange(t *testing.T) {
+	cfg := Config{DelayTopic: "hg.delay", StateTopic: "hg.delay.state", DLQTopic: "hg.delay.dlq"}
+	at := strconv.FormatInt(time.Now().UnixMilli()+5000, 10)
+	for _, ts := range []int64{math.MaxInt64 - 10, 1 << 62, -5} {
+		r := &kgo.Record{Timestamp: time.UnixMilli(ts), Headers: []kgo.RecordHeader{
+			{Key: HeaderDelayMs, Value: []byte("1000")}, {Key: HeaderBizTopic, Value: []byte("orders")}}}
+		if s, err := cfg.scheduleOf(r); err == nil || !strings.Contains(err.Error(), "timestamp") {
+			t.Errorf("timestamp %d, _delayMs=1000: due %d, err %v; want refused for its timestamp", ts, s.due, err)
+		}
+		r.Headers[0] = kgo.RecordHeader{Key: HeaderDeliverAt, Value: []byte(at)}
+		if s, err := cfg.scheduleOf(r); err != nil || strconv.FormatInt(s.due, 10) != at {
+			t.Errorf("timestamp %d, _deliverAt=%s: due %d, err %v; want it due then", ts, at, s.due, err)
 		}
 	}
 }
