@@ -198,7 +198,7 @@ func (c *Config) scheduleOf(r *kgo.Record) (schedule, error) {
 			return s, fmt.Errorf("header %s=%d looks like Unix seconds (as milliseconds it is %s); give Unix milliseconds",
 				HeaderDeliverAt, ms, time.UnixMilli(ms).UTC().Format(time.DateOnly))
 		}
-		if ms-MaxDelayMs > r.Timestamp.UnixMilli() { // ms - MaxDelayMs cannot overflow: ms >= 0
+		if ms > maxTimestampMs || ms-MaxDelayMs > r.Timestamp.UnixMilli() { // no overflow: 0 <= ms
 			return s, fmt.Errorf("header %s=%d is out of range (0 to 100 years after the record's timestamp)", HeaderDeliverAt, ms)
 		}
 		s.due = ms

@@ -89,6 +89,10 @@ func TestParseScheduleTimestampRange(t *testing.T) {
 		if s, err := cfg.scheduleOf(r); err != nil || strconv.FormatInt(s.due, 10) != at {
 			t.Errorf("timestamp %d, _deliverAt=%s: due %d, err %v; want it due then", ts, at, s.due, err)
 		}
+		r.Headers[0].Value = []byte("4000000000000000000") // year 126 million: within 100 years of 2^62
+		if s, err := cfg.scheduleOf(r); err == nil {
+			t.Errorf("timestamp %d, _deliverAt=4e18: due %d; want refused", ts, s.due)
+		}
 	}
 }
 
