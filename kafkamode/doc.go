@@ -137,8 +137,8 @@
 //   - Size-based retention (retention.bytes) can delete a record sooner
 //     than copy-forward assumes; a record deleted before its due time is
 //     dead-lettered with a reason saying so.
-//   - A worker that copies forward writes to the delay topic in
-//     transactions, so the delay partition may end in a transaction
+//   - A worker that copies forward (or settles a reschedule) writes to
+//     the delay topic in transactions, so the delay partition may end in a transaction
 //     marker the consumer never sees: the group's lag then shows 1 when
 //     everything is resolved.
 //   - A forward Kafka refuses for good (a missing topic with auto-create
@@ -149,6 +149,9 @@
 //   - A reschedule is forwarded only if its cancel half replaced a pending
 //     message; otherwise it is dead-lettered (settleReschedule), so a
 //     message forwarded before its reschedule was read is not delivered a
-//     second time.
+//     second time. When it replaced one, it is forwarded (if due) or
+//     copied forward in the cancel's transaction: left pending, it would
+//     be read again after a crash or rebalance, find the message resolved
+//     and be dead-lettered.
 //   - The state topic needs at least as many partitions as the delay topic.
 package kafkamode

@@ -26,6 +26,7 @@ import (
 // it); the forecast counts what the worker indexed.
 func TestKafkaHTTPAPI(t *testing.T) {
 	e := newEnv(t, 3)
+	e.copies = true // a reschedule copies its record forward (settleReschedule)
 	c := e.collect(e.biz)
 	addr := freeAddr(t)
 	e.startWorker("w1", "--listen", addr)

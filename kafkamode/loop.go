@@ -237,9 +237,12 @@ func (w *Worker) collectDue(now int64) []*entry {
 }
 
 // settleReschedule decides the scheduled half sc of a reschedule once its
-// cancel half ran: if the cancel replaced a pending message, sc stays
-// scheduled and, when it is far from due, lets its body go (fetched again
-// before it is due); if it replaced nothing (the message was forwarded,
+// cancel half ran. If the cancel replaced a pending message, sc is
+// resolved in the same transaction: forwarded when due, else copied
+// forward (copyRecord: a plain record, without _cancel, naming sc's
+// position). Left pending, sc would be read again after a crash or a
+// rebalance, find the message it replaced resolved, and be dead-lettered:
+// the message lost. If it replaced nothing (the message was forwarded,
 // cancelled or never there), sc goes to the dead-letter topic in the same
 // transaction, saying why, and is never forwarded.
 func (w *Worker) settleReschedule(batch []*entry, sc *entry, replaced bool, now int64) []*entry {
@@ -247,11 +250,8 @@ func (w *Worker) settleReschedule(batch []*entry, sc *entry, replaced bool, now 
 		return batch
 	}
 	if replaced {
-		if sc.due-now > w.cfg.BodyLead.Milliseconds() {
-			sc.rec = nil
-			w.noBody.push(sc)
-		}
-		return batch
+		sc.inBatch, sc.copy = true, sc.due > now
+		return append(batch, sc)
 	}
 	sc.ctl = &control{dlqReason: "reschedule: nothing pending to replace (the message it moves was already forwarded, cancelled, or never sent): not scheduled"}
 	sc.inBatch = true
