@@ -212,10 +212,10 @@ func (w *Worker) collectDue(now int64) []*entry {
 		e.copy = false // due: forwarded, not copied
 		batch = append(batch, e)
 		if e.ctl != nil && e.ctl.cancel != nil {
-			targets := w.cancelTargets(e)
+			targets, matched := w.cancelTargets(e)
 			batch = append(batch, targets...)
 			if sc := e.ctl.sched; sc != nil {
-				batch = w.settleReschedule(batch, sc, len(targets) > 0, now)
+				batch = w.settleReschedule(batch, sc, matched, now)
 			}
 		}
 	}
@@ -274,18 +274,26 @@ func (w *Worker) peekCopy() *entry {
 // offset, not already in a transaction (those are being forwarded: too
 // late). It scans the whole index, O(pending): cancels are expected to be
 // rare next to forwards.
-func (w *Worker) cancelTargets(c *entry) []*entry {
-	var out []*entry
+//
+// An entry this batch copies (an earlier reschedule's scheduled half read
+// in the same poll) is cancelled instead of copied: it is already in the
+// batch, so it is counted in matched but not returned.
+func (w *Worker) cancelTargets(c *entry) (out []*entry, matched bool) {
 	for _, e := range w.due {
-		if e.pp != c.pp || !e.live() || e.inBatch || e.ctl != nil || e.offset >= c.offset {
+		if e.pp != c.pp || !e.live() || e.inBatch && !e.copy || e.cancelled || e.ctl != nil || e.offset >= c.offset {
 			continue
 		}
 		if c.ctl.cancel.byKey && e.keyHash == c.keyHash || !c.ctl.cancel.byKey && e.offset == c.ctl.cancel.offset {
+			matched = true
+			if e.inBatch {
+				e.copy, e.cancelled = false, true
+				continue
+			}
 			e.inBatch, e.cancelled = true, true
 			out = append(out, e)
 		}
 	}
-	return out
+	return out, matched
 }
 
 // indexSeeded indexes the snapshot entries of partitions just taken over,

@@ -82,6 +82,32 @@ func TestRescheduleReplacesOrDeadLetters(t *testing.T) {
 			t.Fatalf("after an abort: batch of %d, want the same three again", len(again))
 		}
 	})
+	t.Run("two reschedules read together", func(t *testing.T) {
+		// Both are read before the first is settled: the second replaces
+		// the first (whose copy is not made), not nothing.
+		w := setup(t)
+		w.indexRecord(rec(0, far, ""), now, lead)
+		w.indexRecord(rec(1, far+60_000, "key"), now, lead)
+		w.indexRecord(rec(2, far+120_000, "key"), now, lead)
+		batch := w.collectDue(now)
+		state := map[int64]string{}
+		for _, e := range batch {
+			switch {
+			case e.ctl != nil && e.ctl.cancel != nil:
+			case e.dlqReason() != "":
+				state[e.offset] += "dead-lettered "
+			case e.cancelled:
+				state[e.offset] += "cancelled "
+			case e.copy:
+				state[e.offset] += "copied "
+			default:
+				state[e.offset] += "forwarded "
+			}
+		}
+		if state[0] != "cancelled " || state[1] != "cancelled " || state[2] != "copied " {
+			t.Fatalf("offsets 0, 1, 2: %q, %q, %q; want cancelled, cancelled, copied", state[0], state[1], state[2])
+		}
+	})
 	t.Run("replaces a message with one due now", func(t *testing.T) {
 		w := setup(t)
 		w.indexRecord(rec(0, far, ""), now, lead)
