@@ -152,6 +152,10 @@
 //     second time. When it replaced one, it is forwarded (if due) or
 //     copied forward in the cancel's transaction: left pending, it would
 //     be read again after a crash or rebalance, find the message resolved
-//     and be dead-lettered.
+//     and be dead-lettered. Two reschedule records of one message read in
+//     one poll: the second replaces the first. Read in two polls but
+//     written before the first one's copy (within a transaction's time),
+//     the second finds the first copied, not yet read, and is
+//     dead-lettered: the message keeps the first's time.
 //   - The state topic needs at least as many partitions as the delay topic.
 package kafkamode
