@@ -277,3 +277,57 @@ func (e *env) expectExit(flags, want string) {
 		t.Errorf("%q: output does not mention %q:\n%s", flags, want, out)
 	}
 }
+
+// TestKafkaHTTPRescheduleTwice: a message rescheduled twice through the
+// API. Each reschedule answers a new ID; the IDs it replaced read
+// cancelled, the latest pending at the latest time, and no inspect shows
+// the worker's internal hourglass-copied-from as a property of the
+// message. (A reschedule is copied forward by the worker; the second one
+// carried the first copy's hourglass-copied-from, so the first new ID
+// followed it and read pending, and the forward named the first ID.)
+func TestKafkaHTTPRescheduleTwice(t *testing.T) {
+	e := newEnv(t, 1)
+	e.copies = true
+	c := e.collect(e.biz)
+	addr := freeAddr(t)
+	e.startWorker("w1", "--listen", addr)
+	cl := client.New("http://"+addr, client.WithToken(""))
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	waitUp(t, ctx, cl)
+	m, err := cl.Send(ctx, e.biz, client.Message{Key: "order-1", Body: []byte("m"), When: client.When{Delay: time.Hour}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r1, err := cl.Reschedule(ctx, m.ID, client.When{Delay: 2 * time.Hour}, 0)
+	if err != nil {
+		t.Fatalf("first reschedule: %v", err)
+	}
+	r2, err := cl.Reschedule(ctx, r1.ID, client.When{Delay: 2 * time.Second}, 0)
+	if err != nil {
+		t.Fatalf("second reschedule: %v", err)
+	}
+	for _, w := range []struct {
+		id, state string
+	}{{m.ID, "cancelled"}, {r1.ID, "cancelled"}, {r2.ID, "pending"}} {
+		in, err := cl.Inspect(ctx, w.id)
+		if err != nil || string(in.State) != w.state {
+			t.Errorf("inspect %s: %+v %v; want %s", w.id, in, err, w.state)
+			continue
+		}
+		if _, ok := in.Properties[kafkamode.HeaderCopiedFrom]; ok {
+			t.Errorf("inspect %s shows the property %s", w.id, kafkamode.HeaderCopiedFrom)
+		}
+	}
+	l := &ledger{due: map[string]int64{"m": int64(r2.Due)}}
+	if v := l.check(e.settle(c, l, 20*time.Second)); !v.ok() {
+		t.Fatalf("%s", v)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, r := range c.recs {
+		if src, _ := header(r, kafkamode.HeaderSource); string(r.Value) == "m" && src != e.delay+"/0/"+strings.TrimPrefix(r2.ID, "k:0:") {
+			t.Errorf("the forward's source %q, want the latest ID %s", src, r2.ID)
+		}
+	}
+}

@@ -238,7 +238,7 @@ func infoOf(loc kafkamode.Location) api.KafkaMessageInfo {
 		in.DueTime = api.Millis(loc.Due).RFC3339()
 	}
 	for _, hd := range rec.Headers {
-		if isControl(hd.Key) {
+		if isControl(hd.Key) || hd.Key == kafkamode.HeaderCopiedFrom { // the worker's, not the message's
 			continue
 		}
 		if in.Properties == nil {
