@@ -180,12 +180,7 @@ func TestKafkaAbortedAndCompressedRecords(t *testing.T) {
 // refused it, as too large, with franz-go's default batch limit.
 func TestKafkaHTTPLargeBody(t *testing.T) {
 	e := newEnv(t, 1)
-	addr := freeAddr(t)
-	e.startWorker("w1", "--listen", addr)
-	cl := client.New("http://"+addr, client.WithToken(""))
-	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
-	defer cancel()
-	waitUp(t, ctx, cl)
+	cl, ctx := e.apiWorker(15 * time.Second)
 	r, err := cl.Send(ctx, e.biz, client.Message{Key: "big", Body: bytes.Repeat([]byte("x"), 1_040_000), When: client.When{Delay: time.Hour}})
 	if err != nil {
 		t.Fatalf("send a 1,040,000-byte body: %v", err)
@@ -289,12 +284,7 @@ func TestKafkaHTTPRescheduleTwice(t *testing.T) {
 	e := newEnv(t, 1)
 	e.copies = true
 	c := e.collect(e.biz)
-	addr := freeAddr(t)
-	e.startWorker("w1", "--listen", addr)
-	cl := client.New("http://"+addr, client.WithToken(""))
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	waitUp(t, ctx, cl)
+	cl, ctx := e.apiWorker(30 * time.Second)
 	m, err := cl.Send(ctx, e.biz, client.Message{Key: "order-1", Body: []byte("m"), When: client.When{Delay: time.Hour}})
 	if err != nil {
 		t.Fatal(err)
@@ -330,4 +320,16 @@ func TestKafkaHTTPRescheduleTwice(t *testing.T) {
 			t.Errorf("the forward's source %q, want the latest ID %s", src, r2.ID)
 		}
 	}
+}
+
+// apiWorker starts a worker serving the HTTP API and returns a client of
+// it, once it answers, and a context that ends after within.
+func (e *env) apiWorker(within time.Duration) (*client.Client, context.Context) {
+	addr := freeAddr(e.t)
+	e.startWorker("w1", "--listen", addr)
+	cl := client.New("http://"+addr, client.WithToken(""))
+	ctx, cancel := context.WithTimeout(e.t.Context(), within)
+	e.t.Cleanup(cancel)
+	waitUp(e.t, ctx, cl)
+	return cl, ctx
 }
