@@ -18,6 +18,7 @@ import (
 // past a sentinel behind every forward.
 func TestKafkaCancel(t *testing.T) {
 	e := newEnv(t, 3)
+	e.copies = true // the reschedule copies its record forward (settleReschedule)
 	c := e.collect(e.biz)
 	w := e.startWorker("w1")
 	l := &ledger{due: map[string]int64{}}

@@ -170,8 +170,8 @@
 //   - Size-based retention (retention.bytes) can delete a record sooner
 //     than copy-forward assumes; a record deleted before its due time is
 //     dead-lettered with a reason saying so.
-//   - A worker that copies forward writes to the delay topic in
-//     transactions, so the delay partition may end in a transaction
+//   - A worker that copies forward (or settles a reschedule) writes to
+//     the delay topic in transactions, so the delay partition may end in a transaction
 //     marker the consumer never sees: the group's lag then shows 1 when
 //     everything is resolved.
 //   - A forward Kafka refuses for good (a missing topic with auto-create
@@ -182,7 +182,14 @@
 //   - A reschedule is forwarded only if its cancel half replaced a pending
 //     message; otherwise it is dead-lettered (settleReschedule), so a
 //     message forwarded before its reschedule was read is not delivered a
-//     second time.
+//     second time. When it replaced one, it is forwarded (if due) or
+//     copied forward in the cancel's transaction: left pending, it would
+//     be read again after a crash or rebalance, find the message resolved
+//     and be dead-lettered. Two reschedule records of one message read in
+//     one poll: the second replaces the first. Read in two polls but
+//     written before the first one's copy (within a transaction's time),
+//     the second finds the first copied, not yet read, and is
+//     dead-lettered: the message keeps the first's time.
 //   - The state topic needs at least as many partitions as the delay topic.
 //   - What the spill does not bound: each pending record keeps 8 bytes
 //     in its partition's pending list; a snapshot is built from all

@@ -1,9 +1,11 @@
 package kafkamode
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -71,8 +73,8 @@ func parseCancel(r *kgo.Record) (spec *cancelSpec, ok bool, err error) {
 		}
 		return &cancelSpec{byKey: true}, true, nil
 	case strings.HasPrefix(*v, "offset:"):
-		o, err := strconv.ParseInt((*v)[len("offset:"):], 10, 64)
-		if err != nil || o < 0 || o >= r.Offset {
+		o, err := parseDecimal((*v)[len("offset:"):])
+		if err != nil || o >= r.Offset {
 			return nil, true, fmt.Errorf("%s=%q: want offset:<n> with n an offset before the cancel record's own (%d)", HeaderCancel, *v, r.Offset)
 		}
 		return &cancelSpec{offset: o}, true, nil
@@ -103,6 +105,37 @@ const (
 	HeaderCopiedFrom = "hourglass-copied-from"
 )
 
+// secondsFloor and secondsCeil bound the _deliverAt values refused as Unix
+// seconds: read as milliseconds they fall in January 1970 to March 1973,
+// while as seconds they are 2001 to 5138. A due time in the past is
+// forwarded at once, so such a record, meant for later, would arrive
+// early. Smaller values (0, 1, ...) plainly mean "now" and are kept.
+const (
+	secondsFloor = 1_000_000_000
+	secondsCeil  = 100_000_000_000
+)
+
+// errNegative is parseDecimal's answer to a negative number.
+var errNegative = errors.New("negative")
+
+// parseDecimal reads a header's number: decimal ASCII digits, nothing
+// else (no '+', no spaces), as documented; a '-' and digits is refused
+// with errNegative.
+func parseDecimal(v string) (int64, error) {
+	digits, neg := strings.CutPrefix(v, "-")
+	if digits == "" || strings.Trim(digits, "0123456789") != "" {
+		return 0, fmt.Errorf("%q is not decimal digits", v)
+	}
+	if neg {
+		return 0, errNegative
+	}
+	return strconv.ParseInt(v, 10, 64)
+}
+
+// maxTimestampMs is the last millisecond of year 9999: a record timestamp
+// beyond it (Kafka takes one) is no time _delayMs can count from.
+const maxTimestampMs = 253402300799999
+
 // MaxDelayMs bounds _delayMs and how far _deliverAt may lie in the future
 // (100 years): beyond it the arithmetic of due times would overflow, and such
 // a record is almost certainly a unit mistake (seconds for ms, or ns).
@@ -114,11 +147,21 @@ type schedule struct {
 	bizTopic string // where it goes
 }
 
-// parseSchedule reads the control headers of r. It returns an error that
-// says what is wrong (it becomes the dead-letter reason) when a header is
-// missing, repeated, not a number, out of range, or when _bizTopic is not
-// a valid topic name or is the delay topic itself (a forwarding loop).
+// parseSchedule is scheduleOf for a worker of delayTopic with the default
+// state and dead-letter topics.
 func parseSchedule(r *kgo.Record, delayTopic string) (schedule, error) {
+	c := Config{DelayTopic: delayTopic, StateTopic: delayTopic + ".state", DLQTopic: delayTopic + ".dlq"}
+	return c.scheduleOf(r)
+}
+
+// scheduleOf reads the control headers of r, a record of c's delay
+// topic. It returns an error that says what is wrong (it becomes the
+// dead-letter reason) when a header is missing, repeated, not decimal
+// digits, out of range, a _deliverAt in seconds, or when _bizTopic is not
+// a valid topic name or is one of the worker's own topics: the delay
+// topic (a forwarding loop), the state topic (a forward there could forge
+// progress markers) or the dead-letter topic.
+func (c *Config) scheduleOf(r *kgo.Record) (schedule, error) {
 	var at, delay, biz *string
 	for i := range r.Headers {
 		h := &r.Headers[i]
@@ -144,21 +187,35 @@ func parseSchedule(r *kgo.Record, delayTopic string) (schedule, error) {
 	case at != nil && delay != nil:
 		return s, fmt.Errorf("both %s and %s are set; set one", HeaderDeliverAt, HeaderDelayMs)
 	case at != nil:
-		ms, err := strconv.ParseInt(strings.TrimSpace(*at), 10, 64)
-		if err != nil {
-			return s, fmt.Errorf("header %s=%q is not a Unix time in milliseconds", HeaderDeliverAt, *at)
+		ms, err := parseDecimal(*at)
+		if errors.Is(err, errNegative) {
+			return s, fmt.Errorf("header %s=%s is out of range (0 to 100 years after the record's timestamp)", HeaderDeliverAt, *at)
 		}
-		if ms < 0 || ms > r.Timestamp.UnixMilli()+MaxDelayMs {
+		if err != nil {
+			return s, fmt.Errorf("header %s=%q is not a Unix time in milliseconds (decimal digits)", HeaderDeliverAt, *at)
+		}
+		if ms >= secondsFloor && ms < secondsCeil {
+			return s, fmt.Errorf("header %s=%d looks like Unix seconds (as milliseconds it is %s); give Unix milliseconds",
+				HeaderDeliverAt, ms, time.UnixMilli(ms).UTC().Format(time.DateOnly))
+		}
+		if ms > maxTimestampMs || ms-MaxDelayMs > r.Timestamp.UnixMilli() { // no overflow: 0 <= ms
 			return s, fmt.Errorf("header %s=%d is out of range (0 to 100 years after the record's timestamp)", HeaderDeliverAt, ms)
 		}
 		s.due = ms
 	case delay != nil:
-		ms, err := strconv.ParseInt(strings.TrimSpace(*delay), 10, 64)
-		if err != nil {
-			return s, fmt.Errorf("header %s=%q is not a number of milliseconds", HeaderDelayMs, *delay)
+		ms, err := parseDecimal(*delay)
+		if errors.Is(err, errNegative) {
+			return s, fmt.Errorf("header %s=%s is out of range (0 to 100 years)", HeaderDelayMs, *delay)
 		}
-		if ms < 0 || ms > MaxDelayMs {
+		if err != nil {
+			return s, fmt.Errorf("header %s=%q is not a number of milliseconds (decimal digits)", HeaderDelayMs, *delay)
+		}
+		if ms > MaxDelayMs {
 			return s, fmt.Errorf("header %s=%d is out of range (0 to 100 years)", HeaderDelayMs, ms)
+		}
+		if ts := r.Timestamp.UnixMilli(); ts < 0 || ts > maxTimestampMs {
+			return s, fmt.Errorf("header %s counts from the record's timestamp, and %d is not a time (Unix ms, 1970 to 9999): give %s",
+				HeaderDelayMs, ts, HeaderDeliverAt)
 		}
 		s.due = r.Timestamp.UnixMilli() + ms
 	default:
@@ -170,8 +227,13 @@ func parseSchedule(r *kgo.Record, delayTopic string) (schedule, error) {
 	if err := validTopic(*biz); err != nil {
 		return s, fmt.Errorf("header %s: %v", HeaderBizTopic, err)
 	}
-	if *biz == delayTopic {
+	switch *biz {
+	case c.DelayTopic:
 		return s, fmt.Errorf("header %s names the delay topic itself", HeaderBizTopic)
+	case c.StateTopic:
+		return s, fmt.Errorf("header %s names the worker's state topic", HeaderBizTopic)
+	case c.DLQTopic:
+		return s, fmt.Errorf("header %s names the dead-letter topic", HeaderBizTopic)
 	}
 	s.bizTopic = *biz
 	return s, nil
@@ -207,13 +269,22 @@ func isControlHeader(key string) bool {
 // forwardRecord is the record produced to the business topic for the delay
 // record r due at due: r's key, value and headers without the control
 // headers, plus hourglass-due-ms and hourglass-source.
+//
+// Headers named like the two the worker adds (a forward produced to the
+// delay topic again, or a forgery) are replaced, so each appears once; a
+// hourglass-copied-from is taken as the source only if it can be the
+// worker's (copiedFrom).
 func forwardRecord(r *kgo.Record, bizTopic, source string, due int64) *kgo.Record {
 	out := &kgo.Record{Topic: bizTopic, Key: r.Key, Value: r.Value}
 	out.Headers = make([]kgo.RecordHeader, 0, len(r.Headers)+2)
+	own := source
 	for _, h := range r.Headers {
 		switch {
 		case h.Key == HeaderCopiedFrom:
-			source = string(h.Value)
+			if origin, ok := copiedFrom(string(h.Value), own); ok {
+				source = origin
+			}
+		case h.Key == HeaderDueMs || h.Key == HeaderSource:
 		case !isControlHeader(h.Key):
 			out.Headers = append(out.Headers, h)
 		}
@@ -230,7 +301,11 @@ func forwardRecord(r *kgo.Record, bizTopic, source string, due int64) *kgo.Recor
 func deadLetterRecord(r *kgo.Record, dlqTopic, source, reason string) *kgo.Record {
 	out := &kgo.Record{Topic: dlqTopic, Key: r.Key, Value: r.Value}
 	out.Headers = make([]kgo.RecordHeader, 0, len(r.Headers)+2)
-	out.Headers = append(out.Headers, r.Headers...)
+	for _, h := range r.Headers {
+		if h.Key != HeaderDLQReason && h.Key != HeaderSource { // an earlier dead letter's: replaced
+			out.Headers = append(out.Headers, h)
+		}
+	}
 	out.Headers = append(out.Headers,
 		kgo.RecordHeader{Key: HeaderDLQReason, Value: []byte(reason)},
 		kgo.RecordHeader{Key: HeaderSource, Value: []byte(source)})
@@ -246,11 +321,14 @@ func deadLetterRecord(r *kgo.Record, dlqTopic, source, reason string) *kgo.Recor
 func copyRecord(r *kgo.Record, delayTopic string, p int32, source string, due int64) *kgo.Record {
 	out := &kgo.Record{Topic: delayTopic, Partition: p, Key: r.Key, Value: r.Value}
 	out.Headers = make([]kgo.RecordHeader, 0, len(r.Headers)+1)
+	own := source
 	for _, h := range r.Headers {
 		switch h.Key {
 		case HeaderDeliverAt, HeaderDelayMs, HeaderCancel:
 		case HeaderCopiedFrom:
-			source = string(h.Value)
+			if origin, ok := copiedFrom(string(h.Value), own); ok {
+				source = origin
+			}
 		default:
 			out.Headers = append(out.Headers, h)
 		}
@@ -259,4 +337,24 @@ func copyRecord(r *kgo.Record, delayTopic string, p int32, source string, due in
 		kgo.RecordHeader{Key: HeaderDeliverAt, Value: strconv.AppendInt(nil, due, 10)},
 		kgo.RecordHeader{Key: HeaderCopiedFrom, Value: []byte(source)})
 	return out
+}
+
+// copiedFrom reports whether v, the hourglass-copied-from header of the
+// delay record at own ("<delay topic>/<partition>/<offset>"), can be one
+// the worker wrote: a position in the same partition at an earlier
+// offset. Any producer can write the header; one that names another
+// partition, a later offset or nothing must not rename the record's
+// hourglass-source (a consumer that drops duplicates by it would drop
+// the message it names).
+func copiedFrom(v, own string) (string, bool) {
+	i, j := strings.LastIndexByte(v, '/'), strings.LastIndexByte(own, '/')
+	if i < 0 || j < 0 || v[:i] != own[:j] {
+		return "", false
+	}
+	o, err := parseDecimal(v[i+1:])
+	mine, _ := strconv.ParseInt(own[j+1:], 10, 64)
+	if err != nil || o >= mine || strconv.FormatInt(o, 10) != v[i+1:] {
+		return "", false
+	}
+	return v, true
 }

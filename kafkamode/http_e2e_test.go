@@ -26,6 +26,7 @@ import (
 // it); the forecast counts what the worker indexed.
 func TestKafkaHTTPAPI(t *testing.T) {
 	e := newEnv(t, 3)
+	e.copies = true // a reschedule copies its record forward (settleReschedule)
 	c := e.collect(e.biz)
 	addr := freeAddr(t)
 	e.startWorker("w1", "--listen", addr)
@@ -195,7 +196,22 @@ func waitUp(t *testing.T, ctx context.Context, cl *client.Client) {
 func forecastOf(t *testing.T, ctx context.Context, addr string) api.KafkaForecast {
 	t.Helper()
 	var f api.KafkaForecast
-	getJSON(t, ctx, "http://"+addr+"/v1/forecast?step=second&to="+strconv.FormatInt(time.Now().Add(2*time.Minute).UnixMilli(), 10), &f)
+	url := "http://" + addr + "/v1/forecast?step=second&to=" + strconv.FormatInt(time.Now().Add(2*time.Minute).UnixMilli(), 10)
+	// A worker still starting (creating and checking its topics) has no
+	// index to count yet: it answers 503 until its loop runs.
+	for ctx.Err() == nil {
+		req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	getJSON(t, ctx, url, &f)
 	return f
 }
 

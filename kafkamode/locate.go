@@ -178,7 +178,7 @@ func (l *Locator) locateAt(ctx context.Context, partition int32, offset int64, s
 		return loc, fmt.Errorf("%w: offset %d of partition %d is a cancel record (header %s), not a message",
 			ErrNoMessage, offset, partition, HeaderCancel)
 	}
-	s, perr := parseSchedule(r, l.cfg.DelayTopic)
+	s, perr := l.cfg.scheduleOf(r)
 	if _, isCancel, cerr := parseCancel(r); isCancel && cerr != nil {
 		perr = cerr
 	}
@@ -429,7 +429,7 @@ func (l *Locator) pendingWithKey(ctx context.Context, partition int32, key []byt
 		if !bytes.Equal(r.Key, key) || marks[r.Offset] {
 			return true
 		}
-		if s, err := parseSchedule(r, l.cfg.DelayTopic); err == nil && match(s) {
+		if s, err := l.cfg.scheduleOf(r); err == nil && match(s) {
 			out = append(out, r.Offset)
 		}
 		return true

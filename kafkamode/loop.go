@@ -213,10 +213,10 @@ func (w *Worker) collectDue(now int64) []*entry {
 		e.copy = false // due: forwarded, not copied
 		batch = append(batch, e)
 		if e.ctl != nil && e.ctl.cancel != nil {
-			targets := w.cancelTargets(e)
+			targets, matched := w.cancelTargets(e)
 			batch = append(batch, targets...)
 			if sc := e.ctl.sched; sc != nil {
-				batch = w.settleReschedule(batch, sc, len(targets) > 0, now)
+				batch = w.settleReschedule(batch, sc, matched, now)
 			}
 		}
 	}
@@ -238,9 +238,12 @@ func (w *Worker) collectDue(now int64) []*entry {
 }
 
 // settleReschedule decides the scheduled half sc of a reschedule once its
-// cancel half ran: if the cancel replaced a pending message, sc stays
-// scheduled and, when it is far from due, lets its body go (fetched again
-// before it is due); if it replaced nothing (the message was forwarded,
+// cancel half ran. If the cancel replaced a pending message, sc is
+// resolved in the same transaction: forwarded when due, else copied
+// forward (copyRecord: a plain record, without _cancel, naming sc's
+// position). Left pending, sc would be read again after a crash or a
+// rebalance, find the message it replaced resolved, and be dead-lettered:
+// the message lost. If it replaced nothing (the message was forwarded,
 // cancelled or never there), sc goes to the dead-letter topic in the same
 // transaction, saying why, and is never forwarded.
 func (w *Worker) settleReschedule(batch []*entry, sc *entry, replaced bool, now int64) []*entry {
@@ -248,11 +251,8 @@ func (w *Worker) settleReschedule(batch []*entry, sc *entry, replaced bool, now 
 		return batch
 	}
 	if replaced {
-		if sc.due-now > w.cfg.BodyLead.Milliseconds() {
-			sc.rec = nil
-			w.noBody.push(sc)
-		}
-		return batch
+		sc.inBatch, sc.copy = true, sc.due > now
+		return append(batch, sc)
 	}
 	sc.ctl = &control{dlqReason: "reschedule: nothing pending to replace (the message it moves was already forwarded, cancelled, or never sent): not scheduled"}
 	sc.inBatch = true
@@ -275,18 +275,26 @@ func (w *Worker) peekCopy() *entry {
 // offset, not already in a transaction (those are being forwarded: too
 // late). It scans the whole index, O(pending): cancels are expected to be
 // rare next to forwards.
-func (w *Worker) cancelTargets(c *entry) []*entry {
-	var out []*entry
+//
+// An entry this batch copies (an earlier reschedule's scheduled half read
+// in the same poll) is cancelled instead of copied: it is already in the
+// batch, so it is counted in matched but not returned.
+func (w *Worker) cancelTargets(c *entry) (out []*entry, matched bool) {
 	for _, e := range w.due {
-		if e.pp != c.pp || !e.live() || e.inBatch || e.ctl != nil || e.offset >= c.offset {
+		if e.pp != c.pp || !e.live() || e.inBatch && !e.copy || e.cancelled || e.ctl != nil || e.offset >= c.offset {
 			continue
 		}
 		if c.ctl.cancel.byKey && e.keyHash == c.keyHash || !c.ctl.cancel.byKey && e.offset == c.ctl.cancel.offset {
+			matched = true
+			if e.inBatch {
+				e.copy, e.cancelled = false, true
+				continue
+			}
 			e.inBatch, e.cancelled = true, true
 			out = append(out, e)
 		}
 	}
-	return out
+	return out, matched
 }
 
 // indexSeeded indexes the snapshot entries of partitions just taken over,
@@ -322,7 +330,7 @@ func (w *Worker) indexRecord(r *kgo.Record, now, lead int64) {
 	}
 	w.stats.RecordsRead.Add(1)
 	e := &entry{pp: pp, offset: r.Offset, ts: r.Timestamp.UnixMilli(), keyHash: keyHash(r.Key)}
-	s, err := parseSchedule(r, w.cfg.DelayTopic)
+	s, err := w.cfg.scheduleOf(r)
 	cancel, isCancel, cerr := parseCancel(r)
 	scheduled := hasScheduleHeaders(r)
 	switch {

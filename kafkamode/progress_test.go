@@ -262,12 +262,12 @@ func TestCancelTargets(t *testing.T) {
 	busy.inBatch = true
 	mk(p0, 9, k) // after the cancel
 	c := &entry{pp: p0, offset: 5, keyHash: k, ctl: &control{cancel: &cancelSpec{byKey: true}}}
-	got := w.cancelTargets(c)
+	got, _ := w.cancelTargets(c)
 	if len(got) != 1 || got[0] != hit || !hit.cancelled || !hit.inBatch {
 		t.Fatalf("targets %v", got)
 	}
 	c = &entry{pp: p0, offset: 6, ctl: &control{cancel: &cancelSpec{offset: 2}}}
-	if got := w.cancelTargets(c); len(got) != 1 || got[0].offset != 2 {
+	if got, _ := w.cancelTargets(c); len(got) != 1 || got[0].offset != 2 {
 		t.Fatalf("by offset: %v", got)
 	}
 }

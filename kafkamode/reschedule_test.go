@@ -53,15 +53,68 @@ func TestRescheduleReplacesOrDeadLetters(t *testing.T) {
 				dead++
 			}
 		}
-		if len(batch) != 2 || cancelled != 1 || dead != 0 {
-			t.Fatalf("batch of %d (%d cancelled, %d dead-lettered), want the cancel half and the original, cancelled", len(batch), cancelled, dead)
+		if len(batch) != 3 || cancelled != 1 || dead != 0 {
+			t.Fatalf("batch of %d (%d cancelled, %d dead-lettered), want the cancel half, the original, cancelled, and the scheduled half", len(batch), cancelled, dead)
 		}
+		// The scheduled half is copied forward in the cancel's
+		// transaction: left pending, it would be read again after a crash,
+		// find nothing to replace and be dead-lettered (the message lost).
 		sched := batch[0].ctl.sched
-		if sched == nil || sched.inBatch || sched.ctl != nil || sched.due != far+60_000 {
-			t.Fatalf("the scheduled half: %+v, want it pending at its new time", sched)
+		if sched == nil || batch[2] != sched || !sched.copy || sched.ctl != nil || sched.due != far+60_000 {
+			t.Fatalf("the scheduled half: %+v, want it copied forward at its new time", sched)
 		}
-		if sched.rec != nil {
-			t.Errorf("the scheduled half, an hour from due, kept its body in RAM")
+		out := w.output(sched)
+		if _, ok := headerValue(out, HeaderCancel); ok || out.Topic != w.cfg.DelayTopic || out.Partition != 0 {
+			t.Fatalf("the copy %+v, want a plain record in partition 0 of the delay topic", out)
+		}
+		if at, _ := headerValue(out, HeaderDeliverAt); at != strconv.FormatInt(far+60_000, 10) {
+			t.Errorf("the copy is due at %s, want %d", at, far+60_000)
+		}
+		if from, _ := headerValue(out, HeaderCopiedFrom); from != w.cfg.DelayTopic+"/0/1" {
+			t.Errorf("the copy names %q, want the reschedule's position", from)
+		}
+		// Aborted, it is decided again with the cancel half.
+		for _, e := range batch {
+			e.inBatch = false
+		}
+		w.aborted(batch, nil)
+		if again := w.collectDue(now); len(again) != 3 || again[2] != sched || !sched.copy {
+			t.Fatalf("after an abort: batch of %d, want the same three again", len(again))
+		}
+	})
+	t.Run("two reschedules read together", func(t *testing.T) {
+		// Both are read before the first is settled: the second replaces
+		// the first (whose copy is not made), not nothing.
+		w := setup(t)
+		w.indexRecord(rec(0, far, ""), now, lead)
+		w.indexRecord(rec(1, far+60_000, "key"), now, lead)
+		w.indexRecord(rec(2, far+120_000, "key"), now, lead)
+		batch := w.collectDue(now)
+		state := map[int64]string{}
+		for _, e := range batch {
+			switch {
+			case e.ctl != nil && e.ctl.cancel != nil:
+			case e.dlqReason() != "":
+				state[e.offset] += "dead-lettered "
+			case e.cancelled:
+				state[e.offset] += "cancelled "
+			case e.copy:
+				state[e.offset] += "copied "
+			default:
+				state[e.offset] += "forwarded "
+			}
+		}
+		if state[0] != "cancelled " || state[1] != "cancelled " || state[2] != "copied " {
+			t.Fatalf("offsets 0, 1, 2: %q, %q, %q; want cancelled, cancelled, copied", state[0], state[1], state[2])
+		}
+	})
+	t.Run("replaces a message with one due now", func(t *testing.T) {
+		w := setup(t)
+		w.indexRecord(rec(0, far, ""), now, lead)
+		w.indexRecord(rec(1, now-5, "offset:0"), now, lead)
+		batch := w.collectDue(now)
+		if len(batch) != 3 || batch[2].copy || batch[2].offset != 1 || w.output(batch[2]).Topic != "biz" {
+			t.Fatalf("batch of %d, want the cancel half, the original and the reschedule forwarded in one transaction", len(batch))
 		}
 	})
 	t.Run("nothing left to replace", func(t *testing.T) {

@@ -170,7 +170,7 @@ func (w *Worker) output(e *entry) *kgo.Record {
 	case e.dlqReason() != "":
 		return deadLetterRecord(e.rec, w.cfg.DLQTopic, source, e.dlqReason())
 	}
-	s, err := parseSchedule(e.rec, w.cfg.DelayTopic)
+	s, err := w.cfg.scheduleOf(e.rec)
 	if err != nil { // cannot happen: it parsed at read time
 		return deadLetterRecord(e.rec, w.cfg.DLQTopic, source, err.Error())
 	}
@@ -244,6 +244,12 @@ func (w *Worker) aborted(batch []*entry, plans []*partPlan) {
 		pl.undo()
 	}
 	for _, e := range batch {
+		if e.ctl != nil && e.ctl.sched != nil {
+			// A reschedule's scheduled half (later in the batch) is
+			// decided again with this cancel half, which is due at
+			// once (settleReschedule): not a copy to make regardless.
+			e.ctl.sched.copy = false
+		}
 		// A cancel's target never left the heap, so pushing it again
 		// gives it a second slot; collectDue skips the copy that is
 		// popped while the other is in a batch, and peek drops both once

@@ -2,12 +2,11 @@ package kafkamode
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/hourglass-mq/hourglass/engine"
@@ -88,6 +87,12 @@ func (s *Stats) partitionLateness(p int32) *engine.Histogram {
 	}
 	return h
 }
+
+// MaxBatchBytes is Kafka's default message.max.bytes (and topic
+// max.message.bytes): the largest record batch a broker takes unless
+// configured otherwise, and the largest the worker (and its HTTP API)
+// produces.
+const MaxBatchBytes = 1_048_588
 
 // Worker forwards due records from the delay topic to their business
 // topics. Create it with New and run it with Run.
@@ -174,8 +179,9 @@ func (w *Worker) Pending() map[int32]int64 {
 // records until ctx is done. When a transaction fails (a broker restart, a
 // coordinator move), it leaves the group, drops its index and joins again:
 // the committed progress is all it needs. It returns an error only when it
-// cannot start (no topics) or when another live worker fenced its
-// transactional ID (two workers with one WorkerID). On return it has left
+// cannot start (no topics), when a setting is refused for good (a session
+// or transaction timeout outside the brokers' range), or when another
+// live worker fenced its transactional ID (two workers with one WorkerID). On return it has left
 // the group; a transaction in progress is aborted.
 func (w *Worker) Run(ctx context.Context) error {
 	log := w.cfg.Logger
@@ -193,6 +199,12 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	if err := w.readRetention(ctx); err != nil {
+		return err
+	}
+	if err := w.checkBrokerLimits(ctx); err != nil {
+		return err
+	}
+	if err := w.checkStateTopic(ctx); err != nil {
 		return err
 	}
 	// A short fetch long-poll: a partition the loader adds joins the next
@@ -213,7 +225,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			break
 		}
-		if errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.TransactionalIDAuthorizationFailed) {
+		if permanent(err) {
 			return err
 		}
 		w.stats.Rejoins.Add(1)
@@ -279,14 +291,18 @@ func (w *Worker) runSession(ctx context.Context) error {
 		// are triggered by failures (and every 5 min), so a short minimum
 		// costs nothing while all is well.
 		kgo.MetadataMinAge(20*time.Millisecond),
+		// A record batch as large as Kafka's default max.message.bytes:
+		// franz-go's own default (1,000,012) refused, as too large, a
+		// delay record of 1 MB the broker had taken, and dead-lettered it.
+		kgo.ProducerBatchMaxBytes(MaxBatchBytes),
 		kgo.RecordPartitioner(statePartitioner{state: w.cfg.StateTopic, delay: w.cfg.DelayTopic, other: kgo.StickyKeyPartitioner(nil)}),
 		kgo.OnPartitionsAssigned(w.onAssigned),
 		kgo.AdjustFetchOffsetsFn(w.adjustOffsets),
 		kgo.OnPartitionsRevoked(w.onRevoked),
 		kgo.OnPartitionsLost(w.onRevoked),
 	)
-	if err != nil {
-		return err
+	if err != nil { // franz-go refuses the options: no retry helps
+		return fmt.Errorf("%w: %w", errSetup, err)
 	}
 	defer w.sess.Close()
 	for sctx.Err() == nil {

@@ -90,6 +90,9 @@ start() {
 		bootstrap+="${bootstrap:+,}127.0.0.1:${ports[$((i - 1))]}"
 	done
 	id=$(head -c16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n')
+	# One in 64 begins with '-', which the storage tool takes for an
+	# option: clear the first byte's top bits (still 16 bytes).
+	case $id in -*) id="A${id#-}" ;; esac
 	for i in $(seq "$nodes"); do
 		local dir=$top/node$i port=${ports[$((i - 1))]} cport=${ports[$((nodes + i - 1))]}
 		mkdir -p "$dir"

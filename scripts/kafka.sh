@@ -132,6 +132,9 @@ EOF
 	# A KRaft cluster ID is 16 random bytes in URL-safe base64, unpadded.
 	local id
 	id=$(head -c16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n')
+	# One in 64 begins with '-', which the tool's argument parser takes
+	# for an option: clear the first byte's top bits (still 16 bytes).
+	case $id in -*) id="A${id#-}" ;; esac
 	java -cp "$cache/lib/*" kafka.tools.StorageTool format -t "$id" \
 		-c "$dir/server.properties" >"$dir/format.log" 2>&1 ||
 		{ cat "$dir/format.log" >&2; die "formatting the storage failed"; }

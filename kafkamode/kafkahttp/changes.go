@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -190,8 +189,11 @@ func (h *Handler) reschedule(w http.ResponseWriter, r *http.Request) error {
 		return errs.New(errs.FailedPrecondition, "message %s is due in %d ms: too close to its due time to move (the worker may be forwarding it)", id, loc.Due-now)
 	}
 	rec := &kgo.Record{Partition: p, Key: loc.Record.Key, Value: loc.Record.Value, Timestamp: time.UnixMilli(now)}
+	// The copy is a new message (its own ID): it does not carry the
+	// hourglass-copied-from of a copy forward, which would make its
+	// forward, and inspect of the replaced ID, follow the old one.
 	for _, hd := range loc.Record.Headers {
-		if !isControl(hd.Key) {
+		if !isControl(hd.Key) && hd.Key != kafkamode.HeaderCopiedFrom {
 			rec.Headers = append(rec.Headers, hd)
 		}
 	}
@@ -223,7 +225,7 @@ func (h *Handler) reschedule(w http.ResponseWriter, r *http.Request) error {
 // lockPartition takes the lock that serializes the changes (reschedules and
 // cancels by ID) of partition p through this API, and returns its unlock.
 func (h *Handler) lockPartition(p int32) func() {
-	mu, _ := h.reschedMu.LoadOrStore(p, new(sync.Mutex))
-	mu.(*sync.Mutex).Lock()
-	return mu.(*sync.Mutex).Unlock
+	mu := &h.changeMu[uint32(p)%uint32(len(h.changeMu))]
+	mu.Lock()
+	return mu.Unlock
 }

@@ -96,8 +96,10 @@ type Handler struct {
 	loc  *kafkamode.Locator
 	mux  *http.ServeMux
 
-	// reschedMu holds a *sync.Mutex per delay partition (see reschedule).
-	reschedMu sync.Map
+	// changeMu serializes the changes of a delay partition (see
+	// reschedule): partition p takes changeMu[p % len]. A fixed set, since
+	// a request may name any partition number before it is checked.
+	changeMu [64]sync.Mutex
 
 	// parts caches the delay topic's partition count for partitionsTTL.
 	mu      sync.Mutex
@@ -121,7 +123,7 @@ func New(cfg kafkamode.Config, fc Forecaster, opts Options) (*Handler, error) {
 		opts.Now = time.Now
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.ProducerLinger(0))
+		kgo.ProducerLinger(0), kgo.ProducerBatchMaxBytes(kafkamode.MaxBatchBytes))
 	if err != nil {
 		return nil, err
 	}

@@ -120,7 +120,7 @@ func TestValidation(t *testing.T) {
 		{"GET", "/v1/messages/k:01:5", ``, 400, "leading zeros"},
 		{"GET", "/v1/messages/k:1:-5", ``, 400, "decimal"},
 		{"GET", "/v1/messages/k:4294967296:5", ``, 400, "out of range"},
-		{"GET", "/v1/messages/k:1:5?full=1", ``, 400, "no query parameters"},
+		{"GET", "/v1/messages/k:1:5?full=1", ``, 400, "accepted: GET /v1/messages/{id} takes no query parameters"},
 		{"DELETE", "/v1/messages/abc", ``, 400, "k:<partition>:<offset>"},
 		{"POST", "/v1/messages/k:0:1/reschedule", `{}`, 400, "give the new time"},
 		{"POST", "/v1/messages/k:0:1/reschedule", `{"level":2}`, 400, `"level" is not supported`},

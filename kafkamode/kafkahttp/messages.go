@@ -238,7 +238,7 @@ func infoOf(loc kafkamode.Location) api.KafkaMessageInfo {
 		in.DueTime = api.Millis(loc.Due).RFC3339()
 	}
 	for _, hd := range rec.Headers {
-		if isControl(hd.Key) {
+		if isControl(hd.Key) || hd.Key == kafkamode.HeaderCopiedFrom { // the worker's, not the message's
 			continue
 		}
 		if in.Properties == nil {
@@ -335,7 +335,7 @@ func (h *Handler) pathTopic(r *http.Request) (string, error) {
 		return "", errorf("topic %s is one of the worker's own topics (delay, state, dead-letter), not a business topic", t)
 	}
 	if r.URL.RawQuery != "" {
-		return "", errorf("query %q is not accepted: %s %s takes no query parameters", r.URL.RawQuery, r.Method, r.Pattern)
+		return "", errorf("query %q is not accepted: %s takes no query parameters", r.URL.RawQuery, r.Pattern)
 	}
 	return t, nil
 }
@@ -343,7 +343,7 @@ func (h *Handler) pathTopic(r *http.Request) (string, error) {
 // pathID returns the {id} path value as a partition and an offset.
 func (h *Handler) pathID(r *http.Request) (int32, int64, error) {
 	if r.URL.RawQuery != "" {
-		return 0, 0, errorf("query %q is not accepted: %s %s takes no query parameters", r.URL.RawQuery, r.Method, r.Pattern)
+		return 0, 0, errorf("query %q is not accepted: %s takes no query parameters", r.URL.RawQuery, r.Pattern)
 	}
 	return ParseID(r.PathValue("id"))
 }

@@ -1,0 +1,166 @@
+package kafkamode
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// TestParseScheduleHostileHeaders: control headers a careless or hostile
+// producer may write. Each either schedules the record at the due time it
+// plainly states or is refused with a reason (the dead letter's); none is
+// read as a time the producer did not mean.
+func TestParseScheduleHostileHeaders(t *testing.T) {
+	cfg, err := Config{Brokers: []string{"k:9092"}, DelayTopic: "hg.delay", Group: "g", WorkerID: "w", Partitions: 1, Replication: 1}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	now := ts.UnixMilli()
+	at := strconv.FormatInt(now+5000, 10)
+	cases := []struct {
+		name    string
+		headers []string
+		due     int64  // when accepted
+		reason  string // when refused: part of the reason
+	}{
+		{"plain", []string{HeaderDeliverAt, at, HeaderBizTopic, "orders"}, now + 5000, ""},
+		{"past", []string{HeaderDeliverAt, strconv.FormatInt(now-60_000, 10), HeaderBizTopic, "orders"}, now - 60_000, ""},
+		{"zero", []string{HeaderDeliverAt, "0", HeaderBizTopic, "orders"}, 0, ""},
+		{"delay", []string{HeaderDelayMs, "250", HeaderBizTopic, "orders"}, now + 250, ""},
+		// In Unix seconds: read as milliseconds it is January 1970, and
+		// the message, meant for the future, would be forwarded at once.
+		{"seconds", []string{HeaderDeliverAt, strconv.FormatInt(now/1000+3600, 10), HeaderBizTopic, "orders"}, 0, "seconds"},
+		{"seconds now", []string{HeaderDeliverAt, strconv.FormatInt(now/1000, 10), HeaderBizTopic, "orders"}, 0, "seconds"},
+		// Not the decimal ASCII the headers are documented as.
+		{"leading space", []string{HeaderDeliverAt, " " + at, HeaderBizTopic, "orders"}, 0, "not a Unix time"},
+		{"trailing newline", []string{HeaderDeliverAt, at + "\n", HeaderBizTopic, "orders"}, 0, "not a Unix time"},
+		{"plus", []string{HeaderDeliverAt, "+" + at, HeaderBizTopic, "orders"}, 0, "not a Unix time"},
+		{"delay plus", []string{HeaderDelayMs, "+5", HeaderBizTopic, "orders"}, 0, "not a number"},
+		{"delay space", []string{HeaderDelayMs, " 5", HeaderBizTopic, "orders"}, 0, "not a number"},
+		{"negative", []string{HeaderDeliverAt, "-1", HeaderBizTopic, "orders"}, 0, "out of range"},
+		{"float", []string{HeaderDeliverAt, at + ".0", HeaderBizTopic, "orders"}, 0, "not a Unix time"},
+		{"huge", []string{HeaderDeliverAt, "99999999999999999999", HeaderBizTopic, "orders"}, 0, "not a Unix time"},
+		{"non-UTF-8", []string{HeaderDeliverAt, "\xff", HeaderBizTopic, "orders"}, 0, "not a Unix time"},
+		// Topics a forward must never write to: the worker's own.
+		{"delay topic", []string{HeaderDeliverAt, at, HeaderBizTopic, "hg.delay"}, 0, "delay topic"},
+		{"state topic", []string{HeaderDeliverAt, at, HeaderBizTopic, "hg.delay.state"}, 0, "state topic"},
+		{"dead-letter topic", []string{HeaderDeliverAt, at, HeaderBizTopic, "hg.delay.dlq"}, 0, "dead-letter topic"},
+	}
+	for _, c := range cases {
+		r := &kgo.Record{Topic: cfg.DelayTopic, Offset: 7, Timestamp: ts}
+		for i := 0; i < len(c.headers); i += 2 {
+			r.Headers = append(r.Headers, kgo.RecordHeader{Key: c.headers[i], Value: []byte(c.headers[i+1])})
+		}
+		s, err := cfg.scheduleOf(r)
+		switch {
+		case c.reason == "" && err != nil:
+			t.Errorf("%s: refused (%v), want due %d", c.name, err, c.due)
+		case c.reason == "" && s.due != c.due:
+			t.Errorf("%s: due %d, want %d", c.name, s.due, c.due)
+		case c.reason != "" && err == nil:
+			t.Errorf("%s: accepted (due %d, topic %s), want refused saying %q", c.name, s.due, s.bizTopic, c.reason)
+		case c.reason != "" && !strings.Contains(err.Error(), c.reason):
+			t.Errorf("%s: reason %q, want it to mention %q", c.name, err, c.reason)
+		}
+	}
+}
+
+// TestParseScheduleTimestampRange: Kafka takes a record whose timestamp is
+// far beyond any date (2^62 ms, or just below int64's end) or before
+// 1970. _delayMs counts from it: such a due time overflowed to a negative
+// number and the record was forwarded at once, or was a nonsense date;
+// it is refused. _deliverAt does not depend on the timestamp (its range
+// check must not overflow either).
+func TestParseScheduleTimestampRange(t *testing.T) {
+	cfg := Config{DelayTopic: "hg.delay", StateTopic: "hg.delay.state", DLQTopic: "hg.delay.dlq"}
+	at := strconv.FormatInt(time.Now().UnixMilli()+5000, 10)
+	for _, ts := range []int64{math.MaxInt64 - 10, 1 << 62, -5} {
+		r := &kgo.Record{Timestamp: time.UnixMilli(ts), Headers: []kgo.RecordHeader{
+			{Key: HeaderDelayMs, Value: []byte("1000")}, {Key: HeaderBizTopic, Value: []byte("orders")}}}
+		if s, err := cfg.scheduleOf(r); err == nil || !strings.Contains(err.Error(), "timestamp") {
+			t.Errorf("timestamp %d, _delayMs=1000: due %d, err %v; want refused for its timestamp", ts, s.due, err)
+		}
+		r.Headers[0] = kgo.RecordHeader{Key: HeaderDeliverAt, Value: []byte(at)}
+		if s, err := cfg.scheduleOf(r); err != nil || strconv.FormatInt(s.due, 10) != at {
+			t.Errorf("timestamp %d, _deliverAt=%s: due %d, err %v; want it due then", ts, at, s.due, err)
+		}
+		r.Headers[0].Value = []byte("4000000000000000000") // year 126 million: within 100 years of 2^62
+		if s, err := cfg.scheduleOf(r); err == nil {
+			t.Errorf("timestamp %d, _deliverAt=4e18: due %d; want refused", ts, s.due)
+		}
+	}
+}
+
+// TestParseCancelOwnOffset: a cancel may name only an earlier offset of
+// its partition, never its own or a later one, nor a negative one.
+func TestParseCancelOwnOffset(t *testing.T) {
+	for _, v := range []string{"offset:7", "offset:8", "offset:-1", "offset:", "offset:+3", "offset: 3", "key "} {
+		r := &kgo.Record{Offset: 7, Key: []byte("k"), Headers: []kgo.RecordHeader{{Key: HeaderCancel, Value: []byte(v)}}}
+		if _, ok, err := parseCancel(r); !ok || err == nil {
+			t.Errorf("_cancel=%q at offset 7: ok %v, err %v; want refused", v, ok, err)
+		}
+	}
+	r := &kgo.Record{Offset: 7, Key: []byte("k"), Headers: []kgo.RecordHeader{{Key: HeaderCancel, Value: []byte("offset:6")}}}
+	if spec, ok, err := parseCancel(r); !ok || err != nil || spec.byKey || spec.offset != 6 {
+		t.Errorf("_cancel=offset:6 at offset 7: %+v %v %v", spec, ok, err)
+	}
+}
+
+// TestForwardRecordOwnHeaders: a record re-delayed by a consumer (a
+// forward produced to the delay topic again) or forged carries the
+// headers the worker sets; its forward carries exactly one
+// hourglass-due-ms and one hourglass-source, the worker's, so a consumer
+// reading either header (first or last) sees the truth. A
+// hourglass-copied-from that cannot be the worker's (another partition, a
+// later offset, garbage) does not rename the source.
+func TestForwardRecordOwnHeaders(t *testing.T) {
+	const src = "hg.delay/3/100"
+	for _, copied := range []string{"hg.delay/2/5", "hg.delay/3/100", "hg.delay/3/101", "other/3/5", "hg.delay/3/x", "hg.delay/3/05", "junk"} {
+		r := &kgo.Record{Topic: "hg.delay", Partition: 3, Offset: 100, Key: []byte("k"), Value: []byte("v"), Headers: []kgo.RecordHeader{
+			{Key: HeaderDueMs, Value: []byte("1")}, {Key: HeaderSource, Value: []byte("forged/0/0")}, {Key: "trace", Value: []byte("t")},
+			{Key: HeaderCopiedFrom, Value: []byte(copied)}, {Key: HeaderDeliverAt, Value: []byte("1796079994801")}}}
+		out := forwardRecord(r, "orders", src, 1796079994801)
+		got := map[string][]string{}
+		for _, h := range out.Headers {
+			got[h.Key] = append(got[h.Key], string(h.Value))
+		}
+		if d := got[HeaderDueMs]; len(d) != 1 || d[0] != "1796079994801" {
+			t.Errorf("copied-from %q: hourglass-due-ms %q, want once, the due time", copied, d)
+		}
+		if s := got[HeaderSource]; len(s) != 1 || s[0] != src {
+			t.Errorf("copied-from %q: hourglass-source %q, want once, %s", copied, s, src)
+		}
+		if len(got["trace"]) != 1 || len(got[HeaderCopiedFrom]) != 0 || len(got[HeaderDeliverAt]) != 0 {
+			t.Errorf("copied-from %q: headers %v", copied, got)
+		}
+	}
+	// A copy the worker made names the original, an earlier offset of
+	// the same partition: that is the forward's source.
+	r := &kgo.Record{Topic: "hg.delay", Partition: 3, Offset: 100, Headers: []kgo.RecordHeader{{Key: HeaderCopiedFrom, Value: []byte("hg.delay/3/7")}}}
+	if v, _ := headerValue(forwardRecord(r, "orders", src, 5), HeaderSource); v != "hg.delay/3/7" {
+		t.Errorf("a genuine copy's source: %q, want hg.delay/3/7", v)
+	}
+}
+
+// TestDeadLetterOwnHeaders: a dead letter produced to the delay topic again
+// (retried) and dead-lettered a second time carries one reason and one
+// source, the new ones; its control headers stay, so the producer sees
+// what it sent.
+func TestDeadLetterOwnHeaders(t *testing.T) {
+	r := &kgo.Record{Key: []byte("k"), Headers: []kgo.RecordHeader{{Key: HeaderDLQReason, Value: []byte("old")},
+		{Key: HeaderSource, Value: []byte("hg.delay/0/1")}, {Key: HeaderDeliverAt, Value: []byte("x")}}}
+	out := deadLetterRecord(r, "hg.delay.dlq", "hg.delay/0/9", "new")
+	got := map[string][]string{}
+	for _, h := range out.Headers {
+		got[h.Key] = append(got[h.Key], string(h.Value))
+	}
+	if len(got[HeaderDLQReason]) != 1 || got[HeaderDLQReason][0] != "new" || len(got[HeaderSource]) != 1 ||
+		got[HeaderSource][0] != "hg.delay/0/9" || len(got[HeaderDeliverAt]) != 1 {
+		t.Errorf("dead letter headers %v", got)
+	}
+}
