@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/binary"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/hourglass-mq/hourglass/errs"
@@ -192,32 +190,34 @@ func (e *Engine) deliver(g *group, hs []handout) ([]Received, error) {
 	items := make([]progressItem, 0, len(hs))
 	var gone, expired []handout
 	now := e.Now()
-	for _, h := range hs {
-		en, err := g.topic.queues[h.queue].Read(h.offset, 1, h.n)
-		if err == nil && len(en) != 1 {
-			err = fmt.Errorf("queue entry %d is missing", h.offset)
+	entries, err := handoutEntries(g.topic, hs)
+	var stored []*message.Stored
+	if err == nil {
+		pos := make([]uint64, len(entries))
+		for i, en := range entries {
+			pos[i] = en.Pos
 		}
-		var s *message.Stored
-		if err == nil {
-			s, _, err = e.readStored(en[0].Pos)
-			if errors.Is(err, errGone) {
-				gone = append(gone, h)
-				continue
-			}
-		}
-		if err != nil {
-			e.mu.Lock()
-			e.giveBackLocked(g, hs)
-			e.mu.Unlock()
-			e.stats.ReadErrors.Add(1)
-			return nil, errs.Wrap(errs.Unavailable, err, "read topic %s queue %d offset %d", g.topic.name, h.queue, h.offset)
-		}
-		if s.Deadline != 0 && now > s.Deadline {
+		stored, err = e.readStoredEach(pos)
+	}
+	if err != nil {
+		e.mu.Lock()
+		e.giveBackLocked(g, hs)
+		e.mu.Unlock()
+		e.stats.ReadErrors.Add(1)
+		return nil, errs.Wrap(errs.Unavailable, err, "read topic %s", g.topic.name)
+	}
+	for i, h := range hs {
+		en, s := entries[i], stored[i]
+		switch {
+		case s == nil:
+			gone = append(gone, h)
+			continue
+		case s.Deadline != 0 && now > s.Deadline:
 			expired = append(expired, h)
 			continue
 		}
 		out = append(out, Received{
-			Visible: Visible{ID: e.ids.seal.ID(en[0].Pos, s.Nonce), Offset: h.offset, Due: en[0].Due, Visible: en[0].Visible, Message: s},
+			Visible: Visible{ID: e.ids.seal.ID(en.Pos, s.Nonce), Offset: h.offset, Due: en.Due, Visible: en.Visible, Message: s},
 			Receipt: e.encodeReceipt(g.id, h.queue, h.offset, h.seq), Attempt: int(h.attempt), Queue: int(h.queue),
 		})
 		items = append(items, progressItem{queue: h.queue, offset: h.offset, attempt: h.attempt})
