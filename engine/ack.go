@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/hourglass-mq/hourglass/commitlog"
 	"github.com/hourglass-mq/hourglass/errs"
 )
 
@@ -47,54 +48,90 @@ func (e *Engine) Ack(ctx context.Context, topic, name string, receipts ...string
 		e.mu.Unlock()
 		return err
 	}
-	type taken struct {
-		gq  *groupQueue
-		off uint64
-		l   *lease
-		ref timerRef
+	a, err := e.stopAckedLocked(topic, name, receipts)
+	e.mu.Unlock()
+	if err != nil {
+		return err
 	}
-	var g *group
-	var ts []taken
-	items := make([]progressItem, 0, len(receipts))
-	seen := map[string]bool{}
+	return e.commitAcks(a)
+}
+
+// ackBatch is an ack whose leases are stopped (so none expires while its
+// record is written) and whose record is not yet durable. Exactly one of
+// restoreLocked (the record failed) and doneLocked (it is durable) follows.
+type ackBatch struct {
+	g      *group
+	leases []ackedLease
+	items  []progressItem
+}
+
+type ackedLease struct {
+	gq  *groupQueue
+	off uint64
+	l   *lease
+	ref timerRef
+}
+
+// stopAckedLocked checks every receipt, then stops their leases. If one
+// is unknown it changes nothing. A receipt given twice counts once.
+func (e *Engine) stopAckedLocked(topic, name string, receipts []string) (*ackBatch, error) {
+	a := &ackBatch{items: make([]progressItem, 0, len(receipts))}
+	seen := make(map[string]bool, len(receipts))
 	for _, r := range receipts {
 		if seen[r] {
 			continue
 		}
 		seen[r] = true
-		gg, gq, q, off, l, err := e.leaseLocked(topic, name, r)
+		g, gq, q, off, l, err := e.leaseLocked(topic, name, r)
 		if err != nil {
-			e.mu.Unlock()
-			return err
+			return nil, err
 		}
-		g = gg
-		ts = append(ts, taken{gq: gq, off: off, l: l, ref: l.timer.ref()})
-		items = append(items, progressItem{queue: q, offset: off})
+		a.g = g
+		a.leases = append(a.leases, ackedLease{gq: gq, off: off, l: l, ref: l.timer.ref()})
+		a.items = append(a.items, progressItem{queue: q, offset: off})
 	}
-	// Stop the leases now so none expires while the ack is written.
-	for _, t := range ts {
+	for _, t := range a.leases {
 		e.stopTimerLocked(t.l.timer)
 		delete(t.gq.leases, t.off)
 	}
-	e.mu.Unlock()
-	_, err := e.clog.Append(encodeProgress(recAck, g.id, items))
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if err != nil {
-		for _, t := range ts {
-			t.l.timer = e.startTimerLocked(t.ref)
-			t.gq.leases[t.off] = t.l
-		}
-		return e.storageErr(err)
+	return a, nil
+}
+
+// record is the ack's commit-log record.
+func (a *ackBatch) record() commitlog.Record { return encodeProgress(recAck, a.g.id, a.items) }
+
+// restoreLocked gives the leases back after the ack's record failed.
+func (a *ackBatch) restoreLocked(e *Engine) {
+	for _, t := range a.leases {
+		t.l.timer = e.startTimerLocked(t.ref)
+		t.gq.leases[t.off] = t.l
 	}
-	for _, t := range ts {
+}
+
+// doneLocked applies the ack once its record is durable.
+func (a *ackBatch) doneLocked(e *Engine) {
+	for _, t := range a.leases {
 		t.gq.markDone(t.off)
 	}
-	g.acked += uint64(len(ts))
-	if g.topic.fifo {
+	a.g.acked += uint64(len(a.leases))
+	if a.g.topic.fifo {
 		// The ack unblocks the queue's next message: wake long polls.
 		e.notifyVisibleLocked()
 	}
+}
+
+// commitAcks writes a's record alone and applies it. The caller holds
+// gate shared (invariant 2: from before the append until the effect is
+// applied).
+func (e *Engine) commitAcks(a *ackBatch) error {
+	_, err := e.clog.Append(a.record())
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err != nil {
+		a.restoreLocked(e)
+		return e.storageErr(err)
+	}
+	a.doneLocked(e)
 	return nil
 }
 

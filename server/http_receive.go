@@ -46,33 +46,24 @@ func (h *Handler) receive(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, err)
 		return
 	}
-	acked := 0
-	if len(in.Ack) > 0 {
-		// Validated above, before anything is acked: a request that
-		// cannot lease acks nothing either.
-		if err := h.eng.Ack(r.Context(), req.Topic, req.Group, in.Ack...); err != nil {
-			h.writeError(w, errs.Wrap(errs.CodeOf(err), err, "ack (nothing acked, nothing leased)"))
-			return
-		}
-		acked = distinct(in.Ack)
-	}
+	// The engine makes the acks with the leases (one append) or before
+	// it waits; an error means it made neither. Once it has made them it
+	// answers a later failure as no messages, so a 200 is always true
+	// about the acks.
+	req.Ack = in.Ack
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	stop := context.AfterFunc(h.draining, cancel)
 	defer stop()
 	got, err := h.eng.Receive(ctx, req)
 	if err != nil && !(errors.Is(err, context.Canceled) && ctx.Err() != nil) {
-		if acked == 0 {
-			h.writeError(w, err)
-			return
+		if len(in.Ack) > 0 {
+			err = errs.Wrap(errs.CodeOf(err), err, "receive with acks (nothing acked, nothing leased)")
 		}
-		// The acks stand, so an error answer would tell the client
-		// that they did not. The receive's failure (the engine was
-		// checked a moment ago: it is stopping or failed) answers the
-		// client's next request instead, and /healthz meanwhile.
-		h.log.Warn("receive failed after its acks were made", "topic", req.Topic, "group", req.Group, "acked", acked, "err", err)
-		got = nil
+		h.writeError(w, err)
+		return
 	}
+	acked := distinct(in.Ack)
 	bp := receiveBufs.Get().(*[]byte)
 	b := appendReceiveResponse((*bp)[:0], got, acked, in.BodyEncoding)
 	w.Header().Set("Content-Type", "application/json")
