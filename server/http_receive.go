@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
@@ -179,16 +180,7 @@ func appendReceived(b []byte, r *engine.Received, enc api.BodyEncoding) []byte {
 	b = append(b, `,"group":`...)
 	b = appendJSONString(b, m.Group)
 	if len(m.Properties) > 0 {
-		b = append(b, `,"properties":{`...)
-		for i, k := range slices.Sorted(maps.Keys(m.Properties)) {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendJSONString(b, k)
-			b = append(b, ':')
-			b = appendJSONString(b, m.Properties[k])
-		}
-		b = append(b, '}')
+		b = appendProperties(b, m.Properties)
 	}
 	text := enc != api.BodyBase64 && utf8.Valid(m.Body)
 	if text {
@@ -206,6 +198,30 @@ func appendReceived(b []byte, r *engine.Received, enc api.BodyEncoding) []byte {
 	b = strconv.AppendInt(b, r.Due, 10)
 	b = append(b, `,"visible":`...)
 	b = strconv.AppendInt(b, r.Visible.Visible, 10)
+	return append(b, '}')
+}
+
+// appendProperties appends `,"properties":{...}` with the keys sorted, as
+// encoding/json writes a map. One property, the common case, needs no
+// sorted copy of the keys.
+func appendProperties(b []byte, props map[string]string) []byte {
+	b = append(b, `,"properties":{`...)
+	if len(props) == 1 {
+		for k, v := range props {
+			b = appendJSONString(b, k)
+			b = append(b, ':')
+			b = appendJSONString(b, v)
+		}
+		return append(b, '}')
+	}
+	for i, k := range slices.Sorted(maps.Keys(props)) {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, k)
+		b = append(b, ':')
+		b = appendJSONString(b, props[k])
+	}
 	return append(b, '}')
 }
 
@@ -231,6 +247,26 @@ func appendID(b []byte, id message.ID) []byte {
 	return b
 }
 
+// Eight bytes at a time: a body is mostly plain ASCII, and testing a
+// word for the few bytes that need escaping is cheaper than eight table
+// lookups. With every byte below 0x80 (no high bit), (w - n*lsb) &^ w &
+// msb is non-zero exactly when some byte of w is below n; a byte equal to
+// c is a zero byte of w ^ c*lsb.
+const (
+	lsb = 0x0101010101010101
+	msb = 0x8080808080808080
+)
+
+// plain8 reports whether the 8 bytes of s are all ASCII that a JSON
+// string holds as they are (jsonPlain).
+func plain8(s string) bool {
+	w := binary.LittleEndian.Uint64(unsafe.Slice(unsafe.StringData(s), 8))
+	q, bs, lt, gt, amp := w^'"'*lsb, w^'\\'*lsb, w^'<'*lsb, w^'>'*lsb, w^'&'*lsb
+	bad := w | (w-0x20*lsb)&^w |
+		(q-lsb)&^q | (bs-lsb)&^bs | (lt-lsb)&^lt | (gt-lsb)&^gt | (amp-lsb)&^amp
+	return bad&msb == 0
+}
+
 // appendJSONString appends s as a JSON string the way encoding/json
 // writes it: ", \ and control characters escaped, <, > and & as \u00XX,
 // U+2028 and U+2029 escaped, and each byte of invalid UTF-8 as U+FFFD.
@@ -238,6 +274,10 @@ func appendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		if i+8 <= len(s) && plain8(s[i:i+8]) {
+			i += 8
+			continue
+		}
 		if c := s[i]; c < utf8.RuneSelf {
 			if jsonPlain[c] {
 				i++
@@ -253,6 +293,10 @@ func appendJSONString(b []byte, s string) []byte {
 				b = append(b, '\\', 'r')
 			case '\t':
 				b = append(b, '\\', 't')
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
 			default:
 				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
 			}
