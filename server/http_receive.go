@@ -38,7 +38,11 @@ import (
 // leased, and the answer is an empty list.
 func (h *Handler) receive(w http.ResponseWriter, r *http.Request) {
 	var in api.ReceiveRequest
-	if err := h.decode(w, r, &in, true); err != nil {
+	body, err := h.readBody(w, r)
+	if err == nil && !readReceiveFast(body, &in) {
+		err = decodeBody(body, &in, true)
+	}
+	if err != nil {
 		h.writeError(w, err)
 		return
 	}
