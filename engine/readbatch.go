@@ -15,7 +15,8 @@ import (
 // --herd). Here the queue entries of consecutive offsets are read in one
 // call, the copies are looked up under one lock, and the records are read
 // through commitlog.ReadEach, which serves records written close together
-// (a herd sent in batches) from one read without copying payloads.
+// (a herd sent in batches) from one read without copying payloads, and
+// decoded into one message.Arena.
 
 // handoutEntries reads the queue entries of hs, in the order of hs: one
 // queueindex.Read per run of consecutive offsets of one queue.
@@ -57,6 +58,8 @@ func (e *Engine) readStoredEach(pos []uint64) ([]*message.Stored, error) {
 		}
 	}
 	e.mu.Unlock()
+	// The batch is handed out together: its messages share an arena.
+	var arena message.Arena
 	err := e.clog.ReadEach(phys, func(k int, rec commitlog.Record) error {
 		payload := rec.Payload
 		switch rec.Type {
@@ -70,7 +73,7 @@ func (e *Engine) readStoredEach(pos []uint64) ([]*message.Stored, error) {
 			return errBadPayload
 		}
 		// Decode copies what it keeps: the payload is ReadEach's buffer.
-		s, err := message.Decode(payload)
+		s, err := arena.Decode(payload)
 		if err != nil {
 			return fmt.Errorf("message record at %d: %w", phys[k], err)
 		}
