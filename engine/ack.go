@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"time"
 
 	"github.com/hourglass-mq/hourglass/commitlog"
@@ -10,23 +12,38 @@ import (
 
 // leaseLocked finds the live lease a receipt names.
 func (e *Engine) leaseLocked(topic, name, receipt string) (*group, *groupQueue, uint16, uint64, *lease, error) {
-	g := e.cons.groups[groupKey(topic, name)]
-	if g == nil {
-		return nil, nil, 0, 0, nil, errs.New(errs.NotFound, "group %q of topic %q does not exist", name, topic)
-	}
-	q, off, seq, err := e.decodeReceipt(g.id, receipt)
+	g, err := e.groupLocked(topic, name)
 	if err != nil {
 		return nil, nil, 0, 0, nil, err
 	}
+	gq, q, off, l, err := e.groupLeaseLocked(g, receipt)
+	return g, gq, q, off, l, err
+}
+
+// groupLocked finds a group that must exist.
+func (e *Engine) groupLocked(topic, name string) (*group, error) {
+	g := e.cons.groups[groupKey(topic, name)]
+	if g == nil {
+		return nil, errs.New(errs.NotFound, "group %q of topic %q does not exist", name, topic)
+	}
+	return g, nil
+}
+
+// groupLeaseLocked finds the live lease of g a receipt names.
+func (e *Engine) groupLeaseLocked(g *group, receipt string) (*groupQueue, uint16, uint64, *lease, error) {
+	q, off, seq, err := e.decodeReceipt(g.id, receipt)
+	if err != nil {
+		return nil, 0, 0, nil, err
+	}
 	if int(q) >= len(g.queues) {
-		return nil, nil, 0, 0, nil, errs.New(errs.NotFound, "receipt %q is unknown", receipt)
+		return nil, 0, 0, nil, errs.New(errs.NotFound, "receipt %q is unknown", receipt)
 	}
 	gq := g.queues[q]
 	l := gq.leases[off]
 	if l == nil || l.seq != seq {
-		return nil, nil, 0, 0, nil, errs.New(errs.NotFound, "receipt %q is unknown or its lease has ended", receipt)
+		return nil, 0, 0, nil, errs.New(errs.NotFound, "receipt %q is unknown or its lease has ended", receipt)
 	}
-	return g, gq, q, off, l, nil
+	return gq, q, off, l, nil
 }
 
 // Ack ends deliveries: the messages will not be delivered to the group
@@ -67,30 +84,40 @@ type ackBatch struct {
 
 type ackedLease struct {
 	gq  *groupQueue
+	q   uint16
 	off uint64
 	l   *lease
 	ref timerRef
 }
 
 // stopAckedLocked checks every receipt, then stops their leases. If one
-// is unknown it changes nothing. A receipt given twice counts once.
+// is unknown it changes nothing. Receipts that name one lease (the same
+// receipt twice) count once.
 func (e *Engine) stopAckedLocked(topic, name string, receipts []string) (*ackBatch, error) {
-	a := &ackBatch{items: make([]progressItem, 0, len(receipts))}
-	seen := make(map[string]bool, len(receipts))
+	g, err := e.groupLocked(topic, name)
+	if err != nil {
+		return nil, err
+	}
+	a := &ackBatch{g: g, leases: make([]ackedLease, 0, len(receipts))}
 	for _, r := range receipts {
-		if seen[r] {
-			continue
-		}
-		seen[r] = true
-		g, gq, q, off, l, err := e.leaseLocked(topic, name, r)
+		gq, q, off, l, err := e.groupLeaseLocked(g, r)
 		if err != nil {
 			return nil, err
 		}
-		a.g = g
-		a.leases = append(a.leases, ackedLease{gq: gq, off: off, l: l, ref: l.timer.ref()})
-		a.items = append(a.items, progressItem{queue: q, offset: off})
+		a.leases = append(a.leases, ackedLease{gq: gq, q: q, off: off, l: l, ref: l.timer.ref()})
 	}
-	for _, t := range a.leases {
+	// A consumer acks in the order it received, mostly by offset within
+	// each queue: the sort is cheap, and cheaper than a set of receipts.
+	slices.SortFunc(a.leases, func(x, y ackedLease) int {
+		if c := cmp.Compare(x.q, y.q); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.off, y.off)
+	})
+	a.leases = slices.CompactFunc(a.leases, func(x, y ackedLease) bool { return x.l == y.l })
+	a.items = make([]progressItem, len(a.leases))
+	for i, t := range a.leases {
+		a.items[i] = progressItem{queue: t.q, offset: t.off}
 		e.stopTimerLocked(t.l.timer)
 		delete(t.gq.leases, t.off)
 	}
