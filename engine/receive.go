@@ -53,7 +53,8 @@ type handout struct {
 }
 
 // Receive hands out up to Max visible messages of a topic to a group
-// (created on first use) under a lease, waiting up to Wait for one.
+// (created on first use) under a lease, waiting up to Wait for one, after
+// acknowledging the receipts of req.Ack (see ReceiveRequest.Ack).
 func (e *Engine) Receive(ctx context.Context, req ReceiveRequest) ([]Received, error) {
 	if req.Max == 0 {
 		req.Max = DefaultReceive
