@@ -123,3 +123,13 @@ clean:
 .PHONY: soak-kafka
 soak-kafka:
 	./scripts/soak-kafka.sh
+
+## bench-nats: issue 8's herd (20,000 due at one instant, 8 consumers) against hourglass serve and NATS JetStream 2.15.2 scheduling (benchmarks/natsherd, its own module), 3 alternating runs each, summary with median, range and ratios (about 5 min; not part of test)
+.PHONY: bench-nats
+bench-nats:
+	scripts/bench-nats.sh $(NATSBENCH_OUT)
+
+## test-natsherd: go vet and the unit tests of benchmarks/natsherd (its own module; a cold build compiles nats-server, minutes on 2 cores, so it is not part of test)
+.PHONY: test-natsherd
+test-natsherd:
+	cd benchmarks/natsherd && $(GO) vet ./... && $(GO) test -count=1 ./...

@@ -39,6 +39,10 @@ type KafkaCancel struct {
 	// Control is the ID of the cancel record written.
 	Control string `json:"control"`
 	State   State  `json:"state"`
+	// Matched, for a cancel by key, is how many messages with the key
+	// were pending when the cancel was written (at least 1: with none the
+	// answer is 404 and no cancel record is written).
+	Matched int `json:"matched,omitempty"`
 }
 
 // KafkaForecast answers GET /v1/forecast in Kafka mode: Forecast over the
@@ -66,4 +70,9 @@ type KafkaMessageInfo struct {
 	// CommittedOffset is the group's committed offset of the message's
 	// delay partition (-1: none yet): every offset below it is resolved.
 	CommittedOffset int64 `json:"committed_offset"`
+	// CopyID is set when the message was copied forward within its delay
+	// partition (before the topic's retention would delete it): the ID of
+	// the copy that holds it now. ID stays the one asked for; State, Due
+	// and the rest describe the copy.
+	CopyID string `json:"copy_id,omitempty"`
 }

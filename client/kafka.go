@@ -18,8 +18,11 @@ const KafkaCancelled = api.StateCancelled
 // the key's delay partition and waits until the worker applied it (State
 // KafkaCancelled) or a few seconds passed (State cancel_requested: it
 // will be applied). It cancels the messages with the key that the worker
-// has not forwarded when it reads the record. An embedded broker answers
-// not_found (it has no such endpoint: cancel by ID there).
+// has not forwarded when it reads the record (Matched: how many were
+// pending when it was written). With no pending message with the key the
+// answer is not_found and nothing is written; when the worker forwarded
+// every one of them before the cancel, failed_precondition. An embedded
+// broker answers not_found (it has no such endpoint: cancel by ID there).
 func (c *Client) CancelKey(ctx context.Context, key string) (KafkaCancel, error) {
 	if err := required("key", key); err != nil {
 		return KafkaCancel{}, err

@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/hourglass-mq/hourglass/vfs"
 )
 
 // Config configures a Worker. Start from DefaultConfig; Brokers is required.
@@ -57,6 +59,22 @@ type Config struct {
 	// read position, so this bounds the take-over's reading. Zero means
 	// 30 s.
 	SnapshotInterval time.Duration
+	// NearWindow is how far ahead the worker keeps pending entries in
+	// RAM: an entry due later goes to a local time-bucket file (SpillDir)
+	// and comes back when its bucket (half a window wide) enters the
+	// window, so RAM grows with the messages due within about 1.5 windows,
+	// not with all pending ones. It must exceed BodyLead. Zero means 2
+	// minutes.
+	NearWindow time.Duration
+	// SpillDir is where the spill files go: the worker uses (and empties
+	// at start, removes at a clean exit) a directory of its own in it,
+	// named after Group and WorkerID. The files are a cache of what Kafka
+	// holds: losing them loses nothing. Empty means a new temporary
+	// directory, removed at a clean exit.
+	SpillDir string
+	// SpillFS is the filesystem the spill files are written through; nil
+	// means the operating system's (tests inject faults with vfs.Faulty).
+	SpillFS vfs.FS
 	// Logger receives the worker's log; nil discards it.
 	Logger *slog.Logger
 }
@@ -128,6 +146,13 @@ func (c Config) withDefaults() (Config, error) {
 	orDefault(&c.SessionTimeout, 10*time.Second)
 	orDefault(&c.TxnTimeout, 10*time.Second)
 	orDefault(&c.SnapshotInterval, 30*time.Second)
+	if c.NearWindow < 0 {
+		return c, errors.New("kafka mode: the near window must not be negative")
+	}
+	orDefault(&c.NearWindow, 2*time.Minute)
+	if c.NearWindow <= c.BodyLead {
+		return c, fmt.Errorf("kafka mode: the near window (%v) must exceed the body lead (%v): a spilled entry must be back in RAM before its body is fetched", c.NearWindow, c.BodyLead)
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -2,11 +2,16 @@ package kafkamode_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/hourglass-mq/hourglass/api"
+	"github.com/hourglass-mq/hourglass/client"
 )
 
 // TestKafkaCopyForward: the delay topic keeps records 4 s (retention.ms),
@@ -30,7 +35,8 @@ func TestKafkaCopyForward(t *testing.T) {
 	e.copies = true
 	c := e.collect(e.biz)
 	l := &ledger{due: map[string]int64{}}
-	w := e.startWorker("w1", "--body-lead", "1s")
+	addr := freeAddr(t)
+	w := e.startWorker("w1", "--body-lead", "1s", "--listen", addr)
 	now := time.Now().UnixMilli()
 	var msgs []msg
 	for i := 0; i < 5; i++ {
@@ -38,6 +44,7 @@ func TestKafkaCopyForward(t *testing.T) {
 	}
 	msgs = append(msgs, msg{id: "soon", due: now + 500})
 	e.produce(l, msgs)
+	cancelACopiedMessage(t, ctx, e, addr)
 	got := e.settle(c, l, 60*time.Second)
 	v := l.check(got)
 	t.Logf("copy-forward: %s; lateness %s", v, v.latenessSummary())
@@ -49,10 +56,72 @@ func TestKafkaCopyForward(t *testing.T) {
 	if st["dead_lettered"] != 0 {
 		t.Errorf("%d records dead-lettered, want 0", st["dead_lettered"])
 	}
-	if st["copied_forward"] < 5 {
+	if st["copied_forward"] < 6 {
 		t.Errorf("%d copies forward, want at least one per long-pending message (5)", st["copied_forward"])
 	}
-	if st["forwarded"] != 6 {
-		t.Errorf("forwarded %d, want 6", st["forwarded"])
+	if st["forwarded"] != 6 || st["cancelled"] != 1 {
+		t.Errorf("forwarded %d, cancelled %d; want 6 and 1", st["forwarded"], st["cancelled"])
+	}
+}
+
+// cancelACopiedMessage sends a message through the HTTP API, waits until
+// inspect by its ID names a copy forward (the original, deleted by
+// retention soon, is no longer the message), and cancels it by its
+// original ID: the cancel must reach the copy, which is then never
+// delivered (it is not in the ledger: a delivery would be an unknown ID).
+func cancelACopiedMessage(t *testing.T, ctx context.Context, e *env, addr string) {
+	t.Helper()
+	cl := client.New("http://"+addr, client.WithToken(""))
+	waitUp(t, ctx, cl)
+	r, err := cl.Send(ctx, e.biz, client.Message{Key: "copied", Body: []byte("x"), When: client.When{Delay: 15 * time.Second}})
+	if err != nil {
+		t.Fatalf("send: %v", err)
+	}
+	inspect := func() (in api.KafkaMessageInfo) {
+		return inspectKafka(t, ctx, "http://"+addr+"/v1/messages/"+r.ID)
+	}
+	var in api.KafkaMessageInfo
+	for in.CopyID == "" {
+		if in = inspect(); in.State != "pending" {
+			t.Fatalf("inspect %s while it is copied forward: %+v; want pending (not cancelled)", r.ID, in)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no copy forward of %s seen: %+v", r.ID, in)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	if in.ID != r.ID || in.State != "pending" || in.Due != r.Due {
+		t.Fatalf("inspect of a copied message: %+v; want id %s, pending, due %d", in, r.ID, r.Due)
+	}
+	if err := cl.Cancel(ctx, r.ID); err != nil {
+		t.Fatalf("cancel %s by its original ID after it was copied: %v", r.ID, err)
+	}
+	if in := inspect(); in.State != "cancelled" || in.CopyID == "" {
+		t.Fatalf("inspect %s after its cancel: %+v; want cancelled, with its copy's ID", r.ID, in)
+	}
+}
+
+// inspectKafka GETs a Kafka-mode inspect URL; a 503 (the group's
+// coordinator not up yet on a fresh Kafka) is asked again until ctx ends.
+func inspectKafka(t *testing.T, ctx context.Context, url string) (in api.KafkaMessageInfo) {
+	t.Helper()
+	for {
+		req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		code := resp.StatusCode
+		err = json.NewDecoder(resp.Body).Decode(&in)
+		resp.Body.Close()
+		switch {
+		case code == http.StatusServiceUnavailable:
+			time.Sleep(100 * time.Millisecond)
+			continue
+		case code != http.StatusOK || err != nil:
+			t.Fatalf("GET %s: %d %v", url, code, err)
+		}
+		return in
 	}
 }

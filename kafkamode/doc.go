@@ -109,13 +109,46 @@
 //
 // # Memory
 //
-// The index holds (due, partition, offset) per pending record, about 90
-// bytes each, not the body: a record read more than BodyLead before its due
-// time drops its body and a loader fetches it again (by offset, reading
-// runs of nearby offsets) BodyLead before it is due. RAM therefore grows
-// with the number of pending records at ~90 B each (1 GiB per ~12 million),
-// not with their size; on-disk time buckets, which would bound it by the
-// near window, are not built.
+// The index holds (due, partition, offset) per pending record, not the
+// body: a record read more than BodyLead before its due time drops its
+// body and a loader fetches it again (by offset, reading runs of nearby
+// offsets) BodyLead before it is due. In RAM such an entry costs about 90
+// bytes (TestEntryCost), so only the entries due within the near window
+// are kept there; the others are spilled.
+//
+// # Spill (local cache): time-bucket files
+//
+// An entry due beyond NearWindow (2 min) from when it is read goes to a
+// bucket file in the worker's spill directory (SpillDir; a temporary
+// directory by default): one file per (partition incarnation, bucket of
+// NearWindow/2 of due time), appended to once per poll:
+//
+//	<spill dir>/<group>-<worker ID>/p<partition>-<n>/<bucket>.spill
+//	    header  "HGSPILL" 0x01
+//	    entry   offset u64 | due i64 | timestamp i64 | key hash u64 |
+//	            CRC-32C u32 of the 32 bytes before it      (36 bytes, BE)
+//
+// A bucket's file is read back into RAM, and removed, when the bucket's
+// start enters the near window; nothing is spilled into a bucket already
+// in it. So a spilled entry is back at least NearWindow before its due
+// time, and its body is fetched BodyLead (< NearWindow) before it. RAM
+// then grows with the records due within about 1.5 windows, plus, per
+// pending record, its 8-byte slot in the partition's pending list (the
+// progress model needs the lowest pending offset), plus small summaries
+// per bucket (file length, count, oldest record timestamp) and per
+// partition (forecast counts per due second).
+//
+// The files are a cache of Kafka, never the truth: they are not synced,
+// the directory is emptied at start, a partition's files belong to one
+// assignment of it (a take-over rebuilds them from the snapshot and the
+// delay topic), and a revoked partition's files are removed. What needs
+// the spilled entries reads them: a cancel brings the entries it matches
+// back into RAM first (and the bucket's later load skips them); a
+// snapshot reads the partition's files; the forecast adds the per-second
+// counts; copy-forward loads a bucket whose oldest record is old enough.
+// A failed spill write keeps the entries in RAM (Stats.SpillErrors, logged
+// once); a file that does not read back ends the session, which rebuilds
+// the index from Kafka. Losing the disk loses nothing.
 //
 // # Copy-forward
 //
@@ -151,4 +184,11 @@
 //     message forwarded before its reschedule was read is not delivered a
 //     second time.
 //   - The state topic needs at least as many partitions as the delay topic.
+//   - What the spill does not bound: each pending record keeps 8 bytes
+//     in its partition's pending list; a snapshot is built from all
+//     pending entries (spilled ones read from disk), so a snapshot
+//     interval in which records were read allocates O(pending) for a
+//     moment; and an entry copied forward (or cancelled) stays in the
+//     due heap until its due time or until such dead entries are at
+//     least 4,096 and half the heap (then the loop drops them).
 package kafkamode

@@ -73,8 +73,12 @@ func TestKafkaHTTPAPI(t *testing.T) {
 	}
 	var kc api.KafkaCancel
 	runCLI(t, ctx, &kc, "cancel", "--server", "http://"+addr, "--every-key", "order-4", "--json")
-	if kc.Key != "order-4" || kc.State != api.StateCancelled || !strings.HasPrefix(kc.Control, "k:") {
-		t.Fatalf("cancel by key: %+v", kc)
+	if kc.Key != "order-4" || kc.State != api.StateCancelled || !strings.HasPrefix(kc.Control, "k:") || kc.Matched != 1 {
+		t.Fatalf("cancel by key: %+v; want cancelled, matched 1", kc)
+	}
+	// A key with nothing pending: not found, and no cancel record written.
+	if r, err := cl.CancelKey(ctx, "order-none"); !client.IsNotFound(err) {
+		t.Fatalf("cancel by a key nothing has: %+v %v, want not_found", r, err)
 	}
 	moved, err := cl.Reschedule(ctx, m5.ID, client.When{Delay: 3 * time.Second}, 0)
 	if err != nil || moved.ID == m5.ID {

@@ -57,6 +57,12 @@ type Location struct {
 	// Forwarded is when the forward was produced (its record timestamp,
 	// Unix ms), for WhereForwarded.
 	Forwarded int64
+	// Copied says the message asked for (at Origin) was copied forward
+	// within its partition before retention would delete it: every other
+	// field describes its latest copy, which is the message now (Offset is
+	// the copy's). A change of the message must name the copy's offset.
+	Copied bool
+	Origin int64
 }
 
 // ErrNoMessage is wrapped by Locate's errors for a position that holds no
@@ -91,8 +97,58 @@ func NewLocator(cfg Config, cl *kgo.Client) *Locator {
 // Locate reads the delay record at (partition, offset) and tells where it
 // is. Its errors wrap ErrNoMessage when there is no message there. Without
 // search, a resolved message that is not a dead letter is reported
-// WhereResolved without searching its business topic.
+// WhereResolved without searching its business topic. A message copied
+// forward is followed to its latest copy (Location.Copied): its original
+// is resolved by the copy, not cancelled.
 func (l *Locator) Locate(ctx context.Context, partition int32, offset int64, search bool) (Location, error) {
+	loc, err := l.locateAt(ctx, partition, offset, search)
+	if err != nil || loc.Problem != "" || (loc.Where != WhereResolved && loc.Where != WhereCancelled) {
+		return loc, err
+	}
+	c, found, err := l.latestCopy(ctx, loc)
+	if err != nil || !found {
+		return loc, err
+	}
+	cl, err := l.locateAt(ctx, partition, c, search)
+	if err != nil {
+		return loc, fmt.Errorf("message %d/%d was copied forward to offset %d: %w", partition, offset, c, err)
+	}
+	cl.Copied, cl.Origin = true, offset
+	return cl, nil
+}
+
+// latestCopy finds the latest copy forward of loc's message in its
+// partition: a later record whose hourglass-copied-from names the
+// message's first position (copies of copies keep naming it) and whose key
+// and value are the message's (a header alone, which any producer can
+// write, does not make a copy). It reads at most MaxForwardSearch records;
+// beyond that it reports none.
+func (l *Locator) latestCopy(ctx context.Context, loc Location) (offset int64, found bool, err error) {
+	origin := []byte(l.cfg.DelayTopic + "/" + strconv.Itoa(int(loc.Partition)) + "/" + strconv.FormatInt(loc.Offset, 10))
+	for _, h := range loc.Record.Headers {
+		if h.Key == HeaderCopiedFrom {
+			origin = h.Value
+		}
+	}
+	err = l.scan(ctx, l.cfg.DelayTopic, map[int32]int64{loc.Partition: loc.Offset + 1}, MaxForwardSearch, func(r *kgo.Record) bool {
+		if !bytes.Equal(r.Key, loc.Record.Key) || !bytes.Equal(r.Value, loc.Record.Value) {
+			return true
+		}
+		for _, h := range r.Headers {
+			if h.Key == HeaderCopiedFrom && bytes.Equal(h.Value, origin) {
+				offset, found = r.Offset, true
+			}
+		}
+		return true
+	})
+	if errors.Is(err, errSearchBound) {
+		return 0, false, nil
+	}
+	return offset, found, err
+}
+
+// locateAt is Locate without following copies.
+func (l *Locator) locateAt(ctx context.Context, partition int32, offset int64, search bool) (Location, error) {
 	loc := Location{Partition: partition, Offset: offset, Committed: -1}
 	starts, err := l.adm.ListStartOffsets(ctx, l.cfg.DelayTopic)
 	if err != nil {
@@ -331,9 +387,28 @@ const MaxKeySearch = 1_000_000
 // there is none. A message resolved already (forwarded, cancelled) is not
 // found: what lies below the committed offset is not searched.
 func (l *Locator) LatestPending(ctx context.Context, partition int32, key []byte, bizTopic string) (offset int64, ok bool, err error) {
+	offs, err := l.pendingWithKey(ctx, partition, key, func(s schedule) bool { return s.bizTopic == bizTopic })
+	if err != nil || len(offs) == 0 {
+		return 0, false, err
+	}
+	return offs[len(offs)-1], true, nil
+}
+
+// PendingWithKey returns the offsets, in order, of the unresolved messages
+// of delay partition partition with key key, whatever their business
+// topic, as committed (see LatestPending): what a cancel by key written
+// now would cancel, unless the worker forwards them first.
+func (l *Locator) PendingWithKey(ctx context.Context, partition int32, key []byte) ([]int64, error) {
+	return l.pendingWithKey(ctx, partition, key, func(schedule) bool { return true })
+}
+
+// pendingWithKey reads partition from the group's committed offset to its
+// end and returns the offsets of the records with key whose schedule
+// headers are good and pass match, skipping those a fired marker resolves.
+func (l *Locator) pendingWithKey(ctx context.Context, partition int32, key []byte, match func(schedule) bool) ([]int64, error) {
 	offs, err := l.adm.FetchOffsets(ctx, l.cfg.Group)
 	if err != nil {
-		return 0, false, fmt.Errorf("fetch the committed offsets of group %s: %w", l.cfg.Group, err)
+		return nil, fmt.Errorf("fetch the committed offsets of group %s: %w", l.cfg.Group, err)
 	}
 	var from int64
 	if o, found := offs.Lookup(l.cfg.DelayTopic, partition); found && o.Err == nil && o.At > 0 {
@@ -347,21 +422,22 @@ func (l *Locator) LatestPending(ctx context.Context, partition int32, key []byte
 		return true
 	})
 	if err != nil {
-		return 0, false, err
+		return nil, err
 	}
+	var out []int64
 	err = l.scan(ctx, l.cfg.DelayTopic, map[int32]int64{partition: from}, MaxKeySearch, func(r *kgo.Record) bool {
 		if !bytes.Equal(r.Key, key) || marks[r.Offset] {
 			return true
 		}
-		if s, err := parseSchedule(r, l.cfg.DelayTopic); err == nil && s.bizTopic == bizTopic {
-			offset, ok = r.Offset, true
+		if s, err := parseSchedule(r, l.cfg.DelayTopic); err == nil && match(s) {
+			out = append(out, r.Offset)
 		}
 		return true
 	})
 	if errors.Is(err, errSearchBound) {
-		return 0, false, fmt.Errorf("more than %d delay records of partition %d to search: give the message ID", MaxKeySearch, partition)
+		return nil, fmt.Errorf("more than %d delay records of partition %d to search: give the message ID", MaxKeySearch, partition)
 	}
-	return offset, ok, err
+	return out, err
 }
 
 // KeyPartition returns the delay partition of a record with key among n

@@ -61,13 +61,11 @@ func (w *Worker) poll(ctx context.Context) {
 	})
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.indexSeeded()
-	if fs.NumRecords() == 0 {
-		return
-	}
 	now := time.Now().UnixMilli()
+	w.indexSeeded(now)
 	lead := w.cfg.BodyLead.Milliseconds()
 	fs.EachRecord(func(r *kgo.Record) { w.indexRecord(r, now, lead) })
+	w.flushSpill()
 }
 
 // queueCopy queues a scheduled entry for copy-forward if the delay topic's
@@ -208,6 +206,9 @@ func (w *Worker) collectDue(now int64) []*entry {
 		if e.inBatch {
 			continue // a second heap slot of an entry already taken (see transact)
 		}
+		if e.ctl != nil && e.ctl.cancel != nil && !w.unspillTargets(e) {
+			break // the spill is unreadable: the session ends unresolved (spillErr)
+		}
 		e.inBatch = true
 		e.copy = false // due: forwarded, not copied
 		batch = append(batch, e)
@@ -289,15 +290,12 @@ func (w *Worker) cancelTargets(c *entry) []*entry {
 }
 
 // indexSeeded indexes the snapshot entries of partitions just taken over,
-// before any record of theirs: a cancel read next must find them. Caller
-// holds w.mu.
-func (w *Worker) indexSeeded() {
+// before any record of theirs: a cancel read next must find them (in RAM
+// or spilled, as any entry read at now). Caller holds w.mu.
+func (w *Worker) indexSeeded(now int64) {
 	for _, sp := range w.seeded {
 		for _, se := range sp.entries {
-			e := &entry{pp: sp.pp, offset: se.offset, due: se.due, ts: se.ts, keyHash: se.keyHash}
-			w.due.push(e)
-			w.noBody.push(e)
-			w.queueCopy(e)
+			w.place(sp.pp, se, now)
 		}
 	}
 	w.seeded = nil
@@ -359,9 +357,10 @@ func (w *Worker) indexRecord(r *kgo.Record, now, lead int64) {
 		e.due = s.due
 		e.rec = detach(r)
 	default:
-		// Far from due: index the position only.
-		e.due = s.due
-		w.noBody.push(e)
+		// Far from due: index the position only, on disk if beyond the
+		// near window.
+		w.place(pp, snapEntry{offset: e.offset, due: s.due, ts: e.ts, keyHash: e.keyHash}, now)
+		return
 	}
 	w.due.push(e)
 	w.queueCopy(e)

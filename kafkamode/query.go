@@ -82,7 +82,7 @@ type IndexForecast struct {
 // ErrNotServing when no session runs to answer before ctx is done.
 func (w *Worker) Forecast(ctx context.Context, plan forecast.Plan) (IndexForecast, error) {
 	var out IndexForecast
-	var counts *forecast.Counts
+	var buckets []forecast.Bucket
 	var pending int64
 	err := w.ask(ctx, func() {
 		c := forecast.New()
@@ -98,12 +98,14 @@ func (w *Worker) Forecast(ctx context.Context, plan forecast.Plan) (IndexForecas
 			c.Add(forecast.SecondOf(e.due), 1)
 			n++
 		}
-		counts, pending = c, n
+		buckets = plan.Run(c)
+		n += w.spilledForecast(plan, buckets)
+		pending = n
 	})
 	if err != nil {
 		return out, err
 	}
-	out.Buckets, out.Pending = plan.Run(counts), pending
+	out.Buckets, out.Pending = buckets, pending
 	w.mu.Lock()
 	for p := range w.parts {
 		out.Partitions = append(out.Partitions, p)

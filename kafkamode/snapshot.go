@@ -1,6 +1,7 @@
 package kafkamode
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -257,32 +258,46 @@ func (w *Worker) snapshotParts() []*partProgress {
 // buildSnapshots builds the snapshot records of the partitions in parts as
 // they will be once the transaction that resolves resolved commits: every
 // pending offset below the read position that the transaction does not
-// resolve, with its due time, timestamp and key hash. A partition with a
-// pending offset whose only entry is a control entry (a cancel or a dead
-// letter, resolved within a transaction or two) is left for the next
-// interval. It scans the whole index, O(pending), once per interval.
+// resolve, with its due time, timestamp and key hash, whether its entry is
+// in RAM or spilled to disk. A partition with a pending offset whose only
+// entry is a control entry (a cancel or a dead letter, resolved within a
+// transaction or two) is left for the next interval, and so is one whose
+// spill files cannot be read (the session then ends: see failSpill). It
+// scans the whole index and reads the partitions' spill files, O(pending),
+// once per interval.
 func (w *Worker) buildSnapshots(parts []*partProgress, resolved map[*partProgress][]int64) []*snapWrite {
 	if len(parts) == 0 {
 		return nil
 	}
-	byOffset := make(map[*partProgress]map[int64]*entry, len(parts))
+	known := make(map[*partProgress][]snapEntry, len(parts))
 	for _, pp := range parts {
-		byOffset[pp] = make(map[int64]*entry, len(pp.pending))
+		known[pp] = nil
 	}
 	for _, e := range w.due {
-		if m := byOffset[e.pp]; m != nil && e.ctl == nil && e.live() {
-			m[e.offset] = e
+		if es, ok := known[e.pp]; ok && e.ctl == nil && e.live() {
+			known[e.pp] = append(es, snapEntry{offset: e.offset, due: e.due, ts: e.ts, keyHash: e.keyHash})
 		}
 	}
 	var out []*snapWrite
 	id := uint64(time.Now().UnixNano())
 parts:
 	for _, pp := range parts {
+		have := known[pp]
+		if w.spill != nil {
+			var err error
+			if have, err = w.spill.appendEntries(have, pp); err != nil {
+				w.failSpill(err)
+				continue
+			}
+		}
+		slices.SortFunc(have, func(a, b snapEntry) int { return cmp.Compare(a.offset, b.offset) })
 		done := make(map[int64]struct{}, len(resolved[pp]))
 		for _, o := range resolved[pp] {
 			done[o] = struct{}{}
 		}
-		var es []snapEntry
+		// es reuses have's array: it takes have[i] into es[j] with j <= i.
+		es := have[:0]
+		i := 0
 		for _, o := range pp.pending {
 			if _, ok := pp.markers[o]; ok {
 				continue
@@ -290,11 +305,13 @@ parts:
 			if _, ok := done[o]; ok {
 				continue
 			}
-			e := byOffset[pp][o]
-			if e == nil {
+			for i < len(have) && have[i].offset < o {
+				i++
+			}
+			if i == len(have) || have[i].offset != o {
 				continue parts
 			}
-			es = append(es, snapEntry{offset: o, due: e.due, ts: e.ts, keyHash: e.keyHash})
+			es = append(es, have[i])
 		}
 		sw := &snapWrite{pp: pp, read: pp.next}
 		chunks := snapshotChunks(w.cfg.DelayTopic, pp.partition, id, es)

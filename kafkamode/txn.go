@@ -217,9 +217,11 @@ func (w *Worker) committed(batch []*entry, plans []*partPlan, snaps []*snapWrite
 		switch {
 		case e.cancelled:
 			w.stats.Cancelled.Add(1)
+			w.deadSlots++ // still in the due heap (compactIndex)
 		case e.ctl != nil && e.ctl.cancel != nil:
 		case e.copy:
 			w.stats.CopiedForward.Add(1)
+			w.deadSlots++
 		case e.dlqReason() != "":
 			w.stats.DeadLettered.Add(1)
 		default:

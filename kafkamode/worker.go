@@ -47,6 +47,13 @@ type Stats struct {
 	Snapshots           atomic.Int64
 	TakeoverRecordsRead atomic.Int64
 	CopiedForward       atomic.Int64
+	// Spilled is the number of pending entries in the local spill files
+	// now (a gauge); SpillLoaded counts entries taken back into RAM;
+	// SpillErrors counts entries kept in RAM because a spill write failed,
+	// plus spill reads that failed (each ends the session).
+	Spilled     atomic.Int64
+	SpillLoaded atomic.Int64
+	SpillErrors atomic.Int64
 	// latenessByPartition holds one lateness histogram per delay
 	// partition (same buckets and clock as Lateness), created on the
 	// partition's first forward; read it with PartitionLateness.
@@ -118,6 +125,16 @@ type Worker struct {
 	lastCommit time.Time
 
 	queries indexQueries // read-only questions for the loop (query.go)
+
+	// The spill of entries due beyond the near window (spill.go), owned
+	// by the loop; nil before Run. spillErr ends the session.
+	spill         *spiller
+	spillErr      error
+	spillLogged   bool
+	lastCopyCheck time.Time
+	// deadSlots counts entries resolved while still in the due heap
+	// (compactIndex).
+	deadSlots int
 }
 
 // seededPart is a partition's snapshot entries, ready to index.
@@ -162,7 +179,11 @@ func (w *Worker) Pending() map[int32]int64 {
 // the group; a transaction in progress is aborted.
 func (w *Worker) Run(ctx context.Context) error {
 	log := w.cfg.Logger
-	var err error
+	cleanup, err := w.openSpill()
+	if err != nil {
+		return err
+	}
+	defer cleanup()
 	w.aux, err = kgo.NewClient(kgo.SeedBrokers(w.cfg.Brokers...))
 	if err != nil {
 		return err
@@ -208,7 +229,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		"records_read", w.stats.RecordsRead.Load(), "skipped_by_marker", w.stats.SkippedByMarker.Load(),
 		"state_records_read", w.stats.StateRecordsRead.Load(), "bodies_loaded", w.stats.BodiesLoaded.Load(),
 		"snapshots", w.stats.Snapshots.Load(), "takeover_records_read", w.stats.TakeoverRecordsRead.Load(),
-		"copied_forward", w.stats.CopiedForward.Load(),
+		"copied_forward", w.stats.CopiedForward.Load(), "spill_loaded", w.stats.SpillLoaded.Load(), "spill_errors", w.stats.SpillErrors.Load(),
 		"lateness_p50_ms", w.stats.Lateness.Quantile(0.5)*1000, "lateness_p99_ms", w.stats.Lateness.Quantile(0.99)*1000,
 		"max_lateness_ms", w.stats.MaxLatenessMs.Load(), "txn_us_total", w.stats.TxnMicros.Load(), "txn_us_max", w.stats.MaxTxnMicros.Load())
 	return nil
@@ -218,15 +239,7 @@ func (w *Worker) Run(ctx context.Context) error {
 // incarnation, join, forward until ctx is done or a transaction fails.
 // It starts from an empty index and leaves none behind.
 func (w *Worker) runSession(ctx context.Context) error {
-	w.mu.Lock()
-	for _, pp := range w.parts {
-		pp.dropped.Store(true)
-	}
-	w.parts = make(map[int32]*partProgress)
-	w.mu.Unlock()
-	w.due, w.noBody, w.copies, w.copyReady = nil, nil, nil, nil
-	w.seeded = nil
-	w.lastSnap = time.Now()
+	w.resetIndex()
 	sctx, cancel := context.WithCancel(ctx)
 	defer func() {
 		cancel()
@@ -281,8 +294,13 @@ func (w *Worker) runSession(ctx context.Context) error {
 		w.poll(sctx)
 		w.takeBodies()
 		now := time.Now().UnixMilli()
+		w.loadSpilled(now)
+		w.compactIndex()
 		w.requestBodies(sctx, now)
 		batch := w.collectDue(now)
+		if w.spillErr != nil {
+			return w.spillErr
+		}
 		var snap []*partProgress
 		if time.Since(w.lastSnap) >= w.cfg.SnapshotInterval {
 			w.lastSnap = time.Now()
@@ -296,4 +314,23 @@ func (w *Worker) runSession(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// resetIndex drops every partition and empties the index (RAM and spill
+// files): a session starts from what Kafka holds.
+func (w *Worker) resetIndex() {
+	w.mu.Lock()
+	for _, pp := range w.parts {
+		pp.dropped.Store(true)
+	}
+	w.parts = make(map[int32]*partProgress)
+	w.seeded = nil
+	w.mu.Unlock()
+	w.due, w.noBody, w.copies, w.copyReady = nil, nil, nil, nil
+	w.deadSlots = 0
+	if w.spill != nil {
+		w.spill.reset()
+	}
+	w.spillErr = nil
+	w.lastSnap = time.Now()
 }

@@ -23,6 +23,7 @@ type KafkaCollector struct {
 	lateness, pending                                 *prometheus.Desc
 	snapshots, takeoverRead, copied                   *prometheus.Desc
 	partLateness                                      *prometheus.Desc
+	spilled, spillLoaded, spillErrors                 *prometheus.Desc
 }
 
 // NewKafkaCollector returns a collector over w.
@@ -46,13 +47,16 @@ func NewKafkaCollector(w *kafkamode.Worker) *KafkaCollector {
 		takeoverRead: d("takeover_records_read_total", "Delay records re-read when taking partitions over (below their end offset at assignment)."),
 		copied:       d("copied_forward_total", "Pending records copied forward in the delay topic before retention would delete them."),
 		partLateness: d("partition_lateness_seconds", "hourglass_kafka_lateness_seconds per delay partition.", "partition"),
+		spilled:      d("spilled", "Pending entries in the local spill files (due beyond the near window)."),
+		spillLoaded:  d("spill_loaded_total", "Spilled entries taken back into RAM."),
+		spillErrors:  d("spill_errors_total", "Entries kept in RAM because a spill write failed, plus spill reads that failed (each rebuilds the index from Kafka)."),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *KafkaCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.forwarded, c.deadLettered, c.refused, c.cancelled, c.read, c.txns, c.partitions, c.rejoins, c.lateness, c.pending,
-		c.snapshots, c.takeoverRead, c.copied, c.partLateness} {
+		c.snapshots, c.takeoverRead, c.copied, c.partLateness, c.spilled, c.spillLoaded, c.spillErrors} {
 		ch <- d
 	}
 }
@@ -77,6 +81,9 @@ func (c *KafkaCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.snapshots, st.Snapshots.Load())
 	counter(c.takeoverRead, st.TakeoverRecordsRead.Load())
 	counter(c.copied, st.CopiedForward.Load())
+	ch <- prometheus.MustNewConstMetric(c.spilled, prometheus.GaugeValue, float64(st.Spilled.Load()))
+	counter(c.spillLoaded, st.SpillLoaded.Load())
+	counter(c.spillErrors, st.SpillErrors.Load())
 	for p, h := range st.PartitionLateness() {
 		ch <- histogram(c.partLateness, h, strconv.Itoa(int(p)))
 	}

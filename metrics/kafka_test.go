@@ -23,6 +23,8 @@ func TestKafkaCollectorFollowsTheWorker(t *testing.T) {
 	st.Committed.Add(2)
 	st.Aborted.Add(1)
 	st.Lateness.Observe(0.004)
+	st.Spilled.Store(7)
+	st.SpillErrors.Add(3)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(NewKafkaCollector(w))
 	mfs, err := reg.Gather()
@@ -41,6 +43,8 @@ func TestKafkaCollectorFollowsTheWorker(t *testing.T) {
 				got[key] = m.Counter.GetValue()
 			case m.Histogram != nil:
 				got[key] = float64(m.Histogram.GetSampleCount())
+			case m.Gauge != nil:
+				got[key] = m.Gauge.GetValue()
 			}
 		}
 	}
@@ -49,6 +53,8 @@ func TestKafkaCollectorFollowsTheWorker(t *testing.T) {
 		"hourglass_kafka_transactions_total/committed": 2,
 		"hourglass_kafka_transactions_total/aborted":   1,
 		"hourglass_kafka_lateness_seconds":             1,
+		"hourglass_kafka_spilled":                      7,
+		"hourglass_kafka_spill_errors_total":           3,
 	}
 	for k, v := range want {
 		if got[k] != v {

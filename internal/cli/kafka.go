@@ -52,6 +52,8 @@ func runKafka(ctx context.Context, a *App, c *command, args []string) int {
 	fs.DurationVar(&cfg.SessionTimeout, "session-timeout", 0, "group session timeout: how long a crashed worker holds its partitions (default 10s)")
 	fs.DurationVar(&cfg.TxnTimeout, "txn-timeout", 0, "transaction timeout (default 10s)")
 	fs.DurationVar(&cfg.SnapshotInterval, "snapshot-interval", 0, "write each partition's pending index to the state topic this often; bounds what a take-over re-reads (default 30s)")
+	fs.DurationVar(&cfg.NearWindow, "near-window", 0, "keep pending entries due within this long in RAM; later ones go to --spill-dir and come back when due within it (default 2m; must exceed --body-lead)")
+	fs.StringVar(&cfg.SpillDir, "spill-dir", "", "directory for the spilled index (a local cache of Kafka: losing it loses nothing); the worker uses a subdirectory of its own, emptied at start (default: a temporary directory removed at exit)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	metricsAddr := fs.String("metrics-listen", "", "serve Prometheus metrics on http://ADDR/metrics (host:port; empty: off)")
 	apiAddr := fs.String("listen", "", "serve the HTTP API (send, inspect, cancel, reschedule, forecast, /metrics) on host:port, e.g. 127.0.0.1:7070; empty: off")

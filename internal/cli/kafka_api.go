@@ -60,7 +60,7 @@ func (a *App) cancelEveryKey(ctx context.Context, c *command, cf *clientFlags, c
 		return ExitOK
 	}
 	if r.State == client.KafkaCancelled {
-		fmt.Fprintf(a.Stdout, "cancelled every pending message with key %s (cancel record %s)\n", r.Key, r.Control)
+		fmt.Fprintf(a.Stdout, "cancelled every pending message with key %s, %d when the cancel was written (cancel record %s)\n", r.Key, r.Matched, r.Control)
 		return ExitOK
 	}
 	fmt.Fprintf(a.Stdout, "cancel of every pending message with key %s requested (cancel record %s); the worker has not applied it yet\n", r.Key, r.Control)

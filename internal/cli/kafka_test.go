@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -22,6 +24,8 @@ func TestKafkaUsageErrors(t *testing.T) {
 		{[]string{"kafka", "--brokers", "127.0.0.1:1", "--dlq-topic", "hourglass.delay"}, "must differ from the delay topic"},
 		{[]string{"kafka", "--brokers", "127.0.0.1:1", "--log-level", "loud"}, "--log-level"},
 		{[]string{"kafka", "--brokers", "127.0.0.1:1", "extra"}, "unexpected argument"},
+		{[]string{"kafka", "--brokers", "127.0.0.1:1", "--near-window", "2s"}, "near window"},
+		{[]string{"kafka", "--brokers", "127.0.0.1:1", "--near-window", "-1m"}, "near window"},
 	}
 	for _, tc := range cases {
 		res := r.run(tc.args...)
@@ -33,5 +37,18 @@ func TestKafkaUsageErrors(t *testing.T) {
 	env := newRunner(t, map[string]string{"HOURGLASS_KAFKA_BROKERS": "nohostport"})
 	if res := env.run("kafka"); res.code != ExitUsage || !strings.Contains(res.stderr, "not host:port") {
 		t.Errorf("brokers from the environment: exit %d stderr %q", res.code, res.stderr)
+	}
+}
+
+// TestKafkaSpillDirNotWritable: a --spill-dir that cannot take files stops
+// the worker at start, before it connects, with an error naming it.
+func TestKafkaSpillDirNotWritable(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "a-file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res := newRunner(t, nil).run("kafka", "--brokers", "127.0.0.1:1", "--spill-dir", file)
+	if res.code != ExitFailed || !strings.Contains(res.stderr, "not writable") || !strings.Contains(res.stderr, file) {
+		t.Errorf("exit %d stderr %q, want %d and a not-writable error naming the directory", res.code, res.stderr, ExitFailed)
 	}
 }

@@ -111,6 +111,9 @@ type config struct {
 	crashFor   time.Duration // restart: the kill -9 child is killed this long after its first ack
 	dropCaches bool          // restart: empty the page cache before every Open
 
+	inspectSamples int    // pending: InspectKey calls timed after sending (0: none)
+	memprofile     string // pending: heap profile written after sending
+
 	rounds int // backup: rounds of baseline load, then load during a backup
 }
 
@@ -153,6 +156,8 @@ func main() {
 	flag.Float64Var(&c.cancelFrac, "cancel-frac", 0, "rss: share of the messages cancelled by ID after sending (0.1: every 10th)")
 	marks := flag.String("rss-at", "", "rss: comma-separated pending counts at which RSS is also read (e.g. 1000000), besides -n")
 	batches := flag.String("engine-batches", "8,64,512", "produce: SendBatch sizes of the engine sweep, comma-separated (the engine's MaxBatch is 1,000)")
+	flag.StringVar(&c.memprofile, "memprofile", "", "pending: write a heap profile (live objects after a GC) to this file once everything is sent")
+	flag.IntVar(&c.inspectSamples, "inspect-samples", 10_000, "pending: InspectKey calls of random keys timed after sending, against as many random 64 B preads of the commit log (with -drop-caches also with the page cache emptied first)")
 	flag.BoolVar(&c.dropCaches, "drop-caches", false, "restart: sync and empty the page cache (echo 3 > /proc/sys/vm/drop_caches, needs root) before every Open: a cold start")
 	flag.IntVar(&c.rounds, "rounds", 3, "backup: rounds of a baseline load, then the same load while a backup runs")
 	flag.Parse()

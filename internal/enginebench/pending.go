@@ -3,8 +3,10 @@ package main
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"time"
 
 	"github.com/hourglass-mq/hourglass/engine"
@@ -80,9 +82,17 @@ func runPending(c config, dir string) (*report, error) {
 	rssGC, heapGC := rssBytes(), heapInuse()
 	debug.FreeOSMemory()
 	rssFree := rssBytes()
+	if err := writeHeapProfile(c.memprofile); err != nil {
+		e.Close()
+		return nil, err
+	}
 	ckN := st.Checkpoints.Load()
 	_, _, ckSum := st.CheckpointSeconds.Snapshot()
 
+	if err := inspectKeyFigures(r, c, e, dir, c.n); err != nil {
+		e.Close()
+		return nil, err
+	}
 	closeStart := time.Now()
 	if err := e.Close(); err != nil {
 		return nil, fmt.Errorf("close: %w", err)
@@ -141,4 +151,21 @@ func keyMapReference(n int64) float64 {
 	after := heapAlloc()
 	runtime.KeepAlive(m)
 	return float64(after-before) / float64(n)
+}
+
+// writeHeapProfile writes the heap profile to path (nothing if path is
+// empty): what the pending messages' RAM is made of.
+func writeHeapProfile(path string) error {
+	if path == "" {
+		return nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

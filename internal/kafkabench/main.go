@@ -25,6 +25,9 @@
 // -kill-broker runs a command at that moment (a soak kills a Kafka broker
 // with it; see scripts/soak-kafka.sh). -strict makes any message of hourglass
 // lost, duplicated or early an exit status of 1.
+//
+// -pending N measures instead the worker's memory per pending message far
+// from due, against another hourglass binary (-compare); see pending.go.
 package kafkabench
 
 import (
@@ -56,6 +59,10 @@ type config struct {
 	hourglass string
 	body      int
 	warmup    time.Duration
+	// -pending: memory per pending message (pending.go).
+	pending int
+	dueIn   time.Duration
+	compare string
 }
 
 // Main runs the benchmark with args (the arguments after `bench kafka`)
@@ -81,6 +88,9 @@ func Main(args, reexec []string) int {
 	fs.BoolVar(&c.strict, "strict", false, "exit 1 if hourglass lost, duplicated or delivered early any message (scheme C duplicates by design)")
 	fs.IntVar(&c.body, "body", 256, "message body bytes")
 	fs.DurationVar(&c.warmup, "warmup", 500*time.Millisecond, "the warm p99 leaves out messages due this soon after the first")
+	fs.IntVar(&c.pending, "pending", 0, "instead: measure worker RSS per pending message with this many messages due -due-in ahead, against the -compare binary")
+	fs.DurationVar(&c.dueIn, "due-in", 48*time.Hour, "with -pending: how far ahead the messages are due")
+	fs.StringVar(&c.compare, "compare", "", "with -pending: the baseline hourglass binary, measured alternately with -hourglass")
 	fs.StringVar(&role, "role", "", "internal: 'forwarder' runs the scheme C forwarder")
 	fs.StringVar(&prefix, "prefix", "", "internal: topic prefix for -role forwarder")
 	_ = fs.Parse(args)
@@ -99,6 +109,12 @@ func Main(args, reexec []string) int {
 	}
 	if c.hourglass == "" {
 		c.hourglass = c.reexec[0]
+	}
+	if c.pending > 0 {
+		if c.compare == "" || c.dueIn <= 0 {
+			fatalf("-pending needs -compare (the baseline binary) and a positive -due-in")
+		}
+		return runPending(c)
 	}
 	results := map[string][]result{}
 	for run := 1; run <= c.runs; run++ {

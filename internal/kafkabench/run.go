@@ -48,13 +48,17 @@ func startChild(name string, args ...string) (*child, error) {
 }
 
 // peakRSS is VmHWM of the process in MiB.
-func (ch *child) peakRSS() float64 {
+func (ch *child) peakRSS() float64 { return ch.statusMiB("VmHWM:") }
+
+// statusMiB is a kB field of the process's /proc status (such as
+// "VmRSS:") in MiB; 0 when it cannot be read.
+func (ch *child) statusMiB(field string) float64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", ch.cmd.Process.Pid))
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == field {
 			kb, _ := strconv.ParseFloat(f[1], 64)
 			return kb / 1024
 		}

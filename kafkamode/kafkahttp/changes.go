@@ -34,8 +34,9 @@ func (h *Handler) cancel(w http.ResponseWriter, r *http.Request) error {
 	if loc.Where != kafkamode.WherePending && loc.Where != kafkamode.WhereDue {
 		return resolvedError(id, loc)
 	}
+	// A message copied forward is cancelled at its copy (loc.Offset).
 	ctl, err := h.produce(r.Context(), &kgo.Record{Partition: p, Headers: []kgo.RecordHeader{
-		{Key: kafkamode.HeaderCancel, Value: []byte("offset:" + strconv.FormatInt(o, 10))}}})
+		{Key: kafkamode.HeaderCancel, Value: []byte("offset:" + strconv.FormatInt(loc.Offset, 10))}}})
 	if err != nil {
 		return err
 	}
@@ -106,17 +107,47 @@ func (h *Handler) cancelKey(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ctl, err := h.produce(r.Context(), &kgo.Record{Key: key, Partition: kafkamode.KeyPartition(key, n),
+	p := kafkamode.KeyPartition(key, n)
+	pending, err := h.loc.PendingWithKey(r.Context(), p, key)
+	if err != nil {
+		return err
+	}
+	if len(pending) == 0 {
+		return errs.New(errs.NotFound, "no pending message with key %q in delay partition %d: nothing to cancel, and no cancel record was written", key, p)
+	}
+	ctl, err := h.produce(r.Context(), &kgo.Record{Key: key, Partition: p,
 		Headers: []kgo.RecordHeader{{Key: kafkamode.HeaderCancel, Value: []byte("key")}}})
 	if err != nil {
 		return err
 	}
-	if h.applied(r.Context(), ctl) {
-		writeJSON(w, http.StatusOK, api.KafkaCancel{Key: string(key), Control: ctl, State: api.StateCancelled})
+	answer := api.KafkaCancel{Key: string(key), Control: ctl, State: api.StateCancelRequested, Matched: len(pending)}
+	if !h.applied(r.Context(), ctl) {
+		writeJSON(w, http.StatusAccepted, answer)
 		return nil
 	}
-	writeJSON(w, http.StatusAccepted, api.KafkaCancel{Key: string(key), Control: ctl, State: api.StateCancelRequested})
+	if at, all := h.allForwarded(r.Context(), p, pending); all {
+		return errs.New(errs.FailedPrecondition, "every message with key %q (%d) was forwarded before the cancel %s took effect (the last at %s)",
+			key, len(pending), ctl, api.Millis(at).RFC3339())
+	}
+	answer.State = api.StateCancelled
+	writeJSON(w, http.StatusOK, answer)
 	return nil
+}
+
+// allForwarded reports whether every message of partition p at offsets
+// was forwarded (each resolved already), and when the last one found was.
+// It stops at the first that was not: one is enough for the cancel to
+// have cancelled something. A message whose fate the search cannot tell
+// counts as not forwarded.
+func (h *Handler) allForwarded(ctx context.Context, p int32, offsets []int64) (last int64, all bool) {
+	for _, o := range offsets {
+		loc, err := h.loc.Locate(ctx, p, o, true)
+		if err != nil || loc.Where != kafkamode.WhereForwarded {
+			return 0, false
+		}
+		last = max(last, loc.Forwarded)
+	}
+	return last, true
 }
 
 // reschedule serves POST /v1/messages/{id}/reschedule: a copy of the
@@ -164,7 +195,9 @@ func (h *Handler) reschedule(w http.ResponseWriter, r *http.Request) error {
 			rec.Headers = append(rec.Headers, hd)
 		}
 	}
-	rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: kafkamode.HeaderCancel, Value: []byte("offset:" + strconv.FormatInt(o, 10))})
+	// A message copied forward is rescheduled from its copy (loc.Offset).
+	at := loc.Offset
+	rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: kafkamode.HeaderCancel, Value: []byte("offset:" + strconv.FormatInt(at, 10))})
 	rec.Headers = append(rec.Headers, schedule(due, loc.BizTopic)...)
 	nid, err := h.produce(r.Context(), rec)
 	if err != nil {
@@ -175,11 +208,11 @@ func (h *Handler) reschedule(w http.ResponseWriter, r *http.Request) error {
 	// was forwarded first, the copy is dead-lettered. Wait for the
 	// original to be resolved, then say which.
 	answer := api.Rescheduled{ID: nid, Due: api.Millis(due), DueTime: api.Millis(due).RFC3339()}
-	if !h.resolvedWithin(r.Context(), p, o) {
+	if !h.resolvedWithin(r.Context(), p, at) {
 		writeJSON(w, http.StatusAccepted, answer)
 		return nil
 	}
-	if loc, err := h.loc.Locate(r.Context(), p, o, true); err == nil && loc.Where == kafkamode.WhereForwarded {
+	if loc, err := h.loc.Locate(r.Context(), p, at, true); err == nil && loc.Where == kafkamode.WhereForwarded {
 		return errs.New(errs.FailedPrecondition, "message %s was forwarded at %s, before the reschedule took effect: its copy %s went to the dead-letter topic",
 			id, api.Millis(loc.Forwarded).RFC3339(), nid)
 	}

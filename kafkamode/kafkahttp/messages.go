@@ -231,6 +231,9 @@ func infoOf(loc kafkamode.Location) api.KafkaMessageInfo {
 		Key: string(rec.Key), Due: api.Millis(loc.Due), Sent: api.MillisOf(rec.Timestamp), Visible: api.Millis(loc.Forwarded),
 		BodyBytes: len(rec.Value),
 	}, Reason: loc.Problem, CommittedOffset: loc.Committed}
+	if loc.Copied {
+		in.ID, in.CopyID = FormatID(loc.Partition, loc.Origin), in.ID
+	}
 	if loc.Due != 0 {
 		in.DueTime = api.Millis(loc.Due).RFC3339()
 	}

@@ -1,0 +1,226 @@
+package kafkamode
+
+import (
+	"container/heap"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/hourglass-mq/hourglass/forecast"
+	"github.com/hourglass-mq/hourglass/vfs"
+)
+
+// This file ties the spiller (spill.go) to the worker's index: where an
+// entry far from due goes, when spilled buckets come back, and what
+// cancels and snapshots read from disk.
+
+// spillCopyCheck is how often the loop looks for spilled buckets old
+// enough to copy forward (a scan of the bucket summaries).
+const spillCopyCheck = time.Second
+
+// openSpill prepares the worker's spill directory: Config.SpillDir (or a
+// new temporary directory when empty), in which the worker uses a
+// directory of its own, named after its group and ID, emptied now (what a
+// crashed run left is stale). It returns the function that removes what
+// it made, for a clean exit.
+func (w *Worker) openSpill() (cleanup func(), err error) {
+	if w.cfg.SpillDir == "" && w.cfg.SpillFS == nil {
+		root, err := os.MkdirTemp("", "hourglass-kafka-spill-")
+		if err != nil {
+			return nil, fmt.Errorf("kafka mode: cannot create a temporary spill directory (set one that is writable): %w", err)
+		}
+		w.spill = newSpiller(w.fs(), root, w.cfg.NearWindow.Milliseconds())
+		return func() { _ = os.RemoveAll(root) }, nil
+	}
+	name := strings.Map(func(r rune) rune {
+		if r == '.' || r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
+			return r
+		}
+		return '_'
+	}, w.cfg.Group+"-"+w.cfg.WorkerID)
+	dir := filepath.Join(w.cfg.SpillDir, name)
+	if w.cfg.SpillFS == nil {
+		if err := os.RemoveAll(dir); err != nil {
+			return nil, fmt.Errorf("kafka mode: spill directory %s is not writable: %w", w.cfg.SpillDir, err)
+		}
+	}
+	// A probe: the directory must take a file now, not at the first spill.
+	if err := w.fs().MkdirAll(dir); err != nil {
+		return nil, fmt.Errorf("kafka mode: spill directory %s is not writable: %w", w.cfg.SpillDir, err)
+	}
+	probe := filepath.Join(dir, "probe")
+	f, err := w.fs().Create(probe)
+	if err == nil {
+		_, err = f.WriteAt([]byte(spillMagic), 0)
+		err = cmpErr(err, f.Close())
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kafka mode: spill directory %s is not writable: %w", w.cfg.SpillDir, err)
+	}
+	_ = w.fs().Remove(probe)
+	w.spill = newSpiller(w.fs(), dir, w.cfg.NearWindow.Milliseconds())
+	if w.cfg.SpillFS != nil {
+		return func() { w.spill.reset() }, nil
+	}
+	return func() { _ = os.RemoveAll(dir) }, nil
+}
+
+// place indexes a pending entry that has no body: in a spill file when
+// its bucket is beyond the near window, else in RAM.
+func (w *Worker) place(pp *partProgress, se snapEntry, now int64) {
+	if w.spill != nil && w.spill.wants(se.due, now) {
+		w.spill.add(pp, se)
+		return
+	}
+	w.indexNoBody(pp, se)
+}
+
+// indexNoBody puts an entry without body into the RAM index.
+func (w *Worker) indexNoBody(pp *partProgress, se snapEntry) {
+	e := &entry{pp: pp, offset: se.offset, due: se.due, ts: se.ts, keyHash: se.keyHash}
+	w.due.push(e)
+	w.noBody.push(e)
+	w.queueCopy(e)
+}
+
+// indexAll indexes entries taken back from the spill.
+func (w *Worker) indexAll(pp *partProgress, es []snapEntry) {
+	w.stats.SpillLoaded.Add(int64(len(es)))
+	for _, se := range es {
+		w.indexNoBody(pp, se)
+	}
+}
+
+// flushSpill writes what was spilled since the last flush. What cannot be
+// written stays in RAM: nothing is lost, the worker only uses more memory.
+func (w *Worker) flushSpill() {
+	if w.spill == nil {
+		return
+	}
+	failed, err := w.spill.flush()
+	for _, f := range failed {
+		w.indexNoBody(f.pp, f.e)
+	}
+	if err != nil {
+		w.stats.SpillErrors.Add(int64(len(failed)))
+		if !w.spillLogged {
+			w.spillLogged = true
+			w.cfg.Logger.Warn("cannot write to the spill directory; keeping entries in RAM (logged once)", "err", err)
+		}
+	}
+	w.stats.Spilled.Store(w.spill.onDisk)
+}
+
+// loadSpilled drops the files of revoked partitions and takes back into
+// RAM the buckets that entered the near window, and (once a second) those
+// old enough to copy forward. A file that does not read back makes the
+// loop end the session (spillErr): the next one rebuilds from Kafka.
+func (w *Worker) loadSpilled(now int64) {
+	if w.spill == nil || w.spillErr != nil {
+		return
+	}
+	w.spill.dropDead()
+	err := w.spill.loadDue(now, w.indexAll)
+	if err == nil && time.Since(w.lastCopyCheck) >= spillCopyCheck {
+		w.lastCopyCheck = time.Now()
+		err = w.spill.loadOld(now, w.copyAfterMs, w.indexAll)
+	}
+	w.stats.Spilled.Store(w.spill.onDisk)
+	w.failSpill(err)
+}
+
+// failSpill records a spill read error: the session ends, and the next
+// one rebuilds the index from Kafka (the files are only a cache).
+func (w *Worker) failSpill(err error) {
+	if err != nil && w.spillErr == nil {
+		w.stats.SpillErrors.Add(1)
+		w.spillErr = fmt.Errorf("spill directory unreadable; rebuilding the index from Kafka: %w", err)
+	}
+}
+
+// unspillTargets brings into RAM the spilled entries of c's partition a
+// cancel c may cancel (by key hash or offset, below c), so that
+// cancelTargets finds them. It reports false when the files could not be
+// read: the cancel must then wait (the session ends, see failSpill).
+func (w *Worker) unspillTargets(c *entry) bool {
+	if w.spill == nil {
+		return true
+	}
+	es, err := w.spill.takeOut(c.pp, func(se snapEntry) bool {
+		if se.offset >= c.offset {
+			return false
+		}
+		if c.ctl.cancel.byKey {
+			return se.keyHash == c.keyHash
+		}
+		return se.offset == c.ctl.cancel.offset
+	})
+	if err != nil {
+		w.failSpill(err)
+		return false
+	}
+	w.indexAll(c.pp, es)
+	w.stats.Spilled.Store(w.spill.onDisk)
+	return true
+}
+
+// spilledForecast adds the spilled entries' counts of the live partitions
+// to buckets (from plan) and returns how many it added.
+func (w *Worker) spilledForecast(plan forecast.Plan, buckets []forecast.Bucket) int64 {
+	if w.spill == nil {
+		return 0
+	}
+	var n int64
+	for pp, sp := range w.spill.parts {
+		if pp.dropped.Load() {
+			continue
+		}
+		for i, b := range plan.Run(sp.counts) {
+			buckets[i].Count += b.Count
+		}
+		n += sp.counts.Total()
+	}
+	return n
+}
+
+// fs is the filesystem of the spill files.
+func (w *Worker) fs() vfs.FS {
+	if w.cfg.SpillFS != nil {
+		return w.cfg.SpillFS
+	}
+	return vfs.OS
+}
+
+// compactAfter is the least number of dead slots (entries resolved while
+// still in the due heap) that makes the loop rebuild its heaps.
+const compactAfter = 4096
+
+// compactIndex drops from the due and body heaps the entries resolved
+// while still in them (copied forward, cancelled: they would otherwise
+// stay until their due time, days away) once they are many and at least
+// half of the heap, so RAM follows the near window after a mass cancel
+// or a copy-forward of a whole bucket too.
+func (w *Worker) compactIndex() {
+	if w.deadSlots < compactAfter || w.deadSlots < len(w.due)/2 {
+		return
+	}
+	w.dropDeadSlots()
+}
+
+// dropDeadSlots rebuilds the due and body heaps with their live entries.
+func (w *Worker) dropDeadSlots() {
+	for _, h := range []*dueHeap{&w.due, &w.noBody} {
+		keep := (*h)[:0]
+		for _, e := range *h {
+			if e.live() {
+				keep = append(keep, e)
+			}
+		}
+		clear((*h)[len(keep):])
+		*h = keep
+		heap.Init(h)
+	}
+	w.deadSlots = 0
+}
