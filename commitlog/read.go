@@ -22,6 +22,9 @@ type frameIter struct {
 	// ahead is how many bytes to read at once; zero means readChunk. Read
 	// of a single record uses a small value, Scan the default.
 	ahead int64
+	// view makes next return a payload that is a slice of buf rather than
+	// a copy, valid only until the next call (ReadEach).
+	view bool
 
 	// buf caches file bytes of positions [bufPos, bufPos+len(buf)).
 	buf    []byte
@@ -94,14 +97,17 @@ func (it *frameIter) next() (Record, Pos, error) {
 		return Record{}, at, &corruptError{pos: at, reason: reason}
 	}
 	total := int64(FrameHeaderSize) + int64(h.length)
-	payload := make([]byte, h.length)
+	var payload []byte
 	if total <= readChunk {
 		if err := it.fill(total); err != nil {
 			return Record{}, at, err
 		}
 		off = it.pos - it.bufPos
-		copy(payload, it.buf[off+FrameHeaderSize:])
-	} else if h.length > 0 {
+		payload = it.buf[off+FrameHeaderSize : int64(off)+total]
+		if !it.view {
+			payload = append(make([]byte, 0, len(payload)), payload...)
+		}
+	} else if payload = make([]byte, h.length); h.length > 0 {
 		// Too big to cache: read straight into the payload.
 		n, err := it.f.ReadAt(payload, HeaderSize+int64(at-it.base)+FrameHeaderSize)
 		if n < len(payload) {

@@ -1,31 +1,49 @@
 package engine
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"time"
 
+	"github.com/hourglass-mq/hourglass/commitlog"
 	"github.com/hourglass-mq/hourglass/errs"
 )
 
 // leaseLocked finds the live lease a receipt names.
 func (e *Engine) leaseLocked(topic, name, receipt string) (*group, *groupQueue, uint16, uint64, *lease, error) {
-	g := e.cons.groups[groupKey(topic, name)]
-	if g == nil {
-		return nil, nil, 0, 0, nil, errs.New(errs.NotFound, "group %q of topic %q does not exist", name, topic)
-	}
-	q, off, seq, err := e.decodeReceipt(g.id, receipt)
+	g, err := e.groupLocked(topic, name)
 	if err != nil {
 		return nil, nil, 0, 0, nil, err
 	}
+	gq, q, off, l, err := e.groupLeaseLocked(g, receipt)
+	return g, gq, q, off, l, err
+}
+
+// groupLocked finds a group that must exist.
+func (e *Engine) groupLocked(topic, name string) (*group, error) {
+	g := e.cons.groups[groupKey(topic, name)]
+	if g == nil {
+		return nil, errs.New(errs.NotFound, "group %q of topic %q does not exist", name, topic)
+	}
+	return g, nil
+}
+
+// groupLeaseLocked finds the live lease of g a receipt names.
+func (e *Engine) groupLeaseLocked(g *group, receipt string) (*groupQueue, uint16, uint64, *lease, error) {
+	q, off, seq, err := e.decodeReceipt(g.id, receipt)
+	if err != nil {
+		return nil, 0, 0, nil, err
+	}
 	if int(q) >= len(g.queues) {
-		return nil, nil, 0, 0, nil, errs.New(errs.NotFound, "receipt %q is unknown", receipt)
+		return nil, 0, 0, nil, errs.New(errs.NotFound, "receipt %q is unknown", receipt)
 	}
 	gq := g.queues[q]
 	l := gq.leases[off]
 	if l == nil || l.seq != seq {
-		return nil, nil, 0, 0, nil, errs.New(errs.NotFound, "receipt %q is unknown or its lease has ended", receipt)
+		return nil, 0, 0, nil, errs.New(errs.NotFound, "receipt %q is unknown or its lease has ended", receipt)
 	}
-	return g, gq, q, off, l, nil
+	return gq, q, off, l, nil
 }
 
 // Ack ends deliveries: the messages will not be delivered to the group
@@ -47,54 +65,100 @@ func (e *Engine) Ack(ctx context.Context, topic, name string, receipts ...string
 		e.mu.Unlock()
 		return err
 	}
-	type taken struct {
-		gq  *groupQueue
-		off uint64
-		l   *lease
-		ref timerRef
+	a, err := e.stopAckedLocked(topic, name, receipts)
+	e.mu.Unlock()
+	if err != nil {
+		return err
 	}
-	var g *group
-	var ts []taken
-	items := make([]progressItem, 0, len(receipts))
-	seen := map[string]bool{}
+	return e.commitAcks(a)
+}
+
+// ackBatch is an ack whose leases are stopped (so none expires while its
+// record is written) and whose record is not yet durable. Exactly one of
+// restoreLocked (the record failed) and doneLocked (it is durable) follows.
+type ackBatch struct {
+	g      *group
+	leases []ackedLease
+	items  []progressItem
+}
+
+type ackedLease struct {
+	gq  *groupQueue
+	q   uint16
+	off uint64
+	l   *lease
+	ref timerRef
+}
+
+// stopAckedLocked checks every receipt, then stops their leases. If one
+// is unknown it changes nothing. Receipts that name one lease (the same
+// receipt twice) count once.
+func (e *Engine) stopAckedLocked(topic, name string, receipts []string) (*ackBatch, error) {
+	g, err := e.groupLocked(topic, name)
+	if err != nil {
+		return nil, err
+	}
+	a := &ackBatch{g: g, leases: make([]ackedLease, 0, len(receipts))}
 	for _, r := range receipts {
-		if seen[r] {
-			continue
-		}
-		seen[r] = true
-		gg, gq, q, off, l, err := e.leaseLocked(topic, name, r)
+		gq, q, off, l, err := e.groupLeaseLocked(g, r)
 		if err != nil {
-			e.mu.Unlock()
-			return err
+			return nil, err
 		}
-		g = gg
-		ts = append(ts, taken{gq: gq, off: off, l: l, ref: l.timer.ref()})
-		items = append(items, progressItem{queue: q, offset: off})
+		a.leases = append(a.leases, ackedLease{gq: gq, q: q, off: off, l: l, ref: l.timer.ref()})
 	}
-	// Stop the leases now so none expires while the ack is written.
-	for _, t := range ts {
+	// A consumer acks in the order it received, mostly by offset within
+	// each queue: the sort is cheap, and cheaper than a set of receipts.
+	slices.SortFunc(a.leases, func(x, y ackedLease) int {
+		if c := cmp.Compare(x.q, y.q); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.off, y.off)
+	})
+	a.leases = slices.CompactFunc(a.leases, func(x, y ackedLease) bool { return x.l == y.l })
+	a.items = make([]progressItem, len(a.leases))
+	for i, t := range a.leases {
+		a.items[i] = progressItem{queue: t.q, offset: t.off}
 		e.stopTimerLocked(t.l.timer)
 		delete(t.gq.leases, t.off)
 	}
-	e.mu.Unlock()
-	_, err := e.clog.Append(encodeProgress(recAck, g.id, items))
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if err != nil {
-		for _, t := range ts {
-			t.l.timer = e.startTimerLocked(t.ref)
-			t.gq.leases[t.off] = t.l
-		}
-		return e.storageErr(err)
+	return a, nil
+}
+
+// record is the ack's commit-log record.
+func (a *ackBatch) record() commitlog.Record { return encodeProgress(recAck, a.g.id, a.items) }
+
+// restoreLocked gives the leases back after the ack's record failed.
+func (a *ackBatch) restoreLocked(e *Engine) {
+	for _, t := range a.leases {
+		t.l.timer = e.startTimerLocked(t.ref)
+		t.gq.leases[t.off] = t.l
 	}
-	for _, t := range ts {
+}
+
+// doneLocked applies the ack once its record is durable.
+func (a *ackBatch) doneLocked(e *Engine) {
+	for _, t := range a.leases {
 		t.gq.markDone(t.off)
 	}
-	g.acked += uint64(len(ts))
-	if g.topic.fifo {
+	a.g.acked += uint64(len(a.leases))
+	if a.g.topic.fifo {
 		// The ack unblocks the queue's next message: wake long polls.
 		e.notifyVisibleLocked()
 	}
+}
+
+// commitAcks writes a's record alone and applies it. The caller holds
+// gate shared (invariant 2: from before the append until the effect is
+// applied).
+func (e *Engine) commitAcks(a *ackBatch) error {
+	_, err := e.clog.Append(a.record())
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err != nil {
+		a.restoreLocked(e)
+		return e.storageErr(err)
+	}
+	a.doneLocked(e)
 	return nil
 }
 

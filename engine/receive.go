@@ -4,12 +4,11 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/binary"
-	"errors"
-	"fmt"
 	"time"
+	"unsafe"
 
+	"github.com/hourglass-mq/hourglass/commitlog"
 	"github.com/hourglass-mq/hourglass/errs"
-	"github.com/hourglass-mq/hourglass/message"
 )
 
 // ReceiveRequest asks for visible messages for a group.
@@ -23,6 +22,16 @@ type ReceiveRequest struct {
 	// Wait is how long to wait for a message when none is visible (long
 	// poll); 0 returns at once; limit 30s.
 	Wait time.Duration
+	// Ack holds receipts of this group to acknowledge first (at most
+	// MaxReceive), all or nothing as Ack does: a consumer acks its last
+	// batch as it asks for the next. When messages can be leased at once,
+	// the ack and the leases' attempt record share one commit-log append,
+	// one fsync instead of two; when the receive has to wait, the acks are
+	// made before the wait. An error means nothing was acked and nothing
+	// leased. So once the acks are made, a later failure of the same call
+	// (shutdown, a read error) is logged and answered as no messages: the
+	// next call reports it.
+	Ack []string
 }
 
 // Received is a message handed to a consumer under a lease.
@@ -44,7 +53,8 @@ type handout struct {
 }
 
 // Receive hands out up to Max visible messages of a topic to a group
-// (created on first use) under a lease, waiting up to Wait for one.
+// (created on first use) under a lease, waiting up to Wait for one, after
+// acknowledging the receipts of req.Ack (see ReceiveRequest.Ack).
 func (e *Engine) Receive(ctx context.Context, req ReceiveRequest) ([]Received, error) {
 	if req.Max == 0 {
 		req.Max = DefaultReceive
@@ -59,11 +69,65 @@ func (e *Engine) Receive(ctx context.Context, req ReceiveRequest) ([]Received, e
 		return nil, errs.New(errs.InvalidArgument, "invisible %v is not in [1ms, %v]", req.Invisible, MaxInvisible)
 	case req.Wait < 0 || req.Wait > MaxReceiveWait:
 		return nil, errs.New(errs.InvalidArgument, "wait %v is not in [0, %v]", req.Wait, MaxReceiveWait)
+	case len(req.Ack) > MaxReceive:
+		return nil, errs.New(errs.TooLarge, "%d receipts to ack; the limit is %d", len(req.Ack), MaxReceive)
 	}
 	g, err := e.createGroup(req.Topic, req.Group, GroupConfig{}, true)
 	if err != nil {
 		return nil, err
 	}
+	if len(req.Ack) > 0 {
+		out, done, err := e.receiveAcking(g, req)
+		if done || err != nil {
+			return out, err
+		}
+		// The acks are made: a failure from here on must not say otherwise.
+		out, err = e.receive(ctx, g, req)
+		if err != nil {
+			if ctx.Err() == nil {
+				e.opts.Logger.Warn("receive failed after its acks were made", "topic", req.Topic, "group", req.Group, "err", err)
+			}
+			return nil, nil
+		}
+		return out, nil
+	}
+	return e.receive(ctx, g, req)
+}
+
+// receiveAcking is the first turn of a receive that carries acks: it
+// checks them and leases in one critical section. With messages to hand
+// out, the acks are written with their attempt record (done). Without,
+// they are made alone and the caller goes on to wait (not done).
+func (e *Engine) receiveAcking(g *group, req ReceiveRequest) (out []Received, done bool, err error) {
+	e.mu.Lock()
+	if err := e.unavailableLocked(); err != nil {
+		e.mu.Unlock()
+		return nil, true, err
+	}
+	a, err := e.stopAckedLocked(req.Topic, req.Group, req.Ack)
+	if err != nil {
+		e.mu.Unlock()
+		return nil, true, err
+	}
+	hs := e.takeLocked(g, req.Max, req.Invisible)
+	e.mu.Unlock()
+	if len(hs) == 0 {
+		e.gate.RLock()
+		defer e.gate.RUnlock()
+		err := e.commitAcks(a)
+		return nil, err != nil, err
+	}
+	out, err = e.deliver(g, hs, a)
+	if err != nil {
+		return nil, true, err
+	}
+	// Every one expired or gone: a long poll waits on for others.
+	return out, len(out) > 0 || req.Wait == 0, nil
+}
+
+// receive is Receive's lease-or-wait loop, for a checked request whose
+// acks (if any) are made.
+func (e *Engine) receive(ctx context.Context, g *group, req ReceiveRequest) ([]Received, error) {
 	var deadline <-chan time.Time
 	if req.Wait > 0 {
 		// The injected clock: tests advance it instead of sleeping.
@@ -91,7 +155,7 @@ func (e *Engine) Receive(ctx context.Context, req ReceiveRequest) ([]Received, e
 		behind := catchUp != nil && e.frontierLocked() < endOfWait
 		e.mu.Unlock()
 		if len(hs) > 0 {
-			out, err := e.deliver(g, hs)
+			out, err := e.deliver(g, hs, nil)
 			if err != nil || len(out) > 0 || (deadline == nil && catchUp == nil) {
 				return out, err
 			}
@@ -183,72 +247,116 @@ func (e *Engine) lastAdvanceOrNow() int64 {
 	return max(e.disp.leaseAt, e.Now())
 }
 
-// deliver reads the handed-out messages and records the attempts. If a
-// read fails, nothing is handed out: the leases are given back and the
-// caller gets Unavailable; the messages stay where they were for the next
-// receive. Only a record that retention removed is skipped (and marked done).
-func (e *Engine) deliver(g *group, hs []handout) ([]Received, error) {
-	out := make([]Received, 0, len(hs))
-	items := make([]progressItem, 0, len(hs))
-	var gone, expired []handout
+// deliver reads the handed-out messages and records the attempts, with
+// the acks a (if not nil) in the same append. If a read fails, nothing is
+// handed out: the leases are given back (and a's restored) and the caller
+// gets Unavailable; the messages stay where they were for the next
+// receive. Only a record that retention removed is skipped (and marked
+// done).
+func (e *Engine) deliver(g *group, hs []handout, a *ackBatch) ([]Received, error) {
+	out, items, gone, expired, err := e.readHandouts(g, hs)
+	if err != nil {
+		e.mu.Lock()
+		e.giveBackLocked(g, hs)
+		if a != nil {
+			a.restoreLocked(e)
+		}
+		e.mu.Unlock()
+		e.stats.ReadErrors.Add(1)
+		return nil, errs.Wrap(errs.Unavailable, err, "read topic %s", g.topic.name)
+	}
+	e.gate.RLock()
+	defer e.gate.RUnlock()
+	if err := e.appendDelivery(g, hs, a, items); err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if a != nil {
+		a.doneLocked(e)
+	}
+	if len(expired) > 0 {
+		e.expireHandoutsLocked(g, expired)
+	}
+	for _, h := range gone {
+		gq := g.queues[h.queue]
+		if l := gq.leases[h.offset]; l != nil && l.seq == h.seq {
+			e.stopTimerLocked(l.timer)
+			delete(gq.leases, h.offset)
+		}
+		gq.markDone(h.offset)
+	}
+	return out, nil
+}
+
+// appendDelivery writes the attempt record of items, after a's ack record
+// if a is not nil; the caller holds gate shared. The attempt record makes
+// attempt counts survive a crash. If it cannot be written alone the
+// messages are still handed out: delivery is at least once. If it carries
+// acks, its failure fails the receive: the acks' leases are restored and
+// the handouts given back, so that nothing is acked and nothing leased.
+func (e *Engine) appendDelivery(g *group, hs []handout, a *ackBatch, items []progressItem) error {
+	recs := make([]commitlog.Record, 0, 2)
+	if a != nil {
+		recs = append(recs, a.record())
+	}
+	if len(items) > 0 {
+		recs = append(recs, encodeProgress(recAttempt, g.id, items))
+	}
+	if len(recs) == 0 {
+		return nil
+	}
+	_, err := e.clog.Append(recs...)
+	switch {
+	case err == nil:
+		return nil
+	case a == nil:
+		e.opts.Logger.Warn("attempt record write failed", "err", err)
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	a.restoreLocked(e)
+	e.giveBackLocked(g, hs)
+	return e.storageErr(err)
+}
+
+// readHandouts reads the records of hs and sorts them into messages to
+// hand out (with their attempt items), records retention removed (gone)
+// and messages past their deadline (expired).
+func (e *Engine) readHandouts(g *group, hs []handout) (out []Received, items []progressItem, gone, expired []handout, err error) {
+	entries, err := handoutEntries(g.topic, hs)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	pos := make([]uint64, len(entries))
+	for i, en := range entries {
+		pos[i] = en.Pos
+	}
+	stored, err := e.readStoredEach(pos)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	out = make([]Received, 0, len(hs))
+	items = make([]progressItem, 0, len(hs))
 	now := e.Now()
-	for _, h := range hs {
-		en, err := g.topic.queues[h.queue].Read(h.offset, 1, h.n)
-		if err == nil && len(en) != 1 {
-			err = fmt.Errorf("queue entry %d is missing", h.offset)
-		}
-		var s *message.Stored
-		if err == nil {
-			s, _, err = e.readStored(en[0].Pos)
-			if errors.Is(err, errGone) {
-				gone = append(gone, h)
-				continue
-			}
-		}
-		if err != nil {
-			e.mu.Lock()
-			e.giveBackLocked(g, hs)
-			e.mu.Unlock()
-			e.stats.ReadErrors.Add(1)
-			return nil, errs.Wrap(errs.Unavailable, err, "read topic %s queue %d offset %d", g.topic.name, h.queue, h.offset)
-		}
-		if s.Deadline != 0 && now > s.Deadline {
+	for i, h := range hs {
+		en, s := entries[i], stored[i]
+		switch {
+		case s == nil:
+			gone = append(gone, h)
+			continue
+		case s.Deadline != 0 && now > s.Deadline:
 			expired = append(expired, h)
 			continue
 		}
 		out = append(out, Received{
-			Visible: Visible{ID: e.ids.seal.ID(en[0].Pos, s.Nonce), Offset: h.offset, Due: en[0].Due, Visible: en[0].Visible, Message: s},
+			Visible: Visible{ID: e.ids.seal.ID(en.Pos, s.Nonce), Offset: h.offset, Due: en.Due, Visible: en.Visible, Message: s},
 			Receipt: e.encodeReceipt(g.id, h.queue, h.offset, h.seq), Attempt: int(h.attempt), Queue: int(h.queue),
 		})
 		items = append(items, progressItem{queue: h.queue, offset: h.offset, attempt: h.attempt})
 	}
-	e.gate.RLock()
-	defer e.gate.RUnlock()
-	// The attempt record makes attempt counts survive a crash. If it cannot
-	// be written the messages are still handed out: delivery is at least once.
-	if len(items) > 0 {
-		if _, err := e.clog.Append(encodeProgress(recAttempt, g.id, items)); err != nil {
-			e.opts.Logger.Warn("attempt record write failed", "err", err)
-		}
-	}
-	if len(expired) > 0 {
-		e.mu.Lock()
-		e.expireHandoutsLocked(g, expired)
-		e.mu.Unlock()
-	}
-	if len(gone) > 0 {
-		e.mu.Lock()
-		for _, h := range gone {
-			gq := g.queues[h.queue]
-			if l := gq.leases[h.offset]; l != nil && l.seq == h.seq {
-				e.stopTimerLocked(l.timer)
-				delete(gq.leases, h.offset)
-			}
-			gq.markDone(h.offset)
-		}
-		e.mu.Unlock()
-	}
-	return out, nil
+	return out, items, gone, expired, nil
 }
 
 // giveBackLocked undoes a handout that could not be delivered: the leases
@@ -303,7 +411,10 @@ func (e *Engine) encodeReceipt(gid uint32, queue uint16, offset uint64, seq uint
 
 // decodeReceipt parses a receipt of group gid and checks its tag.
 func (e *Engine) decodeReceipt(gid uint32, s string) (queue uint16, offset uint64, seq uint32, err error) {
-	b, derr := base64.RawURLEncoding.DecodeString(s)
+	// Decoded into an array: a consumer's acks are up to 1000 receipts a
+	// request, and DecodeString allocated for each.
+	var arr [receiptLen]byte
+	b, derr := base64.RawURLEncoding.AppendDecode(arr[:0], unsafe.Slice(unsafe.StringData(s), len(s)))
 	if derr != nil || len(b) != receiptLen {
 		return 0, 0, 0, errs.New(errs.InvalidArgument, "receipt %q is malformed", s)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"sort"
+	"unsafe"
 )
 
 // Record payload layout of a message (all integers little endian). These
@@ -122,12 +123,21 @@ func Encode(dst []byte, s *Stored) []byte {
 // Decode parses a record payload written by Encode. The result does not
 // alias b.
 func Decode(b []byte) (*Stored, error) {
-	d := decoder{b: b}
+	s := &Stored{}
+	if err := decodeInto(b, s, nil); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// decodeInto is Decode into s, copying strings and the body into a (or
+// into allocations of their own if a is nil).
+func decodeInto(b []byte, s *Stored, a *Arena) error {
+	d := decoder{b: b, arena: a}
 	v := d.u8()
 	if v != codecVersion && v != codecVersionX {
-		return nil, ErrBadRecord
+		return ErrBadRecord
 	}
-	s := &Stored{}
 	s.Queue = int(d.u16())
 	s.Due = int64(d.u64())
 	s.Sent = int64(d.u64())
@@ -140,10 +150,10 @@ func Decode(b []byte) (*Stored, error) {
 		s.Properties = make(map[string]string, n)
 		for i := 0; i < n && !d.bad; i++ {
 			k := d.str16()
-			s.Properties[k] = string(d.bytes(int(d.u32())))
+			s.Properties[k] = d.str(d.bytes(int(d.u32())))
 		}
 	}
-	s.Body = append([]byte(nil), d.bytes(int(d.u32()))...)
+	s.Body = d.copy(d.bytes(int(d.u32())))
 	if v == codecVersionX {
 		s.DedupID = d.str16()
 		s.DedupHash = d.u64()
@@ -153,20 +163,21 @@ func Decode(b []byte) (*Stored, error) {
 		if !s.extended() {
 			// Encode never writes version 3 for a plain message: one
 			// payload, one encoding.
-			return nil, ErrBadRecord
+			return ErrBadRecord
 		}
 	}
 	if d.bad || len(d.b) != 0 {
-		return nil, ErrBadRecord
+		return ErrBadRecord
 	}
-	return s, nil
+	return nil
 }
 
 // decoder reads fields and remembers whether it ran past the end, so the
 // caller checks once.
 type decoder struct {
-	b   []byte
-	bad bool
+	b     []byte
+	bad   bool
+	arena *Arena // nil: every string and the body get their own allocation
 }
 
 func (d *decoder) bytes(n int) []byte {
@@ -207,4 +218,21 @@ func (d *decoder) u64() uint64 {
 	return 0
 }
 
-func (d *decoder) str16() string { return string(d.bytes(int(d.u16()))) }
+func (d *decoder) str16() string { return d.str(d.bytes(int(d.u16()))) }
+
+// str is a copy of v as a string.
+func (d *decoder) str(v []byte) string {
+	if d.arena == nil || len(v) == 0 {
+		return string(v)
+	}
+	c := d.arena.copy(v)
+	return unsafe.String(unsafe.SliceData(c), len(c))
+}
+
+// copy is a copy of v, nil if v is empty.
+func (d *decoder) copy(v []byte) []byte {
+	if d.arena == nil || len(v) == 0 {
+		return append([]byte(nil), v...)
+	}
+	return d.arena.copy(v)
+}

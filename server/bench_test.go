@@ -155,6 +155,20 @@ func (h httpBackend) receiveAck(ctx context.Context, topic string, max int, wait
 	return receiveAfterAck(ctx, h, topic, max, wait, ack)
 }
 
+// engineCarryBackend is the engine in-process with the acks of the
+// previous batch carried by the next receive (ReceiveRequest.Ack): one
+// call and one append per batch, the engine's own best path.
+type engineCarryBackend struct{ engineBackend }
+
+func (e engineCarryBackend) receiveAck(ctx context.Context, topic string, max int, wait time.Duration, ack []string) ([]string, error) {
+	got, err := e.eng.Receive(ctx, engine.ReceiveRequest{Topic: topic, Group: "bench", Max: max, Wait: wait, Ack: ack})
+	rs := make([]string, len(got))
+	for i, m := range got {
+		rs[i] = m.Receipt
+	}
+	return rs, err
+}
+
 // clientBackend is the HTTP API through package client, as consumers
 // reach it: a receive carries the acks of the previous batch and asks for
 // text bodies.
@@ -188,7 +202,9 @@ func benchBackends(b *testing.B, run func(b *testing.B, be backend, eng *engine.
 			}
 			defer eng.Close()
 			var be backend = engineBackend{eng}
-			if kind != "engine" {
+			if kind == "engine-carry" {
+				be = engineCarryBackend{engineBackend{eng}}
+			} else if kind != "engine" {
 				srv := httptest.NewServer(New(eng, cfg, logger, nil))
 				defer srv.Close()
 				hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
@@ -264,7 +280,8 @@ func prefill(b *testing.B, eng *engine.Engine, n int) {
 // BenchmarkReceiveAck8: 8 consumers receive (up to 32 at a time) and ack
 // b.N visible messages; each acks a batch as it asks for the next. The
 // engine and "http" make that two calls (ack, then receive); "client"
-// makes it one request, a receive that carries the acks.
+// makes it one request, a receive that carries the acks, and
+// "engine-carry" one engine call that does the same.
 func BenchmarkReceiveAck8(b *testing.B) {
 	benchBackends(b, func(b *testing.B, be backend, eng *engine.Engine) {
 		prefill(b, eng, b.N)
@@ -299,7 +316,7 @@ func BenchmarkReceiveAck8(b *testing.B) {
 		if g, err := eng.Groups("bench"); err != nil || len(g) != 1 || g[0].Acked != uint64(b.N) {
 			b.Fatalf("acked %+v (%v), want %d", g, err, b.N)
 		}
-	}, "client")
+	}, "client", "engine-carry")
 }
 
 // BenchmarkConsumerLateness: 5,000 messages due over 2.5 s (one every

@@ -27,22 +27,37 @@ import (
 // that WriteTimeout bounds the handling and the answer, however long the
 // body took to arrive (that is bounded by ReadTimeout).
 func (h *Handler) decode(w http.ResponseWriter, r *http.Request, v any, optional bool) error {
+	body, err := h.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	return decodeBody(body, v, optional)
+}
+
+// readBody reads the request body for decode, with its limits and errors,
+// and sets the write deadline.
+func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxRequestBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return errs.New(errs.TooLarge, "request body exceeds the limit of %d bytes (-max-request-bytes)", tooBig.Limit)
+			return nil, errs.New(errs.TooLarge, "request body exceeds the limit of %d bytes (-max-request-bytes)", tooBig.Limit)
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return errs.New(errs.InvalidArgument, "the request body did not arrive within -read-timeout %v", h.cfg.ReadTimeout)
+			return nil, errs.New(errs.InvalidArgument, "the request body did not arrive within -read-timeout %v", h.cfg.ReadTimeout)
 		}
-		return errs.Wrap(errs.InvalidArgument, err, "cannot read the request body")
+		return nil, errs.Wrap(errs.InvalidArgument, err, "cannot read the request body")
 	}
 	if h.cfg.WriteTimeout > 0 {
 		// Not supported only under a test's ResponseWriter; then no
 		// deadline was set either.
 		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(h.cfg.WriteTimeout))
 	}
+	return body, nil
+}
+
+// decodeBody is decode's work on a body already read.
+func decodeBody(body []byte, v any, optional bool) error {
 	// JSON white space only: bytes.TrimSpace would also take \f or \v,
 	// which are not JSON, for an empty body.
 	if len(bytes.Trim(body, " \t\r\n")) == 0 {

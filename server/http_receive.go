@@ -3,9 +3,9 @@ package server
 import (
 	"context"
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -37,7 +37,11 @@ import (
 // leased, and the answer is an empty list.
 func (h *Handler) receive(w http.ResponseWriter, r *http.Request) {
 	var in api.ReceiveRequest
-	if err := h.decode(w, r, &in, true); err != nil {
+	body, err := h.readBody(w, r)
+	if err == nil && !readReceiveFast(body, &in) {
+		err = decodeBody(body, &in, true)
+	}
+	if err != nil {
 		h.writeError(w, err)
 		return
 	}
@@ -46,33 +50,24 @@ func (h *Handler) receive(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, err)
 		return
 	}
-	acked := 0
-	if len(in.Ack) > 0 {
-		// Validated above, before anything is acked: a request that
-		// cannot lease acks nothing either.
-		if err := h.eng.Ack(r.Context(), req.Topic, req.Group, in.Ack...); err != nil {
-			h.writeError(w, errs.Wrap(errs.CodeOf(err), err, "ack (nothing acked, nothing leased)"))
-			return
-		}
-		acked = distinct(in.Ack)
-	}
+	// The engine makes the acks with the leases (one append) or before
+	// it waits; an error means it made neither. Once it has made them it
+	// answers a later failure as no messages, so a 200 is always true
+	// about the acks.
+	req.Ack = in.Ack
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	stop := context.AfterFunc(h.draining, cancel)
 	defer stop()
 	got, err := h.eng.Receive(ctx, req)
 	if err != nil && !(errors.Is(err, context.Canceled) && ctx.Err() != nil) {
-		if acked == 0 {
-			h.writeError(w, err)
-			return
+		if len(in.Ack) > 0 {
+			err = errs.Wrap(errs.CodeOf(err), err, "receive with acks (nothing acked, nothing leased)")
 		}
-		// The acks stand, so an error answer would tell the client
-		// that they did not. The receive's failure (the engine was
-		// checked a moment ago: it is stopping or failed) answers the
-		// client's next request instead, and /healthz meanwhile.
-		h.log.Warn("receive failed after its acks were made", "topic", req.Topic, "group", req.Group, "acked", acked, "err", err)
-		got = nil
+		h.writeError(w, err)
+		return
 	}
+	acked := distinct(in.Ack)
 	bp := receiveBufs.Get().(*[]byte)
 	b := appendReceiveResponse((*bp)[:0], got, acked, in.BodyEncoding)
 	w.Header().Set("Content-Type", "application/json")
@@ -188,16 +183,7 @@ func appendReceived(b []byte, r *engine.Received, enc api.BodyEncoding) []byte {
 	b = append(b, `,"group":`...)
 	b = appendJSONString(b, m.Group)
 	if len(m.Properties) > 0 {
-		b = append(b, `,"properties":{`...)
-		for i, k := range slices.Sorted(maps.Keys(m.Properties)) {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendJSONString(b, k)
-			b = append(b, ':')
-			b = appendJSONString(b, m.Properties[k])
-		}
-		b = append(b, '}')
+		b = appendProperties(b, m.Properties)
 	}
 	text := enc != api.BodyBase64 && utf8.Valid(m.Body)
 	if text {
@@ -215,6 +201,29 @@ func appendReceived(b []byte, r *engine.Received, enc api.BodyEncoding) []byte {
 	b = strconv.AppendInt(b, r.Due, 10)
 	b = append(b, `,"visible":`...)
 	b = strconv.AppendInt(b, r.Visible.Visible, 10)
+	return append(b, '}')
+}
+
+// appendProperties appends `,"properties":{...}` with the keys sorted, as
+// encoding/json writes a map. The keys of a message's few properties are
+// sorted in an array on the stack: a sorted copy from the map's iterator
+// cost an allocation and a tenth of the broker's CPU under a herd.
+func appendProperties(b []byte, props map[string]string) []byte {
+	var arr [8]string
+	keys := arr[:0]
+	for k := range props {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b = append(b, `,"properties":{`...)
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, k)
+		b = append(b, ':')
+		b = appendJSONString(b, props[k])
+	}
 	return append(b, '}')
 }
 
@@ -240,6 +249,26 @@ func appendID(b []byte, id message.ID) []byte {
 	return b
 }
 
+// Eight bytes at a time: a body is mostly plain ASCII, and testing a
+// word for the few bytes that need escaping is cheaper than eight table
+// lookups. With every byte below 0x80 (no high bit), (w - n*lsb) &^ w &
+// msb is non-zero exactly when some byte of w is below n; a byte equal to
+// c is a zero byte of w ^ c*lsb.
+const (
+	lsb = 0x0101010101010101
+	msb = 0x8080808080808080
+)
+
+// plain8 reports whether the 8 bytes of s are all ASCII that a JSON
+// string holds as they are (jsonPlain).
+func plain8(s string) bool {
+	w := binary.LittleEndian.Uint64(unsafe.Slice(unsafe.StringData(s), 8))
+	q, bs, lt, gt, amp := w^'"'*lsb, w^'\\'*lsb, w^'<'*lsb, w^'>'*lsb, w^'&'*lsb
+	bad := w | (w-0x20*lsb)&^w |
+		(q-lsb)&^q | (bs-lsb)&^bs | (lt-lsb)&^lt | (gt-lsb)&^gt | (amp-lsb)&^amp
+	return bad&msb == 0
+}
+
 // appendJSONString appends s as a JSON string the way encoding/json
 // writes it: ", \ and control characters escaped, <, > and & as \u00XX,
 // U+2028 and U+2029 escaped, and each byte of invalid UTF-8 as U+FFFD.
@@ -247,6 +276,10 @@ func appendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		if i+8 <= len(s) && plain8(s[i:i+8]) {
+			i += 8
+			continue
+		}
 		if c := s[i]; c < utf8.RuneSelf {
 			if jsonPlain[c] {
 				i++
@@ -262,6 +295,10 @@ func appendJSONString(b []byte, s string) []byte {
 				b = append(b, '\\', 'r')
 			case '\t':
 				b = append(b, '\\', 't')
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
 			default:
 				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
 			}

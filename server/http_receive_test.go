@@ -193,3 +193,27 @@ func TestReceiveBodyEncoding(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendJSONStringEveryByteEveryPlace puts each byte value, and a few
+// multi-byte runes, at every offset of a plain string long enough for
+// the eight-byte fast path, and holds the result to encoding/json's.
+func TestAppendJSONStringEveryByteEveryPlace(t *testing.T) {
+	const plain = "abcdefghijklmnopqrstuvwx"
+	var inserts []string
+	for c := range 256 {
+		inserts = append(inserts, string([]byte{byte(c)}))
+	}
+	inserts = append(inserts, "é", "\u2028", "😀", "\xc3")
+	for _, ins := range inserts {
+		for at := 0; at <= 17; at++ {
+			s := plain[:at] + ins + plain[at:]
+			want, err := json.Marshal(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := appendJSONString(nil, s); !bytes.Equal(got, want) {
+				t.Fatalf("%q: got %s, want %s", s, got, want)
+			}
+		}
+	}
+}
