@@ -72,15 +72,7 @@ func TestKafkaHTTPAPI(t *testing.T) {
 	if in, err := cl.Inspect(ctx, m3.ID); err != nil || in.State != "cancelled" {
 		t.Fatalf("inspect m3 right after its cancel: %+v %v; want cancelled", in, err)
 	}
-	var kc api.KafkaCancel
-	runCLI(t, ctx, &kc, "cancel", "--server", "http://"+addr, "--every-key", "order-4", "--json")
-	if kc.Key != "order-4" || kc.State != api.StateCancelled || !strings.HasPrefix(kc.Control, "k:") || kc.Matched != 1 {
-		t.Fatalf("cancel by key: %+v; want cancelled, matched 1", kc)
-	}
-	// A key with nothing pending: not found, and no cancel record written.
-	if r, err := cl.CancelKey(ctx, "order-none"); !client.IsNotFound(err) {
-		t.Fatalf("cancel by a key nothing has: %+v %v, want not_found", r, err)
-	}
+	checkCancelKey(t, ctx, cl, addr)
 	moved, err := cl.Reschedule(ctx, m5.ID, client.When{Delay: 3 * time.Second}, 0)
 	if err != nil || moved.ID == m5.ID {
 		t.Fatalf("reschedule m5: %+v %v; want a new ID", moved, err)
@@ -239,5 +231,20 @@ func runCLI(t *testing.T, ctx context.Context, out any, args ...string) {
 	}
 	if err := json.Unmarshal(b, out); err != nil {
 		t.Fatalf("hourglass %v: %v\n%s", args, err, b)
+	}
+}
+
+// checkCancelKey cancels order-4 by key through the CLI (one message
+// matched), and a key nothing has through the client: not found, and no
+// cancel record written.
+func checkCancelKey(t *testing.T, ctx context.Context, cl *client.Client, addr string) {
+	t.Helper()
+	var kc api.KafkaCancel
+	runCLI(t, ctx, &kc, "cancel", "--server", "http://"+addr, "--every-key", "order-4", "--json")
+	if kc.Key != "order-4" || kc.State != api.StateCancelled || !strings.HasPrefix(kc.Control, "k:") || kc.Matched != 1 {
+		t.Fatalf("cancel by key: %+v; want cancelled, matched 1", kc)
+	}
+	if r, err := cl.CancelKey(ctx, "order-none"); !client.IsNotFound(err) {
+		t.Fatalf("cancel by a key nothing has: %+v %v, want not_found", r, err)
 	}
 }

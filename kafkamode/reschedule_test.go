@@ -17,127 +17,148 @@ import (
 // the message and its copy were delivered (found by an adversarial review).
 func TestRescheduleReplacesOrDeadLetters(t *testing.T) {
 	now := time.Now().UnixMilli()
-	rec := func(off int64, due int64, cancel string) *kgo.Record {
-		r := &kgo.Record{Topic: "hourglass.delay", Partition: 0, Offset: off, Key: []byte("k"), Value: []byte("body"),
-			Timestamp: time.UnixMilli(now),
-			Headers:   []kgo.RecordHeader{{Key: HeaderDeliverAt, Value: []byte(strconv.FormatInt(due, 10))}, {Key: HeaderBizTopic, Value: []byte("biz")}}}
-		if cancel != "" {
-			r.Headers = append(r.Headers, kgo.RecordHeader{Key: HeaderCancel, Value: []byte(cancel)})
-		}
-		return r
-	}
-	setup := func(t *testing.T) *Worker {
-		cfg := DefaultConfig()
-		cfg.Brokers = []string{"127.0.0.1:1"}
-		w, err := New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.parts[0] = newPartProgress(0, nil)
-		return w
-	}
-	far := now + time.Hour.Milliseconds()
-	lead := DefaultConfig().BodyLead.Milliseconds()
+	f := reschedFixture{now: now, far: now + time.Hour.Milliseconds(), lead: DefaultConfig().BodyLead.Milliseconds()}
+	t.Run("replaces a pending message", func(t *testing.T) { reschedReplacesAPendingMessage(t, f) })
+	t.Run("two reschedules read together", func(t *testing.T) { reschedTwoReschedulesReadTogether(t, f) })
+	t.Run("replaces a message with one due now", func(t *testing.T) { reschedReplacesAMessageWithOneDueNow(t, f) })
+	t.Run("nothing left to replace", func(t *testing.T) { reschedNothingLeftToReplace(t, f) })
+}
 
-	t.Run("replaces a pending message", func(t *testing.T) {
-		w := setup(t)
-		w.indexRecord(rec(0, far, ""), now, lead)
-		w.indexRecord(rec(1, far+60_000, "offset:0"), now, lead)
-		batch := w.collectDue(now)
-		var cancelled, dead int
-		for _, e := range batch {
-			if e.cancelled && e.offset == 0 {
-				cancelled++
-			}
-			if e.dlqReason() != "" {
-				dead++
-			}
+// reschedFixture is what TestRescheduleReplacesOrDeadLetters's cases
+// share: a worker owning partition 0 (never connected) and the times.
+type reschedFixture struct {
+	now, far, lead int64
+}
+
+// rec is a delay record of partition 0 at off, due at due, with a
+// _cancel header when cancel is not empty.
+func (f reschedFixture) rec(off int64, due int64, cancel string) *kgo.Record {
+	r := &kgo.Record{Topic: "hourglass.delay", Partition: 0, Offset: off, Key: []byte("k"), Value: []byte("body"),
+		Timestamp: time.UnixMilli(f.now),
+		Headers:   []kgo.RecordHeader{{Key: HeaderDeliverAt, Value: []byte(strconv.FormatInt(due, 10))}, {Key: HeaderBizTopic, Value: []byte("biz")}}}
+	if cancel != "" {
+		r.Headers = append(r.Headers, kgo.RecordHeader{Key: HeaderCancel, Value: []byte(cancel)})
+	}
+	return r
+}
+
+// setup returns a worker owning partition 0.
+func (f reschedFixture) setup(t *testing.T) *Worker {
+	cfg := DefaultConfig()
+	cfg.Brokers = []string{"127.0.0.1:1"}
+	w, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.parts[0] = newPartProgress(0, nil)
+	return w
+}
+
+// reschedReplacesAPendingMessage: the case "replaces a pending message" of TestRescheduleReplacesOrDeadLetters.
+func reschedReplacesAPendingMessage(t *testing.T, f reschedFixture) {
+	w := f.setup(t)
+	w.indexRecord(f.rec(0, f.far, ""), f.now, f.lead)
+	w.indexRecord(f.rec(1, f.far+60_000, "offset:0"), f.now, f.lead)
+	batch := w.collectDue(f.now)
+	var cancelled, dead int
+	for _, e := range batch {
+		if e.cancelled && e.offset == 0 {
+			cancelled++
 		}
-		if len(batch) != 3 || cancelled != 1 || dead != 0 {
-			t.Fatalf("batch of %d (%d cancelled, %d dead-lettered), want the cancel half, the original, cancelled, and the scheduled half", len(batch), cancelled, dead)
+		if e.dlqReason() != "" {
+			dead++
 		}
-		// The scheduled half is copied forward in the cancel's
-		// transaction: left pending, it would be read again after a crash,
-		// find nothing to replace and be dead-lettered (the message lost).
-		sched := batch[0].ctl.sched
-		if sched == nil || batch[2] != sched || !sched.copy || sched.ctl != nil || sched.due != far+60_000 {
-			t.Fatalf("the scheduled half: %+v, want it copied forward at its new time", sched)
+	}
+	if len(batch) != 3 || cancelled != 1 || dead != 0 {
+		t.Fatalf("batch of %d (%d cancelled, %d dead-lettered), want the cancel half, the original, cancelled, and the scheduled half", len(batch), cancelled, dead)
+	}
+	// The scheduled half is copied forward in the cancel's
+	// transaction: left pending, it would be read again after a crash,
+	// find nothing to replace and be dead-lettered (the message lost).
+	sched := batch[0].ctl.sched
+	if sched == nil || batch[2] != sched || !sched.copy || sched.ctl != nil || sched.due != f.far+60_000 {
+		t.Fatalf("the scheduled half: %+v, want it copied forward at its new time", sched)
+	}
+	out := w.output(sched)
+	if _, ok := headerValue(out, HeaderCancel); ok || out.Topic != w.cfg.DelayTopic || out.Partition != 0 {
+		t.Fatalf("the copy %+v, want a plain record in partition 0 of the delay topic", out)
+	}
+	if at, _ := headerValue(out, HeaderDeliverAt); at != strconv.FormatInt(f.far+60_000, 10) {
+		t.Errorf("the copy is due at %s, want %d", at, f.far+60_000)
+	}
+	if from, _ := headerValue(out, HeaderCopiedFrom); from != w.cfg.DelayTopic+"/0/1" {
+		t.Errorf("the copy names %q, want the reschedule's position", from)
+	}
+	// Aborted, it is decided again with the cancel half.
+	for _, e := range batch {
+		e.inBatch = false
+	}
+	w.aborted(batch, nil)
+	if again := w.collectDue(f.now); len(again) != 3 || again[2] != sched || !sched.copy {
+		t.Fatalf("after an abort: batch of %d, want the same three again", len(again))
+	}
+}
+
+// reschedTwoReschedulesReadTogether: the case "two reschedules read together" of TestRescheduleReplacesOrDeadLetters.
+func reschedTwoReschedulesReadTogether(t *testing.T, f reschedFixture) {
+	// Both are read before the first is settled: the second replaces
+	// the first (whose copy is not made), not nothing.
+	w := f.setup(t)
+	w.indexRecord(f.rec(0, f.far, ""), f.now, f.lead)
+	w.indexRecord(f.rec(1, f.far+60_000, "key"), f.now, f.lead)
+	w.indexRecord(f.rec(2, f.far+120_000, "key"), f.now, f.lead)
+	batch := w.collectDue(f.now)
+	state := map[int64]string{}
+	for _, e := range batch {
+		switch {
+		case e.ctl != nil && e.ctl.cancel != nil:
+		case e.dlqReason() != "":
+			state[e.offset] += "dead-lettered "
+		case e.cancelled:
+			state[e.offset] += "cancelled "
+		case e.copy:
+			state[e.offset] += "copied "
+		default:
+			state[e.offset] += "forwarded "
 		}
-		out := w.output(sched)
-		if _, ok := headerValue(out, HeaderCancel); ok || out.Topic != w.cfg.DelayTopic || out.Partition != 0 {
-			t.Fatalf("the copy %+v, want a plain record in partition 0 of the delay topic", out)
-		}
-		if at, _ := headerValue(out, HeaderDeliverAt); at != strconv.FormatInt(far+60_000, 10) {
-			t.Errorf("the copy is due at %s, want %d", at, far+60_000)
-		}
-		if from, _ := headerValue(out, HeaderCopiedFrom); from != w.cfg.DelayTopic+"/0/1" {
-			t.Errorf("the copy names %q, want the reschedule's position", from)
-		}
-		// Aborted, it is decided again with the cancel half.
-		for _, e := range batch {
-			e.inBatch = false
-		}
-		w.aborted(batch, nil)
-		if again := w.collectDue(now); len(again) != 3 || again[2] != sched || !sched.copy {
-			t.Fatalf("after an abort: batch of %d, want the same three again", len(again))
-		}
-	})
-	t.Run("two reschedules read together", func(t *testing.T) {
-		// Both are read before the first is settled: the second replaces
-		// the first (whose copy is not made), not nothing.
-		w := setup(t)
-		w.indexRecord(rec(0, far, ""), now, lead)
-		w.indexRecord(rec(1, far+60_000, "key"), now, lead)
-		w.indexRecord(rec(2, far+120_000, "key"), now, lead)
-		batch := w.collectDue(now)
-		state := map[int64]string{}
-		for _, e := range batch {
-			switch {
-			case e.ctl != nil && e.ctl.cancel != nil:
-			case e.dlqReason() != "":
-				state[e.offset] += "dead-lettered "
-			case e.cancelled:
-				state[e.offset] += "cancelled "
-			case e.copy:
-				state[e.offset] += "copied "
-			default:
-				state[e.offset] += "forwarded "
-			}
-		}
-		if state[0] != "cancelled " || state[1] != "cancelled " || state[2] != "copied " {
-			t.Fatalf("offsets 0, 1, 2: %q, %q, %q; want cancelled, cancelled, copied", state[0], state[1], state[2])
-		}
-	})
-	t.Run("replaces a message with one due now", func(t *testing.T) {
-		w := setup(t)
-		w.indexRecord(rec(0, far, ""), now, lead)
-		w.indexRecord(rec(1, now-5, "offset:0"), now, lead)
-		batch := w.collectDue(now)
-		if len(batch) != 3 || batch[2].copy || batch[2].offset != 1 || w.output(batch[2]).Topic != "biz" {
-			t.Fatalf("batch of %d, want the cancel half, the original and the reschedule forwarded in one transaction", len(batch))
-		}
-	})
-	t.Run("nothing left to replace", func(t *testing.T) {
-		w := setup(t)
-		// The reschedule names offset 0, which is not pending (forwarded
-		// before the reschedule was read).
-		w.indexRecord(rec(1, far, "offset:0"), now, lead)
-		batch := w.collectDue(now)
-		if len(batch) != 2 {
-			t.Fatalf("batch of %d, want the cancel half and its copy", len(batch))
-		}
-		sched := batch[1]
-		if sched.offset != 1 || sched.ctl == nil || sched.dlqReason() == "" {
-			t.Fatalf("the copy %+v is not dead-lettered", sched)
-		}
-		out := w.output(sched)
-		if out == nil || out.Topic != w.cfg.DLQTopic {
-			t.Fatalf("the copy's output %+v, want a dead letter", out)
-		}
-		if later := w.collectDue(far + 1); len(later) != 0 {
-			t.Errorf("at the copy's due time %d entries are due, want none", len(later))
-		}
-	})
+	}
+	if state[0] != "cancelled " || state[1] != "cancelled " || state[2] != "copied " {
+		t.Fatalf("offsets 0, 1, 2: %q, %q, %q; want cancelled, cancelled, copied", state[0], state[1], state[2])
+	}
+}
+
+// reschedReplacesAMessageWithOneDueNow: the case "replaces a message with one due now" of TestRescheduleReplacesOrDeadLetters.
+func reschedReplacesAMessageWithOneDueNow(t *testing.T, f reschedFixture) {
+	w := f.setup(t)
+	w.indexRecord(f.rec(0, f.far, ""), f.now, f.lead)
+	w.indexRecord(f.rec(1, f.now-5, "offset:0"), f.now, f.lead)
+	batch := w.collectDue(f.now)
+	if len(batch) != 3 || batch[2].copy || batch[2].offset != 1 || w.output(batch[2]).Topic != "biz" {
+		t.Fatalf("batch of %d, want the cancel half, the original and the reschedule forwarded in one transaction", len(batch))
+	}
+}
+
+// reschedNothingLeftToReplace: the case "nothing left to replace" of TestRescheduleReplacesOrDeadLetters.
+func reschedNothingLeftToReplace(t *testing.T, f reschedFixture) {
+	w := f.setup(t)
+	// The reschedule names offset 0, which is not pending (forwarded
+	// before the reschedule was read).
+	w.indexRecord(f.rec(1, f.far, "offset:0"), f.now, f.lead)
+	batch := w.collectDue(f.now)
+	if len(batch) != 2 {
+		t.Fatalf("batch of %d, want the cancel half and its copy", len(batch))
+	}
+	sched := batch[1]
+	if sched.offset != 1 || sched.ctl == nil || sched.dlqReason() == "" {
+		t.Fatalf("the copy %+v is not dead-lettered", sched)
+	}
+	out := w.output(sched)
+	if out == nil || out.Topic != w.cfg.DLQTopic {
+		t.Fatalf("the copy's output %+v, want a dead letter", out)
+	}
+	if later := w.collectDue(f.far + 1); len(later) != 0 {
+		t.Errorf("at the copy's due time %d entries are due, want none", len(later))
+	}
 }
 
 // TestRefusedOutputsAreDeadLettered: an output Kafka refuses for good (a

@@ -264,43 +264,7 @@ func (w *Worker) runSession(ctx context.Context) error {
 		return err
 	}
 	var err error
-	w.sess, err = kgo.NewGroupTransactSession(
-		kgo.SeedBrokers(w.cfg.Brokers...),
-		kgo.TransactionalID(w.cfg.Group+"-"+w.cfg.WorkerID),
-		kgo.TransactionTimeout(w.cfg.TxnTimeout),
-		kgo.ConsumerGroup(w.cfg.Group),
-		kgo.ConsumeTopics(w.cfg.DelayTopic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.Balancers(kgo.CooperativeStickyBalancer()),
-		kgo.SessionTimeout(w.cfg.SessionTimeout),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		// A business topic that does not exist is created by the broker
-		// when it allows that (auto.create.topics.enable); otherwise the
-		// forward is refused for good and dead-lettered (txn.go).
-		kgo.AllowAutoTopicCreation(),
-		// Partitions assigned by a rebalance join the fetch after the
-		// request in flight returns: keep its long-poll short.
-		kgo.FetchMaxWait(200*time.Millisecond),
-		// With transaction version 2 (KIP-890) the first produce of a
-		// transaction begun right after the previous one committed may be
-		// answered CONCURRENT_TRANSACTIONS while the broker still writes
-		// the previous one's markers. kgo retries such a produce only
-		// after a metadata refresh, and refreshes at most once per
-		// MetadataMinAge, 5 s by default: a forward waited up to 5 s
-		// behind it (internal/kafkabench saw flushes of 4.2 s). Refreshes
-		// are triggered by failures (and every 5 min), so a short minimum
-		// costs nothing while all is well.
-		kgo.MetadataMinAge(20*time.Millisecond),
-		// A record batch as large as Kafka's default max.message.bytes:
-		// franz-go's own default (1,000,012) refused, as too large, a
-		// delay record of 1 MB the broker had taken, and dead-lettered it.
-		kgo.ProducerBatchMaxBytes(MaxBatchBytes),
-		kgo.RecordPartitioner(statePartitioner{state: w.cfg.StateTopic, delay: w.cfg.DelayTopic, other: kgo.StickyKeyPartitioner(nil)}),
-		kgo.OnPartitionsAssigned(w.onAssigned),
-		kgo.AdjustFetchOffsetsFn(w.adjustOffsets),
-		kgo.OnPartitionsRevoked(w.onRevoked),
-		kgo.OnPartitionsLost(w.onRevoked),
-	)
+	w.sess, err = kgo.NewGroupTransactSession(w.sessionOptions()...)
 	if err != nil { // franz-go refuses the options: no retry helps
 		return fmt.Errorf("%w: %w", errSetup, err)
 	}
@@ -349,4 +313,46 @@ func (w *Worker) resetIndex() {
 	}
 	w.spillErr = nil
 	w.lastSnap = time.Now()
+}
+
+// sessionOptions are the group transact session's options: why each one
+// is set is said beside it.
+func (w *Worker) sessionOptions() []kgo.Opt {
+	return []kgo.Opt{
+		kgo.SeedBrokers(w.cfg.Brokers...),
+		kgo.TransactionalID(w.cfg.Group + "-" + w.cfg.WorkerID),
+		kgo.TransactionTimeout(w.cfg.TxnTimeout),
+		kgo.ConsumerGroup(w.cfg.Group),
+		kgo.ConsumeTopics(w.cfg.DelayTopic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.Balancers(kgo.CooperativeStickyBalancer()),
+		kgo.SessionTimeout(w.cfg.SessionTimeout),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		// A business topic that does not exist is created by the broker
+		// when it allows that (auto.create.topics.enable); otherwise the
+		// forward is refused for good and dead-lettered (txn.go).
+		kgo.AllowAutoTopicCreation(),
+		// Partitions assigned by a rebalance join the fetch after the
+		// request in flight returns: keep its long-poll short.
+		kgo.FetchMaxWait(200 * time.Millisecond),
+		// With transaction version 2 (KIP-890) the first produce of a
+		// transaction begun right after the previous one committed may be
+		// answered CONCURRENT_TRANSACTIONS while the broker still writes
+		// the previous one's markers. kgo retries such a produce only
+		// after a metadata refresh, and refreshes at most once per
+		// MetadataMinAge, 5 s by default: a forward waited up to 5 s
+		// behind it (internal/kafkabench saw flushes of 4.2 s). Refreshes
+		// are triggered by failures (and every 5 min), so a short minimum
+		// costs nothing while all is well.
+		kgo.MetadataMinAge(20 * time.Millisecond),
+		// A record batch as large as Kafka's default max.message.bytes:
+		// franz-go's own default (1,000,012) refused, as too large, a
+		// delay record of 1 MB the broker had taken, and dead-lettered it.
+		kgo.ProducerBatchMaxBytes(MaxBatchBytes),
+		kgo.RecordPartitioner(statePartitioner{state: w.cfg.StateTopic, delay: w.cfg.DelayTopic, other: kgo.StickyKeyPartitioner(nil)}),
+		kgo.OnPartitionsAssigned(w.onAssigned),
+		kgo.AdjustFetchOffsetsFn(w.adjustOffsets),
+		kgo.OnPartitionsRevoked(w.onRevoked),
+		kgo.OnPartitionsLost(w.onRevoked),
+	}
 }

@@ -90,16 +90,11 @@ func runKafka(ctx context.Context, a *App, c *command, args []string) int {
 		return a.usageError(c, "%v", err)
 	}
 	if *metricsAddr != "" {
-		ln, err := net.Listen("tcp", *metricsAddr)
+		stop, err := serveKafkaMetrics(a, w, *metricsAddr)
 		if err != nil {
-			return a.failed(c, fmt.Errorf("--metrics-listen: %w", err))
+			return a.failed(c, err)
 		}
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", metrics.KafkaHandler(w))
-		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		go func() { _ = srv.Serve(ln) }()
-		defer srv.Close()
-		fmt.Fprintf(a.Stdout, "metrics on http://%s/metrics\n", ln.Addr())
+		defer stop()
 	}
 	if *apiAddr != "" {
 		if *apiToken == "" {
@@ -116,4 +111,19 @@ func runKafka(ctx context.Context, a *App, c *command, args []string) int {
 		return a.failed(c, err)
 	}
 	return ExitOK
+}
+
+// serveKafkaMetrics serves the worker's Prometheus metrics on addr
+// (--metrics-listen) and returns the function that stops serving.
+func serveKafkaMetrics(a *App, w *kafkamode.Worker, addr string) (func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-listen: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", metrics.KafkaHandler(w))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	fmt.Fprintf(a.Stdout, "metrics on http://%s/metrics\n", ln.Addr())
+	return func() { srv.Close() }, nil
 }

@@ -116,18 +116,7 @@ func runPending(c config, dir string) (*report, error) {
 		perMsg(heapSent-heapEmpty, pending)+" / "+perMsg(heapGC-heapEmpty, pending))
 	r.fig("process peak RSS (VmHWM)", mib(hwmBytes()))
 	r.fig("Close (final checkpoint)", secs(closeTook))
-	app, alloc := u.total()
-	bodies := int64(c.n) * pendingBody
-	r.fig("disk per pending message beyond the body (file sizes)", perMsg(app-bodies, int64(c.n)))
-	r.fig("disk per pending message beyond the body (allocated blocks)", perMsg(alloc-bodies, int64(c.n)))
-	for _, comp := range components {
-		if u.files[comp] == 0 {
-			continue
-		}
-		r.fig("disk: "+comp, fmt.Sprintf("%s in %s files = %s per message (allocated %s = %s per message)",
-			mib(u.apparent[comp]), humanInt(int64(u.files[comp])), perMsg(u.apparent[comp], int64(c.n)),
-			mib(u.allocated[comp]), perMsg(u.allocated[comp], int64(c.n))))
-	}
+	diskFigures(r, u, c.n)
 	mapPer := keyMapReference(pending)
 	r.fig("reference: a Go map[uint64]uint64 (the key index's type) with as many entries, heap per entry", fmt.Sprintf("%.1f B", mapPer))
 	return r, nil
@@ -168,4 +157,21 @@ func writeHeapProfile(path string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// diskFigures reports the data directory's size per pending message
+// beyond the bodies, in all and by component.
+func diskFigures(r *report, u diskUsage, n int) {
+	app, alloc := u.total()
+	bodies := int64(n) * pendingBody
+	r.fig("disk per pending message beyond the body (file sizes)", perMsg(app-bodies, int64(n)))
+	r.fig("disk per pending message beyond the body (allocated blocks)", perMsg(alloc-bodies, int64(n)))
+	for _, comp := range components {
+		if u.files[comp] == 0 {
+			continue
+		}
+		r.fig("disk: "+comp, fmt.Sprintf("%s in %s files = %s per message (allocated %s = %s per message)",
+			mib(u.apparent[comp]), humanInt(int64(u.files[comp])), perMsg(u.apparent[comp], int64(n)),
+			mib(u.allocated[comp]), perMsg(u.allocated[comp], int64(n))))
+	}
 }
