@@ -8,7 +8,7 @@ import (
 )
 
 // TestHerdGivesMemoryBack: once a herd has drained, the dispatch heap's
-// array and the dispatching set are given back, not kept at the herd's
+// array and the near map are given back, not kept at the herd's
 // size for the life of the process.
 func TestHerdGivesMemoryBack(t *testing.T) {
 	h := newHarness(t, func(o *Options) { o.DispatchRate = -1; o.SegmentBytes = 64 << 20 })
@@ -32,12 +32,12 @@ func TestHerdGivesMemoryBack(t *testing.T) {
 	h.e.mu.Lock()
 	defer h.e.mu.Unlock()
 	for topic, q := range h.e.disp.due.byTopic {
-		if cap(*q) > herdShrink {
-			t.Fatalf("topic %d's due heap keeps %d slots after the herd", topic, cap(*q))
+		if len(q.chunks) > 1 {
+			t.Fatalf("topic %d's due heap keeps %d chunks after the herd", topic, len(q.chunks))
 		}
 	}
-	if h.e.disp.dispatchingPeak > herdShrink {
-		t.Fatalf("the dispatching set was not remade: peak %d", h.e.disp.dispatchingPeak)
+	if h.e.disp.nearPeakEntries > herdShrink {
+		t.Fatalf("the near map was not remade: peak %d", h.e.disp.nearPeakEntries)
 	}
 }
 

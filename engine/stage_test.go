@@ -15,9 +15,9 @@ func waitStaged(t *testing.T, e *Engine, pos uint64) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		e.mu.Lock()
-		gen, ok := e.disp.dispatching[pos]
+		staged := e.stagedLocked(pos, e.Now()+1)
 		e.mu.Unlock()
-		if ok && gen != 0 {
+		if staged {
 			return
 		}
 		if time.Now().After(deadline) {
