@@ -227,6 +227,7 @@ type dispatcher struct {
 	inflight        []fireEntry                // in the fire record being written
 	fires           sync.WaitGroup             // the fire in flight, if any (not under mu)
 	nearPeakEntries int                        // largest size of near since it was last made
+	batchRamp       int                        // the next fire batch's bound since the dispatcher was idle (batchSizeLocked)
 	tokens          float64                    // dispatch rate limiter
 	tokensAt        int64
 	// Recovery filter: entries registered before recL and due at or

@@ -118,10 +118,14 @@ func (e *Engine) addWheelLocked(ref timerRef) *wheelTimer {
 // leave in due order even when the wheel lags (FIFO topics rely on it).
 func (e *Engine) takeBatchLocked(now int64) []fireEntry {
 	upTo := min(now, e.disp.lastAdvance)
-	if !e.disp.due.ready(upTo) || len(e.disp.inflight) > 0 {
-		return nil // nothing due, or a fire in flight (one at a time)
+	if !e.disp.due.ready(upTo) {
+		e.disp.batchRamp = 0 // idle: the next batch starts small again
+		return nil
 	}
-	n := e.opts.DispatchBatch
+	if len(e.disp.inflight) > 0 {
+		return nil // a fire in flight (one at a time)
+	}
+	n := e.batchSizeLocked(upTo)
 	if e.opts.DispatchRate > 0 {
 		rate := float64(e.opts.DispatchRate)
 		e.disp.tokens += float64(now-e.disp.tokensAt) * rate / 1000
