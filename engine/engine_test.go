@@ -315,8 +315,8 @@ func TestDispatchHeapOrder(t *testing.T) {
 		if x.due < prev.due || x.due == prev.due && x.pos < prev.pos {
 			t.Fatalf("out of order: %+v after %+v", x, prev)
 		}
-		if max := (h.n+dueChunk-1)/dueChunk + 1; len(h.chunks) > max {
-			t.Fatalf("%d chunks kept for %d entries, want at most %d", len(h.chunks), h.n, max)
+		if max := (h.heap.n+dueChunk-1)/dueChunk + 1; len(h.heap.chunks) > max {
+			t.Fatalf("%d chunks kept for %d entries, want at most %d", len(h.heap.chunks), h.heap.n, max)
 		}
 		prev = x
 	}
