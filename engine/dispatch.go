@@ -38,8 +38,9 @@ import (
 // Work done per turn of the loop while holding the engine's lock, so that
 // sends, fires and readers wait at most that long for the lock while a
 // herd is loaded or staged ahead of its instant. Staging costs about 0.1 us
-// a timer (the wheel's unlink and a push onto a chunked heap, no map
-// update), so an expiry turn holds the lock well under 1 ms.
+// a timer (the wheel's unlink and an append to the topic's due queue, no
+// map update; see dispatchHeap), so an expiry turn holds the lock well
+// under 1 ms.
 const (
 	loadChunk   = 4096
 	expireChunk = 2048
