@@ -140,7 +140,7 @@ func (e *Engine) compact(seg commitlog.Segment) (int, error) {
 		}
 		t := e.disp.near[m.orig]
 		pending := t != nil && t.Scheduled() ||
-			(due >= e.disp.loadedUntil && t == nil && !e.firedAtRecoveryLocked(m.orig, due))
+			(due >= e.disp.loadedUntil && t == nil && !e.takenLocked(m.orig) && !e.firedAtRecoveryLocked(m.orig, due))
 		if !pending {
 			continue
 		}

@@ -90,11 +90,10 @@ func (e *Engine) stateLocked(pos uint64, s *message.Stored) (State, int64, int64
 			return StateVisible, due, ov.Visible
 		}
 	}
-	t := e.disp.near[pos]
 	switch {
-	case t != nil && t.Scheduled(), e.stagedLocked(pos, timer):
+	case e.disp.near[pos] != nil && e.disp.near[pos].Scheduled(), e.stagedLocked(pos, timer):
 		return StatePending, due, 0
-	case t != nil:
+	case e.disp.near[pos] != nil, e.takenLocked(pos):
 		return StateDue, due, 0
 	case timer >= e.disp.loadedUntil && !e.firedAtRecoveryLocked(pos, timer):
 		return StatePending, due, 0
@@ -291,8 +290,8 @@ func (e *Engine) holdLocked(pos uint64, due int64, cancel bool, newDue int64) ho
 	// A timer in the wheel leaves it. A staged one (changeableLocked let
 	// it through: it is not due) leaves near, which makes its heap entry
 	// stale from now on. unholdLocked puts either back if the change
-	// fails. A taken one is left alone (changeableLocked refuses it).
-	if t := e.disp.near[pos]; t != nil && (t.Scheduled() || t.Value.seq != 0) {
+	// fails. A taken one is not in near (changeableLocked refuses it).
+	if t := e.disp.near[pos]; t != nil {
 		if t.Scheduled() {
 			e.disp.wheel.Cancel(t)
 		}

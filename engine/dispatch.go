@@ -57,17 +57,21 @@ const stageAhead = 3000
 // fire batches fairly across topics. Within a topic, messages leave in due
 // order, ties in send order (FIFO topics rely on it).
 //
-// Every message timer the dispatcher holds is in one map, near, by pos,
-// and its wheelTimer says where it is (a timer is in exactly one state):
+// Every message timer the dispatcher holds until its fire is in one map,
+// near, by pos, and its wheelTimer says where it is:
 //
 //	in the wheel   t.Scheduled()
-//	staged or due  !t.Scheduled() && t.Value.seq != 0: a heap entry with that seq is live
-//	taken          !t.Scheduled() && t.Value.seq == 0: in the fire record being written
+//	staged or due  !t.Scheduled(): the heap entry with seq t.Value.seq is live
 //
-// Staging (the wheel's expiry) and taking touch no map: stage sets the
-// timer's generation and pushes an entry; take looks the timer up and marks
-// it taken. An entry whose generation differs from its timer's, or whose
-// timer is gone, is stale: Cancel and Reschedule remove or replace the
+// Once taken for a fire record, a message leaves near for taken, a set no
+// larger than one batch (so the fire's apply touches a small map, not the
+// herd's), and fireEntry carries what its timer held.
+//
+// Staging (the wheel's expiry) touches no map: stage sets the timer's
+// generation and pushes an entry; take looks the timer up, while its slot
+// is in the cache deletes it from near, and adds its pos to taken. An
+// entry whose generation differs from its timer's, or whose timer is gone,
+// is stale: Cancel and Reschedule remove or replace the
 // timer, and a failed fire's retry stages it again with a new generation.
 // take drops stale entries instead of firing them, so a staged message
 // that was cancelled never fires, and one rescheduled to the same instant
@@ -131,9 +135,9 @@ func (d *dueSet) ready(now int64) bool {
 
 // take appends up to n messages due at now to out, in turns: each topic
 // with messages due gets an equal share of n, and what a topic cannot use
-// goes to the others. It drops the stale entries it meets and marks the
-// timers it takes as taken.
-func (d *dueSet) take(n int, now int64, near map[uint64]*wheelTimer, out []fireEntry) []fireEntry {
+// goes to the others. It drops the stale entries it meets, and moves the
+// messages it takes from near to taken, handing their timers to drop.
+func (d *dueSet) take(n int, now int64, near map[uint64]*wheelTimer, taken map[uint64]struct{}, drop func(*wheelTimer), out []fireEntry) []fireEntry {
 	idle := 0 // topics in a row that had nothing due
 	for n > 0 && len(d.active) > 0 && idle < len(d.active) {
 		share := max(1, n/len(d.active))
@@ -150,9 +154,11 @@ func (d *dueSet) take(n int, now int64, near map[uint64]*wheelTimer, out []fireE
 			if w == nil || w.Scheduled() || w.Value.seq != r.seq || r.seq == 0 {
 				continue // stale: cancelled, moved or retried since
 			}
-			w.Value.seq = 0
 			v := &w.Value
 			out = append(out, fireEntry{pos: v.pos, due: v.due, topic: v.topic, queue: v.queue, windowed: v.windowed})
+			delete(near, r.pos)
+			taken[r.pos] = struct{}{}
+			drop(w)
 			n--
 			took++
 		}

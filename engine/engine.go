@@ -214,7 +214,8 @@ type dispatcher struct {
 	timers          *timerstore.Store
 	wheel           *timewheel.Wheel[timerRef] // message timers, expired up to stageAhead early
 	leases          *timewheel.Wheel[timerRef] // lease and retry timers, expired at their time
-	near            map[uint64]*wheelTimer     // message timers in the wheel, staged or taken, by pos (dueSet)
+	near            map[uint64]*wheelTimer     // message timers in the wheel or staged, by pos (dueSet)
+	taken           map[uint64]struct{}        // positions taken for the fire record being written (dueSet)
 	free            []*wheelTimer              // recycled timers
 	loadedUntil     int64                      // buckets starting before this are in the wheel
 	lastAdvance     int64                      // message wheel time: every timer due <= this has left it
@@ -267,7 +268,7 @@ func Open(opts Options) (*Engine, error) {
 		cons: &consumers{groups: map[string]*group{}, groupsByID: map[uint32]*group{}, nextGroupID: 1},
 		ovl:  &overlayState{entries: map[uint64]*overlayEntry{}},
 		segs: &segTable{pending: map[uint64]int64{}, last: map[uint64]int64{}, reloc: map[uint64]uint64{}},
-		disp: &dispatcher{near: map[uint64]*wheelTimer{}, firedSince: map[uint64]bool{}},
+		disp: &dispatcher{near: map[uint64]*wheelTimer{}, taken: map[uint64]struct{}{}, firedSince: map[uint64]bool{}},
 	}
 	// The checkpoint syncs these directories, so they exist from the start.
 	if err := e.opts.FS.MkdirAll(path.Join(opts.Dir, "queues")); err != nil {

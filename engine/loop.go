@@ -9,17 +9,11 @@ import (
 
 // pushDispatchLocked stages a message timer that is not in the wheel in
 // its topic's due heap; it fires once it is due (and within the rate),
-// unless a change makes its entry stale first (dueSet). A taken timer whose
-// fire failed is staged again with a new generation.
+// unless a change makes its entry stale first (dueSet).
 func (e *Engine) pushDispatchLocked(ref timerRef) {
-	t := e.disp.near[ref.pos]
-	if t == nil {
-		t = e.newTimerLocked(ref)
-		e.disp.near[ref.pos] = t
-		e.disp.nearPeakEntries = max(e.disp.nearPeakEntries, len(e.disp.near))
-	} else {
-		t.Value = ref
-	}
+	t := e.newTimerLocked(ref)
+	e.disp.near[ref.pos] = t
+	e.disp.nearPeakEntries = max(e.disp.nearPeakEntries, len(e.disp.near))
 	e.disp.due.stage(t)
 }
 
@@ -27,14 +21,14 @@ func (e *Engine) pushDispatchLocked(ref timerRef) {
 // before its time, not yet taken for a fire record. It is still pending.
 func (e *Engine) stagedLocked(pos uint64, timer int64) bool {
 	t := e.disp.near[pos]
-	return t != nil && !t.Scheduled() && t.Value.seq != 0 && timer > e.Now()
+	return t != nil && !t.Scheduled() && timer > e.Now()
 }
 
 // takenLocked reports whether the message at pos was taken for the fire
 // record being written.
 func (e *Engine) takenLocked(pos uint64) bool {
-	t := e.disp.near[pos]
-	return t != nil && !t.Scheduled() && t.Value.seq == 0
+	_, ok := e.disp.taken[pos]
+	return ok
 }
 
 // validLocked reports whether a timer loaded from a bucket should fire:
@@ -47,7 +41,7 @@ func (e *Engine) validLocked(pos uint64, due int64) bool {
 // validFromLocked is validLocked with the log's start given, for a caller
 // that checks millions of entries while the log cannot shrink (recovery).
 func (e *Engine) validFromLocked(pos uint64, due int64, logStart uint64) bool {
-	if e.physLocked(pos) < logStart || e.disp.near[pos] != nil {
+	if e.physLocked(pos) < logStart || e.disp.near[pos] != nil || e.takenLocked(pos) {
 		return false
 	}
 	if ov := e.ovl.entries[pos]; ov != nil {
@@ -143,7 +137,7 @@ func (e *Engine) takeBatchLocked(now int64) []fireEntry {
 	if n <= 0 {
 		return nil
 	}
-	batch := e.disp.due.take(n, upTo, e.disp.near, make([]fireEntry, 0, n))
+	batch := e.disp.due.take(n, upTo, e.disp.near, e.disp.taken, e.recycleTimerLocked, make([]fireEntry, 0, n))
 	if e.opts.DispatchRate > 0 {
 		e.disp.tokens -= float64(len(batch))
 	}
@@ -284,6 +278,7 @@ func (e *Engine) fire(batch []fireEntry, visible int64) {
 		e.opts.Logger.Error("fire record write failed; will retry", "messages", len(batch), "err", err)
 		e.stats.FireErrors.Add(1)
 		for _, fe := range batch {
+			delete(e.disp.taken, fe.pos)
 			e.pushDispatchLocked(timerRef{pos: fe.pos, due: fe.due, topic: fe.topic, queue: fe.queue, windowed: fe.windowed})
 		}
 		e.disp.tokens = -float64(e.opts.DispatchBatch) // back off
@@ -302,10 +297,7 @@ func (e *Engine) applyFireLocked(visible int64, batch []fireEntry, live bool) {
 	}
 	groups := map[qk][]queueindex.Entry{}
 	for _, fe := range batch {
-		if t := e.disp.near[fe.pos]; t != nil && !t.Scheduled() && t.Value.seq == 0 {
-			delete(e.disp.near, fe.pos) // taken: its fire is done
-			e.recycleTimerLocked(t)
-		}
+		delete(e.disp.taken, fe.pos) // its fire is done
 		if ov := e.ovl.entries[fe.pos]; ov != nil {
 			ov.Fired, ov.Visible = true, visible
 			e.journalLocked(fe.pos)
