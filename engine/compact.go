@@ -138,9 +138,9 @@ func (e *Engine) compact(seg commitlog.Segment) (int, error) {
 			}
 			due = ov.Due
 		}
-		_, dispatching := e.disp.dispatching[m.orig]
-		pending := e.disp.near[m.orig] != nil ||
-			(due >= e.disp.loadedUntil && !dispatching && !e.firedAtRecoveryLocked(m.orig, due))
+		t := e.disp.near[m.orig]
+		pending := t != nil && t.Scheduled() ||
+			(due >= e.disp.loadedUntil && t == nil && !e.takenLocked(m.orig) && !e.firedAtRecoveryLocked(m.orig, due))
 		if !pending {
 			continue
 		}

@@ -90,11 +90,10 @@ func (e *Engine) stateLocked(pos uint64, s *message.Stored) (State, int64, int64
 			return StateVisible, due, ov.Visible
 		}
 	}
-	_, dispatching := e.disp.dispatching[pos]
 	switch {
-	case e.disp.near[pos] != nil, e.stagedLocked(pos, timer):
+	case e.disp.near[pos] != nil && e.disp.near[pos].Scheduled(), e.stagedLocked(pos, timer):
 		return StatePending, due, 0
-	case dispatching:
+	case e.disp.near[pos] != nil, e.takenLocked(pos):
 		return StateDue, due, 0
 	case timer >= e.disp.loadedUntil && !e.firedAtRecoveryLocked(pos, timer):
 		return StatePending, due, 0
@@ -223,7 +222,7 @@ func (e *Engine) change(ctx context.Context, id message.ID, w *message.When, ifD
 		return 0, e.storageErr(aerr)
 	}
 	if h.timer != nil {
-		e.disp.free = append(e.disp.free, h.timer)
+		e.recycleTimerLocked(h.timer)
 	}
 	e.applyChangeLocked(id.Pos, s, top, w == nil, newDue)
 	e.forecastChangeLocked(top.id, back.due, w == nil, newDue) // the timer's time (window.go)
@@ -288,16 +287,16 @@ func (e *Engine) holdLocked(pos uint64, due int64, cancel bool, newDue int64) ho
 	if prev, ok := e.ovl.entries[pos]; ok {
 		h.prev, h.hadPrev = *prev, true
 	}
+	// A timer in the wheel leaves it. A staged one (changeableLocked let
+	// it through: it is not due) leaves near, which makes its heap entry
+	// stale from now on. unholdLocked puts either back if the change
+	// fails. A taken one is not in near (changeableLocked refuses it).
 	if t := e.disp.near[pos]; t != nil {
-		e.disp.wheel.Cancel(t)
+		if t.Scheduled() {
+			e.disp.wheel.Cancel(t)
+		}
 		delete(e.disp.near, pos)
 		h.timer = t
-	}
-	// A staged message (changeableLocked let it through: it is not due)
-	// leaves the dispatch set; its heap entry is stale from now on, and
-	// unholdLocked stages it again if the change fails.
-	if gen, ok := e.disp.dispatching[pos]; ok && gen != 0 {
-		delete(e.disp.dispatching, pos)
 	}
 	// Changing keeps the loader from scheduling a bucket entry of the
 	// message while the change is written: one that matches the new due
@@ -321,7 +320,7 @@ func (e *Engine) unholdLocked(h hold, ref timerRef) {
 		delete(e.ovl.entries, h.pos)
 	}
 	if h.timer != nil {
-		e.disp.free = append(e.disp.free, h.timer)
+		e.recycleTimerLocked(h.timer)
 		e.scheduleLocked(ref)
 		return
 	}

@@ -27,12 +27,20 @@ import (
 //     below it;
 //   - due messages wait in one heap per topic (dueSet), and each fire batch
 //     takes from the topics in turn, so a topic's herd takes only its share
-//     of the dispatch rate while other topics have messages due.
+//     of the dispatch rate while other topics have messages due;
+//   - a fire batch is small when it matters (batchSizeLocked): the first
+//     after an idle spell starts at firstBatch and doubles, so the first
+//     message of a herd does not wait for a fire record of thousands, and
+//     while several topics have messages due a batch is at most a quarter
+//     of DispatchBatch, so a message of another topic waits behind short
+//     fires only.
 
-// Work done per turn of the loop while holding the engine's lock: about
-// 2 to 4 ms each on a loaded machine (a herd's staging costs about 1 us
-// per timer, mostly map updates), so that sends, fires and readers wait at
-// most that long for the lock while a herd is staged ahead of its instant.
+// Work done per turn of the loop while holding the engine's lock, so that
+// sends, fires and readers wait at most that long for the lock while a
+// herd is loaded or staged ahead of its instant. Staging costs about 0.1 us
+// a timer (the wheel's unlink and an append to the topic's due queue, no
+// map update; see dispatchHeap), so an expiry turn holds the lock well
+// under 1 ms.
 const (
 	loadChunk   = 4096
 	expireChunk = 2048
@@ -45,64 +53,29 @@ const (
 // the herd to be staged in full by its instant.
 const stageAhead = 3000
 
-// dispatchHeap orders due timers by due time, so a herd is dispatched
-// earliest first and the fire frontier is its minimum. It is a typed binary
-// heap rather than container/heap, whose interface boxing would allocate once
-// per message of a herd.
-type dispatchHeap []timerRef
-
-func (h dispatchHeap) less(i, j int) bool {
-	// Ties go in send order, which FIFO topics rely on.
-	return h[i].due < h[j].due || h[i].due == h[j].due && h[i].pos < h[j].pos
-}
-
-func (h *dispatchHeap) push(r timerRef) {
-	*h = append(*h, r)
-	q := *h
-	for i := len(q) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !q.less(i, p) {
-			break
-		}
-		q[i], q[p] = q[p], q[i]
-		i = p
-	}
-}
-
-func (h *dispatchHeap) pop() timerRef {
-	q := *h
-	top := q[0]
-	n := len(q) - 1
-	q[0] = q[n]
-	q = q[:n]
-	for i := 0; ; {
-		l, r, m := 2*i+1, 2*i+2, i
-		if l < n && q.less(l, m) {
-			m = l
-		}
-		if r < n && q.less(r, m) {
-			m = r
-		}
-		if m == i {
-			break
-		}
-		q[i], q[m] = q[m], q[i]
-		i = m
-	}
-	*h = q
-	return top
-}
-
 // dueSet holds the staged and due messages, one heap per topic, and takes
 // fire batches fairly across topics. Within a topic, messages leave in due
 // order, ties in send order (FIFO topics rely on it).
 //
-// An entry is live while live[pos] equals its generation (ref.seq, given
-// by stage); Cancel, Reschedule and a failed fire's retry change or remove
-// live[pos], which leaves the old entry stale: take drops stale entries
-// instead of firing them, so a staged message that was cancelled never
-// fires, and one rescheduled to the same instant fires once. live[pos] is 0
-// once take handed the entry out for a fire record.
+// Every message timer the dispatcher holds until its fire is in one map,
+// near, by pos, and its wheelTimer says where it is:
+//
+//	in the wheel   t.Scheduled()
+//	staged or due  !t.Scheduled(): the heap entry with seq t.Value.seq is live
+//
+// Once taken for a fire record, a message leaves near for taken, a set no
+// larger than one batch (so the fire's apply touches a small map, not the
+// herd's), and fireEntry carries what its timer held.
+//
+// Staging (the wheel's expiry) touches no map: stage sets the timer's
+// generation and pushes an entry; take looks the timer up, while its slot
+// is in the cache deletes it from near, and adds its pos to taken. An
+// entry whose generation differs from its timer's, or whose timer is gone,
+// is stale: Cancel and Reschedule remove or replace the
+// timer, and a failed fire's retry stages it again with a new generation.
+// take drops stale entries instead of firing them, so a staged message
+// that was cancelled never fires, and one rescheduled to the same instant
+// fires once.
 type dueSet struct {
 	byTopic map[uint32]*dispatchHeap
 	active  []uint32 // topics with entries, in turn order
@@ -114,28 +87,28 @@ type dueSet struct {
 
 func (d *dueSet) len() int { return d.n }
 
-// stage pushes r with a new generation and records it in live.
-func (d *dueSet) stage(r timerRef, live map[uint64]uint32) {
+// stage gives the timer t, out of the wheel, a new generation and pushes
+// its entry into its topic's heap.
+func (d *dueSet) stage(t *wheelTimer) {
 	d.gen++
 	if d.gen == 0 {
 		d.gen = 1 // 0 means taken
 	}
-	r.seq = d.gen
-	live[r.pos] = r.seq
-	d.push(r)
+	t.Value.seq = d.gen
+	d.push(t.Value.topic, dueEntry{due: t.Value.due, pos: t.Value.pos, seq: d.gen})
 }
 
-func (d *dueSet) push(r timerRef) {
+func (d *dueSet) push(topic uint32, r dueEntry) {
 	if d.byTopic == nil {
 		d.byTopic = map[uint32]*dispatchHeap{}
 	}
-	h := d.byTopic[r.topic]
+	h := d.byTopic[topic]
 	if h == nil {
 		h = &dispatchHeap{}
-		d.byTopic[r.topic] = h
+		d.byTopic[topic] = h
 	}
-	if len(*h) == 0 {
-		d.active = append(d.active, r.topic)
+	if h.n == 0 {
+		d.active = append(d.active, topic)
 	}
 	h.push(r)
 	d.n++
@@ -147,8 +120,8 @@ func (d *dueSet) push(r timerRef) {
 func (d *dueSet) min() (int64, bool) {
 	first, ok := int64(0), false
 	for _, t := range d.active {
-		if h := *d.byTopic[t]; !ok || h[0].due < first {
-			first, ok = h[0].due, true
+		if h := d.byTopic[t]; !ok || h.first().due < first {
+			first, ok = h.first().due, true
 		}
 	}
 	return first, ok
@@ -162,9 +135,9 @@ func (d *dueSet) ready(now int64) bool {
 
 // take appends up to n messages due at now to out, in turns: each topic
 // with messages due gets an equal share of n, and what a topic cannot use
-// goes to the others. It drops the stale entries it meets and marks what it
-// takes as taken in live.
-func (d *dueSet) take(n int, now int64, live map[uint64]uint32, out []fireEntry) []fireEntry {
+// goes to the others. It drops the stale entries it meets, and moves the
+// messages it takes from near to taken, handing their timers to drop.
+func (d *dueSet) take(n int, now int64, near map[uint64]*wheelTimer, taken map[uint64]struct{}, drop func(*wheelTimer), out []fireEntry) []fireEntry {
 	idle := 0 // topics in a row that had nothing due
 	for n > 0 && len(d.active) > 0 && idle < len(d.active) {
 		share := max(1, n/len(d.active))
@@ -174,14 +147,18 @@ func (d *dueSet) take(n int, now int64, live map[uint64]uint32, out []fireEntry)
 		t := d.active[d.cursor]
 		h := d.byTopic[t]
 		took := 0
-		for took < share && n > 0 && len(*h) > 0 && (*h)[0].due <= now {
+		for took < share && n > 0 && h.n > 0 && h.first().due <= now {
 			r := h.pop()
 			d.n--
-			if live[r.pos] != r.seq || r.seq == 0 {
+			w := near[r.pos]
+			if w == nil || w.Scheduled() || w.Value.seq != r.seq || r.seq == 0 {
 				continue // stale: cancelled, moved or retried since
 			}
-			live[r.pos] = 0
-			out = append(out, fireEntry{pos: r.pos, due: r.due, topic: r.topic, queue: r.queue, windowed: r.windowed})
+			v := &w.Value
+			out = append(out, fireEntry{pos: v.pos, due: v.due, topic: v.topic, queue: v.queue, windowed: v.windowed})
+			delete(near, r.pos)
+			taken[r.pos] = struct{}{}
+			drop(w)
 			n--
 			took++
 		}
@@ -190,11 +167,8 @@ func (d *dueSet) take(n int, now int64, live map[uint64]uint32, out []fireEntry)
 		} else {
 			idle = 0
 		}
-		if len(*h) == 0 {
+		if h.n == 0 {
 			d.active = append(d.active[:d.cursor], d.active[d.cursor+1:]...)
-			if cap(*h) > herdShrink {
-				*h = nil // give a herd's array back
-			}
 		} else {
 			d.cursor++
 		}
@@ -203,6 +177,41 @@ func (d *dueSet) take(n int, now int64, live map[uint64]uint32, out []fireEntry)
 		d.byTopic, d.peak = nil, 0
 	}
 	return out
+}
+
+// firstBatch is the size of the first fire batch after the dispatcher was
+// idle; each later batch may be twice the one before, up to DispatchBatch.
+const firstBatch = 256
+
+// batchSizeLocked bounds the next fire batch, upTo being the time up to
+// which messages may be taken: DispatchBatch, but at most twice the last
+// batch since the dispatcher was idle (starting at firstBatch), and at
+// most a quarter of DispatchBatch while more than one topic has messages
+// due. Both bound what a message waits for: the first of a herd waits for
+// a fire record of firstBatch, and another topic's for the fire in flight
+// and its own, each short while topics share the rate.
+func (e *Engine) batchSizeLocked(upTo int64) int {
+	d := e.disp
+	n := min(e.opts.DispatchBatch, max(d.batchRamp, firstBatch))
+	d.batchRamp = min(2*n, e.opts.DispatchBatch)
+	if d.due.readyTopics(upTo) > 1 {
+		n = min(n, max(1, e.opts.DispatchBatch/4))
+	}
+	return n
+}
+
+// readyTopics counts the topics with a message due at now (stale entries
+// too), stopping at 2: all batchSizeLocked needs to know.
+func (d *dueSet) readyTopics(now int64) int {
+	k := 0
+	for _, t := range d.active {
+		if d.byTopic[t].first().due <= now {
+			if k++; k == 2 {
+				break
+			}
+		}
+	}
+	return k
 }
 
 // bucketLoad is a timer bucket on its way into the wheel. The loop starts
@@ -322,6 +331,6 @@ func (e *Engine) startTimerLocked(ref timerRef) timerHandle {
 func (e *Engine) stopTimerLocked(h timerHandle) timerRef {
 	ref := h.t.Value
 	e.disp.leases.Cancel(h.t)
-	e.disp.free = append(e.disp.free, h.t)
+	e.recycleTimerLocked(h.t)
 	return ref
 }

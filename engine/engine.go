@@ -214,7 +214,8 @@ type dispatcher struct {
 	timers          *timerstore.Store
 	wheel           *timewheel.Wheel[timerRef] // message timers, expired up to stageAhead early
 	leases          *timewheel.Wheel[timerRef] // lease and retry timers, expired at their time
-	near            map[uint64]*wheelTimer     // pending timers in the message wheel, by pos
+	near            map[uint64]*wheelTimer     // message timers in the wheel or staged, by pos (dueSet)
+	taken           map[uint64]struct{}        // positions taken for the fire record being written (dueSet)
 	free            []*wheelTimer              // recycled timers
 	loadedUntil     int64                      // buckets starting before this are in the wheel
 	lastAdvance     int64                      // message wheel time: every timer due <= this has left it
@@ -226,8 +227,8 @@ type dispatcher struct {
 	loadRetryAt     int64                      // no bucket load before this (after a read error)
 	inflight        []fireEntry                // in the fire record being written
 	fires           sync.WaitGroup             // the fire in flight, if any (not under mu)
-	dispatching     map[uint64]uint32          // positions staged, due or inflight: their entry's generation, 0 once taken (dueSet)
-	dispatchingPeak int                        // largest size of dispatching since it was last made
+	nearPeakEntries int                        // largest size of near since it was last made
+	batchRamp       int                        // the next fire batch's bound since the dispatcher was idle (batchSizeLocked)
 	tokens          float64                    // dispatch rate limiter
 	tokensAt        int64
 	// Recovery filter: entries registered before recL and due at or
@@ -267,7 +268,7 @@ func Open(opts Options) (*Engine, error) {
 		cons: &consumers{groups: map[string]*group{}, groupsByID: map[uint32]*group{}, nextGroupID: 1},
 		ovl:  &overlayState{entries: map[uint64]*overlayEntry{}},
 		segs: &segTable{pending: map[uint64]int64{}, last: map[uint64]int64{}, reloc: map[uint64]uint64{}},
-		disp: &dispatcher{near: map[uint64]*wheelTimer{}, dispatching: map[uint64]uint32{}, firedSince: map[uint64]bool{}},
+		disp: &dispatcher{near: map[uint64]*wheelTimer{}, taken: map[uint64]struct{}{}, firedSince: map[uint64]bool{}},
 	}
 	// The checkpoint syncs these directories, so they exist from the start.
 	if err := e.opts.FS.MkdirAll(path.Join(opts.Dir, "queues")); err != nil {

@@ -307,13 +307,16 @@ func TestDispatchHeapOrder(t *testing.T) {
 	var h dispatchHeap
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := 0; i < 2000; i++ {
-		h.push(timerRef{due: int64(r.IntN(50)), pos: uint64(r.IntN(1000))})
+		h.push(dueEntry{due: int64(r.IntN(50)), pos: uint64(r.IntN(1000))})
 	}
 	prev := h.pop()
-	for len(h) > 0 {
+	for h.n > 0 {
 		x := h.pop()
 		if x.due < prev.due || x.due == prev.due && x.pos < prev.pos {
 			t.Fatalf("out of order: %+v after %+v", x, prev)
+		}
+		if max := (h.heap.n+dueChunk-1)/dueChunk + 1; len(h.heap.chunks) > max {
+			t.Fatalf("%d chunks kept for %d entries, want at most %d", len(h.heap.chunks), h.heap.n, max)
 		}
 		prev = x
 	}

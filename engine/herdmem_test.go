@@ -7,14 +7,15 @@ import (
 	"github.com/hourglass-mq/hourglass/message"
 )
 
-// TestHerdGivesMemoryBack: once a herd has drained, the dispatch heap's
-// array and the dispatching set are given back, not kept at the herd's
-// size for the life of the process.
+// TestHerdGivesMemoryBack: once a herd has drained, the due queues'
+// chunks and the near map are given back, not kept at the herd's size for
+// the life of the process. The herd is due after stageAhead, so it goes
+// through the wheel into near first, like one sent well ahead.
 func TestHerdGivesMemoryBack(t *testing.T) {
 	h := newHarness(t, func(o *Options) { o.DispatchRate = -1; o.SegmentBytes = 64 << 20 })
 	const n = 3 * herdShrink / 2
 	reqs := make([]SendRequest, 0, 1000)
-	at := h.e.Now() + 1000
+	at := h.e.Now() + stageAhead + 1000
 	for i := 0; i < n; i++ {
 		reqs = append(reqs, SendRequest{Message: message.Message{Topic: "herd", Body: []byte("x")}, When: message.When{At: at}})
 		if len(reqs) == cap(reqs) {
@@ -24,20 +25,26 @@ func TestHerdGivesMemoryBack(t *testing.T) {
 			reqs = reqs[:0]
 		}
 	}
+	h.e.mu.Lock()
+	peak := h.e.disp.nearPeakEntries
+	h.e.mu.Unlock()
+	if peak <= herdShrink {
+		t.Fatalf("the near map's peak is %d with a herd of about %d in the wheel: its shrink would never be considered", peak, n)
+	}
 	waitParked(h.e, h.clk)
-	h.clk.Advance(2 * time.Second)
+	h.clk.Advance((stageAhead + 2000) * time.Millisecond)
 	if !waitSettled(h.e, h.e.Now(), 30*time.Second) {
 		t.Fatalf("the herd did not drain: %s", engineState(h.e))
 	}
 	h.e.mu.Lock()
 	defer h.e.mu.Unlock()
 	for topic, q := range h.e.disp.due.byTopic {
-		if cap(*q) > herdShrink {
-			t.Fatalf("topic %d's due heap keeps %d slots after the herd", topic, cap(*q))
+		if len(q.heap.chunks) > 1 || len(q.run.chunks) > 1 {
+			t.Fatalf("topic %d's due heap keeps %d + %d chunks after the herd", topic, len(q.heap.chunks), len(q.run.chunks))
 		}
 	}
-	if h.e.disp.dispatchingPeak > herdShrink {
-		t.Fatalf("the dispatching set was not remade: peak %d", h.e.disp.dispatchingPeak)
+	if h.e.disp.nearPeakEntries > herdShrink {
+		t.Fatalf("the near map was not remade: peak %d", h.e.disp.nearPeakEntries)
 	}
 }
 

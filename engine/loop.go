@@ -7,19 +7,28 @@ import (
 	"github.com/hourglass-mq/hourglass/queueindex"
 )
 
-// pushDispatchLocked stages a message timer in its topic's due heap; it
-// fires once it is due (and within the rate), unless a change makes its
-// entry stale first (dueSet).
+// pushDispatchLocked stages a message timer that is not in the wheel in
+// its topic's due heap; it fires once it is due (and within the rate),
+// unless a change makes its entry stale first (dueSet).
 func (e *Engine) pushDispatchLocked(ref timerRef) {
-	e.disp.due.stage(ref, e.disp.dispatching)
-	e.disp.dispatchingPeak = max(e.disp.dispatchingPeak, len(e.disp.dispatching))
+	t := e.newTimerLocked(ref)
+	e.disp.near[ref.pos] = t
+	e.disp.nearPeakEntries = max(e.disp.nearPeakEntries, len(e.disp.near))
+	e.disp.due.stage(t)
 }
 
 // stagedLocked reports whether the message at pos is staged: in a due heap
 // before its time, not yet taken for a fire record. It is still pending.
 func (e *Engine) stagedLocked(pos uint64, timer int64) bool {
-	gen, ok := e.disp.dispatching[pos]
-	return ok && gen != 0 && timer > e.Now()
+	t := e.disp.near[pos]
+	return t != nil && !t.Scheduled() && timer > e.Now()
+}
+
+// takenLocked reports whether the message at pos was taken for the fire
+// record being written.
+func (e *Engine) takenLocked(pos uint64) bool {
+	_, ok := e.disp.taken[pos]
+	return ok
 }
 
 // validLocked reports whether a timer loaded from a bucket should fire:
@@ -32,7 +41,7 @@ func (e *Engine) validLocked(pos uint64, due int64) bool {
 // validFromLocked is validLocked with the log's start given, for a caller
 // that checks millions of entries while the log cannot shrink (recovery).
 func (e *Engine) validFromLocked(pos uint64, due int64, logStart uint64) bool {
-	if _, staged := e.disp.dispatching[pos]; staged || e.physLocked(pos) < logStart || e.disp.near[pos] != nil {
+	if e.physLocked(pos) < logStart || e.disp.near[pos] != nil || e.takenLocked(pos) {
 		return false
 	}
 	if ov := e.ovl.entries[pos]; ov != nil {
@@ -42,20 +51,16 @@ func (e *Engine) validFromLocked(pos uint64, due int64, logStart uint64) bool {
 }
 
 // expireLocked is the message wheel's fire callback: it stages the
-// message, maybe before its time (stageAhead).
+// message, maybe before its time (stageAhead). The timer stays in near:
+// staging a herd touches no map, which was most of its cost.
 func (e *Engine) expireLocked(t *wheelTimer) {
-	ref := t.Value
-	t.Value = timerRef{}
-	e.disp.free = append(e.disp.free, t)
-	delete(e.disp.near, ref.pos)
-	e.pushDispatchLocked(ref)
+	e.disp.due.stage(t)
 }
 
 // expireLeaseLocked is the lease wheel's fire callback.
 func (e *Engine) expireLeaseLocked(t *wheelTimer) {
 	ref := t.Value
-	t.Value = timerRef{}
-	e.disp.free = append(e.disp.free, t)
+	e.recycleTimerLocked(t)
 	switch ref.kind {
 	case refLease:
 		e.leaseExpiredLocked(ref)
@@ -77,6 +82,19 @@ func (e *Engine) newTimerLocked(ref timerRef) *wheelTimer {
 	return t
 }
 
+// freeKeep bounds the recycled timers kept: after a herd the free list
+// would otherwise hold one timer per message of it for the life of the
+// process, and the garbage collector would scan them all at every cycle.
+const freeKeep = 1 << 14
+
+// recycleTimerLocked gives back a timer that is in no wheel and no map.
+func (e *Engine) recycleTimerLocked(t *wheelTimer) {
+	t.Value = timerRef{}
+	if len(e.disp.free) < freeKeep {
+		e.disp.free = append(e.disp.free, t)
+	}
+}
+
 // addWheelLocked schedules a lease or retry timer in the lease wheel; one
 // already due fires at the next tick.
 func (e *Engine) addWheelLocked(ref timerRef) *wheelTimer {
@@ -94,10 +112,14 @@ func (e *Engine) addWheelLocked(ref timerRef) *wheelTimer {
 // leave in due order even when the wheel lags (FIFO topics rely on it).
 func (e *Engine) takeBatchLocked(now int64) []fireEntry {
 	upTo := min(now, e.disp.lastAdvance)
-	if !e.disp.due.ready(upTo) || len(e.disp.inflight) > 0 {
-		return nil // nothing due, or a fire in flight (one at a time)
+	if !e.disp.due.ready(upTo) {
+		e.disp.batchRamp = 0 // idle: the next batch starts small again
+		return nil
 	}
-	n := e.opts.DispatchBatch
+	if len(e.disp.inflight) > 0 {
+		return nil // a fire in flight (one at a time)
+	}
+	n := e.batchSizeLocked(upTo)
 	if e.opts.DispatchRate > 0 {
 		rate := float64(e.opts.DispatchRate)
 		e.disp.tokens += float64(now-e.disp.tokensAt) * rate / 1000
@@ -115,7 +137,7 @@ func (e *Engine) takeBatchLocked(now int64) []fireEntry {
 	if n <= 0 {
 		return nil
 	}
-	batch := e.disp.due.take(n, upTo, e.disp.dispatching, make([]fireEntry, 0, n))
+	batch := e.disp.due.take(n, upTo, e.disp.near, e.disp.taken, e.recycleTimerLocked, make([]fireEntry, 0, n))
 	if e.opts.DispatchRate > 0 {
 		e.disp.tokens -= float64(len(batch))
 	}
@@ -256,6 +278,7 @@ func (e *Engine) fire(batch []fireEntry, visible int64) {
 		e.opts.Logger.Error("fire record write failed; will retry", "messages", len(batch), "err", err)
 		e.stats.FireErrors.Add(1)
 		for _, fe := range batch {
+			delete(e.disp.taken, fe.pos)
 			e.pushDispatchLocked(timerRef{pos: fe.pos, due: fe.due, topic: fe.topic, queue: fe.queue, windowed: fe.windowed})
 		}
 		e.disp.tokens = -float64(e.opts.DispatchBatch) // back off
@@ -274,7 +297,7 @@ func (e *Engine) applyFireLocked(visible int64, batch []fireEntry, live bool) {
 	}
 	groups := map[qk][]queueindex.Entry{}
 	for _, fe := range batch {
-		delete(e.disp.dispatching, fe.pos)
+		delete(e.disp.taken, fe.pos) // its fire is done
 		if ov := e.ovl.entries[fe.pos]; ov != nil {
 			ov.Fired, ov.Visible = true, visible
 			e.journalLocked(fe.pos)
@@ -316,25 +339,25 @@ func (e *Engine) applyFireLocked(visible int64, batch []fireEntry, live bool) {
 	}
 }
 
-// herdShrink is the size above which the dispatch heap's array and the
-// dispatching set are given back once a herd has drained: a herd of a
-// million leaves tens of megabytes behind otherwise (Go maps never shrink).
+// herdShrink is the size above which the due heaps' arrays and the near
+// map are given back once a herd has drained: a herd of a million leaves
+// tens of megabytes behind otherwise (Go maps never shrink).
 const herdShrink = 1 << 16
 
 // shrinkAfterHerdLocked gives back the memory of a drained herd (the
-// due heaps give theirs back in dueSet.take).
+// due heaps give theirs back in dueSet.take): once the near map holds less
+// than an eighth of its peak, it is copied into a map of its present size.
+// The copy walks the old map once, amortised over the herd that grew it.
 func (e *Engine) shrinkAfterHerdLocked() {
-	if e.disp.due.len() > 0 {
+	if e.disp.nearPeakEntries <= herdShrink || len(e.disp.near) > e.disp.nearPeakEntries/8 {
 		return
 	}
-	if e.disp.dispatchingPeak > herdShrink && len(e.disp.dispatching) == len(e.disp.inflight) {
-		m := make(map[uint64]uint32, len(e.disp.inflight))
-		for _, fe := range e.disp.inflight {
-			m[fe.pos] = 0 // taken
-		}
-		e.disp.dispatching = m
-		e.disp.dispatchingPeak = len(m)
+	m := make(map[uint64]*wheelTimer, len(e.disp.near))
+	for pos, t := range e.disp.near {
+		m[pos] = t
 	}
+	e.disp.near = m
+	e.disp.nearPeakEntries = len(m)
 }
 
 // advanceLocked advances the wheels by a bounded step: the lease wheel

@@ -170,7 +170,7 @@ func (r *raceRig) check(step string, at int64) {
 func inFlight(e *Engine, pos uint64) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if gen, ok := e.disp.dispatching[pos]; ok && gen == 0 {
+	if e.takenLocked(pos) {
 		return true
 	}
 	for _, fe := range e.disp.inflight {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -15,9 +16,9 @@ func waitStaged(t *testing.T, e *Engine, pos uint64) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		e.mu.Lock()
-		gen, ok := e.disp.dispatching[pos]
+		staged := e.stagedLocked(pos, e.Now()+1)
 		e.mu.Unlock()
-		if ok && gen != 0 {
+		if staged {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -99,5 +100,41 @@ func TestStagedRestartDoesNotRaiseTheClock(t *testing.T) {
 	h.clk.Advance(time.Duration(at-h.e.Now()) * time.Millisecond)
 	if vs := h.settle("s", 1); vs[0].Visible < at {
 		t.Fatalf("visible at %d, before %d", vs[0].Visible, at)
+	}
+}
+
+// TestFireBatchSize: the first fire batch after an idle spell is small and
+// the next ones double, and while two topics have messages due a batch is
+// at most a quarter of DispatchBatch (batchSizeLocked).
+func TestFireBatchSize(t *testing.T) {
+	h := newHarness(t, nil)
+	at := h.e.Now() + stageAhead/2
+	a := h.send("a", "", message.When{At: at})
+	waitStaged(t, h.e, a.ID.Pos)
+	h.e.mu.Lock()
+	defer h.e.mu.Unlock()
+	if k := h.e.disp.due.readyTopics(at - 1); k != 0 {
+		t.Fatalf("%d topics ready before their messages are due", k)
+	}
+	if k := h.e.disp.due.readyTopics(at); k != 1 {
+		t.Fatalf("%d topics ready at the due time of one, want 1", k)
+	}
+	h.e.disp.batchRamp = 0
+	var got []int
+	for i := 0; i < 6; i++ {
+		got = append(got, h.e.batchSizeLocked(at))
+	}
+	full := h.e.opts.DispatchBatch
+	if want := []int{firstBatch, 2 * firstBatch, 4 * firstBatch, 8 * firstBatch, full, full}; !slices.Equal(got, want) {
+		t.Fatalf("batch sizes after idle with one topic due: %v, want %v", got, want)
+	}
+	// A second topic due: a quarter of DispatchBatch at most.
+	h.e.disp.due.push(99, dueEntry{due: at, pos: 1 << 62, seq: 0})
+	if n := h.e.batchSizeLocked(at); n != full/4 {
+		t.Fatalf("batch size with two topics due: %d, want %d", n, full/4)
+	}
+	// The entry of topic 99 is stale (no timer): take drops it.
+	if out := h.e.disp.due.take(full, at-1, h.e.disp.near, h.e.disp.taken, h.e.recycleTimerLocked, nil); len(out) != 0 {
+		t.Fatalf("took %d entries before their due time", len(out))
 	}
 }

@@ -32,8 +32,15 @@ type herdResult struct {
 
 	probes     quantiles // probe lateness, consumer clock, ns
 	probeWorst string
-	probeLate  int // probe sends issued after their due time
+	probeLate  int       // probe sends issued after their due time
+	sendAll    quantiles // probe Send latency, all probes, ns
+	sendHerd   quantiles // probe Send latency while the herd was staged or dispatched, ns
 }
+
+// herdStaging is how long before its instant the engine starts moving a
+// herd out of its timer wheel (engine.stageAhead, 3 s): from then until
+// the whole herd is seen, a send competes with the herd for the engine.
+const herdStaging = 3 * time.Second
 
 // runHerd makes -herd messages fall due at one millisecond, once with the
 // default dispatch rate and once unbounded, each in a fresh engine.
@@ -63,6 +70,8 @@ func runHerd(c config, dir string) (*report, error) {
 		if c.probe > 0 {
 			r.fig(p+"probe lateness p50 / p99 / p99.9 / max", res.probes.nsAsMs())
 			r.fig(p+"probe: worst 100 ms of due times, from the herd instant", res.probeWorst)
+			r.fig(p+"probe Send latency p50 / p99 / p99.9 / max, all", res.sendAll.nsAsMs())
+			r.fig(p+fmt.Sprintf("probe Send latency p50 / p99 / p99.9 / max, during the herd (%d sends from %v before the instant until all seen)", res.sendHerd.n, herdStaging), res.sendHerd.nsAsMs())
 			if res.probeLate > 0 {
 				r.fig(p+"probe sends issued after their due time", fmt.Sprint(res.probeLate))
 			}
@@ -114,6 +123,7 @@ func herdOnce(c config, dir string, dispatchRate int) (herdResult, error) {
 		res.probes = summarize(slices.Clone(p.cons.clockNs))
 		res.probeWorst = worstBins(p.cons.dueMs, p.cons.clockNs, due, 3)
 		res.probeLate = p.late
+		res.sendAll, res.sendHerd = p.sendLatency(due, time.Duration(clk[len(clk)-1]))
 	}
 	res.rssPeak = sampler.finish()
 	_, fsyncsAfter, _ := e.Stats().FsyncSeconds.Snapshot()
@@ -173,7 +183,9 @@ func sendHerd(e *engine.Engine, c config, res *herdResult) (int64, error) {
 type probeRun struct {
 	cons    *consumer
 	wg      sync.WaitGroup
-	late    int // probe sends issued after their due time
+	late    int     // probe sends issued after their due time
+	sentAt  []int64 // per probe send: when it was issued, Unix ns
+	took    []int64 // per probe send: how long Send took, ns
 	consErr error
 	sendErr error
 }
@@ -198,13 +210,32 @@ func startProbes(e *engine.Engine, perSec int, due int64) *probeRun {
 			if time.Now().UnixMilli() >= d {
 				p.late++
 			}
+			start := time.Now()
 			if _, err := e.Send(bg, message.Message{Topic: probeTopic, Body: make([]byte, pendingBody)}, message.When{At: d}); err != nil {
 				p.sendErr = err
 				return
 			}
+			p.sentAt = append(p.sentAt, start.UnixNano())
+			p.took = append(p.took, time.Since(start).Nanoseconds())
 		}
 	}()
 	return p
+}
+
+// sendLatency summarizes the probes' Send latencies: all of them, and
+// those issued while the herd due at due (Unix ms) was being staged or
+// dispatched, from herdStaging before its instant until all of it was
+// seen, allSeen after the instant. Call after wait.
+func (p *probeRun) sendLatency(due int64, allSeen time.Duration) (all, during quantiles) {
+	from := time.UnixMilli(due).Add(-herdStaging).UnixNano()
+	to := time.UnixMilli(due).Add(allSeen).UnixNano()
+	var in []int64
+	for i, at := range p.sentAt {
+		if at >= from && at <= to {
+			in = append(in, p.took[i])
+		}
+	}
+	return summarize(slices.Clone(p.took)), summarize(in)
 }
 
 // wait waits for the probe sender and consumer and joins their errors.
