@@ -132,9 +132,11 @@
 // start enters the near window; nothing is spilled into a bucket already
 // in it. So a spilled entry is back at least NearWindow before its due
 // time, and its body is fetched BodyLead (< NearWindow) before it. RAM
-// then grows with the records due within about 1.5 windows, plus, per
-// pending record, its 8-byte slot in the partition's pending list (the
-// progress model needs the lowest pending offset), plus small summaries
+// then grows with the records due within about 1.5 windows, plus the
+// partition's pending offsets as runs of consecutive offsets (the progress
+// model needs the lowest pending one): one run of 16 bytes for a partition
+// written without transactions, one more per producer transaction in the
+// pending range (its commit marker leaves a gap), plus small summaries
 // per bucket (file length, count, oldest record timestamp) and per
 // partition (forecast counts per due second).
 //
@@ -191,8 +193,10 @@
 //     the second finds the first copied, not yet read, and is
 //     dead-lettered: the message keeps the first's time.
 //   - The state topic needs at least as many partitions as the delay topic.
-//   - What the spill does not bound: each pending record keeps 8 bytes
-//     in its partition's pending list; a snapshot is built from all
+//   - What the spill does not bound: the pending offsets' runs, one per
+//     gap (a transactional producer's commit marker), so a producer that
+//     commits a transaction per message costs 16 bytes a message; a
+//     snapshot is built from all
 //     pending entries (spilled ones read from disk), so a snapshot
 //     interval in which records were read allocates O(pending) for a
 //     moment; and an entry copied forward (or cancelled) stays in the

@@ -27,10 +27,12 @@ type partProgress struct {
 	// committed is C, the group's committed offset as of the last
 	// transaction this worker committed (-1: none yet).
 	committed int64
-	// pending holds the offsets read and not yet resolved, ascending.
-	// Resolved offsets at its front are trimmed after each commit; ones
-	// further in are skipped by the scan (they are in markers).
-	pending []int64
+	// pending holds the offsets read and not yet resolved, ascending, as
+	// runs (offruns.go: one run for a gapless partition, however many
+	// messages wait). Resolved offsets at its front are trimmed after each
+	// commit; ones further in are skipped by the scan (they are in
+	// markers).
+	pending offsetRuns
 	// markers is the set of resolved offsets >= C that have a marker in
 	// the state topic; markerHeap orders the same offsets.
 	markers    map[int64]struct{}
@@ -69,7 +71,7 @@ func (pp *partProgress) applySeed(c int64) ([]snapEntry, int64) {
 	for _, e := range s.entries {
 		if _, marked := pp.markers[e.offset]; e.offset >= c && !marked {
 			keep = append(keep, e)
-			pp.pending = append(pp.pending, e.offset)
+			pp.pending.push(e.offset)
 		}
 	}
 	pp.next = start
@@ -99,7 +101,7 @@ func (pp *partProgress) read(o int64) bool {
 	if _, ok := pp.markers[o]; ok {
 		return false
 	}
-	pp.pending = append(pp.pending, o)
+	pp.pending.push(o)
 	pp.open.Add(1)
 	return true
 }
@@ -131,15 +133,15 @@ func (pp *partProgress) plan(resolved []int64) *partPlan {
 		i := sort.Search(len(resolved), func(i int) bool { return resolved[i] >= o })
 		return i < len(resolved) && resolved[i] == o
 	}
-	i := 0
-	for i < len(pp.pending) && isResolved(pp.pending[i]) {
-		i++
-	}
-	pl.trim = i
 	pl.commit = pp.next
-	if i < len(pp.pending) {
-		pl.commit = pp.pending[i]
-	}
+	pp.pending.each(func(o int64) bool {
+		if isResolved(o) {
+			pl.trim++
+			return true
+		}
+		pl.commit = o
+		return false
+	})
 	for _, o := range resolved {
 		if o >= pl.commit {
 			pl.addMarkers = append(pl.addMarkers, o)
@@ -156,12 +158,7 @@ func (pl *partPlan) apply() {
 	pp := pl.pp
 	pp.committed = pl.commit
 	pp.open.Add(-int64(len(pl.resolved)))
-	// Drop the resolved prefix; copy when the dead front would pin a
-	// large array.
-	pp.pending = pp.pending[pl.trim:]
-	if cap(pp.pending) > 1024 && len(pp.pending) < cap(pp.pending)/4 {
-		pp.pending = append([]int64(nil), pp.pending...)
-	}
+	pp.pending.dropFront(pl.trim)
 	for _, o := range pl.delMarkers {
 		delete(pp.markers, o)
 	}

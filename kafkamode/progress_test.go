@@ -47,8 +47,8 @@ func TestProgressPlan(t *testing.T) {
 		t.Fatalf("plan 3: %+v", pl)
 	}
 	pl.apply()
-	if len(pp.pending) != 0 || len(pp.markers) != 0 || pp.committed != 15 {
-		t.Fatalf("after all: pending %v markers %v committed %d", pp.pending, pp.markers, pp.committed)
+	if pp.pending.len() != 0 || len(pp.markers) != 0 || pp.committed != 15 {
+		t.Fatalf("after all: pending %v markers %v committed %d", pp.pending.values(), pp.markers, pp.committed)
 	}
 }
 

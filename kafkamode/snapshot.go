@@ -297,21 +297,26 @@ parts:
 		}
 		// es reuses have's array: it takes have[i] into es[j] with j <= i.
 		es := have[:0]
-		i := 0
-		for _, o := range pp.pending {
+		i, complete := 0, true
+		pp.pending.each(func(o int64) bool {
 			if _, ok := pp.markers[o]; ok {
-				continue
+				return true
 			}
 			if _, ok := done[o]; ok {
-				continue
+				return true
 			}
 			for i < len(have) && have[i].offset < o {
 				i++
 			}
 			if i == len(have) || have[i].offset != o {
-				continue parts
+				complete = false
+				return false
 			}
 			es = append(es, have[i])
+			return true
+		})
+		if !complete {
+			continue parts
 		}
 		sw := &snapWrite{pp: pp, read: pp.next}
 		chunks := snapshotChunks(w.cfg.DelayTopic, pp.partition, id, es)

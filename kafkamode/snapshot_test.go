@@ -72,8 +72,8 @@ func TestApplySeed(t *testing.T) {
 	if start != 100 || len(es) != 2 || es[0].offset != 10 || es[1].offset != 50 {
 		t.Fatalf("start %d entries %v; want 100 and offsets 10, 50", start, es)
 	}
-	if !reflect.DeepEqual(pp.pending, []int64{10, 50}) || pp.next != 100 || pp.open.Load() != 2 || pp.snapRead != 100 {
-		t.Fatalf("pending %v next %d open %d snapRead %d", pp.pending, pp.next, pp.open.Load(), pp.snapRead)
+	if !reflect.DeepEqual(pp.pending.values(), []int64{10, 50}) || pp.next != 100 || pp.open.Load() != 2 || pp.snapRead != 100 {
+		t.Fatalf("pending %v next %d open %d snapRead %d", pp.pending.values(), pp.next, pp.open.Load(), pp.snapRead)
 	}
 	if !pp.read(100) || pp.read(120) {
 		t.Fatal("offset 100 must be read as new and 120 (marked) skipped")
