@@ -139,7 +139,7 @@ func (e *Engine) startDispatch(st *checkpointState, minDue int64) {
 	e.disp.leaseAt = start
 	e.disp.loadedUntil = e.disp.timers.BucketOf(start + 1)
 	e.disp.tokensAt = e.Now()
-	e.disp.tokens = max(float64(e.opts.DispatchBatch), float64(e.opts.DispatchRate)/100)
+	e.disp.tokens = e.rateBurst()
 	var pending int64
 	for _, n := range e.segs.pending {
 		pending += n
