@@ -82,3 +82,37 @@ func waitVisible(h *harness, topic string, want int) int {
 	}
 	return n
 }
+
+// TestTokenWait: the loop waits for tokens only when it could take a batch
+// at all: not while a fire is in flight (the fire kicks it when done) and
+// not without a rate; otherwise until a useful batch's tokens accrue, and
+// never less than a millisecond, even with a full bucket.
+func TestTokenWait(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.DispatchRate = 10000; o.DispatchBatch = 100 })
+	e := h.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	saved, savedTokens := e.disp.inflight, e.disp.tokens
+	defer func() { e.disp.inflight, e.disp.tokens = saved, savedTokens }()
+
+	e.disp.inflight = []fireEntry{{pos: 1}}
+	if ms, ok := e.tokenWaitLocked(); ok {
+		t.Fatalf("a fire in flight: wait %d ms for tokens, want no wake-up", ms)
+	}
+	e.disp.inflight = nil
+	e.disp.tokens = e.rateBurst() // full: the wait came out negative before
+	if ms, ok := e.tokenWaitLocked(); !ok || ms != 1 {
+		t.Fatalf("full bucket: wait %d ms (%v), want 1", ms, ok)
+	}
+	e.disp.tokens = -100 // after a failed fire's back-off
+	// Nothing is staged, so a useful batch is 0 messages: 100 tokens to go
+	// at 10/ms is 10 ms, plus one.
+	if ms, ok := e.tokenWaitLocked(); !ok || ms != 11 {
+		t.Fatalf("100 tokens short at 10,000/s: wait %d ms (%v), want 11", ms, ok)
+	}
+	e.opts.DispatchRate = -1
+	defer func() { e.opts.DispatchRate = 10000 }()
+	if ms, ok := e.tokenWaitLocked(); ok {
+		t.Fatalf("unbounded: wait %d ms for tokens, want none", ms)
+	}
+}
