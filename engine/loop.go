@@ -255,11 +255,11 @@ func (e *Engine) waitLocked(now int64) time.Duration {
 	if d, ok := e.disp.leases.NextDeadline(); ok && d < next {
 		next = d
 	}
-	if first, ok := e.disp.due.min(); ok && first > now && first < next {
-		next = first // the earliest staged message falls due
+	if first, ok := e.disp.due.nextAfter(now); ok && first < next {
+		next = first // a staged message falls due (see nextAfter)
 	}
 	if e.disp.due.ready(now) {
-		if ms, ok := e.tokenWaitLocked(); ok && now+ms < next {
+		if ms, ok := e.tokenWaitLocked(now); ok && now+ms < next {
 			next = now + ms
 		}
 	}
@@ -276,16 +276,18 @@ func (e *Engine) waitLocked(now int64) time.Duration {
 
 // tokenWaitLocked says, while messages are due, in how many ms the loop
 // must wake to take the next fire batch: when enough tokens for a useful
-// batch have accrued (at least 1 ms). It need not wake (false) while a
-// fire is in flight, since the fire's goroutine kicks the loop when done
-// (one fire at a time), nor without a rate. Before, a full bucket made
-// the wait negative and the loop woke every millisecond of a herd's
-// fires, taking the engine's lock each time for nothing.
-func (e *Engine) tokenWaitLocked() (int64, bool) {
+// batch have accrued (at least 1 ms). A useful batch is a full one while
+// one topic has messages due, and firstBatch while several have (see
+// tokenWant). It need not wake (false) while a fire is in flight, since
+// the fire's goroutine kicks the loop when done (one fire at a time), nor
+// without a rate. Before, a full bucket made the wait negative and the
+// loop woke every millisecond of a herd's fires, taking the engine's lock
+// each time for nothing.
+func (e *Engine) tokenWaitLocked(now int64) (int64, bool) {
 	if len(e.disp.inflight) > 0 || e.opts.DispatchRate <= 0 {
 		return 0, false
 	}
-	need := min(float64(e.opts.DispatchBatch), float64(e.disp.due.len())) - e.disp.tokens
+	need := float64(e.tokenWantLocked(now)) - e.disp.tokens
 	return max(1, int64(need*1000/float64(e.opts.DispatchRate))+1), true
 }
 
