@@ -52,23 +52,9 @@ func TestHerdGivesMemoryBack(t *testing.T) {
 // another topic's message due just after it. Due messages wait per topic
 // and each fire batch takes from the topics in turn.
 func TestHerdSharesTheDispatchRate(t *testing.T) {
-	h := newHarness(t, func(o *Options) {
-		o.DispatchRate = 10000
-		o.DispatchBatch = 100
-		o.SegmentBytes = 64 << 20
-	})
-	at := h.e.Now() + 1000
-	sendHerd(t, h.e, "herd", 20000, at)
-	other := h.send("other", "", message.When{At: at + 1})
 	// 20 ms of broker time past the herd's instant: at 10,000/s that is
 	// room for about 200 messages; the herd alone would take 2 s.
-	waitParked(h.e, h.clk)
-	h.clk.Advance(1001 * time.Millisecond)
-	for i := 0; i < 20; i++ {
-		waitParked(h.e, h.clk)
-		h.clk.Advance(time.Millisecond)
-	}
-	waitParked(h.e, h.clk)
+	h, other := herdAndOther(t, 10000, 100, 20000, 1, 21)
 	vs := h.visible("other")
 	if len(vs) != 1 || vs[0].ID != other.ID {
 		t.Fatalf("the other topic's message is not visible 20 ms after its due time behind a herd of 20,000 (%d visible)", len(vs))

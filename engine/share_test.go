@@ -15,30 +15,41 @@ import (
 // probe's due time by itself.
 func TestOtherTopicDuringRateBoundHerd(t *testing.T) {
 	const rate = 10000 // 10 tokens a ms; the bucket holds 1,000
-	h := newHarness(t, func(o *Options) {
-		o.DispatchRate = rate
-		o.DispatchBatch = 1000
-		o.SegmentBytes = 64 << 20
-	})
-	at := h.e.Now() + 1000
-	sendHerd(t, h.e, "herd", 5000, at)
-	probe := h.send("probe", "", message.When{At: at + 20})
-	waitParked(h.e, h.clk)
-	h.clk.Advance(1000 * time.Millisecond)
-	waitVisible(h, "herd", 1000) // the bucket, at the instant
-	for i := 0; i < 50; i++ {
-		waitParked(h.e, h.clk)
-		h.clk.Advance(time.Millisecond)
-	}
-	waitParked(h.e, h.clk)
+	h, other := herdAndOther(t, rate, 1000, 5000, 20, 50)
 	// Due at +20 ms; 256 tokens have accrued by about +26 ms.
-	if vs := h.visible("probe"); len(vs) != 1 || vs[0].ID != probe.ID {
-		t.Fatalf("the probe, due 20 ms after a rate-bound herd, is not visible 50 ms after the herd (%d visible)", len(vs))
+	if vs := h.visible("other"); len(vs) != 1 || vs[0].ID != other.ID {
+		t.Fatalf("the other topic's message, due 20 ms after a rate-bound herd, is not visible 50 ms after the herd (%d visible)", len(vs))
 	}
 	// The rate still holds: the bucket and 50 ms of 10 a ms.
 	if n := len(h.visible("herd")) + 1; n > 1000+50*rate/1000 {
 		t.Fatalf("%d visible 50 ms after the instant at %d/s with a bucket of 1,000", n, rate)
 	}
+}
+
+// herdAndOther opens an engine with the given rate and batch, sends a
+// herd of n messages to topic "herd" due 1 s ahead and one message to
+// topic "other" due after ms later, moves the broker clock to the herd's
+// instant, waits for the bucket's worth of the herd, and then moves the
+// clock steps times by 1 ms, letting the engine settle after each.
+func herdAndOther(t *testing.T, rate, batch, n int, after int64, steps int) (*harness, Receipt) {
+	t.Helper()
+	h := newHarness(t, func(o *Options) {
+		o.DispatchRate = rate
+		o.DispatchBatch = batch
+		o.SegmentBytes = 64 << 20
+	})
+	at := h.e.Now() + 1000
+	sendHerd(t, h.e, "herd", n, at)
+	other := h.send("other", "", message.When{At: at + after})
+	waitParked(h.e, h.clk)
+	h.clk.Advance(1000 * time.Millisecond)
+	waitVisible(h, "herd", int(h.e.rateBurst()))
+	for i := 0; i < steps; i++ {
+		waitParked(h.e, h.clk)
+		h.clk.Advance(time.Millisecond)
+	}
+	waitParked(h.e, h.clk)
+	return h, other
 }
 
 // TestNextAfter: the loop's next wake-up for the due set is the earliest
