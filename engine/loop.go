@@ -278,7 +278,7 @@ func (e *Engine) waitLocked(now int64) time.Duration {
 // must wake to take the next fire batch: when enough tokens for a useful
 // batch have accrued (at least 1 ms). A useful batch is a full one while
 // one topic has messages due, and firstBatch while several have (see
-// tokenWant). It need not wake (false) while a fire is in flight, since
+// tokenWantLocked). It need not wake (false) while a fire is in flight, since
 // the fire's goroutine kicks the loop when done (one fire at a time), nor
 // without a rate. Before, a full bucket made the wait negative and the
 // loop woke every millisecond of a herd's fires, taking the engine's lock
