@@ -192,7 +192,14 @@
 //     written before the first one's copy (within a transaction's time),
 //     the second finds the first copied, not yet read, and is
 //     dead-lettered: the message keeps the first's time.
-//   - The state topic needs at least as many partitions as the delay topic.
+//   - The state topic needs at least as many partitions as the delay
+//     topic. Partitions added to the delay topic are picked up at the
+//     next metadata refresh (metadataMaxAge, 10 s) by a rebalance, and the
+//     owner of a new partition grows the state topic to match
+//     (growStateTopic; also at start). As for any keyed Kafka topic, a
+//     key then maps to another partition: a cancel by key written after
+//     the change reaches only messages in the key's new partition; older
+//     ones are cancelled by ID (partition and offset).
 //   - What the spill does not bound: the pending offsets' runs, one per
 //     gap (a transactional producer's commit marker), so a producer that
 //     commits a transaction per message costs 16 bytes a message; a

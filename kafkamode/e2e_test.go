@@ -191,20 +191,27 @@ type msg struct {
 // are the message ID) and records them in the ledger.
 func (e *env) produce(l *ledger, msgs []msg) {
 	e.t.Helper()
+	e.produceWith(e.cl, l, msgs, 0)
+}
+
+// produceWith is produce through cl, with partition set on each record
+// (which only a manual partitioner heeds).
+func (e *env) produceWith(cl *kgo.Client, l *ledger, msgs []msg, partition int32) {
+	e.t.Helper()
 	recs := make([]*kgo.Record, 0, len(msgs))
 	for _, m := range msgs {
 		h := append([]kgo.RecordHeader{
 			{Key: kafkamode.HeaderDeliverAt, Value: []byte(strconv.FormatInt(m.due, 10))},
 			{Key: kafkamode.HeaderBizTopic, Value: []byte(e.biz)},
 		}, m.headers...)
-		recs = append(recs, &kgo.Record{Topic: e.delay, Key: []byte(m.id), Value: []byte(m.id), Headers: h})
+		recs = append(recs, &kgo.Record{Topic: e.delay, Partition: partition, Key: []byte(m.id), Value: []byte(m.id), Headers: h})
 		if l != nil {
 			l.due[m.id] = m.due
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := e.cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		e.t.Fatal(err)
 	}
 }

@@ -76,7 +76,8 @@ func (w *Worker) loadMarkers(ctx context.Context, partitions []int32) (map[int32
 	for _, p := range partitions {
 		lo, ok := ends.Lookup(w.cfg.StateTopic, p)
 		if !ok || lo.Err != nil {
-			return nil, fmt.Errorf("state topic %s has no partition %d (it needs as many partitions as the delay topic)", w.cfg.StateTopic, p)
+			return nil, fmt.Errorf("%w: state topic %s has no partition %d (it needs as many partitions as the delay topic)",
+				errNoStatePartition, w.cfg.StateTopic, p)
 		}
 		if lo.Offset > 0 {
 			last[p] = lo.Offset - 1

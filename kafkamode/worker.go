@@ -94,6 +94,10 @@ func (s *Stats) partitionLateness(p int32) *engine.Histogram {
 // produces.
 const MaxBatchBytes = 1_048_588
 
+// metadataMaxAge bounds how long a partition added to the delay topic goes
+// unassigned (see sessionOptions).
+const metadataMaxAge = 10 * time.Second
+
 // Worker forwards due records from the delay topic to their business
 // topics. Create it with New and run it with Run.
 type Worker struct {
@@ -345,6 +349,11 @@ func (w *Worker) sessionOptions() []kgo.Opt {
 		// are triggered by failures (and every 5 min), so a short minimum
 		// costs nothing while all is well.
 		kgo.MetadataMinAge(20 * time.Millisecond),
+		// Partitions added to the delay topic are seen at the next
+		// metadata refresh, which triggers the rebalance that assigns
+		// them: a record in a new partition waits for it. kgo's default,
+		// 5 min, would make it that late.
+		kgo.MetadataMaxAge(metadataMaxAge),
 		// A record batch as large as Kafka's default max.message.bytes:
 		// franz-go's own default (1,000,012) refused, as too large, a
 		// delay record of 1 MB the broker had taken, and dead-lettered it.
