@@ -188,10 +188,13 @@
 //     copied forward in the cancel's transaction: left pending, it would
 //     be read again after a crash or rebalance, find the message resolved
 //     and be dead-lettered. Two reschedule records of one message read in
-//     one poll: the second replaces the first. Read in two polls but
-//     written before the first one's copy (within a transaction's time),
-//     the second finds the first copied, not yet read, and is
-//     dead-lettered: the message keeps the first's time.
+//     one poll: the second replaces the first. A cancel or reschedule
+//     written after a reschedule but before the worker's copy of it
+//     landed (within a transaction's time) waits until the copy is read
+//     back, and then reaches it (deferral.go), unless the partition
+//     changed owner in between: then the copy escapes it (the message is
+//     delivered at the first reschedule's time; a second reschedule is
+//     dead-lettered saying it found nothing to replace).
 //   - The state topic needs at least as many partitions as the delay
 //     topic. Partitions added to the delay topic are picked up at the
 //     next metadata refresh (metadataMaxAge, 10 s) by a rebalance, and the

@@ -193,6 +193,7 @@ func (w *Worker) takeBodies() {
 // MaxBatch, oldest due first. An entry due but still waiting for its body
 // stops the batch: it is late, never early.
 func (w *Worker) collectDue(now int64) []*entry {
+	w.releaseDeferred()
 	var batch []*entry
 	for len(batch) < w.cfg.MaxBatch {
 		e := w.due.peek()
@@ -205,6 +206,13 @@ func (w *Worker) collectDue(now int64) []*entry {
 		w.due.pop()
 		if e.inBatch {
 			continue // a second heap slot of an entry already taken (see transact)
+		}
+		if e.ctl != nil && e.ctl.cancel != nil && cancelWaits(e) {
+			w.deferCancel(e) // a copy of ours is on its way (deferral.go)
+			continue
+		}
+		if len(e.pp.deferred) > 0 && w.holdScheduled(e) {
+			continue
 		}
 		if e.ctl != nil && e.ctl.cancel != nil && !w.unspillTargets(e) {
 			break // the spill is unreadable: the session ends unresolved (spillErr)
@@ -281,7 +289,7 @@ func (w *Worker) peekCopy() *entry {
 // batch, so it is counted in matched but not returned.
 func (w *Worker) cancelTargets(c *entry) (out []*entry, matched bool) {
 	for _, e := range w.due {
-		if e.pp != c.pp || !e.live() || e.inBatch && !e.copy || e.cancelled || e.ctl != nil || e.offset >= c.offset {
+		if e.pp != c.pp || !e.live() || e.inBatch && !e.copy || e.cancelled || e.ctl != nil || firstOffset(e) >= c.offset {
 			continue
 		}
 		if c.ctl.cancel.byKey && e.keyHash == c.keyHash || !c.ctl.cancel.byKey && e.offset == c.ctl.cancel.offset {
@@ -361,7 +369,7 @@ func (w *Worker) indexRecord(r *kgo.Record, now, lead int64) {
 	case err != nil:
 		e.ctl = &control{dlqReason: err.Error()}
 		e.rec = detach(r)
-	case s.due-now <= lead:
+	case s.due-now <= lead || w.keepOrigin(pp, r):
 		e.due = s.due
 		e.rec = detach(r)
 	default:

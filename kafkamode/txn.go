@@ -88,6 +88,7 @@ func (w *Worker) transact(ctx context.Context, batch []*entry, snap []*partProgr
 	}
 	if committed {
 		w.committed(batch, plans, snaps, now)
+		w.noteCopies(outputs, plans)
 		return nil
 	}
 	w.aborted(batch, plans)

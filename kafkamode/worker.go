@@ -46,6 +46,9 @@ type Stats struct {
 	Snapshots           atomic.Int64
 	TakeoverRecordsRead atomic.Int64
 	CopiedForward       atomic.Int64
+	// CancelsDeferred counts cancels that waited for a copy forward of
+	// this worker's to be read back (deferral.go).
+	CancelsDeferred atomic.Int64
 	// Spilled is the number of pending entries in the local spill files
 	// now (a gauge); SpillLoaded counts entries taken back into RAM;
 	// SpillErrors counts entries kept in RAM because a spill write failed,
@@ -144,6 +147,9 @@ type Worker struct {
 	// deadSlots counts entries resolved while still in the due heap
 	// (compactIndex).
 	deadSlots int
+	// deferredParts lists the partitions with cancels waiting for their
+	// copies to be read back (deferral.go); owned by the loop.
+	deferredParts []*partProgress
 }
 
 // seededPart is a partition's snapshot entries, ready to index.
@@ -246,6 +252,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		"state_records_read", w.stats.StateRecordsRead.Load(), "bodies_loaded", w.stats.BodiesLoaded.Load(),
 		"snapshots", w.stats.Snapshots.Load(), "takeover_records_read", w.stats.TakeoverRecordsRead.Load(),
 		"copied_forward", w.stats.CopiedForward.Load(), "spill_loaded", w.stats.SpillLoaded.Load(), "spill_errors", w.stats.SpillErrors.Load(),
+		"cancels_deferred", w.stats.CancelsDeferred.Load(),
 		"lateness_p50_ms", w.stats.Lateness.Quantile(0.5)*1000, "lateness_p99_ms", w.stats.Lateness.Quantile(0.99)*1000,
 		"max_lateness_ms", w.stats.MaxLatenessMs.Load(), "txn_us_total", w.stats.TxnMicros.Load(), "txn_us_max", w.stats.MaxTxnMicros.Load())
 	return nil
@@ -312,6 +319,7 @@ func (w *Worker) resetIndex() {
 	w.mu.Unlock()
 	w.due, w.noBody, w.copies, w.copyReady = nil, nil, nil, nil
 	w.deadSlots = 0
+	w.deferredParts = nil
 	if w.spill != nil {
 		w.spill.reset()
 	}
