@@ -1,6 +1,7 @@
 package kafkamode
 
 import (
+	"encoding/binary"
 	"strconv"
 	"strings"
 
@@ -26,10 +27,12 @@ import (
 // (firstOffset): a cancel reaches a message if it was written after the
 // message was first sent.
 //
-// What this does not cover: a worker that stops (a crash, or a rebalance
-// that moves the partition) after committing a copy and before reading
-// it back. The next owner does not know the copy is on its way, and a
-// cancel written in that window, milliseconds wide, is read before it.
+// The highest copy offset outlives its worker: the transaction that
+// produces copies also writes it to the state topic (copiesRecords, key
+// "<delay topic>/<p>/copies", drawn in doc.go), once the copies' produce
+// has told their offsets, and a new owner loads it with the markers. So
+// a cancel written just before a crash or a rebalance still waits for the
+// copy, read by the next owner.
 
 // noteCopies records, after a committed transaction, the offsets at which
 // its copies forward landed (the produce set each record's offset), and
@@ -136,4 +139,44 @@ func firstOffset(e *entry) int64 {
 		return o
 	}
 	return e.offset
+}
+
+// copiesVersion is the first byte of a copies record's value.
+const copiesVersion = 0x01
+
+// copiesKey is the state-topic key of delay partition p's highest copy
+// offset.
+func copiesKey(delayTopic string, p int32) []byte {
+	return []byte(delayTopic + "/" + strconv.Itoa(int(p)) + "/copies")
+}
+
+// parseCopiesValue decodes a copies record's value: copiesVersion, then
+// the offset as a uvarint.
+func parseCopiesValue(v []byte) (int64, bool) {
+	if len(v) < 2 || v[0] != copiesVersion {
+		return 0, false
+	}
+	x, n := binary.Uvarint(v[1:])
+	if n <= 0 || n != len(v)-1 || x > 1<<62 {
+		return 0, false
+	}
+	return int64(x), true
+}
+
+// copiesRecords returns, for each partition the transaction's copies went
+// to, the state record of the highest copy offset so far. It runs after
+// the copies were flushed (their offsets known) and before the commit.
+func (w *Worker) copiesRecords(outputs map[*kgo.Record]*entry) []*kgo.Record {
+	high := map[*partProgress]int64{}
+	for r, e := range outputs {
+		if e.copy && r.Topic == w.cfg.DelayTopic && r.Offset > max(high[e.pp], e.pp.copyHigh) {
+			high[e.pp] = r.Offset
+		}
+	}
+	out := make([]*kgo.Record, 0, len(high))
+	for pp, x := range high {
+		v := binary.AppendUvarint([]byte{copiesVersion}, uint64(x))
+		out = append(out, &kgo.Record{Topic: w.cfg.StateTopic, Partition: pp.partition, Key: copiesKey(w.cfg.DelayTopic, pp.partition), Value: v})
+	}
+	return out
 }

@@ -37,6 +37,14 @@
 //	    value = "resolved"                     live marker: already forwarded
 //	          | nil (tombstone)                marker deleted once C passes it
 //
+//	state topic, partition p, one record (latest wins), from a
+//	transaction that copies forward into p (deferral.go):
+//	    key   = "<delay topic>/<p>/copies"     ASCII
+//	    value = 0x01 | uvarint X               X: the highest offset of a
+//	                                           copy committed into p; a
+//	                                           cancel read below it waits
+//	                                           until X has been read
+//
 //	delay partition p:  ... C ............................ end
 //	                        |pending|mark|pending|mark|mark|pending|
 //	                         (index)       (index)          (index)

@@ -56,6 +56,9 @@ func (w *Worker) markerRecord(partition int32, offset int64, live bool) *kgo.Rec
 type loadedPart struct {
 	markers []int64
 	snap    *snapshot
+	// copyHigh is the highest offset of a copy forward an owner committed
+	// into the partition (-1: none recorded; deferral.go).
+	copyHigh int64
 }
 
 // loadMarkers reads the live markers and the latest snapshot of the given
@@ -86,7 +89,7 @@ func (w *Worker) loadMarkers(ctx context.Context, partitions []int32) (map[int32
 	}
 	if len(last) == 0 {
 		for _, p := range partitions {
-			out[p] = &loadedPart{}
+			out[p] = &loadedPart{copyHigh: -1}
 		}
 		return out, nil
 	}
@@ -100,7 +103,8 @@ func (w *Worker) loadMarkers(ctx context.Context, partitions []int32) (map[int32
 		return nil, err
 	}
 	defer cl.Close()
-	st := &stateRead{live: make(map[int32]map[int64]struct{}, len(last)), snaps: make(map[int32]*snapAssembler, len(last))}
+	st := &stateRead{live: make(map[int32]map[int64]struct{}, len(last)), snaps: make(map[int32]*snapAssembler, len(last)),
+		copyHigh: make(map[int32]int64)}
 	for len(last) > 0 {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
@@ -134,8 +138,9 @@ func (w *Worker) loadMarkers(ctx context.Context, partitions []int32) (map[int32
 // stateRead is what loadMarkers gathered from the state topic: the live
 // markers and the snapshot chunks of each partition.
 type stateRead struct {
-	live  map[int32]map[int64]struct{}
-	snaps map[int32]*snapAssembler
+	live     map[int32]map[int64]struct{}
+	snaps    map[int32]*snapAssembler
+	copyHigh map[int32]int64
 }
 
 // add takes one state record at or before the end being read to.
@@ -148,6 +153,12 @@ func (st *stateRead) add(w *Worker, r *kgo.Record) {
 			st.snaps[r.Partition] = a
 		}
 		a.add(c, r.Value)
+		return
+	}
+	if string(r.Key) == string(copiesKey(w.cfg.DelayTopic, r.Partition)) {
+		if x, ok := parseCopiesValue(r.Value); ok {
+			st.copyHigh[r.Partition] = x
+		}
 		return
 	}
 	o, ok := parseMarkerKey(r.Key, w.cfg.DelayTopic, r.Partition)
@@ -169,7 +180,10 @@ func (st *stateRead) add(w *Worker, r *kgo.Record) {
 // result fills out with each partition's markers and snapshot.
 func (st *stateRead) result(w *Worker, partitions []int32, out map[int32]*loadedPart) {
 	for _, p := range partitions {
-		lp := &loadedPart{}
+		lp := &loadedPart{copyHigh: -1}
+		if x, ok := st.copyHigh[p]; ok {
+			lp.copyHigh = x
+		}
 		for o := range st.live[p] {
 			lp.markers = append(lp.markers, o)
 		}

@@ -68,6 +68,17 @@ func (w *Worker) transact(ctx context.Context, batch []*entry, snap []*partProgr
 	plans := w.producePlans(ctx, byPart, promise)
 	commitFn := w.offsetCommit(plans)
 	flushErr := w.sess.Client().Flush(ctx)
+	if flushErr == nil && produceErr.Load() == nil {
+		// The copies' offsets are known now: record the highest for the
+		// next owner (deferral.go). One more round trip, only for
+		// transactions that copy.
+		if recs := w.copiesRecords(outputs); len(recs) > 0 {
+			for _, r := range recs {
+				w.sess.Produce(ctx, r, promise)
+			}
+			flushErr = w.sess.Client().Flush(ctx)
+		}
+	}
 	flushed := time.Now()
 	defer func() {
 		oldest := now
