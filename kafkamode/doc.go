@@ -199,10 +199,7 @@
 //     one poll: the second replaces the first. A cancel or reschedule
 //     written after a reschedule but before the worker's copy of it
 //     landed (within a transaction's time) waits until the copy is read
-//     back, and then reaches it (deferral.go), unless the partition
-//     changed owner in between: then the copy escapes it (the message is
-//     delivered at the first reschedule's time; a second reschedule is
-//     dead-lettered saying it found nothing to replace).
+//     back, by this owner or the next, and then reaches it (deferral.go).
 //   - The state topic needs at least as many partitions as the delay
 //     topic. Partitions added to the delay topic are picked up at the
 //     next metadata refresh (metadataMaxAge, 10 s) by a rebalance, and the
