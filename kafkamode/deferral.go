@@ -1,6 +1,7 @@
 package kafkamode
 
 import (
+	"context"
 	"encoding/binary"
 	"strconv"
 	"strings"
@@ -179,4 +180,18 @@ func (w *Worker) copiesRecords(outputs map[*kgo.Record]*entry) []*kgo.Record {
 		out = append(out, &kgo.Record{Topic: w.cfg.StateTopic, Partition: pp.partition, Key: copiesKey(w.cfg.DelayTopic, pp.partition), Value: v})
 	}
 	return out
+}
+
+// recordCopies produces the copies records of a transaction whose records
+// were flushed (so the copies' offsets are known) and flushes them: one
+// more round trip, only for transactions that copy.
+func (w *Worker) recordCopies(ctx context.Context, outputs map[*kgo.Record]*entry, promise func(*kgo.Record, error)) error {
+	recs := w.copiesRecords(outputs)
+	if len(recs) == 0 {
+		return nil
+	}
+	for _, r := range recs {
+		w.sess.Produce(ctx, r, promise)
+	}
+	return w.sess.Client().Flush(ctx)
 }

@@ -69,15 +69,7 @@ func (w *Worker) transact(ctx context.Context, batch []*entry, snap []*partProgr
 	commitFn := w.offsetCommit(plans)
 	flushErr := w.sess.Client().Flush(ctx)
 	if flushErr == nil && produceErr.Load() == nil {
-		// The copies' offsets are known now: record the highest for the
-		// next owner (deferral.go). One more round trip, only for
-		// transactions that copy.
-		if recs := w.copiesRecords(outputs); len(recs) > 0 {
-			for _, r := range recs {
-				w.sess.Produce(ctx, r, promise)
-			}
-			flushErr = w.sess.Client().Flush(ctx)
-		}
+		flushErr = w.recordCopies(ctx, outputs, promise)
 	}
 	flushed := time.Now()
 	defer func() {
