@@ -3,8 +3,8 @@ package kafkamode
 import (
 	"context"
 	"encoding/binary"
+	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -19,53 +19,85 @@ import (
 // that produced a reschedule and then a cancel at once saw it in half of
 // 20 tries.
 //
-// So a cancel in a partition into which this worker committed a copy
-// that it has not read back yet waits (deferCancel) until reading has
-// passed the highest such copy (copyHigh). A copy read while cancels wait
-// keeps the offset of its original (the hourglass-copied-from header, the
-// first record of the chain) in origins, until the partition's committed
-// offset passes it, and a cancel matches entries by that offset
-// (firstOffset): a cancel reaches a message if it was written after the
-// message was first sent.
+// So each partition keeps a copyState:
+//   - high, the highest offset of a copy committed into it: a cancel read
+//     while the read position has not passed high waits (deferCancel)
+//     until it has, so the copy is in the index when the cancel runs;
+//   - origins, for each copy X the offset of the message it carries on
+//     (its first incarnation), recorded by the worker that committed the
+//     copy, never taken from a header (any producer can write one); a
+//     cancel matches an entry by that first offset (firstOffset): it
+//     reaches a message if it was written after the message was first
+//     sent, and a cancel by offset that names the first offset reaches
+//     the copy. An origin is dropped once every cancel below its copy has
+//     committed (pruneOrigins);
+//   - open, the offsets of the cancels read and not yet committed.
 //
-// The highest copy offset outlives its worker: the transaction that
-// produces copies also writes it to the state topic (copiesRecords, key
+// Both high and origins outlive their worker: the transaction that
+// produces copies also writes them to the state topic (copiesRecords, key
 // "<delay topic>/<p>/copies", drawn in doc.go), once the copies' produce
-// has told their offsets, and a new owner loads it with the markers. So
-// a cancel written just before a crash or a rebalance still waits for the
-// copy, read by the next owner.
+// has told their offsets, and a new owner loads them with the markers.
+type copyState struct {
+	high     int64           // -1: none
+	origins  map[int64]int64 // copy offset -> first offset
+	open     []int64         // ascending
+	deferred []*entry        // cancels (and scheduled halves) waiting for high
+}
 
-// noteCopies records, after a committed transaction, the offsets at which
-// its copies forward landed (the produce set each record's offset), and
-// forgets the origins of copies now below their partition's committed
-// offset (resolved).
-func (w *Worker) noteCopies(outputs map[*kgo.Record]*entry, plans []*partPlan) {
-	for r, e := range outputs {
-		if e.copy && r.Topic == w.cfg.DelayTopic && r.Offset > e.pp.copyHigh {
-			e.pp.copyHigh = r.Offset
-		}
+// opened records a cancel entry read at offset o.
+func (cs *copyState) opened(o int64) { cs.open = append(cs.open, o) }
+
+// closed removes a committed cancel's offset from open.
+func (cs *copyState) closed(o int64) {
+	if i, ok := slices.BinarySearch(cs.open, o); ok {
+		cs.open = slices.Delete(cs.open, i, i+1)
 	}
-	for _, pl := range plans {
-		for o := range pl.pp.origins {
-			if o < pl.pp.committed {
-				delete(pl.pp.origins, o)
-			}
+}
+
+// pruneOrigins drops the origins no cancel can need any more: copies
+// below the read position next with no open cancel below them.
+func (cs *copyState) pruneOrigins(next int64) {
+	for x := range cs.origins {
+		if x < next && (len(cs.open) == 0 || cs.open[0] > x) {
+			delete(cs.origins, x)
 		}
 	}
 }
 
-// cancelWaits reports whether the cancel entry c must wait for a copy of
-// this worker's to be read back first.
-func cancelWaits(c *entry) bool { return c.pp.next <= c.pp.copyHigh }
+// noteCopies records, after a committed transaction, where its copies
+// forward landed (the produce set each record's offset) and the first
+// offset of what each carries on, then prunes the origins of the
+// partitions the transaction touched.
+func (w *Worker) noteCopies(outputs map[*kgo.Record]*entry, plans []*partPlan) {
+	for r, e := range outputs {
+		if !e.copy || r.Topic != w.cfg.DelayTopic {
+			continue
+		}
+		cs := &e.pp.copies
+		cs.high = max(cs.high, r.Offset)
+		if cs.origins == nil {
+			cs.origins = make(map[int64]int64)
+		}
+		cs.origins[r.Offset] = firstOffset(e)
+	}
+	for _, pl := range plans {
+		pl.pp.copies.pruneOrigins(pl.pp.next)
+	}
+}
+
+// cancelWaits reports whether the cancel entry c must wait for a copy to
+// be read back first.
+func cancelWaits(c *entry) bool { return c.pp.next <= c.pp.copies.high }
 
 // deferCancel sets the cancel entry c aside until its partition has read
 // its copies back (releaseDeferred). The scheduled half of a reschedule
-// waits with it (holdScheduled).
+// waits with it (holdScheduled), and the partition takes no snapshot
+// meanwhile (buildSnapshots).
 func (w *Worker) deferCancel(c *entry) {
-	if len(c.pp.deferred) == 0 {
+	if len(c.pp.copies.deferred) == 0 {
 		w.deferredParts = append(w.deferredParts, c.pp)
 	}
-	c.pp.deferred = append(c.pp.deferred, c)
+	c.pp.copies.deferred = append(c.pp.copies.deferred, c)
 	w.stats.CancelsDeferred.Add(1)
 }
 
@@ -73,9 +105,9 @@ func (w *Worker) deferCancel(c *entry) {
 // a reschedule whose cancel half waits: it then waits too (it is forwarded
 // or copied only once the cancel half has run, settleReschedule).
 func (w *Worker) holdScheduled(e *entry) bool {
-	for _, c := range e.pp.deferred {
+	for _, c := range e.pp.copies.deferred {
 		if c.ctl != nil && c.ctl.sched == e {
-			e.pp.deferred = append(e.pp.deferred, e)
+			e.pp.copies.deferred = append(e.pp.copies.deferred, e)
 			return true
 		}
 	}
@@ -90,94 +122,131 @@ func (w *Worker) releaseDeferred() {
 	for _, pp := range w.deferredParts {
 		switch {
 		case pp.dropped.Load():
-			pp.deferred = nil
-		case pp.next <= pp.copyHigh:
+			pp.copies.deferred = nil
+		case cancelWaits(&entry{pp: pp}):
 			keep = append(keep, pp)
 		default:
-			for _, e := range pp.deferred {
+			for _, e := range pp.copies.deferred {
 				w.due.push(e)
 			}
-			pp.deferred = nil
+			pp.copies.deferred = nil
 		}
 	}
 	clear(w.deferredParts[len(keep):])
 	w.deferredParts = keep
 }
 
-// keepOrigin records, for a copy r read while cancels of its partition
-// wait, the offset of the record it carries on, and reports whether it
-// did: such an entry must stay in RAM (not spilled) until they ran.
-func (w *Worker) keepOrigin(pp *partProgress, r *kgo.Record) bool {
-	if len(pp.deferred) == 0 {
-		return false
+// firstOffset is the offset at which the message of entry e was first
+// sent: its own, or, for a copy whose origin is kept, its original's.
+func firstOffset(e *entry) int64 { return e.pp.copies.first(e.offset) }
+
+// first is firstOffset by offset (for spilled entries too).
+func (cs *copyState) first(o int64) int64 {
+	if f, ok := cs.origins[o]; ok {
+		return f
 	}
-	own := w.cfg.DelayTopic + "/" + strconv.Itoa(int(pp.partition)) + "/" + strconv.FormatInt(r.Offset, 10)
-	for _, h := range r.Headers {
-		if h.Key != HeaderCopiedFrom {
-			continue
-		}
-		v, ok := copiedFrom(string(h.Value), own)
-		if !ok {
-			return false
-		}
-		o, err := strconv.ParseInt(v[strings.LastIndexByte(v, '/')+1:], 10, 64)
-		if err != nil {
-			return false
-		}
-		if pp.origins == nil {
-			pp.origins = make(map[int64]int64)
-		}
-		pp.origins[r.Offset] = o
-		return true
-	}
-	return false
+	return o
 }
 
-// firstOffset is the offset at which the message of entry e was first
-// sent: its own, or its original's for a copy read while cancels waited.
-func firstOffset(e *entry) int64 {
-	if o, ok := e.pp.origins[e.offset]; ok {
-		return o
+// cancels reports whether the cancel c reaches the message at offset o
+// (first sent at first) with key hash kh.
+func (c *entry) cancels(o, first int64, kh uint64) bool {
+	if first >= c.offset {
+		return false // sent after the cancel
 	}
-	return e.offset
+	if c.ctl.cancel.byKey {
+		return kh == c.keyHash
+	}
+	return o == c.ctl.cancel.offset || first == c.ctl.cancel.offset
 }
 
 // copiesVersion is the first byte of a copies record's value.
 const copiesVersion = 0x01
 
-// copiesKey is the state-topic key of delay partition p's highest copy
-// offset.
+// copiesKey is the state-topic key of delay partition p's copyState.
 func copiesKey(delayTopic string, p int32) []byte {
 	return []byte(delayTopic + "/" + strconv.Itoa(int(p)) + "/copies")
 }
 
-// parseCopiesValue decodes a copies record's value: copiesVersion, then
-// the offset as a uvarint.
-func parseCopiesValue(v []byte) (int64, bool) {
+// encodeCopies is a copies record's value: copiesVersion, high, then the
+// origins as pairs of (copy offset, first offset), all uvarints.
+func encodeCopies(high int64, origins map[int64]int64) []byte {
+	b := binary.AppendUvarint([]byte{copiesVersion}, uint64(high))
+	b = binary.AppendUvarint(b, uint64(len(origins)))
+	for x, f := range origins {
+		b = binary.AppendUvarint(b, uint64(x))
+		b = binary.AppendUvarint(b, uint64(f))
+	}
+	return b
+}
+
+// parseCopies decodes a copies record's value.
+func parseCopies(v []byte) (copyState, bool) {
+	cs := copyState{high: -1}
 	if len(v) < 2 || v[0] != copiesVersion {
-		return 0, false
+		return cs, false
 	}
-	x, n := binary.Uvarint(v[1:])
-	if n <= 0 || n != len(v)-1 || x > 1<<62 {
-		return 0, false
+	v = v[1:]
+	next := func() (int64, bool) {
+		x, n := binary.Uvarint(v)
+		if n <= 0 || x > 1<<62 {
+			return 0, false
+		}
+		v = v[n:]
+		return int64(x), true
 	}
-	return int64(x), true
+	high, ok1 := next()
+	n, ok2 := next()
+	if !ok1 || !ok2 || n > int64(len(v)) {
+		return cs, false
+	}
+	cs.high = high
+	cs.origins = make(map[int64]int64, n)
+	for i := int64(0); i < n; i++ {
+		x, ok1 := next()
+		f, ok2 := next()
+		if !ok1 || !ok2 || f >= x || x > high {
+			return copyState{high: -1}, false
+		}
+		cs.origins[x] = f
+	}
+	if len(v) != 0 {
+		return copyState{high: -1}, false
+	}
+	return cs, true
 }
 
 // copiesRecords returns, for each partition the transaction's copies went
-// to, the state record of the highest copy offset so far. It runs after
-// the copies were flushed (their offsets known) and before the commit.
+// to, the state record of its copyState as it will be once the
+// transaction commits. It runs after the copies were flushed (their
+// offsets known) and before the commit.
 func (w *Worker) copiesRecords(outputs map[*kgo.Record]*entry) []*kgo.Record {
-	high := map[*partProgress]int64{}
+	next := map[*partProgress]copyState{}
 	for r, e := range outputs {
-		if e.copy && r.Topic == w.cfg.DelayTopic && r.Offset > max(high[e.pp], e.pp.copyHigh) {
-			high[e.pp] = r.Offset
+		if !e.copy || r.Topic != w.cfg.DelayTopic {
+			continue
 		}
+		cs, ok := next[e.pp]
+		if !ok {
+			cs = copyState{high: e.pp.copies.high, origins: cloneOrigins(e.pp.copies.origins)}
+		}
+		cs.high = max(cs.high, r.Offset)
+		cs.origins[r.Offset] = firstOffset(e)
+		next[e.pp] = cs
 	}
-	out := make([]*kgo.Record, 0, len(high))
-	for pp, x := range high {
-		v := binary.AppendUvarint([]byte{copiesVersion}, uint64(x))
-		out = append(out, &kgo.Record{Topic: w.cfg.StateTopic, Partition: pp.partition, Key: copiesKey(w.cfg.DelayTopic, pp.partition), Value: v})
+	out := make([]*kgo.Record, 0, len(next))
+	for pp, cs := range next {
+		out = append(out, &kgo.Record{Topic: w.cfg.StateTopic, Partition: pp.partition,
+			Key: copiesKey(w.cfg.DelayTopic, pp.partition), Value: encodeCopies(cs.high, cs.origins)})
+	}
+	return out
+}
+
+// cloneOrigins returns a copy of m, never nil.
+func cloneOrigins(m map[int64]int64) map[int64]int64 {
+	out := make(map[int64]int64, len(m)+1)
+	for k, v := range m {
+		out[k] = v
 	}
 	return out
 }

@@ -1,79 +1,263 @@
 package kafkamode
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/hourglass-mq/hourglass/vfs"
 )
 
-// TestCancelWaitsForTheCopy: a message (offset 0) is rescheduled (1), and
-// the reschedule's copy lands at 3, after a cancel by key (2) that was
-// produced before the copy. The cancel waits until the copy is read back
-// and then cancels it, because the copy carries on a message sent before
-// the cancel; without waiting it would find nothing and the copy would be
-// delivered.
-func TestCancelWaitsForTheCopy(t *testing.T) {
-	f := reschedFixture{now: 1_000_000, far: 1_000_000 + 3_600_000, lead: DefaultConfig().BodyLead.Milliseconds()}
-	w := f.setup(t)
-	w.indexRecord(f.rec(0, f.far, ""), f.now, f.lead)
-	w.indexRecord(f.rec(1, f.far+60_000, "key"), f.now, f.lead)
-	first := w.collectDue(f.now)
+// copyScene is a message (offset 0, key k) rescheduled by key (1) and the
+// reschedule's copy forward committed at offset 3, with a cancel at 2
+// written before the copy landed: the race deferral.go closes.
+type copyScene struct {
+	t        *testing.T
+	w        *Worker
+	now      int64
+	copyRec  *kgo.Record
+	copyRecs []*kgo.Record // the copies state records of the transaction
+}
+
+// newCopyScene builds the scene up to the committed copy; the reschedule
+// is due rescheduleIn from now; with spill, entries beyond the near window
+// go to a spill on an in-memory filesystem.
+func newCopyScene(t *testing.T, rescheduleIn time.Duration, spill bool) *copyScene {
+	cfg := DefaultConfig()
+	cfg.Brokers = []string{"127.0.0.1:1"}
+	if spill {
+		cfg.SpillDir, cfg.SpillFS = "spill", vfs.NewMem()
+	}
+	w, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spill {
+		cleanup, err := w.openSpill()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(cleanup)
+	}
+	s := &copyScene{t: t, w: w, now: 1_800_000_000_000}
+	w.parts[0] = newPartProgress(0, nil)
+	s.index(s.rec(0, s.now+time.Hour.Milliseconds(), "", nil))
+	s.index(s.rec(1, s.now+rescheduleIn.Milliseconds(), "key", nil))
+	first := w.collectDue(s.now)
 	sched := first[len(first)-1]
 	if !sched.copy {
 		t.Fatalf("the reschedule is not copied forward: %+v", sched)
 	}
-	copyRec := w.output(sched)
-	copyRec.Offset = 3
-	w.committed(first, nil, nil, f.now)
-	w.noteCopies(map[*kgo.Record]*entry{copyRec: sched}, nil)
-	if recs := w.copiesRecords(map[*kgo.Record]*entry{copyRec: sched}); len(recs) != 0 {
-		t.Fatalf("%d copies records for a copy already noted, want none", len(recs))
-	}
+	s.copyRec = w.output(sched)
+	s.copyRec.Offset, s.copyRec.Timestamp = 3, time.UnixMilli(s.now)
+	outputs := map[*kgo.Record]*entry{s.copyRec: sched}
+	s.copyRecs = w.copiesRecords(outputs)
+	w.committed(first, nil, nil, s.now)
+	w.noteCopies(outputs, nil)
+	return s
+}
 
-	cancel := f.rec(2, 0, "key")
-	cancel.Headers = cancel.Headers[len(cancel.Headers)-1:] // _cancel only
-	w.indexRecord(cancel, f.now, f.lead)
-	if b := w.collectDue(f.now); len(b) != 0 || w.stats.CancelsDeferred.Load() != 1 {
-		t.Fatalf("batch of %d, %d deferred: want the cancel to wait for the copy", len(b), w.stats.CancelsDeferred.Load())
+// rec is a record of partition 0 with key k: a schedule due at due (if
+// due > 0), with _cancel set to cancel (if not empty), and extra headers.
+func (s *copyScene) rec(off, due int64, cancel string, extra []kgo.RecordHeader) *kgo.Record {
+	r := &kgo.Record{Topic: s.w.cfg.DelayTopic, Offset: off, Key: []byte("k"), Value: []byte("v" + strconv.FormatInt(off, 10)),
+		Timestamp: time.UnixMilli(s.now), Headers: extra}
+	if due > 0 {
+		r.Headers = append(r.Headers, kgo.RecordHeader{Key: HeaderDeliverAt, Value: []byte(strconv.FormatInt(due, 10))},
+			kgo.RecordHeader{Key: HeaderBizTopic, Value: []byte("biz")})
 	}
-	copyRec.Partition, copyRec.Topic, copyRec.Timestamp = 0, w.cfg.DelayTopic, time.UnixMilli(f.now)
-	w.indexRecord(copyRec, f.now, f.lead)
-	b := w.collectDue(f.now)
-	if len(b) != 2 || b[0].offset != 2 || b[1].offset != 3 || !b[1].cancelled {
+	if cancel != "" {
+		r.Headers = append(r.Headers, kgo.RecordHeader{Key: HeaderCancel, Value: []byte(cancel)})
+	}
+	return r
+}
+
+func (s *copyScene) index(r *kgo.Record) {
+	s.w.indexRecord(r, s.now, s.w.cfg.BodyLead.Milliseconds())
+	s.w.flushSpill()
+}
+
+// takeOver replaces the worker by a new owner that loaded the partition's
+// state (the copies record) and resumes reading after the reschedule (the
+// message and the reschedule are resolved).
+func (s *copyScene) takeOver() {
+	if len(s.copyRecs) != 1 {
+		s.t.Fatalf("%d copies records, want 1", len(s.copyRecs))
+	}
+	st := &stateRead{live: map[int32]map[int64]struct{}{}, snaps: map[int32]*snapAssembler{}, copies: map[int32]copyState{}}
+	st.add(s.w, s.copyRecs[0])
+	out := map[int32]*loadedPart{}
+	st.result(s.w, []int32{0}, out)
+	w, err := New(s.w.cfg)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	pp := newPartProgress(0, nil)
+	pp.copies.high, pp.copies.origins = out[0].copies.high, out[0].copies.origins
+	pp.next = 2
+	w.parts[0] = pp
+	s.w = w
+}
+
+// cancelled collects due batches and reports whether the copy (3) was
+// cancelled by the cancel (2) and what else was cancelled.
+func (s *copyScene) check(batches ...[]*entry) {
+	s.t.Helper()
+	got := map[int64]string{}
+	for _, b := range batches {
 		for _, e := range b {
-			t.Logf("entry %d cancelled %v ctl %+v", e.offset, e.cancelled, e.ctl)
+			switch {
+			case e.ctl != nil && e.ctl.cancel != nil:
+				got[e.offset] += "cancel "
+			case e.cancelled:
+				got[e.offset] += "cancelled "
+			default:
+				got[e.offset] += "other "
+			}
 		}
-		t.Fatalf("batch of %d, want the cancel (2) and the copy (3) cancelled", len(b))
 	}
-	if firstOffset(b[1]) != 1 {
-		t.Errorf("the copy's first offset is %d, want the reschedule's, 1", firstOffset(b[1]))
+	if got[2] != "cancel " || got[3] != "cancelled " || len(got) != 2 {
+		s.t.Fatalf("batches: %v; want the cancel (2) and the copy (3) cancelled, nothing else", got)
 	}
 }
 
-// TestCopiesRecordRoundTrip: the state record of a partition's highest
-// copy offset is read back by a new owner (stateRead), and values that
-// are not one are ignored.
+// TestCancelReachesTheCopy: the cancel at 2 reaches the copy at 3 of a
+// message first sent at 1, whether the cancel is read before the copy or
+// in the same poll, by key or by the reschedule's offset, with the copy
+// due soon, in RAM, or spilled, and after a change of owner.
+func TestCancelReachesTheCopy(t *testing.T) {
+	cases := []struct {
+		name     string
+		in       time.Duration
+		spill    bool
+		samePoll bool
+		takeOver bool
+		cancel   string
+	}{
+		{"separate polls, by key", time.Hour, false, false, false, "key"},
+		{"same poll, by key", time.Hour, false, true, false, "key"},
+		{"same poll, copy due soon", time.Second, false, true, false, "key"},
+		{"separate polls, by the reschedule's offset", time.Hour, false, false, false, "offset:1"},
+		{"same poll, copy spilled", time.Hour, true, true, false, "key"},
+		{"separate polls, copy spilled", time.Hour, true, false, false, "offset:1"},
+		{"new owner, same poll", time.Hour, false, true, true, "key"},
+		{"new owner, separate polls", time.Hour, false, false, true, "key"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := newCopyScene(t, c.in, c.spill)
+			if c.takeOver {
+				s.takeOver()
+			}
+			cancel := s.rec(2, 0, c.cancel, nil)
+			if c.samePoll {
+				s.index(cancel)
+				s.index(s.copyRec)
+				s.check(s.w.collectDue(s.now))
+				return
+			}
+			s.index(cancel)
+			if b := s.w.collectDue(s.now); len(b) != 0 || s.w.stats.CancelsDeferred.Load() != 1 {
+				t.Fatalf("batch of %d, %d deferred: want the cancel to wait for the copy", len(b), s.w.stats.CancelsDeferred.Load())
+			}
+			if snaps := s.w.buildSnapshots([]*partProgress{s.w.parts[0]}, nil); len(snaps) != 0 {
+				t.Fatalf("a snapshot of a partition with a waiting cancel")
+			}
+			s.index(s.copyRec)
+			s.check(s.w.collectDue(s.now))
+		})
+	}
+}
+
+// TestCopiedFromHeaderIsNotTrusted: a record that merely carries a
+// hourglass-copied-from header naming an offset before a waiting cancel is
+// not taken for a copy: the cancel, written before the record, leaves it.
+func TestCopiedFromHeaderIsNotTrusted(t *testing.T) {
+	s := newCopyScene(t, time.Hour, false)
+	s.index(s.rec(2, 0, "key", nil))
+	if b := s.w.collectDue(s.now); len(b) != 0 {
+		t.Fatalf("batch of %d, want the cancel to wait", len(b))
+	}
+	s.index(s.copyRec)
+	forged := s.rec(4, s.now+time.Hour.Milliseconds(), "", []kgo.RecordHeader{{Key: HeaderCopiedFrom, Value: []byte(s.w.cfg.DelayTopic + "/0/0")}})
+	s.index(forged)
+	s.check(s.w.collectDue(s.now))
+}
+
+// TestCopiesRecordRoundTrip: a copies record's value decodes to what was
+// encoded, and values that are not one are refused.
 func TestCopiesRecordRoundTrip(t *testing.T) {
-	f := reschedFixture{}
-	w := f.setup(t)
-	pp := w.parts[0]
-	e := &entry{pp: pp, offset: 5, copy: true}
-	r := &kgo.Record{Topic: w.cfg.DelayTopic, Offset: 1 << 40}
-	recs := w.copiesRecords(map[*kgo.Record]*entry{r: e})
-	if len(recs) != 1 || recs[0].Topic != w.cfg.StateTopic || recs[0].Partition != 0 {
-		t.Fatalf("copies records %+v, want one for state partition 0", recs)
+	cs, ok := parseCopies(encodeCopies(1<<40, map[int64]int64{5: 1, 1 << 40: 7}))
+	if !ok || cs.high != 1<<40 || len(cs.origins) != 2 || cs.origins[5] != 1 || cs.origins[1<<40] != 7 {
+		t.Fatalf("decoded %+v %v", cs, ok)
 	}
-	st := &stateRead{live: map[int32]map[int64]struct{}{}, snaps: map[int32]*snapAssembler{}, copyHigh: map[int32]int64{}}
-	st.add(w, recs[0])
-	out := map[int32]*loadedPart{}
-	st.result(w, []int32{0}, out)
-	if out[0].copyHigh != 1<<40 || len(out[0].markers) != 0 {
-		t.Fatalf("loaded %+v, want copyHigh %d and no marker", out[0], int64(1<<40))
-	}
-	for _, v := range [][]byte{nil, {copiesVersion}, {2, 1}, {copiesVersion, 0x80}, {copiesVersion, 1, 1}} {
-		if x, ok := parseCopiesValue(v); ok {
-			t.Errorf("value %x read as %d, want refused", v, x)
+	bad := [][]byte{nil, {copiesVersion}, {2, 1, 0}, {copiesVersion, 0x80}, {copiesVersion, 9, 1, 5, 6},
+		{copiesVersion, 9, 1, 5}, {copiesVersion, 9, 1, 10, 1}, {copiesVersion, 9, 0, 0}, {copiesVersion, 9, 200, 1}}
+	for _, v := range bad {
+		if cs, ok := parseCopies(v); ok {
+			t.Errorf("value %x read as %+v, want refused", v, cs)
 		}
+	}
+}
+
+// TestOriginsArePruned: an origin is kept while a cancel below its copy is
+// open, and dropped once the read position passed the copy and no open
+// cancel is below it.
+func TestOriginsArePruned(t *testing.T) {
+	cs := copyState{high: 9, origins: map[int64]int64{5: 1, 9: 2}}
+	cs.opened(4)
+	cs.pruneOrigins(10)
+	if len(cs.origins) != 2 {
+		t.Fatalf("origins %v after a prune with a cancel open at 4, want both kept", cs.origins)
+	}
+	cs.closed(4)
+	cs.opened(7)
+	cs.pruneOrigins(10)
+	if _, ok := cs.origins[5]; ok || len(cs.origins) != 1 {
+		t.Fatalf("origins %v with a cancel open at 7, want only 9 kept", cs.origins)
+	}
+	cs.closed(7)
+	cs.pruneOrigins(9)
+	if len(cs.origins) != 1 {
+		t.Fatalf("origins %v with the copy at 9 not read yet, want it kept", cs.origins)
+	}
+	cs.pruneOrigins(10)
+	if len(cs.origins) != 0 {
+		t.Fatalf("origins %v, want none", cs.origins)
+	}
+}
+
+// TestNoSnapshotWhileARescheduleWaits: a reschedule (2) read before the
+// copy (3) of an earlier one waits; meanwhile its scheduled half is in the
+// index like a plain message, and a snapshot would record it as one: a
+// new owner would then deliver it beside the copy. The partition takes no
+// snapshot until the reschedule has run.
+func TestNoSnapshotWhileARescheduleWaits(t *testing.T) {
+	s := newCopyScene(t, time.Hour, false)
+	s.takeOver()
+	s.index(s.rec(2, s.now+2*time.Hour.Milliseconds(), "key", nil))
+	if b := s.w.collectDue(s.now); len(b) != 0 {
+		t.Fatalf("batch of %d, want the reschedule to wait for the copy", len(b))
+	}
+	if snaps := s.w.buildSnapshots([]*partProgress{s.w.parts[0]}, nil); len(snaps) != 0 {
+		t.Fatalf("a snapshot while a reschedule waits")
+	}
+	s.index(s.copyRec)
+	b := s.w.collectDue(s.now)
+	got := map[int64]string{}
+	for _, e := range b {
+		switch {
+		case e.ctl != nil && e.ctl.cancel != nil:
+			got[e.offset] += "cancel "
+		case e.cancelled:
+			got[e.offset] += "cancelled "
+		case e.copy:
+			got[e.offset] += "copied "
+		}
+	}
+	if got[2] != "cancel copied " || got[3] != "cancelled " {
+		t.Fatalf("after the copy was read: %v; want the reschedule (2) to replace the copy (3)", got)
 	}
 }

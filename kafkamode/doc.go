@@ -40,10 +40,11 @@
 //	state topic, partition p, one record (latest wins), from a
 //	transaction that copies forward into p (deferral.go):
 //	    key   = "<delay topic>/<p>/copies"     ASCII
-//	    value = 0x01 | uvarint X               X: the highest offset of a
-//	                                           copy committed into p; a
-//	                                           cancel read below it waits
-//	                                           until X has been read
+//	    value = 0x01 | uvarint X | uvarint n | n x (uvarint copy offset,
+//	                                               uvarint first offset)
+//	    X: the highest offset of a copy committed into p (a cancel read
+//	    below it waits until X has been read); the pairs: what each copy
+//	    whose origin a cancel may still need carries on (first < copy <= X)
 //
 //	delay partition p:  ... C ............................ end
 //	                        |pending|mark|pending|mark|mark|pending|

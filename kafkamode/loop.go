@@ -211,7 +211,7 @@ func (w *Worker) collectDue(now int64) []*entry {
 			w.deferCancel(e) // a copy of ours is on its way (deferral.go)
 			continue
 		}
-		if len(e.pp.deferred) > 0 && w.holdScheduled(e) {
+		if len(e.pp.copies.deferred) > 0 && w.holdScheduled(e) {
 			continue
 		}
 		if e.ctl != nil && e.ctl.cancel != nil && !w.unspillTargets(e) {
@@ -289,10 +289,10 @@ func (w *Worker) peekCopy() *entry {
 // batch, so it is counted in matched but not returned.
 func (w *Worker) cancelTargets(c *entry) (out []*entry, matched bool) {
 	for _, e := range w.due {
-		if e.pp != c.pp || !e.live() || e.inBatch && !e.copy || e.cancelled || e.ctl != nil || firstOffset(e) >= c.offset {
+		if e.pp != c.pp || !e.live() || e.inBatch && !e.copy || e.cancelled || e.ctl != nil {
 			continue
 		}
-		if c.ctl.cancel.byKey && e.keyHash == c.keyHash || !c.ctl.cancel.byKey && e.offset == c.ctl.cancel.offset {
+		if c.cancels(e.offset, firstOffset(e), e.keyHash) {
 			matched = true
 			if e.inBatch {
 				e.copy, e.cancelled = false, true
@@ -348,6 +348,7 @@ func (w *Worker) indexRecord(r *kgo.Record, now, lead int64) {
 		w.due.push(e)
 		return
 	case isCancel && !scheduled:
+		pp.copies.opened(r.Offset)
 		e.ctl = &control{cancel: cancel}
 		e.rec = &kgo.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}
 		w.due.push(e)
@@ -357,6 +358,7 @@ func (w *Worker) indexRecord(r *kgo.Record, now, lead int64) {
 		// control entry that does not resolve this record's offset,
 		// and schedule this record below, with its body, which
 		// collectDue drops once the cancel half has run.
+		pp.copies.opened(r.Offset)
 		w.due.push(&entry{pp: pp, offset: r.Offset, keyHash: e.keyHash,
 			ctl: &control{cancel: cancel, keepOwn: true, sched: e},
 			rec: &kgo.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}})
@@ -369,7 +371,7 @@ func (w *Worker) indexRecord(r *kgo.Record, now, lead int64) {
 	case err != nil:
 		e.ctl = &control{dlqReason: err.Error()}
 		e.rec = detach(r)
-	case s.due-now <= lead || w.keepOrigin(pp, r):
+	case s.due-now <= lead:
 		e.due = s.due
 		e.rec = detach(r)
 	default:

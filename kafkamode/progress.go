@@ -57,13 +57,9 @@ type partProgress struct {
 	// re-reading (Stats.TakeoverRecordsRead).
 	catchUp int64
 
-	// copyHigh is the highest offset of a copy forward this worker
-	// committed into the partition (-1: none); deferred holds the cancels
-	// (and scheduled halves) that wait until reading passes it, and
-	// origins the first offset of the copies read meanwhile (deferral.go).
-	copyHigh int64
-	deferred []*entry
-	origins  map[int64]int64
+	// copies is what a cancel needs to reach messages carried on by
+	// copies forward (deferral.go).
+	copies copyState
 }
 
 // applySeed makes the loaded snapshot the partition's progress, given C,
@@ -89,7 +85,7 @@ func (pp *partProgress) applySeed(c int64) ([]snapEntry, int64) {
 }
 
 func newPartProgress(p int32, markers []int64) *partProgress {
-	pp := &partProgress{partition: p, committed: -1, snapRead: -1, copyHigh: -1, markers: make(map[int64]struct{}, len(markers))}
+	pp := &partProgress{partition: p, committed: -1, snapRead: -1, copies: copyState{high: -1}, markers: make(map[int64]struct{}, len(markers))}
 	for _, o := range markers {
 		pp.markers[o] = struct{}{}
 	}

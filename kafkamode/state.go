@@ -56,9 +56,9 @@ func (w *Worker) markerRecord(partition int32, offset int64, live bool) *kgo.Rec
 type loadedPart struct {
 	markers []int64
 	snap    *snapshot
-	// copyHigh is the highest offset of a copy forward an owner committed
-	// into the partition (-1: none recorded; deferral.go).
-	copyHigh int64
+	// copies is the partition's copyState as its last owner recorded it
+	// (high -1: none; deferral.go).
+	copies copyState
 }
 
 // loadMarkers reads the live markers and the latest snapshot of the given
@@ -89,7 +89,7 @@ func (w *Worker) loadMarkers(ctx context.Context, partitions []int32) (map[int32
 	}
 	if len(last) == 0 {
 		for _, p := range partitions {
-			out[p] = &loadedPart{copyHigh: -1}
+			out[p] = &loadedPart{copies: copyState{high: -1}}
 		}
 		return out, nil
 	}
@@ -104,7 +104,7 @@ func (w *Worker) loadMarkers(ctx context.Context, partitions []int32) (map[int32
 	}
 	defer cl.Close()
 	st := &stateRead{live: make(map[int32]map[int64]struct{}, len(last)), snaps: make(map[int32]*snapAssembler, len(last)),
-		copyHigh: make(map[int32]int64)}
+		copies: make(map[int32]copyState)}
 	for len(last) > 0 {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
@@ -138,9 +138,9 @@ func (w *Worker) loadMarkers(ctx context.Context, partitions []int32) (map[int32
 // stateRead is what loadMarkers gathered from the state topic: the live
 // markers and the snapshot chunks of each partition.
 type stateRead struct {
-	live     map[int32]map[int64]struct{}
-	snaps    map[int32]*snapAssembler
-	copyHigh map[int32]int64
+	live   map[int32]map[int64]struct{}
+	snaps  map[int32]*snapAssembler
+	copies map[int32]copyState
 }
 
 // add takes one state record at or before the end being read to.
@@ -156,8 +156,10 @@ func (st *stateRead) add(w *Worker, r *kgo.Record) {
 		return
 	}
 	if string(r.Key) == string(copiesKey(w.cfg.DelayTopic, r.Partition)) {
-		if x, ok := parseCopiesValue(r.Value); ok {
-			st.copyHigh[r.Partition] = x
+		if cs, ok := parseCopies(r.Value); ok {
+			st.copies[r.Partition] = cs
+		} else {
+			w.cfg.Logger.Warn("ignoring an unreadable copies record", "partition", r.Partition)
 		}
 		return
 	}
@@ -180,9 +182,9 @@ func (st *stateRead) add(w *Worker, r *kgo.Record) {
 // result fills out with each partition's markers and snapshot.
 func (st *stateRead) result(w *Worker, partitions []int32, out map[int32]*loadedPart) {
 	for _, p := range partitions {
-		lp := &loadedPart{copyHigh: -1}
-		if x, ok := st.copyHigh[p]; ok {
-			lp.copyHigh = x
+		lp := &loadedPart{copies: copyState{high: -1}}
+		if cs, ok := st.copies[p]; ok {
+			lp.copies = cs
 		}
 		for o := range st.live[p] {
 			lp.markers = append(lp.markers, o)

@@ -223,6 +223,7 @@ func (w *Worker) committed(batch []*entry, plans []*partPlan, snaps []*snapWrite
 			w.stats.Cancelled.Add(1)
 			w.deadSlots++ // still in the due heap (compactIndex)
 		case e.ctl != nil && e.ctl.cancel != nil:
+			e.pp.copies.closed(e.offset)
 		case e.copy:
 			w.stats.CopiedForward.Add(1)
 			w.deadSlots++
