@@ -101,23 +101,11 @@ func (s *copyScene) takeOver() {
 	s.w = w
 }
 
-// cancelled collects due batches and reports whether the copy (3) was
-// cancelled by the cancel (2) and what else was cancelled.
+// check requires the batches to hold the cancel (2) and the copy (3),
+// cancelled, and nothing else.
 func (s *copyScene) check(batches ...[]*entry) {
 	s.t.Helper()
-	got := map[int64]string{}
-	for _, b := range batches {
-		for _, e := range b {
-			switch {
-			case e.ctl != nil && e.ctl.cancel != nil:
-				got[e.offset] += "cancel "
-			case e.cancelled:
-				got[e.offset] += "cancelled "
-			default:
-				got[e.offset] += "other "
-			}
-		}
-	}
+	got := describe(batches...)
 	if got[2] != "cancel " || got[3] != "cancelled " || len(got) != 2 {
 		s.t.Fatalf("batches: %v; want the cancel (2) and the copy (3) cancelled, nothing else", got)
 	}
@@ -245,19 +233,28 @@ func TestNoSnapshotWhileARescheduleWaits(t *testing.T) {
 		t.Fatalf("a snapshot while a reschedule waits")
 	}
 	s.index(s.copyRec)
-	b := s.w.collectDue(s.now)
-	got := map[int64]string{}
-	for _, e := range b {
-		switch {
-		case e.ctl != nil && e.ctl.cancel != nil:
-			got[e.offset] += "cancel "
-		case e.cancelled:
-			got[e.offset] += "cancelled "
-		case e.copy:
-			got[e.offset] += "copied "
-		}
-	}
+	got := describe(s.w.collectDue(s.now))
 	if got[2] != "cancel copied " || got[3] != "cancelled " {
 		t.Fatalf("after the copy was read: %v; want the reschedule (2) to replace the copy (3)", got)
 	}
+}
+
+// describe says what each offset's entries in the batches do.
+func describe(batches ...[]*entry) map[int64]string {
+	got := map[int64]string{}
+	for _, b := range batches {
+		for _, e := range b {
+			switch {
+			case e.ctl != nil && e.ctl.cancel != nil:
+				got[e.offset] += "cancel "
+			case e.cancelled:
+				got[e.offset] += "cancelled "
+			case e.copy:
+				got[e.offset] += "copied "
+			default:
+				got[e.offset] += "other "
+			}
+		}
+	}
+	return got
 }
