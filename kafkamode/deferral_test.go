@@ -86,7 +86,7 @@ func (s *copyScene) takeOver() {
 	if len(s.copyRecs) != 1 {
 		s.t.Fatalf("%d copies records, want 1", len(s.copyRecs))
 	}
-	st := &stateRead{live: map[int32]map[int64]struct{}{}, snaps: map[int32]*snapAssembler{}, copies: map[int32]copyState{}}
+	st := &stateRead{live: map[int32]map[int64]struct{}{}, snaps: map[int32]*snapAssembler{}, copies: map[int32]map[int64]copyRef{}}
 	st.add(s.w, s.copyRecs[0])
 	out := map[int32]*loadedPart{}
 	st.result(s.w, []int32{0}, out)
@@ -95,7 +95,7 @@ func (s *copyScene) takeOver() {
 		s.t.Fatal(err)
 	}
 	pp := newPartProgress(0, nil)
-	pp.copies.high, pp.copies.origins = out[0].copies.high, out[0].copies.origins
+	pp.copies.copies = out[0].copies
 	pp.next = 2
 	w.parts[0] = pp
 	s.w = w
@@ -177,43 +177,105 @@ func TestCopiedFromHeaderIsNotTrusted(t *testing.T) {
 // TestCopiesRecordRoundTrip: a copies record's value decodes to what was
 // encoded, and values that are not one are refused.
 func TestCopiesRecordRoundTrip(t *testing.T) {
-	cs, ok := parseCopies(encodeCopies(1<<40, map[int64]int64{5: 1, 1 << 40: 7}))
-	if !ok || cs.high != 1<<40 || len(cs.origins) != 2 || cs.origins[5] != 1 || cs.origins[1<<40] != 7 {
-		t.Fatalf("decoded %+v %v", cs, ok)
+	want := map[int64]copyRef{5: {first: 1, keyHash: 0xabc}, 1 << 40: {first: 7, keyHash: 1 << 63}}
+	got, ok := parseCopies(encodeCopies(want))
+	if !ok || len(got) != 2 || got[5] != want[5] || got[1<<40] != want[1<<40] {
+		t.Fatalf("decoded %+v %v, want %+v", got, ok, want)
 	}
-	bad := [][]byte{nil, {copiesVersion}, {2, 1, 0}, {copiesVersion, 0x80}, {copiesVersion, 9, 1, 5, 6},
-		{copiesVersion, 9, 1, 5}, {copiesVersion, 9, 1, 10, 1}, {copiesVersion, 9, 0, 0}, {copiesVersion, 9, 200, 1}}
+	hash := []byte{0, 0, 0, 0, 0, 0, 0, 1}
+	bad := [][]byte{nil, {copiesVersion}, {2, 0}, {copiesVersion, 0x80},
+		append([]byte{copiesVersion, 1, 5, 1}, hash[:7]...),        // short hash
+		append([]byte{copiesVersion, 1, 5, 1}, append(hash, 0)...), // trailing byte
+		append([]byte{copiesVersion, 1, 5, 5}, hash...),            // first not before the copy
+		append([]byte{copiesVersion, 200, 5, 1}, hash...),          // count beyond the bytes
+	}
 	for _, v := range bad {
-		if cs, ok := parseCopies(v); ok {
-			t.Errorf("value %x read as %+v, want refused", v, cs)
+		if m, ok := parseCopies(v); ok {
+			t.Errorf("value %x read as %+v, want refused", v, m)
 		}
+	}
+	many := map[int64]copyRef{}
+	for x := int64(1); x <= maxCopyRefs+10; x++ {
+		many[x] = copyRef{first: 0, keyHash: uint64(x)}
+	}
+	v := encodeCopies(many)
+	got, ok = parseCopies(v)
+	if _, low := got[10]; !ok || len(got) != maxCopyRefs || low || len(v) > 512<<10 {
+		t.Fatalf("%d refs in %d bytes (ok %v), want the highest %d in under 512 KiB", len(got), len(v), ok, maxCopyRefs)
 	}
 }
 
-// TestOriginsArePruned: an origin is kept while a cancel below its copy is
-// open, and dropped once the read position passed the copy and no open
-// cancel is below it.
-func TestOriginsArePruned(t *testing.T) {
-	cs := copyState{high: 9, origins: map[int64]int64{5: 1, 9: 2}}
+// TestCopyRecordsArePruned: a copy's record is kept while a cancel below
+// the copy is open or the copy is not read yet, and dropped after.
+func TestCopyRecordsArePruned(t *testing.T) {
+	cs := copyState{copies: map[int64]copyRef{5: {first: 1}, 9: {first: 2}}}
 	cs.opened(4)
-	cs.pruneOrigins(10)
-	if len(cs.origins) != 2 {
-		t.Fatalf("origins %v after a prune with a cancel open at 4, want both kept", cs.origins)
+	cs.pruneCopies(10)
+	if len(cs.copies) != 2 {
+		t.Fatalf("copies %v after a prune with a cancel open at 4, want both kept", cs.copies)
 	}
 	cs.closed(4)
 	cs.opened(7)
-	cs.pruneOrigins(10)
-	if _, ok := cs.origins[5]; ok || len(cs.origins) != 1 {
-		t.Fatalf("origins %v with a cancel open at 7, want only 9 kept", cs.origins)
+	cs.pruneCopies(10)
+	if _, ok := cs.copies[5]; ok || len(cs.copies) != 1 {
+		t.Fatalf("copies %v with a cancel open at 7, want only 9 kept", cs.copies)
 	}
 	cs.closed(7)
-	cs.pruneOrigins(9)
-	if len(cs.origins) != 1 {
-		t.Fatalf("origins %v with the copy at 9 not read yet, want it kept", cs.origins)
+	cs.pruneCopies(9)
+	if len(cs.copies) != 1 {
+		t.Fatalf("copies %v with the copy at 9 not read yet, want it kept", cs.copies)
 	}
-	cs.pruneOrigins(10)
-	if len(cs.origins) != 0 {
-		t.Fatalf("origins %v, want none", cs.origins)
+	cs.pruneCopies(10)
+	if len(cs.copies) != 0 {
+		t.Fatalf("copies %v, want none", cs.copies)
+	}
+}
+
+// TestWaitingCancelHoldsItsTargets: a cancel waits only for a copy it
+// would match, and meanwhile the entries it would match are not
+// forwarded: a message with the cancel's key, due while the cancel
+// waits, is cancelled with the copy once the copy is read. A cancel of
+// another key does not wait.
+func TestWaitingCancelHoldsItsTargets(t *testing.T) {
+	s := newCopyScene(t, time.Hour, false) // message 0 and reschedule 1 of key k; copy at 3
+	other := s.rec(2, 0, "key", nil)
+	other.Key = []byte("other")
+	s.index(other)
+	if b := describe(s.w.collectDue(s.now)); b[2] != "cancel " {
+		t.Fatalf("a cancel of another key: %v, want it run at once", b)
+	}
+	// The copy lands at 6 instead, leaving room for two more records.
+	s.copyRec.Offset = 6
+	s.w.parts[0].copies.copies = map[int64]copyRef{6: {first: 1, keyHash: keyHash([]byte("k"))}}
+	soon := s.rec(4, s.now+500, "", nil) // a second message of key k, due in 500 ms
+	s.index(soon)
+	s.index(s.rec(5, 0, "key", nil))
+	if b := s.w.collectDue(s.now + 1000); len(b) != 0 {
+		t.Fatalf("while the cancel waits: %v, want nothing (its target held)", describe(b))
+	}
+	s.index(s.copyRec)
+	got := describe(s.w.collectDue(s.now + 1000))
+	if got[5] != "cancel " || got[4] != "cancelled " || got[6] != "cancelled " {
+		t.Fatalf("after the copy was read: %v; want the cancel (5) to cancel 4 and the copy (6)", got)
+	}
+}
+
+// TestDeadLetteredRescheduleIsNotCopied: a reschedule that replaces
+// nothing is dead-lettered even when its record was old enough to be
+// queued for copy-forward (it was copied, and so delivered, before).
+func TestDeadLetteredRescheduleIsNotCopied(t *testing.T) {
+	f := reschedFixture{now: 1_800_000_000_000, far: 1_800_000_000_000 + 3_600_000, lead: DefaultConfig().BodyLead.Milliseconds()}
+	w := f.setup(t)
+	w.indexRecord(f.rec(1, f.far, "offset:0"), f.now, f.lead)
+	for _, e := range w.due {
+		if e.ctl == nil {
+			e.copy = true // what requestBodies does for a record past half the retention
+		}
+	}
+	b := w.collectDue(f.now)
+	sched := b[len(b)-1]
+	if out := w.output(sched); sched.dlqReason() == "" || out == nil || out.Topic != w.cfg.DLQTopic {
+		t.Fatalf("the reschedule's output %+v (reason %q), want a dead letter", out, sched.dlqReason())
 	}
 }
 

@@ -38,13 +38,14 @@
 //	          | nil (tombstone)                marker deleted once C passes it
 //
 //	state topic, partition p, one record (latest wins), from a
-//	transaction that copies forward into p (deferral.go):
+//	transaction that copies forward into p (deferral.go, copiesrec.go):
 //	    key   = "<delay topic>/<p>/copies"     ASCII
-//	    value = 0x01 | uvarint X | uvarint n | n x (uvarint copy offset,
-//	                                               uvarint first offset)
-//	    X: the highest offset of a copy committed into p (a cancel read
-//	    below it waits until X has been read); the pairs: what each copy
-//	    whose origin a cancel may still need carries on (first < copy <= X)
+//	    value = 0x01 | uvarint n | n x ( uvarint copy offset
+//	                                     uvarint first offset (< copy)
+//	                                     8 bytes key hash, big-endian )
+//	    the copies committed into p that a cancel may still need: not
+//	    read back yet, or with a cancel below them not yet committed (at
+//	    most 16,384, the highest offsets)
 //
 //	delay partition p:  ... C ............................ end
 //	                        |pending|mark|pending|mark|mark|pending|

@@ -157,7 +157,7 @@ func (w *Worker) onAssigned(ctx context.Context, _ *kgo.Client, assigned map[str
 		lp := loaded[p]
 		pp := newPartProgress(p, lp.markers)
 		pp.seed = lp.snap
-		pp.copies.high, pp.copies.origins = lp.copies.high, lp.copies.origins
+		pp.copies.copies = lp.copies
 		if lo, ok := ends.Lookup(w.cfg.DelayTopic, p); ok && lo.Err == nil {
 			pp.catchUp = lo.Offset
 		}

@@ -211,7 +211,7 @@ func (w *Worker) collectDue(now int64) []*entry {
 			w.deferCancel(e) // a copy of ours is on its way (deferral.go)
 			continue
 		}
-		if len(e.pp.copies.deferred) > 0 && w.holdScheduled(e) {
+		if len(e.pp.copies.deferred) > 0 && w.held(e) {
 			continue
 		}
 		if e.ctl != nil && e.ctl.cancel != nil && !w.unspillTargets(e) {
@@ -263,7 +263,8 @@ func (w *Worker) settleReschedule(batch []*entry, sc *entry, replaced bool, now 
 		return append(batch, sc)
 	}
 	sc.ctl = &control{dlqReason: "reschedule: nothing pending to replace (the message it moves was already forwarded, cancelled, or never sent): not scheduled"}
-	sc.inBatch = true
+	sc.inBatch, sc.copy = true, false // queued for copy-forward as an old record: dead-lettered, not copied
+
 	return append(batch, sc)
 }
 

@@ -85,7 +85,7 @@ func (pp *partProgress) applySeed(c int64) ([]snapEntry, int64) {
 }
 
 func newPartProgress(p int32, markers []int64) *partProgress {
-	pp := &partProgress{partition: p, committed: -1, snapRead: -1, copies: copyState{high: -1}, markers: make(map[int64]struct{}, len(markers))}
+	pp := &partProgress{partition: p, committed: -1, snapRead: -1, markers: make(map[int64]struct{}, len(markers))}
 	for _, o := range markers {
 		pp.markers[o] = struct{}{}
 	}

@@ -56,9 +56,9 @@ func (w *Worker) markerRecord(partition int32, offset int64, live bool) *kgo.Rec
 type loadedPart struct {
 	markers []int64
 	snap    *snapshot
-	// copies is the partition's copyState as its last owner recorded it
-	// (high -1: none; deferral.go).
-	copies copyState
+	// copies is the partition's copy records as its last owner wrote them
+	// (deferral.go).
+	copies map[int64]copyRef
 }
 
 // loadMarkers reads the live markers and the latest snapshot of the given
@@ -89,7 +89,7 @@ func (w *Worker) loadMarkers(ctx context.Context, partitions []int32) (map[int32
 	}
 	if len(last) == 0 {
 		for _, p := range partitions {
-			out[p] = &loadedPart{copies: copyState{high: -1}}
+			out[p] = &loadedPart{}
 		}
 		return out, nil
 	}
@@ -104,7 +104,7 @@ func (w *Worker) loadMarkers(ctx context.Context, partitions []int32) (map[int32
 	}
 	defer cl.Close()
 	st := &stateRead{live: make(map[int32]map[int64]struct{}, len(last)), snaps: make(map[int32]*snapAssembler, len(last)),
-		copies: make(map[int32]copyState)}
+		copies: make(map[int32]map[int64]copyRef)}
 	for len(last) > 0 {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
@@ -140,7 +140,7 @@ func (w *Worker) loadMarkers(ctx context.Context, partitions []int32) (map[int32
 type stateRead struct {
 	live   map[int32]map[int64]struct{}
 	snaps  map[int32]*snapAssembler
-	copies map[int32]copyState
+	copies map[int32]map[int64]copyRef
 }
 
 // add takes one state record at or before the end being read to.
@@ -156,8 +156,8 @@ func (st *stateRead) add(w *Worker, r *kgo.Record) {
 		return
 	}
 	if string(r.Key) == string(copiesKey(w.cfg.DelayTopic, r.Partition)) {
-		if cs, ok := parseCopies(r.Value); ok {
-			st.copies[r.Partition] = cs
+		if m, ok := parseCopies(r.Value); ok {
+			st.copies[r.Partition] = m
 		} else {
 			w.cfg.Logger.Warn("ignoring an unreadable copies record", "partition", r.Partition)
 		}
@@ -182,10 +182,7 @@ func (st *stateRead) add(w *Worker, r *kgo.Record) {
 // result fills out with each partition's markers and snapshot.
 func (st *stateRead) result(w *Worker, partitions []int32, out map[int32]*loadedPart) {
 	for _, p := range partitions {
-		lp := &loadedPart{copies: copyState{high: -1}}
-		if cs, ok := st.copies[p]; ok {
-			lp.copies = cs
-		}
+		lp := &loadedPart{copies: st.copies[p]}
 		for o := range st.live[p] {
 			lp.markers = append(lp.markers, o)
 		}
