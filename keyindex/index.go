@@ -182,6 +182,12 @@ func (x *Index) Prepare() (*Job, error) {
 		n := len(x.mu.mem)
 		x.mu.frozen = append(x.mu.frozen, x.mu.mem)
 		x.mu.mem = make(map[uint64]uint64, min(n, maxPresize))
+	} else {
+		// No Put since the last Prepare: the traffic stopped. Drop the
+		// table presized for it (up to maxPresize entries, about 8 MiB that
+		// a Go map never gives back), so that an idle broker's memtable
+		// costs nothing.
+		x.mu.mem = map[uint64]uint64{}
 	}
 	fresh := uint64(0)
 	for _, m := range x.mu.frozen {
