@@ -109,6 +109,7 @@
 //
 // Concurrency. An Index is safe for concurrent use. Put, Prepare, Complete,
 // SetMinPos and Stats hold its mutex only briefly and never do I/O under
-// it; Get reads the files after releasing it. At most one Job is
+// it; Get reads the files after releasing it; Job.Run takes it once,
+// briefly, to hand over its sorted entries. At most one Job is
 // outstanding at a time.
 package keyindex
