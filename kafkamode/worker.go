@@ -37,6 +37,8 @@ type Stats struct {
 	Lateness     *engine.Histogram
 	TxnMicros    atomic.Int64 // time spent in transactions, summed (µs)
 	MaxTxnMicros atomic.Int64 // longest transaction (µs)
+	// Stages splits the transactions' time into their steps (stages.go).
+	Stages Stages
 	// Snapshots counts partition snapshots written in committed
 	// transactions; TakeoverRecordsRead the delay records the consumer
 	// delivered below each assigned partition's end offset at assignment
@@ -103,6 +105,7 @@ type Worker struct {
 	aux    *kgo.Client // admin and marker-loading seed client
 	sess   *kgo.GroupTransactSession
 	loader *bodyLoader
+	rtts   *rttHook // times the session client's requests
 
 	// mu guards parts: the group callbacks (on the client's goroutines)
 	// add and drop partitions; the loop reads them. Never held across a
@@ -156,6 +159,8 @@ func New(cfg Config) (*Worker, error) {
 	}
 	w := &Worker{cfg: cfg, parts: make(map[int32]*partProgress), loadDone: make(chan bodyResult, 1)}
 	w.stats.Lateness = engine.NewHistogram(engine.LatenessBounds...)
+	w.stats.Stages = newStages()
+	w.rtts = &rttHook{s: &w.stats.Stages}
 	return w, nil
 }
 
@@ -244,6 +249,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		"copied_forward", w.stats.CopiedForward.Load(), "spill_loaded", w.stats.SpillLoaded.Load(), "spill_errors", w.stats.SpillErrors.Load(),
 		"lateness_p50_ms", w.stats.Lateness.Quantile(0.5)*1000, "lateness_p99_ms", w.stats.Lateness.Quantile(0.99)*1000,
 		"max_lateness_ms", w.stats.MaxLatenessMs.Load(), "txn_us_total", w.stats.TxnMicros.Load(), "txn_us_max", w.stats.MaxTxnMicros.Load())
+	log.Info("kafka worker transaction stages", w.stats.Stages.summary()...)
 	return nil
 }
 
@@ -350,6 +356,7 @@ func (w *Worker) sessionOptions() []kgo.Opt {
 		// delay record of 1 MB the broker had taken, and dead-lettered it.
 		kgo.ProducerBatchMaxBytes(MaxBatchBytes),
 		kgo.RecordPartitioner(statePartitioner{state: w.cfg.StateTopic, delay: w.cfg.DelayTopic, other: kgo.StickyKeyPartitioner(nil)}),
+		kgo.WithHooks(w.rtts),
 		kgo.OnPartitionsAssigned(w.onAssigned),
 		kgo.AdjustFetchOffsetsFn(w.adjustOffsets),
 		kgo.OnPartitionsRevoked(w.onRevoked),
