@@ -13,7 +13,9 @@ import (
 )
 
 // txnGap is the least time between a commit and the next transaction's
-// first produce; the loop indexes what arrived meanwhile. With transaction
+// first produce when the coordinator cannot be asked whether the commit
+// has completed (settle.go waits for exactly that otherwise, up to
+// settleMax); the loop indexes what arrived meanwhile. With transaction
 // version 2 (KIP-890) the coordinator completes a commit after answering
 // EndTxn (it writes the markers, then the completion); a produce of the
 // next transaction that arrives before that is answered
@@ -43,14 +45,21 @@ func (w *Worker) poll(ctx context.Context) {
 		}
 		wait = min(wait, d)
 	}
-	if gap := txnGap - time.Since(w.lastCommit); gap > 0 {
-		wait = max(wait, gap)
+	settling := !w.settled()
+	if settling {
+		// The last transaction's end is completing: wait for that (the
+		// watch ends within settleMax), reading meanwhile.
+		wait = max(wait, settleMax)
 	}
 	var fs kgo.Fetches
 	if wait <= 0 {
 		fs = w.sess.PollRecords(nil, maxPollRecords) // nil: take what is buffered, never block
 	} else {
 		pctx, cancel := context.WithTimeout(ctx, wait)
+		if settling {
+			stop := context.AfterFunc(w.settling, cancel)
+			defer stop()
+		}
 		fs = w.sess.PollRecords(pctx, maxPollRecords)
 		cancel()
 	}

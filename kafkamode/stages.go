@@ -33,13 +33,17 @@ type Stages struct {
 	// Flush is from the transaction's start until every produce of it
 	// was acknowledged; End is from then until EndTxn was answered.
 	Flush, End *engine.Histogram
+	// Settle is from EndTxn's answer until the coordinator reported the
+	// transaction completed (its markers written: a read_committed
+	// consumer can see the records); the next transaction waits for it.
+	Settle *engine.Histogram
 	// Round trips of the transaction client's requests, by kind.
 	Produce, TxnOffsetCommit, Heartbeat, EndTxn *engine.Histogram
 }
 
 func newStages() Stages {
 	h := func() *engine.Histogram { return engine.NewHistogram(StageBounds...) }
-	return Stages{Wait: h(), Flush: h(), End: h(), Produce: h(), TxnOffsetCommit: h(), Heartbeat: h(), EndTxn: h()}
+	return Stages{Wait: h(), Flush: h(), End: h(), Settle: h(), Produce: h(), TxnOffsetCommit: h(), Heartbeat: h(), EndTxn: h()}
 }
 
 // ms is a histogram's q-quantile in milliseconds, for the log.
@@ -51,7 +55,7 @@ func (s *Stages) summary() []any {
 	for _, st := range []struct {
 		name string
 		h    *engine.Histogram
-	}{{"wait", s.Wait}, {"flush", s.Flush}, {"end", s.End}, {"produce_rtt", s.Produce},
+	}{{"wait", s.Wait}, {"flush", s.Flush}, {"end", s.End}, {"settle", s.Settle}, {"produce_rtt", s.Produce},
 		{"txn_offset_commit_rtt", s.TxnOffsetCommit}, {"heartbeat_rtt", s.Heartbeat}, {"end_txn_rtt", s.EndTxn}} {
 		out = append(out, st.name+"_p50_ms", ms(st.h, 0.5), st.name+"_p99_ms", ms(st.h, 0.99))
 	}

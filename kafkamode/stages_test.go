@@ -7,6 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/hourglass-mq/hourglass/engine"
 )
 
 // TestRTTHookSortsRequests checks that the hook files each round trip of a
@@ -22,7 +24,7 @@ func TestRTTHookSortsRequests(t *testing.T) {
 	h.OnBrokerE2E(kgo.BrokerMetadata{}, int16(kmsg.Fetch), ok)
 	h.OnBrokerE2E(kgo.BrokerMetadata{}, int16(kmsg.Heartbeat), kgo.BrokerE2E{ReadErr: errors.New("reset")})
 	for name, c := range map[string]struct {
-		h    interface{ Snapshot() ([]uint64, uint64, float64) }
+		h    *engine.Histogram
 		want uint64
 	}{"produce": {s.Produce, 1}, "end txn": {s.EndTxn, 2}, "heartbeat": {s.Heartbeat, 0}, "offset commit": {s.TxnOffsetCommit, 0}} {
 		if _, n, _ := c.h.Snapshot(); n != c.want {

@@ -76,6 +76,7 @@ func (w *Worker) transact(ctx context.Context, batch []*entry, snap []*partProgr
 		try = kgo.TryAbort
 	}
 	committed, err := w.sess.End(kgo.PreTxnCommitFnContext(ctx, commitFn), try)
+	w.settling = w.watchSettle(ctx, time.Now())
 	for _, e := range batch {
 		e.inBatch = false
 	}
@@ -196,7 +197,6 @@ func (w *Worker) offsetCommit(plans []*partPlan) func(*kmsg.TxnOffsetCommitReque
 
 // committed applies a committed transaction: progress, snapshots, stats.
 func (w *Worker) committed(batch []*entry, plans []*partPlan, snaps []*snapWrite, now int64) {
-	w.lastCommit = time.Now()
 	w.stats.Committed.Add(1)
 	for _, pl := range plans {
 		pl.apply()

@@ -129,8 +129,9 @@ type Worker struct {
 	copies    tsHeap   // entries that may need copying forward, by timestamp
 	copyReady []*entry // entries to copy, body loaded
 	lastSnap  time.Time
-	// lastCommit is when the last transaction committed (see txnGap).
-	lastCommit time.Time
+	// settling is done once the last transaction's end has completed
+	// at the coordinator (settle.go); the next one waits for it.
+	settling context.Context
 
 	queries indexQueries // read-only questions for the loop (query.go)
 
@@ -259,8 +260,11 @@ func (w *Worker) Run(ctx context.Context) error {
 func (w *Worker) runSession(ctx context.Context) error {
 	w.resetIndex()
 	sctx, cancel := context.WithCancel(ctx)
+	w.settling = settledCtx()
 	defer func() {
 		cancel()
+		// The settle watch ends with sctx.
+		<-w.settling.Done()
 		if w.loadBusy { // wait for the loader so no result leaks into the next session
 			<-w.loadDone
 			w.loadBusy = false
@@ -283,6 +287,9 @@ func (w *Worker) runSession(ctx context.Context) error {
 		w.loadSpilled(now)
 		w.compactIndex()
 		w.requestBodies(sctx, now)
+		if !w.settled() {
+			continue // the last transaction is still completing (settle.go)
+		}
 		batch := w.collectDue(now)
 		if w.spillErr != nil {
 			return w.spillErr
@@ -301,6 +308,9 @@ func (w *Worker) runSession(ctx context.Context) error {
 	}
 	return nil
 }
+
+// txnID is the worker's transactional ID.
+func (w *Worker) txnID() string { return w.cfg.Group + "-" + w.cfg.WorkerID }
 
 // resetIndex drops every partition and empties the index (RAM and spill
 // files): a session starts from what Kafka holds.
@@ -326,7 +336,7 @@ func (w *Worker) resetIndex() {
 func (w *Worker) sessionOptions() []kgo.Opt {
 	return []kgo.Opt{
 		kgo.SeedBrokers(w.cfg.Brokers...),
-		kgo.TransactionalID(w.cfg.Group + "-" + w.cfg.WorkerID),
+		kgo.TransactionalID(w.txnID()),
 		kgo.TransactionTimeout(w.cfg.TxnTimeout),
 		kgo.ConsumerGroup(w.cfg.Group),
 		kgo.ConsumeTopics(w.cfg.DelayTopic),

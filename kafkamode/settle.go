@@ -1,0 +1,96 @@
+package kafkamode
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// settleMax bounds the wait, after a commit, for the transaction
+// coordinator to complete it before the next transaction starts. Past it
+// the next produce goes anyway: the broker then holds it for
+// add.partitions.to.txn.retry.backoff.ms (20 ms by default), which waiting
+// longer would not beat.
+const settleMax = 20 * time.Millisecond
+
+// settlePoll is the interval between two looks at the coordinator's state
+// while a commit completes.
+const settlePoll = 500 * time.Microsecond
+
+// watchSettle watches the commit that ended at committedAt until the
+// transaction coordinator has completed it (written the commit markers:
+// from then on a read_committed consumer sees the records, and the next
+// transaction's first produce is not answered CONCURRENT_TRANSACTIONS, see
+// txnGap). It returns a channel closed once the commit completed, or
+// settleMax after committedAt, or, when the coordinator cannot say
+// (DescribeTransactions refused, an old broker), txnGap after committedAt:
+// the fixed gap it replaces. The goroutine ends when ctx does, at the
+// latest; runSession waits for it (settleDone).
+func (w *Worker) watchSettle(ctx context.Context, committedAt time.Time) context.Context {
+	done, cancel := context.WithCancel(context.Background())
+	go func() {
+		defer cancel()
+		if !w.awaitCompletion(ctx, committedAt.Add(settleMax)) {
+			sleepUntil(ctx, committedAt.Add(txnGap))
+			return
+		}
+		w.stats.Stages.Settle.Observe(time.Since(committedAt).Seconds())
+	}()
+	return done
+}
+
+// awaitCompletion asks the coordinator for the state of this worker's
+// transactional ID until it is past PrepareCommit (or PrepareAbort), or
+// until deadline. It reports false when the coordinator's answer cannot be
+// had.
+func (w *Worker) awaitCompletion(ctx context.Context, deadline time.Time) bool {
+	id := w.txnID()
+	for {
+		req := kmsg.NewPtrDescribeTransactionsRequest()
+		req.TransactionalIDs = []string{id}
+		resp, err := req.RequestWith(ctx, w.aux)
+		if err != nil || len(resp.TransactionStates) != 1 {
+			return false
+		}
+		st := resp.TransactionStates[0]
+		if kerr.ErrorForCode(st.ErrorCode) != nil {
+			return false
+		}
+		if st.State != "PrepareCommit" && st.State != "PrepareAbort" || !time.Now().Before(deadline) {
+			return true
+		}
+		if !sleepUntil(ctx, time.Now().Add(settlePoll)) {
+			return true
+		}
+	}
+}
+
+// sleepUntil waits until t or until ctx is done; it reports whether t was
+// reached.
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return true
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// settled reports whether the last transaction's end has completed (or
+// the wait for it is over): the next transaction may start.
+func (w *Worker) settled() bool { return w.settling.Err() != nil }
+
+// settledCtx is a context that is already done: nothing to wait for.
+func settledCtx() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}
