@@ -33,6 +33,9 @@ func (w *Worker) watchSettle(ctx context.Context, committedAt time.Time) context
 	go func() {
 		defer cancel()
 		if !w.awaitCompletion(ctx, committedAt.Add(settleMax)) {
+			if ctx.Err() == nil {
+				w.stats.SettleFallbacks.Add(1)
+			}
 			sleepUntil(ctx, committedAt.Add(txnGap))
 			return
 		}

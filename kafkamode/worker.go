@@ -39,6 +39,10 @@ type Stats struct {
 	MaxTxnMicros atomic.Int64 // longest transaction (µs)
 	// Stages splits the transactions' time into their steps (stages.go).
 	Stages Stages
+	// SettleFallbacks counts transaction ends after which the coordinator
+	// could not be asked whether the end had completed, so the next
+	// transaction waited the fixed txnGap instead (settle.go).
+	SettleFallbacks atomic.Int64
 	// Snapshots counts partition snapshots written in committed
 	// transactions; TakeoverRecordsRead the delay records the consumer
 	// delivered below each assigned partition's end offset at assignment
@@ -250,7 +254,9 @@ func (w *Worker) Run(ctx context.Context) error {
 		"copied_forward", w.stats.CopiedForward.Load(), "spill_loaded", w.stats.SpillLoaded.Load(), "spill_errors", w.stats.SpillErrors.Load(),
 		"lateness_p50_ms", w.stats.Lateness.Quantile(0.5)*1000, "lateness_p99_ms", w.stats.Lateness.Quantile(0.99)*1000,
 		"max_lateness_ms", w.stats.MaxLatenessMs.Load(), "txn_us_total", w.stats.TxnMicros.Load(), "txn_us_max", w.stats.MaxTxnMicros.Load())
-	log.Info("kafka worker transaction stages", w.stats.Stages.summary()...)
+	_, settled, _ := w.stats.Stages.Settle.Snapshot()
+	log.Info("kafka worker transaction stages", append(w.stats.Stages.summary(),
+		"settled", settled, "settle_fallbacks", w.stats.SettleFallbacks.Load())...)
 	return nil
 }
 
