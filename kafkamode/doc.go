@@ -97,15 +97,35 @@
 // # Precision
 //
 // A forward is one transaction: produce, TxnOffsetCommit, a heartbeat
-// (kgo forces it), EndTxn, then the broker writes the commit markers before
-// a read_committed consumer sees the record. The loop sleeps until the next
-// due time, takes everything due (up to MaxBatch) into one transaction and
-// starts the next 5 ms after one commits (txnGap: under transaction
+// (kgo forces it), EndTxn; then the coordinator writes the commit markers,
+// and only then does a read_committed consumer see the record. The loop
+// sleeps until the next due time and takes everything due (up to MaxBatch)
+// into one transaction. After each end it asks the coordinator
+// (DescribeTransactions, every 0.5 ms, settle.go) until the end has
+// completed, and only then starts the next transaction: under transaction
 // version 2 a produce that arrives while the coordinator still completes
-// the previous commit waits 20 ms inside the broker). The session
-// refreshes metadata at most every 20 ms, not kgo's 5 s: a produce
-// answered CONCURRENT_TRANSACTIONS waits for a metadata refresh before its
-// retry, and waited seconds.
+// the previous end is held inside the broker for 20 ms
+// (add.partitions.to.txn.retry.backoff.ms). The wait is at most 20 ms; if
+// the coordinator cannot be asked, it is a fixed 5 ms (txnGap). A record
+// due at t thus waits for the transaction in flight at t and its
+// completion, then its own transaction and completion: Stats.Stages
+// times each step. The session refreshes metadata at most every 20 ms,
+// not kgo's 5 s: a produce answered CONCURRENT_TRANSACTIONS waits for a
+// metadata refresh before its retry, and waited seconds.
+//
+// A record naming a business topic not seen before makes the worker ask
+// for that topic's metadata with auto-creation allowed, in the background
+// (warm.go): where the brokers create topics, a new business topic is
+// created when its first record is read, not in the forward's transaction.
+//
+// Fencing is KIP-447's and unchanged by the above: every transaction's
+// TxnOffsetCommit carries the group generation and member ID, so a worker
+// that a rebalance (or a session timeout after a kill -9) removed from the
+// group cannot commit; a revocation during a transaction makes it abort,
+// or, once the session has decided to commit, waits until EndTxn has
+// returned; and a new owner's offset fetch waits for a pending
+// transactional commit, while its state read waits at the last stable
+// offset for a transaction left open (a killed worker's).
 //
 // # Memory
 //
@@ -193,6 +213,9 @@
 //     the second finds the first copied, not yet read, and is
 //     dead-lettered: the message keeps the first's time.
 //   - The state topic needs at least as many partitions as the delay topic.
+//   - Warming a business topic creates it (where auto-creation is on) as
+//     soon as a record naming it is read, even if that record is cancelled
+//     before it is due; at most 4,096 topic names are remembered.
 //   - What the spill does not bound: the pending offsets' runs, one per
 //     gap (a transactional producer's commit marker), so a producer that
 //     commits a transaction per message costs 16 bytes a message; a

@@ -340,6 +340,9 @@ func (w *Worker) indexRecord(r *kgo.Record, now, lead int64) {
 	w.stats.RecordsRead.Add(1)
 	e := &entry{pp: pp, offset: r.Offset, ts: r.Timestamp.UnixMilli(), keyHash: keyHash(r.Key)}
 	s, err := w.cfg.scheduleOf(r)
+	if err == nil {
+		w.warmTopic(s.bizTopic)
+	}
 	cancel, isCancel, cerr := parseCancel(r)
 	scheduled := hasScheduleHeaders(r)
 	switch {

@@ -139,6 +139,11 @@ type Worker struct {
 
 	queries indexQueries // read-only questions for the loop (query.go)
 
+	// warmed holds the business topics already warmed (warm.go; owned
+	// by the loop); warm queues topics for the warmer goroutine.
+	warmed map[string]struct{}
+	warm   chan string
+
 	// The spill of entries due beyond the near window (spill.go), owned
 	// by the loop; nil before Run. spillErr ends the session.
 	spill         *spiller
@@ -162,7 +167,8 @@ func New(cfg Config) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Worker{cfg: cfg, parts: make(map[int32]*partProgress), loadDone: make(chan bodyResult, 1)}
+	w := &Worker{cfg: cfg, parts: make(map[int32]*partProgress), loadDone: make(chan bodyResult, 1),
+		warmed: make(map[string]struct{}), warm: make(chan string, warmQueue)}
 	w.stats.Lateness = engine.NewHistogram(engine.LatenessBounds...)
 	w.stats.Stages = newStages()
 	w.rtts = &rttHook{s: &w.stats.Stages}
@@ -228,6 +234,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	defer bodies.Close()
 	w.loader = &bodyLoader{topic: w.cfg.DelayTopic, cl: bodies}
+	wctx, stopWarmer := context.WithCancel(ctx)
+	warmerDone := make(chan struct{})
+	go w.runWarmer(wctx, warmerDone)
+	defer func() { stopWarmer(); <-warmerDone }()
 	log.Info("kafka worker started", "brokers", w.cfg.Brokers, "delay_topic", w.cfg.DelayTopic,
 		"group", w.cfg.Group, "worker_id", w.cfg.WorkerID)
 	for {
