@@ -39,7 +39,9 @@ func (w *Worker) watchSettle(ctx context.Context, committedAt time.Time) context
 			sleepUntil(ctx, committedAt.Add(txnGap))
 			return
 		}
-		w.stats.Stages.Settle.Observe(time.Since(committedAt).Seconds())
+		d := time.Since(committedAt)
+		w.stats.Stages.Settle.Observe(d.Seconds())
+		w.lastSettle.Store(int64(d))
 	}()
 	return done
 }

@@ -313,6 +313,6 @@ func (w *Worker) observeStages(batch []*entry, now int64, began, flushed time.Ti
 	st.End.Observe(end.Seconds())
 	if w.cfg.Logger.Enabled(context.Background(), slog.LevelDebug) {
 		w.cfg.Logger.Debug("transaction", append([]any{"records", len(batch), "late_ms", now - oldest,
-			"flush", flushed.Sub(began), "end", end}, w.rtts.lastRTTs()...)...)
+			"flush", flushed.Sub(began), "end", end, "settle_before", time.Duration(w.lastSettle.Load())}, w.rtts.lastRTTs()...)...)
 	}
 }

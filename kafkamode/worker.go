@@ -136,6 +136,9 @@ type Worker struct {
 	// settling is done once the last transaction's end has completed
 	// at the coordinator (settle.go); the next one waits for it.
 	settling context.Context
+	// lastSettle is how long the last completed settle wait took (ns),
+	// for the per-transaction debug line; written by the settle watch.
+	lastSettle atomic.Int64
 
 	queries indexQueries // read-only questions for the loop (query.go)
 
