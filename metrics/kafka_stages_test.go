@@ -4,19 +4,12 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/hourglass-mq/hourglass/kafkamode"
 )
 
 // TestKafkaStagesCollector: each stage and request kind is its own
 // labelled histogram with the worker's observations at scrape time.
 func TestKafkaStagesCollector(t *testing.T) {
-	cfg := kafkamode.DefaultConfig()
-	cfg.Brokers = []string{"127.0.0.1:1"}
-	w, err := kafkamode.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := idleWorker(t)
 	s := &w.Stats().Stages
 	s.Wait.Observe(0.004)
 	s.Settle.Observe(0.002)

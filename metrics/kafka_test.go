@@ -12,12 +12,7 @@ import (
 // counters and lateness histogram as they are at scrape time (the e2e
 // test of Kafka mode scrapes a real worker).
 func TestKafkaCollectorFollowsTheWorker(t *testing.T) {
-	cfg := kafkamode.DefaultConfig()
-	cfg.Brokers = []string{"127.0.0.1:1"}
-	w, err := kafkamode.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := idleWorker(t)
 	st := w.Stats()
 	st.Forwarded.Add(5)
 	st.Committed.Add(2)
@@ -69,4 +64,17 @@ func gatherValues(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 		}
 	}
 	return got
+}
+
+// idleWorker returns a Kafka mode worker that is never run: its counters
+// are set by hand.
+func idleWorker(t *testing.T) *kafkamode.Worker {
+	t.Helper()
+	cfg := kafkamode.DefaultConfig()
+	cfg.Brokers = []string{"127.0.0.1:1"}
+	w, err := kafkamode.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
 }
