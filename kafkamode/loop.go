@@ -12,10 +12,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// txnGap is the least time between a commit and the next transaction's
-// first produce when the coordinator cannot be asked whether the commit
-// has completed (settle.go waits for exactly that otherwise, up to
-// settleMax); the loop indexes what arrived meanwhile. With transaction
+// txnGap is the least time between a transaction's end and the next
+// transaction's first produce; the next also waits until the coordinator
+// has completed the last one (settle.go, up to settleMax). The loop
+// indexes what arrived meanwhile. With transaction
 // version 2 (KIP-890) the coordinator completes a commit after answering
 // EndTxn (it writes the markers, then the completion); a produce of the
 // next transaction that arrives before that is answered
