@@ -397,23 +397,30 @@ func (w *worker) stop(t *testing.T) map[string]int64 {
 	case <-time.After(30 * time.Second):
 		t.Fatal("worker did not stop within 30 s of SIGTERM")
 	}
-	out := map[string]int64{}
-	for _, line := range strings.Split(w.out.String(), "\n") {
-		if !strings.Contains(line, "kafka worker stopping") {
+	out := lineInts(w.out.String(), "kafka worker stopping")
+	if len(out) == 0 {
+		t.Fatalf("no final counters in the worker's output:\n%s", w.out.String())
+	}
+	return out
+}
+
+// lineInts parses the integer key=value fields of the lines of out that
+// contain marker (a later line's value wins).
+func lineInts(out, marker string) map[string]int64 {
+	m := map[string]int64{}
+	for _, line := range strings.Split(out, "\n") {
+		if !strings.Contains(line, marker) {
 			continue
 		}
 		for _, f := range strings.Fields(line) {
 			if k, v, ok := strings.Cut(f, "="); ok {
 				if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-					out[k] = n
+					m[k] = n
 				}
 			}
 		}
 	}
-	if len(out) == 0 {
-		t.Fatalf("no final counters in the worker's output:\n%s", w.out.String())
-	}
-	return out
+	return m
 }
 
 // freeAddr returns a loopback address with a port free a moment ago.

@@ -12,8 +12,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// txnGap is the least time between a commit and the next transaction's
-// first produce; the loop indexes what arrived meanwhile. With transaction
+// txnGap is the least time between a transaction's end and the next
+// transaction's first produce; the next also waits until the coordinator
+// has completed the last one (settle.go, up to settleMax). The loop
+// indexes what arrived meanwhile. With transaction
 // version 2 (KIP-890) the coordinator completes a commit after answering
 // EndTxn (it writes the markers, then the completion); a produce of the
 // next transaction that arrives before that is answered
@@ -43,14 +45,21 @@ func (w *Worker) poll(ctx context.Context) {
 		}
 		wait = min(wait, d)
 	}
-	if gap := txnGap - time.Since(w.lastCommit); gap > 0 {
-		wait = max(wait, gap)
+	settling := !w.settled()
+	if settling {
+		// The last transaction's end is completing: wait for that (the
+		// watch ends within settleMax), reading meanwhile.
+		wait = max(wait, settleMax)
 	}
 	var fs kgo.Fetches
 	if wait <= 0 {
 		fs = w.sess.PollRecords(nil, maxPollRecords) // nil: take what is buffered, never block
 	} else {
 		pctx, cancel := context.WithTimeout(ctx, wait)
+		if settling {
+			stop := context.AfterFunc(w.settling, cancel)
+			defer stop()
+		}
 		fs = w.sess.PollRecords(pctx, maxPollRecords)
 		cancel()
 	}
@@ -340,6 +349,9 @@ func (w *Worker) indexRecord(r *kgo.Record, now, lead int64) {
 	w.stats.RecordsRead.Add(1)
 	e := &entry{pp: pp, offset: r.Offset, ts: r.Timestamp.UnixMilli(), keyHash: keyHash(r.Key)}
 	s, err := w.cfg.scheduleOf(r)
+	if err == nil {
+		w.warmTopic(s.bizTopic)
+	}
 	cancel, isCancel, cerr := parseCancel(r)
 	scheduled := hasScheduleHeaders(r)
 	switch {

@@ -100,6 +100,6 @@ func (c *KafkaCollector) Collect(ch chan<- prometheus.Metric) {
 // from a registry of its own.
 func KafkaHandler(w *kafkamode.Worker) http.Handler {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(NewKafkaCollector(w), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(NewKafkaCollector(w), NewKafkaStagesCollector(w), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 }
