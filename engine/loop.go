@@ -202,7 +202,7 @@ func (e *Engine) loop() {
 			<-e.life.done
 			return
 		}
-		now := e.Now()
+		now, base := e.Now(), e.opts.Clock.Since()
 		busy := e.stepLoadLocked(now)
 		if e.advanceLocked(now) {
 			busy = true
@@ -235,6 +235,14 @@ func (e *Engine) loop() {
 			continue
 		}
 		timer := e.opts.Clock.NewTimer(wait)
+		if e.opts.Clock.Since()-base >= time.Millisecond {
+			// The clock moved on between computing wait and starting the
+			// timer (a preempted loop; a test's clock advanced): the timer
+			// would fire that much too late, or, on a manual clock, never.
+			// Compute again.
+			timer.Stop()
+			continue
+		}
 		select {
 		case <-timer.C():
 		case <-e.life.kick:

@@ -25,12 +25,16 @@
 // # Memory
 //
 // Bounded by the number of non-empty minutes, not by the number of
-// messages: about 100 B for a minute with one distinct due second, about
-// 580 B for a minute with several, plus about 40 B per non-empty hour and
-// day. A minute, hour or day whose count returns to zero is deleted. The
-// worst case is one dense minute page for every minute of the maximum
-// delay (576,000 minutes for 400 days, about 330 MB), which needs at least
-// two pending messages in every one of those minutes.
+// messages: about 60 B for a minute with one distinct due second (its map
+// slot and its record); a minute with several gets a page of 60 counts in
+// the narrowest type that holds its largest (page.go): 64 B while no second
+// holds more than 255 messages, as far-future minutes seldom do, up to 480 B
+// for int64 counts. Plus about 40 B per non-empty hour and day. A minute,
+// hour or day whose count returns to zero is deleted. The worst case is one
+// int64 page for every minute of the maximum delay (576,000 minutes for 400
+// days, about 330 MB), which needs more than 2^32 pending messages in one
+// second of every one of those minutes; with at most 255 a second it is
+// about 70 MB.
 //
 // Counts is not safe for concurrent use; its owner locks.
 package forecast
@@ -47,7 +51,7 @@ const (
 type minuteCounts struct {
 	total int64
 	one   int8
-	secs  *[60]int64
+	secs  page
 }
 
 // Counts is the number of pending messages per due second, with minute,
@@ -101,14 +105,13 @@ func (c *Counts) Add(sec, delta int64) {
 		if delta < 0 {
 			return // nothing is due at that second
 		}
-		m.secs = new([60]int64)
-		m.secs[m.one] = m.total
+		m.secs = newPage(int(m.one), m.total)
 		fallthrough
 	default:
-		if m.secs[s]+delta < 0 {
-			delta = -m.secs[s]
+		if v := m.secs.get(int(s)); v+delta < 0 {
+			delta = -v
 		}
-		m.secs[s] += delta
+		m.secs = m.secs.add(int(s), delta)
 	}
 	if m.total+delta < 0 {
 		delta = -m.total
@@ -152,12 +155,11 @@ func (c *Counts) AddMinute(mi int64, n *[60]int64) {
 		m.total += total
 	} else {
 		if m.secs == nil {
-			m.secs = new([60]int64)
-			m.secs[m.one] = m.total
+			m.secs = newPage(int(m.one), m.total)
 		}
 		for s, v := range n {
 			if v > 0 {
-				m.secs[s] += v
+				m.secs = m.secs.add(s, v)
 			}
 		}
 		m.total += total
@@ -197,11 +199,7 @@ func (c *Counts) secRange(mi int64, a, b int64) int64 {
 		}
 		return 0
 	}
-	var n int64
-	for _, v := range m.secs[a:b] {
-		n += v
-	}
-	return n
+	return m.secs.sum(int(a), int(b))
 }
 
 func (c *Counts) minuteTotal(mi int64) int64 {

@@ -169,3 +169,48 @@ func TestNewPlan(t *testing.T) {
 		}
 	}
 }
+
+// TestCountsWidenPages drives one second of a dense minute past the limit
+// of each page type (255, 65,535, 2^32-1) and back, and checks every sum
+// stays exact and the neighbouring seconds keep their counts across each
+// widening.
+func TestCountsWidenPages(t *testing.T) {
+	c, m := New(), model{}
+	base := int64(1_800_000_000) - 1_800_000_000%minute
+	add := func(sec, d int64) {
+		c.Add(sec, d)
+		m[sec] += d
+	}
+	add(base+1, 7)
+	add(base+2, 255) // a dense page of uint8, full at second 2
+	steps := []int64{1, 65_535 - 256, 1, 1<<32 - 65_537, 1, 1 << 40}
+	for i, d := range steps {
+		add(base+2, d)
+		for _, r := range [][2]int64{{base, base + 60}, {base + 2, base + 3}, {base + 1, base + 2}, {base + 3, base + 60}} {
+			if got, want := c.Sum(r[0], r[1]), m.sum(r[0], r[1]); got != want {
+				t.Fatalf("step %d: Sum(%d, %d) = %d, want %d", i, r[0], r[1], got, want)
+			}
+		}
+	}
+	if _, ok := c.minutes[base/minute].secs.(*secs[int64]); !ok {
+		t.Fatalf("page is %T after 2^40 in one second, want *secs[int64]", c.minutes[base/minute].secs)
+	}
+	add(base+2, -m[base+2])
+	if got := c.Sum(base, base+60); got != 7 || c.Total() != 7 {
+		t.Fatalf("after taking second 2 out: sum %d, total %d, want 7", got, c.Total())
+	}
+}
+
+// TestNarrowPage checks that a dense minute of small counts takes the
+// narrowest page: the memory the package doc promises.
+func TestNarrowPage(t *testing.T) {
+	c := New()
+	var n [60]int64
+	for s := range n {
+		n[s] = int64(s % 5)
+	}
+	c.AddMinute(30_000_000, &n)
+	if _, ok := c.minutes[30_000_000].secs.(*secs[uint8]); !ok {
+		t.Fatalf("page is %T, want *secs[uint8]", c.minutes[30_000_000].secs)
+	}
+}

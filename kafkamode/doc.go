@@ -37,6 +37,16 @@
 //	    value = "resolved"                     live marker: already forwarded
 //	          | nil (tombstone)                marker deleted once C passes it
 //
+//	state topic, partition p, one record (latest wins), from a
+//	transaction that copies forward into p (deferral.go, copiesrec.go):
+//	    key   = "<delay topic>/<p>/copies"     ASCII
+//	    value = 0x01 | uvarint n | n x ( uvarint copy offset
+//	                                     uvarint first offset (< copy)
+//	                                     8 bytes key hash, big-endian )
+//	    the copies committed into p that a cancel may still need: not
+//	    read back yet, or with a cancel below them not yet committed (at
+//	    most 16,384, the highest offsets)
+//
 //	delay partition p:  ... C ............................ end
 //	                        |pending|mark|pending|mark|mark|pending|
 //	                         (index)       (index)          (index)
@@ -97,15 +107,37 @@
 // # Precision
 //
 // A forward is one transaction: produce, TxnOffsetCommit, a heartbeat
-// (kgo forces it), EndTxn, then the broker writes the commit markers before
-// a read_committed consumer sees the record. The loop sleeps until the next
-// due time, takes everything due (up to MaxBatch) into one transaction and
-// starts the next 5 ms after one commits (txnGap: under transaction
-// version 2 a produce that arrives while the coordinator still completes
-// the previous commit waits 20 ms inside the broker). The session
-// refreshes metadata at most every 20 ms, not kgo's 5 s: a produce
-// answered CONCURRENT_TRANSACTIONS waits for a metadata refresh before its
-// retry, and waited seconds.
+// (kgo forces it), EndTxn; then the coordinator writes the commit markers,
+// and only then does a read_committed consumer see the record. The loop
+// sleeps until the next due time and takes everything due (up to MaxBatch)
+// into one transaction. The next transaction starts no sooner than 5 ms
+// after one ends (txnGap) and not before the coordinator has completed it
+// (settle.go asks with DescribeTransactions every 0.5 ms, for at most
+// 20 ms): under transaction version 2 a produce that arrives while the
+// coordinator still completes the previous end is held inside the broker
+// for 20 ms (add.partitions.to.txn.retry.backoff.ms). Starting as soon as
+// the coordinator completed (about 2 ms) halved the lateness p50 but not
+// its p99, which the extra transactions made no better (measured in
+// docs/benchmarks.md). A record
+// due at t thus waits for the transaction in flight at t and its
+// completion, then its own transaction and completion: Stats.Stages
+// times each step. The session refreshes metadata at most every 20 ms,
+// not kgo's 5 s: a produce answered CONCURRENT_TRANSACTIONS waits for a
+// metadata refresh before its retry, and waited seconds.
+//
+// A record naming a business topic not seen before makes the worker ask
+// for that topic's metadata with auto-creation allowed, in the background
+// (warm.go): where the brokers create topics, a new business topic is
+// created when its first record is read, not in the forward's transaction.
+//
+// Fencing is KIP-447's and unchanged by the above: every transaction's
+// TxnOffsetCommit carries the group generation and member ID, so a worker
+// that a rebalance (or a session timeout after a kill -9) removed from the
+// group cannot commit; a revocation during a transaction makes it abort,
+// or, once the session has decided to commit, waits until EndTxn has
+// returned; and a new owner's offset fetch waits for a pending
+// transactional commit, while its state read waits at the last stable
+// offset for a transaction left open (a killed worker's).
 //
 // # Memory
 //
@@ -188,11 +220,21 @@
 //     copied forward in the cancel's transaction: left pending, it would
 //     be read again after a crash or rebalance, find the message resolved
 //     and be dead-lettered. Two reschedule records of one message read in
-//     one poll: the second replaces the first. Read in two polls but
-//     written before the first one's copy (within a transaction's time),
-//     the second finds the first copied, not yet read, and is
-//     dead-lettered: the message keeps the first's time.
-//   - The state topic needs at least as many partitions as the delay topic.
+//     one poll: the second replaces the first. A cancel or reschedule
+//     written after a reschedule but before the worker's copy of it
+//     landed (within a transaction's time) waits until the copy is read
+//     back, by this owner or the next, and then reaches it (deferral.go).
+//   - The state topic needs at least as many partitions as the delay
+//     topic. Partitions added to the delay topic are picked up at the
+//     next metadata refresh (metadataMaxAge, 10 s) by a rebalance, and the
+//     owner of a new partition grows the state topic to match
+//     (growStateTopic; also at start). As for any keyed Kafka topic, a
+//     key then maps to another partition: a cancel by key written after
+//     the change reaches only messages in the key's new partition; older
+//     ones are cancelled by ID (partition and offset).
+//   - Warming a business topic creates it (where auto-creation is on) as
+//     soon as a record naming it is read, even if that record is cancelled
+//     before it is due; at most 4,096 topic names are remembered.
 //   - What the spill does not bound: the pending offsets' runs, one per
 //     gap (a transactional producer's commit marker), so a producer that
 //     commits a transaction per message costs 16 bytes a message; a

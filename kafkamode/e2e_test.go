@@ -191,20 +191,27 @@ type msg struct {
 // are the message ID) and records them in the ledger.
 func (e *env) produce(l *ledger, msgs []msg) {
 	e.t.Helper()
+	e.produceWith(e.cl, l, msgs, 0)
+}
+
+// produceWith is produce through cl, with partition set on each record
+// (which only a manual partitioner heeds).
+func (e *env) produceWith(cl *kgo.Client, l *ledger, msgs []msg, partition int32) {
+	e.t.Helper()
 	recs := make([]*kgo.Record, 0, len(msgs))
 	for _, m := range msgs {
 		h := append([]kgo.RecordHeader{
 			{Key: kafkamode.HeaderDeliverAt, Value: []byte(strconv.FormatInt(m.due, 10))},
 			{Key: kafkamode.HeaderBizTopic, Value: []byte(e.biz)},
 		}, m.headers...)
-		recs = append(recs, &kgo.Record{Topic: e.delay, Key: []byte(m.id), Value: []byte(m.id), Headers: h})
+		recs = append(recs, &kgo.Record{Topic: e.delay, Partition: partition, Key: []byte(m.id), Value: []byte(m.id), Headers: h})
 		if l != nil {
 			l.due[m.id] = m.due
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := e.cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		e.t.Fatal(err)
 	}
 }
@@ -390,23 +397,30 @@ func (w *worker) stop(t *testing.T) map[string]int64 {
 	case <-time.After(30 * time.Second):
 		t.Fatal("worker did not stop within 30 s of SIGTERM")
 	}
-	out := map[string]int64{}
-	for _, line := range strings.Split(w.out.String(), "\n") {
-		if !strings.Contains(line, "kafka worker stopping") {
+	out := lineInts(w.out.String(), "kafka worker stopping")
+	if len(out) == 0 {
+		t.Fatalf("no final counters in the worker's output:\n%s", w.out.String())
+	}
+	return out
+}
+
+// lineInts parses the integer key=value fields of the lines of out that
+// contain marker (a later line's value wins).
+func lineInts(out, marker string) map[string]int64 {
+	m := map[string]int64{}
+	for _, line := range strings.Split(out, "\n") {
+		if !strings.Contains(line, marker) {
 			continue
 		}
 		for _, f := range strings.Fields(line) {
 			if k, v, ok := strings.Cut(f, "="); ok {
 				if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-					out[k] = n
+					m[k] = n
 				}
 			}
 		}
 	}
-	if len(out) == 0 {
-		t.Fatalf("no final counters in the worker's output:\n%s", w.out.String())
-	}
-	return out
+	return m
 }
 
 // freeAddr returns a loopback address with a port free a moment ago.

@@ -18,7 +18,7 @@ import (
 // in fact still alive. The coordinator answers CONCURRENT_TRANSACTIONS
 // while it completes the abort, so this retries, for up to a minute.
 func (w *Worker) fencePrevious(ctx context.Context) error {
-	id := w.cfg.Group + "-" + w.cfg.WorkerID
+	id := w.txnID()
 	deadline := time.Now().Add(time.Minute)
 	for {
 		req := kmsg.NewPtrInitProducerIDRequest()

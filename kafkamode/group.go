@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -69,9 +70,46 @@ func (w *Worker) ensureTopics(ctx context.Context) error {
 		time.Sleep(250 * time.Millisecond)
 	}
 	if got < n {
-		return fmt.Errorf("state topic %s has %d partitions; the delay topic %s has %d and needs one state partition each",
-			w.cfg.StateTopic, got, w.cfg.DelayTopic, n)
+		// The delay topic grew while no worker ran: grow the state topic
+		// to match (the new state partitions are empty, as the new delay
+		// partitions have no progress yet).
+		if err := w.growStateTopic(ctx, n); err != nil {
+			return fmt.Errorf("state topic %s has %d partitions; the delay topic %s has %d and needs one state partition each: %w",
+				w.cfg.StateTopic, got, w.cfg.DelayTopic, n, err)
+		}
 	}
+	return nil
+}
+
+// errNoStatePartition says a delay partition has no state partition yet:
+// the delay topic was given more partitions than the state topic has.
+var errNoStatePartition = errors.New("kafka mode: no state partition")
+
+// growStateTopic raises the state topic's partition count to n, so that
+// every delay partition below n has its state partition. Partitions added
+// to the delay topic while workers run reach them by a rebalance; the
+// state topic has to follow, or their markers and snapshots have nowhere
+// to go. Several workers may race to grow it: a count already at n or
+// above is success.
+func (w *Worker) growStateTopic(ctx context.Context, n int32) error {
+	adm := kadm.NewClient(w.aux)
+	td, err := adm.ListTopics(ctx, w.cfg.StateTopic)
+	if err != nil {
+		return fmt.Errorf("describe topic %s: %w", w.cfg.StateTopic, err)
+	}
+	if int32(len(td[w.cfg.StateTopic].Partitions)) >= n {
+		return nil
+	}
+	rs, err := adm.UpdatePartitions(ctx, int(n), w.cfg.StateTopic)
+	if err == nil {
+		if r, ok := rs[w.cfg.StateTopic]; ok && r.Err != nil && !errors.Is(r.Err, kerr.InvalidPartitions) {
+			err = r.Err
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("grow topic %s to %d partitions: %w", w.cfg.StateTopic, n, err)
+	}
+	w.cfg.Logger.Info("state topic grown to match the delay topic", "topic", w.cfg.StateTopic, "partitions", n)
 	return nil
 }
 
@@ -97,6 +135,11 @@ func (w *Worker) onAssigned(ctx context.Context, _ *kgo.Client, assigned map[str
 		if ctx.Err() != nil {
 			return
 		}
+		if errors.Is(err, errNoStatePartition) {
+			if gerr := w.growStateTopic(ctx, slices.Max(ps)+1); gerr != nil {
+				err = errors.Join(err, gerr)
+			}
+		}
 		w.cfg.Logger.Warn("loading markers failed; retrying", "partitions", ps, "err", err)
 		select {
 		case <-ctx.Done():
@@ -114,6 +157,7 @@ func (w *Worker) onAssigned(ctx context.Context, _ *kgo.Client, assigned map[str
 		lp := loaded[p]
 		pp := newPartProgress(p, lp.markers)
 		pp.seed = lp.snap
+		pp.copies.copies = lp.copies
 		if lo, ok := ends.Lookup(w.cfg.DelayTopic, p); ok && lo.Err == nil {
 			pp.catchUp = lo.Offset
 		}

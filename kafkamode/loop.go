@@ -12,8 +12,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// txnGap is the least time between a commit and the next transaction's
-// first produce; the loop indexes what arrived meanwhile. With transaction
+// txnGap is the least time between a transaction's end and the next
+// transaction's first produce; the next also waits until the coordinator
+// has completed the last one (settle.go, up to settleMax). The loop
+// indexes what arrived meanwhile. With transaction
 // version 2 (KIP-890) the coordinator completes a commit after answering
 // EndTxn (it writes the markers, then the completion); a produce of the
 // next transaction that arrives before that is answered
@@ -43,14 +45,21 @@ func (w *Worker) poll(ctx context.Context) {
 		}
 		wait = min(wait, d)
 	}
-	if gap := txnGap - time.Since(w.lastCommit); gap > 0 {
-		wait = max(wait, gap)
+	settling := !w.settled()
+	if settling {
+		// The last transaction's end is completing: wait for that (the
+		// watch ends within settleMax), reading meanwhile.
+		wait = max(wait, settleMax)
 	}
 	var fs kgo.Fetches
 	if wait <= 0 {
 		fs = w.sess.PollRecords(nil, maxPollRecords) // nil: take what is buffered, never block
 	} else {
 		pctx, cancel := context.WithTimeout(ctx, wait)
+		if settling {
+			stop := context.AfterFunc(w.settling, cancel)
+			defer stop()
+		}
 		fs = w.sess.PollRecords(pctx, maxPollRecords)
 		cancel()
 	}
@@ -193,6 +202,7 @@ func (w *Worker) takeBodies() {
 // MaxBatch, oldest due first. An entry due but still waiting for its body
 // stops the batch: it is late, never early.
 func (w *Worker) collectDue(now int64) []*entry {
+	w.releaseDeferred()
 	var batch []*entry
 	for len(batch) < w.cfg.MaxBatch {
 		e := w.due.peek()
@@ -205,6 +215,13 @@ func (w *Worker) collectDue(now int64) []*entry {
 		w.due.pop()
 		if e.inBatch {
 			continue // a second heap slot of an entry already taken (see transact)
+		}
+		if e.ctl != nil && e.ctl.cancel != nil && cancelWaits(e) {
+			w.deferCancel(e) // a copy of ours is on its way (deferral.go)
+			continue
+		}
+		if len(e.pp.copies.deferred) > 0 && w.held(e) {
+			continue
 		}
 		if e.ctl != nil && e.ctl.cancel != nil && !w.unspillTargets(e) {
 			break // the spill is unreadable: the session ends unresolved (spillErr)
@@ -255,7 +272,8 @@ func (w *Worker) settleReschedule(batch []*entry, sc *entry, replaced bool, now 
 		return append(batch, sc)
 	}
 	sc.ctl = &control{dlqReason: "reschedule: nothing pending to replace (the message it moves was already forwarded, cancelled, or never sent): not scheduled"}
-	sc.inBatch = true
+	sc.inBatch, sc.copy = true, false // queued for copy-forward as an old record: dead-lettered, not copied
+
 	return append(batch, sc)
 }
 
@@ -281,10 +299,10 @@ func (w *Worker) peekCopy() *entry {
 // batch, so it is counted in matched but not returned.
 func (w *Worker) cancelTargets(c *entry) (out []*entry, matched bool) {
 	for _, e := range w.due {
-		if e.pp != c.pp || !e.live() || e.inBatch && !e.copy || e.cancelled || e.ctl != nil || e.offset >= c.offset {
+		if e.pp != c.pp || !e.live() || e.inBatch && !e.copy || e.cancelled || e.ctl != nil {
 			continue
 		}
-		if c.ctl.cancel.byKey && e.keyHash == c.keyHash || !c.ctl.cancel.byKey && e.offset == c.ctl.cancel.offset {
+		if c.cancels(e.offset, firstOffset(e), e.keyHash) {
 			matched = true
 			if e.inBatch {
 				e.copy, e.cancelled = false, true
@@ -331,6 +349,9 @@ func (w *Worker) indexRecord(r *kgo.Record, now, lead int64) {
 	w.stats.RecordsRead.Add(1)
 	e := &entry{pp: pp, offset: r.Offset, ts: r.Timestamp.UnixMilli(), keyHash: keyHash(r.Key)}
 	s, err := w.cfg.scheduleOf(r)
+	if err == nil {
+		w.warmTopic(s.bizTopic)
+	}
 	cancel, isCancel, cerr := parseCancel(r)
 	scheduled := hasScheduleHeaders(r)
 	switch {
@@ -340,6 +361,7 @@ func (w *Worker) indexRecord(r *kgo.Record, now, lead int64) {
 		w.due.push(e)
 		return
 	case isCancel && !scheduled:
+		pp.copies.opened(r.Offset)
 		e.ctl = &control{cancel: cancel}
 		e.rec = &kgo.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}
 		w.due.push(e)
@@ -349,6 +371,7 @@ func (w *Worker) indexRecord(r *kgo.Record, now, lead int64) {
 		// control entry that does not resolve this record's offset,
 		// and schedule this record below, with its body, which
 		// collectDue drops once the cancel half has run.
+		pp.copies.opened(r.Offset)
 		w.due.push(&entry{pp: pp, offset: r.Offset, keyHash: e.keyHash,
 			ctl: &control{cancel: cancel, keepOwn: true, sched: e},
 			rec: &kgo.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}})

@@ -56,6 +56,10 @@ type partProgress struct {
 	// records below it that the consumer delivers are the take-over's
 	// re-reading (Stats.TakeoverRecordsRead).
 	catchUp int64
+
+	// copies is what a cancel needs to reach messages carried on by
+	// copies forward (deferral.go).
+	copies copyState
 }
 
 // applySeed makes the loaded snapshot the partition's progress, given C,

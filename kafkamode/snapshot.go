@@ -282,6 +282,9 @@ func (w *Worker) buildSnapshots(parts []*partProgress, resolved map[*partProgres
 	id := uint64(time.Now().UnixNano())
 parts:
 	for _, pp := range parts {
+		if len(pp.copies.open) > 0 {
+			continue // a reschedule's scheduled half would pass for a plain message (deferral.go)
+		}
 		have := known[pp]
 		if w.spill != nil {
 			var err error

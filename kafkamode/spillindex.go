@@ -149,13 +149,7 @@ func (w *Worker) unspillTargets(c *entry) bool {
 		return true
 	}
 	es, err := w.spill.takeOut(c.pp, func(se snapEntry) bool {
-		if se.offset >= c.offset {
-			return false
-		}
-		if c.ctl.cancel.byKey {
-			return se.keyHash == c.keyHash
-		}
-		return se.offset == c.ctl.cancel.offset
+		return c.cancels(se.offset, c.pp.copies.first(se.offset), se.keyHash)
 	})
 	if err != nil {
 		w.failSpill(err)

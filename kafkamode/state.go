@@ -56,6 +56,9 @@ func (w *Worker) markerRecord(partition int32, offset int64, live bool) *kgo.Rec
 type loadedPart struct {
 	markers []int64
 	snap    *snapshot
+	// copies is the partition's copy records as its last owner wrote them
+	// (deferral.go).
+	copies map[int64]copyRef
 }
 
 // loadMarkers reads the live markers and the latest snapshot of the given
@@ -76,7 +79,8 @@ func (w *Worker) loadMarkers(ctx context.Context, partitions []int32) (map[int32
 	for _, p := range partitions {
 		lo, ok := ends.Lookup(w.cfg.StateTopic, p)
 		if !ok || lo.Err != nil {
-			return nil, fmt.Errorf("state topic %s has no partition %d (it needs as many partitions as the delay topic)", w.cfg.StateTopic, p)
+			return nil, fmt.Errorf("%w: state topic %s has no partition %d (it needs as many partitions as the delay topic)",
+				errNoStatePartition, w.cfg.StateTopic, p)
 		}
 		if lo.Offset > 0 {
 			last[p] = lo.Offset - 1
@@ -99,7 +103,8 @@ func (w *Worker) loadMarkers(ctx context.Context, partitions []int32) (map[int32
 		return nil, err
 	}
 	defer cl.Close()
-	st := &stateRead{live: make(map[int32]map[int64]struct{}, len(last)), snaps: make(map[int32]*snapAssembler, len(last))}
+	st := &stateRead{live: make(map[int32]map[int64]struct{}, len(last)), snaps: make(map[int32]*snapAssembler, len(last)),
+		copies: make(map[int32]map[int64]copyRef)}
 	for len(last) > 0 {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
@@ -133,8 +138,9 @@ func (w *Worker) loadMarkers(ctx context.Context, partitions []int32) (map[int32
 // stateRead is what loadMarkers gathered from the state topic: the live
 // markers and the snapshot chunks of each partition.
 type stateRead struct {
-	live  map[int32]map[int64]struct{}
-	snaps map[int32]*snapAssembler
+	live   map[int32]map[int64]struct{}
+	snaps  map[int32]*snapAssembler
+	copies map[int32]map[int64]copyRef
 }
 
 // add takes one state record at or before the end being read to.
@@ -147,6 +153,14 @@ func (st *stateRead) add(w *Worker, r *kgo.Record) {
 			st.snaps[r.Partition] = a
 		}
 		a.add(c, r.Value)
+		return
+	}
+	if string(r.Key) == string(copiesKey(w.cfg.DelayTopic, r.Partition)) {
+		if m, ok := parseCopies(r.Value); ok {
+			st.copies[r.Partition] = m
+		} else {
+			w.cfg.Logger.Warn("ignoring an unreadable copies record", "partition", r.Partition)
+		}
 		return
 	}
 	o, ok := parseMarkerKey(r.Key, w.cfg.DelayTopic, r.Partition)
@@ -168,7 +182,7 @@ func (st *stateRead) add(w *Worker, r *kgo.Record) {
 // result fills out with each partition's markers and snapshot.
 func (st *stateRead) result(w *Worker, partitions []int32, out map[int32]*loadedPart) {
 	for _, p := range partitions {
-		lp := &loadedPart{}
+		lp := &loadedPart{copies: st.copies[p]}
 		for o := range st.live[p] {
 			lp.markers = append(lp.markers, o)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -68,26 +69,23 @@ func (w *Worker) transact(ctx context.Context, batch []*entry, snap []*partProgr
 	plans := w.producePlans(ctx, byPart, promise)
 	commitFn := w.offsetCommit(plans)
 	flushErr := w.sess.Client().Flush(ctx)
+	if flushErr == nil && produceErr.Load() == nil {
+		flushErr = w.recordCopies(ctx, outputs, promise)
+	}
 	flushed := time.Now()
-	defer func() {
-		oldest := now
-		for _, e := range batch {
-			if e.due > 0 && e.due < oldest {
-				oldest = e.due
-			}
-		}
-		w.cfg.Logger.Debug("transaction", "records", len(batch), "late_ms", now-oldest, "flush", flushed.Sub(began), "end", time.Since(flushed))
-	}()
+	defer w.observeStages(batch, now, began, flushed)
 	try := kgo.TryCommit
 	if flushErr != nil || produceErr.Load() != nil {
 		try = kgo.TryAbort
 	}
 	committed, err := w.sess.End(kgo.PreTxnCommitFnContext(ctx, commitFn), try)
+	w.settling = w.watchSettle(ctx, time.Now())
 	for _, e := range batch {
 		e.inBatch = false
 	}
 	if committed {
 		w.committed(batch, plans, snaps, now)
+		w.noteCopies(outputs, plans)
 		return nil
 	}
 	w.aborted(batch, plans)
@@ -203,7 +201,6 @@ func (w *Worker) offsetCommit(plans []*partPlan) func(*kmsg.TxnOffsetCommitReque
 
 // committed applies a committed transaction: progress, snapshots, stats.
 func (w *Worker) committed(batch []*entry, plans []*partPlan, snaps []*snapWrite, now int64) {
-	w.lastCommit = time.Now()
 	w.stats.Committed.Add(1)
 	for _, pl := range plans {
 		pl.apply()
@@ -219,6 +216,7 @@ func (w *Worker) committed(batch []*entry, plans []*partPlan, snaps []*snapWrite
 			w.stats.Cancelled.Add(1)
 			w.deadSlots++ // still in the due heap (compactIndex)
 		case e.ctl != nil && e.ctl.cancel != nil:
+			e.pp.copies.closed(e.offset)
 		case e.copy:
 			w.stats.CopiedForward.Add(1)
 			w.deadSlots++
@@ -299,4 +297,27 @@ func (w *Worker) abortError(n int, perr, flushErr, err error) error {
 		w.cfg.Logger.Info("transaction aborted (rebalance)", "records", n)
 	}
 	return nil
+}
+
+// observeStages records a transaction's steps (Stages) and logs them at
+// debug level: how late its oldest record was when it began (now, Unix
+// ms), the flush, the end and the latest round trip of each request kind.
+func (w *Worker) observeStages(batch []*entry, now int64, began, flushed time.Time) {
+	end := time.Since(flushed)
+	oldest := now
+	for _, e := range batch {
+		if e.due > 0 && e.due < oldest {
+			oldest = e.due
+		}
+	}
+	st := &w.stats.Stages
+	if len(batch) > 0 {
+		st.Wait.Observe(float64(now-oldest) / 1000)
+	}
+	st.Flush.Observe(flushed.Sub(began).Seconds())
+	st.End.Observe(end.Seconds())
+	if w.cfg.Logger.Enabled(context.Background(), slog.LevelDebug) {
+		w.cfg.Logger.Debug("transaction", append([]any{"records", len(batch), "late_ms", now - oldest,
+			"flush", flushed.Sub(began), "end", end, "settle_before", time.Duration(w.lastSettle.Load())}, w.rtts.lastRTTs()...)...)
+	}
 }

@@ -37,6 +37,12 @@ type Stats struct {
 	Lateness     *engine.Histogram
 	TxnMicros    atomic.Int64 // time spent in transactions, summed (µs)
 	MaxTxnMicros atomic.Int64 // longest transaction (µs)
+	// Stages splits the transactions' time into their steps (stages.go).
+	Stages Stages
+	// SettleFallbacks counts transaction ends after which the coordinator
+	// could not be asked whether the end had completed, so the next
+	// transaction waited the fixed txnGap instead (settle.go).
+	SettleFallbacks atomic.Int64
 	// Snapshots counts partition snapshots written in committed
 	// transactions; TakeoverRecordsRead the delay records the consumer
 	// delivered below each assigned partition's end offset at assignment
@@ -46,6 +52,9 @@ type Stats struct {
 	Snapshots           atomic.Int64
 	TakeoverRecordsRead atomic.Int64
 	CopiedForward       atomic.Int64
+	// CancelsDeferred counts cancels that waited for a copy forward of
+	// this worker's to be read back (deferral.go).
+	CancelsDeferred atomic.Int64
 	// Spilled is the number of pending entries in the local spill files
 	// now (a gauge); SpillLoaded counts entries taken back into RAM;
 	// SpillErrors counts entries kept in RAM because a spill write failed,
@@ -94,6 +103,10 @@ func (s *Stats) partitionLateness(p int32) *engine.Histogram {
 // produces.
 const MaxBatchBytes = 1_048_588
 
+// metadataMaxAge bounds how long a partition added to the delay topic goes
+// unassigned (see sessionOptions).
+const metadataMaxAge = 10 * time.Second
+
 // Worker forwards due records from the delay topic to their business
 // topics. Create it with New and run it with Run.
 type Worker struct {
@@ -103,6 +116,7 @@ type Worker struct {
 	aux    *kgo.Client // admin and marker-loading seed client
 	sess   *kgo.GroupTransactSession
 	loader *bodyLoader
+	rtts   *rttHook // times the session client's requests
 
 	// mu guards parts: the group callbacks (on the client's goroutines)
 	// add and drop partitions; the loop reads them. Never held across a
@@ -126,10 +140,19 @@ type Worker struct {
 	copies    tsHeap   // entries that may need copying forward, by timestamp
 	copyReady []*entry // entries to copy, body loaded
 	lastSnap  time.Time
-	// lastCommit is when the last transaction committed (see txnGap).
-	lastCommit time.Time
+	// settling is done once the last transaction's end has completed
+	// at the coordinator (settle.go); the next one waits for it.
+	settling context.Context
+	// lastSettle is how long the last completed settle wait took (ns),
+	// for the per-transaction debug line; written by the settle watch.
+	lastSettle atomic.Int64
 
 	queries indexQueries // read-only questions for the loop (query.go)
+
+	// warmed holds the business topics already warmed (warm.go; owned
+	// by the loop); warm queues topics for the warmer goroutine.
+	warmed map[string]struct{}
+	warm   chan string
 
 	// The spill of entries due beyond the near window (spill.go), owned
 	// by the loop; nil before Run. spillErr ends the session.
@@ -140,6 +163,9 @@ type Worker struct {
 	// deadSlots counts entries resolved while still in the due heap
 	// (compactIndex).
 	deadSlots int
+	// deferredParts lists the partitions with cancels waiting for their
+	// copies to be read back (deferral.go); owned by the loop.
+	deferredParts []*partProgress
 }
 
 // seededPart is a partition's snapshot entries, ready to index.
@@ -154,8 +180,11 @@ func New(cfg Config) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Worker{cfg: cfg, parts: make(map[int32]*partProgress), loadDone: make(chan bodyResult, 1)}
+	w := &Worker{cfg: cfg, parts: make(map[int32]*partProgress), loadDone: make(chan bodyResult, 1),
+		warmed: make(map[string]struct{}), warm: make(chan string, warmQueue)}
 	w.stats.Lateness = engine.NewHistogram(engine.LatenessBounds...)
+	w.stats.Stages = newStages()
+	w.rtts = &rttHook{s: &w.stats.Stages}
 	return w, nil
 }
 
@@ -218,6 +247,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	defer bodies.Close()
 	w.loader = &bodyLoader{topic: w.cfg.DelayTopic, cl: bodies}
+	wctx, stopWarmer := context.WithCancel(ctx)
+	warmerDone := make(chan struct{})
+	go w.runWarmer(wctx, warmerDone)
+	defer func() { stopWarmer(); <-warmerDone }()
 	log.Info("kafka worker started", "brokers", w.cfg.Brokers, "delay_topic", w.cfg.DelayTopic,
 		"group", w.cfg.Group, "worker_id", w.cfg.WorkerID)
 	for {
@@ -242,8 +275,12 @@ func (w *Worker) Run(ctx context.Context) error {
 		"state_records_read", w.stats.StateRecordsRead.Load(), "bodies_loaded", w.stats.BodiesLoaded.Load(),
 		"snapshots", w.stats.Snapshots.Load(), "takeover_records_read", w.stats.TakeoverRecordsRead.Load(),
 		"copied_forward", w.stats.CopiedForward.Load(), "spill_loaded", w.stats.SpillLoaded.Load(), "spill_errors", w.stats.SpillErrors.Load(),
+		"cancels_deferred", w.stats.CancelsDeferred.Load(),
 		"lateness_p50_ms", w.stats.Lateness.Quantile(0.5)*1000, "lateness_p99_ms", w.stats.Lateness.Quantile(0.99)*1000,
 		"max_lateness_ms", w.stats.MaxLatenessMs.Load(), "txn_us_total", w.stats.TxnMicros.Load(), "txn_us_max", w.stats.MaxTxnMicros.Load())
+	_, settled, _ := w.stats.Stages.Settle.Snapshot()
+	log.Info("kafka worker transaction stages", append(w.stats.Stages.summary(),
+		"settled", settled, "settle_fallbacks", w.stats.SettleFallbacks.Load())...)
 	return nil
 }
 
@@ -253,8 +290,11 @@ func (w *Worker) Run(ctx context.Context) error {
 func (w *Worker) runSession(ctx context.Context) error {
 	w.resetIndex()
 	sctx, cancel := context.WithCancel(ctx)
+	w.settling = settledCtx()
 	defer func() {
 		cancel()
+		// The settle watch ends with sctx.
+		<-w.settling.Done()
 		if w.loadBusy { // wait for the loader so no result leaks into the next session
 			<-w.loadDone
 			w.loadBusy = false
@@ -277,6 +317,9 @@ func (w *Worker) runSession(ctx context.Context) error {
 		w.loadSpilled(now)
 		w.compactIndex()
 		w.requestBodies(sctx, now)
+		if !w.settled() {
+			continue // the last transaction is still completing (settle.go)
+		}
 		batch := w.collectDue(now)
 		if w.spillErr != nil {
 			return w.spillErr
@@ -296,6 +339,9 @@ func (w *Worker) runSession(ctx context.Context) error {
 	return nil
 }
 
+// txnID is the worker's transactional ID.
+func (w *Worker) txnID() string { return w.cfg.Group + "-" + w.cfg.WorkerID }
+
 // resetIndex drops every partition and empties the index (RAM and spill
 // files): a session starts from what Kafka holds.
 func (w *Worker) resetIndex() {
@@ -308,6 +354,7 @@ func (w *Worker) resetIndex() {
 	w.mu.Unlock()
 	w.due, w.noBody, w.copies, w.copyReady = nil, nil, nil, nil
 	w.deadSlots = 0
+	w.deferredParts = nil
 	if w.spill != nil {
 		w.spill.reset()
 	}
@@ -320,7 +367,7 @@ func (w *Worker) resetIndex() {
 func (w *Worker) sessionOptions() []kgo.Opt {
 	return []kgo.Opt{
 		kgo.SeedBrokers(w.cfg.Brokers...),
-		kgo.TransactionalID(w.cfg.Group + "-" + w.cfg.WorkerID),
+		kgo.TransactionalID(w.txnID()),
 		kgo.TransactionTimeout(w.cfg.TxnTimeout),
 		kgo.ConsumerGroup(w.cfg.Group),
 		kgo.ConsumeTopics(w.cfg.DelayTopic),
@@ -345,11 +392,17 @@ func (w *Worker) sessionOptions() []kgo.Opt {
 		// are triggered by failures (and every 5 min), so a short minimum
 		// costs nothing while all is well.
 		kgo.MetadataMinAge(20 * time.Millisecond),
+		// Partitions added to the delay topic are seen at the next
+		// metadata refresh, which triggers the rebalance that assigns
+		// them: a record in a new partition waits for it. kgo's default,
+		// 5 min, would make it that late.
+		kgo.MetadataMaxAge(metadataMaxAge),
 		// A record batch as large as Kafka's default max.message.bytes:
 		// franz-go's own default (1,000,012) refused, as too large, a
 		// delay record of 1 MB the broker had taken, and dead-lettered it.
 		kgo.ProducerBatchMaxBytes(MaxBatchBytes),
 		kgo.RecordPartitioner(statePartitioner{state: w.cfg.StateTopic, delay: w.cfg.DelayTopic, other: kgo.StickyKeyPartitioner(nil)}),
+		kgo.WithHooks(w.rtts),
 		kgo.OnPartitionsAssigned(w.onAssigned),
 		kgo.AdjustFetchOffsetsFn(w.adjustOffsets),
 		kgo.OnPartitionsRevoked(w.onRevoked),

@@ -11,7 +11,10 @@
 //     the only part whose size depends on the traffic, and it is bounded by
 //     what arrives between two checkpoints;
 //   - Prepare freezes it (frozen memtables stay readable) and a Job writes
-//     it out as an immutable sorted run file, outside every lock;
+//     it out as an immutable sorted run file, outside every lock; the job
+//     first sorts the frozen maps into one array of 16-byte entries, which
+//     then answers in their place until the run is installed, so that a
+//     checkpoint holds each key once, not in a map and its sorted copy;
 //   - each run keeps in RAM only the first hash of each 4 KiB block, 8 bytes
 //     per 255 keys (about 0.03 B per key), so a lookup costs one pread of
 //     one block per run; the blocks are read with pread, not mapped, so the
@@ -106,6 +109,7 @@
 //
 // Concurrency. An Index is safe for concurrent use. Put, Prepare, Complete,
 // SetMinPos and Stats hold its mutex only briefly and never do I/O under
-// it; Get reads the files after releasing it. At most one Job is
+// it; Get reads the files after releasing it; Job.Run takes it once,
+// briefly, to hand over its sorted entries. At most one Job is
 // outstanding at a time.
 package keyindex

@@ -23,6 +23,12 @@ type Index struct {
 		// a job failed: the next job writes them all).
 		mem    map[uint64]uint64
 		frozen []map[uint64]uint64
+		// sorted is what the frozen memtables held, one entry per hash
+		// sorted by hash, once a job has sorted them (Job.Run): the job
+		// drops the maps then, so that a checkpoint's write holds one
+		// 16-byte entry per key rather than a map and its sorted copy.
+		// Like frozen, it stays until a job's Complete succeeds.
+		sorted []kv
 		// runs is the installed run set, oldest first. The slice is
 		// replaced, never changed in place, so a Get may keep reading the
 		// one it took.
@@ -122,6 +128,9 @@ func (x *Index) Get(h uint64) (pos uint64, ok bool, err error) {
 			pos, ok = p, true
 		}
 	}
+	if p, found := findSorted(x.mu.sorted, h); found && (!ok || p > pos) {
+		pos, ok = p, true
+	}
 	runs := x.mu.runs
 	for _, r := range runs {
 		r.ref()
@@ -182,8 +191,14 @@ func (x *Index) Prepare() (*Job, error) {
 		n := len(x.mu.mem)
 		x.mu.frozen = append(x.mu.frozen, x.mu.mem)
 		x.mu.mem = make(map[uint64]uint64, min(n, maxPresize))
+	} else {
+		// No Put since the last Prepare: the traffic stopped. Drop the
+		// table presized for it (up to maxPresize entries, about 8 MiB that
+		// a Go map never gives back), so that an idle broker's memtable
+		// costs nothing.
+		x.mu.mem = map[uint64]uint64{}
 	}
-	fresh := uint64(0)
+	fresh := uint64(len(x.mu.sorted))
 	for _, m := range x.mu.frozen {
 		fresh += uint64(len(m))
 	}
@@ -195,7 +210,7 @@ func (x *Index) Prepare() (*Job, error) {
 	if fresh > 0 {
 		k = pickMerge(sizes, fresh)
 	}
-	j := &Job{x: x, frozen: slices.Clone(x.mu.frozen), inputs: x.mu.runs[len(x.mu.runs)-k:],
+	j := &Job{x: x, frozen: slices.Clone(x.mu.frozen), sorted: x.mu.sorted, inputs: x.mu.runs[len(x.mu.runs)-k:],
 		seq: x.mu.nextSeq, minPos: x.mu.minPos}
 	for _, r := range j.inputs {
 		r.ref() // Close must not close them under the job
@@ -250,7 +265,7 @@ func (x *Index) Complete(j *Job, err error) ([]byte, error) {
 		runs = append(runs, j.out)
 	}
 	x.mu.runs = runs
-	x.mu.frozen = nil
+	x.mu.frozen, x.mu.sorted = nil, nil
 	x.mu.obsolete = append(x.mu.obsolete, j.inputs...)
 	j.obsolete = slices.Clone(x.mu.obsolete)
 	return encodeState(x.stateLocked()), nil
@@ -302,7 +317,7 @@ func (x *Index) Reset() error {
 	if x.mu.job != nil {
 		return ErrBusy
 	}
-	x.mu.mem, x.mu.frozen = map[uint64]uint64{}, nil
+	x.mu.mem, x.mu.frozen, x.mu.sorted = map[uint64]uint64{}, nil, nil
 	x.mu.obsolete = append(x.mu.obsolete, x.mu.runs...)
 	x.mu.runs = nil
 	return nil
@@ -320,7 +335,7 @@ type Stats struct {
 func (x *Index) Stats() Stats {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	s := Stats{Runs: len(x.mu.runs), Memtable: len(x.mu.mem)}
+	s := Stats{Runs: len(x.mu.runs), Memtable: len(x.mu.mem) + len(x.mu.sorted)}
 	for _, m := range x.mu.frozen {
 		s.Memtable += len(m)
 	}

@@ -38,6 +38,7 @@ func pickMerge(sizes []uint64, fresh uint64) int {
 type Job struct {
 	x      *Index
 	frozen []map[uint64]uint64
+	sorted []kv   // the Index's sorted entries when prepared (a failed job's)
 	inputs []*run // the newest runs, oldest first, that the output replaces
 	seq    uint64
 	minPos uint64
@@ -71,14 +72,15 @@ func (m *memSource) next() bool            { m.i++; return m.i <= len(m.es) }
 func (m *memSource) cur() (uint64, uint64) { return m.es[m.i-1].h, m.es[m.i-1].pos }
 func (m *memSource) failed() error         { return nil }
 
-// sortFrozen returns the entries of the frozen memtables sorted by hash,
-// one per hash, with its greatest position.
-func sortFrozen(frozen []map[uint64]uint64) []kv {
-	n := 0
+// sortFrozen returns the entries of the frozen memtables and of sorted
+// sorted by hash, one per hash, with its greatest position.
+func sortFrozen(frozen []map[uint64]uint64, sorted []kv) []kv {
+	n := len(sorted)
 	for _, m := range frozen {
 		n += len(m)
 	}
 	es := make([]kv, 0, n)
+	es = append(es, sorted...)
 	for _, m := range frozen {
 		for h, p := range m {
 			es = append(es, kv{h, p})
@@ -106,15 +108,41 @@ func (j *Job) Run() error {
 		return errors.New("keyindex: job run twice")
 	}
 	j.ran = true
-	if len(j.frozen) == 0 && len(j.inputs) == 0 {
+	if len(j.frozen) == 0 && len(j.sorted) == 0 && len(j.inputs) == 0 {
 		return nil
 	}
-	srcs := []source{&memSource{es: sortFrozen(j.frozen)}}
+	es := j.sortedFrozen()
+	srcs := []source{&memSource{es: es}}
 	for _, r := range j.inputs {
 		srcs = append(srcs, newIter(r.runMeta, r.name, r.f, false))
 	}
 	j.out, j.err = j.write(srcs)
 	return j.err
+}
+
+// sortedFrozen sorts the job's frozen memtables and hands the result to
+// the Index in their place, so that the maps are garbage while the job
+// writes (Gets search the sorted entries instead). Only the outstanding
+// job touches frozen and sorted until its Complete (Prepare and Reset
+// refuse meanwhile), so the frozen memtables are still exactly the job's.
+func (j *Job) sortedFrozen() []kv {
+	es := sortFrozen(j.frozen, j.sorted)
+	x := j.x
+	x.mu.Lock()
+	x.mu.frozen, x.mu.sorted = nil, es
+	x.mu.Unlock()
+	j.frozen, j.sorted = nil, nil
+	return es
+}
+
+// findSorted returns the position of hash h in es, sorted by hash with one
+// entry per hash.
+func findSorted(es []kv, h uint64) (uint64, bool) {
+	i, found := slices.BinarySearchFunc(es, h, func(e kv, h uint64) int { return cmp.Compare(e.h, h) })
+	if !found {
+		return 0, false
+	}
+	return es[i].pos, true
 }
 
 // write merges srcs into the job's run file; it creates no file when no

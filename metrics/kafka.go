@@ -24,6 +24,7 @@ type KafkaCollector struct {
 	snapshots, takeoverRead, copied                   *prometheus.Desc
 	partLateness                                      *prometheus.Desc
 	spilled, spillLoaded, spillErrors                 *prometheus.Desc
+	cancelsDeferred                                   *prometheus.Desc
 }
 
 // NewKafkaCollector returns a collector over w.
@@ -50,13 +51,15 @@ func NewKafkaCollector(w *kafkamode.Worker) *KafkaCollector {
 		spilled:      d("spilled", "Pending entries in the local spill files (due beyond the near window)."),
 		spillLoaded:  d("spill_loaded_total", "Spilled entries taken back into RAM."),
 		spillErrors:  d("spill_errors_total", "Entries kept in RAM because a spill write failed, plus spill reads that failed (each rebuilds the index from Kafka)."),
+		cancelsDeferred: d("cancels_deferred_total",
+			"Cancels that waited for a copy forward of the worker's own to be read back, so that they reach the message it carries on."),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *KafkaCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.forwarded, c.deadLettered, c.refused, c.cancelled, c.read, c.txns, c.partitions, c.rejoins, c.lateness, c.pending,
-		c.snapshots, c.takeoverRead, c.copied, c.partLateness, c.spilled, c.spillLoaded, c.spillErrors} {
+		c.snapshots, c.takeoverRead, c.copied, c.partLateness, c.spilled, c.spillLoaded, c.spillErrors, c.cancelsDeferred} {
 		ch <- d
 	}
 }
@@ -84,6 +87,7 @@ func (c *KafkaCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.spilled, prometheus.GaugeValue, float64(st.Spilled.Load()))
 	counter(c.spillLoaded, st.SpillLoaded.Load())
 	counter(c.spillErrors, st.SpillErrors.Load())
+	counter(c.cancelsDeferred, st.CancelsDeferred.Load())
 	for p, h := range st.PartitionLateness() {
 		ch <- histogram(c.partLateness, h, strconv.Itoa(int(p)))
 	}
@@ -96,6 +100,6 @@ func (c *KafkaCollector) Collect(ch chan<- prometheus.Metric) {
 // from a registry of its own.
 func KafkaHandler(w *kafkamode.Worker) http.Handler {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(NewKafkaCollector(w), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(NewKafkaCollector(w), NewKafkaStagesCollector(w), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 }

@@ -12,12 +12,7 @@ import (
 // counters and lateness histogram as they are at scrape time (the e2e
 // test of Kafka mode scrapes a real worker).
 func TestKafkaCollectorFollowsTheWorker(t *testing.T) {
-	cfg := kafkamode.DefaultConfig()
-	cfg.Brokers = []string{"127.0.0.1:1"}
-	w, err := kafkamode.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := idleWorker(t)
 	st := w.Stats()
 	st.Forwarded.Add(5)
 	st.Committed.Add(2)
@@ -27,6 +22,26 @@ func TestKafkaCollectorFollowsTheWorker(t *testing.T) {
 	st.SpillErrors.Add(3)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(NewKafkaCollector(w))
+	got := gatherValues(t, reg)
+	want := map[string]float64{
+		"hourglass_kafka_forwarded_total":              5,
+		"hourglass_kafka_transactions_total/committed": 2,
+		"hourglass_kafka_transactions_total/aborted":   1,
+		"hourglass_kafka_lateness_seconds":             1,
+		"hourglass_kafka_spilled":                      7,
+		"hourglass_kafka_spill_errors_total":           3,
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v (all: %v)", k, got[k], v, got)
+		}
+	}
+}
+
+// gatherValues gathers reg into a map from "name/label values..." to the
+// series' value (a histogram's: its sample count).
+func gatherValues(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -48,17 +63,18 @@ func TestKafkaCollectorFollowsTheWorker(t *testing.T) {
 			}
 		}
 	}
-	want := map[string]float64{
-		"hourglass_kafka_forwarded_total":              5,
-		"hourglass_kafka_transactions_total/committed": 2,
-		"hourglass_kafka_transactions_total/aborted":   1,
-		"hourglass_kafka_lateness_seconds":             1,
-		"hourglass_kafka_spilled":                      7,
-		"hourglass_kafka_spill_errors_total":           3,
+	return got
+}
+
+// idleWorker returns a Kafka mode worker that is never run: its counters
+// are set by hand.
+func idleWorker(t *testing.T) *kafkamode.Worker {
+	t.Helper()
+	cfg := kafkamode.DefaultConfig()
+	cfg.Brokers = []string{"127.0.0.1:1"}
+	w, err := kafkamode.New(cfg)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for k, v := range want {
-		if got[k] != v {
-			t.Errorf("%s = %v, want %v (all: %v)", k, got[k], v, got)
-		}
-	}
+	return w
 }

@@ -34,10 +34,11 @@ func (s *Store) PrepareSync() *SyncJob {
 	// only: file names are made by Run. The job's view of a bucket's
 	// writes is capped at their number now, so a later PrepareSync that
 	// appends to the same bucket never changes it.
-	j := &SyncJob{fs: s.fs, dir: s.dir, writes: make(map[int64][]pendingWrite, len(s.inflight)), counts: make(map[int64]int, len(s.inflight))}
+	// A slice, not a map: it costs 40 B a bucket rather than about twice
+	// that in two maps, and it is filled without hashing, under the lock.
+	j := &SyncJob{fs: s.fs, dir: s.dir, writes: make([]bucketWrites, 0, len(s.inflight))}
 	for b, ws := range s.inflight {
-		j.writes[b] = ws[:len(ws):len(ws)]
-		j.counts[b] = len(ws)
+		j.writes = append(j.writes, bucketWrites{bucket: b, ws: ws[:len(ws):len(ws)]})
 	}
 	j.buckets = make([]int64, 0, len(s.dirty))
 	for b := range s.dirty {
@@ -58,10 +59,9 @@ func (s *Store) Complete(j *SyncJob, err error) {
 		}
 		return
 	}
-	for b, n := range j.counts {
-		if n > len(s.inflight[b]) { // removed meanwhile
-			n = len(s.inflight[b])
-		}
+	for _, w := range j.writes {
+		b := w.bucket
+		n := min(len(w.ws), len(s.inflight[b])) // fewer: removed meanwhile
 		rest := s.inflight[b][n:]
 		if len(rest) == 0 {
 			delete(s.inflight, b)
@@ -71,12 +71,18 @@ func (s *Store) Complete(j *SyncJob, err error) {
 	}
 }
 
+// bucketWrites is a job's share of one bucket's inflight writes: the
+// first len(ws) of them when the job was prepared.
+type bucketWrites struct {
+	bucket int64
+	ws     []pendingWrite
+}
+
 // SyncJob writes entries and syncs bucket files; see PrepareSync.
 type SyncJob struct {
 	fs      vfs.FS
 	dir     string
-	writes  map[int64][]pendingWrite // by bucket start
-	counts  map[int64]int
+	writes  []bucketWrites
 	buckets []int64 // the buckets whose files the job syncs
 }
 
@@ -109,8 +115,8 @@ const batchSyncMin = 16
 // then it syncs the directory. A large write starts its writeback as it
 // goes (vfs.WritePaced), so no sync has a long burst to write.
 func (j *SyncJob) Run(workers int) error {
-	for b, ws := range j.writes {
-		if err := writeAll(j.fs, bucketPath(j.dir, b), ws); err != nil {
+	for _, w := range j.writes {
+		if err := writeAll(j.fs, bucketPath(j.dir, w.bucket), w.ws); err != nil {
 			return err
 		}
 	}

@@ -161,14 +161,30 @@ func (s *Store) Add(e Entry) error {
 		s.low = min(s.low, b)
 		heap.Push(&s.order, b)
 	}
-	var tmp [EntrySize]byte
-	e.put(tmp[:], b)
-	s.buf[b] = append(s.buf[b], tmp[:]...)
+	buf := s.buf[b]
+	if len(buf) == cap(buf) {
+		buf = grow(buf)
+	}
+	buf = buf[:len(buf)+EntrySize]
+	e.put(buf[len(buf)-EntrySize:], b)
+	s.buf[b] = buf
 	s.bufBytes += EntrySize
 	if s.bufBytes >= FlushThreshold && !s.ManualFlush {
 		return s.Flush()
 	}
 	return nil
+}
+
+// grow returns buf with room for more entries: a quarter more, at least
+// two. Not append's doubling: far-future timers spread over tens of
+// thousands of buckets, a few entries each between two checkpoints, and
+// doubling leaves a bucket's buffer half empty as often as not; the
+// buffers are most of the store's memory.
+func grow(buf []byte) []byte {
+	n := len(buf) / EntrySize
+	c := make([]byte, len(buf), (n+max(2, n/4))*EntrySize)
+	copy(c, buf)
+	return c
 }
 
 // Buffered returns the bytes of entries Add buffered and no Flush or sync
