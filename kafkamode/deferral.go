@@ -125,7 +125,7 @@ func (w *Worker) deferCancel(c *entry) {
 // it would escape the cancel). It is then set aside with the cancel.
 func (w *Worker) held(e *entry) bool {
 	for _, c := range e.pp.copies.deferred {
-		if c.ctl == nil || c.ctl.cancel == nil {
+		if !c.isCancel() {
 			continue
 		}
 		if c.ctl.sched == e || e.ctl == nil && c.cancels(e.offset, firstOffset(e), e.keyHash) {
@@ -148,7 +148,7 @@ func (w *Worker) releaseDeferred() {
 		}
 		waits := false
 		for _, c := range pp.copies.deferred {
-			if c.ctl != nil && c.ctl.cancel != nil && cancelWaits(c) {
+			if c.isCancel() && cancelWaits(c) {
 				waits = true
 				break
 			}

@@ -74,6 +74,10 @@ type control struct {
 	sched *entry
 }
 
+// isCancel reports whether e is a cancel entry (a cancel record, or the
+// cancel half of a reschedule).
+func (e *entry) isCancel() bool { return e.ctl != nil && e.ctl.cancel != nil }
+
 // live reports whether e still belongs to an owned partition.
 func (e *entry) live() bool { return !e.pp.dropped.Load() && !e.done }
 

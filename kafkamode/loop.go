@@ -216,20 +216,20 @@ func (w *Worker) collectDue(now int64) []*entry {
 		if e.inBatch {
 			continue // a second heap slot of an entry already taken (see transact)
 		}
-		if e.ctl != nil && e.ctl.cancel != nil && cancelWaits(e) {
+		if e.isCancel() && cancelWaits(e) {
 			w.deferCancel(e) // a copy of ours is on its way (deferral.go)
 			continue
 		}
 		if len(e.pp.copies.deferred) > 0 && w.held(e) {
 			continue
 		}
-		if e.ctl != nil && e.ctl.cancel != nil && !w.unspillTargets(e) {
+		if e.isCancel() && !w.unspillTargets(e) {
 			break // the spill is unreadable: the session ends unresolved (spillErr)
 		}
 		e.inBatch = true
 		e.copy = false // due: forwarded, not copied
 		batch = append(batch, e)
-		if e.ctl != nil && e.ctl.cancel != nil {
+		if e.isCancel() {
 			targets, matched := w.cancelTargets(e)
 			batch = append(batch, targets...)
 			if sc := e.ctl.sched; sc != nil {

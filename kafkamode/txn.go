@@ -159,7 +159,7 @@ func (w *Worker) deadLetterRefused(refused map[*kgo.Record]error, outputs map[*k
 func (w *Worker) output(e *entry) *kgo.Record {
 	source := w.cfg.DelayTopic + "/" + strconv.Itoa(int(e.pp.partition)) + "/" + strconv.FormatInt(e.offset, 10)
 	switch {
-	case e.cancelled || e.ctl != nil && e.ctl.cancel != nil:
+	case e.cancelled || e.isCancel():
 		return nil // resolved without output
 	case e.copy:
 		return copyRecord(e.rec, w.cfg.DelayTopic, e.pp.partition, source, e.due)
@@ -215,7 +215,7 @@ func (w *Worker) committed(batch []*entry, plans []*partPlan, snaps []*snapWrite
 		case e.cancelled:
 			w.stats.Cancelled.Add(1)
 			w.deadSlots++ // still in the due heap (compactIndex)
-		case e.ctl != nil && e.ctl.cancel != nil:
+		case e.isCancel():
 			e.pp.copies.closed(e.offset)
 		case e.copy:
 			w.stats.CopiedForward.Add(1)
