@@ -245,6 +245,17 @@ func TestPauseResumeDelete(t *testing.T) {
 	}
 	m0 := start.Truncate(time.Minute)
 	g.advance(25 * time.Second) // 10:00:55: 10:01 is sent ahead
+	// advance waits for Settled, which counts fire times, not sends ahead:
+	// wait for the runner's loop to have sent 10:01 (it wakes at the
+	// advance; the pause raced it in about 1 run of 300 under load).
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if in, err := g.r.Get("s"); err == nil && in.LastID != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("10:01 was not sent ahead at 10:00:55")
+		}
+	}
 	info, err := g.r.Pause("s")
 	if err != nil || !info.Paused || len(info.Next) != 0 {
 		t.Fatalf("pause: %+v, %v", info, err)
