@@ -226,7 +226,7 @@ func (r *Runner) loop() {
 	defer close(r.loopDone)
 	for {
 		r.opMu.Lock()
-		now := r.opts.Broker.Now()
+		now, base := r.opts.Broker.Now(), r.opts.Clock.Since()
 		r.mu.Lock()
 		batch := r.takeLocked(now)
 		wait := r.waitLocked(now)
@@ -238,6 +238,14 @@ func (r *Runner) loop() {
 		}
 		r.opMu.Unlock()
 		t := r.opts.Clock.NewTimer(wait)
+		if r.opts.Clock.Since()-base >= time.Millisecond {
+			// The clock moved on between computing wait and starting the
+			// timer (a preempted loop; a test's clock advanced): the timer
+			// would fire that much too late, or, on a manual clock, not
+			// until the clock moves again. Compute again.
+			t.Stop()
+			continue
+		}
 		select {
 		case <-t.C():
 		case <-r.kick:
