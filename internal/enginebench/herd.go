@@ -32,6 +32,7 @@ type herdResult struct {
 
 	probes     quantiles // probe lateness, consumer clock, ns
 	probeWorst string
+	probeAfter int64 // lateness of the probe due 1 ms after the herd's instant, ns (-1: not seen)
 	probeLate  int       // probe sends issued after their due time
 	sendAll    quantiles // probe Send latency, all probes, ns
 	sendHerd   quantiles // probe Send latency while the herd was staged or dispatched, ns
@@ -49,7 +50,7 @@ func runHerd(c config, dir string) (*report, error) {
 	r.note("size: %s messages due at the same millisecond, %v after sending starts; 16 B bodies, no keys, topic of 4 queues, SendBatch of %d from %d goroutine(s), sync flush, vfs.OS; a fresh engine per run",
 		humanInt(int64(c.herd)), c.herdLead, c.batch, c.senders)
 	if c.probe > 0 {
-		r.note("other traffic: %d probe messages/s in another topic (1 queue), each sent alone 1 s before its due time, due from 1.5 s after the herd was sent until 15 s after the herd instant; probe lateness is from a consumer's clock like the lateness scenario's", c.probe)
+		r.note("other traffic: %d probe messages/s in another topic (1 queue), each sent alone 1 s before its due time, due from 1.5 s after the herd was sent until 15 s after the herd instant, plus one due 1 ms after the herd instant (the issue's probe); probe lateness is from a consumer's clock like the lateness scenario's", c.probe)
 	}
 	r.note("\"seen\" times come from a reader waiting on VisibleSignal that counts queue lengths (Topics()) and stamps time.Now(); index lateness is entry.Visible - entry.Due read back afterwards")
 	for _, run := range []struct {
@@ -70,6 +71,7 @@ func runHerd(c config, dir string) (*report, error) {
 		if c.probe > 0 {
 			r.fig(p+"probe lateness p50 / p99 / p99.9 / max", res.probes.nsAsMs())
 			r.fig(p+"probe: worst 100 ms of due times, from the herd instant", res.probeWorst)
+			r.fig(p+"the probe due 1 ms after the herd's instant: lateness", fmt.Sprintf("%.2f ms", float64(res.probeAfter)/1e6))
 			r.fig(p+"probe Send latency p50 / p99 / p99.9 / max, all", res.sendAll.nsAsMs())
 			r.fig(p+fmt.Sprintf("probe Send latency p50 / p99 / p99.9 / max, during the herd (%d sends from %v before the instant until all seen)", res.sendHerd.n, herdStaging), res.sendHerd.nsAsMs())
 			if res.probeLate > 0 {
@@ -122,6 +124,10 @@ func herdOnce(c config, dir string, dispatchRate int) (herdResult, error) {
 		}
 		res.probes = summarize(slices.Clone(p.cons.clockNs))
 		res.probeWorst = worstBins(p.cons.dueMs, p.cons.clockNs, due, 3)
+		res.probeAfter = -1
+		if i := slices.Index(p.cons.dueMs, due+1); i >= 0 {
+			res.probeAfter = p.cons.clockNs[i]
+		}
 		res.probeLate = p.late
 		res.sendAll, res.sendHerd = p.sendLatency(due, time.Duration(clk[len(clk)-1]))
 	}
@@ -195,7 +201,16 @@ type probeRun struct {
 // due, and consumes them.
 func startProbes(e *engine.Engine, perSec int, due int64) *probeRun {
 	pStart, pEnd := time.Now().UnixMilli()+1500, due+15000
-	count := int((pEnd - pStart) * int64(perSec) / 1000)
+	n := int((pEnd - pStart) * int64(perSec) / 1000)
+	dues := make([]int64, 0, n+1)
+	for i := range n {
+		dues = append(dues, pStart+int64(i)*1000/int64(perSec))
+	}
+	// The probe: one message due 1 ms after the herd's instant.
+	if i, found := slices.BinarySearch(dues, due+1); !found {
+		dues = slices.Insert(dues, i, due+1)
+	}
+	count := len(dues)
 	p := &probeRun{cons: newConsumer(e, probeTopic, 1, count)}
 	p.wg.Add(2)
 	go func() {
@@ -204,8 +219,7 @@ func startProbes(e *engine.Engine, perSec int, due int64) *probeRun {
 	}()
 	go func() {
 		defer p.wg.Done()
-		for i := 0; i < count; i++ {
-			d := pStart + int64(i)*1000/int64(perSec)
+		for _, d := range dues {
 			time.Sleep(time.Until(time.UnixMilli(d - 1000)))
 			if time.Now().UnixMilli() >= d {
 				p.late++
