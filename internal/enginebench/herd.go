@@ -32,7 +32,7 @@ type herdResult struct {
 
 	probes     quantiles // probe lateness, consumer clock, ns
 	probeWorst string
-	probeAfter int64 // lateness of the probe due 1 ms after the herd's instant, ns (-1: not seen)
+	probeAfter int64     // lateness of the probe due 1 ms after the herd's instant, ns (-1: not seen)
 	probeLate  int       // probe sends issued after their due time
 	sendAll    quantiles // probe Send latency, all probes, ns
 	sendHerd   quantiles // probe Send latency while the herd was staged or dispatched, ns
