@@ -3,6 +3,7 @@ package commitlog
 import (
 	"fmt"
 	"slices"
+	"sync"
 )
 
 // readEachSpan bounds one ReadAt of ReadEach: the records it serves lie
@@ -12,6 +13,14 @@ const readEachSpan = 128 << 10
 // readEachGap is the largest distance between two wanted records that one
 // ReadAt still covers; past it the bytes between are not worth reading.
 const readEachGap = 16 << 10
+
+// readEachBufs recycles ReadEach's read buffers: a consumer's receive
+// reads its batch into one, and a fresh one a call was zeroed and
+// collected for nothing. maxPooledReadEach keeps a buffer grown for a large
+// record from being pinned.
+var readEachBufs = sync.Pool{New: func() any { b := make([]byte, 0, readEachSpan+readAhead); return &b }}
+
+const maxPooledReadEach = 2 * (readEachSpan + readAhead)
 
 // ReadEach reads the records at positions pos (record boundaries, in any
 // order, repeats allowed) and calls fn with each one's index in pos, in
@@ -36,10 +45,16 @@ func (l *Log) ReadEach(pos []Pos, fn func(i int, rec Record) error) error {
 		return 0
 	})
 	var s *segment
-	var it frameIter
+	bp := readEachBufs.Get().(*[]byte)
+	it := frameIter{buf: (*bp)[:0]}
 	defer func() {
 		if s != nil {
 			l.release(s)
+		}
+		// No payload outlives the call (fn copies what it keeps).
+		if cap(it.buf) <= maxPooledReadEach {
+			*bp = it.buf[:0]
+			readEachBufs.Put(bp)
 		}
 	}()
 	for k, i := range order {

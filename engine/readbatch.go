@@ -60,6 +60,7 @@ func (e *Engine) readStoredEach(pos []uint64) ([]*message.Stored, error) {
 	e.mu.Unlock()
 	// The batch is handed out together: its messages share an arena.
 	var arena message.Arena
+	arena.Reserve(len(phys))
 	err := e.clog.ReadEach(phys, func(k int, rec commitlog.Record) error {
 		payload := rec.Payload
 		switch rec.Type {
