@@ -28,7 +28,11 @@ import (
 //     reaches a message if it was written after the message was first
 //     sent, by key, or by offset naming the entry or its first offset;
 //   - a copy's record is dropped once it has been read and no cancel
-//     below it is open (pruneCopies): a cancel read later lies above it;
+//     below it is open (pruneCopies): a cancel read later lies above it,
+//     and the copy's entry carries its first offset on (entry.back,
+//     written to the spill and the snapshots), so a cancel that names
+//     the offset its message was first sent at still reaches it, days
+//     and owners later;
 //   - open lists the cancels read and not yet committed;
 //   - no snapshot is taken while a cancel is open (buildSnapshots): the
 //     scheduled half of a waiting reschedule would pass for a plain
@@ -167,16 +171,22 @@ func (w *Worker) releaseDeferred() {
 }
 
 // firstOffset is the offset at which the message of entry e was first
-// sent: its own, or, for a copy whose record is kept, its original's.
-func firstOffset(e *entry) int64 { return e.pp.copies.first(e.offset) }
+// sent: its own, or, for a copy, its original's.
+func firstOffset(e *entry) int64 { return e.pp.copies.firstOf(e.offset, e.back) }
 
-// first is firstOffset by offset (for spilled entries too).
-func (cs *copyState) first(o int64) int64 {
+// firstOf is the offset at which the message of the entry at o, back
+// from it (entry.back), was first sent: the copy record's while there is
+// one, else o - back.
+func (cs *copyState) firstOf(o, back int64) int64 {
 	if ref, ok := cs.copies[o]; ok {
 		return ref.first
 	}
-	return o
+	return o - back
 }
+
+// first is firstOf for a record read now, before it has an entry: only
+// the copy records know.
+func (cs *copyState) first(o int64) int64 { return cs.firstOf(o, 0) }
 
 // cancels reports whether the cancel c reaches the message at offset o
 // (first sent at first) with key hash kh.

@@ -320,3 +320,81 @@ func describe(batches ...[]*entry) map[int64]string {
 	}
 	return got
 }
+
+// TestCancelByFirstOffsetAfterPrune: a cancel that names the offset a
+// message was first sent at reaches its copy forward after the copy was
+// read back and its copy record pruned (so only the entry itself still
+// knows where the message began): in RAM, spilled, and at a new owner
+// that took the partition over from a snapshot, with no copy record left.
+func TestCancelByFirstOffsetAfterPrune(t *testing.T) {
+	cases := []struct {
+		name     string
+		spill    bool
+		takeOver bool
+	}{
+		{"in RAM", false, false},
+		{"spilled", true, false},
+		{"new owner from a snapshot", false, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := newCopyScene(t, time.Hour, c.spill) // the reschedule (1) copied forward to 3
+			s.index(s.copyRec)
+			if b := s.w.collectDue(s.now); len(b) != 0 {
+				t.Fatalf("the copy, due in an hour, came due: %v", describe(b))
+			}
+			pp := s.w.parts[0]
+			pp.copies.pruneCopies(4)
+			if len(pp.copies.copies) != 0 {
+				t.Fatalf("copy records %v after the copy was read and no cancel is open, want none", pp.copies.copies)
+			}
+			if c.takeOver {
+				s.takeOverFromSnapshot()
+			}
+			s.index(s.rec(4, 0, "offset:1", nil))
+			got := describe(s.w.collectDue(s.now))
+			if got[4] != "cancel " || got[3] != "cancelled " || len(got) != 2 {
+				t.Fatalf("batch %v; want the cancel (4) of the message first sent at 1 to cancel its copy (3)", got)
+			}
+		})
+	}
+}
+
+// takeOverFromSnapshot replaces the worker by a new owner that loaded the
+// old one's snapshot of partition 0 (the committed offset 3: the copy is
+// all that is pending) and no copy record.
+func (s *copyScene) takeOverFromSnapshot() {
+	s.t.Helper()
+	// The scene's transaction resolved 0 and 1 without offset plans:
+	// name them as resolved by the snapshot's transaction.
+	snaps := s.w.buildSnapshots([]*partProgress{s.w.parts[0]}, map[*partProgress][]int64{s.w.parts[0]: {0, 1}})
+	if len(snaps) != 1 {
+		s.t.Fatalf("%d snapshots, want 1", len(snaps))
+	}
+	a := &snapAssembler{}
+	for _, r := range snaps[0].records {
+		chunk, ok := parseSnapKey(r.Key, s.w.cfg.DelayTopic, 0)
+		if !ok {
+			s.t.Fatalf("key %q is not a snapshot key", r.Key)
+		}
+		a.add(chunk, r.Value)
+	}
+	snap, err := a.snapshot()
+	if err != nil || snap == nil || len(snap.entries) != 1 || snap.entries[0].offset != 3 {
+		s.t.Fatalf("snapshot %+v (%v), want the copy at 3 alone", snap, err)
+	}
+	w, err := New(s.w.cfg)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if s.w.spill != nil {
+		s.t.Fatal("takeOverFromSnapshot does not carry a spill over")
+	}
+	pp := newPartProgress(0, nil)
+	pp.seed = snap
+	entries, _ := pp.applySeed(3)
+	w.parts[0] = pp
+	w.seeded = append(w.seeded, seededPart{pp: pp, entries: entries})
+	w.indexSeeded(s.now)
+	s.w = w
+}

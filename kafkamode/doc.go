@@ -73,16 +73,21 @@
 // latest value of each key:
 //
 //	key "<delay topic>/<p>/snapshot"     header, one per partition:
-//	    value = 0x01 | uvarint id | uvarint R | uvarint n
+//	    value = 0x02 | uvarint id | uvarint R | uvarint n
 //	key "<delay topic>/<p>/snapshot/<i>" chunk i, 0 <= i < n:
-//	    value = 0x01 | uvarint id | uvarint count |
+//	    value = 0x02 | uvarint id | uvarint count |
 //	            count x ( uvarint offset - previous offset (first: - 0)
 //	                      varint  due (Unix ms)
 //	                      varint  record timestamp (Unix ms)
-//	                      8 bytes FNV-1a hash of the record key, big-endian )
+//	                      8 bytes FNV-1a hash of the record key, big-endian
+//	                      uvarint back: offset - the offset the message was
+//	                              first sent at (a copy forward's; else 0) )
 //	    (at most 16,384 entries a chunk; chunks >= n of an earlier, larger
 //	     snapshot are tombstoned; a chunk whose id is not the header's is
 //	     never used)
+//	    Version 0x01 (before back) is still read, as back 0; a worker of
+//	    that version refuses 0x02 and then reads the partition from its
+//	    committed offset instead.
 //
 // R is one past the highest offset read; the entries are every offset
 // below R still pending once the transaction commits, ascending. A
@@ -156,9 +161,10 @@
 // NearWindow/2 of due time), appended to once per poll:
 //
 //	<spill dir>/<group>-<worker ID>/p<partition>-<n>/<bucket>.spill
-//	    header  "HGSPILL" 0x01
+//	    header  "HGSPILL" 0x02
 //	    entry   offset u64 | due i64 | timestamp i64 | key hash u64 |
-//	            CRC-32C u32 of the 32 bytes before it      (36 bytes, BE)
+//	            back u64 | CRC-32C u32 of the 40 bytes before it
+//	                                                       (44 bytes, BE)
 //
 // A bucket's file is read back into RAM, and removed, when the bucket's
 // start enters the near window; nothing is spilled into a bucket already

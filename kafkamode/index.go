@@ -20,6 +20,13 @@ type entry struct {
 	due     int64  // Unix ms; 0 for a control or dead-letter record
 	ts      int64  // the record's timestamp, Unix ms: retention counts from it
 	keyHash uint64 // FNV-1a of the record key, for cancel by key
+	// back is how far before offset its message was first sent: for a
+	// copy forward, offset minus its original's offset (through every
+	// copy); 0 for a record sent by a producer. It is learnt from the
+	// copy records when the copy is read and then travels with the entry
+	// (spill, snapshot), so a cancel naming the original still reaches
+	// the copy once its copy record is pruned.
+	back int64
 	// rec is the delay record, or nil while the body is not loaded.
 	rec *kgo.Record
 	// ctl is set for a record that is not forwarded: a dead letter or a

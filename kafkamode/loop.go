@@ -347,7 +347,7 @@ func (w *Worker) indexRecord(r *kgo.Record, now, lead int64) {
 		return
 	}
 	w.stats.RecordsRead.Add(1)
-	e := &entry{pp: pp, offset: r.Offset, ts: r.Timestamp.UnixMilli(), keyHash: keyHash(r.Key)}
+	e := &entry{pp: pp, offset: r.Offset, ts: r.Timestamp.UnixMilli(), keyHash: keyHash(r.Key), back: r.Offset - pp.copies.first(r.Offset)}
 	s, err := w.cfg.scheduleOf(r)
 	if err == nil {
 		w.warmTopic(s.bizTopic)
@@ -390,7 +390,7 @@ func (w *Worker) indexRecord(r *kgo.Record, now, lead int64) {
 	default:
 		// Far from due: index the position only, on disk if beyond the
 		// near window.
-		w.place(pp, snapEntry{offset: e.offset, due: s.due, ts: e.ts, keyHash: e.keyHash}, now)
+		w.place(pp, snapEntry{offset: e.offset, due: s.due, ts: e.ts, keyHash: e.keyHash, back: e.back}, now)
 		return
 	}
 	w.due.push(e)

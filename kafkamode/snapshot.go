@@ -17,8 +17,13 @@ import (
 // that takes the partition over reads the delay partition only from the
 // snapshot's read position on (see the package doc for the format).
 
-// snapVersion is the first byte of every snapshot value.
-const snapVersion = 1
+// snapVersion is the first byte of every snapshot value this version
+// writes. Version 2 added each entry's back (a chunk of version 1 reads
+// with back 0: written before copies carried it).
+const snapVersion = 2
+
+// snapVersionNoBack is the version before entries carried back.
+const snapVersionNoBack = 1
 
 // snapChunkEntries bounds the entries of one chunk record: at most ~36
 // bytes each, a chunk stays under 600 KB, below Kafka's default 1 MiB
@@ -31,6 +36,7 @@ type snapEntry struct {
 	due     int64 // Unix ms
 	ts      int64 // the record's timestamp, Unix ms (for copy-forward)
 	keyHash uint64
+	back    int64 // entry.back: offset minus the offset its message was first sent at
 }
 
 // snapshot is one decoded snapshot of a delay partition: every record at
@@ -84,8 +90,9 @@ var errSnapCorrupt = errors.New("corrupt snapshot record")
 
 // snapReader reads the varints of a snapshot value; the first error sticks.
 type snapReader struct {
-	b   []byte
-	err error
+	b       []byte
+	err     error
+	version byte
 }
 
 // next decodes one varint with f (binary.Uvarint or binary.Varint).
@@ -116,10 +123,10 @@ func (r *snapReader) uint64() uint64 {
 }
 
 func newSnapReader(b []byte) *snapReader {
-	if len(b) == 0 || b[0] != snapVersion {
-		return &snapReader{err: fmt.Errorf("snapshot record of unknown version (want %d)", snapVersion)}
+	if len(b) == 0 || b[0] != snapVersion && b[0] != snapVersionNoBack {
+		return &snapReader{err: fmt.Errorf("snapshot record of unknown version (want %d or %d)", snapVersionNoBack, snapVersion)}
 	}
-	return &snapReader{b: b[1:]}
+	return &snapReader{b: b[1:], version: b[0]}
 }
 
 func decodeSnapHeader(b []byte) (id uint64, read int64, chunks int, err error) {
@@ -143,6 +150,7 @@ func encodeSnapChunk(id uint64, es []snapEntry) []byte {
 		b = binary.AppendVarint(b, e.due)
 		b = binary.AppendVarint(b, e.ts)
 		b = binary.BigEndian.AppendUint64(b, e.keyHash)
+		b = binary.AppendUvarint(b, uint64(e.back))
 	}
 	return b
 }
@@ -158,6 +166,12 @@ func decodeSnapChunk(b []byte) (id uint64, es []snapEntry, err error) {
 	var prev int64
 	for range n {
 		e := snapEntry{offset: prev + int64(r.uvarint()), due: r.varint(), ts: r.varint(), keyHash: r.uint64()}
+		if r.version != snapVersionNoBack {
+			e.back = int64(r.uvarint())
+		}
+		if e.back < 0 || e.back > e.offset {
+			r.err = errSnapCorrupt
+		}
 		prev = e.offset
 		es = append(es, e)
 	}
@@ -275,7 +289,7 @@ func (w *Worker) buildSnapshots(parts []*partProgress, resolved map[*partProgres
 	}
 	for _, e := range w.due {
 		if es, ok := known[e.pp]; ok && e.ctl == nil && e.live() {
-			known[e.pp] = append(es, snapEntry{offset: e.offset, due: e.due, ts: e.ts, keyHash: e.keyHash})
+			known[e.pp] = append(es, snapEntry{offset: e.offset, due: e.due, ts: e.ts, keyHash: e.keyHash, back: e.offset - firstOffset(e)})
 		}
 	}
 	var out []*snapWrite

@@ -1,6 +1,7 @@
 package kafkamode
 
 import (
+	"encoding/binary"
 	"reflect"
 	"testing"
 	"time"
@@ -15,7 +16,8 @@ import (
 func TestSnapshotRoundTrip(t *testing.T) {
 	var es []snapEntry
 	for i := 0; i < snapChunkEntries+10; i++ {
-		es = append(es, snapEntry{offset: int64(7 + 3*i), due: 1_700_000_000_000 + int64(i%97), ts: 1_699_999_000_000 - int64(i), keyHash: uint64(i) * 0x9e3779b97f4a7c15})
+		es = append(es, snapEntry{offset: int64(7 + 3*i), due: 1_700_000_000_000 + int64(i%97), ts: 1_699_999_000_000 - int64(i), keyHash: uint64(i) * 0x9e3779b97f4a7c15,
+			back: int64(i%3) * int64(i)}) // a copy every third entry or so, some far back
 	}
 	chunks := snapshotChunks("d", 2, 42, es)
 	if len(chunks) != 2 {
@@ -138,4 +140,32 @@ func headerValue(r *kgo.Record, key string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// TestSnapshotChunkVersions: a chunk of version 1 (written before entries
+// carried back) still reads, with back 0; a chunk whose back would put a
+// message's first offset before 0 is refused.
+func TestSnapshotChunkVersions(t *testing.T) {
+	v1 := []byte{snapVersionNoBack}
+	v1 = binary.AppendUvarint(v1, 9)  // id
+	v1 = binary.AppendUvarint(v1, 2)  // count
+	v1 = binary.AppendUvarint(v1, 5)  // offset 5
+	v1 = binary.AppendVarint(v1, 100) // due
+	v1 = binary.AppendVarint(v1, 50)  // timestamp
+	v1 = binary.BigEndian.AppendUint64(v1, 0xfeed)
+	v1 = binary.AppendUvarint(v1, 3) // offset 8
+	v1 = binary.AppendVarint(v1, 200)
+	v1 = binary.AppendVarint(v1, 60)
+	v1 = binary.BigEndian.AppendUint64(v1, 0xbeef)
+	id, es, err := decodeSnapChunk(v1)
+	want := []snapEntry{{offset: 5, due: 100, ts: 50, keyHash: 0xfeed}, {offset: 8, due: 200, ts: 60, keyHash: 0xbeef}}
+	if err != nil || id != 9 || !reflect.DeepEqual(es, want) {
+		t.Fatalf("version 1 chunk: id %d entries %+v err %v; want 9 and %+v", id, es, err, want)
+	}
+	if _, _, err := decodeSnapChunk(encodeSnapChunk(1, []snapEntry{{offset: 4, back: 5}})); err == nil {
+		t.Fatal("an entry 5 back from offset 4 was accepted")
+	}
+	if _, es, err := decodeSnapChunk(encodeSnapChunk(1, []snapEntry{{offset: 4, back: 4}})); err != nil || es[0].back != 4 {
+		t.Fatalf("an entry first sent at offset 0: %+v %v", es, err)
+	}
 }

@@ -1,6 +1,7 @@
 package kafkamode
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -280,12 +281,16 @@ func TestSpillDirNotWritable(t *testing.T) {
 // TestSpillFileChecksum: a flipped bit in a spill entry is caught.
 func TestSpillFileChecksum(t *testing.T) {
 	b := []byte(spillMagic)
-	b = appendSpillEntry(b, snapEntry{offset: 7, due: 1_800_000_000_000, ts: 5, keyHash: 9})
-	if es, err := decodeSpill(b); err != nil || len(es) != 1 || es[0].offset != 7 {
-		t.Fatalf("decode: %+v %v", es, err)
+	want := snapEntry{offset: 7, due: 1_800_000_000_000, ts: 5, keyHash: 9, back: 6}
+	b = appendSpillEntry(b, want)
+	if es, err := decodeSpill(b); err != nil || len(es) != 1 || es[0] != want {
+		t.Fatalf("decode: %+v %v, want %+v", es, err, want)
 	}
-	b[len(spillMagic)+3] ^= 1
-	if _, err := decodeSpill(b); !errors.Is(err, errSpillCorrupt) {
-		t.Fatalf("flipped bit: %v", err)
+	for _, at := range []int{3, 33} { // the offset; the back
+		c := bytes.Clone(b)
+		c[len(spillMagic)+at] ^= 1
+		if _, err := decodeSpill(c); !errors.Is(err, errSpillCorrupt) {
+			t.Fatalf("flipped bit at entry byte %d: %v", at, err)
+		}
 	}
 }

@@ -79,7 +79,7 @@ func (w *Worker) place(pp *partProgress, se snapEntry, now int64) {
 
 // indexNoBody puts an entry without body into the RAM index.
 func (w *Worker) indexNoBody(pp *partProgress, se snapEntry) {
-	e := &entry{pp: pp, offset: se.offset, due: se.due, ts: se.ts, keyHash: se.keyHash}
+	e := &entry{pp: pp, offset: se.offset, due: se.due, ts: se.ts, keyHash: se.keyHash, back: se.back}
 	w.due.push(e)
 	w.noBody.push(e)
 	w.queueCopy(e)
@@ -149,7 +149,7 @@ func (w *Worker) unspillTargets(c *entry) bool {
 		return true
 	}
 	es, err := w.spill.takeOut(c.pp, func(se snapEntry) bool {
-		return c.cancels(se.offset, c.pp.copies.first(se.offset), se.keyHash)
+		return c.cancels(se.offset, c.pp.copies.firstOf(se.offset, se.back), se.keyHash)
 	})
 	if err != nil {
 		w.failSpill(err)
