@@ -16,8 +16,9 @@ const readEachGap = 16 << 10
 
 // readEachBufs recycles ReadEach's read buffers: a consumer's receive
 // reads its batch into one, and a fresh one a call was zeroed and
-// collected for nothing. maxPooledReadEach keeps a buffer grown for a large
-// record from being pinned.
+// collected for nothing. fill never grows a buffer past readChunk (a
+// larger record is read into its own); maxPooledReadEach only keeps that
+// bound if fill changes.
 var readEachBufs = sync.Pool{New: func() any { b := make([]byte, 0, readEachSpan+readAhead); return &b }}
 
 const maxPooledReadEach = 2 * (readEachSpan + readAhead)

@@ -202,7 +202,10 @@ func (e *Engine) loop() {
 			<-e.life.done
 			return
 		}
-		now, base := e.Now(), e.opts.Clock.Since()
+		// base first: a clock moved between the two readings then shows
+		// as a move after the timer starts, not as one already in base.
+		base := e.opts.Clock.Since()
+		now := e.Now()
 		busy := e.stepLoadLocked(now)
 		if e.advanceLocked(now) {
 			busy = true

@@ -26,9 +26,10 @@ type Arena struct {
 const (
 	arenaBlock  = 64 << 10
 	arenaStored = 64
-	// maxReserved bounds the slab a Reserve sizes (a receive hands out at
-	// most 1,000 messages).
-	maxReserved = 1024
+	// maxReserved bounds the slab a Reserve sizes: a message kept after
+	// its batch keeps its slab alive, so a slab stays a fraction of a
+	// large batch (a receive hands out up to 1,000).
+	maxReserved = 256
 )
 
 // Reserve tells a that about n more messages are to be decoded, so that

@@ -226,7 +226,11 @@ func (r *Runner) loop() {
 	defer close(r.loopDone)
 	for {
 		r.opMu.Lock()
-		now, base := r.opts.Broker.Now(), r.opts.Clock.Since()
+		// base first: a clock moved between the two readings then shows
+		// as a move after the timer starts (read the other way round, it
+		// would be in base and missed).
+		base := r.opts.Clock.Since()
+		now := r.opts.Broker.Now()
 		r.mu.Lock()
 		batch := r.takeLocked(now)
 		wait := r.waitLocked(now)

@@ -15,17 +15,30 @@ import (
 // once a firing is due within the second), before the timer starts: the
 // moment a preempted loop loses between computing its wait and starting
 // its timer, made to happen on demand.
+//
+// With inSince, it moves instead inside the next Since call, before
+// reading: a clock moved between the loop's two readings (its monotonic
+// base and the broker's time) is then in the base and not in the time the
+// wait is computed from, unless the base is read first.
 type jumpingClock struct {
 	*clock.Fake
-	armed atomic.Bool
-	jump  time.Duration
+	armed   atomic.Bool
+	inSince bool
+	jump    time.Duration
 }
 
 func (c *jumpingClock) NewTimer(d time.Duration) clock.Timer {
-	if d < time.Second && c.armed.CompareAndSwap(true, false) {
+	if !c.inSince && d < time.Second && c.armed.CompareAndSwap(true, false) {
 		c.Fake.Advance(c.jump)
 	}
 	return c.Fake.NewTimer(d)
+}
+
+func (c *jumpingClock) Since() time.Duration {
+	if c.inSince && c.armed.CompareAndSwap(true, false) {
+		c.Fake.Advance(c.jump)
+	}
+	return c.Fake.Since()
 }
 
 // TestLoopRecomputesWhenTheClockMovedBeforeItsTimer: the clock moves past
@@ -35,6 +48,11 @@ func (c *jumpingClock) NewTimer(d time.Duration) clock.Timer {
 // fire (nothing else moves the clock here); the test waits for the
 // firing's send, not for a sleep.
 func TestLoopRecomputesWhenTheClockMovedBeforeItsTimer(t *testing.T) {
+	t.Run("inside NewTimer", func(t *testing.T) { testClockMovedBeforeTimer(t, false) })
+	t.Run("between the loop's two readings", func(t *testing.T) { testClockMovedBeforeTimer(t, true) })
+}
+
+func testClockMovedBeforeTimer(t *testing.T, inSince bool) {
 	// The first firing (10:01:00) is sent ahead by the runner's lead of
 	// 20 s: 500 ms from the start.
 	at := time.Date(2026, 11, 30, 10, 0, 39, 500e6, time.UTC)
@@ -47,7 +65,7 @@ func TestLoopRecomputesWhenTheClockMovedBeforeItsTimer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer eng.Close()
-	clk := &jumpingClock{Fake: fake, jump: time.Second} // 10:00:39.5 -> 10:00:40.5
+	clk := &jumpingClock{Fake: fake, jump: time.Second, inSince: inSince} // 10:00:39.5 -> 10:00:40.5
 	open := func() *Runner {
 		r, err := Open(Options{Dir: "/data/schedules", FS: fs, Broker: eng, Clock: clk, Logger: quiet})
 		if err != nil {
