@@ -100,21 +100,43 @@ func NewLocator(cfg Config, cl *kgo.Client) *Locator {
 // WhereResolved without searching its business topic. A message copied
 // forward is followed to its latest copy (Location.Copied): its original
 // is resolved by the copy, not cancelled.
+//
+// A copy found resolved is looked past again (at most maxCopyHops times):
+// the copy that resolved it may have committed after the search for
+// copies read the partition and before the group offset was fetched, and
+// the message would then read as cancelled while a newer copy holds it.
 func (l *Locator) Locate(ctx context.Context, partition int32, offset int64, search bool) (Location, error) {
 	loc, err := l.locateAt(ctx, partition, offset, search)
-	if err != nil || loc.Problem != "" || (loc.Where != WhereResolved && loc.Where != WhereCancelled) {
+	if err != nil || !resolvedHere(loc) {
 		return loc, err
 	}
-	c, found, err := l.latestCopy(ctx, loc)
-	if err != nil || !found {
-		return loc, err
+	out, cur := loc, loc
+	for range maxCopyHops {
+		c, found, err := l.latestCopy(ctx, cur)
+		if err != nil || !found {
+			return out, err
+		}
+		cl, err := l.locateAt(ctx, partition, c, search)
+		if err != nil {
+			return loc, fmt.Errorf("message %d/%d was copied forward to offset %d: %w", partition, offset, c, err)
+		}
+		cl.Copied, cl.Origin = true, offset
+		out, cur = cl, cl
+		if !resolvedHere(cl) {
+			break
+		}
 	}
-	cl, err := l.locateAt(ctx, partition, c, search)
-	if err != nil {
-		return loc, fmt.Errorf("message %d/%d was copied forward to offset %d: %w", partition, offset, c, err)
-	}
-	cl.Copied, cl.Origin = true, offset
-	return cl, nil
+	return out, nil
+}
+
+// maxCopyHops bounds how many times Locate looks past a resolved copy for
+// a newer one.
+const maxCopyHops = 4
+
+// resolvedHere reports whether loc is a message resolved without a
+// forward found: cancelled, or carried on by a copy forward.
+func resolvedHere(loc Location) bool {
+	return loc.Problem == "" && (loc.Where == WhereResolved || loc.Where == WhereCancelled)
 }
 
 // latestCopy finds the latest copy forward of loc's message in its

@@ -95,8 +95,8 @@ func waitSnapshot(t *testing.T, e *env, p int32, read int64) {
 				return
 			}
 			b := r.Value
-			if len(b) == 0 || b[0] != 1 {
-				t.Fatalf("snapshot header %x: want version byte 1", b)
+			if len(b) == 0 || b[0] != 2 {
+				t.Fatalf("snapshot header %x: want version byte 2 (doc.go)", b)
 			}
 			b = b[1:]
 			var v [3]uint64
