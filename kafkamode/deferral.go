@@ -27,12 +27,14 @@ import (
 //   - a cancel matches an entry by its first offset (firstOffset): it
 //     reaches a message if it was written after the message was first
 //     sent, by key, or by offset naming the entry or its first offset;
-//   - a copy's record is dropped once it has been read and no cancel
-//     below it is open (pruneCopies): a cancel read later lies above it,
-//     and the copy's entry carries its first offset on (entry.back,
-//     written to the spill and the snapshots), so a cancel that names
-//     the offset its message was first sent at still reaches it, days
-//     and owners later;
+//   - a copy's record is dropped once it has been read, a snapshot taken
+//     after it has committed, and no cancel below it is open
+//     (pruneCopies): a cancel read later lies above it, and the copy's
+//     entry carries its first offset on (entry.back, written to the spill
+//     and the snapshots), so a cancel that names the offset its message
+//     was first sent at still reaches it, days and owners later (an owner
+//     that ignores the snapshot, corrupt or older than the committed
+//     offset, reads the copies below it without their first offsets);
 //   - open lists the cancels read and not yet committed;
 //   - no snapshot is taken while a cancel is open (buildSnapshots): the
 //     scheduled half of a waiting reschedule would pass for a plain
@@ -73,10 +75,14 @@ func (cs *copyState) closed(o int64) {
 }
 
 // pruneCopies drops the copy records no cancel can need any more: copies
-// below the read position next with no open cancel below them.
-func (cs *copyState) pruneCopies(next int64) {
+// below upTo with no open cancel below them. upTo is the read position,
+// or the last committed snapshot's if lower: a copy read back after that
+// snapshot is read again by a new owner (which starts from the snapshot),
+// and only the copy record then tells where its message was first sent;
+// below the snapshot's position the snapshot's entry carries it (back).
+func (cs *copyState) pruneCopies(upTo int64) {
 	for x := range cs.copies {
-		if x < next && (len(cs.open) == 0 || cs.open[0] > x) {
+		if x < upTo && (len(cs.open) == 0 || cs.open[0] > x) {
 			delete(cs.copies, x)
 		}
 	}
@@ -97,7 +103,7 @@ func (w *Worker) noteCopies(outputs map[*kgo.Record]*entry, plans []*partPlan) {
 		}
 	}
 	for _, pl := range plans {
-		pl.pp.copies.pruneCopies(pl.pp.next)
+		pl.pp.copies.pruneCopies(min(pl.pp.next, pl.pp.snapRead))
 	}
 }
 

@@ -398,3 +398,46 @@ func (s *copyScene) takeOverFromSnapshot() {
 	w.indexSeeded(s.now)
 	s.w = w
 }
+
+// TestCopyRecordsKeptUntilASnapshotPassesThem: a copy read back is
+// pruned from the copy records only once a snapshot taken after it has
+// committed. Before that a new owner starts below it, from the last
+// snapshot, and reads the copy again: only the copy record (in the state
+// topic, written from this map by the next copying transaction) tells it
+// where the copy's message was first sent, so that a cancel naming that
+// offset still reaches it.
+func TestCopyRecordsKeptUntilASnapshotPassesThem(t *testing.T) {
+	s := newCopyScene(t, time.Hour, false) // the reschedule (1) copied forward to 3
+	s.index(s.copyRec)
+	pp := s.w.parts[0]
+	s.w.noteCopies(nil, []*partPlan{{pp: pp}}) // a later transaction; no snapshot yet
+	if _, ok := pp.copies.copies[3]; !ok {
+		t.Fatalf("copy records %v: the copy at 3 was pruned with no snapshot past it", pp.copies.copies)
+	}
+	// A new owner with the copy records as this worker would write them,
+	// starting from an older snapshot (below 3): it reads the copy again.
+	loaded, ok := parseCopies(encodeCopies(pp.copies.copies))
+	if !ok {
+		t.Fatal("the copy records do not round trip")
+	}
+	w, err := New(s.w.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := newPartProgress(0, nil)
+	owner.copies.copies, owner.next = loaded, 3
+	w.parts[0] = owner
+	old := s.w
+	s.w = w
+	s.index(s.copyRec)
+	s.index(s.rec(4, 0, "offset:1", nil))
+	if got := describe(s.w.collectDue(s.now)); got[4] != "cancel " || got[3] != "cancelled " || len(got) != 2 {
+		t.Fatalf("at the new owner: %v; want the cancel (4) naming offset 1 to cancel the copy (3)", got)
+	}
+	// Once a snapshot read past 3 has committed, the record goes.
+	pp.snapRead = 4
+	old.noteCopies(nil, []*partPlan{{pp: pp}})
+	if len(pp.copies.copies) != 0 {
+		t.Fatalf("copy records %v after a snapshot past them, want none", pp.copies.copies)
+	}
+}

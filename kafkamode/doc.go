@@ -202,8 +202,9 @@
 // position (kept through further copies). The copy is read and indexed
 // like any record; its forward names the original in hourglass-source and
 // drops hourglass-copied-from. A cancel by key still finds the copy (same
-// key, same partition, lower offset than the cancel); a cancel by offset
-// naming the original's offset no longer does.
+// key, same partition, lower offset than the cancel), and so does a cancel
+// by offset naming the original's offset: the copy's entry knows it
+// (entry.back, deferral.go).
 //
 // # Caveats
 //

@@ -293,4 +293,11 @@ func TestSpillFileChecksum(t *testing.T) {
 			t.Fatalf("flipped bit at entry byte %d: %v", at, err)
 		}
 	}
+	// A back that would put the first offset before 0 is refused even
+	// with a valid checksum.
+	for _, bad := range []snapEntry{{offset: 4, back: 9}, {offset: 4, back: -5}, {offset: -1}} {
+		if _, err := decodeSpill(appendSpillEntry([]byte(spillMagic), bad)); !errors.Is(err, errSpillCorrupt) {
+			t.Fatalf("entry %+v: %v, want refused", bad, err)
+		}
+	}
 }

@@ -63,13 +63,17 @@ func decodeSpill(b []byte) ([]snapEntry, error) {
 		if crc32.Checksum(b[:40], spillCRC) != binary.BigEndian.Uint32(b[40:44]) {
 			return nil, fmt.Errorf("%w: checksum mismatch at entry %d", errSpillCorrupt, len(out))
 		}
-		out = append(out, snapEntry{
+		e := snapEntry{
 			offset:  int64(binary.BigEndian.Uint64(b[0:])),
 			due:     int64(binary.BigEndian.Uint64(b[8:])),
 			ts:      int64(binary.BigEndian.Uint64(b[16:])),
 			keyHash: binary.BigEndian.Uint64(b[24:]),
 			back:    int64(binary.BigEndian.Uint64(b[32:])),
-		})
+		}
+		if e.offset < 0 || e.back < 0 || e.back > e.offset {
+			return nil, fmt.Errorf("%w: entry %d: offset %d, back %d", errSpillCorrupt, len(out), e.offset, e.back)
+		}
+		out = append(out, e)
 	}
 	return out, nil
 }
