@@ -113,8 +113,11 @@ func (l *Locator) Locate(ctx context.Context, partition int32, offset int64, sea
 	out, cur := loc, loc
 	for range maxCopyHops {
 		c, found, err := l.latestCopy(ctx, cur)
-		if err != nil || !found {
-			return out, err
+		if err != nil {
+			return loc, err
+		}
+		if !found {
+			return out, nil
 		}
 		cl, err := l.locateAt(ctx, partition, c, search)
 		if err != nil {
