@@ -190,10 +190,6 @@ func (cs *copyState) firstOf(o, back int64) int64 {
 	return o - back
 }
 
-// first is firstOf for a record read now, before it has an entry: only
-// the copy records know.
-func (cs *copyState) first(o int64) int64 { return cs.firstOf(o, 0) }
-
 // cancels reports whether the cancel c reaches the message at offset o
 // (first sent at first) with key hash kh.
 func (c *entry) cancels(o, first int64, kh uint64) bool {

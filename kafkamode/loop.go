@@ -273,7 +273,6 @@ func (w *Worker) settleReschedule(batch []*entry, sc *entry, replaced bool, now 
 	}
 	sc.ctl = &control{dlqReason: "reschedule: nothing pending to replace (the message it moves was already forwarded, cancelled, or never sent): not scheduled"}
 	sc.inBatch, sc.copy = true, false // queued for copy-forward as an old record: dead-lettered, not copied
-
 	return append(batch, sc)
 }
 
@@ -347,7 +346,7 @@ func (w *Worker) indexRecord(r *kgo.Record, now, lead int64) {
 		return
 	}
 	w.stats.RecordsRead.Add(1)
-	e := &entry{pp: pp, offset: r.Offset, ts: r.Timestamp.UnixMilli(), keyHash: keyHash(r.Key), back: r.Offset - pp.copies.first(r.Offset)}
+	e := &entry{pp: pp, offset: r.Offset, ts: r.Timestamp.UnixMilli(), keyHash: keyHash(r.Key), back: r.Offset - pp.copies.firstOf(r.Offset, 0)} // only the copy records know
 	s, err := w.cfg.scheduleOf(r)
 	if err == nil {
 		w.warmTopic(s.bizTopic)
