@@ -179,7 +179,7 @@ type catalog struct {
 }
 
 // consumers holds the consumer groups and what they wait for. Guarded by
-// Engine.mu.
+// Engine.mu, except known.
 type consumers struct {
 	groups          map[string]*group // by topic + "\x00" + name
 	groupsByID      map[uint32]*group
@@ -187,6 +187,12 @@ type consumers struct {
 	leaseSeq        uint32
 	deadLetters     []deadLetter // waiting to be moved by the loop
 	deadLetterAfter int64        // no dead-lettering before this (after a failure)
+
+	// known mirrors groups for lookups without mu (it is written where
+	// groups is, under mu): a receive finds its group without queueing
+	// for the engine's lock once more. A group is never removed, so an
+	// entry found here stays the group's.
+	known sync.Map // groupKey -> *group
 }
 
 // overlayState remembers messages whose timer no longer matches their

@@ -145,7 +145,15 @@ func (e *Engine) createGroup(topicName, name string, cfg GroupConfig, existingOK
 	if err := message.ValidateTopic(DeadLetterTopic(topicName, name)); err != nil {
 		return nil, errs.New(errs.InvalidArgument, "topic and group names together are too long for the dead-letter topic")
 	}
-	// The common case, the group exists, takes mu only.
+	// The common case, the group exists, takes no lock (known); the
+	// checks of an engine that failed or closed are the caller's next
+	// step under mu.
+	if v, ok := e.cons.known.Load(groupKey(topicName, name)); ok {
+		if existingOK {
+			return v.(*group), nil
+		}
+		return v.(*group), errs.New(errs.AlreadyExists, "group %q of topic %q exists", name, topicName)
+	}
 	e.mu.Lock()
 	if err := e.unavailableLocked(); err != nil {
 		e.mu.Unlock()
@@ -194,6 +202,7 @@ func (e *Engine) applyGroupLocked(id uint32, t *topic, cfg GroupConfig, name str
 		g.queues = append(g.queues, newGroupQueue())
 	}
 	e.cons.groups[groupKey(t.name, name)] = g
+	e.cons.known.Store(groupKey(t.name, name), g)
 	e.cons.groupsByID[id] = g
 	if id >= e.cons.nextGroupID {
 		e.cons.nextGroupID = id + 1

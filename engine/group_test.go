@@ -321,3 +321,46 @@ func TestUnackedSpanBoundsGroupState(t *testing.T) {
 	}
 	h.receiveN("s", "g", 10, time.Hour)
 }
+
+// TestGroupLookupTakesNoLock: a receive's lookup of an existing group
+// does not queue for the engine's lock (consumers.known), also for a
+// group recovered from the log at open; a group not known yet still goes
+// the locked way, and an existing group is still refused to CreateGroup.
+func TestGroupLookupTakesNoLock(t *testing.T) {
+	h := newHarness(t, nil)
+	if err := h.e.CreateTopic("jobs", TopicConfig{Queues: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.e.CreateGroup("jobs", "w", GroupConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.e.CreateGroup("jobs", "w", GroupConfig{}); errs.CodeOf(err) != errs.AlreadyExists {
+		t.Fatalf("CreateGroup of an existing group: %v, want AlreadyExists", err)
+	}
+	for _, phase := range []string{"created", "recovered"} {
+		h.e.mu.Lock()
+		found := make(chan *group, 1)
+		go func() {
+			g, err := h.e.createGroup("jobs", "w", GroupConfig{}, true)
+			if err != nil {
+				t.Error(err)
+			}
+			found <- g
+		}()
+		select {
+		case g := <-found:
+			if g == nil || g.name != "w" || g.topic.name != "jobs" {
+				t.Errorf("%s: lookup found %+v", phase, g)
+			}
+		case <-time.After(10 * time.Second):
+			h.e.mu.Unlock()
+			<-found
+			t.Fatalf("%s: the lookup of an existing group waited for the engine's lock", phase)
+		}
+		h.e.mu.Unlock()
+		h.restart()
+	}
+	if _, ok := h.e.cons.known.Load(groupKey("jobs", "other")); ok {
+		t.Fatal("a group never created is known")
+	}
+}
