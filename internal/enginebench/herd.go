@@ -43,8 +43,9 @@ type herdResult struct {
 // the whole herd is seen, a send competes with the herd for the engine.
 const herdStaging = 3 * time.Second
 
-// runHerd makes -herd messages fall due at one millisecond, once with the
-// default dispatch rate and once unbounded, each in a fresh engine.
+// runHerd makes -herd messages fall due at one millisecond, once per
+// DispatchRate of -rates (by default the engine's default and unbounded),
+// each in a fresh engine.
 func runHerd(c config, dir string) (*report, error) {
 	r := newReport("herd", dir)
 	r.note("size: %s messages due at the same millisecond, %v after sending starts; 16 B bodies, no keys, topic of 4 queues, SendBatch of %d from %d goroutine(s), sync flush, vfs.OS; a fresh engine per run",
@@ -53,15 +54,13 @@ func runHerd(c config, dir string) (*report, error) {
 		r.note("other traffic: %d probe messages/s in another topic (1 queue), each sent alone 1 s before its due time, due from 1.5 s after the herd was sent until 15 s after the herd instant, plus one due 1 ms after the herd instant (the issue's probe); probe lateness is from a consumer's clock like the lateness scenario's", c.probe)
 	}
 	r.note("\"seen\" times come from a reader waiting on VisibleSignal that counts queue lengths (Topics()) and stamps time.Now(); index lateness is entry.Visible - entry.Due read back afterwards")
-	for _, run := range []struct {
-		name string
-		rate int
-	}{{"DispatchRate default (200,000/s)", 0}, {"DispatchRate -1 (unbounded)", -1}} {
-		res, err := herdOnce(c, filepath.Join(dir, fmt.Sprintf("rate%d", run.rate)), run.rate)
+	for _, dispatchRate := range c.rates {
+		name := rateName(dispatchRate)
+		res, err := herdOnce(c, filepath.Join(dir, fmt.Sprintf("rate%d", dispatchRate)), dispatchRate)
 		if err != nil {
-			return r, fmt.Errorf("%s: %w", run.name, err)
+			return r, fmt.Errorf("%s: %w", name, err)
 		}
-		p := run.name + ": "
+		p := name + ": "
 		r.fig(p+"send time", fmt.Sprintf("%s (%s)", secs(res.send), rate(c.herd, res.send)))
 		r.fig(p+"due instant until the first / all seen", fmt.Sprintf("%.3f s / %.3f s", float64(res.clk.min)/1e9, res.allVisible.Seconds()))
 		r.fig(p+"due instant until the last Visible stamp (index)", fmt.Sprintf("%d ms", res.lastIndex))
@@ -82,8 +81,20 @@ func runHerd(c config, dir string) (*report, error) {
 		}
 		r.fig(p+"RSS before sending, peak (sampled every 5 ms)", mib(res.rssBefore)+", "+mib(res.rssPeak))
 	}
-	r.fig("process VmHWM (both runs)", mib(hwmBytes()))
+	r.fig("process VmHWM (all runs)", mib(hwmBytes()))
 	return r, nil
+}
+
+// rateName names a run by its engine.Options.DispatchRate: 0 is the
+// engine's default, negative unbounded.
+func rateName(dispatchRate int) string {
+	switch {
+	case dispatchRate == 0:
+		return fmt.Sprintf("DispatchRate default (%s/s)", humanInt(int64(engine.NewOptions("").DispatchRate)))
+	case dispatchRate < 0:
+		return "DispatchRate -1 (unbounded)"
+	}
+	return fmt.Sprintf("DispatchRate %s/s", humanInt(int64(dispatchRate)))
 }
 
 // herdOnce runs one herd on a fresh engine in dir with the given

@@ -94,8 +94,8 @@ func runLateness(c config, dir string) (*report, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.note("size: %s pending messages first (due over %v from %v after the start; sent in %s), then %s messages due uniformly over a %v window (%s/s), 16 B bodies, topic of %d queues, engine defaults (sync flush, DispatchRate 200,000/s)",
-		humanInt(int64(c.preload)), c.horizon, c.offset, secs(pre.took), humanInt(int64(count)), c.window, humanInt(int64(c.rate)), latenessQueues)
+	r.note("size: %s pending messages first (due over %v from %v after the start; sent in %s), then %s messages due uniformly over a %v window (%s/s), 16 B bodies, topic of %d queues, engine defaults (sync flush, DispatchRate %s/s)",
+		humanInt(int64(c.preload)), c.horizon, c.offset, secs(pre.took), humanInt(int64(count)), c.window, humanInt(int64(c.rate)), latenessQueues, humanInt(int64(engine.NewOptions("").DispatchRate)))
 
 	if c.settle {
 		if err := waitCheckpoints(e, 2, 10*time.Minute); err != nil {

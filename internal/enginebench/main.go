@@ -104,6 +104,7 @@ type config struct {
 	herd     int           // herd: messages due at one instant
 	herdLead time.Duration // herd: the instant is this long after sending starts
 	probe    int           // herd: probe messages per second in another topic
+	rates    []int         // herd: the DispatchRate of each run (0: the default)
 
 	producers     int           // produce: concurrent Send callers
 	duration      time.Duration // produce: how long they send
@@ -149,6 +150,17 @@ func main() {
 	flag.IntVar(&c.consumers, "consumers", 4, "grouplateness: consumer goroutines calling Receive and Ack")
 	flag.IntVar(&c.herd, "herd", 1_000_000, "herd: messages due at one instant")
 	flag.DurationVar(&c.herdLead, "herd-lead", 15*time.Second, "herd: the instant is this long after sending starts")
+	flag.Func("rates", "herd: comma-separated DispatchRate values, one fresh engine each; 0 is the engine's default, -1 unbounded (default 0,-1)", func(v string) error {
+		c.rates = nil
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil {
+				return fmt.Errorf("rate %q: %w", f, err)
+			}
+			c.rates = append(c.rates, n)
+		}
+		return nil
+	})
 	flag.IntVar(&c.probe, "probe-rate", 100, "herd: probe messages per second in another topic, due from the end of sending to 15 s after the herd instant (0: none)")
 	flag.IntVar(&c.producers, "producers", 64, "produce: concurrent Send callers")
 	flag.DurationVar(&c.duration, "duration", 10*time.Second, "produce: how long to send")
@@ -171,6 +183,9 @@ func main() {
 	flag.IntVar(&c.ckptBytes, "ckpt-bytes", 8<<20, "rawpause: bytes the checkpoint-like writer writes and makes durable every second")
 	flag.IntVar(&c.ckptFiles, "ckpt-files", 16, "rawpause: the number of files they are spread over")
 	flag.Parse()
+	if c.rates == nil {
+		c.rates = []int{0, -1}
+	}
 	for _, f := range strings.Split(*marks, ",") {
 		if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && n > 0 && n < c.n {
 			c.rssMarks = append(c.rssMarks, n)
