@@ -149,7 +149,7 @@ func (e *Engine) takeBatchLocked(now int64) []fireEntry {
 
 // dispatchBurstMs is how much of DispatchRate, in ms of it, the dispatcher
 // may spend at once after a quieter spell: the token bucket's depth. At the
-// default rate that is 100,000 messages, so a herd of 20,000 is made
+// default rate that is 50,000 messages, so a herd of 20,000 is made
 // visible as fast as its fire records are written (the issue-8 target: a
 // herd of 20,000 at 8 HTTP consumers within 100 ms), while the rate still
 // bounds every longer span: in any interval of t ms at most

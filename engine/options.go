@@ -66,7 +66,7 @@ type Options struct {
 	Lookahead time.Duration
 	// DispatchRate bounds how many due messages per second become visible,
 	// so that a herd (or what fell due while the broker was down) reaches
-	// consumers at a bounded rate; default 1,000,000. Negative means unbounded.
+	// consumers at a bounded rate; default 500,000. Negative means unbounded.
 	// It is a token bucket 100 ms deep (at least DispatchBatch): after a
 	// quieter spell that many fire at once, so a herd of up to a tenth of
 	// the rate is not spread out; any span of t ms fires at most
@@ -145,7 +145,7 @@ func (o *Options) setDefaults() {
 		o.Lookahead = o.BucketWidth / 2
 	}
 	if o.DispatchRate == 0 {
-		o.DispatchRate = 1_000_000
+		o.DispatchRate = 500_000
 	}
 	if o.DispatchBatch == 0 {
 		o.DispatchBatch = 4096

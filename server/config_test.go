@@ -23,7 +23,7 @@ func TestDefaultConfigIsValid(t *testing.T) {
 	o := c.EngineOptions(nil)
 	if o.Dir != "./hourglass-data" || o.Flush != commitlog.FlushSync || o.Limits.MaxBodyBytes != 4<<20 ||
 		o.Limits.MaxDelay != 400*24*time.Hour || !reflect.DeepEqual(o.Limits.DelayLevels, message.DefaultDelayLevels) ||
-		o.NoAutoCreate || o.MaxBatch != 1000 || o.DispatchRate != 1_000_000 {
+		o.NoAutoCreate || o.MaxBatch != 1000 || o.DispatchRate != 500_000 {
 		t.Fatalf("engine options from defaults: %+v", o)
 	}
 }
