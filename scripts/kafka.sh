@@ -19,6 +19,8 @@
 #                     the jars land in $HOURGLASS_CACHE/kafka-$KAFKA_VERSION/lib
 #   KAFKA_STATE       file that records the PID and directory of the running
 #                     Kafka (default ${TMPDIR:-/tmp}/hourglass-kafka.state)
+#   KAFKA_JVM_OPTS    the broker JVM's options (default -Xms256m -Xmx512m;
+#                     split on spaces), e.g. to try another collector
 #
 # Needs java (17 or later) and mvn. The jars (about 54 MiB) are fetched with
 # `mvn dependency:copy-dependencies` from a generated pom, once; a file named
@@ -147,7 +149,9 @@ EOF
 launch() {
 	# setsid: the broker must not die with the shell that started it (make
 	# runs each recipe line in its own shell).
-	setsid java -Xms256m -Xmx512m -Dkafka.logs.dir="$dir/logs" \
+	local jvm
+	read -r -a jvm <<<"${KAFKA_JVM_OPTS:--Xms256m -Xmx512m}"
+	setsid java "${jvm[@]}" -Dkafka.logs.dir="$dir/logs" \
 		-cp "$cache/lib/*" kafka.Kafka "$dir/server.properties" \
 		>>"$dir/kafka.log" 2>&1 </dev/null &
 	pid=$!
