@@ -363,4 +363,18 @@ func TestGroupLookupTakesNoLock(t *testing.T) {
 	if _, ok := h.e.cons.known.Load(groupKey("jobs", "other")); ok {
 		t.Fatal("a group never created is known")
 	}
+	// The lookup skips the engine's state checks; the receive's next step
+	// makes them: a closed engine refuses, with or without acks.
+	h.send("jobs", "k", message.When{})
+	e := h.e
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	h.e = nil
+	for _, ack := range [][]string{nil, {"AAEAAAAAAAAAKgAAAAEAAAAAAAAAAA"}} {
+		got, err := e.Receive(context.Background(), ReceiveRequest{Topic: "jobs", Group: "w", Max: 1, Ack: ack})
+		if errs.CodeOf(err) != errs.Unavailable || len(got) != 0 {
+			t.Errorf("receive (acks %v) on a closed engine: %d messages, %v; want Unavailable", ack, len(got), err)
+		}
+	}
 }
