@@ -78,6 +78,11 @@ func TestBadInput(t *testing.T) {
 		{"invisibility missing", "POST", "/v1/topics/t/groups/g/invisibility", `{"receipt":"x"}`, 400, "invalid_argument", "invisible"},
 		{"redrive max too big", "POST", "/v1/topics/t/groups/g/redrive", `{"max":5000}`, 400, "invalid_argument", "max"},
 		{"redrive unknown group", "POST", "/v1/topics/t/groups/zz/redrive", ``, 404, "not_found", "zz"},
+		// An optional body is left out, not sent as white space.
+		{"redrive white space", "POST", "/v1/topics/t/groups/g/redrive", "\t", 400, "invalid_argument", "white space"},
+		{"receive white space", "POST", "/v1/topics/t/groups/g/receive", " \r\n", 400, "invalid_argument", "white space"},
+		{"create topic white space", "PUT", "/v1/topics/ws", " ", 400, "invalid_argument", "white space"},
+		{"create group white space", "PUT", "/v1/topics/t/groups/ws", "\n", 400, "invalid_argument", "white space"},
 		{"unknown endpoint", "GET", "/v2/things", ``, 404, "not_found", "no such endpoint"},
 	}
 	for _, c := range cases {

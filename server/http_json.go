@@ -58,11 +58,17 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, erro
 
 // decodeBody is decode's work on a body already read.
 func decodeBody(body []byte, v any, optional bool) error {
-	// JSON white space only: bytes.TrimSpace would also take \f or \v,
-	// which are not JSON, for an empty body.
+	// An optional body is absent only when it has no bytes at all: white
+	// space alone is a body, and not a JSON value (the OpenAPI document
+	// lets the body out, not replace it with white space). JSON white
+	// space only: bytes.TrimSpace would also take \f or \v, which are not
+	// JSON.
+	if len(body) == 0 && optional {
+		return nil
+	}
 	if len(bytes.Trim(body, " \t\r\n")) == 0 {
 		if optional {
-			return nil
+			return errs.New(errs.InvalidArgument, "request body holds only white space; send a JSON object, or no body at all")
 		}
 		return errs.New(errs.InvalidArgument, "request body is empty; a JSON object is required")
 	}
