@@ -145,14 +145,14 @@ func (e *Engine) createGroup(topicName, name string, cfg GroupConfig, existingOK
 	if err := message.ValidateTopic(DeadLetterTopic(topicName, name)); err != nil {
 		return nil, errs.New(errs.InvalidArgument, "topic and group names together are too long for the dead-letter topic")
 	}
-	// The common case, the group exists, takes no lock (known); the
-	// checks of an engine that failed or closed are the caller's next
-	// step under mu.
-	if v, ok := e.cons.known.Load(groupKey(topicName, name)); ok {
-		if existingOK {
+	// A receive's case, the group exists, takes no lock (known); the
+	// checks of an engine that failed or closed are the receive's next
+	// step under mu. CreateGroup has no such step: it takes mu below, so
+	// that a closed engine answers Unavailable, not AlreadyExists.
+	if existingOK {
+		if v, ok := e.cons.known.Load(groupKey(topicName, name)); ok {
 			return v.(*group), nil
 		}
-		return v.(*group), errs.New(errs.AlreadyExists, "group %q of topic %q exists", name, topicName)
 	}
 	e.mu.Lock()
 	if err := e.unavailableLocked(); err != nil {

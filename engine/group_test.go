@@ -371,6 +371,9 @@ func TestGroupLookupTakesNoLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.e = nil
+	if err := e.CreateGroup("jobs", "w", GroupConfig{}); errs.CodeOf(err) != errs.Unavailable {
+		t.Errorf("CreateGroup of an existing group on a closed engine: %v, want Unavailable", err)
+	}
 	for _, ack := range [][]string{nil, {"AAEAAAAAAAAAKgAAAAEAAAAAAAAAAA"}} {
 		got, err := e.Receive(context.Background(), ReceiveRequest{Topic: "jobs", Group: "w", Max: 1, Ack: ack})
 		if errs.CodeOf(err) != errs.Unavailable || len(got) != 0 {
