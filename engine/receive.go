@@ -169,15 +169,20 @@ func (e *Engine) receive(ctx context.Context, g *group, req ReceiveRequest) ([]R
 		case <-signal:
 		case <-poll:
 			poll = time.After(2 * time.Millisecond)
+		// The wait's end and a message made visible can be ready at
+		// once (a clock advance fires both), and select takes either: so
+		// the end of a wait, or of its catch-up, is followed by one more
+		// take before the empty answer (the loop's top returns when
+		// neither is left), never by the empty answer directly.
 		case <-deadline:
 			deadline, endOfWait = nil, e.Now()
 			if e.Frontier() >= endOfWait {
-				return nil, nil
+				continue
 			}
 			e.kickLoop()
 			catchUp, poll = time.After(time.Second), time.After(2*time.Millisecond)
 		case <-catchUp:
-			return nil, nil
+			catchUp, poll = nil, nil
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-e.life.done:
