@@ -22,7 +22,7 @@ func (e *Engine) leaseLocked(topic, name, receipt string) (*group, *groupQueue, 
 
 // groupLocked finds a group that must exist.
 func (e *Engine) groupLocked(topic, name string) (*group, error) {
-	g := e.cons.groups[groupKey(topic, name)]
+	g := e.cons.group(topic, name)
 	if g == nil {
 		return nil, errs.New(errs.NotFound, "group %q of topic %q does not exist", name, topic)
 	}

@@ -179,20 +179,26 @@ type catalog struct {
 }
 
 // consumers holds the consumer groups and what they wait for. Guarded by
-// Engine.mu, except known.
+// Engine.mu, except that groups is read without it.
 type consumers struct {
-	groups          map[string]*group // by topic + "\x00" + name
+	// groups holds the groups by topic and name (groupKey). It is written
+	// under mu (applyGroupLocked) and read without it, so that a receive
+	// finds its group without queueing for the engine's lock once more. A
+	// group is never removed: a group found stays the group of its name.
+	groups          sync.Map // groupKey -> *group
 	groupsByID      map[uint32]*group
 	nextGroupID     uint32
 	leaseSeq        uint32
 	deadLetters     []deadLetter // waiting to be moved by the loop
 	deadLetterAfter int64        // no dead-lettering before this (after a failure)
+}
 
-	// known mirrors groups for lookups without mu (it is written where
-	// groups is, under mu): a receive finds its group without queueing
-	// for the engine's lock once more. A group is never removed, so an
-	// entry found here stays the group's.
-	known sync.Map // groupKey -> *group
+// group returns the group of topic and name, or nil; no lock needed.
+func (c *consumers) group(topic, name string) *group {
+	if v, ok := c.groups.Load(groupKey(topic, name)); ok {
+		return v.(*group)
+	}
+	return nil
 }
 
 // overlayState remembers messages whose timer no longer matches their
@@ -271,7 +277,7 @@ func Open(opts Options) (*Engine, error) {
 			ckptDone:  make(chan struct{}),
 		},
 		cat:  &catalog{topicsByName: map[string]*topic{}, topicsByID: map[uint32]*topic{}, nextTopicID: 1},
-		cons: &consumers{groups: map[string]*group{}, groupsByID: map[uint32]*group{}, nextGroupID: 1},
+		cons: &consumers{groupsByID: map[uint32]*group{}, nextGroupID: 1},
 		ovl:  &overlayState{entries: map[uint64]*overlayEntry{}},
 		segs: &segTable{pending: map[uint64]int64{}, last: map[uint64]int64{}, reloc: map[uint64]uint64{}},
 		disp: &dispatcher{near: map[uint64]*wheelTimer{}, taken: map[uint64]struct{}{}, firedSince: map[uint64]bool{}},

@@ -145,13 +145,13 @@ func (e *Engine) createGroup(topicName, name string, cfg GroupConfig, existingOK
 	if err := message.ValidateTopic(DeadLetterTopic(topicName, name)); err != nil {
 		return nil, errs.New(errs.InvalidArgument, "topic and group names together are too long for the dead-letter topic")
 	}
-	// A receive's case, the group exists, takes no lock (known); the
-	// checks of an engine that failed or closed are the receive's next
-	// step under mu. CreateGroup has no such step: it takes mu below, so
-	// that a closed engine answers Unavailable, not AlreadyExists.
+	// A receive's case, the group exists, takes no lock; the checks of an
+	// engine that failed or closed are the receive's next step under mu.
+	// CreateGroup has no such step: it takes mu below, so that a closed
+	// engine answers Unavailable, not AlreadyExists.
 	if existingOK {
-		if v, ok := e.cons.known.Load(groupKey(topicName, name)); ok {
-			return v.(*group), nil
+		if g := e.cons.group(topicName, name); g != nil {
+			return g, nil
 		}
 	}
 	e.mu.Lock()
@@ -159,7 +159,7 @@ func (e *Engine) createGroup(topicName, name string, cfg GroupConfig, existingOK
 		e.mu.Unlock()
 		return nil, err
 	}
-	if g := e.cons.groups[groupKey(topicName, name)]; g != nil {
+	if g := e.cons.group(topicName, name); g != nil {
 		e.mu.Unlock()
 		if existingOK {
 			return g, nil
@@ -175,7 +175,7 @@ func (e *Engine) createGroup(topicName, name string, cfg GroupConfig, existingOK
 	defer e.gate.RUnlock()
 	e.mu.Lock()
 	t := e.cat.topicsByName[topicName]
-	g := e.cons.groups[groupKey(topicName, name)]
+	g := e.cons.group(topicName, name)
 	id := e.cons.nextGroupID
 	e.mu.Unlock()
 	switch {
@@ -201,8 +201,7 @@ func (e *Engine) applyGroupLocked(id uint32, t *topic, cfg GroupConfig, name str
 	for range t.queues {
 		g.queues = append(g.queues, newGroupQueue())
 	}
-	e.cons.groups[groupKey(t.name, name)] = g
-	e.cons.known.Store(groupKey(t.name, name), g)
+	e.cons.groups.Store(groupKey(t.name, name), g)
 	e.cons.groupsByID[id] = g
 	if id >= e.cons.nextGroupID {
 		e.cons.nextGroupID = id + 1

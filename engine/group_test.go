@@ -311,7 +311,7 @@ func TestUnackedSpanBoundsGroupState(t *testing.T) {
 	}
 	h.receiveNone("s", "g") // the first is stuck: nothing past the span
 	h.e.mu.Lock()
-	done := len(h.e.cons.groups[groupKey("s", "g")].queues[0].done)
+	done := len(h.e.cons.group("s", "g").queues[0].done)
 	h.e.mu.Unlock()
 	if done > 10 {
 		t.Fatalf("%d done offsets behind the stuck one, the span is 10", done)
@@ -323,7 +323,7 @@ func TestUnackedSpanBoundsGroupState(t *testing.T) {
 }
 
 // TestGroupLookupTakesNoLock: a receive's lookup of an existing group
-// does not queue for the engine's lock (consumers.known), also for a
+// does not queue for the engine's lock (consumers.groups), also for a
 // group recovered from the log at open; a group not known yet still goes
 // the locked way, and an existing group is still refused to CreateGroup.
 func TestGroupLookupTakesNoLock(t *testing.T) {
@@ -360,7 +360,7 @@ func TestGroupLookupTakesNoLock(t *testing.T) {
 		h.e.mu.Unlock()
 		h.restart()
 	}
-	if _, ok := h.e.cons.known.Load(groupKey("jobs", "other")); ok {
+	if h.e.cons.group("jobs", "other") != nil {
 		t.Fatal("a group never created is known")
 	}
 	// The lookup skips the engine's state checks; the receive's next step

@@ -137,13 +137,13 @@ func TestForeignReceipts(t *testing.T) {
 	h.send("t", "", message.When{})
 	rs := h.receiveN("t", "g", 1, time.Minute)
 	real := rs[0].Receipt
-	q, off, seq, err := h.e.decodeReceipt(h.e.cons.groups[groupKey("t", "g")].id, real)
+	q, off, seq, err := h.e.decodeReceipt(h.e.cons.group("t", "g").id, real)
 	if err != nil {
 		t.Fatal(err)
 	}
 	forged := []string{
-		h.e.encodeReceipt(h.e.cons.groups[groupKey("t", "g")].id+1, q, off, seq), // another group's key input
-		h.e.encodeReceipt(h.e.cons.groups[groupKey("t", "g")].id, q, off, seq+1),
+		h.e.encodeReceipt(h.e.cons.group("t", "g").id+1, q, off, seq), // another group's key input
+		h.e.encodeReceipt(h.e.cons.group("t", "g").id, q, off, seq+1),
 		real[:len(real)-2] + "AA",
 	}
 	for _, r := range forged {
