@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -379,5 +380,54 @@ func TestGroupLookupTakesNoLock(t *testing.T) {
 		if errs.CodeOf(err) != errs.Unavailable || len(got) != 0 {
 			t.Errorf("receive (acks %v) on a closed engine: %d messages, %v; want Unavailable", ack, len(got), err)
 		}
+	}
+}
+
+// TestConcurrentReceivesCreateOneGroup: receives that create their group
+// on first use, racing each other and a CreateGroup, make one group, and
+// the one message sent before goes to exactly one of them.
+func TestConcurrentReceivesCreateOneGroup(t *testing.T) {
+	h := newHarness(t, nil)
+	if err := h.e.CreateTopic("jobs", TopicConfig{Queues: 1}); err != nil {
+		t.Fatal(err)
+	}
+	h.send("jobs", "k", message.When{})
+	const receivers = 16
+	got := make(chan int, receivers)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for range receivers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			ms, err := h.e.Receive(context.Background(), ReceiveRequest{Topic: "jobs", Group: "w", Max: 10})
+			if err != nil {
+				t.Error(err)
+			}
+			got <- len(ms)
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		<-start
+		if err := h.e.CreateGroup("jobs", "w", GroupConfig{}); err != nil && errs.CodeOf(err) != errs.AlreadyExists {
+			t.Error(err)
+		}
+	}()
+	close(start)
+	wg.Wait()
+	close(got)
+	total := 0
+	for n := range got {
+		total += n
+	}
+	if total != 1 {
+		t.Errorf("the message was delivered %d times across the racing receives, want once", total)
+	}
+	gs, err := h.e.Groups("jobs")
+	if err != nil || len(gs) != 1 {
+		t.Fatalf("groups after the race: %+v (%v), want one", gs, err)
 	}
 }
