@@ -188,8 +188,10 @@ func (e *Engine) change(ctx context.Context, id message.ID, w *message.When, ifD
 		if newDue, err = e.opts.Limits.DueAt(*w, e.Now()); err != nil {
 			return 0, err
 		}
+		// The deadline is the message's, not the request's: a state the
+		// request cannot see, so a conflict (409), as a due-time mismatch is.
 		if s.Deadline != 0 && newDue > s.Deadline {
-			return 0, errs.New(errs.InvalidArgument, "the new due time %d (%s) is after the message's deadline %d (%s)",
+			return 0, errs.New(errs.FailedPrecondition, "the new due time %d (%s) is after the message's deadline %d (%s)",
 				newDue, fmtMs(newDue), s.Deadline, fmtMs(s.Deadline))
 		}
 	}

@@ -83,7 +83,7 @@ func TestDeadlineValidation(t *testing.T) {
 		}
 	}
 	r := h.send("t", "", message.When{Delay: time.Minute, TTL: 2 * time.Minute})
-	if _, err := h.e.Reschedule(ctx, r.ID, message.When{Delay: 3 * time.Minute}, 0); errs.CodeOf(err) != errs.InvalidArgument {
+	if _, err := h.e.Reschedule(ctx, r.ID, message.When{Delay: 3 * time.Minute}, 0); errs.CodeOf(err) != errs.FailedPrecondition {
 		t.Fatalf("reschedule past the deadline: %v", err)
 	}
 	if _, err := h.e.Reschedule(ctx, r.ID, message.When{Delay: 90 * time.Second}, 0); err != nil {
