@@ -18,7 +18,7 @@ const openapiFile = "../docs/openapi.yaml"
 // and takes null for an optional field as "not given" (so the document
 // marks every optional request field nullable).
 var requests = []any{SendMessage{}, BatchRequest{}, RescheduleRequest{}, TopicConfig{}, GroupConfig{},
-	ReceiveRequest{}, AckRequest{}, NackRequest{}, InvisibilityRequest{}, RedriveRequest{},
+	ReceiveRequest{}, AckRequest{}, StreamAck{}, NackRequest{}, InvisibilityRequest{}, RedriveRequest{},
 	BackupRequest{}}
 
 // responses are the types the server encodes.

@@ -247,6 +247,18 @@ type ReceiveResponse struct {
 	Acked int `json:"acked"`
 }
 
+// StreamAck is one line of the request body of POST .../stream: receipts
+// of the stream's group to acknowledge, all or nothing (AckRequest's
+// rules, at most 1000). The stream answers it with a ReceiveResponse line
+// whose Messages is empty and Acked counts them.
+type StreamAck struct {
+	Ack []string `json:"ack"`
+}
+
+// StreamContentType is the media type of both directions of POST
+// .../stream: newline-delimited JSON, one object a line.
+const StreamContentType = "application/x-ndjson"
+
 // AckRequest is POST .../ack: all or nothing.
 type AckRequest struct {
 	Receipts []string `json:"receipts"`

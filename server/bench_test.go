@@ -193,14 +193,7 @@ func (cb clientBackend) receiveAck(ctx context.Context, topic string, max int, w
 func benchBackends(b *testing.B, run func(b *testing.B, be backend, eng *engine.Engine), more ...string) {
 	for _, kind := range append([]string{"engine", "http"}, more...) {
 		b.Run(kind, func(b *testing.B) {
-			cfg := DefaultConfig()
-			cfg.DataDir = b.TempDir()
-			logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-			eng, err := engine.Open(cfg.EngineOptions(logger))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer eng.Close()
+			cfg, logger, eng := benchEngine(b)
 			var be backend = engineBackend{eng}
 			if kind == "engine-carry" {
 				be = engineCarryBackend{engineBackend{eng}}
@@ -217,6 +210,20 @@ func benchBackends(b *testing.B, run func(b *testing.B, be backend, eng *engine.
 			run(b, be, eng)
 		})
 	}
+}
+
+// benchEngine opens an engine with the server's defaults on a real
+// directory, closed when b ends.
+func benchEngine(b *testing.B) (Config, *slog.Logger, *engine.Engine) {
+	cfg := DefaultConfig()
+	cfg.DataDir = b.TempDir()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	eng, err := engine.Open(cfg.EngineOptions(logger))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { eng.Close() })
+	return cfg, logger, eng
 }
 
 func noDelay(int) time.Duration { return 0 }

@@ -57,6 +57,7 @@ var routes = []route{
 	{"PUT", "/v1/topics/{topic}/groups/{group}", (*Handler).createGroup},
 	{"GET", "/v1/topics/{topic}/groups", (*Handler).listGroups},
 	{"POST", "/v1/topics/{topic}/groups/{group}/receive", (*Handler).receive},
+	{"POST", "/v1/topics/{topic}/groups/{group}/stream", (*Handler).stream},
 	{"POST", "/v1/topics/{topic}/groups/{group}/ack", (*Handler).ack},
 	{"POST", "/v1/topics/{topic}/groups/{group}/nack", (*Handler).nack},
 	{"POST", "/v1/topics/{topic}/groups/{group}/invisibility", (*Handler).invisibility},

@@ -18,6 +18,7 @@ import (
 	"github.com/hourglass-mq/hourglass/engine"
 	"github.com/hourglass-mq/hourglass/errs"
 	"github.com/hourglass-mq/hourglass/message"
+	"github.com/hourglass-mq/hourglass/stream"
 )
 
 // The consumer path: receive (with acks of the previous batch carried in
@@ -67,7 +68,7 @@ func (h *Handler) receive(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, err)
 		return
 	}
-	acked := distinct(in.Ack)
+	acked := stream.Distinct(in.Ack)
 	bp := receiveBufs.Get().(*[]byte)
 	b := appendReceiveResponse((*bp)[:0], got, acked, in.BodyEncoding)
 	w.Header().Set("Content-Type", "application/json")
@@ -127,18 +128,7 @@ func (h *Handler) ack(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, api.AckResponse{Acked: distinct(in.Receipts)})
-}
-
-// distinct counts the distinct receipts of an ack (the engine acks a
-// receipt given twice once).
-func distinct(receipts []string) int {
-	if len(receipts) < 2 {
-		return len(receipts)
-	}
-	s := slices.Clone(receipts)
-	slices.Sort(s)
-	return len(slices.Compact(s))
+	writeJSON(w, http.StatusOK, api.AckResponse{Acked: stream.Distinct(in.Receipts)})
 }
 
 // receiveBufs recycles the buffers receive answers are written into;

@@ -1,0 +1,389 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hourglass-mq/hourglass/api"
+	"github.com/hourglass-mq/hourglass/engine"
+	"github.com/hourglass-mq/hourglass/errs"
+	"github.com/hourglass-mq/hourglass/stream"
+)
+
+// The streaming receive: POST .../stream is one long exchange in both
+// directions at once (HTTP/1.1 full duplex, chunked both ways). The
+// response is NDJSON, one api.ReceiveResponse a line: a batch of leased
+// messages, or (messages empty) the count of an ack line made. The request
+// body is NDJSON too, one api.StreamAck a line. The broker leases ahead of
+// the acks within the stream's window (package stream), so a consumer has
+// its next batch while it works on the last one, and no round trip per
+// batch.
+//
+// The exchange ends when the request body ends (the client's "no more
+// acks": every ack line before it is made and answered first), when the
+// client goes away, when the broker shuts down, or at an error. An error
+// once the stream has begun is the last line, an api.Error; an ack line
+// that fails was not acked (all or nothing, as POST .../ack). A batch that
+// could not be written is nacked back at once, not left leased.
+
+// streamParams are the query parameters of POST .../stream.
+var streamParams = []string{"max", "window", "invisible", "body_encoding"}
+
+// streamOptions reads the query parameters of POST .../stream.
+func streamOptions(r *http.Request) (stream.Options, api.BodyEncoding, error) {
+	opts := stream.Options{Topic: pathTopic(r), Group: r.PathValue("group")}
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return opts, "", errs.New(errs.InvalidArgument, "query %q is malformed: %v", r.URL.RawQuery, err)
+	}
+	if err := onlyParams(q, streamParams...); err != nil {
+		return opts, "", err
+	}
+	for _, p := range []struct {
+		name string
+		to   *int
+	}{{"max", &opts.Max}, {"window", &opts.Window}} {
+		if !q.Has(p.name) {
+			continue
+		}
+		v, err := strconv.Atoi(q.Get(p.name))
+		if err != nil || v < 1 {
+			return opts, "", errs.New(errs.InvalidArgument, "%s %q is not a positive integer", p.name, q.Get(p.name))
+		}
+		*p.to = v
+	}
+	if q.Has("invisible") {
+		if opts.Invisible, err = positiveDurationField("invisible", q.Get("invisible")); err != nil {
+			return opts, "", err
+		}
+		if opts.Invisible == 0 {
+			return opts, "", errs.New(errs.InvalidArgument, "invisible is empty; leave it out for the default")
+		}
+	}
+	enc := api.BodyEncoding(q.Get("body_encoding"))
+	if q.Has("body_encoding") && !slices.Contains(api.BodyEncodings(), enc) {
+		return opts, "", errs.New(errs.InvalidArgument, "body_encoding %q is not one of %v", enc, api.BodyEncodings())
+	}
+	return opts, enc, opts.Validate()
+}
+
+// stream serves POST /v1/topics/{topic}/groups/{group}/stream.
+func (h *Handler) stream(w http.ResponseWriter, r *http.Request) {
+	opts, enc, err := streamOptions(r)
+	if err != nil {
+		h.writeError(w, err)
+		return
+	}
+	st, err := stream.Open(h.eng, opts)
+	if err != nil {
+		h.writeError(w, err)
+		return
+	}
+	rc := http.NewResponseController(w)
+	if err := rc.EnableFullDuplex(); err != nil {
+		h.writeError(w, errs.Wrap(errs.Internal, err, "this connection cannot stream both ways"))
+		return
+	}
+	// The stream may idle for as long as the client keeps it: no read
+	// deadline; each line written gets the write timeout.
+	_ = rc.SetReadDeadline(time.Time{})
+	out := &lineWriter{h: h, w: w, rc: rc, timeout: h.cfg.WriteTimeout}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	stop := context.AfterFunc(h.draining, cancel)
+	defer stop()
+	clean := make(chan bool, 1)
+	go func() {
+		defer cancel() // the end of the acks (or their failure) ends the stream
+		clean <- h.streamAcks(r, rc, st, out)
+	}()
+	h.streamDeliver(ctx, st, out, enc)
+	cancel()
+	var ok bool
+	select {
+	case ok = <-clean:
+	default:
+		// The stream ended on the broker's side (shutdown, an error, the
+		// client gone) while the ack lines are still open: stop reading
+		// them.
+		_ = rc.SetReadDeadline(time.Now())
+		<-clean
+	}
+	if ok {
+		out.end()
+		return
+	}
+	// The request body was not read to its end: what is left of it must
+	// not be taken for the connection's next request.
+	out.closeConn()
+}
+
+// streamDeliver writes batches until ctx ends or a receive fails.
+func (h *Handler) streamDeliver(ctx context.Context, st *stream.Stream, out *lineWriter, enc api.BodyEncoding) {
+	for {
+		got, err := st.Next(ctx)
+		if len(got) > 0 {
+			bp := receiveBufs.Get().(*[]byte)
+			b := appendReceiveResponse((*bp)[:0], got, 0, enc)
+			// The batches of one lease are flushed together.
+			ok := out.write(b, st.Ahead() == 0)
+			if cap(b) <= maxPooledReceive {
+				*bp = b
+				receiveBufs.Put(bp)
+			}
+			if !ok {
+				h.giveBack(st, got)
+				return
+			}
+		}
+		switch {
+		case err == nil:
+		case ctx.Err() != nil:
+			if h.draining.Err() != nil {
+				out.fail(errs.New(errs.Unavailable, "broker is shutting down; the stream ends"))
+			}
+			return
+		default:
+			out.fail(err)
+			return
+		}
+	}
+}
+
+// giveBack nacks a leased batch the client will never see, so that it is
+// visible again at once rather than when its lease ends.
+func (h *Handler) giveBack(st *stream.Stream, got []engine.Received) {
+	o := st.Options()
+	for i := range got {
+		if err := h.eng.Nack(context.Background(), o.Topic, o.Group, got[i].Receipt, 0); err != nil {
+			h.log.Debug("stream: a batch not written stays leased", "topic", o.Topic, "group", o.Group, "err", err)
+			return
+		}
+	}
+}
+
+// streamAcks reads ack lines until the body ends, and makes and answers
+// each in order (stream.AckLines: the lines that arrive while an ack is
+// being made are made together). A line that cannot be read, parsed or
+// acked ends the stream with its error, after the lines before it are
+// answered. It reports whether the body was read to its end and every
+// line in it answered.
+func (h *Handler) streamAcks(r *http.Request, rc *http.ResponseController, st *stream.Stream, out *lineWriter) bool {
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	lines := make(chan []string, 64)
+	var readErr error
+	var eof bool
+	go func() {
+		defer close(lines)
+		eof, readErr = h.readAckLines(ctx, r, lines)
+	}()
+	var b []byte
+	answered := true
+	st.AckLines(ctx, lines, func(acked int, err error) bool {
+		if err != nil {
+			out.fail(errs.Wrap(errs.CodeOf(err), err, "an ack line failed (nothing of it acked)"))
+			answered = false
+			return false
+		}
+		b = append(strconv.AppendInt(append(b[:0], `{"messages":[],"acked":`...), int64(acked), 10), "}\n"...)
+		answered = out.write(b, true)
+		return answered
+	})
+	if !answered || ctx.Err() != nil {
+		// Acking stopped early: stop the reader's read of the body too.
+		// (Not otherwise: at the body's end the server reads the
+		// connection in the background, and a deadline would cut it.)
+		cancel()
+		_ = rc.SetReadDeadline(time.Now())
+	}
+	// Wait for the reader: its error comes after every line it read.
+	for range lines {
+	}
+	if readErr != nil {
+		out.fail(readErr)
+	}
+	return answered && eof && readErr == nil
+}
+
+// readAckLines reads and checks the ack lines of r's body into lines. It
+// returns at the body's end (eof), or with the error of the first bad
+// line; a failed read (the client gone, the stream over) ends it quietly.
+func (h *Handler) readAckLines(ctx context.Context, r *http.Request, lines chan<- []string) (eof bool, err error) {
+	sc := bufio.NewScanner(r.Body)
+	limit := int(min(h.cfg.MaxRequestBytes, 1<<30))
+	sc.Buffer(make([]byte, 0, min(limit, 64<<10)), limit)
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Bytes()
+		if len(bytes.Trim(line, " \t\r")) == 0 {
+			continue
+		}
+		var in api.StreamAck
+		err := decodeBody(line, &in, false)
+		if err == nil {
+			err = checkAckLine(in.Ack)
+		}
+		if err != nil {
+			return false, errs.Wrap(errs.CodeOf(err), err, "ack line %d", n)
+		}
+		select {
+		case lines <- in.Ack:
+		case <-ctx.Done():
+			return false, nil
+		}
+	}
+	switch err := sc.Err(); {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, bufio.ErrTooLong):
+		return false, errs.New(errs.TooLarge, "an ack line exceeds the limit of %d bytes (-max-request-bytes)", limit)
+	default:
+		h.log.Debug("stream: the request body ended with an error", "err", err)
+		return false, nil
+	}
+}
+
+// checkAckLine checks an ack line's receipts as POST .../ack does.
+func checkAckLine(ack []string) error {
+	switch {
+	case len(ack) == 0:
+		return errs.New(errs.InvalidArgument, "ack is empty; give at least one receipt")
+	case len(ack) > engine.MaxReceive:
+		return errs.New(errs.TooLarge, "ack has %d receipts; the limit is %d", len(ack), engine.MaxReceive)
+	}
+	for i, rc := range ack {
+		if rc == "" {
+			return errs.New(errs.InvalidArgument, "ack[%d] is empty; give a receipt", i)
+		}
+	}
+	return nil
+}
+
+// lineWriter writes a stream's lines, one at a time. The status line and
+// headers go with the first line, so that what goes wrong before anything
+// was streamed (the broker shutting down, a first ack line that is
+// malformed or names an unknown receipt) is answered with its own status
+// and error body, as any other call. Once a line fails, or an error line
+// is written, it writes nothing more: the error is the stream's last line.
+type lineWriter struct {
+	h       *Handler
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+
+	mu            sync.Mutex
+	started, done bool
+	// closes is set when the answer carries Connection: close (an error
+	// answered before anything was streamed): the server closes the
+	// connection after it.
+	closes bool
+}
+
+// startLocked writes the 200 and its headers.
+func (o *lineWriter) startLocked() {
+	o.started = true
+	o.w.Header().Set("Content-Type", api.StreamContentType)
+	o.w.Header().Set("Cache-Control", "no-store")
+	o.w.WriteHeader(http.StatusOK)
+}
+
+func (o *lineWriter) deadline() {
+	if o.timeout > 0 {
+		_ = o.rc.SetWriteDeadline(time.Now().Add(o.timeout))
+	}
+}
+
+// write writes b, whole lines, and flushes them (with anything written
+// before) if flush is set or they are the first; false once the stream
+// can take no more.
+func (o *lineWriter) write(b []byte, flush bool) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.done {
+		return false
+	}
+	o.deadline()
+	if !o.started {
+		o.startLocked()
+		flush = true
+	}
+	_, err := o.w.Write(b)
+	if err == nil && flush {
+		err = o.rc.Flush()
+	}
+	o.done = err != nil
+	return !o.done
+}
+
+// fail ends the stream with err: its status and error body if nothing was
+// streamed yet, else an api.Error line.
+func (o *lineWriter) fail(err error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.done {
+		return
+	}
+	o.done = true
+	o.deadline()
+	if !o.started {
+		// The body may not have been read to its end: the connection
+		// closes after this answer.
+		o.started, o.closes = true, true
+		o.w.Header().Set("Connection", "close")
+		o.h.writeError(o.w, err)
+		return
+	}
+	if rec, ok := o.w.(*recorder); ok {
+		rec.errCode, rec.errMsg = string(errs.CodeOf(err)), err.Error()
+	}
+	body := api.ErrorBody{Code: errs.CodeOf(err), Message: err.Error()}
+	if he, ok := errors.AsType[*errs.Error](err); ok {
+		body.ID = he.Ref
+	}
+	_ = json.NewEncoder(o.w).Encode(api.Error{Error: body}) // one line: Encode ends it with \n
+	_ = o.rc.Flush()
+}
+
+// closeConn ends an exchange whose request body was not read to its end:
+// after its last line the response is ended (the last chunk) and the
+// connection closed, taken over from the server, which would otherwise
+// read the rest of the body as the connection's next request.
+func (o *lineWriter) closeConn() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.done = true
+	if o.closes {
+		return
+	}
+	if !o.started {
+		o.started, o.closes = true, true
+		o.w.Header().Set("Connection", "close")
+		o.w.WriteHeader(http.StatusOK)
+		return
+	}
+	// Hijack flushes what the server holds of the response first.
+	if conn, _, err := o.rc.Hijack(); err == nil {
+		_ = conn.SetWriteDeadline(time.Now().Add(time.Second))
+		_, _ = conn.Write([]byte("0\r\n\r\n"))
+		_ = conn.Close()
+	}
+}
+
+// end answers a stream that ended with nothing streamed: 200, no lines.
+func (o *lineWriter) end() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.started {
+		o.deadline()
+		o.startLocked()
+	}
+}
