@@ -24,7 +24,7 @@ type StreamOptions struct {
 	// Max is the most messages in one batch (default 32, at most 1000).
 	Max int
 	// Window is the most messages the broker leases to this stream ahead
-	// of its acks (default twice Max, at most 10,000).
+	// of its acks (default 1,000, or Max if larger; at most 10,000).
 	Window int
 	// Invisible is each message's lease (default 30s).
 	Invisible time.Duration

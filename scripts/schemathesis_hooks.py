@@ -35,13 +35,9 @@ that a run does not spend 30 s on each receive of an empty group.
 
 The streaming receive's request body is newline-delimited JSON
 (application/x-ndjson), one StreamAck a line, which Schemathesis does not
-write by itself: a serializer sends each generated value as one line. The
-body is sent whole, so each stream ends once the broker has read it. The
-stream's status goes with its first line: when a batch of messages came
-first, a bad ack line is refused inside the 200, as its last line (an
-error object, as the document says). A "schema-violating request
-accepted" of the stream is dropped only when its answer ends with such a
-refusal.
+write by itself: a serializer sends each generated value as one line. It
+is sent with a Content-Length, so the broker makes and answers its acks
+and leases nothing (a stream that leases is sent chunked).
 """
 
 import json
@@ -268,30 +264,6 @@ def map_case(context, case):
             if ms is not None and ms > duration_ms(WAIT_CAP):
                 case.body["wait"] = WAIT_CAP
     return case
-
-
-STREAM_PATH = "/v1/topics/{topic}/groups/{group}/stream"
-REFUSALS = {"invalid_argument", "too_large", "not_found"}
-
-
-def refused_in_stream(response):
-    """Whether a stream's answer ends with an error line that refuses."""
-    lines = [line for line in response.content.splitlines() if line.strip()]
-    if not lines:
-        return False
-    try:
-        last = json.loads(lines[-1])
-    except ValueError:
-        return False
-    err = last.get("error") if isinstance(last, dict) else None
-    return isinstance(err, dict) and err.get("code") in REFUSALS
-
-
-@schemathesis.hook
-def filter_failure(context, failure, case, response):
-    if getattr(failure, "code", None) != "ST201" or case.operation.path != STREAM_PATH:
-        return True
-    return not (response is not None and response.status_code == 200 and refused_in_stream(response))
 
 
 @schemathesis.hook

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -30,10 +31,17 @@ import (
 //
 // The exchange ends when the request body ends (the client's "no more
 // acks": every ack line before it is made and answered first), when the
-// client goes away, when the broker shuts down, or at an error. An error
-// once the stream has begun is the last line, an api.Error; an ack line
-// that fails was not acked (all or nothing, as POST .../ack). A batch that
-// could not be written is nacked back at once, not left leased.
+// client goes away, when the broker shuts down, or at an error. Leasing
+// needs a body whose end is not known yet: a chunked one (HTTP/1.1
+// Transfer-Encoding: chunked, which clients use for a body they write
+// while they read). A body of known length is a fixed list of ack lines:
+// they are made and answered, and nothing is leased. An error once the
+// stream has begun is the last line, an api.Error; an ack line that fails
+// was not acked (all or nothing, as POST .../ack). What was leased ahead
+// of the consumer and never written when the stream ends is released (engine.Release: ready again at once, no attempt
+// counted); what was written, even in part, stays leased until its lease
+// ends, as with receive. Leasing stops as soon as the request body ends:
+// no ack could come for what it would lease.
 
 // streamParams are the query parameters of POST .../stream.
 var streamParams = []string{"max", "window", "invisible", "body_encoding"}
@@ -96,29 +104,45 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request) {
 	// The stream may idle for as long as the client keeps it: no read
 	// deadline; each line written gets the write timeout.
 	_ = rc.SetReadDeadline(time.Time{})
-	out := &lineWriter{h: h, w: w, rc: rc, timeout: h.cfg.WriteTimeout}
+	out := &lineWriter{h: h, w: w, rc: rc, timeout: h.cfg.WriteTimeout, chunked: r.ProtoAtLeast(1, 1)}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	stop := context.AfterFunc(h.draining, cancel)
 	defer stop()
 	clean := make(chan bool, 1)
+	readDone := make(chan struct{})
+	if r.ContentLength >= 0 {
+		// A body of known length (not chunked) is a fixed list of ack
+		// lines, its end known from the start: they are made and answered,
+		// and nothing is leased, since no ack could follow.
+		if h.streamAcks(r, rc, st, out, cancel, readDone) {
+			out.end()
+		} else {
+			out.closeConn()
+		}
+		return
+	}
 	go func() {
-		defer cancel() // the end of the acks (or their failure) ends the stream
-		clean <- h.streamAcks(r, rc, st, out)
+		// The end of the ack lines (the body's end, or a failure) ends
+		// the leasing at once: no more acks can come for what it leases.
+		clean <- h.streamAcks(r, rc, st, out, cancel, readDone)
 	}()
 	h.streamDeliver(ctx, st, out, enc)
 	cancel()
-	var ok bool
+	st.Close() // what was leased ahead and not written goes back
+	cut := false
 	select {
-	case ok = <-clean:
+	case <-readDone:
 	default:
 		// The stream ended on the broker's side (shutdown, an error, the
-		// client gone) while the ack lines are still open: stop reading
-		// them.
+		// client gone) while the body is still being read: stop reading.
+		// (Never once the reader has seen the body's end: the server then
+		// reads the connection in the background, and a deadline would
+		// cut that read, so this exchange closes its connection.)
 		_ = rc.SetReadDeadline(time.Now())
-		<-clean
+		cut = true
 	}
-	if ok {
+	if ok := <-clean; ok && !cut {
 		out.end()
 		return
 	}
@@ -127,7 +151,12 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request) {
 	out.closeConn()
 }
 
-// streamDeliver writes batches until ctx ends or a receive fails.
+// streamDeliver writes batches until ctx ends or a receive fails. A batch
+// whose write failed may have reached the client in part: it stays leased,
+// as a receive's answer that failed would (its lease ends, the message
+// comes back with its attempt counted, and a message that kills its
+// consumer still reaches its dead letter). What was leased ahead and never
+// written is released by the caller (Stream.Close).
 func (h *Handler) streamDeliver(ctx context.Context, st *stream.Stream, out *lineWriter, enc api.BodyEncoding) {
 	for {
 		got, err := st.Next(ctx)
@@ -141,7 +170,6 @@ func (h *Handler) streamDeliver(ctx context.Context, st *stream.Stream, out *lin
 				receiveBufs.Put(bp)
 			}
 			if !ok {
-				h.giveBack(st, got)
 				return
 			}
 		}
@@ -159,33 +187,28 @@ func (h *Handler) streamDeliver(ctx context.Context, st *stream.Stream, out *lin
 	}
 }
 
-// giveBack nacks a leased batch the client will never see, so that it is
-// visible again at once rather than when its lease ends.
-func (h *Handler) giveBack(st *stream.Stream, got []engine.Received) {
-	o := st.Options()
-	for i := range got {
-		if err := h.eng.Nack(context.Background(), o.Topic, o.Group, got[i].Receipt, 0); err != nil {
-			h.log.Debug("stream: a batch not written stays leased", "topic", o.Topic, "group", o.Group, "err", err)
-			return
-		}
-	}
-}
-
 // streamAcks reads ack lines until the body ends, and makes and answers
 // each in order (stream.AckLines: the lines that arrive while an ack is
 // being made are made together). A line that cannot be read, parsed or
 // acked ends the stream with its error, after the lines before it are
-// answered. It reports whether the body was read to its end and every
-// line in it answered.
-func (h *Handler) streamAcks(r *http.Request, rc *http.ResponseController, st *stream.Stream, out *lineWriter) bool {
-	ctx, cancel := context.WithCancel(r.Context())
+// answered. bodyEnded is called when the reader stops, readDone closed
+// after. It reports whether the body was read to its end and every line
+// in it answered.
+//
+// The acks run under a context the client's half-close does not end (a
+// client may shut its side once its body is sent, and still wait for the
+// answers): they end with a failure, the broker's, or a write that fails.
+func (h *Handler) streamAcks(r *http.Request, rc *http.ResponseController, st *stream.Stream, out *lineWriter, bodyEnded func(), readDone chan<- struct{}) bool {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	defer cancel()
 	lines := make(chan []string, 64)
 	var readErr error
 	var eof bool
 	go func() {
+		defer close(readDone)
 		defer close(lines)
 		eof, readErr = h.readAckLines(ctx, r, lines)
+		bodyEnded()
 	}()
 	var b []byte
 	answered := true
@@ -199,15 +222,18 @@ func (h *Handler) streamAcks(r *http.Request, rc *http.ResponseController, st *s
 		answered = out.write(b, true)
 		return answered
 	})
-	if !answered || ctx.Err() != nil {
+	if !answered {
 		// Acking stopped early: stop the reader's read of the body too.
-		// (Not otherwise: at the body's end the server reads the
-		// connection in the background, and a deadline would cut it.)
 		cancel()
 		_ = rc.SetReadDeadline(time.Now())
 	}
 	// Wait for the reader: its error comes after every line it read.
 	for range lines {
+	}
+	if !eof {
+		// The server would wait for the rest of the body after the
+		// handler returns; it is not wanted.
+		_ = rc.SetReadDeadline(time.Now())
 	}
 	if readErr != nil {
 		out.fail(readErr)
@@ -246,9 +272,11 @@ func (h *Handler) readAckLines(ctx context.Context, r *http.Request, lines chan<
 		return true, nil
 	case errors.Is(err, bufio.ErrTooLong):
 		return false, errs.New(errs.TooLarge, "an ack line exceeds the limit of %d bytes (-max-request-bytes)", limit)
-	default:
-		h.log.Debug("stream: the request body ended with an error", "err", err)
+	case errors.Is(err, os.ErrDeadlineExceeded) || ctx.Err() != nil:
+		// The stream ended on the broker's side, which stopped the read.
 		return false, nil
+	default:
+		return false, errs.Wrap(errs.InvalidArgument, err, "the request body could not be read")
 	}
 }
 
@@ -279,6 +307,9 @@ type lineWriter struct {
 	w       http.ResponseWriter
 	rc      *http.ResponseController
 	timeout time.Duration
+	// chunked: the response is chunked (HTTP/1.1), so an exchange ended
+	// by closeConn writes its last chunk itself.
+	chunked bool
 
 	mu            sync.Mutex
 	started, done bool
@@ -372,8 +403,10 @@ func (o *lineWriter) closeConn() {
 	}
 	// Hijack flushes what the server holds of the response first.
 	if conn, _, err := o.rc.Hijack(); err == nil {
-		_ = conn.SetWriteDeadline(time.Now().Add(time.Second))
-		_, _ = conn.Write([]byte("0\r\n\r\n"))
+		if o.chunked {
+			_ = conn.SetWriteDeadline(time.Now().Add(time.Second))
+			_, _ = conn.Write([]byte("0\r\n\r\n"))
+		}
 		_ = conn.Close()
 	}
 }
@@ -382,8 +415,10 @@ func (o *lineWriter) closeConn() {
 func (o *lineWriter) end() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	// The last chunk, written when the handler returns, gets a fresh
+	// deadline: the stream may have been idle for longer than one.
+	o.deadline()
 	if !o.started {
-		o.deadline()
 		o.startLocked()
 	}
 }

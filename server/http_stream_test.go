@@ -57,6 +57,21 @@ func (ts *testServer) group(topic string) engine.GroupInfo {
 	return gs[0]
 }
 
+func (ts *testServer) groupNamed(topic, name string) engine.GroupInfo {
+	ts.t.Helper()
+	gs, err := ts.eng.Groups(topic)
+	if err != nil {
+		ts.t.Fatal(err)
+	}
+	for _, g := range gs {
+		if g.Name == name {
+			return g
+		}
+	}
+	ts.t.Fatalf("no group %s of %s", name, topic)
+	return engine.GroupInfo{}
+}
+
 func ids(ms []client.Received) []string {
 	rs := make([]string, len(ms))
 	for i := range ms {

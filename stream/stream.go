@@ -135,9 +135,13 @@ func (s *Stream) Options() Options { return s.opts }
 // engine.MaxReceive) in one receive: the window is the stream's prefetch,
 // and one lease (one commit-log append and fsync) serves as many batches
 // as the consumer's acks have made room for meanwhile. It returns ctx's
-// error when ctx ends first, and the engine's error if a receive fails. A
-// lease made as ctx ends is still returned.
+// error once ctx has ended (a lease made as it ended is released, not
+// returned: the stream is over), and the engine's error if a receive
+// fails. What Next leased and has not returned is released by Close.
 func (s *Stream) Next(ctx context.Context) ([]engine.Received, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	if len(s.ahead) > 0 {
 		n := min(len(s.ahead), s.opts.Max)
 		out := s.ahead[:n:n]
@@ -151,6 +155,9 @@ func (s *Stream) Next(ctx context.Context) ([]engine.Received, error) {
 				return nil, err
 			}
 			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
 		}
 		got, err := s.eng.Receive(ctx, engine.ReceiveRequest{
 			Topic: s.opts.Topic, Group: s.opts.Group, Max: min(engine.MaxReceive, room),
@@ -172,21 +179,62 @@ func (s *Stream) Next(ctx context.Context) ([]engine.Received, error) {
 			s.order = append(s.order, lease{got[i].Receipt, ends})
 		}
 		s.mu.Unlock()
+		if err := ctx.Err(); err != nil {
+			s.Release(got)
+			return nil, err
+		}
 		s.ahead = got
 		return s.Next(ctx)
 	}
 }
 
-// waitRoom waits until an ack frees room, or for wake (when not 0: the
-// first lease in the window ends then, by the engine's clock; on a virtual
-// clock this is a real-time poll, and free checks again), or for ctx.
-func (s *Stream) waitRoom(ctx context.Context, wake time.Duration) error {
-	var expiry <-chan time.Time
-	if wake > 0 {
-		t := time.NewTimer(wake)
-		defer t.Stop()
-		expiry = t.C
+// Release gives back messages Next handed out that never reached the
+// consumer (engine.Release: ready again at once, their attempt not
+// counted) and frees their room in the window.
+func (s *Stream) Release(got []engine.Received) {
+	if len(got) == 0 {
+		return
 	}
+	rs := make([]string, len(got))
+	for i := range got {
+		rs[i] = got[i].Receipt
+	}
+	s.eng.Release(s.opts.Topic, s.opts.Group, rs)
+	s.forget(rs)
+}
+
+// Close releases what Next leased and has not returned; call it from
+// Next's goroutine once the stream is over.
+func (s *Stream) Close() {
+	s.Release(s.ahead)
+	s.ahead = nil
+}
+
+// forget frees the window's room of receipts and wakes a Next waiting
+// for room.
+func (s *Stream) forget(receipts []string) {
+	s.mu.Lock()
+	for _, r := range receipts {
+		delete(s.leased, r)
+	}
+	s.mu.Unlock()
+	select {
+	case s.room <- struct{}{}:
+	default:
+	}
+}
+
+// roomPoll is the longest waitRoom waits without looking at the window
+// again: the leases' ends are in the engine's time, which a virtual clock
+// (-clock virtual) moves in jumps that no real-time timer sees.
+const roomPoll = time.Second
+
+// waitRoom waits until an ack frees room, or until the first lease in the
+// window ends (wake, in the engine's time; at most roomPoll), or for ctx.
+func (s *Stream) waitRoom(ctx context.Context, wake time.Duration) error {
+	t := time.NewTimer(min(max(wake, time.Millisecond), roomPoll))
+	defer t.Stop()
+	expiry := t.C
 	select {
 	case <-s.room:
 	case <-expiry:
@@ -240,15 +288,7 @@ func (s *Stream) Ack(ctx context.Context, receipts []string) (int, error) {
 	if err := s.eng.Ack(ctx, s.opts.Topic, s.opts.Group, receipts...); err != nil {
 		return 0, err
 	}
-	s.mu.Lock()
-	for _, r := range receipts {
-		delete(s.leased, r)
-	}
-	s.mu.Unlock()
-	select {
-	case s.room <- struct{}{}:
-	default:
-	}
+	s.forget(receipts)
 	return Distinct(receipts), nil
 }
 
@@ -318,7 +358,10 @@ func (s *Stream) AckLines(ctx context.Context, lines <-chan []string, done func(
 
 // ackBatch acks lines together, or, if that fails, one by one.
 func (s *Stream) ackBatch(ctx context.Context, lines [][]string, done func(int, error) bool) bool {
-	if len(lines) > 1 {
+	// Combined only when no receipt is in two lines: acked one by one, the
+	// second line naming an acked receipt would fail, so acking them
+	// together must not make it succeed.
+	if len(lines) > 1 && disjoint(lines) {
 		var all []string
 		for _, l := range lines {
 			all = append(all, l...)
@@ -335,6 +378,20 @@ func (s *Stream) ackBatch(ctx context.Context, lines [][]string, done func(int, 
 	for _, l := range lines {
 		if !done(s.Ack(ctx, l)) {
 			return false
+		}
+	}
+	return true
+}
+
+// disjoint reports whether no receipt is in two of the lines.
+func disjoint(lines [][]string) bool {
+	seen := make(map[string]int)
+	for i, l := range lines {
+		for _, r := range l {
+			if j, ok := seen[r]; ok && j != i {
+				return false
+			}
+			seen[r] = i
 		}
 	}
 	return true

@@ -222,3 +222,104 @@ func TestAckLinesOutcomesInOrder(t *testing.T) {
 		t.Fatalf("window holds %d, want 6", st.Leased())
 	}
 }
+
+// What Next leased ahead and never returned goes back at Close: ready
+// again at once, its attempt not counted.
+func TestCloseReleasesWhatWasLeasedAhead(t *testing.T) {
+	eng, _ := open(t, 10)
+	st, err := Open(eng, Options{Topic: "t", Group: "g", Max: 2, Window: 10, Invisible: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.Next(context.Background())
+	if err != nil || len(got) != 2 || st.Ahead() != 8 {
+		t.Fatalf("%d, ahead %d, %v", len(got), st.Ahead(), err)
+	}
+	st.Close()
+	g, _ := eng.Groups("t")
+	if g[0].InFlight != 2 || st.Leased() != 2 || st.Ahead() != 0 {
+		t.Fatalf("in flight %d, window %d, ahead %d: want the 2 returned only", g[0].InFlight, st.Leased(), st.Ahead())
+	}
+	again, err := eng.Receive(context.Background(), engine.ReceiveRequest{Topic: "t", Group: "g", Max: 10})
+	if err != nil || len(again) != 8 {
+		t.Fatalf("after Close: %d, %v; want the 8 released", len(again), err)
+	}
+	for _, m := range again {
+		if m.Attempt != 1 {
+			t.Fatalf("a released message came back at attempt %d", m.Attempt)
+		}
+	}
+}
+
+// A lease made as the stream's context ends is released, not returned.
+func TestNextAfterTheEndLeasesNothing(t *testing.T) {
+	eng, _ := open(t, 5)
+	st, err := Open(eng, Options{Topic: "t", Group: "g"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if got, err := st.Next(ctx); err != context.Canceled || len(got) != 0 {
+		t.Fatalf("%d, %v", len(got), err)
+	}
+	if g, _ := eng.Groups("t"); g[0].Delivered != 0 {
+		t.Fatalf("delivered %d after the end", g[0].Delivered)
+	}
+}
+
+// Two lines naming the same receipt are not made together: the second
+// fails as it would on its own, and the counts stay true.
+func TestAckLinesSameReceiptTwice(t *testing.T) {
+	eng, _ := open(t, 2)
+	st, err := Open(eng, Options{Topic: "t", Group: "g", Max: 2, Window: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.Next(context.Background())
+	if err != nil || len(got) != 2 {
+		t.Fatal(len(got), err)
+	}
+	lines := make(chan []string, 2)
+	lines <- []string{got[0].Receipt}
+	lines <- []string{got[0].Receipt}
+	close(lines)
+	sum, fails := 0, 0
+	st.AckLines(context.Background(), lines, func(n int, err error) bool {
+		sum += n
+		if err != nil {
+			fails++
+		}
+		return err == nil
+	})
+	if sum != 1 || fails != 1 {
+		t.Fatalf("answers sum %d, failures %d: want 1 acked, the second line failed", sum, fails)
+	}
+}
+
+// A Next waiting for room sees a virtual clock's advance end the window's
+// leases (within its poll), rather than waiting the lease out in real time.
+func TestNextSeesAnAdvanceEndTheLeases(t *testing.T) {
+	eng, clk := open(t, 20)
+	st, err := Open(eng, Options{Topic: "t", Group: "g", Max: 10, Window: 10, Invisible: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := st.Next(context.Background()); err != nil || len(got) != 10 {
+		t.Fatal(len(got), err)
+	}
+	done := make(chan int, 1)
+	go func() {
+		got, _ := st.Next(context.Background())
+		done <- len(got)
+	}()
+	clk.Advance(2 * time.Minute)
+	select {
+	case n := <-done:
+		if n == 0 {
+			t.Fatal("nothing after the advance")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Next still waits 10 s (real) after an advance ended every lease of its window")
+	}
+}

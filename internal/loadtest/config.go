@@ -71,6 +71,11 @@ type Config struct {
 	Invisible time.Duration
 	// Wait is the long-poll wait of a receive.
 	Wait time.Duration
+	// Stream makes each consumer a streaming receive (POST .../stream)
+	// instead of a receive loop; Window is its window (0: the broker's
+	// default).
+	Stream bool
+	Window int
 
 	// Deadline is how long after the last due time the bench waits for
 	// stragglers before it counts them lost.
@@ -122,9 +127,10 @@ const (
 	defaultBodyBytes = 256
 	// defaultDeadline is the straggler wait of an ordinary run.
 	defaultDeadline = 30 * time.Second
-	// maxBatch and maxReceive are the API's limits.
+	// maxBatch, maxReceive and maxWindow are the API's limits.
 	maxBatch   = 1000
 	maxReceive = 1000
+	maxWindow  = 10_000
 )
 
 // autoDuration is a duration flag whose unset value means "computed from
@@ -273,6 +279,8 @@ func benchFlags(cfg *Config, raw *rawArgs, stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&cfg.Max, "max", defaultMax, "most messages per receive (1-1000)")
 	fs.DurationVar(&cfg.Invisible, "invisible", defaultInvisible, "lease of a receive (unacked messages return after it)")
 	fs.DurationVar(&cfg.Wait, "wait", defaultWait, "long-poll wait of a receive")
+	fs.BoolVar(&cfg.Stream, "stream", false, "consume through streaming receives (one exchange per consumer, leased ahead of the acks) instead of receive requests")
+	fs.IntVar(&cfg.Window, "window", 0, "with --stream: most messages leased ahead of the acks per consumer (0: the broker's default, 1000)")
 	fs.Var(&raw.deadline, "deadline", "wait this `duration` after the last due time for stragglers before counting them lost\n(auto: 30s; in a drill downtime + invisible + 30s)")
 	fs.Var(&raw.linger, "linger", "keep receiving this `duration` after all arrived, to catch late duplicates\n(auto: 0; in a drill invisible + 2s)")
 	fs.StringVar(&cfg.JSONPath, "json", "", "write the report as JSON to `file`")
@@ -346,6 +354,10 @@ func (cfg *Config) checkLimits() error {
 		return fmt.Errorf("--invisible must be at least 1s")
 	case cfg.Wait < 0 || cfg.Wait > 30*time.Second:
 		return fmt.Errorf("--wait must be in 0s..30s")
+	case cfg.Window < 0 || cfg.Window > maxWindow:
+		return fmt.Errorf("--window must be in 0..%d", maxWindow)
+	case cfg.Window != 0 && !cfg.Stream:
+		return fmt.Errorf("--window needs --stream")
 	case cfg.Progress < 0:
 		return fmt.Errorf("--progress must not be negative")
 	case cfg.Group == "":

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -22,7 +23,6 @@ import (
 // as a duplicate).
 func (r *runner) consume(ctx context.Context) {
 	backoff := minBackoff
-	prefix := r.runID + "-"
 	opts := client.ReceiveOptions{Max: r.cfg.Max, Invisible: r.cfg.Invisible, Wait: r.cfg.Wait, BodyEncoding: client.BodyText}
 	batch := make([]arrival, 0, r.cfg.Max)
 	var pending []string // received and recorded, not yet acked
@@ -67,20 +67,96 @@ func (r *runner) consume(ctx context.Context) {
 		if len(msgs) == 0 {
 			continue
 		}
-		batch = batch[:0]
-		receipts := make([]string, 0, len(msgs))
-		for _, m := range msgs {
-			seq := -1
-			if s, ok := strings.CutPrefix(m.Properties[propID], prefix); ok {
-				if v, err := strconv.Atoi(s); err == nil {
-					seq = v
-				}
+		pending = r.arrived(msgs, at, batch[:0])
+	}
+}
+
+// arrived records a batch that arrived at at (Unix ns) and returns its
+// receipts.
+func (r *runner) arrived(msgs []client.Received, at int64, batch []arrival) []string {
+	prefix := r.runID + "-"
+	receipts := make([]string, 0, len(msgs))
+	for _, m := range msgs {
+		seq := -1
+		if s, ok := strings.CutPrefix(m.Properties[propID], prefix); ok {
+			if v, err := strconv.Atoi(s); err == nil {
+				seq = v
 			}
-			batch = append(batch, arrival{seq: seq, at: at, brokerDue: int64(m.Due), brokerVisible: int64(m.Visible), attempt: m.Attempt})
-			receipts = append(receipts, m.Receipt)
 		}
-		r.rec.arrive(batch)
-		pending = receipts
+		batch = append(batch, arrival{seq: seq, at: at, brokerDue: int64(m.Due), brokerVisible: int64(m.Visible), attempt: m.Attempt})
+		receipts = append(receipts, m.Receipt)
+	}
+	r.rec.arrive(batch)
+	return receipts
+}
+
+// streamer is the streaming receive of *client.Client (--stream).
+type streamer interface {
+	Stream(ctx context.Context, topic, group string, opts client.StreamOptions) (*client.Stream, error)
+}
+
+// consumeStream is one consumer over a streaming receive (--stream): the
+// broker leases up to --window messages ahead of the acks, and each batch
+// is recorded and its receipts sent up the stream at once. A stream that
+// ends early (the broker restarted in a drill, an error) is opened again
+// after a backoff; what it had leased and not acked comes back after its
+// lease, counted as duplicates as with receive.
+func (r *runner) consumeStream(ctx context.Context, st streamer) {
+	backoff := minBackoff
+	opts := client.StreamOptions{Max: r.cfg.Max, Window: r.cfg.Window, Invisible: r.cfg.Invisible, BodyEncoding: client.BodyText}
+	for ctx.Err() == nil {
+		err := r.oneStream(ctx, st, opts)
+		if ctx.Err() != nil {
+			return
+		}
+		r.recvErrors.Add(1)
+		r.lastRecv.Store(err.Error())
+		if permanent(err) {
+			r.fail(fmt.Errorf("stream: %w", err))
+			return
+		}
+		if !sleepCtx(ctx, backoff) {
+			return
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
+}
+
+// oneStream runs one stream until it ends. At the run's end (ctx) it
+// sends no more acks: the broker answers the ones sent and ends the
+// stream; what arrives meanwhile is recorded and acked on its own.
+func (r *runner) oneStream(ctx context.Context, st streamer, opts client.StreamOptions) error {
+	s, err := st.Stream(context.WithoutCancel(ctx), r.topic, r.cfg.Group, opts)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	stop := context.AfterFunc(ctx, func() { _ = s.CloseSend() })
+	defer stop()
+	var late []string
+	defer func() { r.ack(ctx, late) }()
+	batch := make([]arrival, 0, r.cfg.Max)
+	for {
+		r.recvReqs.Add(1)
+		msgs, err := s.Next()
+		at := time.Now().UnixNano()
+		switch {
+		case errors.Is(err, io.EOF):
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return errors.New("the stream ended")
+		case err != nil:
+			return err
+		}
+		receipts := r.arrived(msgs, at, batch[:0])
+		if ctx.Err() != nil {
+			late = append(late, receipts...)
+			continue
+		}
+		if err := s.Ack(receipts...); err != nil {
+			late = append(late, receipts...)
+		}
 	}
 }
 

@@ -116,3 +116,37 @@ func TestBenchAgainstRealServer(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchStreamingConsumers runs the bench's consumers as streaming
+// receives (--stream) against a real broker: every message received once,
+// none early or lost, and every one acked through the streams (no ack
+// failure, no duplicate).
+func TestBenchStreamingConsumers(t *testing.T) {
+	url := startServer(t)
+	jsonPath := filepath.Join(t.TempDir(), "report.json")
+	var stdout, stderr bytes.Buffer
+	code := Main(context.Background(), []string{
+		"--server", url, "-n", "3000", "--tiers", "200ms,1s", "--producers", "4", "--batch", "50",
+		"--consumers", "4", "--stream", "--window", "200", "--max", "50", "--deadline", "10s", "--progress", "0", "--json", jsonPath,
+	}, &stdout, &stderr)
+	t.Logf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	if code != 0 {
+		t.Fatalf("exit code %d, want 0", code)
+	}
+	rep := readReport(t, jsonPath)
+	if rep.Total.Sent != 3000 || rep.Total.Received != 3000 || rep.Total.Lost != 0 || rep.Total.Early != 0 || rep.Total.Duplicated != 0 {
+		t.Errorf("total %+v: want 3000 sent and received, none lost, early or duplicated", rep.Total)
+	}
+	if rep.Receives.AckFailures != 0 || rep.Receives.Errors != 0 || rep.Receives.Redelivered != 0 {
+		t.Errorf("receives %+v: want no ack failure, no error, no redelivery", rep.Receives)
+	}
+}
+
+// --window is a stream's: without --stream it is refused.
+func TestBenchWindowNeedsStream(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := Main(context.Background(), []string{"--server", "http://127.0.0.1:1", "-n", "10", "--window", "5"}, &stdout, &stderr)
+	if code == 0 || !strings.Contains(stderr.String(), "--window needs --stream") {
+		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
+}

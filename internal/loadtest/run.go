@@ -123,6 +123,10 @@ func (r *runner) fail(err error) {
 // when the run could not start (setup failed); failures during the run
 // are in the report.
 func (r *runner) run(ctx context.Context) (*Report, error) {
+	st, _ := r.api.(streamer)
+	if r.cfg.Stream && st == nil {
+		return nil, errors.New("--stream: this broker client has no streaming receive")
+	}
 	if err := r.setup(ctx); err != nil {
 		return nil, err
 	}
@@ -141,7 +145,11 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 	consCtx, stopConsumers := context.WithCancel(runCtx)
 	defer stopConsumers()
 	for range r.cfg.Consumers {
-		wg.Go(func() { r.consume(consCtx) })
+		if r.cfg.Stream {
+			wg.Go(func() { r.consumeStream(consCtx, st) })
+		} else {
+			wg.Go(func() { r.consume(consCtx) })
+		}
 	}
 	var prodWG sync.WaitGroup
 	for i := range r.cfg.Producers {

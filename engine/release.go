@@ -1,0 +1,43 @@
+package engine
+
+// Release ends the leases of receipts whose messages never reached a
+// consumer (a stream that could not write them, or had them leased ahead
+// of its consumer when it ended): each message is ready for its group
+// again at once, with no backoff, and its attempt count is what it was
+// before the lease, so a message no consumer saw is never dead-lettered
+// for it. Nothing is written: the lease's attempt record stays in the log,
+// and recovery keeps the highest attempt of a message, which its next
+// delivery writes again. Receipts that are malformed, of another group,
+// or whose lease has ended are skipped: there is nothing to give back.
+// Release returns how many leases it ended.
+func (e *Engine) Release(topic, group string, receipts []string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.unavailableLocked() != nil {
+		return 0
+	}
+	g := e.cons.group(topic, group)
+	if g == nil {
+		return 0
+	}
+	n := 0
+	for _, r := range receipts {
+		q, off, seq, err := e.decodeReceipt(g.id, r)
+		if err != nil || int(q) >= len(g.queues) {
+			continue
+		}
+		gq := g.queues[q]
+		l := gq.leases[off]
+		if l == nil || l.seq != seq {
+			continue
+		}
+		if e.takeBackLocked(g, handout{queue: q, offset: off, attempt: l.attempt, seq: seq}) {
+			gq.ready = append(gq.ready, off)
+			n++
+		}
+	}
+	if n > 0 {
+		e.notifyVisibleLocked()
+	}
+	return n
+}
