@@ -47,6 +47,7 @@ type Stream struct {
 	resp  *http.Response
 	rd    *bufio.Reader
 	err   error
+	line  []byte // Next's buffer
 
 	mu     sync.Mutex // serialises Ack and CloseSend
 	closed bool
@@ -125,7 +126,7 @@ func (s *Stream) Next() ([]Received, error) {
 		return nil, s.err
 	}
 	for {
-		line, err := s.rd.ReadBytes('\n')
+		line, err := s.readLine()
 		if len(bytes.TrimSpace(line)) == 0 {
 			if err == io.EOF {
 				return nil, io.EOF
@@ -148,6 +149,20 @@ func (s *Stream) Next() ([]Received, error) {
 		}
 		if err != nil && err != io.EOF {
 			return nil, &transportError{err}
+		}
+	}
+}
+
+// readLine reads the next line into the stream's buffer, reused from line
+// to line: nothing decoded from a line points into it (receiveAnswer
+// copies every string and body out), and a batch's line is large.
+func (s *Stream) readLine() ([]byte, error) {
+	s.line = s.line[:0]
+	for {
+		frag, err := s.rd.ReadSlice('\n')
+		s.line = append(s.line, frag...)
+		if err != bufio.ErrBufferFull {
+			return s.line, err
 		}
 	}
 }
