@@ -2,6 +2,7 @@ package timerstore
 
 import (
 	"maps"
+	"slices"
 	"sync"
 )
 
@@ -14,17 +15,24 @@ import (
 //
 // Invariant: s.snap, once built, equals what Sizes returned when it was
 // taken, and s.changed holds every bucket whose entry in s.sizes was set,
-// grown, cut or deleted since; Reset drops the snapshot (the next one is a
-// full copy).
+// grown, cut or deleted since (a bucket may be listed more than once);
+// Reset drops the snapshot (the next one is a full copy). changed is a
+// slice, not a set: a checkpoint's capture appends to it once for every
+// bucket it hands to its job, under the engine's lock, and an append costs
+// a fraction of a map insert there (BenchmarkPrepareSync43k).
 
 // SizesSnap is the bucket lengths at one instant, as Sizes would have
 // returned them then; Map builds them.
 type SizesSnap struct {
 	base  *SizesSnap      // the previous snapshot; nil for a full copy
-	delta map[int64]int64 // changed buckets: their length, or 0 if gone
+	first map[int64]int64 // the full copy, when base is nil
+	delta []bucketLen     // changed buckets: their length, or 0 if gone
 	once  sync.Once
 	full  map[int64]int64
 }
+
+// bucketLen is a bucket's length at a snapshot.
+type bucketLen struct{ bucket, n int64 }
 
 // Map returns the lengths of the non-empty buckets at the snapshot's
 // instant. It may run without the owner's lock; the map is shared and must
@@ -32,18 +40,18 @@ type SizesSnap struct {
 func (p *SizesSnap) Map() map[int64]int64 {
 	p.once.Do(func() {
 		if p.base == nil {
-			p.full = p.delta
+			p.full = p.first
 		} else {
 			p.full = maps.Clone(p.base.Map())
-			for b, n := range p.delta {
-				if n > 0 {
-					p.full[b] = n
+			for _, d := range p.delta {
+				if d.n > 0 {
+					p.full[d.bucket] = d.n
 				} else {
-					delete(p.full, b)
+					delete(p.full, d.bucket)
 				}
 			}
 		}
-		p.base, p.delta = nil, nil
+		p.base, p.first, p.delta = nil, nil, nil
 	})
 	return p.full
 }
@@ -54,22 +62,29 @@ func (p *SizesSnap) Map() map[int64]int64 {
 func (s *Store) SizesSnapshot() *SizesSnap {
 	var p *SizesSnap
 	if s.snap == nil {
-		p = &SizesSnap{delta: s.Sizes()}
+		p = &SizesSnap{first: s.Sizes()}
 	} else {
-		d := make(map[int64]int64, len(s.changed))
-		for b := range s.changed {
-			d[b] = s.sizes[b] // 0 when deleted or empty
+		d := make([]bucketLen, len(s.changed))
+		for i, b := range s.changed {
+			d[i] = bucketLen{b, s.sizes[b]} // 0 when deleted or empty
 		}
 		p = &SizesSnap{base: s.snap, delta: d}
 	}
-	clear(s.changed)
+	s.changed = s.changed[:0]
 	s.snap = p
 	return p
 }
 
-// touch records that bucket b's length changed, for SizesSnapshot.
+// touch records that bucket b's length changed, for SizesSnapshot. A
+// store whose owner stops taking snapshots keeps changed to about the
+// number of its buckets: once it is twice that, it is made a set again.
 func (s *Store) touch(b int64) {
-	if s.snap != nil {
-		s.changed[b] = true
+	if s.snap == nil {
+		return
+	}
+	s.changed = append(s.changed, b)
+	if len(s.changed) > 2*len(s.sizes)+4096 {
+		slices.Sort(s.changed)
+		s.changed = slices.Compact(s.changed)
 	}
 }

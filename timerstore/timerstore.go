@@ -87,7 +87,7 @@ type Store struct {
 	// snap is the last SizesSnapshot and changed the buckets whose sizes
 	// entry changed since (sizes.go).
 	snap    *SizesSnap
-	changed map[int64]bool
+	changed []int64
 }
 
 // pendingWrite is data to be written at off in a bucket file.
@@ -114,7 +114,7 @@ func Open(fs vfs.FS, dir string, width int64) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{fs: fs, dir: dir, width: width, buf: map[int64][]byte{}, sizes: map[int64]int64{}, dirty: map[int64]bool{}, inflight: map[int64][]pendingWrite{}, removing: map[int64]bool{}, changed: map[int64]bool{}, low: math.MaxInt64}
+	s := &Store{fs: fs, dir: dir, width: width, buf: map[int64][]byte{}, sizes: map[int64]int64{}, dirty: map[int64]bool{}, inflight: map[int64][]pendingWrite{}, removing: map[int64]bool{}, low: math.MaxInt64}
 	for _, n := range names {
 		if !strings.HasSuffix(n, ".tb") {
 			continue
