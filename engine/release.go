@@ -6,8 +6,10 @@ package engine
 // again at once, with no backoff, and its attempt count is what it was
 // before the lease, so a message no consumer saw is never dead-lettered
 // for it. Nothing is written: the lease's attempt record stays in the log,
-// and recovery keeps the highest attempt of a message, which its next
-// delivery writes again. Receipts that are malformed, of another group,
+// and recovery keeps the highest attempt of a message. So a crash before
+// the next checkpoint brings the released lease's attempt back (one more
+// than Release left; as if the lease had ended on its own), and otherwise
+// the next delivery writes the same attempt again. Receipts that are malformed, of another group,
 // or whose lease has ended are skipped: there is nothing to give back.
 // Release returns how many leases it ended.
 func (e *Engine) Release(topic, group string, receipts []string) int {

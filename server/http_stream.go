@@ -164,10 +164,15 @@ func (h *Handler) streamDeliver(ctx context.Context, st *stream.Stream, out *lin
 			bp := receiveBufs.Get().(*[]byte)
 			b := appendReceiveResponse((*bp)[:0], got, 0, enc)
 			// The batches of one lease are flushed together.
-			ok := out.write(b, st.Ahead() == 0)
+			written, ok := out.write(b, st.Ahead() == 0)
 			if cap(b) <= maxPooledReceive {
 				*bp = b
 				receiveBufs.Put(bp)
+			}
+			if !written {
+				// The stream had ended (an error line, a failed
+				// write): not a byte of this batch went out.
+				st.Release(got)
 			}
 			if !ok {
 				return
@@ -219,7 +224,7 @@ func (h *Handler) streamAcks(r *http.Request, rc *http.ResponseController, st *s
 			return false
 		}
 		b = append(strconv.AppendInt(append(b[:0], `{"messages":[],"acked":`...), int64(acked), 10), "}\n"...)
-		answered = out.write(b, true)
+		_, answered = out.write(b, true)
 		return answered
 	})
 	if !answered {
@@ -334,13 +339,14 @@ func (o *lineWriter) deadline() {
 }
 
 // write writes b, whole lines, and flushes them (with anything written
-// before) if flush is set or they are the first; false once the stream
-// can take no more.
-func (o *lineWriter) write(b []byte, flush bool) bool {
+// before) if flush is set or they are the first. written is false when
+// the stream had already ended and nothing of b was written; ok is false
+// once the stream can take no more.
+func (o *lineWriter) write(b []byte, flush bool) (written, ok bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.done {
-		return false
+		return false, false
 	}
 	o.deadline()
 	if !o.started {
@@ -352,7 +358,7 @@ func (o *lineWriter) write(b []byte, flush bool) bool {
 		err = o.rc.Flush()
 	}
 	o.done = err != nil
-	return !o.done
+	return true, !o.done
 }
 
 // fail ends the stream with err: its status and error body if nothing was
@@ -401,7 +407,9 @@ func (o *lineWriter) closeConn() {
 		o.w.WriteHeader(http.StatusOK)
 		return
 	}
-	// Hijack flushes what the server holds of the response first.
+	// Hijack drops what the response writer still buffers (it flushes
+	// only the connection's buffer): flush the lines first.
+	_ = o.rc.Flush()
 	if conn, _, err := o.rc.Hijack(); err == nil {
 		if o.chunked {
 			_ = conn.SetWriteDeadline(time.Now().Add(time.Second))

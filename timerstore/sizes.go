@@ -70,21 +70,25 @@ func (s *Store) SizesSnapshot() *SizesSnap {
 		}
 		p = &SizesSnap{base: s.snap, delta: d}
 	}
-	s.changed = s.changed[:0]
+	s.changed, s.changedLimit = s.changed[:0], 0
 	s.snap = p
 	return p
 }
 
-// touch records that bucket b's length changed, for SizesSnapshot. A
-// store whose owner stops taking snapshots keeps changed to about the
-// number of its buckets: once it is twice that, it is made a set again.
+// touch records that bucket b's length changed, for SizesSnapshot.
+// Duplicates are kept until changed passes changedLimit (at least twice
+// the buckets plus 4096): it is then made a set again, and the limit set
+// to twice what is left, so that a set of distinct buckets larger than
+// the store (Remove forgets buckets that stay listed) is not sorted again
+// at every touch.
 func (s *Store) touch(b int64) {
 	if s.snap == nil {
 		return
 	}
 	s.changed = append(s.changed, b)
-	if len(s.changed) > 2*len(s.sizes)+4096 {
+	if len(s.changed) > max(s.changedLimit, 2*len(s.sizes)+4096) {
 		slices.Sort(s.changed)
 		s.changed = slices.Compact(s.changed)
+		s.changedLimit = 2 * len(s.changed)
 	}
 }

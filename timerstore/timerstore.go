@@ -86,8 +86,9 @@ type Store struct {
 	low int64
 	// snap is the last SizesSnapshot and changed the buckets whose sizes
 	// entry changed since (sizes.go).
-	snap    *SizesSnap
-	changed []int64
+	snap         *SizesSnap
+	changed      []int64
+	changedLimit int // see touch
 }
 
 // pendingWrite is data to be written at off in a bucket file.
