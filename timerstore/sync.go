@@ -29,12 +29,38 @@ func (s *Store) PrepareSync() *SyncJob {
 	// as few as it can: the buffer is cleared whole, and the buckets to
 	// make durable are those buffered plus those left dirty before (by a
 	// failed job), without a pass through the dirty set for each one.
-	j := &SyncJob{fs: s.fs, dir: s.dir, buckets: make([]int64, 0, len(s.buf)+len(s.dirty))}
+	j := &SyncJob{fs: s.fs, dir: s.dir, buckets: make([]int64, 0, len(s.buf)+len(s.dirty)),
+		writes: make([]bucketWrites, 0, len(s.buf))}
+	// A bucket new to inflight gets its one write from a block shared by
+	// all of them (capacity 1 each, so a later append copies), not an
+	// allocation of its own.
+	block := make([]pendingWrite, len(s.buf))
 	for b, data := range s.buf {
-		s.inflight[b] = append(s.inflight[b], pendingWrite{off: s.sizes[b], data: data})
+		w := pendingWrite{off: s.sizes[b], data: data}
+		ws, ok := s.inflight[b]
+		if ok {
+			ws = append(ws, w)
+		} else {
+			block[0] = w
+			ws, block = block[:1:1], block[1:]
+		}
+		s.inflight[b] = ws
 		s.sizes[b] += int64(len(data))
 		s.touch(b)
 		j.buckets = append(j.buckets, b)
+		// The job's view of a bucket's writes is capped at their number
+		// now, so a later PrepareSync that appends to the same bucket
+		// never changes it.
+		j.writes = append(j.writes, bucketWrites{bucket: b, ws: ws[:len(ws):len(ws)]})
+	}
+	// Writes still in flight from a job that failed, of buckets with
+	// nothing new buffered, go into this job too.
+	if len(s.inflight) > len(s.buf) {
+		for b, ws := range s.inflight {
+			if _, buffered := s.buf[b]; !buffered {
+				j.writes = append(j.writes, bucketWrites{bucket: b, ws: ws[:len(ws):len(ws)]})
+			}
+		}
 	}
 	for b := range s.dirty {
 		if _, buffered := s.buf[b]; !buffered {
@@ -44,14 +70,6 @@ func (s *Store) PrepareSync() *SyncJob {
 	clear(s.buf)
 	clear(s.dirty)
 	s.bufBytes = 0
-	// The job's view of a bucket's writes is capped at their number now,
-	// so a later PrepareSync that appends to the same bucket never changes
-	// it. A slice, not a map: it costs 40 B a bucket rather than about
-	// twice that in two maps, and it is filled without hashing.
-	j.writes = make([]bucketWrites, 0, len(s.inflight))
-	for b, ws := range s.inflight {
-		j.writes = append(j.writes, bucketWrites{bucket: b, ws: ws[:len(ws):len(ws)]})
-	}
 	return j
 }
 
