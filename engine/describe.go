@@ -90,9 +90,7 @@ func (e *Engine) Redrive(ctx context.Context, topic, group string, max int) (int
 	if max < 1 || max > MaxReceive {
 		return 0, errs.New(errs.InvalidArgument, "max %d is not in [1, %d]", max, MaxReceive)
 	}
-	e.mu.Lock()
-	g := e.cons.group(topic, group)
-	e.mu.Unlock()
+	g := e.cons.group(topic, group) // no lock: see consumers.groups
 	if g == nil {
 		return 0, errs.New(errs.NotFound, "group %q of topic %q does not exist", group, topic)
 	}

@@ -103,8 +103,8 @@ func receiveRequest(in *api.ReceiveRequest, topic, group string) (engine.Receive
 	case len(in.Ack) > engine.MaxReceive:
 		return req, errs.New(errs.TooLarge, "ack has %d receipts; the limit is %d", len(in.Ack), engine.MaxReceive)
 	}
-	if in.BodyEncoding != "" && !slices.Contains(api.BodyEncodings(), in.BodyEncoding) {
-		return req, errs.New(errs.InvalidArgument, "body_encoding %q is not one of %v", in.BodyEncoding, api.BodyEncodings())
+	if err := checkBodyEncoding(in.BodyEncoding); err != nil {
+		return req, err
 	}
 	for i, rc := range in.Ack {
 		if rc == "" {
@@ -112,6 +112,15 @@ func receiveRequest(in *api.ReceiveRequest, topic, group string) (engine.Receive
 		}
 	}
 	return req, nil
+}
+
+// checkBodyEncoding refuses a body_encoding that is not one of the
+// API's; empty is the default.
+func checkBodyEncoding(enc api.BodyEncoding) error {
+	if enc != "" && !slices.Contains(api.BodyEncodings(), enc) {
+		return errs.New(errs.InvalidArgument, "body_encoding %q is not one of %v", enc, api.BodyEncodings())
+	}
+	return nil
 }
 
 func (h *Handler) ack(w http.ResponseWriter, r *http.Request) {

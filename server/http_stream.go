@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -78,8 +77,11 @@ func streamOptions(r *http.Request) (stream.Options, api.BodyEncoding, error) {
 		}
 	}
 	enc := api.BodyEncoding(q.Get("body_encoding"))
-	if q.Has("body_encoding") && !slices.Contains(api.BodyEncodings(), enc) {
-		return opts, "", errs.New(errs.InvalidArgument, "body_encoding %q is not one of %v", enc, api.BodyEncodings())
+	if q.Has("body_encoding") && enc == "" {
+		return opts, "", errs.New(errs.InvalidArgument, "body_encoding is empty; leave it out for the default")
+	}
+	if err := checkBodyEncoding(enc); err != nil {
+		return opts, "", err
 	}
 	return opts, enc, opts.Validate()
 }

@@ -234,10 +234,9 @@ const roomPoll = time.Second
 func (s *Stream) waitRoom(ctx context.Context, wake time.Duration) error {
 	t := time.NewTimer(min(max(wake, time.Millisecond), roomPoll))
 	defer t.Stop()
-	expiry := t.C
 	select {
 	case <-s.room:
-	case <-expiry:
+	case <-t.C:
 	case <-ctx.Done():
 		return ctx.Err()
 	}

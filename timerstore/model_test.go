@@ -113,21 +113,7 @@ func TestStoreAgainstAModel(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					for b, ps := range live {
-						es, err := s2.Load(b)
-						if err != nil {
-							t.Fatal(err)
-						}
-						got := map[uint64]bool{}
-						for _, e := range es {
-							got[e.Pos] = true
-						}
-						for p := range ps {
-							if !got[p] {
-								t.Fatalf("seed %d step %d: timer %d of bucket %d lost on disk", seed, step, p, b)
-							}
-						}
-					}
+					checkLive(t, s2, live, fmt.Sprintf("seed %d step %d, on disk", seed, step))
 				}
 			}
 			if rng.IntN(4) == 0 {
@@ -135,26 +121,32 @@ func TestStoreAgainstAModel(t *testing.T) {
 			}
 			// in memory, Load sees every live timer
 			if step%50 == 0 {
-				for b, ps := range live {
-					es, err := s.Load(b)
-					if err != nil {
-						t.Fatal(err)
-					}
-					got := map[uint64]bool{}
-					for _, e := range es {
-						got[e.Pos] = true
-					}
-					for p := range ps {
-						if !got[p] {
-							t.Fatalf("seed %d step %d: timer %d of bucket %d lost", seed, step, p, b)
-						}
-					}
-				}
+				checkLive(t, s, live, fmt.Sprintf("seed %d step %d", seed, step))
 			}
 		}
 		for i := len(snaps) - 1; i >= 0; i-- { // newest first: lazy chains
 			if !maps.Equal(snaps[i].snap.Map(), snaps[i].want) {
 				t.Fatalf("seed %d: snapshot %d differs from Sizes at its instant", seed, i)
+			}
+		}
+	}
+}
+
+// checkLive fails unless s loads every live timer (bucket -> positions).
+func checkLive(t *testing.T, s *Store, live map[int64]map[uint64]bool, where string) {
+	t.Helper()
+	for b, ps := range live {
+		es, err := s.Load(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[uint64]bool{}
+		for _, e := range es {
+			got[e.Pos] = true
+		}
+		for p := range ps {
+			if !got[p] {
+				t.Fatalf("%s: timer %d of bucket %d lost", where, p, b)
 			}
 		}
 	}
