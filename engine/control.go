@@ -245,7 +245,7 @@ func (e *Engine) changeableLocked(id message.ID, s *message.Stored, ifDue int64)
 	if err := e.unavailableLocked(); err != nil {
 		return nil, 0, err
 	}
-	top := e.cat.topicsByName[s.Topic]
+	top := e.cat.topic(s.Topic)
 	if top == nil {
 		return nil, 0, errs.New(errs.NotFound, "message %s does not exist", id)
 	}

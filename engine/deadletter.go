@@ -56,7 +56,7 @@ func (e *Engine) moveDeadLetter(j deadLetter) error {
 	// Dead-letter topics are created whatever NoAutoCreate says: the group
 	// exists, so its dead letters must have somewhere to go.
 	e.mu.Lock()
-	dlq := e.cat.topicsByName[j.g.dlq]
+	dlq := e.cat.topic(j.g.dlq)
 	e.mu.Unlock()
 	if dlq == nil {
 		t, err := e.createTopic(j.g.dlq, TopicConfig{})

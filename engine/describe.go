@@ -48,7 +48,7 @@ func (e *Engine) groupInfoLocked(g *group) GroupInfo {
 func (e *Engine) Groups(topic string) ([]GroupInfo, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.cat.topicsByName[topic] == nil {
+	if e.cat.topic(topic) == nil {
 		return nil, errs.New(errs.NotFound, "topic %q does not exist", topic)
 	}
 	return e.groupsLocked(topic), nil
@@ -69,7 +69,7 @@ func (e *Engine) groupsLocked(topic string) []GroupInfo {
 func (e *Engine) DescribeTopic(name string) (TopicStats, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	t := e.cat.topicsByName[name]
+	t := e.cat.topic(name)
 	if t == nil {
 		return TopicStats{}, errs.New(errs.NotFound, "topic %q does not exist", name)
 	}
@@ -95,7 +95,7 @@ func (e *Engine) Redrive(ctx context.Context, topic, group string, max int) (int
 		return 0, errs.New(errs.NotFound, "group %q of topic %q does not exist", group, topic)
 	}
 	e.mu.Lock()
-	dlqExists := e.cat.topicsByName[g.dlq] != nil
+	dlqExists := e.cat.topic(g.dlq) != nil
 	e.mu.Unlock()
 	if !dlqExists {
 		return 0, nil

@@ -170,12 +170,25 @@ type lifecycle struct {
 }
 
 // catalog holds the topics. Guarded by Engine.mu, except createMu, which
-// serialises creation (of topics and groups) and is taken before gate.
+// serialises creation (of topics and groups) and is taken before gate, and
+// byName, which is read without a lock.
 type catalog struct {
-	createMu     sync.Mutex
-	topicsByName map[string]*topic
-	topicsByID   map[uint32]*topic
-	nextTopicID  uint32
+	createMu sync.Mutex
+	// byName holds the topics by name. It is written under mu
+	// (installTopicLocked) and read without it, so that a send finds its
+	// topic without queueing for the engine's lock a second time. A topic
+	// is never removed: a topic found stays the topic of its name.
+	byName      sync.Map // string -> *topic
+	topicsByID  map[uint32]*topic
+	nextTopicID uint32
+}
+
+// topic returns the topic called name, or nil; no lock needed.
+func (c *catalog) topic(name string) *topic {
+	if v, ok := c.byName.Load(name); ok {
+		return v.(*topic)
+	}
+	return nil
 }
 
 // consumers holds the consumer groups and what they wait for. Guarded by
@@ -276,7 +289,7 @@ func Open(opts Options) (*Engine, error) {
 			loopDone:  make(chan struct{}),
 			ckptDone:  make(chan struct{}),
 		},
-		cat:  &catalog{topicsByName: map[string]*topic{}, topicsByID: map[uint32]*topic{}, nextTopicID: 1},
+		cat:  &catalog{topicsByID: map[uint32]*topic{}, nextTopicID: 1},
 		cons: &consumers{groupsByID: map[uint32]*group{}, nextGroupID: 1},
 		ovl:  &overlayState{entries: map[uint64]*overlayEntry{}},
 		segs: &segTable{pending: map[uint64]int64{}, last: map[uint64]int64{}, reloc: map[uint64]uint64{}},

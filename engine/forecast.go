@@ -216,7 +216,7 @@ func (e *Engine) forecastTopic(topic string) (uint32, error) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	t := e.cat.topicsByName[topic]
+	t := e.cat.topic(topic)
 	if t == nil {
 		return 0, errs.New(errs.NotFound, "topic %q does not exist", topic)
 	}

@@ -174,7 +174,7 @@ func (e *Engine) createGroup(topicName, name string, cfg GroupConfig, existingOK
 	e.gate.RLock()
 	defer e.gate.RUnlock()
 	e.mu.Lock()
-	t := e.cat.topicsByName[topicName]
+	t := e.cat.topic(topicName)
 	g := e.cons.group(topicName, name)
 	id := e.cons.nextGroupID
 	e.mu.Unlock()

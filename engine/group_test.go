@@ -339,26 +339,16 @@ func TestGroupLookupTakesNoLock(t *testing.T) {
 		t.Fatalf("CreateGroup of an existing group: %v, want AlreadyExists", err)
 	}
 	for _, phase := range []string{"created", "recovered"} {
-		h.e.mu.Lock()
-		found := make(chan *group, 1)
-		go func() {
-			g, err := h.e.createGroup("jobs", "w", GroupConfig{}, true)
-			if err != nil {
+		var g *group
+		runHoldingLock(t, h.e, phase+": the lookup of an existing group", func() {
+			var err error
+			if g, err = h.e.createGroup("jobs", "w", GroupConfig{}, true); err != nil {
 				t.Error(err)
 			}
-			found <- g
-		}()
-		select {
-		case g := <-found:
-			if g == nil || g.name != "w" || g.topic.name != "jobs" {
-				t.Errorf("%s: lookup found %+v", phase, g)
-			}
-		case <-time.After(10 * time.Second):
-			h.e.mu.Unlock()
-			<-found
-			t.Fatalf("%s: the lookup of an existing group waited for the engine's lock", phase)
+		})
+		if g == nil || g.name != "w" || g.topic.name != "jobs" {
+			t.Errorf("%s: lookup found %+v", phase, g)
 		}
-		h.e.mu.Unlock()
 		h.restart()
 	}
 	if h.e.cons.group("jobs", "other") != nil {

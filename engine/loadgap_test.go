@@ -76,7 +76,7 @@ func TestWheelWaitsForUnloadedBuckets(t *testing.T) {
 	}
 	r.mu.Lock()
 	visible := int64(0)
-	for _, q := range r.cat.topicsByName["gap"].queues {
+	for _, q := range r.cat.topic("gap").queues {
 		visible += int64(q.Len())
 	}
 	r.mu.Unlock()

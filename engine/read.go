@@ -29,7 +29,7 @@ type TopicInfo struct {
 func (e *Engine) Topics() []TopicInfo {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	out := make([]TopicInfo, 0, len(e.cat.topicsByName))
+	out := make([]TopicInfo, 0, len(e.cat.topicsByID))
 	for _, t := range e.cat.topicsByID {
 		ti := TopicInfo{Name: t.name, Queues: len(t.queues), FIFO: t.fifo}
 		for _, q := range t.queues {
@@ -45,7 +45,7 @@ func (e *Engine) Topics() []TopicInfo {
 // progress. A message whose record was removed by retention is skipped.
 func (e *Engine) ReadQueue(topic string, queue int, from uint64, max int) ([]Visible, error) {
 	e.mu.Lock()
-	t := e.cat.topicsByName[topic]
+	t := e.cat.topic(topic)
 	if t == nil {
 		e.mu.Unlock()
 		return nil, errs.New(errs.NotFound, "topic %q does not exist", topic)

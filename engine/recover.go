@@ -254,7 +254,7 @@ func (e *Engine) checkTimers(st *checkpointState) error {
 	e.stats.CacheRebuilds.Add(1)
 	e.startForecastLocked(st) // count again, from the log
 	err = e.scanMessages(st.LogPos, func(orig uint64, s *message.Stored) error {
-		t := e.cat.topicsByName[s.Topic]
+		t := e.cat.topic(s.Topic)
 		if t == nil {
 			return fmt.Errorf("message %d names unknown topic %q", orig, s.Topic)
 		}

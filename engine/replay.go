@@ -71,7 +71,7 @@ func (e *Engine) replayMessageLocked(pos uint64, payload []byte, minDue *int64) 
 	if err != nil {
 		return fmt.Errorf("message at %d: %w", pos, err)
 	}
-	t := e.cat.topicsByName[s.Topic]
+	t := e.cat.topic(s.Topic)
 	if t == nil {
 		return fmt.Errorf("message at %d names unknown topic %q", pos, s.Topic)
 	}
@@ -90,7 +90,7 @@ func (e *Engine) replayChangeLocked(pos uint64, rec commitlog.Record, minDue *in
 	if err != nil {
 		return fmt.Errorf("change at %d of %d: %w", pos, p, err)
 	}
-	t := e.cat.topicsByName[s.Topic]
+	t := e.cat.topic(s.Topic)
 	if t == nil {
 		return fmt.Errorf("change at %d of %d names unknown topic %q", pos, p, s.Topic)
 	}

@@ -315,10 +315,7 @@ func (e *Engine) topicFor(name string) (*topic, error) {
 	if err := message.ValidateTopic(name); err != nil {
 		return nil, err
 	}
-	e.mu.Lock()
-	t := e.cat.topicsByName[name]
-	e.mu.Unlock()
-	if t != nil {
+	if t := e.cat.topic(name); t != nil {
 		return t, nil
 	}
 	if e.opts.NoAutoCreate {
@@ -326,10 +323,7 @@ func (e *Engine) topicFor(name string) (*topic, error) {
 	}
 	t, err := e.createTopic(name, TopicConfig{})
 	if errs.CodeOf(err) == errs.AlreadyExists {
-		e.mu.Lock()
-		t = e.cat.topicsByName[name]
-		e.mu.Unlock()
-		return t, nil
+		return e.cat.topic(name), nil
 	}
 	return t, err
 }
@@ -376,12 +370,12 @@ func (e *Engine) createTopic(name string, cfg TopicConfig) (*topic, error) {
 		e.mu.Unlock()
 		return nil, err
 	}
-	if t := e.cat.topicsByName[name]; t != nil {
+	if t := e.cat.topic(name); t != nil {
 		e.mu.Unlock()
 		return t, errs.New(errs.AlreadyExists, "topic %q exists", name)
 	}
-	if len(e.cat.topicsByName) >= e.opts.MaxTopics {
-		n := len(e.cat.topicsByName)
+	if len(e.cat.topicsByID) >= e.opts.MaxTopics {
+		n := len(e.cat.topicsByID)
 		e.mu.Unlock()
 		return nil, errs.New(errs.ResourceExhausted, "there are %d topics; the limit is %d", n, e.opts.MaxTopics)
 	}
@@ -415,7 +409,7 @@ func (e *Engine) applyTopicLocked(id uint32, queues int, flags uint8, name strin
 
 // installTopicLocked makes an opened topic known.
 func (e *Engine) installTopicLocked(t *topic) {
-	e.cat.topicsByName[t.name] = t
+	e.cat.byName.Store(t.name, t)
 	e.cat.topicsByID[t.id] = t
 	if t.id >= e.cat.nextTopicID {
 		e.cat.nextTopicID = t.id + 1
