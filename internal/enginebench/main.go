@@ -122,8 +122,9 @@ type config struct {
 
 	rounds int // backup: rounds of baseline load, then load during a backup
 
-	ckptBytes int // rawpause: bytes the checkpoint-like writer makes durable a second
-	ckptFiles int // rawpause: in this many files
+	ckptBytes int      // rawpause: bytes the checkpoint-like writer makes durable a second
+	ckptModes []string // rawpause: the ways the writer makes its files durable
+	ckptFiles int      // rawpause: in this many files
 }
 
 func main() {
@@ -182,6 +183,18 @@ func main() {
 	flag.IntVar(&c.rounds, "rounds", 3, "backup: rounds of a baseline load, then the same load while a backup runs")
 	flag.IntVar(&c.ckptBytes, "ckpt-bytes", 8<<20, "rawpause: bytes the checkpoint-like writer writes and makes durable every second")
 	flag.IntVar(&c.ckptFiles, "ckpt-files", 16, "rawpause: the number of files they are spread over")
+	c.ckptModes = []string{ckFsync, ckSyncfs, ckPaced, ckPacedSyncfs}
+	flag.Func("ckpt-modes", "rawpause: comma-separated ways the writer makes its files durable: fsync, syncfs, paced, paced+syncfs (default all four)", func(v string) error {
+		c.ckptModes = nil
+		for _, m := range strings.Split(v, ",") {
+			m = strings.TrimSpace(m)
+			if m != ckFsync && m != ckSyncfs && m != ckPaced && m != ckPacedSyncfs {
+				return fmt.Errorf("unknown mode %q", m)
+			}
+			c.ckptModes = append(c.ckptModes, m)
+		}
+		return nil
+	})
 	flag.Parse()
 	if c.rates == nil {
 		c.rates = []int{0, -1}
