@@ -2,6 +2,7 @@ package engine
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/hourglass-mq/hourglass/commitlog"
 	"github.com/hourglass-mq/hourglass/errs"
@@ -17,8 +18,29 @@ type deadLetter struct {
 	reason  string // "" for max attempts; ReasonExpired
 }
 
-// DeadLetterTopic is the name of a group's dead-letter topic.
-func DeadLetterTopic(topic, group string) string { return "%DLQ%" + topic + "." + group }
+// deadLetterPrefix starts the name of every dead-letter topic. The prefix
+// is reserved: only the engine creates such topics and sends to them, so
+// the origin properties of a dead letter are the engine's and a redrive
+// never moves a message a client placed there.
+const deadLetterPrefix = "%DLQ%"
+
+// DeadLetterTopic is the name of a group's dead-letter topic. Two (topic,
+// group) pairs can spell one name ("a.b"+"c" and "a"+"b.c"); createGroup
+// refuses the second, so each dead-letter topic has one group.
+func DeadLetterTopic(topic, group string) string { return deadLetterPrefix + topic + "." + group }
+
+// IsDeadLetterTopic reports whether name is in the reserved namespace of
+// dead-letter topics.
+func IsDeadLetterTopic(name string) bool { return strings.HasPrefix(name, deadLetterPrefix) }
+
+// reservedTopic refuses a client's send to, or creation of, a topic in the
+// dead-letter namespace.
+func reservedTopic(name string) error {
+	if IsDeadLetterTopic(name) {
+		return errs.New(errs.InvalidArgument, "topic %q: names starting with %q are reserved for dead-letter topics, which the broker creates and fills itself (receive from them; redrive moves them back)", name, deadLetterPrefix)
+	}
+	return nil
+}
 
 // moveDeadLetters copies messages that ran out of attempts to their
 // group's dead-letter topic and acks them in the group, in one write.
@@ -59,7 +81,7 @@ func (e *Engine) moveDeadLetter(j deadLetter) error {
 	dlq := e.cat.topic(j.g.dlq)
 	e.mu.Unlock()
 	if dlq == nil {
-		t, err := e.createTopic(j.g.dlq, TopicConfig{})
+		t, err := e.createTopic(j.g.dlq, TopicConfig{}, true)
 		if errs.CodeOf(err) == errs.AlreadyExists {
 			err = nil
 		}

@@ -118,7 +118,7 @@ func (e *Engine) Redrive(ctx context.Context, topic, group string, max int) (int
 		reqs[i] = SendRequest{Message: m, When: message.When{}}
 		receipts[i] = r.Receipt
 	}
-	if _, err := e.SendBatch(ctx, reqs); err != nil {
+	if _, err := e.sendBatch(ctx, reqs, true); err != nil {
 		return 0, err
 	}
 	if err := e.Ack(ctx, g.dlq, "redrive", receipts...); err != nil {

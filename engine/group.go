@@ -135,8 +135,11 @@ func (e *Engine) CreateGroup(topic, name string, cfg GroupConfig) error {
 }
 
 func (e *Engine) createGroup(topicName, name string, cfg GroupConfig, existingOK bool) (*group, error) {
-	if err := message.ValidateTopic(name); err != nil {
-		return nil, errs.New(errs.InvalidArgument, "group name: %s", err.Error())
+	if err := message.ValidateTopic(topicName); err != nil {
+		return nil, err
+	}
+	if err := message.ValidateName("group", name); err != nil {
+		return nil, err
 	}
 	cfg.setDefaults()
 	if err := cfg.validate(); err != nil {
@@ -186,6 +189,9 @@ func (e *Engine) createGroup(topicName, name string, cfg GroupConfig, existingOK
 	case g != nil:
 		return g, errs.New(errs.AlreadyExists, "group %q of topic %q exists", name, topicName)
 	}
+	if err := e.roomForGroup(topicName, name); err != nil {
+		return nil, err
+	}
 	if _, err := e.clog.Append(encodeGroup(id, t.id, cfg, name)); err != nil {
 		return nil, e.storageErr(err)
 	}
@@ -194,6 +200,24 @@ func (e *Engine) createGroup(topicName, name string, cfg GroupConfig, existingOK
 	e.mu.Unlock()
 	e.opts.Logger.Info("group created", "topic", topicName, "group", name)
 	return g, nil
+}
+
+// roomForGroup refuses a new group past MaxGroups, or one whose
+// dead-letter topic would be another group's (DeadLetterTopic). The caller
+// holds createMu, so no other group appears meanwhile.
+func (e *Engine) roomForGroup(topicName, name string) error {
+	dlq := DeadLetterTopic(topicName, name)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if n := len(e.cons.groupsByID); n >= e.opts.MaxGroups {
+		return errs.New(errs.ResourceExhausted, "there are %d groups; the limit is %d", n, e.opts.MaxGroups)
+	}
+	for _, o := range e.cons.groupsByID {
+		if o.dlq == dlq {
+			return errs.New(errs.FailedPrecondition, "group %q of topic %q would share its dead-letter topic %q with group %q of topic %q; choose another group name", name, topicName, dlq, o.name, o.topic.name)
+		}
+	}
+	return nil
 }
 
 func (e *Engine) applyGroupLocked(id uint32, t *topic, cfg GroupConfig, name string) *group {

@@ -51,8 +51,14 @@ type Options struct {
 	DefaultQueues int
 	// MaxQueues bounds the queues of one topic; default 256.
 	MaxQueues int
-	// MaxTopics bounds the number of topics; default 10,000.
+	// MaxTopics bounds the number of topics; default 10,000. Dead-letter
+	// topics do not count: there is at most one a group, and MaxGroups
+	// bounds those, so a group's dead letters always have somewhere to go.
 	MaxTopics int
+	// MaxGroups bounds the number of consumer groups, of all topics
+	// together; default 10,000. Every checkpoint captures every group's
+	// progress under the engine's lock, so their number sets that pause.
+	MaxGroups int
 	// NoAutoCreate makes sends to an unknown topic fail instead of creating it.
 	NoAutoCreate bool
 	// MaxBatch bounds the messages of one SendBatch; default 1,000.
@@ -134,6 +140,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.MaxTopics == 0 {
 		o.MaxTopics = 10000
+	}
+	if o.MaxGroups == 0 {
+		o.MaxGroups = 10000
 	}
 	if o.MaxBatch == 0 {
 		o.MaxBatch = 1000

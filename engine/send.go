@@ -52,6 +52,12 @@ func (e *Engine) Send(ctx context.Context, m message.Message, w message.When) (R
 // or none. Every message is validated before anything is written; the
 // error of the first invalid one names its index.
 func (e *Engine) SendBatch(ctx context.Context, reqs []SendRequest) ([]Receipt, error) {
+	return e.sendBatch(ctx, reqs, false)
+}
+
+// sendBatch is SendBatch; internal is the engine's own send (a redrive),
+// which may go to a topic of the reserved dead-letter namespace.
+func (e *Engine) sendBatch(ctx context.Context, reqs []SendRequest, internal bool) ([]Receipt, error) {
 	if len(reqs) == 0 {
 		return nil, errs.New(errs.InvalidArgument, "batch is empty")
 	}
@@ -62,7 +68,7 @@ func (e *Engine) SendBatch(ctx context.Context, reqs []SendRequest) ([]Receipt, 
 		return nil, err
 	}
 	now := e.Now()
-	stored, tops, err := e.prepareBatch(reqs, now)
+	stored, tops, err := e.prepareBatch(reqs, now, internal)
 	if err != nil {
 		return nil, err
 	}
@@ -82,6 +88,11 @@ func (e *Engine) SendBatch(ctx context.Context, reqs []SendRequest) ([]Receipt, 
 	}
 	out := make([]Receipt, len(reqs))
 	if len(recs) == 0 {
+		// Only duplicates: nothing to write, but a stopped engine answers
+		// no send, not even with an earlier receipt.
+		if err := e.checkOpen(); err != nil {
+			return nil, err
+		}
 		for i := range out {
 			out[i] = *plan.dup[i]
 		}
@@ -123,48 +134,11 @@ func (e *Engine) SendBatch(ctx context.Context, reqs []SendRequest) ([]Receipt, 
 	return out, nil
 }
 
-// prepareBatch validates a batch's requests and makes their stored form
-// and topics (created when auto-create is on), before anything is appended.
-func (e *Engine) prepareBatch(reqs []SendRequest, now int64) ([]*message.Stored, []*topic, error) {
-	stored := make([]*message.Stored, len(reqs))
-	tops := make([]*topic, len(reqs))
-	var last *topic // a batch usually goes to one topic: look it up once
-	for i := range reqs {
-		r := &reqs[i]
-		if err := e.opts.Limits.Validate(&r.Message); err != nil {
-			return nil, nil, batchErr(len(reqs), i, err)
-		}
-		due, err := e.opts.Limits.DueAt(r.When, now)
-		if err != nil {
-			return nil, nil, batchErr(len(reqs), i, err)
-		}
-		t := last
-		if t == nil || t.name != r.Message.Topic {
-			if t, err = e.topicFor(r.Message.Topic); err != nil {
-				return nil, nil, batchErr(len(reqs), i, err)
-			}
-			last = t
-		}
-		if t.fifo && r.Message.Group == "" {
-			return nil, nil, batchErr(len(reqs), i, errs.New(errs.InvalidArgument, "topic %q is FIFO: a message group is required", t.name))
-		}
-		s := &message.Stored{Message: r.Message, Due: due, Sent: now, Queue: pickQueue(t, &r.Message), Nonce: e.ids.nonce.Add(1)}
-		if err := e.schedulingFields(s, r, t, now); err != nil {
-			return nil, nil, batchErr(len(reqs), i, err)
-		}
-		stored[i], tops[i] = s, t
-	}
-	return stored, tops, nil
-}
-
 // schedulingFields validates and fills in what a send asks beyond its due
 // time: dedup ID, deadline and tolerance window.
-func (e *Engine) schedulingFields(s *message.Stored, r *SendRequest, t *topic, now int64) error {
+func (e *Engine) schedulingFields(s *message.Stored, r *SendRequest, now int64) error {
 	if err := message.ValidateDedupID(s.DedupID); err != nil {
 		return err
-	}
-	if r.When.Window > 0 && t.fifo {
-		return errs.New(errs.InvalidArgument, "topic %q is FIFO: a tolerance window would let a message overtake an earlier one of its group", t.name)
 	}
 	if s.DedupID != "" {
 		s.DedupHash = requestHash(&r.Message, r.When, r.DedupIgnore)
@@ -310,24 +284,6 @@ func (e *Engine) scheduleLocked(ref timerRef) {
 // checkpoint.
 func (e *Engine) addKeyLocked(h, pos uint64) { e.keys.Put(h, pos) }
 
-// topicFor returns the topic, creating it durably when auto-create is on.
-func (e *Engine) topicFor(name string) (*topic, error) {
-	if err := message.ValidateTopic(name); err != nil {
-		return nil, err
-	}
-	if t := e.cat.topic(name); t != nil {
-		return t, nil
-	}
-	if e.opts.NoAutoCreate {
-		return nil, errs.New(errs.NotFound, "topic %q does not exist (auto-create is off)", name)
-	}
-	t, err := e.createTopic(name, TopicConfig{})
-	if errs.CodeOf(err) == errs.AlreadyExists {
-		return e.cat.topic(name), nil
-	}
-	return t, err
-}
-
 // TopicConfig configures a new topic; zero values mean defaults.
 type TopicConfig struct {
 	// Queues is the number of queues; default Options.DefaultQueues.
@@ -339,13 +295,21 @@ type TopicConfig struct {
 // CreateTopic durably creates a topic. It fails with AlreadyExists if the
 // topic exists.
 func (e *Engine) CreateTopic(name string, cfg TopicConfig) error {
-	_, err := e.createTopic(name, cfg)
+	_, err := e.createTopic(name, cfg, false)
 	return err
 }
 
-func (e *Engine) createTopic(name string, cfg TopicConfig) (*topic, error) {
+// createTopic creates a topic; internal is the engine's own creation of a
+// dead-letter topic, which may use the reserved prefix and does not count
+// against MaxTopics.
+func (e *Engine) createTopic(name string, cfg TopicConfig, internal bool) (*topic, error) {
 	if err := message.ValidateTopic(name); err != nil {
 		return nil, err
+	}
+	if !internal {
+		if err := reservedTopic(name); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.Queues == 0 {
 		cfg.Queues = e.opts.DefaultQueues
@@ -374,8 +338,7 @@ func (e *Engine) createTopic(name string, cfg TopicConfig) (*topic, error) {
 		e.mu.Unlock()
 		return t, errs.New(errs.AlreadyExists, "topic %q exists", name)
 	}
-	if len(e.cat.topicsByID) >= e.opts.MaxTopics {
-		n := len(e.cat.topicsByID)
+	if n := e.userTopicsLocked(); !internal && n >= e.opts.MaxTopics {
 		e.mu.Unlock()
 		return nil, errs.New(errs.ResourceExhausted, "there are %d topics; the limit is %d", n, e.opts.MaxTopics)
 	}
@@ -405,6 +368,18 @@ func (e *Engine) applyTopicLocked(id uint32, queues int, flags uint8, name strin
 	}
 	e.installTopicLocked(t)
 	return t, nil
+}
+
+// userTopicsLocked counts the topics MaxTopics bounds: all but the
+// dead-letter topics.
+func (e *Engine) userTopicsLocked() int {
+	n := 0
+	for _, t := range e.cat.topicsByID {
+		if !IsDeadLetterTopic(t.name) {
+			n++
+		}
+	}
+	return n
 }
 
 // installTopicLocked makes an opened topic known.

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"sort"
 
+	"github.com/hourglass-mq/hourglass/engine"
 	"github.com/hourglass-mq/hourglass/errs"
 	"github.com/hourglass-mq/hourglass/message"
 )
@@ -65,6 +66,9 @@ func (r *Runner) validate(def Schedule) (*Schedule, *Spec, error) {
 	}
 	if err := message.ValidateName("topic", def.Topic); err != nil {
 		return nil, nil, err
+	}
+	if engine.IsDeadLetterTopic(def.Topic) {
+		return nil, nil, errs.New(errs.InvalidArgument, "topic %q: names starting with %%DLQ%% are reserved for dead-letter topics; a schedule cannot send to one", def.Topic)
 	}
 	spec, err := ParseSpec(def.Cron, def.TZ)
 	if err != nil {

@@ -100,8 +100,11 @@ type Config struct {
 	// AutoCreateTopics makes a send to an unknown topic create it; when
 	// false such a send fails with not_found (flag -auto-create-topics).
 	AutoCreateTopics bool
-	// MaxTopics bounds the number of topics (flag -max-topics).
+	// MaxTopics bounds the number of topics (flag -max-topics); dead-letter
+	// topics do not count.
 	MaxTopics int
+	// MaxGroups bounds the number of consumer groups (flag -max-groups).
+	MaxGroups int
 	// MaxBatch bounds the messages of one batch send (flag -max-batch).
 	MaxBatch int
 	// MaxRequestBytes bounds the body of any HTTP request, in bytes; a
@@ -194,6 +197,7 @@ func DefaultConfig() Config {
 		DefaultQueues:      eng.DefaultQueues,
 		AutoCreateTopics:   !eng.NoAutoCreate,
 		MaxTopics:          eng.MaxTopics,
+		MaxGroups:          eng.MaxGroups,
 		MaxBatch:           eng.MaxBatch,
 		MaxRequestBytes:    8 << 20,
 		DispatchRate:       eng.DispatchRate,
@@ -241,7 +245,8 @@ func (c *Config) settings() []setting {
 		{"delay-levels", "comma-separated durations that a send's \"level\" (1-based) indexes", (*durationsValue)(&c.DelayLevels)},
 		{"default-queues", "queue count of a topic created without one", (*intValue)(&c.DefaultQueues)},
 		{"auto-create-topics", "create an unknown topic on first send (false: such a send is not_found)", (*boolValue)(&c.AutoCreateTopics)},
-		{"max-topics", "largest number of topics", (*intValue)(&c.MaxTopics)},
+		{"max-topics", "largest number of topics (dead-letter topics not counted)", (*intValue)(&c.MaxTopics)},
+		{"max-groups", "largest number of consumer groups, all topics together", (*intValue)(&c.MaxGroups)},
 		{"max-batch", "most messages in one batch send", (*intValue)(&c.MaxBatch)},
 		{"max-request-bytes", "largest HTTP request body in bytes (suffixes KiB, MiB, GiB); must fit one max-size body in base64", (*sizeValue)(&c.MaxRequestBytes)},
 		{"dispatch-rate", "most due messages made visible per second; negative means unbounded", (*intValue)(&c.DispatchRate)},
@@ -323,6 +328,9 @@ func (c Config) Validate() error {
 	c.validateLimits(bad)
 	if maxQ := engine.NewOptions("").MaxQueues; c.DefaultQueues < 1 || c.DefaultQueues > maxQ {
 		bad("-default-queues %d is not in [1, %d]", c.DefaultQueues, maxQ)
+	}
+	if c.MaxGroups < 1 {
+		bad("-max-groups %d must be positive", c.MaxGroups)
 	}
 	if c.MaxTopics < 1 {
 		bad("-max-topics %d must be positive", c.MaxTopics)
@@ -445,6 +453,7 @@ func (c Config) EngineOptions(logger *slog.Logger) engine.Options {
 	o.DefaultQueues = c.DefaultQueues
 	o.NoAutoCreate = !c.AutoCreateTopics
 	o.MaxTopics = c.MaxTopics
+	o.MaxGroups = c.MaxGroups
 	o.MaxBatch = c.MaxBatch
 	o.DispatchRate = c.DispatchRate
 	o.CheckpointInterval = c.CheckpointInterval

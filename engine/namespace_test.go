@@ -1,0 +1,205 @@
+package engine
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hourglass-mq/hourglass/errs"
+	"github.com/hourglass-mq/hourglass/message"
+	"github.com/hourglass-mq/hourglass/vfs"
+)
+
+// Two (topic, group) pairs that spell one dead-letter topic: the second
+// group is refused, so a redrive can never move one topic's dead letters
+// into another topic. The review reproduced a dead letter of topic "a"
+// (group "b.c") redriven into topic "a.b" (group "c").
+func TestDeadLetterNamesDoNotCollide(t *testing.T) {
+	h := newHarness(t, nil)
+	for _, name := range []string{"a", "a.b"} {
+		if err := h.e.CreateTopic(name, TopicConfig{Queues: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := h.e.CreateGroup("a.b", "c", GroupConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	err := h.e.CreateGroup("a", "b.c", GroupConfig{})
+	if errs.CodeOf(err) != errs.FailedPrecondition || !strings.Contains(err.Error(), "dead-letter topic") {
+		t.Fatalf("CreateGroup of a colliding dead-letter name: %v, want failed_precondition", err)
+	}
+	// A receive auto-creates its group: refused the same way.
+	_, err = h.e.Receive(context.Background(), ReceiveRequest{Topic: "a", Group: "b.c", Max: 1})
+	if errs.CodeOf(err) != errs.FailedPrecondition {
+		t.Fatalf("Receive creating a colliding group: %v, want failed_precondition", err)
+	}
+	h.restart()
+	if err := h.e.CreateGroup("a", "b.c", GroupConfig{}); errs.CodeOf(err) != errs.FailedPrecondition {
+		t.Fatalf("after a restart: %v, want failed_precondition", err)
+	}
+	if err := h.e.CreateGroup("a", "b-c", GroupConfig{}); err != nil {
+		t.Fatalf("a group with a name of its own: %v", err)
+	}
+}
+
+// The dead-letter namespace is the broker's: a client can neither send to
+// a dead-letter topic (whose origin properties a redrive trusts) nor
+// create one; it can still receive from one.
+func TestDeadLetterNamespaceIsReserved(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx := context.Background()
+	dlq := DeadLetterTopic("jobs", "w")
+	_, err := h.e.Send(ctx, message.Message{Topic: dlq, Body: []byte("forged"), Properties: map[string]string{"hourglass-origin-topic": "jobs"}}, message.When{})
+	if errs.CodeOf(err) != errs.InvalidArgument || !strings.Contains(err.Error(), "reserved") {
+		t.Fatalf("send to a dead-letter topic that does not exist: %v, want invalid_argument", err)
+	}
+	if err := h.e.CreateTopic("%DLQ%mine", TopicConfig{}); errs.CodeOf(err) != errs.InvalidArgument {
+		t.Fatalf("CreateTopic in the reserved namespace: %v, want invalid_argument", err)
+	}
+	dl := h.deadLetterOne("jobs", "w") // the broker created it; a client receives from it
+	_, err = h.e.Send(ctx, message.Message{Topic: dlq, Body: []byte("forged")}, message.When{})
+	if errs.CodeOf(err) != errs.InvalidArgument {
+		t.Fatalf("send to an existing dead-letter topic: %v, want invalid_argument", err)
+	}
+	// The redrive sends with the engine's own hand.
+	if err := h.e.Ack(ctx, dlq, "ops", dl.Receipt); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := h.e.Redrive(ctx, "jobs", "w", 10); err != nil || n != 1 {
+		t.Fatalf("redrive: %d %v", n, err)
+	}
+}
+
+// A refused request creates nothing: not the topic it names, nor the
+// topics of the requests before it in its batch. The review found refused
+// sends that used up MaxTopics.
+func TestRefusedSendCreatesNoTopic(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.MaxTopics = 2 })
+	ctx := context.Background()
+	_, err := h.e.Send(ctx, message.Message{Topic: "ghost1", DedupID: strings.Repeat("d", 257)}, message.When{})
+	if errs.CodeOf(err) != errs.InvalidArgument {
+		t.Fatalf("send with a dedup ID too long: %v", err)
+	}
+	_, err = h.e.SendBatch(ctx, []SendRequest{
+		{Message: message.Message{Topic: "ghost2"}, When: message.When{Delay: time.Hour}},
+		{Message: message.Message{Topic: "ghost3"}, When: message.When{Delay: time.Hour, Deadline: t0.Add(time.Minute).UnixMilli()}},
+	})
+	if errs.CodeOf(err) != errs.InvalidArgument || !strings.Contains(err.Error(), "message 1") {
+		t.Fatalf("batch whose second message has a deadline before its due time: %v", err)
+	}
+	h.restart()
+	for _, ti := range h.e.Topics() {
+		t.Errorf("a refused send left topic %q", ti.Name)
+	}
+	for _, name := range []string{"real1", "real2"} {
+		if _, err := h.e.Send(ctx, message.Message{Topic: name}, message.When{}); err != nil {
+			t.Fatalf("a valid send to a new topic within the limit: %v", err)
+		}
+	}
+	if _, err := h.e.Send(ctx, message.Message{Topic: "real3"}, message.When{}); errs.CodeOf(err) != errs.ResourceExhausted {
+		t.Fatalf("a third topic past MaxTopics 2: %v, want resource_exhausted", err)
+	}
+}
+
+// MaxGroups bounds the groups (their number sets every checkpoint's
+// capture), for CreateGroup and for a receive's auto-create alike, across
+// a restart.
+func TestMaxGroups(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.MaxGroups = 2 })
+	ctx := context.Background()
+	if err := h.e.CreateTopic("t", TopicConfig{Queues: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.e.CreateGroup("t", "g1", GroupConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.e.Receive(ctx, ReceiveRequest{Topic: "t", Group: "g2", Max: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.e.CreateGroup("t", "g3", GroupConfig{}); errs.CodeOf(err) != errs.ResourceExhausted || !strings.Contains(err.Error(), "limit is 2") {
+		t.Fatalf("a third group: %v, want resource_exhausted", err)
+	}
+	h.restart()
+	if _, err := h.e.Receive(ctx, ReceiveRequest{Topic: "t", Group: "g3", Max: 1}); errs.CodeOf(err) != errs.ResourceExhausted {
+		t.Fatalf("a third group by receive after a restart: %v, want resource_exhausted", err)
+	}
+	if _, err := h.e.Receive(ctx, ReceiveRequest{Topic: "t", Group: "g1", Max: 1}); err != nil {
+		t.Fatalf("an existing group at the limit: %v", err)
+	}
+}
+
+// At MaxTopics a group's dead letters still have somewhere to go:
+// dead-letter topics do not count against the limit (MaxGroups bounds
+// them). The review found them retried forever.
+func TestDeadLettersAtMaxTopics(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.MaxTopics = 1 })
+	h.deadLetterOne("jobs", "w")
+	if err := h.e.CreateTopic("more", TopicConfig{}); errs.CodeOf(err) != errs.ResourceExhausted {
+		t.Fatalf("a second topic past MaxTopics 1: %v, want resource_exhausted", err)
+	}
+}
+
+// A stopped engine answers no send, not even a duplicate with the first
+// send's receipt (fail-stop: every call returns unavailable).
+func TestDuplicateSendOnFailedEngine(t *testing.T) {
+	mem := vfs.NewMem()
+	ff := vfs.NewFaulty(mem)
+	h := newHarness(t, func(o *Options) { o.FS = ff })
+	ctx := context.Background()
+	m := message.Message{Topic: "t", Body: []byte("x"), DedupID: "order-1"}
+	if _, err := h.e.Send(ctx, m, message.When{Delay: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := h.e.Send(ctx, m, message.When{Delay: time.Hour}); err != nil || !r.Duplicate {
+		t.Fatalf("duplicate on a running engine: %+v %v", r, err)
+	}
+	eioOnSync(ff, "log", 1)
+	if _, err := h.e.Send(ctx, message.Message{Topic: "t", Body: []byte("y")}, message.When{Delay: time.Hour}); errs.CodeOf(err) != errs.Unavailable {
+		t.Fatalf("send whose fsync failed: %v, want unavailable", err)
+	}
+	<-h.e.Failed()
+	if r, err := h.e.Send(ctx, m, message.When{Delay: time.Hour}); errs.CodeOf(err) != errs.Unavailable {
+		t.Fatalf("duplicate on a failed engine: %+v %v, want unavailable", r, err)
+	}
+}
+
+// Group creation names the part of its input that is wrong.
+func TestGroupNameErrors(t *testing.T) {
+	h := newHarness(t, nil)
+	cases := []struct{ topic, group, want string }{
+		{"jobs", "g/x", "group"},
+		{"a/b", "g", "topic"},
+		{"", "g", "topic"},
+		{"jobs", "", "group"},
+	}
+	for _, c := range cases {
+		err := h.e.CreateGroup(c.topic, c.group, GroupConfig{})
+		if errs.CodeOf(err) != errs.InvalidArgument || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("CreateGroup(%q, %q): %v, want invalid_argument about the %s", c.topic, c.group, err, c.want)
+		}
+	}
+}
+
+// deadLetterOne creates topic and group (one attempt), sends one message
+// keyed "k", nacks it into the dead-letter topic, and returns it as a
+// client receives it there (group "ops").
+func (h *harness) deadLetterOne(topic, group string) Received {
+	h.t.Helper()
+	if err := h.e.CreateTopic(topic, TopicConfig{Queues: 1}); err != nil {
+		h.t.Fatal(err)
+	}
+	if err := h.e.CreateGroup(topic, group, GroupConfig{MaxAttempts: 1}); err != nil {
+		h.t.Fatal(err)
+	}
+	h.send(topic, "k", message.When{})
+	got := h.receiveN(topic, group, 1, time.Minute)
+	if err := h.e.Nack(context.Background(), topic, group, got[0].Receipt, 0); err != nil {
+		h.t.Fatal(err)
+	}
+	dl := h.receiveDLQ(DeadLetterTopic(topic, group))
+	if string(dl.Message.Body) != "body-k" {
+		h.t.Fatalf("dead letter %+v", dl.Message)
+	}
+	return dl
+}

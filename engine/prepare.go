@@ -1,0 +1,132 @@
+package engine
+
+import (
+	"slices"
+
+	"github.com/hourglass-mq/hourglass/errs"
+	"github.com/hourglass-mq/hourglass/message"
+)
+
+// prepareBatch validates a batch's requests and makes their stored form
+// and topics, before anything is appended. It runs in two passes so that a
+// refused batch leaves nothing behind: the first checks every request
+// against what exists (a topic is only looked up), the second creates the
+// topics the batch names that do not exist yet (auto-create), and only
+// then are queues picked. internal lets the engine's own sends (a
+// redrive) reach the reserved dead-letter namespace.
+func (e *Engine) prepareBatch(reqs []SendRequest, now int64, internal bool) ([]*message.Stored, []*topic, error) {
+	stored := make([]*message.Stored, len(reqs))
+	tops := make([]*topic, len(reqs))
+	var missing []string // topic names to create, each once
+	for i := range reqs {
+		s, t, err := e.checkRequest(&reqs[i], now, internal)
+		if err != nil {
+			return nil, nil, batchErr(len(reqs), i, err)
+		}
+		if t == nil && !slices.Contains(missing, s.Topic) {
+			missing = append(missing, s.Topic)
+		}
+		stored[i], tops[i] = s, t
+	}
+	if len(missing) > 0 {
+		if err := e.createMissing(reqs, stored, tops, missing); err != nil {
+			return nil, nil, err
+		}
+	}
+	for i, s := range stored {
+		s.Queue = pickQueue(tops[i], &reqs[i].Message)
+	}
+	return stored, tops, nil
+}
+
+// checkRequest validates one request and makes its stored form, without
+// its queue. Its topic is nil when it does not exist yet (and auto-create
+// is on).
+func (e *Engine) checkRequest(r *SendRequest, now int64, internal bool) (*message.Stored, *topic, error) {
+	if err := e.opts.Limits.Validate(&r.Message); err != nil {
+		return nil, nil, err
+	}
+	due, err := e.opts.Limits.DueAt(r.When, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	name := r.Message.Topic
+	if err := message.ValidateTopic(name); err != nil {
+		return nil, nil, err
+	}
+	if !internal {
+		if err := reservedTopic(name); err != nil {
+			return nil, nil, err
+		}
+	}
+	t := e.cat.topic(name)
+	if t == nil && e.opts.NoAutoCreate {
+		return nil, nil, errs.New(errs.NotFound, "topic %q does not exist (auto-create is off)", name)
+	}
+	s := &message.Stored{Message: r.Message, Due: due, Sent: now, Nonce: e.ids.nonce.Add(1)}
+	if err := e.schedulingFields(s, r, now); err != nil {
+		return nil, nil, err
+	}
+	if t != nil {
+		if err := fifoChecks(t, r); err != nil {
+			return nil, nil, err
+		}
+	}
+	return s, t, nil
+}
+
+// createMissing creates the batch's new topics (auto-create) and gives
+// their requests the topic, checked as checkRequest checks an existing one
+// (another client may have created it first, as FIFO).
+func (e *Engine) createMissing(reqs []SendRequest, stored []*message.Stored, tops []*topic, missing []string) error {
+	byName := make(map[string]*topic, len(missing))
+	for _, name := range missing {
+		t, err := e.topicFor(name)
+		if err != nil {
+			return err
+		}
+		byName[name] = t
+	}
+	for i, s := range stored {
+		if tops[i] != nil {
+			continue
+		}
+		tops[i] = byName[s.Topic]
+		if err := fifoChecks(tops[i], &reqs[i]); err != nil {
+			return batchErr(len(reqs), i, err)
+		}
+	}
+	return nil
+}
+
+// topicFor returns the topic, creating it durably when auto-create is on.
+// The caller has validated the name and checked the reserved namespace.
+func (e *Engine) topicFor(name string) (*topic, error) {
+	if t := e.cat.topic(name); t != nil {
+		return t, nil
+	}
+	if e.opts.NoAutoCreate {
+		return nil, errs.New(errs.NotFound, "topic %q does not exist (auto-create is off)", name)
+	}
+	t, err := e.createTopic(name, TopicConfig{}, false)
+	if errs.CodeOf(err) == errs.AlreadyExists {
+		return e.cat.topic(name), nil
+	}
+	return t, err
+}
+
+// fifoChecks refuses what a FIFO topic cannot take: a message without a
+// message group, or a tolerance window, which would let a message overtake
+// an earlier one of its group.
+func fifoChecks(t *topic, r *SendRequest) error {
+	if !t.fifo {
+		return nil
+	}
+	if r.Message.Group == "" {
+		return errs.New(errs.InvalidArgument, "topic %q is FIFO: a message group is required", t.name)
+	}
+	if r.When.Window > 0 {
+		return errs.New(errs.InvalidArgument, "topic %q is FIFO: a tolerance window would let a message overtake an earlier one of its group", t.name)
+	}
+	return nil
+}
