@@ -101,7 +101,9 @@ func WithToken(token string) Option { return func(c *Client) { c.token = token }
 
 // WithHTTPClient sets the HTTP client used for requests. Its Timeout, if
 // any, must exceed the longest Receive wait, or long polls fail; prefer
-// contexts for deadlines. Default: a client with no timeout over a copy
+// contexts for deadlines. A Stream ignores it (a stream lasts as long as
+// its consumer keeps it, and a timeout would cut it with its batches
+// still leased); end a stream with its context or Close. Default: a client with no timeout over a copy
 // of http.DefaultTransport that keeps DefaultIdleConns idle connections
 // to the server (http.DefaultTransport keeps 2, so that more than 2
 // concurrent callers open and close a connection for most requests).

@@ -100,7 +100,11 @@ func (c *Client) Stream(ctx context.Context, topic, group string, opts StreamOpt
 	s := &Stream{pw: pw, cancel: cancel, ready: make(chan struct{})}
 	go func() {
 		defer close(s.ready)
-		resp, err := c.hc.Do(req)
+		// The whole stream is one response: the client's Timeout, which
+		// covers a response's body, would cut it.
+		hc := *c.hc
+		hc.Timeout = 0
+		resp, err := hc.Do(req)
 		switch {
 		case err != nil:
 			s.err = &transportError{err}

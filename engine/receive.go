@@ -401,6 +401,11 @@ func (e *Engine) takeBackLocked(g *group, h handout) bool {
 // process, and sequence numbers never meet an old receipt.
 const receiptLen = 2 + 8 + 4 + 8
 
+// ReceiptChars is the length of every receipt as a client sees it (base64
+// URL encoding of receiptLen bytes, no padding): a string of another
+// length is no receipt, which a caller may refuse before asking.
+const ReceiptChars = (receiptLen*8 + 5) / 6
+
 func (e *Engine) receiptTag(gid uint32, queue uint16, offset uint64, seq uint32) uint64 {
 	return e.ids.receipts.Tag(offset, uint64(gid)<<32|uint64(seq)^uint64(queue)<<16)
 }

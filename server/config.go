@@ -105,6 +105,10 @@ type Config struct {
 	MaxTopics int
 	// MaxGroups bounds the number of consumer groups (flag -max-groups).
 	MaxGroups int
+	// MaxStreams bounds the streaming receives open at once (flag
+	// -max-streams): each holds three goroutines and its buffers for as
+	// long as its client keeps it, idle or not.
+	MaxStreams int
 	// MaxBatch bounds the messages of one batch send (flag -max-batch).
 	MaxBatch int
 	// MaxRequestBytes bounds the body of any HTTP request, in bytes; a
@@ -200,6 +204,7 @@ func DefaultConfig() Config {
 		MaxGroups:          eng.MaxGroups,
 		MaxBatch:           eng.MaxBatch,
 		MaxRequestBytes:    8 << 20,
+		MaxStreams:         1000,
 		DispatchRate:       eng.DispatchRate,
 		CheckpointInterval: eng.CheckpointInterval,
 		Retention:          eng.Retention,
@@ -247,6 +252,7 @@ func (c *Config) settings() []setting {
 		{"auto-create-topics", "create an unknown topic on first send (false: such a send is not_found)", (*boolValue)(&c.AutoCreateTopics)},
 		{"max-topics", "largest number of topics (dead-letter topics not counted)", (*intValue)(&c.MaxTopics)},
 		{"max-groups", "largest number of consumer groups, all topics together", (*intValue)(&c.MaxGroups)},
+		{"max-streams", "most streaming receives open at once", (*intValue)(&c.MaxStreams)},
 		{"max-batch", "most messages in one batch send", (*intValue)(&c.MaxBatch)},
 		{"max-request-bytes", "largest HTTP request body in bytes (suffixes KiB, MiB, GiB); must fit one max-size body in base64", (*sizeValue)(&c.MaxRequestBytes)},
 		{"dispatch-rate", "most due messages made visible per second; negative means unbounded", (*intValue)(&c.DispatchRate)},
@@ -331,6 +337,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxGroups < 1 {
 		bad("-max-groups %d must be positive", c.MaxGroups)
+	}
+	if c.MaxStreams < 1 {
+		bad("-max-streams %d must be positive", c.MaxStreams)
 	}
 	if c.MaxTopics < 1 {
 		bad("-max-topics %d must be positive", c.MaxTopics)

@@ -34,6 +34,11 @@ type Handler struct {
 	// draining is cancelled by Drain: long-poll receives end at once.
 	draining context.Context
 	drain    context.CancelFunc
+	// streams holds a token for every streaming receive open (at most
+	// cfg.MaxStreams), taken until its handler returns, so that the
+	// broker's shutdown can wait for them to give back what they leased
+	// ahead before it closes the engine (WaitStreams).
+	streams chan struct{}
 }
 
 // route is one endpoint of the API. The table is the single source of the
@@ -87,6 +92,7 @@ func New(eng *engine.Engine, cfg Config, logger *slog.Logger, metrics http.Handl
 	}
 	h := &Handler{eng: eng, cfg: cfg, log: logger, mux: http.NewServeMux(), metrics: metrics}
 	h.draining, h.drain = context.WithCancel(context.Background())
+	h.streams = make(chan struct{}, max(cfg.MaxStreams, 1))
 	for _, rt := range routes {
 		serve, wild := rt.serve, wildcards(rt.path)
 		h.mux.HandleFunc(rt.method+" "+rt.path, func(w http.ResponseWriter, r *http.Request) {
@@ -105,6 +111,20 @@ func New(eng *engine.Engine, cfg Config, logger *slog.Logger, metrics http.Handl
 // Drain tells the handler that shutdown has begun: waiting long-poll
 // receives return at once with what they have. It is idempotent.
 func (h *Handler) Drain() { h.drain() }
+
+// WaitStreams waits until no streaming receive's handler runs, for at most
+// timeout, and reports whether none does. A stream gives back what it
+// leased ahead as its handler returns, and that needs the engine open.
+func (h *Handler) WaitStreams(timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for len(h.streams) > 0 {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return true
+}
 
 // ServeHTTP authenticates, dispatches, and logs the outcome.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {

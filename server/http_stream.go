@@ -93,6 +93,13 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, err)
 		return
 	}
+	select {
+	case h.streams <- struct{}{}:
+		defer func() { <-h.streams }()
+	default:
+		h.writeError(w, errs.New(errs.ResourceExhausted, "there are %d streams open; the limit is %d (-max-streams)", len(h.streams), cap(h.streams)))
+		return
+	}
 	st, err := stream.Open(h.eng, opts)
 	if err != nil {
 		h.writeError(w, err)
@@ -103,9 +110,6 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, errs.Wrap(errs.Internal, err, "this connection cannot stream both ways"))
 		return
 	}
-	// The stream may idle for as long as the client keeps it: no read
-	// deadline; each line written gets the write timeout.
-	_ = rc.SetReadDeadline(time.Time{})
 	out := &lineWriter{h: h, w: w, rc: rc, timeout: h.cfg.WriteTimeout, chunked: r.ProtoAtLeast(1, 1)}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
@@ -116,7 +120,10 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request) {
 	if r.ContentLength >= 0 {
 		// A body of known length (not chunked) is a fixed list of ack
 		// lines, its end known from the start: they are made and answered,
-		// and nothing is leased, since no ack could follow.
+		// and nothing is leased, since no ack could follow. It is read
+		// as any request's body: within the read timeout, and no longer
+		// once the broker drains.
+		defer context.AfterFunc(h.draining, func() { _ = rc.SetReadDeadline(time.Now()) })()
 		if h.streamAcks(r, rc, st, out, cancel, readDone) {
 			out.end()
 		} else {
@@ -124,6 +131,9 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
+	// A chunked stream may idle for as long as the client keeps it: no
+	// read deadline; each line written gets the write timeout.
+	_ = rc.SetReadDeadline(time.Time{})
 	go func() {
 		// The end of the ack lines (the body's end, or a failure) ends
 		// the leasing at once: no more acks can come for what it leases.
@@ -208,7 +218,10 @@ func (h *Handler) streamDeliver(ctx context.Context, st *stream.Stream, out *lin
 func (h *Handler) streamAcks(r *http.Request, rc *http.ResponseController, st *stream.Stream, out *lineWriter, bodyEnded func(), readDone chan<- struct{}) bool {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	defer cancel()
-	lines := make(chan []string, 64)
+	// Once the stream's last line is written (an error, the broker
+	// draining), no ack is made that could not be answered.
+	out.onDone(cancel)
+	lines := make(chan []string, ackLinesQueued)
 	var readErr error
 	var eof bool
 	go func() {
@@ -253,8 +266,8 @@ func (h *Handler) streamAcks(r *http.Request, rc *http.ResponseController, st *s
 // line; a failed read (the client gone, the stream over) ends it quietly.
 func (h *Handler) readAckLines(ctx context.Context, r *http.Request, lines chan<- []string) (eof bool, err error) {
 	sc := bufio.NewScanner(r.Body)
-	limit := int(min(h.cfg.MaxRequestBytes, 1<<30))
-	sc.Buffer(make([]byte, 0, min(limit, 64<<10)), limit)
+	limit := int(min(h.cfg.MaxRequestBytes, maxAckLine))
+	sc.Buffer(make([]byte, 0, min(limit, 4<<10)), limit)
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Bytes()
 		if len(bytes.Trim(line, " \t\r")) == 0 {
@@ -266,7 +279,7 @@ func (h *Handler) readAckLines(ctx context.Context, r *http.Request, lines chan<
 			err = checkAckLine(in.Ack)
 		}
 		if err != nil {
-			return false, errs.Wrap(errs.CodeOf(err), err, "ack line %d", n)
+			return false, errs.Wrap(errs.CodeOf(err), err, "ack line %d (nothing of it acked)", n)
 		}
 		select {
 		case lines <- in.Ack:
@@ -278,7 +291,7 @@ func (h *Handler) readAckLines(ctx context.Context, r *http.Request, lines chan<
 	case err == nil:
 		return true, nil
 	case errors.Is(err, bufio.ErrTooLong):
-		return false, errs.New(errs.TooLarge, "an ack line exceeds the limit of %d bytes (-max-request-bytes)", limit)
+		return false, errs.New(errs.TooLarge, "an ack line exceeds the limit of %d bytes (%d receipts take about %d)", limit, engine.MaxReceive, engine.MaxReceive*(engine.ReceiptChars+3))
 	case errors.Is(err, os.ErrDeadlineExceeded) || ctx.Err() != nil:
 		// The stream ended on the broker's side, which stopped the read.
 		return false, nil
@@ -296,12 +309,25 @@ func checkAckLine(ack []string) error {
 		return errs.New(errs.TooLarge, "ack has %d receipts; the limit is %d", len(ack), engine.MaxReceive)
 	}
 	for i, rc := range ack {
-		if rc == "" {
+		switch {
+		case rc == "":
 			return errs.New(errs.InvalidArgument, "ack[%d] is empty; give a receipt", i)
+		case len(rc) != engine.ReceiptChars:
+			return errs.New(errs.InvalidArgument, "ack[%d]: receipt %q is malformed (a receipt has %d characters)", i, rc[:min(len(rc), 40)], engine.ReceiptChars)
 		}
 	}
 	return nil
 }
+
+// maxAckLine bounds one ack line: 1000 receipts of 30 characters, quoted
+// and separated, take about 33 KB; the rest is room for white space. A
+// line is held whole while it is read, and ackLinesQueued of them may wait
+// for their ack, so this, not the request limit sized for message bodies,
+// bounds what a stream's client can make the broker hold.
+const maxAckLine = 64 << 10
+
+// ackLinesQueued is how many read ack lines wait for their ack at most.
+const ackLinesQueued = 16
 
 // lineWriter writes a stream's lines, one at a time. The status line and
 // headers go with the first line, so that what goes wrong before anything
@@ -320,10 +346,24 @@ type lineWriter struct {
 
 	mu            sync.Mutex
 	started, done bool
+	// whenDone is called once, when done is set (onDone, setDoneLocked).
+	whenDone func()
 	// closes is set when the answer carries Connection: close (an error
 	// answered before anything was streamed): the server closes the
 	// connection after it.
 	closes bool
+}
+
+// onDone registers f to be called once the stream's last line is written
+// (at once if it was).
+func (o *lineWriter) onDone(f func()) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.done {
+		f()
+		return
+	}
+	o.whenDone = f
 }
 
 // startLocked writes the 200 and its headers.
@@ -359,8 +399,21 @@ func (o *lineWriter) write(b []byte, flush bool) (written, ok bool) {
 	if err == nil && flush {
 		err = o.rc.Flush()
 	}
-	o.done = err != nil
+	if err != nil {
+		o.setDoneLocked()
+	}
 	return true, !o.done
+}
+
+// setDoneLocked marks the stream's lines over and tells whenDone.
+func (o *lineWriter) setDoneLocked() {
+	if o.done {
+		return
+	}
+	o.done = true
+	if o.whenDone != nil {
+		o.whenDone()
+	}
 }
 
 // fail ends the stream with err: its status and error body if nothing was
@@ -371,7 +424,7 @@ func (o *lineWriter) fail(err error) {
 	if o.done {
 		return
 	}
-	o.done = true
+	o.setDoneLocked()
 	o.deadline()
 	if !o.started {
 		// The body may not have been read to its end: the connection
@@ -399,7 +452,7 @@ func (o *lineWriter) fail(err error) {
 func (o *lineWriter) closeConn() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.done = true
+	o.setDoneLocked()
 	if o.closes {
 		return
 	}

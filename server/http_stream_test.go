@@ -174,7 +174,7 @@ func TestStreamRefusesBadRequests(t *testing.T) {
 		{base + "?max=1&max=2", "", 400, "invalid_argument", "2 times"},
 		{"/v1/topics/nope/groups/g/stream", "", 404, "not_found", "nope"},
 		{base, `{"ack":5}`, 400, "invalid_argument", "ack line 1"},
-		{base, "\n\n{\"ack\":[]}\n", 400, "invalid_argument", "ack line 3: ack is empty"},
+		{base, "\n\n{\"ack\":[]}\n", 400, "invalid_argument", "ack line 3 (nothing of it acked): ack is empty"},
 		{base, `{"ack":[""]}`, 400, "invalid_argument", "ack[0] is empty"},
 		{base, `{"ack":["a"],"x":1}`, 400, "invalid_argument", "unknown field"},
 		{base, `{"ack":["a"]} {"ack":["b"]}`, 400, "invalid_argument", "after the JSON object"},
@@ -190,12 +190,15 @@ func TestStreamRefusesBadRequests(t *testing.T) {
 	if ms.Acked != 0 || ms.Delivered != 0 {
 		t.Errorf("a refused stream acked %d, delivered %d", ms.Acked, ms.Delivered)
 	}
-	// An ack line is bounded by -max-request-bytes.
-	small := newTestServer(t, withConfig(func(c *Config) { c.MaxBodyBytes, c.MaxRequestBytes = 1024, 70000 }))
-	small.visible("t", 0)
-	r := small.do("POST", base, `{"ack":["`+strings.Repeat("x", 80000)+`"]}`+"\n")
-	if r.status != 413 || r.errorCode() != "too_large" || !strings.Contains(r.errorMessage(), "exceeds the limit of 70000 bytes") {
+	// An ack line is bounded by what 1000 receipts take (64 KiB; the
+	// request limit is always larger), a receipt by its length.
+	r := ts.do("POST", base, `{"ack":["`+strings.Repeat("x", 70000)+`"]}`+"\n")
+	if r.status != 413 || r.errorCode() != "too_large" || !strings.Contains(r.errorMessage(), "exceeds the limit of 65536 bytes") {
 		t.Errorf("a long ack line: %d %s %q", r.status, r.errorCode(), r.errorMessage())
+	}
+	r = ts.do("POST", base, `{"ack":["`+strings.Repeat("x", 60000)+`"]}`+"\n")
+	if r.status != 400 || r.errorCode() != "invalid_argument" || !strings.Contains(r.errorMessage(), "malformed (a receipt has 30 characters)") {
+		t.Errorf("an ack line with a receipt of 60000 characters: %d %s %q", r.status, r.errorCode(), r.errorMessage())
 	}
 }
 

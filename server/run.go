@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"time"
 
 	"github.com/hourglass-mq/hourglass/engine"
 )
@@ -73,6 +74,11 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, ready func(addr s
 		srv.Close()
 	}
 	cancel()
+	// Closing the connections woke the streams still open; they give
+	// back what they leased ahead, which needs the engine.
+	if !h.WaitStreams(5 * time.Second) {
+		logger.Warn("streams still open at engine close; what they leased ahead comes back when its lease ends")
+	}
 	if serveErr != nil {
 		if err := <-serveErr; !errors.Is(err, http.ErrServerClosed) {
 			runErr = fmt.Errorf("serve: %w", err)

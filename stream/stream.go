@@ -311,7 +311,8 @@ func (s *Stream) Leased() int {
 // up to engine.MaxReceive receipts: a consumer's acks are not limited to
 // one line per fsync. A combined ack that fails is made again line by
 // line, so that each line is all or nothing on its own and gets its own
-// outcome.
+// outcome. Once ctx has ended no further ack is made: a line read but not
+// acked gets no outcome.
 func (s *Stream) AckLines(ctx context.Context, lines <-chan []string, done func(acked int, err error) bool) {
 	var batch [][]string
 	var carry []string
@@ -349,7 +350,9 @@ func (s *Stream) AckLines(ctx context.Context, lines <-chan []string, done func(
 				break more
 			}
 		}
-		if !s.ackBatch(ctx, batch, done) || !open {
+		// The stream may have ended while the lines queued: an ack made
+		// now could not be answered.
+		if ctx.Err() != nil || !s.ackBatch(ctx, batch, done) || !open {
 			return
 		}
 	}
@@ -375,7 +378,7 @@ func (s *Stream) ackBatch(ctx context.Context, lines [][]string, done func(int, 
 		}
 	}
 	for _, l := range lines {
-		if !done(s.Ack(ctx, l)) {
+		if ctx.Err() != nil || !done(s.Ack(ctx, l)) {
 			return false
 		}
 	}
