@@ -19,7 +19,12 @@ them. A leased message stays invisible to the group for --invisible; ack it
 (--ack, or 'hourglass ack RECEIPT') before then or it is delivered again.
 --wait long-polls: wait up to that long for a first message. With --follow
 the command keeps polling until interrupted and prints the receive rate on
-standard error every second.
+standard error every second. --follow --stream receives over one streaming
+exchange instead (POST .../stream): the broker leases up to --window
+messages ahead and sends batches as they become visible, and --ack sends
+the acks up the same exchange. On interrupt the acks already sent are
+confirmed before it ends; every message printed counts as delivered, and
+one not acked comes back when its lease ends.
 
 Text output shows each message's ID, receipt, attempt, key, tag, due time and
 lateness (visible minus due time), then its body; --json prints one JSON
@@ -42,6 +47,8 @@ func runReceive(ctx context.Context, a *App, c *command, args []string) int {
 	invisible := fs.Duration("invisible", 0, "lease: how long received messages stay hidden from the group unless acked (0: the broker's default, 30s)")
 	ack := fs.Bool("ack", false, "acknowledge the messages after printing them")
 	follow := fs.Bool("follow", false, "keep receiving until interrupted; print the rate on standard error")
+	streamed := fs.Bool("stream", false, "with --follow: receive over one streaming exchange instead of polling")
+	window := fs.Int("window", 0, "with --stream: most messages leased ahead of the acks (0: the broker's default, 1000; limit 10000)")
 	pos, code, ok := parseFlags(fs, args)
 	if !ok {
 		return code
@@ -51,8 +58,14 @@ func runReceive(ctx context.Context, a *App, c *command, args []string) int {
 		return a.usageError(c, "--topic and --group are required")
 	case len(pos) > 0:
 		return a.usageError(c, "unexpected argument %q", pos[0])
-	case *maxN < 0 || *wait < 0 || *invisible < 0:
-		return a.usageError(c, "--max, --wait and --invisible must not be negative")
+	case *maxN < 0 || *wait < 0 || *invisible < 0 || *window < 0:
+		return a.usageError(c, "--max, --wait, --invisible and --window must not be negative")
+	case *streamed && !*follow:
+		return a.usageError(c, "--stream needs --follow")
+	case *streamed && *wait != 0:
+		return a.usageError(c, "--wait has no meaning with --stream: a stream waits as long as it is open")
+	case *window != 0 && !*streamed:
+		return a.usageError(c, "--window needs --stream")
 	}
 	cl := a.client(cf)
 	opts := client.ReceiveOptions{Max: *maxN, Wait: *wait, Invisible: *invisible}
@@ -72,6 +85,10 @@ func runReceive(ctx context.Context, a *App, c *command, args []string) int {
 		}
 		return ExitOK
 	}
+	if *streamed {
+		so := client.StreamOptions{Max: *maxN, Window: *window, Invisible: *invisible}
+		return a.followStream(ctx, c, cl, *topic, *group, so, *ack, cf.json)
+	}
 	if opts.Wait == 0 {
 		opts.Wait = followPollWait
 	}
@@ -81,8 +98,7 @@ func runReceive(ctx context.Context, a *App, c *command, args []string) int {
 // follow polls until ctx ends. Transient failures (network, unavailable,
 // rate limit) are reported and retried after a second; others end it.
 func (a *App) follow(ctx context.Context, c *command, cl *client.Client, topic, group string, opts client.ReceiveOptions, ack, asJSON bool) int {
-	var total, window uint64
-	windowStart := time.Now()
+	var rate rateLine
 	for ctx.Err() == nil {
 		msgs, err := cl.Receive(ctx, topic, group, opts)
 		if err == nil && ack && len(msgs) > 0 {
@@ -92,26 +108,49 @@ func (a *App) follow(ctx context.Context, c *command, cl *client.Client, topic, 
 			break
 		}
 		if err != nil {
-			if !transient(err) {
+			if !a.retryable(ctx, c, err) {
 				return a.failed(c, err)
-			}
-			fmt.Fprintf(a.Stderr, "hourglass %s: %v (retrying in 1s)\n", c.name, err)
-			select {
-			case <-ctx.Done():
-			case <-time.After(time.Second):
 			}
 			continue
 		}
 		a.printReceived(msgs, asJSON)
-		total += uint64(len(msgs))
-		window += uint64(len(msgs))
-		if el := time.Since(windowStart); el >= time.Second {
-			fmt.Fprintf(a.Stderr, "rate: %.1f msg/s over %.1fs, %d received\n", float64(window)/el.Seconds(), el.Seconds(), total)
-			window, windowStart = 0, time.Now()
-		}
+		rate.add(a, len(msgs))
 	}
-	fmt.Fprintf(a.Stderr, "stopped: %d received\n", total)
+	fmt.Fprintf(a.Stderr, "stopped: %d received\n", rate.total)
 	return ExitOK
+}
+
+// retryable reports whether a follow loop goes on after err: a transient
+// failure is reported and retried after a second (or the end of ctx).
+func (a *App) retryable(ctx context.Context, c *command, err error) bool {
+	if !transient(err) {
+		return false
+	}
+	fmt.Fprintf(a.Stderr, "hourglass %s: %v (retrying in 1s)\n", c.name, err)
+	select {
+	case <-ctx.Done():
+	case <-time.After(time.Second):
+	}
+	return true
+}
+
+// rateLine counts what a follow received and prints the rate on standard
+// error once a second.
+type rateLine struct {
+	total, window uint64
+	start         time.Time
+}
+
+func (r *rateLine) add(a *App, n int) {
+	if r.start.IsZero() {
+		r.start = time.Now()
+	}
+	r.total += uint64(n)
+	r.window += uint64(n)
+	if el := time.Since(r.start); el >= time.Second {
+		fmt.Fprintf(a.Stderr, "rate: %.1f msg/s over %.1fs, %d received\n", float64(r.window)/el.Seconds(), el.Seconds(), r.total)
+		r.window, r.start = 0, time.Now()
+	}
 }
 
 // transient reports an error worth retrying in a follow loop.

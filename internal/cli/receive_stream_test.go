@@ -1,0 +1,73 @@
+package cli
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hourglass-mq/hourglass/client"
+	"github.com/hourglass-mq/hourglass/hourglasstest"
+)
+
+// --follow --stream --ack on a real broker: every message printed once and
+// acked up the stream; on interrupt the acks already sent are confirmed,
+// and what was leased ahead goes back (nothing left in flight).
+func TestReceiveFollowStreamAcks(t *testing.T) {
+	srv := hourglasstest.NewServer(t)
+	ctx := context.Background()
+	const n = 7
+	for i := range n {
+		if _, err := srv.Client.Send(ctx, "t", client.Message{Body: []byte("m" + itoa(int64(i)))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		// Interrupt once all are acked (or give up after 20 s).
+		deadline := time.Now().Add(20 * time.Second)
+		for time.Now().Before(deadline) {
+			gs, err := srv.Client.Groups(ctx, "t")
+			if err == nil && len(gs) == 1 && gs[0].Acked == n {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		cancel()
+	}()
+	r := newRunner(t, map[string]string{"HOURGLASS_SERVER": srv.URL})
+	r.ctx = rctx
+	res := r.run("receive", "--topic", "t", "--group", "g", "--follow", "--stream", "--ack", "--max", "2", "--window", "4")
+	res.wantCode(t, ExitOK)
+	for i := range n {
+		if got := strings.Count(squash(res.stdout), squash("body: m"+itoa(int64(i))+"\n")); got != 1 {
+			t.Errorf("message m%d printed %d times:\n%s", i, got, res.stdout)
+		}
+	}
+	if !strings.Contains(res.stderr, "stopped: 7 received") {
+		t.Errorf("stderr %q", res.stderr)
+	}
+	gs, err := srv.Client.Groups(ctx, "t")
+	if err != nil || len(gs) != 1 || gs[0].Acked != n || gs[0].InFlight != 0 {
+		t.Fatalf("group after the follow: %+v %v; want %d acked, none in flight", gs, err, n)
+	}
+}
+
+func TestReceiveStreamFlags(t *testing.T) {
+	r := newRunner(t, map[string]string{"HOURGLASS_SERVER": "http://127.0.0.1:1"})
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"--stream"}, "--stream needs --follow"},
+		{[]string{"--follow", "--stream", "--wait", "1s"}, "--wait has no meaning with --stream"},
+		{[]string{"--follow", "--window", "10"}, "--window needs --stream"},
+		{[]string{"--follow", "--stream", "--window", "-1"}, "must not be negative"},
+	} {
+		res := r.run(append([]string{"receive", "--topic", "t", "--group", "g"}, c.args...)...)
+		if res.code != ExitUsage || !strings.Contains(res.stderr, c.says) {
+			t.Errorf("%v: exit %d, stderr %q; want usage error saying %q", c.args, res.code, res.stderr, c.says)
+		}
+	}
+}
