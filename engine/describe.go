@@ -82,6 +82,10 @@ func (e *Engine) DescribeTopic(name string) (TopicStats, error) {
 	return ts, nil
 }
 
+// redriveGroup is the group through which Redrive reads a dead-letter
+// topic.
+const redriveGroup = "redrive"
+
 // Redrive moves up to max messages from a group's dead-letter topic back
 // to the topic, as new messages visible now. Each is acked in the
 // dead-letter topic only after its copy is durable, so a crash in between
@@ -94,13 +98,15 @@ func (e *Engine) Redrive(ctx context.Context, topic, group string, max int) (int
 	if g == nil {
 		return 0, errs.New(errs.NotFound, "group %q of topic %q does not exist", group, topic)
 	}
-	e.mu.Lock()
-	dlqExists := e.cat.topic(g.dlq) != nil
-	e.mu.Unlock()
-	if !dlqExists {
+	if e.cat.topic(g.dlq) == nil { // no lock: see catalog.byName
 		return 0, nil
 	}
-	got, err := e.Receive(ctx, ReceiveRequest{Topic: g.dlq, Group: "redrive", Max: max, Invisible: time.Minute})
+	// The redrive's reader is the engine's own group: made here, so that
+	// the receive below finds it, past MaxGroups if need be.
+	if _, err := e.createGroup(g.dlq, redriveGroup, GroupConfig{}, true, true); err != nil {
+		return 0, err
+	}
+	got, err := e.Receive(ctx, ReceiveRequest{Topic: g.dlq, Group: redriveGroup, Max: max, Invisible: time.Minute})
 	if err != nil || len(got) == 0 {
 		return 0, err
 	}
@@ -121,7 +127,7 @@ func (e *Engine) Redrive(ctx context.Context, topic, group string, max int) (int
 	if _, err := e.sendBatch(ctx, reqs, true); err != nil {
 		return 0, err
 	}
-	if err := e.Ack(ctx, g.dlq, "redrive", receipts...); err != nil {
+	if err := e.Ack(ctx, g.dlq, redriveGroup, receipts...); err != nil {
 		return 0, err
 	}
 	return len(got), nil

@@ -130,11 +130,15 @@ func groupKey(topic, name string) string { return topic + "\x00" + name }
 // CreateGroup durably creates a consumer group of a topic; it starts at
 // the first message of every queue.
 func (e *Engine) CreateGroup(topic, name string, cfg GroupConfig) error {
-	_, err := e.createGroup(topic, name, cfg, false)
+	_, err := e.createGroup(topic, name, cfg, false, false)
 	return err
 }
 
-func (e *Engine) createGroup(topicName, name string, cfg GroupConfig, existingOK bool) (*group, error) {
+// createGroup creates a group, or returns it when it exists and existingOK.
+// internal is the engine's own group (a redrive's reader of a dead-letter
+// topic, one a dead-letter topic): it is not refused by MaxGroups or a
+// dead-letter name that collides, so a redrive never strands dead letters.
+func (e *Engine) createGroup(topicName, name string, cfg GroupConfig, existingOK, internal bool) (*group, error) {
 	if err := message.ValidateTopic(topicName); err != nil {
 		return nil, err
 	}
@@ -189,8 +193,10 @@ func (e *Engine) createGroup(topicName, name string, cfg GroupConfig, existingOK
 	case g != nil:
 		return g, errs.New(errs.AlreadyExists, "group %q of topic %q exists", name, topicName)
 	}
-	if err := e.roomForGroup(topicName, name); err != nil {
-		return nil, err
+	if !internal {
+		if err := e.roomForGroup(topicName, name); err != nil {
+			return nil, err
+		}
 	}
 	if _, err := e.clog.Append(encodeGroup(id, t.id, cfg, name)); err != nil {
 		return nil, e.storageErr(err)

@@ -203,3 +203,65 @@ func (h *harness) deadLetterOne(topic, group string) Received {
 	}
 	return dl
 }
+
+// A redrive reads the dead-letter topic through the engine's own group,
+// which neither MaxGroups nor a client's colliding group name can refuse:
+// dead letters are never stranded (a review found both).
+func TestRedriveNeverRefusedByGroupRules(t *testing.T) {
+	t.Run("at MaxGroups", func(t *testing.T) {
+		h := newHarness(t, func(o *Options) { o.MaxGroups = 2 })
+		h.deadLetterOne("jobs", "w") // groups jobs/w and the dead-letter topic's "ops": the limit
+		if n, err := h.e.Redrive(context.Background(), "jobs", "w", 10); err != nil || n != 1 {
+			t.Fatalf("redrive at MaxGroups: %d %v", n, err)
+		}
+	})
+	t.Run("a client's group takes the redrive group's dead-letter name", func(t *testing.T) {
+		h := newHarness(t, nil)
+		ctx := context.Background()
+		if err := h.e.CreateTopic("a", TopicConfig{Queues: 1}); err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range []string{"b", "b.c"} {
+			if err := h.e.CreateGroup("a", g, GroupConfig{MaxAttempts: 1}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h.send("a", "k", message.When{})
+		for _, g := range []string{"b", "b.c"} {
+			got := h.receiveN("a", g, 1, time.Minute)
+			if err := h.e.Nack(ctx, "a", g, got[0].Receipt, 0); err != nil {
+				t.Fatal(err)
+			}
+			h.receiveDLQ(DeadLetterTopic("a", g))
+		}
+		// "c.redrive" on %DLQ%a.b dead-letters into %DLQ%%DLQ%a.b.c.redrive,
+		// the name of the redrive group of a/b.c.
+		if err := h.e.CreateGroup(DeadLetterTopic("a", "b"), "c.redrive", GroupConfig{}); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := h.e.Redrive(ctx, "a", "b.c", 10); err != nil || n != 1 {
+			t.Fatalf("redrive with a colliding client group: %d %v", n, err)
+		}
+	})
+}
+
+// A batch naming more new topics than MaxTopics leaves room for creates
+// none of them, and its error names the first request that does not fit.
+func TestBatchOfNewTopicsPastMaxTopics(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.MaxTopics = 2 })
+	ctx := context.Background()
+	if err := h.e.CreateTopic("old", TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := h.e.SendBatch(ctx, []SendRequest{
+		{Message: message.Message{Topic: "old"}},
+		{Message: message.Message{Topic: "new1"}},
+		{Message: message.Message{Topic: "new2"}},
+	})
+	if errs.CodeOf(err) != errs.ResourceExhausted || !strings.Contains(err.Error(), "message 2:") {
+		t.Fatalf("a batch with 2 new topics and room for 1: %v, want resource_exhausted naming message 2", err)
+	}
+	if got := len(h.e.Topics()); got != 1 {
+		t.Fatalf("%d topics after the refused batch, want 1", got)
+	}
+}

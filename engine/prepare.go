@@ -79,11 +79,23 @@ func (e *Engine) checkRequest(r *SendRequest, now int64, internal bool) (*messag
 // their requests the topic, checked as checkRequest checks an existing one
 // (another client may have created it first, as FIFO).
 func (e *Engine) createMissing(reqs []SendRequest, stored []*message.Stored, tops []*topic, missing []string) error {
+	first := func(name string) int { // the index of the first request naming it
+		return slices.IndexFunc(stored, func(s *message.Stored) bool { return s.Topic == name })
+	}
+	// Room for all of them, or none is created (another creator may still
+	// take the room meanwhile: then the batch fails with topics made).
+	e.mu.Lock()
+	n := e.userTopicsLocked()
+	e.mu.Unlock()
+	if n+len(missing) > e.opts.MaxTopics {
+		return batchErr(len(reqs), first(missing[max(0, e.opts.MaxTopics-n)]), errs.New(errs.ResourceExhausted,
+			"there are %d topics; the limit is %d, and the batch names %d new ones", n, e.opts.MaxTopics, len(missing)))
+	}
 	byName := make(map[string]*topic, len(missing))
 	for _, name := range missing {
 		t, err := e.topicFor(name)
 		if err != nil {
-			return err
+			return batchErr(len(reqs), first(name), err)
 		}
 		byName[name] = t
 	}

@@ -72,7 +72,7 @@ func (e *Engine) Receive(ctx context.Context, req ReceiveRequest) ([]Received, e
 	case len(req.Ack) > MaxReceive:
 		return nil, errs.New(errs.TooLarge, "%d receipts to ack; the limit is %d", len(req.Ack), MaxReceive)
 	}
-	g, err := e.createGroup(req.Topic, req.Group, GroupConfig{}, true)
+	g, err := e.createGroup(req.Topic, req.Group, GroupConfig{}, true, false)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -121,9 +122,16 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request) {
 		// A body of known length (not chunked) is a fixed list of ack
 		// lines, its end known from the start: they are made and answered,
 		// and nothing is leased, since no ack could follow. It is read
-		// as any request's body: within the read timeout, and no longer
-		// once the broker drains.
-		defer context.AfterFunc(h.draining, func() { _ = rc.SetReadDeadline(time.Now()) })()
+		// whole first, as any request's body (its size limit, the read
+		// timeout, the drain), so that the client's time to send it is
+		// not spent on the broker's acks.
+		body, err := h.readFixedBody(w, r, rc)
+		if err != nil {
+			out.fail(err)
+			out.closeConn()
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
 		if h.streamAcks(r, rc, st, out, cancel, readDone) {
 			out.end()
 		} else {
@@ -161,6 +169,17 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request) {
 	// The request body was not read to its end: what is left of it must
 	// not be taken for the connection's next request.
 	out.closeConn()
+}
+
+// readFixedBody reads a stream's body of known length as readBody does,
+// and no longer once the broker drains.
+func (h *Handler) readFixedBody(w http.ResponseWriter, r *http.Request, rc *http.ResponseController) ([]byte, error) {
+	defer context.AfterFunc(h.draining, func() { _ = rc.SetReadDeadline(time.Now()) })()
+	body, err := h.readBody(w, r)
+	if err != nil && h.draining.Err() != nil {
+		return nil, errs.New(errs.Unavailable, "broker is shutting down; the stream ends")
+	}
+	return body, err
 }
 
 // streamDeliver writes batches until ctx ends or a receive fails. A batch
@@ -222,17 +241,19 @@ func (h *Handler) streamAcks(r *http.Request, rc *http.ResponseController, st *s
 	// draining), no ack is made that could not be answered.
 	out.onDone(cancel)
 	lines := make(chan []string, ackLinesQueued)
+	queue := &ackQueue{freed: make(chan struct{}, 1)}
 	var readErr error
 	var eof bool
 	go func() {
 		defer close(readDone)
 		defer close(lines)
-		eof, readErr = h.readAckLines(ctx, r, lines)
+		eof, readErr = h.readAckLines(ctx, r, lines, queue)
 		bodyEnded()
 	}()
 	var b []byte
 	answered := true
 	st.AckLines(ctx, lines, func(acked int, err error) bool {
+		queue.give()
 		if err != nil {
 			out.fail(errs.Wrap(errs.CodeOf(err), err, "an ack line failed (nothing of it acked)"))
 			answered = false
@@ -264,10 +285,19 @@ func (h *Handler) streamAcks(r *http.Request, rc *http.ResponseController, st *s
 // readAckLines reads and checks the ack lines of r's body into lines. It
 // returns at the body's end (eof), or with the error of the first bad
 // line; a failed read (the client gone, the stream over) ends it quietly.
-func (h *Handler) readAckLines(ctx context.Context, r *http.Request, lines chan<- []string) (eof bool, err error) {
-	sc := bufio.NewScanner(r.Body)
+func (h *Handler) readAckLines(ctx context.Context, r *http.Request, lines chan<- []string, queue *ackQueue) (eof bool, err error) {
+	body := &errReader{r: r.Body}
+	sc := bufio.NewScanner(body)
 	limit := int(min(h.cfg.MaxRequestBytes, maxAckLine))
 	sc.Buffer(make([]byte, 0, min(limit, 4<<10)), limit)
+	sc.Split(func(data []byte, atEOF bool) (int, []byte, error) {
+		// A read that failed hands the scanner what it has as a last
+		// line; a line cut off by the failure is not the client's line.
+		if atEOF && len(data) > 0 && body.err != nil && body.err != io.EOF && bytes.IndexByte(data, '\n') < 0 {
+			return 0, nil, body.err
+		}
+		return bufio.ScanLines(data, atEOF)
+	})
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Bytes()
 		if len(bytes.Trim(line, " \t\r")) == 0 {
@@ -280,6 +310,9 @@ func (h *Handler) readAckLines(ctx context.Context, r *http.Request, lines chan<
 		}
 		if err != nil {
 			return false, errs.Wrap(errs.CodeOf(err), err, "ack line %d (nothing of it acked)", n)
+		}
+		if !queue.take(ctx, len(in.Ack)) {
+			return false, nil
 		}
 		select {
 		case lines <- in.Ack:
@@ -298,6 +331,20 @@ func (h *Handler) readAckLines(ctx context.Context, r *http.Request, lines chan<
 	default:
 		return false, errs.Wrap(errs.InvalidArgument, err, "the request body could not be read")
 	}
+}
+
+// errReader remembers the error its reader returned.
+type errReader struct {
+	r   io.Reader
+	err error
+}
+
+func (e *errReader) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil && e.err == nil {
+		e.err = err
+	}
+	return n, err
 }
 
 // checkAckLine checks an ack line's receipts as POST .../ack does.
@@ -321,13 +368,64 @@ func checkAckLine(ack []string) error {
 
 // maxAckLine bounds one ack line: 1000 receipts of 30 characters, quoted
 // and separated, take about 33 KB; the rest is room for white space. A
-// line is held whole while it is read, and ackLinesQueued of them may wait
-// for their ack, so this, not the request limit sized for message bodies,
-// bounds what a stream's client can make the broker hold.
+// line is held whole while it is read, so this, not the request limit
+// sized for message bodies, bounds the reader's buffer.
 const maxAckLine = 64 << 10
 
-// ackLinesQueued is how many read ack lines wait for their ack at most.
-const ackLinesQueued = 16
+// ackLinesQueued is how many read ack lines may wait for their ack, and
+// queuedReceipts how many receipts they may hold together (about 50 B
+// each decoded): lines of one receipt (a consumer acking message by
+// message) queue deep, so that the acks that pile up during one fsync are
+// made in the next, while a client that stops reading its answers pins
+// well under a MiB.
+const (
+	ackLinesQueued = 1024
+	queuedReceipts = 8192
+)
+
+// ackQueue counts the receipts of the ack lines read and not yet
+// answered; the reader takes before it queues a line, the acker gives
+// back as it answers one, in order.
+type ackQueue struct {
+	mu    sync.Mutex
+	n     int
+	costs []int         // the receipts of each queued line, oldest first
+	freed chan struct{} // capacity 1: a give since the reader last looked
+}
+
+// take waits until k more receipts fit (a line always fits an empty
+// queue), or ctx ends (false).
+func (q *ackQueue) take(ctx context.Context, k int) bool {
+	for {
+		q.mu.Lock()
+		if q.n == 0 || q.n+k <= queuedReceipts {
+			q.n += k
+			q.costs = append(q.costs, k)
+			q.mu.Unlock()
+			return true
+		}
+		q.mu.Unlock()
+		select {
+		case <-q.freed:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// give frees the oldest queued line's receipts.
+func (q *ackQueue) give() {
+	q.mu.Lock()
+	if len(q.costs) > 0 {
+		q.n -= q.costs[0]
+		q.costs = q.costs[1:]
+	}
+	q.mu.Unlock()
+	select {
+	case q.freed <- struct{}{}:
+	default:
+	}
+}
 
 // lineWriter writes a stream's lines, one at a time. The status line and
 // headers go with the first line, so that what goes wrong before anything

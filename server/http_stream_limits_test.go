@@ -89,8 +89,12 @@ func TestStreamFixedLengthBodyKeepsTheReadTimeout(t *testing.T) {
 				t.Fatalf("no answer to a half-sent body of known length (%s): %v", how, err)
 			}
 			b, _ := io.ReadAll(resp.Body)
-			if resp.StatusCode == 200 && len(b) == 0 {
-				t.Fatalf("a half-sent body ended as a clean empty stream: %d %q", resp.StatusCode, b)
+			want, says := 400, "did not arrive within -read-timeout"
+			if how == "drain" {
+				want, says = 503, "shutting down"
+			}
+			if resp.StatusCode != want || !strings.Contains(string(b), says) {
+				t.Fatalf("a half-sent body of known length (%s): %d %q; want %d saying %q", how, resp.StatusCode, b, want, says)
 			}
 			if !ts.h.WaitStreams(10 * time.Second) {
 				t.Fatal("the stream's handler still runs")
@@ -118,5 +122,35 @@ func TestClientStreamOutlivesTheHTTPClientTimeout(t *testing.T) {
 	ms, err := s.Next()
 	if err != nil || len(ms) != 1 || string(ms[0].Body) != "late" {
 		t.Fatalf("a stream past the HTTP client's timeout: %d %v", len(ms), err)
+	}
+}
+
+// The ack queue holds at most queuedReceipts receipts (a line always fits
+// an empty queue); the reader waits for the acker's give, or its end.
+func TestAckQueueBoundsReceipts(t *testing.T) {
+	q := &ackQueue{freed: make(chan struct{}, 1)}
+	ctx := context.Background()
+	if !q.take(ctx, queuedReceipts) {
+		t.Fatal("a full budget's line did not fit an empty queue")
+	}
+	ended, stop := context.WithCancel(ctx)
+	stop()
+	if q.take(ended, 1) {
+		t.Fatal("a receipt beyond the budget was queued")
+	}
+	got := make(chan bool)
+	go func() { got <- q.take(ctx, 1000) }()
+	q.give()
+	select {
+	case ok := <-got:
+		if !ok || q.n != 1000 {
+			t.Fatalf("after the give: %v, %d queued", ok, q.n)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the reader never saw the give")
+	}
+	q2 := &ackQueue{freed: make(chan struct{}, 1)}
+	if !q2.take(ctx, queuedReceipts+5) {
+		t.Fatal("a line larger than the budget did not fit an empty queue")
 	}
 }
