@@ -75,3 +75,14 @@ func (e *Engine) ReadQueue(topic string, queue int, from uint64, max int) ([]Vis
 	}
 	return out, nil
 }
+
+// TopicKind returns a topic's queue count and whether it is FIFO, without
+// the engine's lock: both are fixed when the topic is created, and a topic
+// is never removed (catalog.byName). ok is false for an unknown topic.
+func (e *Engine) TopicKind(name string) (queues int, fifo, ok bool) {
+	t := e.cat.topic(name)
+	if t == nil {
+		return 0, false, false
+	}
+	return len(t.queues), t.fifo, true
+}

@@ -2,6 +2,8 @@ package rocketmq
 
 import (
 	"context"
+	"encoding/base64"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -88,6 +90,9 @@ func (s *Server) ReceiveMessage(req *pb.ReceiveMessageRequest, stream pb.Messagi
 		return stream.Send(&pb.ReceiveMessageResponse{Content: &pb.ReceiveMessageResponse_Status{Status: st}})
 	}
 	topic, group := req.GetMessageQueue().GetTopic().GetName(), req.GetGroup().GetName()
+	if st := noNamespace(req.GetMessageQueue().GetTopic(), req.GetGroup()); st != nil {
+		return send(st)
+	}
 	match, fok := tagFilter(req.GetFilterExpression())
 	if !fok {
 		return send(status(pb.Code_ILLEGAL_FILTER_EXPRESSION, "SQL92 filters are not supported by hourglass; use a TAG expression"))
@@ -243,17 +248,24 @@ func optional[T comparable](v T) *T {
 // AckMessage acknowledges each entry on its own and answers per entry.
 func (s *Server) AckMessage(ctx context.Context, req *pb.AckMessageRequest) (*pb.AckMessageResponse, error) {
 	topic, group := req.GetTopic().GetName(), req.GetGroup().GetName()
+	if st := noNamespace(req.GetTopic(), req.GetGroup()); st != nil {
+		return &pb.AckMessageResponse{Status: st}, nil
+	}
 	if len(req.GetEntries()) == 0 || len(req.GetEntries()) > engine.MaxReceive {
 		return &pb.AckMessageResponse{Status: status(pb.Code_BAD_REQUEST, "an ack carries 1 to "+strconv.Itoa(engine.MaxReceive)+" entries")}, nil
 	}
 	all := ok()
 	out := make([]*pb.AckMessageResultEntry, len(req.GetEntries()))
 	for i, e := range req.GetEntries() {
-		st := ok()
 		s.renew.drop(e.GetReceiptHandle())
-		if err := s.eng.Ack(ctx, topic, group, e.GetReceiptHandle()); err != nil {
+		st := malformedReceipt(e.GetReceiptHandle())
+		if st != nil {
+			all = st
+		} else if err := s.eng.Ack(ctx, topic, group, e.GetReceiptHandle()); err != nil {
 			st = errStatus(err, pb.Code_INVALID_RECEIPT_HANDLE)
 			all = st
+		} else {
+			st = ok()
 		}
 		out[i] = &pb.AckMessageResultEntry{MessageId: e.GetMessageId(), ReceiptHandle: e.GetReceiptHandle(), Status: st}
 	}
@@ -263,6 +275,9 @@ func (s *Server) AckMessage(ctx context.Context, req *pb.AckMessageRequest) (*pb
 // ChangeInvisibleDuration moves the end of a lease; the receipt stays
 // valid, and an auto_renew lease is no longer renewed.
 func (s *Server) ChangeInvisibleDuration(ctx context.Context, req *pb.ChangeInvisibleDurationRequest) (*pb.ChangeInvisibleDurationResponse, error) {
+	if st := noNamespace(req.GetTopic(), req.GetGroup()); st != nil {
+		return &pb.ChangeInvisibleDurationResponse{Status: st}, nil
+	}
 	d := req.GetInvisibleDuration().AsDuration()
 	if d < time.Millisecond || d > engine.MaxInvisible {
 		return &pb.ChangeInvisibleDurationResponse{Status: status(pb.Code_ILLEGAL_INVISIBLE_TIME, "invisible duration "+d.String()+" is not in [1ms, "+engine.MaxInvisible.String()+"]")}, nil
@@ -270,10 +285,24 @@ func (s *Server) ChangeInvisibleDuration(ctx context.Context, req *pb.ChangeInvi
 	// The client takes the lease over (a push listener that failed sets
 	// its retry delay this way): renewing it would undo that.
 	s.renew.drop(req.GetReceiptHandle())
+	if st := malformedReceipt(req.GetReceiptHandle()); st != nil {
+		return &pb.ChangeInvisibleDurationResponse{Status: st}, nil
+	}
 	if err := s.eng.ChangeInvisibility(ctx, req.GetTopic().GetName(), req.GetGroup().GetName(), req.GetReceiptHandle(), d); err != nil {
 		return &pb.ChangeInvisibleDurationResponse{Status: errStatus(err, pb.Code_INVALID_RECEIPT_HANDLE)}, nil
 	}
 	return &pb.ChangeInvisibleDurationResponse{Status: ok(), ReceiptHandle: req.GetReceiptHandle()}, nil
+}
+
+// malformedReceipt refuses a receipt handle that cannot be one (empty,
+// truncated, not base64) with INVALID_RECEIPT_HANDLE, the code on which
+// the official clients stop retrying an ack, rather than BAD_REQUEST,
+// which they retry every second for ever.
+func malformedReceipt(h string) *pb.Status {
+	if _, err := base64.RawURLEncoding.DecodeString(h); err != nil || len(h) != engine.ReceiptChars {
+		return status(pb.Code_INVALID_RECEIPT_HANDLE, fmt.Sprintf("receipt handle %q is malformed", h[:min(len(h), 40)]))
+	}
+	return nil
 }
 
 // ForwardMessageToDeadLetterQueue: the engine moves a message to its

@@ -16,14 +16,24 @@ import (
 // brokerName is the name of the one broker hourglass is in every route.
 const brokerName = "hourglass"
 
-// topicInfo returns the topic's description, and whether it exists.
-func (s *Server) topicInfo(name string) (engine.TopicInfo, bool) {
-	for _, t := range s.eng.Topics() {
-		if t.Name == name {
-			return t, true
+// noNamespace refuses a resource in a namespace: hourglass has one
+// namespace, and reading only the name would let clients of two
+// namespaces share topics and groups without knowing it.
+func noNamespace(rs ...*pb.Resource) *pb.Status {
+	for _, r := range rs {
+		if ns := r.GetResourceNamespace(); ns != "" {
+			return status(pb.Code_BAD_REQUEST, fmt.Sprintf("resource namespaces are not supported: %q is in namespace %q; leave the client's namespace empty", r.GetName(), ns))
 		}
 	}
-	return engine.TopicInfo{}, false
+	return nil
+}
+
+// topicInfo returns the topic's queue count and kind, and whether it
+// exists, without the engine's lock (a route, a FIFO send and a waiting
+// long poll ask it often).
+func (s *Server) topicInfo(name string) (engine.TopicInfo, bool) {
+	n, fifo, ok := s.eng.TopicKind(name)
+	return engine.TopicInfo{Name: name, Queues: n, FIFO: fifo}, ok
 }
 
 // queues returns the message queues of a topic as RocketMQ sees them: one
@@ -60,6 +70,9 @@ func (s *Server) QueryRoute(ctx context.Context, req *pb.QueryRouteRequest) (*pb
 	if len(req.GetEndpoints().GetAddresses()) == 0 {
 		return &pb.QueryRouteResponse{Status: status(pb.Code_ILLEGAL_ACCESS_POINT, "endpoints are required: the route points at the address the client used")}, nil
 	}
+	if st := noNamespace(req.GetTopic()); st != nil {
+		return &pb.QueryRouteResponse{Status: st}, nil
+	}
 	qs, st := s.queues(req.GetTopic().GetName(), req.GetEndpoints())
 	if st != nil {
 		return &pb.QueryRouteResponse{Status: st}, nil
@@ -72,6 +85,9 @@ func (s *Server) QueryRoute(ctx context.Context, req *pb.QueryRouteRequest) (*pb
 func (s *Server) QueryAssignment(ctx context.Context, req *pb.QueryAssignmentRequest) (*pb.QueryAssignmentResponse, error) {
 	if len(req.GetEndpoints().GetAddresses()) == 0 {
 		return &pb.QueryAssignmentResponse{Status: status(pb.Code_ILLEGAL_ACCESS_POINT, "endpoints are required")}, nil
+	}
+	if st := noNamespace(req.GetTopic(), req.GetGroup()); st != nil {
+		return &pb.QueryAssignmentResponse{Status: st}, nil
 	}
 	qs, st := s.queues(req.GetTopic().GetName(), req.GetEndpoints())
 	if st != nil {

@@ -136,6 +136,11 @@ func (s *Server) SendMessage(ctx context.Context, req *pb.SendMessageRequest) (*
 	if n := s.eng.MaxBatch(); len(msgs) > n {
 		return &pb.SendMessageResponse{Status: status(pb.Code_BAD_REQUEST, fmt.Sprintf("%d messages in one request; the limit is %d", len(msgs), n))}, nil
 	}
+	for _, m := range msgs {
+		if st := noNamespace(m.GetTopic()); st != nil {
+			return &pb.SendMessageResponse{Status: st}, nil
+		}
+	}
 	now := s.eng.Now()
 	entries := make([]*pb.SendResultEntry, len(msgs))
 	batch := make([]engine.SendRequest, 0, len(msgs))
@@ -191,8 +196,17 @@ func (s *Server) prepareTopic(m *pb.Message) *pb.Status {
 	case exists || !s.opts.AutoCreateTopics:
 		return nil
 	}
-	if err := s.eng.CreateTopic(name, engine.TopicConfig{Queues: s.opts.DefaultQueues, FIFO: true}); err != nil && errs.CodeOf(err) != errs.AlreadyExists {
+	err := s.eng.CreateTopic(name, engine.TopicConfig{Queues: s.opts.DefaultQueues, FIFO: true})
+	switch {
+	case err == nil:
+		return nil
+	case errs.CodeOf(err) != errs.AlreadyExists:
 		return errStatus(err, pb.Code_TOPIC_NOT_FOUND)
+	}
+	// Another sender created it first, maybe not as FIFO: a topic's kind
+	// never changes after, so this look settles it.
+	if t, _ := s.topicInfo(name); !t.FIFO {
+		return status(pb.Code_MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, fmt.Sprintf("topic %q is not FIFO; it does not accept FIFO messages", name))
 	}
 	return nil
 }
