@@ -131,20 +131,27 @@ func (s *Server) ReceiveMessage(req *pb.ReceiveMessageRequest, stream pb.Messagi
 		}
 		s.renew.add(clientID(ctx), topic, group, receipts)
 	}
-	// A failed send: the leases end by themselves and the messages come
-	// back; an auto_renew lease only once it is no longer renewed.
-	unrenew := func() {
-		for _, m := range out {
-			s.renew.drop(m.GetSystemProperties().GetReceiptHandle())
+	// A failed send: the messages not sent are given back at once, their
+	// attempt not counted (engine.Release); those sent come back when
+	// their lease ends, an auto_renew lease once it is no longer renewed.
+	giveBack := func(from int) {
+		var unsent []string
+		for i, m := range out {
+			h := m.GetSystemProperties().GetReceiptHandle()
+			s.renew.drop(h)
+			if i >= from {
+				unsent = append(unsent, h)
+			}
 		}
+		s.eng.Release(topic, group, unsent)
 	}
 	if err := send(ok()); err != nil {
-		unrenew()
+		giveBack(0)
 		return err
 	}
-	for _, m := range out {
+	for i, m := range out {
 		if err := stream.Send(&pb.ReceiveMessageResponse{Content: &pb.ReceiveMessageResponse_Message{Message: m}}); err != nil {
-			unrenew()
+			giveBack(i)
 			return err
 		}
 	}

@@ -1,0 +1,53 @@
+package rocketmq
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	pb "github.com/apache/rocketmq-clients/golang/v5/protocol/v2"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/hourglass-mq/hourglass/engine"
+	"github.com/hourglass-mq/hourglass/message"
+)
+
+// failingStream is a receive stream whose client is gone: every Send fails.
+type failingStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (f failingStream) Send(*pb.ReceiveMessageResponse) error { return errors.New("client gone") }
+func (f failingStream) Context() context.Context              { return f.ctx }
+func (f failingStream) SetHeader(metadata.MD) error           { return nil }
+func (f failingStream) SendHeader(metadata.MD) error          { return nil }
+func (f failingStream) SetTrailer(metadata.MD)                {}
+
+// A receive whose answer cannot be sent gives its messages back at once,
+// their attempt not counted, instead of hiding them for the invisible
+// duration (up to 12 h) and counting a delivery no one saw.
+func TestReceiveNotSentGivesLeasesBack(t *testing.T) {
+	eng, err := engine.Open(engine.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	ctx := context.Background()
+	if _, err := eng.Send(ctx, message.Message{Topic: "t", Body: []byte("x")}, message.When{}); err != nil {
+		t.Fatal(err)
+	}
+	s := New(eng, Options{})
+	req := &pb.ReceiveMessageRequest{Group: &pb.Resource{Name: "g"}, MessageQueue: &pb.MessageQueue{Topic: &pb.Resource{Name: "t"}},
+		BatchSize: 1, InvisibleDuration: durationpb.New(12 * time.Hour), LongPollingTimeout: durationpb.New(5 * time.Second)}
+	if err := s.ReceiveMessage(req, failingStream{ctx: ctx}); err == nil {
+		t.Fatal("a receive whose every send failed reported no error")
+	}
+	rs, err := eng.Receive(ctx, engine.ReceiveRequest{Topic: "t", Group: "g", Wait: 5 * time.Second})
+	if err != nil || len(rs) != 1 || rs[0].Attempt != 1 {
+		t.Fatalf("after a receive that could not be sent: %+v %v; want the message at once, attempt 1", rs, err)
+	}
+}
