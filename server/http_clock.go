@@ -89,6 +89,11 @@ func advanceTarget(req api.ClockAdvance, now int64) (int64, error) {
 			return 0, errs.New(errs.InvalidArgument, "to %d (%s) is before the broker's time %d (%s): the clock never runs backwards",
 				req.To, req.To.RFC3339(), now, api.Millis(now).RFC3339())
 		}
+		// Compared in milliseconds first: a far "to" would overflow the
+		// Duration and pass the bound below as a small advance.
+		if ms := int64(req.To) - now; ms > maxAdvance.Milliseconds() {
+			return 0, errs.New(errs.InvalidArgument, "to %d is %d ms after the broker's time; an advance is at most %v", req.To, ms, maxAdvance)
+		}
 		by = time.Duration(int64(req.To)-now) * time.Millisecond
 	}
 	if by < 0 || by > maxAdvance {
