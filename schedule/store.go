@@ -117,7 +117,12 @@ func (s *Store) Compact(all map[string]*Schedule) error {
 	}
 	old := s.f
 	if err := s.compact(all); err != nil {
-		// The old journal is still complete; keep appending to it.
+		if s.f != old && old != nil {
+			// Replaced, then the directory's sync failed: the store has
+			// stopped (compact), and the old file is no journal.
+			old.Close()
+		}
+		// Else the old journal is still complete; keep appending to it.
 		return err
 	}
 	s.compacted = s.size
@@ -248,11 +253,16 @@ func (s *Store) compact(all map[string]*Schedule) error {
 		f.Close()
 		return err
 	}
-	if err := s.fs.SyncDir(s.dir); err != nil {
-		f.Close()
-		return err
-	}
+	// From the rename on, the new file is the journal: writing on to the
+	// old one (unlinked now) would acknowledge changes the next open never
+	// sees.
 	s.f, s.size = f, int64(len(buf))
+	if err := s.fs.SyncDir(s.dir); err != nil {
+		// Whether the rename is durable is unknown: stop, as after any
+		// failed fsync.
+		s.err = fmt.Errorf("%w: %v", ErrStopped, err)
+		return s.err
+	}
 	return nil
 }
 
