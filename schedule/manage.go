@@ -135,45 +135,46 @@ func (r *Runner) infoLocked(e *entry, now int64) Info {
 	return info
 }
 
-// Pause stops a schedule: the firing sent ahead is cancelled, and fire
+// Pause stops a schedule: the firings sent ahead are cancelled, and fire
 // times that pass while it is paused are skipped. Pausing a paused
 // schedule changes nothing.
 func (r *Runner) Pause(id string) (Info, error) {
-	return r.change(id, func(e *entry, sc *Schedule, now int64) (cancel string) {
+	return r.change(id, func(e *entry, sc *Schedule, now int64) (cancel bool) {
 		if sc.Paused {
-			return ""
+			return false
 		}
 		sc.Paused = true
-		if sc.LastFire > now && sc.LastID != "" {
-			// The firing sent ahead is cancelled below; a resume before
-			// its time sends it again.
+		if sc.LastFire > now {
+			// The firings sent ahead are cancelled below; a resume before
+			// their time sends them again.
 			sc.Through = now
-			return sc.LastID
+			return true
 		}
-		return ""
+		return false
 	})
 }
 
 // Resume restarts a paused schedule from now; resuming an active one
 // changes nothing.
 func (r *Runner) Resume(id string) (Info, error) {
-	return r.change(id, func(e *entry, sc *Schedule, now int64) string {
+	return r.change(id, func(e *entry, sc *Schedule, now int64) bool {
 		if !sc.Paused {
-			return ""
+			return false
 		}
 		sc.Paused = false
 		sc.Through = max(sc.Through, now)
 		e.next = e.spec.Next(sc.Through, sc.Created)
 		e.due = e.next - r.opts.Lead.Milliseconds()
 		e.uncertain = false
-		return ""
+		return false
 	})
 }
 
 // change applies f to a copy of schedule id's state, stores it, swaps it
-// in, and cancels the message f names (after the state is durable, so a
-// crash in between leaves a paused schedule whose Open cancels it).
-func (r *Runner) change(id string, f func(e *entry, sc *Schedule, now int64) (cancel string)) (Info, error) {
+// in, and, when f says so, cancels the firings sent ahead of the state
+// before f (after the new state is durable, so a crash in between leaves
+// a paused schedule whose Open cancels them).
+func (r *Runner) change(id string, f func(e *entry, sc *Schedule, now int64) (cancelAhead bool)) (Info, error) {
 	r.opMu.Lock()
 	defer r.opMu.Unlock()
 	e, err := r.lookup(id)
@@ -194,8 +195,8 @@ func (r *Runner) change(id string, f func(e *entry, sc *Schedule, now int64) (ca
 	r.due.set(e)
 	info := r.infoLocked(e, now)
 	r.mu.Unlock()
-	if cancel != "" {
-		r.cancel(cancel)
+	if cancel {
+		r.cancelAhead(&was, e.spec, now)
 	}
 	r.wake()
 	return info, nil
@@ -210,9 +211,7 @@ func (r *Runner) Delete(id string) (Info, error) {
 		return Info{}, err
 	}
 	now := r.opts.Broker.Now()
-	if e.sc.LastFire > now && e.sc.LastID != "" {
-		r.cancel(e.sc.LastID)
-	}
+	r.cancelAhead(e.sc, e.spec, now)
 	if err := r.store.Delete(id); err != nil {
 		return Info{}, errs.Wrap(errs.Unavailable, err, "schedule %q could not be deleted", id)
 	}

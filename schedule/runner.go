@@ -152,9 +152,7 @@ func Open(opts Options) (*Runner, error) {
 		if sc.Paused {
 			// A pause durably recorded whose cancel of the firing sent
 			// ahead may not have happened: do it now.
-			if sc.LastFire > now && sc.LastID != "" {
-				r.cancel(sc.LastID)
-			}
+			r.cancelAhead(sc, spec, now)
 			continue
 		}
 		r.planStart(e, now)
@@ -400,15 +398,32 @@ func keyOf(sc *Schedule) string {
 	return sc.ID
 }
 
-// cancel cancels a firing sent ahead; one already due or cancelled stays
-// as it is.
-func (r *Runner) cancel(id string) {
-	mid, err := message.ParseID(id)
-	if err == nil {
-		err = r.opts.Broker.Cancel(context.Background(), mid)
+// maxAhead bounds the firings cancelAhead looks for: the lead (20 s by
+// default) holds at most one firing a second (@every is at least 1s).
+const maxAhead = 10_000
+
+// cancelAhead cancels every firing of sc sent ahead of now: each fire time
+// in (now, sc.LastFire], found by its key (FireKey). The runner sends all
+// the firings due within its lead, so an @every schedule of a second has
+// about twenty waiting, not one. One already due or cancelled stays as it
+// is.
+func (r *Runner) cancelAhead(sc *Schedule, spec *Spec, now int64) {
+	if sc.LastFire <= now {
+		return
 	}
-	if err != nil && !errors.Is(err, errs.ErrPrecondition) && !errors.Is(err, errs.ErrNotFound) {
-		r.opts.Logger.Warn("schedule: cancelling a firing sent ahead failed", "id", id, "err", err)
+	n := 0
+	for t := spec.Next(now, sc.Created); t != 0 && t <= sc.LastFire && n < maxAhead; t = spec.Next(t, sc.Created) {
+		n++
+		id, err := r.opts.Broker.LookupKey(sc.Topic, FireKey(keyOf(sc), t))
+		if errors.Is(err, errs.ErrNotFound) {
+			continue
+		}
+		if err == nil {
+			err = r.opts.Broker.Cancel(context.Background(), id)
+		}
+		if err != nil && !errors.Is(err, errs.ErrPrecondition) && !errors.Is(err, errs.ErrNotFound) {
+			r.opts.Logger.Warn("schedule: cancelling a firing sent ahead failed", "schedule", sc.ID, "fire", t, "err", err)
+		}
 	}
 }
 

@@ -390,3 +390,65 @@ func (g *rig) visibleAll(topic string) []int64 {
 	}
 	return out
 }
+
+// TestPauseCancelsEveryFiringSentAhead: an @every 1s schedule has about
+// twenty firings sent ahead (the runner's lead). A pause cancels all of
+// them, a resume sends each again once, and a delete cancels all of them
+// too. A review found 19 firings delivered while paused, and 19 twice
+// after a resume, when only the last one sent was cancelled.
+func TestPauseCancelsEveryFiringSentAhead(t *testing.T) {
+	g := newRig(t)
+	if _, err := g.r.Create(Schedule{ID: "s", Topic: "t", Cron: "@every 1s"}); err != nil {
+		t.Fatal(err)
+	}
+	waitAhead := func() {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+			if in, err := g.r.Get("s"); err == nil && in.LastFire >= g.clk.Now().Add(15*time.Second).UnixMilli() {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the firings of the next 15 s were not sent ahead")
+			}
+		}
+	}
+	waitAhead()
+	paused := g.clk.Now().UnixMilli()
+	if _, err := g.r.Pause("s"); err != nil {
+		t.Fatal(err)
+	}
+	g.advance(25 * time.Second)
+	for _, ft := range g.visible("t") {
+		if ft > paused {
+			t.Fatalf("a firing at %d, after the pause at %d, was delivered", ft, paused)
+		}
+	}
+	resumed := g.clk.Now().UnixMilli()
+	if _, err := g.r.Resume("s"); err != nil {
+		t.Fatal(err)
+	}
+	g.advance(25 * time.Second)
+	after := 0
+	for _, ft := range g.visible("t") { // fails on a key delivered twice
+		if ft > paused && ft <= resumed {
+			t.Fatalf("a firing at %d, in the pause [%d, %d], was delivered", ft, paused, resumed)
+		}
+		if ft > resumed {
+			after++
+		}
+	}
+	if after != 25 {
+		t.Fatalf("%d firings in the 25 s after the resume, want 25", after)
+	}
+	waitAhead()
+	deleted := g.clk.Now().UnixMilli()
+	if _, err := g.r.Delete("s"); err != nil {
+		t.Fatal(err)
+	}
+	g.advance(25 * time.Second)
+	for _, ft := range g.visible("t") {
+		if ft > deleted {
+			t.Fatalf("a firing at %d, after the delete at %d, was delivered", ft, deleted)
+		}
+	}
+}
