@@ -88,6 +88,15 @@ type BackupInfo struct {
 // InvalidArgument errors; a closed engine is Unavailable. It is safe to
 // call concurrently with everything; backups run one at a time.
 func (e *Engine) Backup(ctx context.Context, dir string) (BackupInfo, error) {
+	return e.BackupWith(ctx, dir, nil)
+}
+
+// BackupWith is Backup that also writes extra (paths relative to the data
+// directory, and their bytes) into the copy before it is renamed into
+// place, so that a crash never leaves a backup that looks whole without
+// them. The caller reads them before the call: whatever they record of
+// the log (the schedules' progress) is then in the log the copy ends at.
+func (e *Engine) BackupWith(ctx context.Context, dir string, extra map[string][]byte) (BackupInfo, error) {
 	start := time.Now()
 	info := BackupInfo{Dir: dir}
 	if err := e.checkTarget(dir); err != nil {
@@ -108,7 +117,12 @@ func (e *Engine) Backup(ctx context.Context, dir string) (BackupInfo, error) {
 	}
 	info.CheckpointPos, info.LogHead = st.LogPos, uint64(e.clog.Head())
 	c := &copier{ctx: ctx, fs: e.opts.FS, info: &info}
-	err = c.into(dir, func(tmp string) error { return e.copyLive(c, tmp, commitlog.Pos(info.LogHead)) })
+	err = c.into(dir, func(tmp string) error {
+		if err := e.copyLive(c, tmp, commitlog.Pos(info.LogHead)); err != nil {
+			return err
+		}
+		return c.put(tmp, extra)
+	})
 	info.Duration = time.Since(start)
 	if err != nil {
 		return info, fmt.Errorf("backup: %w", err)
@@ -274,6 +288,35 @@ func (c *copier) into(dir string, fill func(tmp string) error) error {
 		err = fmt.Errorf("%w (and removing %s: %v)", err, tmp, rerr)
 	}
 	return err
+}
+
+// put writes files (relative paths under tmp, and their bytes); into
+// syncs them and their directories with the rest.
+func (c *copier) put(tmp string, files map[string][]byte) error {
+	for rel, b := range files {
+		dst := path.Join(tmp, filepath.ToSlash(rel))
+		if err := c.mkdir(path.Dir(dst)); err != nil {
+			return err
+		}
+		out, err := c.fs.Create(dst)
+		if err != nil {
+			return err
+		}
+		if _, err := out.WriteAt(b, 0); err != nil {
+			out.Close()
+			return err
+		}
+		if err := out.Close(); err != nil {
+			return err
+		}
+		if c.written == nil {
+			c.written = map[string][]string{}
+		}
+		c.written[path.Dir(dst)] = append(c.written[path.Dir(dst)], path.Base(dst))
+		c.info.Files++
+		c.info.Bytes += int64(len(b))
+	}
+	return nil
 }
 
 func (c *copier) mkdir(dir string) error {

@@ -38,10 +38,17 @@ func (h *Handler) backup(w http.ResponseWriter, r *http.Request) {
 	// A large backup may take longer than the write timeout meant for
 	// ordinary requests; it ends with the request's context instead.
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
-	info, err := h.eng.Backup(r.Context(), dir)
-	if err == nil {
-		err = copyServerState(h.cfg.DataDir, dir)
+	// The server's files are read before the engine fixes the end of the
+	// log it copies: a firing the schedules' journal records as sent is
+	// then in that log, and one sent after is past the journal's progress,
+	// where a restore's runner looks for it. They go into the copy before
+	// its rename, so no crash leaves a backup without them.
+	state, err := readServerState(h.cfg.DataDir)
+	if err != nil {
+		h.writeError(w, err)
+		return
 	}
+	info, err := h.eng.BackupWith(r.Context(), dir, state)
 	if err != nil {
 		h.writeError(w, err)
 		return
@@ -80,60 +87,20 @@ func insideResolved(root, dir string) bool {
 // tied to its clock mode (restore copies the whole backup tree).
 var serverState = []string{filepath.Join("schedules", "journal"), virtualMarker}
 
-// copyServerState copies serverState from dataDir into the finished backup
-// at dir, each synced with its directory. A schedule change racing the copy
-// may leave a torn last journal record, which the journal's reader cuts.
-func copyServerState(dataDir, dir string) error {
+// readServerState reads serverState from dataDir, for the backup to carry.
+// A schedule change racing the read may leave a torn last journal record,
+// which the journal's reader cuts.
+func readServerState(dataDir string) (map[string][]byte, error) {
+	out := map[string][]byte{}
 	for _, rel := range serverState {
 		b, err := os.ReadFile(filepath.Join(dataDir, rel))
 		if os.IsNotExist(err) {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("backup: %s: %w", rel, err)
+			return nil, fmt.Errorf("backup: %s: %w", rel, err)
 		}
-		dst := filepath.Join(dir, rel)
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return fmt.Errorf("backup: %w", err)
-		}
-		if err := writeSynced(dst, b); err != nil {
-			return fmt.Errorf("backup: %s: %w", rel, err)
-		}
-		for d := filepath.Dir(dst); ; d = filepath.Dir(d) {
-			if err := syncDir(d); err != nil {
-				return fmt.Errorf("backup: %w", err)
-			}
-			if d == dir {
-				break
-			}
-		}
+		out[rel] = b
 	}
-	return nil
-}
-
-// writeSynced creates path (it must not exist) with b, fsynced.
-func writeSynced(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-// syncDir fsyncs a directory, making the names created in it durable.
-func syncDir(d string) error {
-	f, err := os.Open(d)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return f.Sync()
+	return out, nil
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -67,14 +68,25 @@ func TestBackupRoute(t *testing.T) {
 
 // TestBackupCarriesServerState: the schedules' journal and the
 // virtual-clock marker, which the server writes beside the engine's files,
-// are copied into a backup, byte for byte.
+// are in a backup, byte for byte, written before the backup is renamed
+// into place (a review found a crash could leave a backup without them).
 func TestBackupCarriesServerState(t *testing.T) {
-	data, backup := t.TempDir(), t.TempDir()
+	data, root := t.TempDir(), t.TempDir()
+	eng, err := engine.Open(engine.Options{Dir: data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
 	journal := []byte("journal bytes")
 	os.MkdirAll(filepath.Join(data, "schedules"), 0o755)
 	os.WriteFile(filepath.Join(data, "schedules", "journal"), journal, 0o644)
 	os.WriteFile(filepath.Join(data, virtualMarker), []byte("v"), 0o644)
-	if err := copyServerState(data, backup); err != nil {
+	state, err := readServerState(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	backup := filepath.Join(root, "b")
+	if _, err := eng.BackupWith(context.Background(), backup, state); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := os.ReadFile(filepath.Join(backup, "schedules", "journal")); err != nil || string(b) != string(journal) {
@@ -83,8 +95,8 @@ func TestBackupCarriesServerState(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(backup, virtualMarker)); err != nil {
 		t.Errorf("virtual-clock marker in the backup: %v", err)
 	}
-	// A data directory without them: nothing to copy, no error.
-	if err := copyServerState(t.TempDir(), t.TempDir()); err != nil {
-		t.Errorf("without schedules or marker: %v", err)
+	// A data directory without them: nothing to carry, no error.
+	if st, err := readServerState(t.TempDir()); err != nil || len(st) != 0 {
+		t.Errorf("without schedules or marker: %v %v", st, err)
 	}
 }
