@@ -124,6 +124,9 @@ func (r *Runner) List() []Info {
 
 func (r *Runner) infoLocked(e *entry, now int64) Info {
 	info := Info{Schedule: *e.sc, LastError: e.lastErr}
+	if r.failed != nil {
+		info.LastError = "schedules stopped: " + r.failed.Error()
+	}
 	info.Properties = maps.Clone(e.sc.Properties)
 	if !e.sc.Paused {
 		from := now

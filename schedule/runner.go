@@ -427,6 +427,14 @@ func (r *Runner) cancelAhead(sc *Schedule, spec *Spec, now int64) {
 	}
 }
 
+// Err returns the failure that stopped every schedule (the journal could
+// not be written), or nil. Nothing is sent after it until a restart.
+func (r *Runner) Err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.failed
+}
+
 // Settled reports whether every firing due at or before t has been sent.
 func (r *Runner) Settled(t int64) bool {
 	r.mu.Lock()

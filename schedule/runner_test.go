@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -450,5 +451,37 @@ func TestPauseCancelsEveryFiringSentAhead(t *testing.T) {
 		if ft > deleted {
 			t.Fatalf("a firing at %d, after the delete at %d, was delivered", ft, deleted)
 		}
+	}
+}
+
+// TestJournalFailureIsReported: a failed journal write stops every
+// schedule (fail-stop), and says so: Err, and each schedule's LastError
+// (a review found it silent: active, no error, fire times in the past).
+func TestJournalFailureIsReported(t *testing.T) {
+	g := newRig(t)
+	g.r.Close()
+	ff := vfs.NewFaulty(g.fs)
+	r, err := Open(Options{Dir: "/data/schedules", FS: ff, Broker: g.eng, Clock: g.clk, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.r = r
+	if _, err := r.Create(Schedule{ID: "s", Topic: "t", Cron: "@every 1s"}); err != nil {
+		t.Fatal(err)
+	}
+	ff.Inject(func(op vfs.Op, name string) error {
+		if op == vfs.OpSync && strings.Contains(name, "schedules") {
+			return syscall.ENOSPC
+		}
+		return nil
+	})
+	g.clk.AdvanceTo(g.clk.Now().Add(time.Minute))
+	for deadline := time.Now().Add(10 * time.Second); r.Err() == nil; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the journal's failed write was not reported by Err")
+		}
+	}
+	if in, err := r.Get("s"); err != nil || !strings.Contains(in.LastError, "schedules stopped") {
+		t.Fatalf("the schedule after the journal failed: %+v %v", in, err)
 	}
 }

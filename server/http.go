@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"crypto/subtle"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -210,7 +211,13 @@ func (h *Handler) noRoute(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) healthz(w http.ResponseWriter, r *http.Request) {
 	b := buildinfo.Get()
 	health := api.Health{Status: "ok", Version: b.Version, Commit: b.Commit, BuildDate: b.Date, GoVersion: b.GoVersion, Clock: h.clockMode()}
-	if err := h.eng.Err(); err != nil {
+	err := h.eng.Err()
+	if err == nil && h.schedules != nil {
+		if serr := h.schedules.Err(); serr != nil {
+			err = fmt.Errorf("schedules stopped (their journal could not be written; a restart resumes them): %w", serr)
+		}
+	}
+	if err != nil {
 		// Stopped after a storage failure: not healthy, whatever else.
 		health.Status, health.Error = "failed", err.Error()
 		writeJSON(w, http.StatusServiceUnavailable, health)
