@@ -136,10 +136,10 @@ func checkClockMode(dir, mode string) error {
 // writeMarker creates the marker durably: file, its data, the directory
 // entry.
 func writeMarker(dir, marker string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(marker, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	f, err := os.OpenFile(marker, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
 		return fmt.Errorf("mark the data directory for the virtual clock: %w", err)
 	}

@@ -13,7 +13,7 @@ import (
 // kernel drops the lock when the process ends, kill -9 included, so a
 // crashed broker never leaves a stale lock behind.
 func (osFS) Lock(name string) (io.Closer, error) {
-	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, markNotExist(err)
 	}

@@ -19,9 +19,11 @@ var OS FS = osFS{}
 // osFS implements OS.
 type osFS struct{}
 
-// Create opens name read-write, creating it with mode 0644 or truncating it.
+// Create opens name read-write, creating it with mode 0600 or truncating
+// it. A data directory holds message bodies and the key that seals message
+// IDs and receipts (IDENTITY): its files are its owner's alone.
 func (osFS) Create(name string) (File, error) {
-	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return nil, markNotExist(err)
 	}
@@ -45,8 +47,8 @@ func (osFS) Rename(oldname, newname string) error {
 	return markNotExist(os.Rename(oldname, newname))
 }
 
-// MkdirAll creates dir and its parents with mode 0755.
-func (osFS) MkdirAll(dir string) error { return markNotExist(os.MkdirAll(dir, 0o755)) }
+// MkdirAll creates dir and its parents with mode 0700 (see Create).
+func (osFS) MkdirAll(dir string) error { return markNotExist(os.MkdirAll(dir, 0o700)) }
 
 // List returns the sorted names of dir's entries (os.ReadDir sorts them).
 func (osFS) List(dir string) ([]string, error) {

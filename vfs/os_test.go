@@ -3,6 +3,7 @@ package vfs_test
 import (
 	"errors"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -59,5 +60,28 @@ func TestOSSyncDirSeesEntries(t *testing.T) {
 	names, err := vfs.OS.List(dir)
 	if err != nil || !slices.Equal(names, []string{"a", "b"}) {
 		t.Fatalf("List = %v, %v", names, err)
+	}
+}
+
+// TestOSFilesArePrivate: what the broker creates (message bodies, the
+// IDENTITY key) is readable by its owner alone, whatever the umask.
+func TestOSFilesArePrivate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data", "queues")
+	if err := vfs.OS.MkdirAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	f, err := vfs.OS.Create(filepath.Join(dir, "IDENTITY"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	for _, p := range []string{dir, filepath.Dir(dir), filepath.Join(dir, "IDENTITY")} {
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode().Perm()&0o077 != 0 {
+			t.Errorf("%s has mode %v: others may read it", p, st.Mode().Perm())
+		}
 	}
 }
