@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"net/http"
 	"time"
 
@@ -44,7 +45,19 @@ func (h *Handler) clockAdvance(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req api.ClockAdvance
-	if err := h.decode(w, r, &req, false); err != nil {
+	body, err := h.readBody(w, r)
+	if err == nil {
+		err = decodeBody(body, &req, false)
+	}
+	if err == nil {
+		// Exactly one field, a zero one too: {"by":"1s","by_ms":0} is
+		// refused, not read as a 1 s advance.
+		var fields map[string]json.RawMessage
+		if json.Unmarshal(body, &fields) == nil && len(fields) != 1 {
+			err = errs.New(errs.InvalidArgument, "give exactly one of by (a duration such as 30m), by_ms or to (Unix ms); the body has %d fields", len(fields))
+		}
+	}
+	if err != nil {
 		h.writeError(w, err)
 		return
 	}
