@@ -197,17 +197,30 @@ func (e *Engine) Forecast(topic string, from, to int64, step time.Duration) ([]f
 	if err != nil {
 		return nil, err
 	}
+	// The counts' lock is taken by sends and fires (under the engine's
+	// lock): a plan of thousands of buckets is counted a slice at a time,
+	// so that none of them waits for a whole forecast. The buckets of one
+	// forecast may then see a send or a fire made between two slices, as
+	// if taken a moment apart.
+	const slice = 64
+	out := make([]forecast.Bucket, p.N)
 	f := e.side.fc
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	c := f.all
-	if topic != "" {
-		if c = f.byTopic[tid]; c == nil {
-			c = forecast.New() // a topic with nothing pending
+	for i := 0; i < p.N; i += slice {
+		f.mu.Lock()
+		c := f.all
+		if topic != "" {
+			if c = f.byTopic[tid]; c == nil {
+				c = noCounts // a topic with nothing pending
+			}
 		}
+		p.RunInto(c, out, i, min(i+slice, p.N))
+		f.mu.Unlock()
 	}
-	return p.Run(c), nil
+	return out, nil
 }
+
+// noCounts is the counts of a topic with nothing pending; never written.
+var noCounts = forecast.New()
 
 // forecastTopic returns the id of a topic ("" for all: 0).
 func (e *Engine) forecastTopic(topic string) (uint32, error) {

@@ -108,10 +108,17 @@ type Bucket struct {
 // Run answers the plan from c.
 func (p Plan) Run(c *Counts) []Bucket {
 	out := make([]Bucket, p.N)
-	for i := range out {
+	p.RunInto(c, out, 0, p.N)
+	return out
+}
+
+// RunInto counts buckets [i, j) of the plan into out[i:j] (out has p.N
+// buckets): a caller that guards c with a lock can release it between
+// slices of a long plan.
+func (p Plan) RunInto(c *Counts, out []Bucket, i, j int) {
+	for ; i < j; i++ {
 		a := p.From + int64(i)*p.Step
 		b := min(a+p.Step, p.To)
 		out[i] = Bucket{Start: a * 1000, End: b * 1000, Count: c.Sum(a, b)}
 	}
-	return out
 }
