@@ -97,7 +97,7 @@ func TestVirtualClockBadAdvance(t *testing.T) {
 	for _, body := range []string{
 		`{}`, `{"by":"-1m"}`, `{"by":"soon"}`, `{"by_ms":-5}`, `{"by":"1m","by_ms":60000}`,
 		`{"to":1}`, `{"by":"1000000h"}`, `{"by_ms":"5"}`, `{"to":` + strconv.FormatInt(int64(now.Now)-1, 10) + `}`,
-		`{"to":20242884562911}`, // year 2611: its Duration overflowed into a 1 s advance (a review)
+		`{"to":20242884562911}`,                            // year 2611: its Duration overflowed into a 1 s advance (a review)
 		`{"by":"1s","by_ms":0}`, `{"by_ms":0}`, `{"to":0}`, // a zero field is a field: exactly one
 	} {
 		ts.wantError(ts.do("POST", "/v1/clock/advance", body), http.StatusBadRequest, "invalid_argument")
