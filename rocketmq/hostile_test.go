@@ -112,3 +112,21 @@ func TestFIFOSendRacingANormalCreate(t *testing.T) {
 		}
 	}
 }
+
+// Too many properties is MESSAGE_PROPERTIES_TOO_LARGE, not a body too
+// large: the client's error names what to fix.
+func TestTooManyPropertiesIsNotABodyTooLarge(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t, nil)
+	c := dial(t, b.grpc)
+	ctx := bounded(t)
+	m := rawMessage("t", "m1", []byte("x"), nil)
+	m.UserProperties = map[string]string{}
+	for i := range 70 {
+		m.UserProperties["p"+string(rune('a'+i%26))+string(rune('a'+i/26))] = "v"
+	}
+	sr, err := c.SendMessage(ctx, &pb.SendMessageRequest{Messages: []*pb.Message{m}})
+	if err != nil || sr.GetStatus().GetCode() != pb.Code_MESSAGE_PROPERTIES_TOO_LARGE {
+		t.Fatalf("70 properties: %v %v", sr.GetStatus(), err)
+	}
+}

@@ -159,7 +159,13 @@ func (s *Server) SendMessage(ctx context.Context, req *pb.SendMessageRequest) (*
 		st := errStatus(err, pb.Code_TOPIC_NOT_FOUND)
 		switch errs.CodeOf(err) {
 		case errs.TooLarge:
-			st.Code = pb.Code_MESSAGE_BODY_TOO_LARGE
+			// The body, or else the key, tag and properties.
+			st.Code = pb.Code_MESSAGE_PROPERTIES_TOO_LARGE
+			for _, m := range msgs {
+				if len(m.GetBody()) > s.opts.Limits.MaxBodyBytes {
+					st.Code = pb.Code_MESSAGE_BODY_TOO_LARGE
+				}
+			}
 		case errs.AlreadyExists:
 			st.Code = pb.Code_ILLEGAL_MESSAGE_ID
 		}
