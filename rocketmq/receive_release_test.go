@@ -51,3 +51,43 @@ func TestReceiveNotSentGivesLeasesBack(t *testing.T) {
 		t.Fatalf("after a receive that could not be sent: %+v %v; want the message at once, attempt 1", rs, err)
 	}
 }
+
+// A client's lease renewals stop with its last telemetry stream, not with
+// a termination call while a stream of that ID is open (another connection
+// may name any ID), nor with the end of an old stream after a reconnect (a
+// review found both stopping a live consumer's renewals).
+func TestRenewalsEndWithTheClientsLastStream(t *testing.T) {
+	eng, err := engine.Open(engine.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	s := New(eng, Options{})
+	s.renew.add("c1", "t", "g", []string{"r1"})
+	first := s.streamOpened("c1")
+	ctx := metadata.NewIncomingContext(context.Background(), metadata.Pairs("x-mq-client-id", "c1"))
+	if _, err := s.NotifyClientTermination(ctx, &pb.NotifyClientTerminationRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.renew.count(); n != 1 {
+		t.Fatalf("a termination call while c1's stream is open stopped its renewals (%d left)", n)
+	}
+	second := s.streamOpened("c1") // the client reconnects
+	first()
+	if n := s.renew.count(); n != 1 {
+		t.Fatalf("the end of c1's old stream stopped its renewals (%d left)", n)
+	}
+	second()
+	if n := s.renew.count(); n != 0 {
+		t.Fatalf("%d renewals left after c1's last stream ended", n)
+	}
+	// With no stream open, a termination call forgets at once.
+	s.renew.add("c2", "t", "g", []string{"r2"})
+	ctx2 := metadata.NewIncomingContext(context.Background(), metadata.Pairs("x-mq-client-id", "c2"))
+	if _, err := s.NotifyClientTermination(ctx2, &pb.NotifyClientTerminationRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.renew.count(); n != 0 {
+		t.Fatalf("%d renewals left after c2's termination", n)
+	}
+}

@@ -106,9 +106,19 @@ func (s *Server) Heartbeat(ctx context.Context, req *pb.HeartbeatRequest) (*pb.H
 	return &pb.HeartbeatResponse{Status: ok()}, nil
 }
 
-// NotifyClientTermination forgets the client's settings.
+// NotifyClientTermination forgets the client's settings and renewals,
+// unless a telemetry stream of that client ID is still open: the ID is
+// the caller's word, and a call naming another client (or a stale call of
+// a client that has reconnected) must not stop the renewals of a live one.
+// Those end with the client's last stream anyway.
 func (s *Server) NotifyClientTermination(ctx context.Context, req *pb.NotifyClientTerminationRequest) (*pb.NotifyClientTerminationResponse, error) {
-	s.forget(clientID(ctx))
+	id := clientID(ctx)
+	s.mu.Lock()
+	live := s.streams[id] > 0
+	s.mu.Unlock()
+	if !live {
+		s.forget(id)
+	}
 	return &pb.NotifyClientTerminationResponse{Status: ok()}, nil
 }
 
@@ -119,13 +129,33 @@ func (s *Server) forget(id string) {
 	s.renew.forget(id)
 }
 
+// streamOpened counts a telemetry stream of client id; the function it
+// returns ends it, and forgets the client when it was the last.
+func (s *Server) streamOpened(id string) (closed func()) {
+	s.mu.Lock()
+	s.streams[id]++
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		s.streams[id]--
+		last := s.streams[id] <= 0
+		if last {
+			delete(s.streams, id)
+		}
+		s.mu.Unlock()
+		if last {
+			s.forget(id)
+		}
+	}
+}
+
 // Telemetry answers every Settings command at once with the settings the
 // client must use (the official clients' Start waits for this answer);
 // other commands are ignored. The stream ends when the client ends it or
 // on Close.
 func (s *Server) Telemetry(stream pb.MessagingService_TelemetryServer) error {
 	id := clientID(stream.Context())
-	defer s.forget(id)
+	defer s.streamOpened(id)()
 	recvd := make(chan error, 1)
 	go func() {
 		// Returns when the stream ends: the handler's return cancels it.

@@ -74,8 +74,12 @@ type Server struct {
 	mu sync.Mutex
 	// longPoll holds each consumer's long-polling timeout from its
 	// settings, by client ID; removed on NotifyClientTermination and when
-	// its telemetry stream ends.
+	// its last telemetry stream ends.
 	longPollOf map[string]time.Duration
+	// streams counts each client ID's open telemetry streams: a client
+	// that reconnects opens its new stream before the old one ends, and
+	// its state goes only with the last.
+	streams map[string]int
 }
 
 // New returns the adapter over eng.
@@ -100,7 +104,7 @@ func New(eng *engine.Engine, opts Options) *Server {
 	}
 	s := &Server{eng: eng, opts: opts, log: opts.Logger, met: NewCollector(),
 		renew: newRenewer(eng, opts.AutoRenewLease, opts.AutoRenewMax),
-		done:  make(chan struct{}), longPollOf: map[string]time.Duration{}}
+		done:  make(chan struct{}), longPollOf: map[string]time.Duration{}, streams: map[string]int{}}
 	go s.renew.run(s.done)
 	return s
 }
