@@ -113,13 +113,30 @@ func (r *renewer) renewAll() {
 	}
 	r.mu.Unlock()
 	for rc, h := range due {
-		ctx, cancel := context.WithTimeout(context.Background(), r.lease/3)
-		err := r.eng.ChangeInvisibility(ctx, h.topic, h.group, rc, r.lease)
-		cancel()
-		if err != nil {
+		if !r.renewOne(rc, h) {
 			r.drop(rc)
 			continue
 		}
-		r.renewals.Add(1)
 	}
+}
+
+// renewOne extends one lease if it is still held, holding the renewer's
+// lock across the extension: a drop (an ack, or a ChangeInvisibleDuration
+// from the client, which sets its own lease right after) then waits for
+// it, so a renewal never overwrites the client's duration. The engine
+// never calls the renewer, so the lock order renewer, engine holds. It
+// reports false when the engine refused the receipt.
+func (r *renewer) renewOne(rc string, h renewal) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, held := r.held[rc]; !held {
+		return true // dropped since the snapshot: the client's to set
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), r.lease/3)
+	defer cancel()
+	if err := r.eng.ChangeInvisibility(ctx, h.topic, h.group, rc, r.lease); err != nil {
+		return false
+	}
+	r.renewals.Add(1)
+	return true
 }
