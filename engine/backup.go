@@ -279,7 +279,13 @@ func (c *copier) into(dir string, fill func(tmp string) error) error {
 			// may not, so remove it first.
 			_ = removeTree(c.fs, dir)
 		}
-		err = c.fs.Rename(tmp, dir)
+		if err = c.fs.Rename(tmp, dir); err != nil {
+			// Another backup into dir finished first: the same refusal
+			// as a target found full at the start.
+			if terr := checkEmptyTarget(c.fs, dir); terr != nil {
+				err = terr
+			}
+		}
 	}
 	if err == nil {
 		return c.fs.SyncDir(filepath.Dir(dir))

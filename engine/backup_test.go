@@ -285,3 +285,38 @@ func TestBackupRejectsBadTargets(t *testing.T) {
 		t.Fatal("restore from a live broker's directory succeeded")
 	}
 }
+
+// Two backups into one new directory at once: one is written, the other
+// refused with invalid_argument (the target is no longer empty), not an
+// internal error, and no partial copy is left beside it.
+func TestConcurrentBackupsIntoOneDirectory(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.FS = vfs.OS; o.Dir = t.TempDir() })
+	h.send("t", "k", message.When{})
+	root := t.TempDir()
+	dir := filepath.Join(root, "b")
+	errc := make(chan error, 2)
+	for range 2 {
+		go func() {
+			_, err := h.e.Backup(context.Background(), dir)
+			errc <- err
+		}()
+	}
+	var ok, refused int
+	for range 2 {
+		switch err := <-errc; {
+		case err == nil:
+			ok++
+		case errs.CodeOf(err) == errs.InvalidArgument:
+			refused++
+		default:
+			t.Errorf("the losing backup: %v, want invalid_argument", err)
+		}
+	}
+	if ok != 1 || refused != 1 {
+		t.Fatalf("%d written, %d refused; want 1 and 1", ok, refused)
+	}
+	names, _ := os.ReadDir(root)
+	if len(names) != 1 {
+		t.Fatalf("the backup root holds %d entries, want the backup alone", len(names))
+	}
+}
