@@ -130,3 +130,25 @@ func TestTooManyPropertiesIsNotABodyTooLarge(t *testing.T) {
 		t.Fatalf("70 properties: %v %v", sr.GetStatus(), err)
 	}
 }
+
+// A dead-letter topic's route says READ: the broker fills it, and a send
+// to it is refused.
+func TestDeadLetterRouteIsReadOnly(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t, nil)
+	c := dial(t, b.grpc)
+	ctx := bounded(t)
+	rq, err := c.QueryRoute(ctx, &pb.QueryRouteRequest{Topic: &pb.Resource{Name: "%DLQ%t.g"}, Endpoints: endpoints(b.grpc)})
+	if err != nil || rq.GetStatus().GetCode() != pb.Code_OK || len(rq.GetMessageQueues()) == 0 {
+		t.Fatalf("route of a dead-letter topic: %v %v", rq.GetStatus(), err)
+	}
+	for _, q := range rq.GetMessageQueues() {
+		if q.GetPermission() != pb.Permission_READ {
+			t.Fatalf("a dead-letter queue with permission %v, want READ", q.GetPermission())
+		}
+	}
+	sr, err := c.SendMessage(ctx, &pb.SendMessageRequest{Messages: []*pb.Message{rawMessage("%DLQ%t.g", "m1", []byte("x"), nil)}})
+	if err != nil || sr.GetStatus().GetCode() == pb.Code_OK {
+		t.Fatalf("send to a dead-letter topic: %v %v", sr.GetStatus(), err)
+	}
+}

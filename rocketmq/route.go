@@ -57,10 +57,14 @@ func (s *Server) queues(topic string, at *pb.Endpoints) ([]*pb.MessageQueue, *pb
 		return nil, status(pb.Code_TOPIC_NOT_FOUND, fmt.Sprintf("topic %q does not exist and topics are not created on first send", topic))
 	}
 	broker := &pb.Broker{Name: brokerName, Id: 0, Endpoints: at}
+	perm := pb.Permission_READ_WRITE
+	if engine.IsDeadLetterTopic(topic) {
+		perm = pb.Permission_READ // the broker fills it; clients only read
+	}
 	out := make([]*pb.MessageQueue, n)
 	for i := range out {
 		out[i] = &pb.MessageQueue{Topic: &pb.Resource{Name: topic}, Id: int32(i),
-			Permission: pb.Permission_READ_WRITE, Broker: broker, AcceptMessageTypes: types}
+			Permission: perm, Broker: broker, AcceptMessageTypes: types}
 	}
 	return out, nil
 }
