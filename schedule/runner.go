@@ -180,13 +180,23 @@ func (r *Runner) planStart(e *entry, now int64) {
 }
 
 // lastAtOrBefore returns the last fire time at or before now, given the
-// first one, first <= now.
+// first one, first <= now. It looks back from now over a window that
+// doubles until one holds a fire time, then walks forward from that one:
+// after a long downtime the cost is a few dozen steps, not one per fire
+// time missed (an every-minute schedule down for 180 days took 150 ms
+// walking from first, and Open does this for every schedule).
 func lastAtOrBefore(s *Spec, first, now, anchor int64) int64 {
 	if s.every > 0 {
 		d := s.every.Milliseconds()
 		return anchor + (now-anchor)/d*d
 	}
 	t := first
+	for w := time.Minute.Milliseconds(); now-w > first; w *= 2 {
+		if n := s.Next(now-w, anchor); n != 0 && n <= now {
+			t = n
+			break
+		}
+	}
 	for {
 		n := s.Next(t, anchor)
 		if n == 0 || n > now {

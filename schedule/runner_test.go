@@ -485,3 +485,30 @@ func TestJournalFailureIsReported(t *testing.T) {
 		t.Fatalf("the schedule after the journal failed: %+v %v", in, err)
 	}
 }
+
+// TestLastAtOrBeforeLooksBack: the catch-up's last missed fire time is the
+// one a walk from the first finds, for crons of every density, after short
+// and long downtimes.
+func TestLastAtOrBeforeLooksBack(t *testing.T) {
+	walk := func(s *Spec, first, now, anchor int64) int64 {
+		t := first
+		for n := s.Next(t, anchor); n != 0 && n <= now; n = s.Next(t, anchor) {
+			t = n
+		}
+		return t
+	}
+	base := start.UnixMilli()
+	for _, cron := range []string{"* * * * *", "*/7 * * * *", "0 9 * * 1-5", "30 2 1 * *", "0 0 29 2 *", "15 10 * 1 *"} {
+		s, err := ParseSpec(cron, "Europe/Berlin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := s.Next(base, base)
+		for _, down := range []time.Duration{time.Minute, 90 * time.Minute, 3 * 24 * time.Hour, 40 * 24 * time.Hour, 120 * 24 * time.Hour} {
+			now := first + down.Milliseconds()
+			if got, want := lastAtOrBefore(s, first, now, base), walk(s, first, now, base); got != want {
+				t.Errorf("%q down %v: %d, want %d", cron, down, got, want)
+			}
+		}
+	}
+}
