@@ -64,7 +64,8 @@
 // them). Fire times passed while the broker runs, even across a forward
 // clock step or a virtual-clock advance, are all sent: that is time
 // passing, not downtime. Fire times that pass while a schedule is paused
-// are skipped; pausing cancels the firing already sent ahead.
+// are skipped; pausing (and deleting) cancels every firing already sent
+// ahead: all those within the lead, about twenty for an @every 1s.
 //
 // # The journal
 //
