@@ -110,6 +110,11 @@ func (e *Engine) BackupWith(ctx context.Context, dir string, extra map[string][]
 	}
 	e.gate.serial.Lock()
 	defer e.gate.serial.Unlock()
+	// Again, now that no other backup runs: one into the same directory
+	// may have finished while this one waited; refuse before copying.
+	if err := checkEmptyTarget(e.opts.FS, dir); err != nil {
+		return info, err
+	}
 	st, pause, err := e.checkpointLocked()
 	info.Pause = pause
 	if err != nil {

@@ -149,9 +149,6 @@ func (e *Engine) createGroup(topicName, name string, cfg GroupConfig, existingOK
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	if err := message.ValidateTopic(DeadLetterTopic(topicName, name)); err != nil {
-		return nil, errs.New(errs.InvalidArgument, "topic and group names together are too long for the dead-letter topic")
-	}
 	// A receive's case, the group exists, takes no lock; the checks of an
 	// engine that failed or closed are the receive's next step under mu.
 	// CreateGroup has no such step: it takes mu below, so that a closed
@@ -160,6 +157,12 @@ func (e *Engine) createGroup(topicName, name string, cfg GroupConfig, existingOK
 		if g := e.cons.group(topicName, name); g != nil {
 			return g, nil
 		}
+	}
+	// The engine's own redrive group reads a dead-letter topic whose name
+	// may already be near the limit; it acks what it reads at once, so its
+	// own dead-letter name is never needed.
+	if err := message.ValidateTopic(DeadLetterTopic(topicName, name)); err != nil && !internal {
+		return nil, errs.New(errs.InvalidArgument, "topic and group names together are too long for the dead-letter topic")
 	}
 	e.mu.Lock()
 	if err := e.unavailableLocked(); err != nil {

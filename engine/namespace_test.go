@@ -265,3 +265,58 @@ func TestBatchOfNewTopicsPastMaxTopics(t *testing.T) {
 		t.Fatalf("%d topics after the refused batch, want 1", got)
 	}
 }
+
+// A topic another sender creates between a batch's check and its creation
+// of new topics is not counted twice against MaxTopics: a send to the
+// topic that just took the last slot succeeds (a review found it refused).
+func TestCreateMissingCountsATopicMadeMeanwhile(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.MaxTopics = 2 })
+	if err := h.e.CreateTopic("old", TopicConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	reqs := []SendRequest{{Message: message.Message{Topic: "x", Body: []byte("b")}}}
+	s, top, err := h.e.checkRequest(&reqs[0], h.e.Now(), false)
+	if err != nil || top != nil {
+		t.Fatalf("check: %v %v", top, err)
+	}
+	if err := h.e.CreateTopic("x", TopicConfig{}); err != nil { // the other sender
+		t.Fatal(err)
+	}
+	stored, tops := []*message.Stored{s}, []*topic{nil}
+	if err := h.e.createMissing(reqs, stored, tops, []string{"x"}); err != nil {
+		t.Fatalf("the batch's topic, made meanwhile at the last slot: %v", err)
+	}
+	if tops[0] == nil || tops[0].name != "x" {
+		t.Fatalf("the batch's request got topic %+v", tops[0])
+	}
+}
+
+// A redrive works for a group whose names leave no room for the redrive
+// group's own dead-letter name (a review found such dead letters stranded).
+func TestRedriveOfALongGroupName(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx := context.Background()
+	topicName, group := strings.Repeat("t", 100), strings.Repeat("g", 94)
+	if err := h.e.CreateTopic(topicName, TopicConfig{Queues: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.e.CreateGroup(topicName, group, GroupConfig{MaxAttempts: 1}); err != nil {
+		t.Fatal(err)
+	}
+	h.send(topicName, "k", message.When{})
+	got := h.receiveN(topicName, group, 1, time.Minute)
+	if err := h.e.Nack(ctx, topicName, group, got[0].Receipt, 0); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if gs, _ := h.e.Groups(topicName); len(gs) == 1 && gs[0].DeadLettered == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("not dead-lettered")
+		}
+	}
+	if n, err := h.e.Redrive(context.Background(), topicName, group, 10); err != nil || n != 1 {
+		t.Fatalf("redrive of a long-named group: %d %v", n, err)
+	}
+}

@@ -84,12 +84,20 @@ func (e *Engine) createMissing(reqs []SendRequest, stored []*message.Stored, top
 	}
 	// Room for all of them, or none is created (another creator may still
 	// take the room meanwhile: then the batch fails with topics made).
+	// Only the names still missing count: another sender may have made
+	// one since the batch was checked.
 	e.mu.Lock()
 	n := e.userTopicsLocked()
+	var still []string
+	for _, name := range missing {
+		if e.cat.topic(name) == nil {
+			still = append(still, name)
+		}
+	}
 	e.mu.Unlock()
-	if n+len(missing) > e.opts.MaxTopics {
-		return batchErr(len(reqs), first(missing[max(0, e.opts.MaxTopics-n)]), errs.New(errs.ResourceExhausted,
-			"there are %d topics; the limit is %d, and the batch names %d new ones", n, e.opts.MaxTopics, len(missing)))
+	if n+len(still) > e.opts.MaxTopics {
+		return batchErr(len(reqs), first(still[max(0, e.opts.MaxTopics-n)]), errs.New(errs.ResourceExhausted,
+			"there are %d topics; the limit is %d, and the batch names %d new ones", n, e.opts.MaxTopics, len(still)))
 	}
 	byName := make(map[string]*topic, len(missing))
 	for _, name := range missing {

@@ -222,6 +222,9 @@ func (s *Server) prepareTopic(m *pb.Message) *pb.Status {
 // names a message of another topic is MESSAGE_NOT_FOUND; a message already
 // due, delivered or recalled is PRECONDITION_FAILED.
 func (s *Server) RecallMessage(ctx context.Context, req *pb.RecallMessageRequest) (*pb.RecallMessageResponse, error) {
+	if st := noNamespace(req.GetTopic()); st != nil {
+		return &pb.RecallMessageResponse{Status: st}, nil
+	}
 	id, err := message.ParseID(req.GetRecallHandle())
 	if err != nil {
 		return &pb.RecallMessageResponse{Status: status(pb.Code_MESSAGE_NOT_FOUND, "recall handle is not one this broker issued")}, nil

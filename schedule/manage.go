@@ -124,8 +124,10 @@ func (r *Runner) List() []Info {
 
 func (r *Runner) infoLocked(e *entry, now int64) Info {
 	info := Info{Schedule: *e.sc, LastError: e.lastErr}
-	if r.failed != nil {
-		info.LastError = "schedules stopped: " + r.failed.Error()
+	if err := r.failed; err != nil {
+		info.LastError = "schedules stopped: " + err.Error()
+	} else if err := r.store.Err(); err != nil {
+		info.LastError = "schedules stopped: " + err.Error()
 	}
 	info.Properties = maps.Clone(e.sc.Properties)
 	if !e.sc.Paused {

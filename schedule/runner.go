@@ -441,8 +441,13 @@ func (r *Runner) cancelAhead(sc *Schedule, spec *Spec, now int64) {
 // not be written), or nil. Nothing is sent after it until a restart.
 func (r *Runner) Err() error {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.failed
+	failed := r.failed
+	r.mu.Unlock()
+	if failed != nil {
+		return failed
+	}
+	// A change or a compaction may have stopped the journal first.
+	return r.store.Err()
 }
 
 // Settled reports whether every firing due at or before t has been sent.

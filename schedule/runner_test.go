@@ -512,3 +512,23 @@ func TestLastAtOrBeforeLooksBack(t *testing.T) {
 		}
 	}
 }
+
+// TestStoppedByAChangeIsReported: a journal stopped by a change (not by a
+// firing's progress) is reported by Err too, even with no firing due.
+func TestStoppedByAChangeIsReported(t *testing.T) {
+	g := newRig(t)
+	g.r.Close()
+	ff := vfs.NewFaulty(g.fs)
+	r, err := Open(Options{Dir: "/data/schedules", FS: ff, Broker: g.eng, Clock: g.clk, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.r = r
+	ff.FailAfter(vfs.OpSync, 0, syscall.EIO)
+	if _, err := r.Create(Schedule{ID: "y", Topic: "t", Cron: "0 0 1 1 *"}); err == nil {
+		t.Fatal("a create whose journal fsync failed succeeded")
+	}
+	if r.Err() == nil {
+		t.Fatal("the stopped journal is not reported by Err")
+	}
+}

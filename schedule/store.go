@@ -222,6 +222,13 @@ func apply(all map[string]*Schedule, typ byte, p []byte) error {
 	return d.err
 }
 
+// Err returns the failure that stopped the store, or nil.
+func (s *Store) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
 // compact writes the live schedules to a new journal and replaces the old
 // one atomically, then opens it for appends.
 func (s *Store) compact(all map[string]*Schedule) error {

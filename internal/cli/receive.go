@@ -23,8 +23,8 @@ standard error every second. --follow --stream receives over one streaming
 exchange instead (POST .../stream): the broker leases up to --window
 messages ahead and sends batches as they become visible, and --ack sends
 the acks up the same exchange. On interrupt the acks already sent are
-confirmed before it ends; every message printed counts as delivered, and
-one not acked comes back when its lease ends.
+confirmed before it ends, and with --ack what arrives after the interrupt
+is not printed (it was not acked, and comes back when its lease ends).
 
 Text output shows each message's ID, receipt, attempt, key, tag, due time and
 lateness (visible minus due time), then its body; --json prints one JSON

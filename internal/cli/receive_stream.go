@@ -59,9 +59,15 @@ func (a *App) streamOnce(ctx context.Context, cl *client.Client, topic, group st
 			}
 			return err
 		}
+		if ctx.Err() != nil && ack {
+			// Interrupted: what the broker wrote ahead can no longer be
+			// acked; it is not printed either (it comes back when its
+			// lease ends), as a polling follow prints nothing after.
+			continue
+		}
 		a.printReceived(msgs, asJSON)
 		rate.add(a, len(msgs))
-		if !ack || ctx.Err() != nil {
+		if !ack {
 			continue
 		}
 		receipts := make([]string, len(msgs))
