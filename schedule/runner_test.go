@@ -459,13 +459,7 @@ func TestPauseCancelsEveryFiringSentAhead(t *testing.T) {
 // (a review found it silent: active, no error, fire times in the past).
 func TestJournalFailureIsReported(t *testing.T) {
 	g := newRig(t)
-	g.r.Close()
-	ff := vfs.NewFaulty(g.fs)
-	r, err := Open(Options{Dir: "/data/schedules", FS: ff, Broker: g.eng, Clock: g.clk, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.r = r
+	r, ff := g.faultyRunner()
 	if _, err := r.Create(Schedule{ID: "s", Topic: "t", Cron: "@every 1s"}); err != nil {
 		t.Fatal(err)
 	}
@@ -517,13 +511,7 @@ func TestLastAtOrBeforeLooksBack(t *testing.T) {
 // firing's progress) is reported by Err too, even with no firing due.
 func TestStoppedByAChangeIsReported(t *testing.T) {
 	g := newRig(t)
-	g.r.Close()
-	ff := vfs.NewFaulty(g.fs)
-	r, err := Open(Options{Dir: "/data/schedules", FS: ff, Broker: g.eng, Clock: g.clk, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.r = r
+	r, ff := g.faultyRunner()
 	ff.FailAfter(vfs.OpSync, 0, syscall.EIO)
 	if _, err := r.Create(Schedule{ID: "y", Topic: "t", Cron: "0 0 1 1 *"}); err == nil {
 		t.Fatal("a create whose journal fsync failed succeeded")
@@ -531,4 +519,17 @@ func TestStoppedByAChangeIsReported(t *testing.T) {
 	if r.Err() == nil {
 		t.Fatal("the stopped journal is not reported by Err")
 	}
+}
+
+// faultyRunner reopens the rig's runner on a Faulty over its filesystem.
+func (g *rig) faultyRunner() (*Runner, *vfs.Faulty) {
+	g.t.Helper()
+	g.r.Close()
+	ff := vfs.NewFaulty(g.fs)
+	r, err := Open(Options{Dir: "/data/schedules", FS: ff, Broker: g.eng, Clock: g.clk, Logger: quiet})
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	g.r = r
+	return r, ff
 }

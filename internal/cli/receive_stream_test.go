@@ -14,28 +14,8 @@ import (
 // acked up the stream; on interrupt the acks already sent are confirmed,
 // and what was leased ahead goes back (nothing left in flight).
 func TestReceiveFollowStreamAcks(t *testing.T) {
-	srv := hourglasstest.NewServer(t)
-	ctx := context.Background()
 	const n = 7
-	for i := range n {
-		if _, err := srv.Client.Send(ctx, "t", client.Message{Body: []byte("m" + itoa(int64(i)))}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	rctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		// Interrupt once all are acked (or give up after 20 s).
-		deadline := time.Now().Add(20 * time.Second)
-		for time.Now().Before(deadline) {
-			gs, err := srv.Client.Groups(ctx, "t")
-			if err == nil && len(gs) == 1 && gs[0].Acked == n {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		cancel()
-	}()
+	srv, ctx, rctx := streamRig(t, n, func(acked uint64) bool { return acked == n }) // interrupt once all are acked
 	r := newRunner(t, map[string]string{"HOURGLASS_SERVER": srv.URL})
 	r.ctx = rctx
 	res := r.run("receive", "--topic", "t", "--group", "g", "--follow", "--stream", "--ack", "--max", "2", "--window", "4")
@@ -76,25 +56,7 @@ func TestReceiveStreamFlags(t *testing.T) {
 // what the broker had written ahead is neither acked nor printed (it comes
 // back when its lease ends). A review found 87 of 200 printed and not acked.
 func TestReceiveFollowStreamInterruptPrintsOnlyAcked(t *testing.T) {
-	srv := hourglasstest.NewServer(t)
-	ctx := context.Background()
-	for i := range 200 {
-		if _, err := srv.Client.Send(ctx, "t", client.Message{Body: []byte("m" + itoa(int64(i)))}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	rctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		deadline := time.Now().Add(20 * time.Second)
-		for time.Now().Before(deadline) {
-			if gs, err := srv.Client.Groups(ctx, "t"); err == nil && len(gs) == 1 && gs[0].Acked > 0 {
-				break
-			}
-			time.Sleep(time.Millisecond)
-		}
-		cancel()
-	}()
+	srv, ctx, rctx := streamRig(t, 200, func(acked uint64) bool { return acked > 0 }) // interrupt after the first ack
 	r := newRunner(t, map[string]string{"HOURGLASS_SERVER": srv.URL})
 	r.ctx = rctx
 	res := r.run("receive", "--topic", "t", "--group", "g", "--follow", "--stream", "--ack", "--max", "1", "--window", "100")
@@ -110,4 +72,29 @@ func TestReceiveFollowStreamInterruptPrintsOnlyAcked(t *testing.T) {
 	if !strings.Contains(res.stderr, "stopped: "+itoa(int64(printed))+" received") {
 		t.Errorf("stderr %q, want the count of what was printed", res.stderr)
 	}
+}
+
+// streamRig starts a broker holding n messages "m0"... in topic t, and
+// returns it with a context that is cancelled (an interrupt) once group
+// g's acked count satisfies stop, or after 20 s.
+func streamRig(t *testing.T, n int, stop func(acked uint64) bool) (*hourglasstest.Server, context.Context, context.Context) {
+	t.Helper()
+	srv := hourglasstest.NewServer(t)
+	ctx := context.Background()
+	for i := range n {
+		if _, err := srv.Client.Send(ctx, "t", client.Message{Body: []byte("m" + itoa(int64(i)))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	t.Cleanup(cancel)
+	go func() {
+		defer cancel()
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			if gs, err := srv.Client.Groups(ctx, "t"); err == nil && len(gs) == 1 && stop(gs[0].Acked) {
+				return
+			}
+		}
+	}()
+	return srv, ctx, rctx
 }
