@@ -109,36 +109,60 @@ func (r *Runner) Get(id string) (Info, error) {
 	return r.infoLocked(e, now), nil
 }
 
-// List returns every schedule, by ID.
+// List returns every schedule, by ID. What each entry holds is copied
+// under the runner's lock, which firing needs too; the fire times, five
+// a schedule, are computed after it is released (0.77 s for 100,000
+// schedules under the lock, a review measured).
 func (r *Runner) List() []Info {
 	now := r.opts.Broker.Now()
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make([]Info, 0, len(r.entries))
+	snaps := make([]infoSnap, 0, len(r.entries))
 	for _, e := range r.entries {
-		out = append(out, r.infoLocked(e, now))
+		snaps = append(snaps, r.snapLocked(e))
+	}
+	r.mu.Unlock()
+	out := make([]Info, len(snaps))
+	for i, s := range snaps {
+		out[i] = s.info(now)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
 }
 
-func (r *Runner) infoLocked(e *entry, now int64) Info {
-	info := Info{Schedule: *e.sc, LastError: e.lastErr}
+// infoSnap is what Info needs of an entry, copied under the runner's
+// lock: a schedule is replaced, never changed in place, and a spec never
+// changes, so the pointers stay valid after.
+type infoSnap struct {
+	sc      *Schedule
+	spec    *Spec
+	next    int64
+	lastErr string
+}
+
+func (r *Runner) snapLocked(e *entry) infoSnap {
+	s := infoSnap{sc: e.sc, spec: e.spec, next: e.next, lastErr: e.lastErr}
 	if err := r.failed; err != nil {
-		info.LastError = "schedules stopped: " + err.Error()
+		s.lastErr = "schedules stopped: " + err.Error()
 	} else if err := r.store.Err(); err != nil {
-		info.LastError = "schedules stopped: " + err.Error()
+		s.lastErr = "schedules stopped: " + err.Error()
 	}
-	info.Properties = maps.Clone(e.sc.Properties)
-	if !e.sc.Paused {
+	return s
+}
+
+func (s infoSnap) info(now int64) Info {
+	info := Info{Schedule: *s.sc, LastError: s.lastErr}
+	info.Properties = maps.Clone(s.sc.Properties)
+	if !s.sc.Paused {
 		from := now
-		if e.next != 0 && e.next <= now {
-			from = e.next - 1 // a firing still owed (catch-up) comes first
+		if s.next != 0 && s.next <= now {
+			from = s.next - 1 // a firing still owed (catch-up) comes first
 		}
-		info.Next = e.spec.NextN(from, e.sc.Created, 5)
+		info.Next = s.spec.NextN(from, s.sc.Created, 5)
 	}
 	return info
 }
+
+func (r *Runner) infoLocked(e *entry, now int64) Info { return r.snapLocked(e).info(now) }
 
 // Pause stops a schedule: the firings sent ahead are cancelled, and fire
 // times that pass while it is paused are skipped. Pausing a paused
