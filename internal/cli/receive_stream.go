@@ -65,17 +65,22 @@ func (a *App) streamOnce(ctx context.Context, cl *client.Client, topic, group st
 			// lease ends), as a polling follow prints nothing after.
 			continue
 		}
+		if ack {
+			// Acked before printed, as a polling follow does: an ack
+			// line sent before the interrupt's CloseSend is made and
+			// confirmed; one refused after it is not printed.
+			receipts := make([]string, len(msgs))
+			for i, m := range msgs {
+				receipts[i] = m.Receipt
+			}
+			if err := s.Ack(receipts...); err != nil {
+				if ctx.Err() != nil {
+					continue
+				}
+				return fmt.Errorf("ack: %w", err)
+			}
+		}
 		a.printReceived(msgs, asJSON)
 		rate.add(a, len(msgs))
-		if !ack {
-			continue
-		}
-		receipts := make([]string, len(msgs))
-		for i, m := range msgs {
-			receipts[i] = m.Receipt
-		}
-		if err := s.Ack(receipts...); err != nil && ctx.Err() == nil {
-			return fmt.Errorf("ack: %w", err)
-		}
 	}
 }
