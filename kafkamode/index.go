@@ -67,6 +67,12 @@ type control struct {
 	// dropBody sends the dead letter without the record's value: Kafka
 	// refused even the dead letter for its size.
 	dropBody bool
+	// bare sends the dead letter with no key or headers either: Kafka
+	// refused it without its body too.
+	bare bool
+	// given up: Kafka refused even the bare dead letter; the entry is
+	// resolved with no output, logged and counted (Stats.Refused).
+	givenUp bool
 	// cancel is set for a cancel record.
 	cancel *cancelSpec
 	// keepOwn is set for the cancel half of a reschedule: the record is
@@ -106,7 +112,10 @@ func keyHash(key []byte) uint64 {
 }
 
 // dueHeap orders entries by due time, then partition and offset (so a herd
-// due at one instant goes out in log order).
+// due at one instant goes out in log order), then a reschedule's cancel
+// half before its scheduled half: the two share partition and offset, and
+// with _deliverAt=0 their due time too, and the scheduled half must never
+// go out before the cancel half has settled it. The order is total.
 type dueHeap []*entry
 
 func (h dueHeap) Len() int { return len(h) }
@@ -118,7 +127,10 @@ func (h dueHeap) Less(i, j int) bool {
 	if a.pp.partition != b.pp.partition {
 		return a.pp.partition < b.pp.partition
 	}
-	return a.offset < b.offset
+	if a.offset != b.offset {
+		return a.offset < b.offset
+	}
+	return a.isCancel() && !b.isCancel()
 }
 func (h dueHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
 func (h *dueHeap) Push(x any)   { *h = append(*h, x.(*entry)) }

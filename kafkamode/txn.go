@@ -142,13 +142,30 @@ func (w *Worker) deadLetterRefused(refused map[*kgo.Record]error, outputs map[*k
 		}
 		w.stats.Refused.Add(1)
 		reason := fmt.Sprintf("Kafka refused the record for topic %q: %v", r.Topic, err)
+		if e.copy {
+			// Its copy forward, not its delivery, was refused: it stays
+			// pending where it is, is not copied again, and is forwarded
+			// at its due time (or dead-lettered then, if retention has
+			// deleted it). Retrying the copy would abort every
+			// transaction of the worker until then.
+			e.copy = false
+			w.cfg.Logger.Warn("a copy forward Kafka refuses for good is not made; the record waits in place", "partition", e.pp.partition, "offset", e.offset, "err", err)
+			continue
+		}
 		switch {
 		case e.ctl == nil || e.ctl.dlqReason == "":
 			e.ctl = &control{dlqReason: reason}
 		case !e.ctl.dropBody:
 			e.ctl = &control{dlqReason: e.ctl.dlqReason + "; then " + reason + "; the body stays in the delay topic", dropBody: true}
+		case !e.ctl.bare:
+			e.ctl = &control{dlqReason: e.ctl.dlqReason + "; then " + reason + "; key and headers dropped too", dropBody: true, bare: true}
 		default:
-			continue // nothing more to drop: retried as it is
+			// Never retried unchanged: that would abort every transaction
+			// of the worker, and hold up all its partitions, for ever.
+			e.ctl = &control{dlqReason: e.ctl.dlqReason, dropBody: true, bare: true, givenUp: true}
+			w.cfg.Logger.Error("a record Kafka refuses even as a bare dead letter is resolved with no output; it stays in the delay topic",
+				"partition", e.pp.partition, "offset", e.offset, "err", err)
+			continue
 		}
 		w.cfg.Logger.Warn("a record Kafka refuses for good goes to the dead-letter topic", "partition", e.pp.partition, "offset", e.offset, "err", err)
 	}
@@ -163,6 +180,10 @@ func (w *Worker) output(e *entry) *kgo.Record {
 		return nil // resolved without output
 	case e.copy:
 		return copyRecord(e.rec, w.cfg.DelayTopic, e.pp.partition, source, e.due)
+	case e.ctl != nil && e.ctl.givenUp:
+		return nil // refused even bare: logged and counted, resolved
+	case e.dlqReason() != "" && e.ctl.bare:
+		return deadLetterRecord(&kgo.Record{}, w.cfg.DLQTopic, source, e.dlqReason())
 	case e.dlqReason() != "" && e.ctl.dropBody:
 		return deadLetterRecord(&kgo.Record{Key: e.rec.Key}, w.cfg.DLQTopic, source, e.dlqReason())
 	case e.dlqReason() != "":
