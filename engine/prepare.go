@@ -18,10 +18,14 @@ func (e *Engine) prepareBatch(reqs []SendRequest, now int64, internal bool) ([]*
 	stored := make([]*message.Stored, len(reqs))
 	tops := make([]*topic, len(reqs))
 	var missing []string // topic names to create, each once
+	var last *topic      // a batch usually goes to one topic: look it up once
 	for i := range reqs {
-		s, t, err := e.checkRequest(&reqs[i], now, internal)
+		s, t, err := e.checkRequest(&reqs[i], now, internal, last)
 		if err != nil {
 			return nil, nil, batchErr(len(reqs), i, err)
+		}
+		if t != nil {
+			last = t
 		}
 		if t == nil && !slices.Contains(missing, s.Topic) {
 			missing = append(missing, s.Topic)
@@ -41,8 +45,9 @@ func (e *Engine) prepareBatch(reqs []SendRequest, now int64, internal bool) ([]*
 
 // checkRequest validates one request and makes its stored form, without
 // its queue. Its topic is nil when it does not exist yet (and auto-create
-// is on).
-func (e *Engine) checkRequest(r *SendRequest, now int64, internal bool) (*message.Stored, *topic, error) {
+// is on); last, if not nil, is the previous request's, reused when the
+// names match.
+func (e *Engine) checkRequest(r *SendRequest, now int64, internal bool, last *topic) (*message.Stored, *topic, error) {
 	if err := e.opts.Limits.Validate(&r.Message); err != nil {
 		return nil, nil, err
 	}
@@ -59,7 +64,10 @@ func (e *Engine) checkRequest(r *SendRequest, now int64, internal bool) (*messag
 			return nil, nil, err
 		}
 	}
-	t := e.cat.topic(name)
+	t := last
+	if t == nil || t.name != name {
+		t = e.cat.topic(name)
+	}
 	if t == nil && e.opts.NoAutoCreate {
 		return nil, nil, errs.New(errs.NotFound, "topic %q does not exist (auto-create is off)", name)
 	}

@@ -31,15 +31,8 @@ func (f failingStream) SetTrailer(metadata.MD)                {}
 // their attempt not counted, instead of hiding them for the invisible
 // duration (up to 12 h) and counting a delivery no one saw.
 func TestReceiveNotSentGivesLeasesBack(t *testing.T) {
-	eng, err := engine.Open(engine.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
+	eng := engineWithOne(t)
 	ctx := context.Background()
-	if _, err := eng.Send(ctx, message.Message{Topic: "t", Body: []byte("x")}, message.When{}); err != nil {
-		t.Fatal(err)
-	}
 	s := New(eng, Options{})
 	req := &pb.ReceiveMessageRequest{Group: &pb.Resource{Name: "g"}, MessageQueue: &pb.MessageQueue{Topic: &pb.Resource{Name: "t"}},
 		BatchSize: 1, InvisibleDuration: durationpb.New(12 * time.Hour), LongPollingTimeout: durationpb.New(5 * time.Second)}
@@ -57,12 +50,7 @@ func TestReceiveNotSentGivesLeasesBack(t *testing.T) {
 // may name any ID), nor with the end of an old stream after a reconnect (a
 // review found both stopping a live consumer's renewals).
 func TestRenewalsEndWithTheClientsLastStream(t *testing.T) {
-	eng, err := engine.Open(engine.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
-	s := New(eng, Options{})
+	s := New(engineWithOne(t), Options{})
 	s.renew.add("c1", "t", "g", []string{"r1"})
 	first := s.streamOpened("c1")
 	ctx := metadata.NewIncomingContext(context.Background(), metadata.Pairs("x-mq-client-id", "c1"))
@@ -90,4 +78,19 @@ func TestRenewalsEndWithTheClientsLastStream(t *testing.T) {
 	if n := s.renew.count(); n != 0 {
 		t.Fatalf("%d renewals left after c2's termination", n)
 	}
+}
+
+// engineWithOne opens an engine on a temporary directory, closed at the
+// test's end, holding one visible message "x" in topic t.
+func engineWithOne(t *testing.T) *engine.Engine {
+	t.Helper()
+	eng, err := engine.Open(engine.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	if _, err := eng.Send(context.Background(), message.Message{Topic: "t", Body: []byte("x")}, message.When{}); err != nil {
+		t.Fatal(err)
+	}
+	return eng
 }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/hourglass-mq/hourglass/engine"
-	"github.com/hourglass-mq/hourglass/message"
 )
 
 // TestAutoRenewKeepsLeaseUntilClientGoes: a message received with a
@@ -15,15 +14,8 @@ import (
 // the client goes away the renewals stop and the message is delivered
 // again with attempt 2; an ack ends the renewal.
 func TestAutoRenewKeepsLeaseUntilClientGoes(t *testing.T) {
-	eng, err := engine.Open(engine.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
+	eng := engineWithOne(t)
 	ctx := context.Background()
-	if _, err := eng.Send(ctx, message.Message{Topic: "t", Body: []byte("x")}, message.When{}); err != nil {
-		t.Fatal(err)
-	}
 	const lease = 300 * time.Millisecond
 	rs, err := eng.Receive(ctx, engine.ReceiveRequest{Topic: "t", Group: "g", Invisible: lease, Wait: 5 * time.Second})
 	if err != nil || len(rs) != 1 {
