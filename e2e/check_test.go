@@ -142,9 +142,9 @@ func TestCheckCommand(t *testing.T) {
 			qi := lastFile(t, dir, "queues", ".qi")
 			os.Truncate(qi, fileSize(t, qi)/2-1)
 		}, 1, "problem: queues/"},
-		{"truncated timer bucket", func(dir string) {
-			tb := lastFile(t, dir, "timers", ".tb")
-			os.Truncate(tb, fileSize(t, tb)-24)
+		{"truncated timer run", func(dir string) {
+			tr := lastFile(t, dir, "timers", ".tr")
+			os.Truncate(tr, fileSize(t, tr)-24)
 		}, 1, "problem: timers/"},
 		{"corrupt key index", func(dir string) {
 			writeAt(t, lastFile(t, dir, "keys", ".kix"), 40, []byte{1, 2, 3})

@@ -20,8 +20,10 @@ var ErrInUse = errors.New("engine: the data directory is in use by a running bro
 
 // CheckOptions configures Check.
 type CheckOptions struct {
-	// BucketWidth is the timer-bucket width the broker runs with; zero
-	// means the default (1 minute), what `hourglass serve` uses.
+	// BucketWidth is the timer-bucket width the broker runs with. The
+	// timer index's run files hold absolute due times and do not depend on
+	// it (checkpoint version 3 on), so Check does not use it; the field is
+	// kept so that callers and the CLI's --bucket-width flag keep working.
 	BucketWidth time.Duration
 }
 
@@ -110,12 +112,8 @@ func Check(fsys vfs.FS, dir string, opts CheckOptions) (*CheckReport, error) {
 		return nil, fmt.Errorf("engine: check %s: %w", dir, err)
 	}
 	defer lock.Close()
-	width := opts.BucketWidth
-	if width == 0 {
-		width = time.Minute
-	}
 	c := &checker{
-		fs: ro, dir: dir, width: width.Milliseconds(),
+		fs: ro, dir: dir,
 		rep:      &CheckReport{Dir: dir, Problems: []Problem{}, Notes: []Problem{}},
 		ck:       &checkpointState{},
 		msgs:     map[uint64]ckMsg{},
@@ -133,12 +131,11 @@ func Check(fsys vfs.FS, dir string, opts CheckOptions) (*CheckReport, error) {
 
 // checker holds what Check learned from the log, by message identity.
 type checker struct {
-	fs    vfs.FS
-	dir   string
-	width int64
-	rep   *CheckReport
-	id    *identity
-	ck    *checkpointState
+	fs  vfs.FS
+	dir string
+	rep *CheckReport
+	id  *identity
+	ck  *checkpointState
 	// msgs holds every retained message by identity (original position),
 	// moved copies included; dues the other due times a reschedule or the
 	// overlay gave it.

@@ -159,66 +159,87 @@ func (c *checker) overlay() error {
 	return nil
 }
 
-// timers checks every timer bucket.
+// timers checks the timer index runs the checkpoint lists, and every live
+// entry in them against the log.
 func (c *checker) timers() error {
-	files, err := c.listCache("timers")
+	if c.ck.timersLegacy {
+		c.note("timers", 0, "timer index in the layout of an older hourglass; recovery rebuilds it from the log")
+		return nil
+	}
+	listed, damage, err := timerstore.Walk(c.fs, c.path("timers"), c.ck.TimerState, func(name string, off int64, e timerstore.Entry, dead bool) error {
+		c.rep.TimerEntries++
+		if dead {
+			return nil // of a bucket already loaded: loading skips it
+		}
+		c.timerEntry(path.Join("timers", path.Base(name)), off, e)
+		return nil
+	})
 	if err != nil {
 		return err
 	}
-	present := map[int64]bool{}
-	for _, f := range files {
-		name := path.Join("timers", f)
-		start, ok := timerstore.ParseBucketName(f, c.width)
-		if !ok {
-			if strings.HasSuffix(f, ".tb") {
-				c.problem(name, 0, "not a bucket of width %d ms: the broker refuses to open the timer index (another --bucket-width?)", c.width)
-			}
-			continue
-		}
-		present[start] = true
-		recorded := c.ck.TimerBuckets[start]
-		size, err := timerstore.WalkBucket(c.fs, c.path(name), start, c.width, func(off int64, e timerstore.Entry, ok bool) error {
-			c.rep.TimerEntries++
-			if !ok {
-				if off < recorded {
-					c.problem(name, off, "entry fails its check, below the %d bytes the checkpoint vouched for; recovery rebuilds the timer index from the log", recorded)
-				} else {
-					c.note(name, off, "entry past the checkpoint's %d bytes fails its check (a torn write); recovery cuts it", recorded)
-				}
-				return nil
-			}
-			m, wrong := c.target(e.Pos)
-			switch {
-			case e.Kind != kindMessage && e.Kind != kindWindowed:
-				c.problem(name, off, "entry of unknown kind %d", e.Kind)
-			case wrong != "" && off >= recorded && e.Pos >= c.rep.LogHead:
-				c.note(name, off, "entry past the checkpoint's %d bytes %s (its record was lost with the log's tail); recovery cuts it", recorded, wrong)
-			case wrong != "":
-				c.problem(name, off, "entry %s", wrong)
-			case m != nil && (m.topic != e.Topic || m.queue != e.Queue):
-				c.problem(name, off, "entry of topic %d queue %d points at a message of topic %d queue %d", e.Topic, e.Queue, m.topic, m.queue)
-			case m != nil && m.due != e.Due && m.fire != e.Due && len(c.dues[e.Pos]) == 0:
-				// A message that was rescheduled may leave entries of its
-				// earlier due times, which loading filters out; the
-				// records of those times may be gone with their segments,
-				// so only a message never rescheduled is judged.
-				c.problem(name, off, "entry due at %d points at a message due at %d, which was never rescheduled", e.Due, m.due)
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		if size < recorded {
-			c.problem(name, size, "is %d bytes, the checkpoint recorded %d; recovery rebuilds the timer index from the log", size, recorded)
-		}
-		if size%timerstore.EntrySize != 0 {
-			c.note(name, size-size%timerstore.EntrySize, "%d bytes of a torn entry; recovery cuts them", size%timerstore.EntrySize)
-		}
+	c.cacheDamage("timers", "timer index", damage)
+	return c.unlisted("timers", listed, timerstore.IsRunName, true)
+}
+
+// timerEntry checks one live timer entry against the message it names.
+func (c *checker) timerEntry(file string, off int64, e timerstore.Entry) {
+	m, wrong := c.target(e.Pos)
+	switch {
+	case e.Kind != kindMessage && e.Kind != kindWindowed:
+		c.problem(file, off, "entry of unknown kind %d", e.Kind)
+	case wrong != "":
+		c.problem(file, off, "entry %s", wrong)
+	case m != nil && (m.topic != e.Topic || m.queue != e.Queue):
+		c.problem(file, off, "entry of topic %d queue %d points at a message of topic %d queue %d", e.Topic, e.Queue, m.topic, m.queue)
+	case m != nil && m.due != e.Due && m.fire != e.Due && len(c.dues[e.Pos]) == 0:
+		// A message that was rescheduled may leave entries of its earlier
+		// due times, which loading filters out; the records of those times
+		// may be gone with their segments, so only a message never
+		// rescheduled is judged.
+		c.problem(file, off, "entry due at %d points at a message due at %d, which was never rescheduled", e.Due, m.due)
 	}
-	for start, n := range c.ck.TimerBuckets {
-		if n > 0 && !present[start] {
-			c.problem(path.Join("timers", strconv.FormatInt(start, 10)+".tb"), 0, "missing; the checkpoint recorded %d bytes; recovery rebuilds the timer index from the log", n)
+}
+
+// cacheDamage reports the damage a walk of a run-based cache found.
+func (c *checker) cacheDamage(dir, what string, damage []error) {
+	for _, d := range damage {
+		var ke *keyindex.CorruptError
+		var te *timerstore.CorruptError
+		file, off, msg := dir, int64(0), d.Error()
+		switch {
+		case errors.As(d, &ke):
+			file, off, msg = ke.File, ke.Offset, ke.What
+		case errors.As(d, &te):
+			file, off, msg = te.File, te.Offset, te.What
+		}
+		if file == "state" {
+			file = checkpointFile
+		} else if file != dir {
+			file = path.Join(dir, path.Base(file))
+		}
+		c.problem(file, off, "%s: %s; recovery rebuilds it from the log", what, msg)
+	}
+}
+
+// unlisted notes the run files of dir that the checkpoint does not list,
+// which recovery deletes, and the other files when recovery deletes those
+// too (others).
+func (c *checker) unlisted(dir string, listed []string, isRun func(string) bool, others bool) error {
+	files, err := c.listCache(dir)
+	if err != nil {
+		return err
+	}
+	isListed := map[string]bool{}
+	for _, n := range listed {
+		isListed[n] = true
+	}
+	for _, f := range files {
+		switch {
+		case isListed[f]:
+		case isRun(f):
+			c.note(path.Join(dir, f), 0, "a run the checkpoint does not list (written after it, or replaced by a merge); recovery deletes it")
+		case others:
+			c.note(path.Join(dir, f), 0, "not a run file of this hourglass (a timer bucket file of an older one?); recovery deletes it")
 		}
 	}
 	return nil
@@ -242,32 +263,6 @@ func (c *checker) keys() error {
 	if err != nil {
 		return err
 	}
-	for _, d := range damage {
-		var ce *keyindex.CorruptError
-		if errors.As(d, &ce) {
-			file := ce.File
-			if file != "state" {
-				file = path.Join("keys", path.Base(file))
-			} else {
-				file = checkpointFile
-			}
-			c.problem(file, ce.Offset, "key index: %s; recovery rebuilds it from the log", ce.What)
-			continue
-		}
-		c.problem("keys", 0, "key index: %v; recovery rebuilds it from the log", d)
-	}
-	files, err := c.listCache("keys")
-	if err != nil {
-		return err
-	}
-	isListed := map[string]bool{}
-	for _, n := range listed {
-		isListed[n] = true
-	}
-	for _, f := range files {
-		if strings.HasSuffix(f, ".kix") && !isListed[f] {
-			c.note(path.Join("keys", f), 0, "a run the checkpoint does not list (written after it, or replaced by a merge); recovery deletes it")
-		}
-	}
-	return nil
+	c.cacheDamage("keys", "key index", damage)
+	return c.unlisted("keys", listed, func(f string) bool { return strings.HasSuffix(f, ".kix") }, false)
 }

@@ -198,8 +198,8 @@ func TestCheckFindsDamage(t *testing.T) {
 			e := queueindex.Entry{Pos: binary.LittleEndian.Uint64(b), Due: int64(binary.LittleEndian.Uint64(b[8:])), Visible: int64(binary.LittleEndian.Uint64(b[16:]))}
 			patch(t, name, 0, sealedQueueEntry(e))
 		}, "queues/", true},
-		{"corrupt timer bucket", func(t *testing.T, dir string) {
-			patch(t, firstFile(t, dir, "timers", ".tb", false), 30, []byte{0xee})
+		{"corrupt timer run", func(t *testing.T, dir string) {
+			patch(t, firstFile(t, dir, "timers", ".tr", false), 30, []byte{0xee})
 		}, "timers/", true},
 		{"truncated key index run", func(t *testing.T, dir string) {
 			name := firstFile(t, dir, "keys", ".kix", false)

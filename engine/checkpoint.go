@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"maps"
@@ -78,7 +79,6 @@ func (e *Engine) checkpointLocked() (st *checkpointState, pause time.Duration, e
 	}
 	// Everything below runs without the locks: sends, fires and acks do
 	// not wait for the checkpoint's fsyncs.
-	c.st.TimerBuckets = c.sizes.Map()
 	if err := e.writeCaches(c); err != nil {
 		return nil, pause, err
 	}
@@ -93,6 +93,12 @@ func (e *Engine) checkpointLocked() (st *checkpointState, pause time.Duration, e
 	if err := e.keys.Release(c.keyJob); err != nil {
 		e.opts.Logger.Warn("removing replaced key index runs failed", "err", err)
 	}
+	e.mu.Lock()
+	err = e.disp.timers.Release()
+	e.mu.Unlock()
+	if err != nil {
+		e.opts.Logger.Warn("removing replaced timer index runs failed", "err", err)
+	}
 	e.stats.Checkpoints.Add(1)
 	e.stats.CheckpointSeconds.Observe(time.Since(start).Seconds())
 	e.retain(c.st)
@@ -102,12 +108,11 @@ func (e *Engine) checkpointLocked() (st *checkpointState, pause time.Duration, e
 // ckptCapture is what a checkpoint captured under the locks: the state to
 // record, and the jobs that make the caches it vouches for durable.
 type ckptCapture struct {
-	st         *checkpointState
-	toSync     []interface{ Sync() error }
-	keyJob     *keyindex.Job
-	bucketSync *timerstore.SyncJob
-	ovJob      *ovJob
-	sizes      *timerstore.SizesSnap // becomes st.TimerBuckets
+	st       *checkpointState
+	toSync   []interface{ Sync() error }
+	keyJob   *keyindex.Job
+	timerJob *timerstore.Job
+	ovJob    *ovJob
 }
 
 // captureLocked captures the checkpoint's state; the caller holds gate
@@ -163,11 +168,13 @@ func (e *Engine) captureLocked(openGate func()) (*ckptCapture, error) {
 	if c.keyJob, err = e.keys.Prepare(); err != nil {
 		return nil, e.cacheErr("key index", err)
 	}
-	c.bucketSync = e.disp.timers.PrepareSync()
+	// The timer index freezes what was Added so far, in one step whatever
+	// its size; its job writes it as one run file outside the locks.
+	if c.timerJob, err = e.disp.timers.Prepare(); err != nil {
+		e.keys.Complete(c.keyJob, err) // its frozen entries wait for the next job
+		return nil, e.cacheErr("timer index", err)
+	}
 	c.ovJob, c.st.OverlayFiles = e.ovl.journal.prepare()
-	// Only the buckets changed since the last checkpoint are copied here;
-	// the full map is built after the locks are released.
-	c.sizes = e.disp.timers.SizesSnapshot()
 	return c, nil
 }
 
@@ -212,6 +219,10 @@ func (e *Engine) captureGroupsLocked() []checkpointGroup {
 	return out
 }
 
+// errCheckpointCut ends the timer index's job of a checkpoint that failed
+// before the job ran.
+var errCheckpointCut = errors.New("engine: the checkpoint failed before the timer index was written")
+
 // writeCaches makes durable what the capture vouches for: the log up to
 // its position, then the key index, overlay journal, timer buckets, queue
 // indexes and their directories. A failed fsync stops the engine (fail.go).
@@ -220,11 +231,16 @@ func (e *Engine) writeCaches(c *ckptCapture) error {
 	// LogPos, and the caches point at those records: under async flush
 	// both are true only once the log is synced. A sync now covers at
 	// least everything before LogPos.
+	timersDone := false
+	defer func() {
+		if !timersDone { // its frozen entries wait for the next job
+			e.mu.Lock()
+			e.disp.timers.Complete(c.timerJob, errCheckpointCut)
+			e.mu.Unlock()
+		}
+	}()
 	err := e.clog.Sync()
 	if err != nil {
-		e.mu.Lock()
-		e.disp.timers.Complete(c.bucketSync, err)
-		e.mu.Unlock()
 		e.keys.Complete(c.keyJob, err) // its frozen entries wait for the next job
 		return e.storageErr(fmt.Errorf("sync commit log: %w", err))
 	}
@@ -235,13 +251,13 @@ func (e *Engine) writeCaches(c *ckptCapture) error {
 	if err := c.ovJob.run(); err != nil {
 		return e.fail(fmt.Errorf("write and sync the overlay journal: %w", err))
 	}
-	// There may be thousands of bucket files.
-	err = c.bucketSync.Run(timerstore.SyncWorkers)
+	err = c.timerJob.Run()
 	e.mu.Lock()
-	e.disp.timers.Complete(c.bucketSync, err)
+	c.st.TimerState, err = e.disp.timers.Complete(c.timerJob, err)
 	e.mu.Unlock()
+	timersDone = true
 	if err != nil {
-		return e.cacheErr("write and sync timer buckets", err)
+		return e.cacheErr("write and sync the timer index", err)
 	}
 	// The caches only grow after the capture; syncing more than was
 	// captured is harmless.

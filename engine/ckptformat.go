@@ -15,7 +15,7 @@ import (
 //
 // Layout (little endian), part of the on-disk format:
 //
-//	"HGCK" | version u8 (2) | body | crc32c u32 (Castagnoli, of everything before it)
+//	"HGCK" | version u8 (3) | body | crc32c u32 (Castagnoli, of everything before it)
 //
 //	body:
 //	  dir tag      u32   fingerprint of the directory's IDENTITY
@@ -32,7 +32,7 @@ import (
 //	                 queues u16, then per queue:
 //	                   acked u64, done u32 n + n x u64, attempts u32 n + n x (offset u64, attempt u32)
 //	  reloc        u32 n + n x (identity u64, current position u64)
-//	  timer files  u32 n + n x (bucket start i64, synced bytes i64)
+//	  timer state  u32 len + bytes   the timer index's own description of its durable runs (timerstore)
 //	  overlay      u32 n + n x (segment base u64, synced bytes i64)
 //	  seg pending  u32 n + n x (segment base u64, pending i64)
 //	  seg last     u32 n + n x (segment base u64, newest visible time i64)
@@ -43,7 +43,7 @@ import (
 // format 1, which is refused at open.
 const checkpointFile = "CHECKPOINT"
 
-const checkpointVersion = 2
+const checkpointVersion = 3
 
 // checkpointState is what recovery starts from. See the package doc for
 // the invariants.
@@ -57,8 +57,12 @@ type checkpointState struct {
 	Groups      []checkpointGroup
 	// Reloc maps moved messages (by identity) to their current copy.
 	Reloc map[uint64]uint64
-	// TimerBuckets is the synced length of each timer bucket file.
-	TimerBuckets map[int64]int64
+	// TimerState is timerstore's description of its durable runs.
+	TimerState []byte
+	// timersLegacy is set when a version 2 checkpoint recorded timer
+	// bucket files of the layout before runs: recovery rebuilds the timer
+	// index from the log. Never written.
+	timersLegacy bool
 	// OverlayFiles is the synced length of each overlay journal file, by
 	// segment base (see overlay.go).
 	OverlayFiles map[uint64]int64
@@ -164,7 +168,7 @@ func encodeCheckpoint(st *checkpointState) ([]byte, error) {
 		}
 	}
 	pairs(w, st.Reloc)
-	pairs(w, st.TimerBuckets)
+	w.blob(st.TimerState)
 	pairs(w, st.OverlayFiles)
 	pairs(w, st.SegPending)
 	pairs(w, st.SegLast)
@@ -220,8 +224,9 @@ func decodeCheckpoint(b []byte) (*checkpointState, error) {
 	if len(b) < 9 || string(b[:4]) != "HGCK" {
 		return nil, errors.New("not a checkpoint file")
 	}
-	if b[4] != checkpointVersion {
-		return nil, fmt.Errorf("checkpoint version %d; this hourglass reads version %d", b[4], checkpointVersion)
+	version := b[4]
+	if version != checkpointVersion && version != 2 {
+		return nil, fmt.Errorf("checkpoint version %d; this hourglass reads versions 2 and %d", version, checkpointVersion)
 	}
 	body, sum := b[:len(b)-4], binary.LittleEndian.Uint32(b[len(b)-4:])
 	if crc32.Checksum(body, crcTable) != sum {
@@ -255,7 +260,11 @@ func decodeCheckpoint(b []byte) (*checkpointState, error) {
 		st.Groups = append(st.Groups, g)
 	}
 	st.Reloc = readPairs[uint64, uint64](r)
-	st.TimerBuckets = readPairs[int64, int64](r)
+	if version == 2 {
+		st.timersLegacy = len(readPairs[int64, int64](r)) > 0
+	} else {
+		st.TimerState = r.blob()
+	}
 	st.OverlayFiles = readPairs[uint64, int64](r)
 	st.SegPending = readPairs[uint64, int64](r)
 	st.SegLast = readPairs[uint64, int64](r)

@@ -15,7 +15,7 @@ func sampleCheckpoint() *checkpointState {
 			Config: GroupConfig{MaxAttempts: 16, BackoffBase: time.Second, BackoffMax: 5 * time.Minute},
 			Queues: []checkpointGroupQueue{{Acked: 4, Done: []uint64{6, 9}, Attempts: map[uint64]uint32{5: 2}}, {Attempts: map[uint64]uint32{}}}}},
 		Reloc:        map[uint64]uint64{10: 900},
-		TimerBuckets: map[int64]int64{-60000: 48, 60000: 24},
+		TimerState:   []byte{9, 8, 7},
 		OverlayFiles: map[uint64]int64{0: 64},
 		SegPending:   map[uint64]int64{0: 3},
 		SegLast:      map[uint64]int64{0: 99},

@@ -333,6 +333,9 @@ func Open(opts Options) (*Engine, error) {
 	}
 	e.initClock()
 	if err := e.recover(); err != nil {
+		if e.disp.timers != nil {
+			e.disp.timers.Close()
+		}
 		e.clog.Close()
 		return nil, fmt.Errorf("engine: recovery: %w", err)
 	}
@@ -409,6 +412,9 @@ func (e *Engine) Close() error {
 	}
 	if e.keys != nil {
 		e.keys.Close()
+	}
+	if e.disp.timers != nil {
+		e.disp.timers.Close()
 	}
 	e.mu.Unlock()
 	if cerr := e.clog.Close(); err == nil {

@@ -382,6 +382,10 @@ func TestConcurrentReceivesCreateOneGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.send("jobs", "k", message.When{})
+	// Dispatched before the race starts: the receives do not wait.
+	if !waitSettled(h.e, h.e.Now(), 5*time.Second) {
+		t.Fatalf("engine did not settle: %s", engineState(h.e))
+	}
 	const receivers = 16
 	got := make(chan int, receivers)
 	start := make(chan struct{})

@@ -32,10 +32,7 @@ func (e *Engine) recover() error {
 	if err := e.openKeys(st.KeyState, st.LogPos); err != nil {
 		return err
 	}
-	if e.disp.timers, err = timerstore.Open(e.opts.FS, path.Join(e.opts.Dir, "timers"), e.opts.BucketWidth.Milliseconds()); err != nil {
-		return err
-	}
-	if err := e.checkTimers(st); err != nil {
+	if err := e.openTimers(st); err != nil {
 		return err
 	}
 	// Replay: every timer goes to the buckets (loadedUntil is -inf).
@@ -125,10 +122,6 @@ func (e *Engine) restoreState(st *checkpointState) error {
 // before the earliest replayed due time).
 func (e *Engine) startDispatch(st *checkpointState, minDue int64) {
 	e.disp.recL, e.disp.recF = st.LogPos, st.Frontier
-	// From now on timer entries are written only by the checkpoint's sync
-	// job, outside the engine's lock; a large buffer asks for a checkpoint
-	// early (addTimerLocked).
-	e.disp.timers.ManualFlush = true
 	// The broker clock must not run backwards across the restart: raise it
 	// to the latest time the durable state shows it had reached.
 	e.clock.Raise(max(st.Written, st.Frontier, e.disp.replayHWM))
@@ -229,29 +222,35 @@ func (e *Engine) openKeys(state []byte, logPos uint64) error {
 // errStopScan ends a log scan early.
 var errStopScan = errors.New("engine: stop scan")
 
-// checkTimers checks the timer buckets against the checkpoint: every file
-// it recorded must be there, at least as long, with every entry passing its
-// checksum. Damage is not trusted and not fatal: the buckets are a cache,
-// so they are rebuilt from the log (a scan of every retained record before
-// the checkpoint's position; replay adds what follows it).
-func (e *Engine) checkTimers(st *checkpointState) error {
-	err := e.disp.timers.Trim(st.TimerBuckets)
-	if err == nil {
+// openTimers opens the timer index from the state the checkpoint recorded;
+// timerstore checks every run file it lists, and the pending messages are
+// counted for the forecast in the same pass. Damage is not trusted and not
+// fatal: the index is a cache, so it is rebuilt from the log (a scan of
+// every retained record before the checkpoint's position; replay adds what
+// follows it), as is the index of a version 2 checkpoint, which was kept in
+// the layout before runs.
+func (e *Engine) openTimers(st *checkpointState) error {
+	dir, width := path.Join(e.opts.Dir, "timers"), e.opts.BucketWidth.Milliseconds()
+	var err error
+	if !st.timersLegacy {
 		e.startForecastLocked(st)
-		err = e.disp.timers.VerifyVisit(st.TimerBuckets, e.countTimerLocked)
+		e.disp.timers, err = timerstore.Open(e.opts.FS, dir, width, st.TimerState, e.countTimerLocked)
+		if err == nil {
+			e.finishRecountLocked()
+			return nil
+		}
+		if !errors.Is(err, timerstore.ErrCorrupt) {
+			return fmt.Errorf("timer index: %w", err)
+		}
+		e.opts.Logger.Warn("timer index damaged; rebuilding it from the commit log", "err", err)
+		e.stats.CacheRebuilds.Add(1)
+	} else {
+		e.opts.Logger.Info("timer index in the layout of an older hourglass (one file per bucket); rebuilding it from the commit log")
 	}
-	if err == nil {
-		e.finishRecountLocked()
-		return nil
+	// A nil state deletes every file of the directory.
+	if e.disp.timers, err = timerstore.Open(e.opts.FS, dir, width, nil, nil); err != nil {
+		return fmt.Errorf("reset the timer index: %w", err)
 	}
-	if !errors.Is(err, timerstore.ErrCorrupt) {
-		return fmt.Errorf("timer buckets: %w", err)
-	}
-	e.opts.Logger.Warn("timer index damaged; rebuilding it from the commit log", "err", err)
-	if err := e.disp.timers.Reset(); err != nil {
-		return fmt.Errorf("reset the damaged timer index: %w", err)
-	}
-	e.stats.CacheRebuilds.Add(1)
 	e.startForecastLocked(st) // count again, from the log
 	err = e.scanMessages(st.LogPos, func(orig uint64, s *message.Stored) error {
 		t := e.cat.topic(s.Topic)
@@ -269,7 +268,8 @@ func (e *Engine) checkTimers(st *checkpointState) error {
 		// loaded, like any other (validLocked).
 		en := timerstore.Entry{Due: ref.due, Pos: orig, Topic: t.id, Queue: uint16(s.Queue), Kind: ref.timerKind()}
 		e.countTimerLocked(en)
-		return e.disp.timers.Add(en)
+		e.disp.timers.Add(en)
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("rebuild the timer index from the log: %w", err)

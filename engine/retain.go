@@ -8,10 +8,7 @@ func (e *Engine) retain(st *checkpointState) {
 	// Loaded buckets that end at or before the frontier hold only timers
 	// that are visible, or that recovery re-adds from the log after LogPos.
 	limit := min(st.Frontier, e.disp.loadedUntil)
-	_, err := e.disp.timers.Remove(limit)
-	if err != nil {
-		e.opts.Logger.Error("timer bucket removal failed", "err", err)
-	}
+	e.disp.timers.Remove(limit)
 	// A segment may go when replay no longer needs it, no pending message
 	// is in it, and its newest visible message is older than Retention.
 	segs := e.clog.Segments()

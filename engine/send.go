@@ -227,18 +227,11 @@ func (e *Engine) applyMessageLocked(pos uint64, s *message.Stored, t *topic) {
 	t.sent++
 }
 
-// addTimerLocked writes a timer to its bucket and, if that bucket is
-// already in the wheel, schedules it there too.
+// addTimerLocked adds a timer to the timer index (the next checkpoint
+// makes it durable) and, if its bucket is already in the wheel, schedules
+// it there too.
 func (e *Engine) addTimerLocked(ref timerRef) {
-	if err := e.disp.timers.Add(timerstore.Entry{Due: ref.due, Pos: ref.pos, Topic: ref.topic, Queue: ref.queue, Kind: ref.timerKind()}); err != nil {
-		// The bucket is a cache of the log: a write failure here loses
-		// nothing durable, the next recovery re-derives it. Keep the timer in
-		// memory so it still fires in this process.
-		e.opts.Logger.Error("timer index write failed; the timer is kept in memory", "err", err)
-		if ref.due >= e.disp.loadedUntil {
-			e.stats.TimerWriteErrors.Add(1)
-		}
-	}
+	e.disp.timers.Add(timerstore.Entry{Due: ref.due, Pos: ref.pos, Topic: ref.topic, Queue: ref.queue, Kind: ref.timerKind()})
 	e.placeTimerLocked(ref)
 	if e.disp.timers.Buffered() >= timerstore.FlushThreshold {
 		select {

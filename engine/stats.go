@@ -87,10 +87,10 @@ type Stats struct {
 	// RecoverySeconds is the float64 bits of the last recovery's duration.
 	RecoverySeconds atomic.Uint64
 	// Replayed is the number of log records replayed at the last recovery.
-	Replayed                                      atomic.Uint64
-	ClockJumps, Checkpoints, SegmentsDeleted      atomic.Uint64
-	FireErrors, TimerLoadErrors, TimerWriteErrors atomic.Uint64
-	CheckpointErrors                              atomic.Uint64
+	Replayed                                 atomic.Uint64
+	ClockJumps, Checkpoints, SegmentsDeleted atomic.Uint64
+	FireErrors, TimerLoadErrors              atomic.Uint64
+	CheckpointErrors                         atomic.Uint64
 	// ReadErrors counts message reads that failed with an I/O error while
 	// delivering; the messages stayed in place.
 	ReadErrors atomic.Uint64

@@ -25,16 +25,16 @@ const ns = "hourglass"
 type Collector struct {
 	eng *engine.Engine
 
-	sent, fired, cancelled, rescheduled   *prometheus.Desc
-	pending                               *prometheus.Desc
-	lateness, fsync, checkpoint           *prometheus.Desc
-	recovery, replayed                    *prometheus.Desc
-	clockJumps, checkpoints, segsDel      *prometheus.Desc
-	fireErrs, loadErrs, writeErrs, ckErrs *prometheus.Desc
-	failed, readErrs, rebuilds            *prometheus.Desc
-	buildInfo                             *prometheus.Desc
-	dedupHits, dedupConflicts             *prometheus.Desc
-	expired, windowMissed                 *prometheus.Desc
+	sent, fired, cancelled, rescheduled *prometheus.Desc
+	pending                             *prometheus.Desc
+	lateness, fsync, checkpoint         *prometheus.Desc
+	recovery, replayed                  *prometheus.Desc
+	clockJumps, checkpoints, segsDel    *prometheus.Desc
+	fireErrs, loadErrs, ckErrs          *prometheus.Desc
+	failed, readErrs, rebuilds          *prometheus.Desc
+	buildInfo                           *prometheus.Desc
+	dedupHits, dedupConflicts           *prometheus.Desc
+	expired, windowMissed               *prometheus.Desc
 
 	topicSent, topicFired, topicCancelled, topicPending, topicVisible *prometheus.Desc
 
@@ -67,7 +67,6 @@ func NewCollector(eng *engine.Engine) *Collector {
 		segsDel:     d("segments_deleted_total", "Commit-log segments deleted by retention."),
 		fireErrs:    d("fire_errors_total", "Failures to write a fire record (due messages are retried)."),
 		loadErrs:    d("timer_load_errors_total", "Failures to load a timer bucket into the wheel."),
-		writeErrs:   d("timer_write_errors_total", "Failures to write a timer to its bucket (the timer is kept in memory)."),
 		ckErrs:      d("checkpoint_errors_total", "Failed checkpoints."),
 		failed:      d("storage_failed", "1 once the broker stopped after a failed fsync (fail-stop); it then exits."),
 		readErrs:    d("read_errors_total", "Message reads that failed with an I/O error while delivering; the messages stayed in place."),
@@ -97,7 +96,7 @@ func NewCollector(eng *engine.Engine) *Collector {
 func (c *Collector) descs() []*prometheus.Desc {
 	return []*prometheus.Desc{
 		c.sent, c.fired, c.cancelled, c.rescheduled, c.pending, c.lateness, c.fsync, c.checkpoint,
-		c.recovery, c.replayed, c.clockJumps, c.checkpoints, c.segsDel, c.fireErrs, c.loadErrs, c.writeErrs, c.ckErrs,
+		c.recovery, c.replayed, c.clockJumps, c.checkpoints, c.segsDel, c.fireErrs, c.loadErrs, c.ckErrs,
 		c.failed, c.readErrs, c.rebuilds, c.buildInfo,
 		c.dedupHits, c.dedupConflicts, c.expired, c.windowMissed,
 		c.topicSent, c.topicFired, c.topicCancelled, c.topicPending, c.topicVisible,
@@ -138,7 +137,6 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.segsDel, s.SegmentsDeleted.Load())
 	counter(c.fireErrs, s.FireErrors.Load())
 	counter(c.loadErrs, s.TimerLoadErrors.Load())
-	counter(c.writeErrs, s.TimerWriteErrors.Load())
 	counter(c.ckErrs, s.CheckpointErrors.Load())
 	failed := 0.0
 	if s.Failed.Load() {

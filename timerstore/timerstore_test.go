@@ -1,122 +1,199 @@
 package timerstore
 
 import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"syscall"
 	"testing"
 
 	"github.com/hourglass-mq/hourglass/vfs"
 )
 
-func TestAddLoadDedupeAndReopen(t *testing.T) {
-	fs := vfs.NewMem()
-	s, err := Open(fs, "timers", 1000)
+const (
+	dir   = "timers"
+	width = 1000
+)
+
+func open(t testing.TB, fs vfs.FS, st []byte) *Store {
+	t.Helper()
+	s, err := Open(fs, dir, width, st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := []Entry{{Due: 2500, Pos: 7, Topic: 1, Queue: 2, Kind: 1}, {Due: 2100, Pos: 9, Topic: 1, Kind: 1}, {Due: 5000, Pos: 11, Kind: 1}}
-	for _, e := range in {
-		if err := s.Add(e); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := s.Add(in[0]); err != nil { // a replayed duplicate
-		t.Fatal(err)
-	}
-	// Buffered entries are visible to Load before any flush.
-	got, err := s.Load(2000)
-	if err != nil || len(got) != 2 || got[0] != in[1] || got[1] != in[0] {
-		t.Fatalf("load buffered: %+v %v", got, err)
-	}
-	if err := s.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	// After a power loss the synced buckets are complete.
-	crashed := fs.Crash(nil)
-	s2, err := Open(crashed, "timers", 1000)
+	t.Cleanup(s.Close)
+	return s
+}
+
+// checkpoint runs a whole job cycle, releasing as the engine does once its
+// checkpoint is durable, and returns the state.
+func checkpoint(t testing.TB, s *Store) []byte {
+	t.Helper()
+	j, err := s.Prepare()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b, ok := s2.NextBucket(0); !ok || b != 2000 {
-		t.Fatalf("next bucket %d %v", b, ok)
+	st, err := s.Complete(j, j.Run())
+	if err != nil {
+		t.Fatal(err)
 	}
-	if b, ok := s2.NextBucket(3000); !ok || b != 5000 {
-		t.Fatalf("next bucket after 3000: %d %v", b, ok)
+	if err := s.Release(); err != nil {
+		t.Fatal(err)
 	}
-	got, _ = s2.Load(2000)
-	if len(got) != 2 {
-		t.Fatalf("after crash: %+v", got)
+	return st
+}
+
+func entry(due int64, pos uint64) Entry {
+	return Entry{Due: due, Pos: pos, Topic: uint32(pos % 7), Queue: uint16(pos % 3), Kind: uint8(pos % 2)}
+}
+
+func load(t testing.TB, s *Store, b int64) []Entry {
+	t.Helper()
+	es, err := s.Load(b)
+	if err != nil {
+		t.Fatalf("load %d: %v", b, err)
 	}
-	n, err := s2.Remove(3000)
-	if err != nil || n != 1 {
-		t.Fatalf("remove: %d %v", n, err)
+	return es
+}
+
+func runFiles(t testing.TB, fs vfs.FS) []string {
+	t.Helper()
+	names, err := fs.List(dir)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got, _ := s2.Load(2000); len(got) != 0 {
-		t.Fatalf("removed bucket still loads %+v", got)
-	}
-	if _, err := Open(crashed, "timers", 300); err == nil {
-		t.Fatal("a different bucket width was accepted for the same directory")
+	slices.Sort(names)
+	return names
+}
+
+// TestModel drives a store with random adds, removals, checkpoints (some
+// failing), loads and reopens, against a model of the live entries.
+func TestModel(t *testing.T) {
+	for seed := range uint64(20) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { runModel(t, seed) })
 	}
 }
 
-func TestBucketOfNegative(t *testing.T) {
-	s, _ := Open(vfs.NewMem(), "t", 1000)
-	for _, c := range [][2]int64{{0, 0}, {999, 0}, {1000, 1000}, {-1, -1000}, {-1000, -1000}} {
-		if got := s.BucketOf(c[0]); got != c[1] {
-			t.Errorf("BucketOf(%d) = %d, want %d", c[0], got, c[1])
+func runModel(t *testing.T, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	ffs := vfs.NewFaulty(vfs.NewMem())
+	s, err := Open(ffs, dir, width, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := map[Entry]bool{}
+	var state []byte
+	var sinceState []Entry // added after the Prepare of the durable state
+	var afterPrep []Entry  // added after the last Prepare
+	// removedSince holds what Removes took since the durable state was
+	// completed: that state still holds it live, so a reopen brings it
+	// back (the engine's loads filter such entries as already visible).
+	removedSince := map[Entry]bool{}
+	cutMax := int64(-1 << 62)
+	pos := uint64(0)
+	for step := range 3000 {
+		switch op := rng.IntN(100); {
+		case op < 60:
+			pos++
+			e := entry(rng.Int64N(200*width), pos)
+			if rng.IntN(10) == 0 && len(sinceState) > 0 {
+				e = sinceState[rng.IntN(len(sinceState))] // a pair added twice
+			}
+			s.Add(e)
+			live[e] = true
+			sinceState, afterPrep = append(sinceState, e), append(afterPrep, e)
+		case op < 65:
+			t0 := rng.Int64N(200 * width)
+			s.Remove(t0)
+			cut := s.BucketOf(t0)
+			cutMax = max(cutMax, cut)
+			for e := range live {
+				if e.Due < cut {
+					delete(live, e)
+					removedSince[e] = true
+				}
+			}
+		case op < 75:
+			j, err := s.Prepare()
+			if err != nil {
+				t.Fatal(err)
+			}
+			prepared := afterPrep
+			afterPrep = nil
+			if rng.IntN(4) == 0 {
+				// A failure somewhere in the job: a full disk, a failed
+				// fsync of the file or of the directory.
+				n := rng.IntN(6)
+				ffs.Inject(func(op vfs.Op, _ string) error {
+					if op != vfs.OpWrite && op != vfs.OpSync && op != vfs.OpSyncDir && op != vfs.OpCreate {
+						return nil
+					}
+					if n--; n < 0 {
+						return syscall.EIO
+					}
+					return nil
+				})
+			}
+			err = j.Run()
+			ffs.Inject(nil)
+			st, err := s.Complete(j, err)
+			if err != nil {
+				if !errors.Is(err, syscall.EIO) {
+					t.Fatalf("step %d: %v", step, err)
+				}
+				afterPrep = append(prepared, afterPrep...) // the next job writes them
+				continue
+			}
+			if err := s.Release(); err != nil {
+				t.Fatal(err)
+			}
+			state, sinceState = st, slices.Clone(afterPrep)
+			clear(removedSince)
+		case op < 95:
+			b := s.BucketOf(rng.Int64N(200 * width))
+			checkBucket(t, s, live, b, step)
+		default:
+			// Crash and recover: the durable state, then what the log holds
+			// after it re-added.
+			s.Close()
+			var err error
+			if s, err = Open(ffs, dir, width, state, nil); err != nil {
+				t.Fatalf("step %d: reopen: %v", step, err)
+			}
+			for _, e := range sinceState {
+				s.Add(e)
+				live[e] = true
+			}
+			for e := range removedSince {
+				live[e] = true
+			}
+			afterPrep = slices.Clone(sinceState)
+			for b := s.BucketOf(max(cutMax, 0)); b < 200*width; b += width * 17 {
+				checkBucket(t, s, live, b, step)
+			}
 		}
 	}
+	s.Close()
 }
 
-func TestTrimToCheckpoint(t *testing.T) {
-	fs := vfs.NewMem()
-	s, _ := Open(fs, "timers", 1000)
-	s.Add(Entry{Due: 10, Pos: 1, Kind: 1})
-	s.Add(Entry{Due: 5010, Pos: 2, Kind: 1})
-	s.Sync()
-	keep := s.Sizes()
-	// Written after the checkpoint: one more entry in an old bucket and a new bucket.
-	s.Add(Entry{Due: 20, Pos: 3, Kind: 1})
-	s.Add(Entry{Due: 9010, Pos: 4, Kind: 1})
-	s.Sync()
-	s2, _ := Open(fs, "timers", 1000)
-	if err := s2.Trim(keep); err != nil {
-		t.Fatal(err)
+// checkBucket compares a load of bucket b with the model.
+func checkBucket(t *testing.T, s *Store, live map[Entry]bool, b int64, step int) {
+	t.Helper()
+	var want []Entry
+	for e := range live {
+		if e.Due >= b && e.Due < b+width {
+			want = append(want, e)
+		}
 	}
-	if got, _ := s2.Load(0); len(got) != 1 || got[0].Pos != 1 {
-		t.Fatalf("bucket 0 after trim: %+v", got)
-	}
-	if got, _ := s2.Load(9000); len(got) != 0 {
-		t.Fatalf("bucket created after the checkpoint survived: %+v", got)
-	}
-	if n, _ := s2.Buckets(); n != 2 {
-		t.Fatalf("%d buckets after trim, want 2", n)
-	}
-}
-
-func TestSyncJobOutsideTheLock(t *testing.T) {
-	fs := vfs.NewMem()
-	s, _ := Open(fs, "timers", 1000)
-	s.Add(Entry{Due: 10, Pos: 1, Kind: 1})
-	j := s.PrepareSync()
-	// Before the job runs, the entry is still loadable and later adds to
-	// the same (not yet created) file stay buffered through a Flush.
-	s.Add(Entry{Due: 20, Pos: 2, Kind: 1})
-	if err := s.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := s.Load(0); err != nil || len(got) != 2 {
-		t.Fatalf("load during a pending job: %+v %v", got, err)
-	}
-	if err := j.Run(2); err != nil {
-		t.Fatal(err)
-	}
-	s.Complete(j, nil)
-	if err := s.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	// Both entries reached the disk durably, in order.
-	s2, _ := Open(fs.Crash(nil), "timers", 1000)
-	got, err := s2.Load(0)
-	if err != nil || len(got) != 2 || got[0].Pos != 1 || got[1].Pos != 2 {
-		t.Fatalf("after crash: %+v %v", got, err)
+	slices.SortFunc(want, func(a, b Entry) int {
+		if a.before(b) {
+			return -1
+		}
+		return 1
+	})
+	got := load(t, s, b)
+	if !slices.Equal(got, want) {
+		t.Fatalf("step %d: bucket %d: got %d entries %v\nwant %d %v", step, b, len(got), got, len(want), want)
 	}
 }

@@ -1,59 +1,63 @@
 package timerstore
 
 import (
-	"fmt"
-	"strconv"
-	"strings"
+	"errors"
+	"path"
 
 	"github.com/hourglass-mq/hourglass/vfs"
 )
 
-// ParseBucketName returns the start of the bucket a file name in the
-// bucket directory stands for, and false for a name that is not a bucket
-// file of this width (Open refuses a directory holding one).
-func ParseBucketName(name string, width int64) (start int64, ok bool) {
-	digits, ok := strings.CutSuffix(name, ".tb")
-	if !ok {
-		return 0, false
+// Walk checks the run files that state (as Complete returned it) lists, as
+// Open does but without changing anything (an offline checker passes a
+// vfs.ReadOnly view), and calls fn with every entry: the run file's path,
+// the entry's offset in it, the entry, and whether it is dead (below the
+// run's deadBelow: loading skips it). It returns the base names of the
+// listed files, so that the caller can tell unlisted ones (Open deletes
+// them), and one ErrCorrupt per damaged run: a damaged run ends its own
+// walk, the others go on. A state that fails its check is one damage and
+// no run is walked. An error from fn, or an I/O error, stops the walk and
+// is returned as err.
+func Walk(fs vfs.FS, dir string, state []byte, fn func(name string, off int64, e Entry, dead bool) error) (listed []string, damage []error, err error) {
+	st, derr := decodeState(state)
+	if derr != nil {
+		return nil, []error{derr}, nil
 	}
-	start, err := strconv.ParseInt(digits, 10, 64)
-	if err != nil || width <= 0 || start%width != 0 {
-		return 0, false
-	}
-	return start, true
-}
-
-// WalkBucket reads the bucket file name, which holds the bucket starting
-// at start of a store of width ms, without changing it (an offline checker
-// passes a vfs.ReadOnly view). It calls fn with the offset of every whole
-// entry, the entry, and whether it passes its check (a failed entry is
-// passed zero), and returns the file's size; bytes after the last whole
-// entry are a torn write. An error from fn stops the walk.
-func WalkBucket(fs vfs.FS, name string, start, width int64, fn func(off int64, e Entry, ok bool) error) (int64, error) {
-	f, err := fs.Open(name)
-	if err != nil {
-		return 0, err
-	}
-	size, err := f.Size()
-	f.Close()
-	if err != nil {
-		return 0, err
-	}
-	whole := size - size%EntrySize
-	if whole == 0 {
-		return size, nil
-	}
-	err = readFile(fs, name, whole, make([]byte, min(whole, verifyChunk)), func(off int64, p []byte) error {
-		for i := 0; i < len(p); i += EntrySize {
-			e, ok := decode(p[i:i+EntrySize], start, width)
-			if err := fn(off+int64(i), e, ok); err != nil {
-				return err
+	for _, m := range st.runs {
+		name := runName(dir, m.seq)
+		listed = append(listed, path.Base(name))
+		f, err := fs.Open(name)
+		if vfs.IsNotExist(err) {
+			damage = append(damage, corrupt(name, 0, "file is missing, the state lists it"))
+			continue
+		}
+		if err != nil {
+			return listed, damage, err
+		}
+		it := newIter(m, name, f, false)
+		var ferr error
+		for it.next() {
+			off := it.block*BlockSize + int64((it.i-1)*EntrySize)
+			if ferr = fn(name, off, it.cur, it.cur.Due < m.deadBelow); ferr != nil {
+				break
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		return size, fmt.Errorf("timerstore: %w", err)
+		f.Close()
+		if ferr != nil {
+			return listed, damage, ferr
+		}
+		if it.err != nil {
+			if !errors.Is(it.err, ErrCorrupt) {
+				return listed, damage, it.err
+			}
+			damage = append(damage, it.err)
+		}
 	}
-	return size, nil
+	return listed, damage, nil
+}
+
+// IsRunName reports whether a file name in the timer directory is a run
+// file's; any other file there is deleted by Open.
+func IsRunName(name string) bool {
+	_, ok := parseRunName(name)
+	return ok
 }

@@ -17,7 +17,7 @@ const groupName = "lateness-group"
 // timer-bucket grid. Buckets are BucketWidth wide and aligned to multiples
 // of it; the engine loads the bucket starting at b when its clock reaches
 // b - Lookahead, and a send whose due time is at or after the loaded limit
-// goes to a bucket file, not to the in-memory wheel.
+// goes to the timer index on disk, not to the in-memory wheel.
 //
 //	sends end      load of bucket B-w      T0   load of bucket B    B        T0+window
 //	    |   >= 5 s        |                 |          |            |            |
@@ -59,7 +59,7 @@ type groupSample struct {
 
 // runGroupLateness preloads far-future pending messages plus the messages
 // of a window that are themselves far-future when sent (they go to timer
-// bucket files), waits until the window, and measures lateness at consumer
+// the timer index on disk), waits until the window, and measures lateness at consumer
 // goroutines calling Receive and Ack on a consumer group, while far-future
 // sends go on. Go runtime timers for the same due times are the baseline.
 func runGroupLateness(c config, dir string) (*report, error) {
@@ -126,7 +126,7 @@ func sendGroupWindow(e *engine.Engine, c config, eo engine.Options, count int, b
 // grid; pending is the engine's pending count when the wait began.
 func (w groupWindow) note(r *report, c config, eo engine.Options, count int, pending int64) {
 	plan := w.plan
-	r.note("size: %s messages due uniformly over a %v window (%s/s), sent first (in %s) while they were still far-future: the window starts %.0f s after sending began, so they went to timer bucket files, not to the in-memory wheel; then %s far-future pending messages with keys (due over %v from %v after the start; sent in %s); %s pending when the wait began; 16 B bodies, topic of %d queues, engine defaults (sync flush, BucketWidth %v, Lookahead %v, DispatchRate 200,000/s)",
+	r.note("size: %s messages due uniformly over a %v window (%s/s), sent first (in %s) while they were still far-future: the window starts %.0f s after sending began, so they went to the timer index on disk, not to the in-memory wheel; then %s far-future pending messages with keys (due over %v from %v after the start; sent in %s); %s pending when the wait began; 16 B bodies, topic of %d queues, engine defaults (sync flush, BucketWidth %v, Lookahead %v, DispatchRate 200,000/s)",
 		humanInt(int64(count)), c.window, humanInt(int64(c.rate)), secs(w.win.took), float64(plan.t0-w.sendStart)/1000,
 		humanInt(int64(c.preload)), c.horizon, c.offset, secs(w.pre.took), humanInt(pending), latenessQueues, eo.BucketWidth, eo.Lookahead)
 	r.note("bucket loads: the bucket holding the first %.0f s of the window was loaded %.0f s before it; the bucket holding the rest was loaded %.0f s into the window, while messages were firing",

@@ -15,7 +15,7 @@
 //	          consumer's clock (ns), against Go runtime timers
 //	grouplateness
 //	          like lateness, but the window's messages are far-future when
-//	          sent (they go to timer bucket files and are loaded before and
+//	          sent (they go to the timer index on disk and are loaded before and
 //	          during the window), and lateness is measured at goroutines
 //	          calling Receive and Ack on a consumer group
 //	rss       RSS of a real broker process (hourglass serve, -binary)

@@ -1,0 +1,123 @@
+// Package timerstore keeps far-future timers on disk, so that memory does
+// not grow with the number of pending messages: only the buckets of the
+// near window are read into the engine's in-memory timing wheel.
+//
+// # Shape: sorted runs, one a checkpoint
+//
+// A bucket is the time range [start, start+width) in Unix milliseconds (one
+// minute by default); the engine loads one bucket at a time as the near
+// window reaches it. The entries themselves are kept in immutable run
+// files sorted by due time:
+//
+//   - a memtable (entries by bucket) takes the Adds since the last
+//     checkpoint; it is bounded by what arrives between two checkpoints;
+//   - Prepare freezes it (a frozen memtable stays readable) and a Job
+//     writes it out as one run file, outside every lock, merging older
+//     runs into it when they are not much larger (size-tiered, as in
+//     package keyindex) or when more than half of a run is dead;
+//   - each run keeps in RAM only the due time of the first entry of each
+//     4 KiB block (8 bytes per 170 entries), so loading a bucket costs one
+//     read of a few blocks per run.
+//
+// Why runs and not a file per bucket (the layout before): a checkpoint of
+// timers spread over 30 days touched some 43,000 one-minute buckets, and
+// creating that many files put their inodes and directory entries into the
+// ext4 journal commits that the commit log's fdatasyncs wait for
+// (docs/benchmarks.md, issue 8 eighth pass). A checkpoint now creates at
+// most one file, written sequentially.
+//
+// Dead entries. Remove(t) forgets every bucket that ends at or before t:
+// the entries due before the start of t's bucket ("the cut") in every
+// source that exists at that moment are dead from then on. Each source
+// keeps the highest cut it was given (deadBelow); readers and merges skip
+// its entries below it, and a run whose entries are all dead is dropped
+// from the run set without being read. An entry added after the Remove, to
+// a bucket it forgot, lives in a newer source and is not affected. A run
+// set therefore never holds a live entry in a forgotten bucket that a load
+// would miss, nor brings back a forgotten one.
+//
+// A bucket may hold the same (due, pos) pair in more than one source: the
+// engine re-adds from its log what came after the checkpoint, and a
+// rescheduled message may come back to a due time it had. Load returns
+// each pair once; a merge keeps one.
+//
+// # Run file layout
+//
+// A run file, named by its sequence number as %016x.tr, is a sequence of
+// 4096-byte blocks (little endian):
+//
+//	offset size  field
+//	0      4080  170 entries of 24 bytes; the first count hold entries in
+//	             strictly increasing (due, pos) order across the whole
+//	             file, the others are zero:
+//	               0  8  due    i64 Unix ms
+//	               8  8  pos    u64 commit-log position of the message
+//	               16 4  topic  u32 topic id
+//	               20 2  queue  u16
+//	               22 1  kind   u8  what the timer is for (the engine's choice)
+//	               23 1  reserved, written as 0
+//	4080   4     count    u32 entries in this block: 170 in every block but
+//	                      the last, 1..170 in the last
+//	4084   8     reserved written as 0
+//	4092   4     check    u32 CRC-32C (Castagnoli) of bytes 0..4091, with the
+//	                      register started at CRC-32C(checkSeed; seq u64,
+//	                      block index u64)
+//
+// A file holds ceil(entries/170) blocks and nothing else. Seeding the check
+// with the run's sequence number and the block's index makes a zero block
+// (a file extended but never written), a block of another run and a block
+// at the wrong offset all fail.
+//
+// # State layout
+//
+// Complete returns the state: the durable run set, which the engine stores
+// in its checkpoint and gives back to Open (little endian):
+//
+//	offset size field
+//	0      4    magic   "tmrs"
+//	4      2    version u16 = 1; another version is refused with ErrCorrupt
+//	6      2    reserved u16 = 0
+//	8      8    nextSeq u64 sequence number of the next run file
+//	16     4    n       u32 number of runs, oldest first:
+//	20     32n  runs    seq u64, entries u64, deadBelow i64, sum u32
+//	                    (CRC-32C, from checkSeed, of the blocks' check
+//	                    fields in order), reserved u32 = 0
+//	20+32n 4    check   u32 CRC-32C from checkSeed of all bytes before it
+//
+// A nil state is an empty store. Entries hold absolute due times, so the
+// files do not depend on the bucket width: the width may change between
+// two runs of the broker.
+//
+// # Checkpoint protocol and trust
+//
+// Add is called under the engine's lock, which must never wait for I/O, so
+// writing is split in three: Prepare (under the owner's lock, cheap: it
+// freezes the memtable and picks the runs to merge or drop), Job.Run (no
+// lock: it writes the new run, fsyncs it and the directory), Complete
+// (cheap: it installs the run and returns the state). Everything Added
+// before Prepare is covered by that state; the engine re-adds what its log
+// holds after the checkpoint when it opens the store again.
+//
+// The run files are a cache derived from the commit log. Open checks every
+// block of every run the state lists (its check, count, order, and the
+// run's size and sum) and fails with ErrCorrupt naming the file and offset
+// on any disagreement; the engine then opens with a nil state and re-adds
+// every pending timer from its log. Open deletes every other file in the
+// directory: runs of a Job whose checkpoint never became durable, runs a
+// later state made obsolete, and the bucket files of the layout before.
+// A run a merge replaced is not deleted at Complete, because the engine's
+// previous checkpoint still lists it until the new one is durable: Release
+// deletes it once the engine says so.
+//
+// A failed Job writes nothing the store relies on: its file is deleted, and
+// the frozen entries it was writing stay frozen and readable for the next
+// Job, which writes them into a new file. No file is ever written, or
+// fsynced, twice, so a failed fsync whose pages Linux marked clean is never
+// vouched for by a later one.
+//
+// Concurrency. A Store is not safe for concurrent use: the engine calls it
+// under its lock. Job.Run and LoadPlan.Read run without that lock: they
+// read only immutable run files, frozen memtables and what the plan
+// copied. Each run file is kept open; its handle is closed when the store
+// has released it and no plan or job still reads it.
+package timerstore

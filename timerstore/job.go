@@ -1,0 +1,295 @@
+package timerstore
+
+import (
+	"math"
+	"slices"
+
+	"github.com/hourglass-mq/hourglass/vfs"
+)
+
+// The merge policy. A Job's output absorbs the newest runs while each is at
+// most mergeRatio times the output so far (size-tiered: an entry is
+// rewritten about log(N / checkpoint size) times over its life), and
+// always while the run set would otherwise exceed maxRuns; a run more than
+// half dead is absorbed too, so that the disk held by loaded buckets is
+// given back. Sizes are live entries, estimated from the sparse index.
+const (
+	mergeRatio = 2
+	maxRuns    = 8
+)
+
+// Job writes what a Prepare froze as one run file, merging the runs it
+// picked, outside the owner's lock; see the package doc.
+type Job struct {
+	fs     vfs.FS
+	dir    string
+	seq    uint64
+	frozen []frozenPart
+	inputs []runPart // the runs merged into the output, referenced
+	// dropped are runs with no live entry left: they leave the run set
+	// without being read.
+	dropped []*run
+	out     *run // the output; nil when it would be empty
+}
+
+// Prepare freezes the memtable and picks the runs to merge and drop, for a
+// Job that the owner runs without its lock and ends with Complete. Only
+// one Job may be outstanding (ErrBusy).
+func (s *Store) Prepare() (*Job, error) {
+	if s.job != nil {
+		return nil, ErrBusy
+	}
+	if s.mem.n > 0 {
+		s.frozen = append(s.frozen, s.mem)
+		s.mem = newMemtable()
+	}
+	j := &Job{fs: s.fs, dir: s.dir}
+	fresh := uint64(0)
+	for _, m := range s.frozen {
+		j.frozen = append(j.frozen, frozenPart{m: m, deadBelow: m.deadBelow})
+		fresh += uint64(m.n)
+	}
+	var keep []*run
+	for _, r := range s.runs {
+		if r.last < r.deadBelow {
+			j.dropped = append(j.dropped, r)
+		} else {
+			keep = append(keep, r)
+		}
+	}
+	merge := pickMerge(keep, fresh)
+	for _, r := range keep {
+		if merge[r] {
+			r.ref()
+			j.inputs = append(j.inputs, runPart{r: r, deadBelow: r.deadBelow})
+		}
+	}
+	if fresh > 0 || len(j.inputs) > 0 {
+		j.seq = s.nextSeq
+		s.nextSeq++
+	}
+	s.job, s.jobCut = j, math.MinInt64
+	return j, nil
+}
+
+// pickMerge returns the runs of keep (oldest first) to merge into an
+// output that starts with fresh entries.
+func pickMerge(keep []*run, fresh uint64) map[*run]bool {
+	merge := map[*run]bool{}
+	out := fresh
+	left := len(keep)
+	for i := len(keep) - 1; i >= 0; i-- {
+		live := keep[i].live()
+		if live > mergeRatio*out && left+1 <= maxRuns {
+			break
+		}
+		merge[keep[i]] = true
+		out += live
+		left--
+	}
+	for _, r := range keep {
+		if !merge[r] && r.live() < r.entries/2 {
+			merge[r] = true
+		}
+	}
+	return merge
+}
+
+// frozenPart is a frozen memtable a Job writes, with its deadBelow when
+// the Job was prepared. Its map is read, not written, by the Job: it is
+// flattened and sorted outside the owner's lock.
+type frozenPart struct {
+	m         *memtable
+	deadBelow int64
+}
+
+// source is one sorted input of a merge.
+type source interface {
+	next() bool
+	entry() Entry
+	failed() error
+}
+
+// sliceSource walks sorted entries in memory.
+type sliceSource struct {
+	es []Entry
+	i  int
+}
+
+func (m *sliceSource) next() bool    { m.i++; return m.i <= len(m.es) }
+func (m *sliceSource) entry() Entry  { return m.es[m.i-1] }
+func (m *sliceSource) failed() error { return nil }
+
+func (it *iter) entry() Entry  { return it.cur }
+func (it *iter) failed() error { return it.err }
+
+// Run writes the output run: the frozen entries, sorted, merged with the
+// input runs, each without its dead entries; then it fsyncs the file and
+// the directory. An input block that fails its check fails the Job with
+// ErrCorrupt.
+func (j *Job) Run() error {
+	if j.seq == 0 {
+		return nil // nothing to write
+	}
+	n := 0
+	for _, p := range j.frozen {
+		n += p.m.n
+	}
+	es := make([]Entry, 0, n)
+	for _, p := range j.frozen {
+		for _, b := range p.m.m {
+			for _, e := range b {
+				if e.Due >= p.deadBelow {
+					es = append(es, e)
+				}
+			}
+		}
+	}
+	slices.SortFunc(es, compareEntries)
+	srcs := []source{&sliceSource{es: es}}
+	for _, in := range j.inputs {
+		srcs = append(srcs, &deadFilter{it: newIter(in.r.runMeta, in.r.name, in.r.f, false), deadBelow: in.deadBelow})
+	}
+	name := runName(j.dir, j.seq)
+	f, err := j.fs.Create(name)
+	if err != nil {
+		return err
+	}
+	w := newWriter(f, name, j.seq)
+	err = merge(srcs, w.add)
+	if err == nil && w.entries > 0 {
+		j.out, err = w.finish()
+	}
+	if err != nil || j.out == nil {
+		f.Close()
+		j.out = nil
+		if rerr := j.fs.Remove(name); err == nil && rerr != nil && !vfs.IsNotExist(rerr) {
+			err = rerr
+		}
+		return err
+	}
+	if err := j.fs.SyncDir(j.dir); err != nil {
+		return err
+	}
+	return nil
+}
+
+// deadFilter skips a run's entries below its deadBelow.
+type deadFilter struct {
+	it        *iter
+	deadBelow int64
+}
+
+func (d *deadFilter) next() bool {
+	for d.it.next() {
+		if d.it.cur.Due >= d.deadBelow {
+			return true
+		}
+	}
+	return false
+}
+func (d *deadFilter) entry() Entry  { return d.it.cur }
+func (d *deadFilter) failed() error { return d.it.err }
+
+// merge hands the entries of the sorted sources to emit in order. Few
+// sources (at most maxRuns and the frozen entries) make a linear choice
+// cheaper than a heap.
+func merge(srcs []source, emit func(Entry) error) error {
+	live := srcs[:0:0]
+	for _, s := range srcs {
+		if s.next() {
+			live = append(live, s)
+		} else if err := s.failed(); err != nil {
+			return err
+		}
+	}
+	for len(live) > 0 {
+		k := 0
+		for i := 1; i < len(live); i++ {
+			if live[i].entry().before(live[k].entry()) {
+				k = i
+			}
+		}
+		if err := emit(live[k].entry()); err != nil {
+			return err
+		}
+		if !live[k].next() {
+			if err := live[k].failed(); err != nil {
+				return err
+			}
+			live = slices.Delete(live, k, k+1)
+		}
+	}
+	return nil
+}
+
+// Complete ends the Job and returns the state to record in the checkpoint.
+// On success the output joins the run set and the runs it replaced leave
+// it (Release deletes their files); on failure (err, the Job's error) the
+// run set is unchanged, the Job's file is gone and its frozen entries wait
+// for the next Job.
+func (s *Store) Complete(j *Job, err error) ([]byte, error) {
+	if s.job != j {
+		panic("timerstore: Complete of a job that is not outstanding")
+	}
+	s.job = nil
+	for _, in := range j.inputs {
+		in.r.unref()
+	}
+	if err != nil {
+		if j.out != nil {
+			j.out.unref()
+			s.fs.Remove(j.out.name) // unlisted anyway: Open deletes it
+		}
+		return nil, err
+	}
+	s.frozen = s.frozen[len(j.frozen):]
+	gone := map[*run]bool{}
+	for _, in := range j.inputs {
+		gone[in.r] = true
+	}
+	for _, r := range j.dropped {
+		gone[r] = true
+	}
+	runs := s.runs[:0:0]
+	for _, r := range s.runs {
+		if gone[r] {
+			s.retired = append(s.retired, r)
+		} else {
+			runs = append(runs, r)
+		}
+	}
+	if j.out != nil {
+		j.out.deadBelow = s.jobCut
+		runs = append(runs, j.out)
+	}
+	s.runs = runs
+	return s.state().encode(), nil
+}
+
+// state returns the run set as the state records it.
+func (s *Store) state() state {
+	st := state{nextSeq: s.nextSeq}
+	for _, r := range s.runs {
+		st.runs = append(st.runs, r.runMeta)
+	}
+	return st
+}
+
+// Release deletes the files of the runs that left the run set. The owner
+// calls it once a checkpoint holding the state of the latest Complete is
+// durable, so that no durable state lists them any more. A file still read
+// by a load plan stays readable through its open handle until the plan
+// ends. It returns the first failed removal; a file left behind is deleted
+// by the next Open.
+func (s *Store) Release() error {
+	var first error
+	for _, r := range s.retired {
+		if err := s.fs.Remove(r.name); err != nil && !vfs.IsNotExist(err) && first == nil {
+			first = err
+		}
+		r.unref()
+	}
+	s.retired = nil
+	return first
+}
