@@ -1,11 +1,13 @@
 package engine
 
 import (
+	"fmt"
 	"path"
 	"testing"
 	"time"
 
 	"github.com/hourglass-mq/hourglass/message"
+	"github.com/hourglass-mq/hourglass/timerstore"
 	"github.com/hourglass-mq/hourglass/vfs"
 )
 
@@ -81,6 +83,46 @@ func TestDamagedTimerBucketsAreRebuilt(t *testing.T) {
 		}
 		h.e.Close()
 		h.e = nil
+	}
+}
+
+// TestTimerRebuildSpills: recovery writes the timers it rebuilds out as
+// runs as it goes, rather than holding every retained message's timer in
+// memory until the first checkpoint; nothing is lost by it, and the first
+// checkpoint lists the runs (a restart after it rebuilds nothing).
+func TestTimerRebuildSpills(t *testing.T) {
+	old := timerSpillBytes
+	timerSpillBytes = 50 * timerstore.EntrySize
+	defer func() { timerSpillBytes = old }()
+	h := newHarness(t, nil)
+	const n = 400
+	for i := range n {
+		h.send("t", fmt.Sprint("k", i), message.When{Delay: time.Hour + time.Duration(i)*time.Minute})
+	}
+	h.e.Close()
+	damageTimers(t, h.fs, "data", true)
+	h.open()
+	if got := h.e.Stats().CacheRebuilds.Load(); got != 1 {
+		t.Fatalf("%d rebuilds, want 1", got)
+	}
+	h.e.mu.Lock()
+	runs, buffered := h.e.disp.timers.Runs(), h.e.disp.timers.Buffered()
+	h.e.mu.Unlock()
+	if runs == 0 || buffered >= timerSpillBytes {
+		t.Fatalf("after the rebuild: %d runs, %d bytes in memory; want runs and less than %d", runs, buffered, timerSpillBytes)
+	}
+	if err := h.e.checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	h.e.Close()
+	h.open()
+	if got := h.e.Stats().CacheRebuilds.Load(); got != 0 {
+		t.Fatalf("a restart after the first checkpoint rebuilt the timers again (%d)", got)
+	}
+	waitParked(h.e, h.clk)
+	h.clk.Advance(time.Hour + n*time.Minute)
+	if vs := h.settle("t", n); len(vs) != n {
+		t.Fatalf("%d visible, want %d", len(vs), n)
 	}
 }
 

@@ -93,10 +93,12 @@ func (e *Engine) checkpointLocked() (st *checkpointState, pause time.Duration, e
 	if err := e.keys.Release(c.keyJob); err != nil {
 		e.opts.Logger.Warn("removing replaced key index runs failed", "err", err)
 	}
+	// The files go outside the lock: unlinking a large run frees its
+	// blocks, journal work no send should wait for under mu.
 	e.mu.Lock()
-	err = e.disp.timers.Release()
+	release := e.disp.timers.Release()
 	e.mu.Unlock()
-	if err != nil {
+	if err := release(); err != nil {
 		e.opts.Logger.Warn("removing replaced timer index runs failed", "err", err)
 	}
 	e.stats.Checkpoints.Add(1)
@@ -166,13 +168,13 @@ func (e *Engine) captureLocked(openGate func()) (*ckptCapture, error) {
 	// run file outside the locks.
 	var err error
 	if c.keyJob, err = e.keys.Prepare(); err != nil {
-		return nil, e.cacheErr("key index", err)
+		return nil, e.cacheErrLocked("key index", err)
 	}
 	// The timer index freezes what was Added so far, in one step whatever
 	// its size; its job writes it as one run file outside the locks.
 	if c.timerJob, err = e.disp.timers.Prepare(); err != nil {
 		e.keys.Complete(c.keyJob, err) // its frozen entries wait for the next job
-		return nil, e.cacheErr("timer index", err)
+		return nil, e.cacheErrLocked("timer index", err)
 	}
 	c.ovJob, c.st.OverlayFiles = e.ovl.journal.prepare()
 	return c, nil

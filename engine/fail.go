@@ -98,3 +98,13 @@ func (e *Engine) cacheErr(what string, err error) error {
 	}
 	return e.fail(err)
 }
+
+// cacheErrLocked is cacheErr for a caller holding mu (the capture).
+func (e *Engine) cacheErrLocked(what string, err error) error {
+	err = fmt.Errorf("%s: %w", what, err)
+	if errors.Is(err, syscall.ENOSPC) {
+		return err
+	}
+	e.failLocked(err)
+	return err
+}

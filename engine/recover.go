@@ -42,7 +42,10 @@ func (e *Engine) recover() error {
 	replayed := 0
 	err = e.clog.Scan(commitlog.Pos(st.LogPos), func(pos commitlog.Pos, rec commitlog.Record) error {
 		replayed++
-		return e.replayLocked(uint64(pos), rec, &minDue)
+		if err := e.replayLocked(uint64(pos), rec, &minDue); err != nil {
+			return err
+		}
+		return e.spillTimers()
 	})
 	if err != nil {
 		return fmt.Errorf("replay from %d: %w", st.LogPos, err)
@@ -269,12 +272,37 @@ func (e *Engine) openTimers(st *checkpointState) error {
 		en := timerstore.Entry{Due: ref.due, Pos: orig, Topic: t.id, Queue: uint16(s.Queue), Kind: ref.timerKind()}
 		e.countTimerLocked(en)
 		e.disp.timers.Add(en)
-		return nil
+		return e.spillTimers()
 	})
 	if err != nil {
 		return fmt.Errorf("rebuild the timer index from the log: %w", err)
 	}
 	e.finishRecountLocked()
+	return nil
+}
+
+// timerSpillBytes is how many bytes of timer entries recovery holds in
+// memory before it writes them out (a variable for tests).
+var timerSpillBytes = timerstore.FlushThreshold
+
+// spillTimers writes the timer index's memtable out as a run once it holds
+// timerSpillBytes, during recovery: a rebuild Adds a timer for every
+// retained message and a replay one for every send after the checkpoint,
+// before any checkpoint can write them, and a long log would otherwise be
+// held in memory whole. The run set is recorded by the first checkpoint,
+// which lists the run; a crash before it leaves the run unlisted, and the
+// next Open deletes it.
+func (e *Engine) spillTimers() error {
+	if e.disp.timers.Buffered() < timerSpillBytes {
+		return nil
+	}
+	j, err := e.disp.timers.Prepare()
+	if err != nil {
+		return err
+	}
+	if _, err := e.disp.timers.Complete(j, j.Run()); err != nil {
+		return fmt.Errorf("write the timer index: %w", err)
+	}
 	return nil
 }
 

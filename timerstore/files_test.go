@@ -1,7 +1,9 @@
 package timerstore
 
 import (
+	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"path"
 	"testing"
 
@@ -198,5 +200,81 @@ func truncate(t *testing.T, fs vfs.FS, name string, n int64) {
 	defer f.Close()
 	if err := f.Truncate(n); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestStateRefusesNonsense: a state whose check passes but whose values no
+// store writes is damage: a next sequence number of 0 (a job would take
+// seq 0), a reserved field set, or a run of 2^50 entries (whose sparse
+// index Open must not allocate before it sees the file's size).
+func TestStateRefusesNonsense(t *testing.T) {
+	mem := vfs.NewMem()
+	s := open(t, mem, nil)
+	s.Add(entry(5, 1))
+	good := checkpoint(t, s)
+	s.Close()
+	st, err := decodeState(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string][]byte{
+		"next seq 0":      state{nextSeq: 0}.encode(),
+		"huge run":        state{nextSeq: st.nextSeq, runs: []runMeta{{seq: st.runs[0].seq, entries: 1 << 50, sum: st.runs[0].sum, deadBelow: st.runs[0].deadBelow}}}.encode(),
+		"reserved header": reseal(good, 6),
+		"reserved run":    reseal(good, stateHeader+28),
+	}
+	for what, b := range cases {
+		if _, err := Open(mem, dir, width, b, nil); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: %v, want ErrCorrupt", what, err)
+		}
+	}
+	if _, err := Open(mem, dir, width, good, nil); err != nil {
+		t.Fatalf("the good state after them: %v", err)
+	}
+}
+
+// reseal sets byte i of a state and makes its check right again.
+func reseal(b []byte, i int) []byte {
+	c := append([]byte(nil), b[:len(b)-4]...)
+	c[i] = 1
+	return binary.LittleEndian.AppendUint32(c, crc32.Update(checkSeed, castagnoli, c))
+}
+
+// TestRemoveWhileAJobRuns: a Remove under the owner's lock while a Job
+// runs without it (the race detector's business), and the cut reaches the
+// job's output.
+func TestRemoveWhileAJobRuns(t *testing.T) {
+	mem := vfs.NewMem()
+	s := open(t, mem, nil)
+	for i := range uint64(2000) {
+		s.Add(entry(int64(i)*width/4, i+1))
+	}
+	checkpoint(t, s)
+	s.Add(entry(10*width, 9999))
+	j, err := s.Prepare()
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error)
+	go func() { done <- j.Run() }()
+	s.Remove(100 * width)
+	if _, err := s.Complete(j, <-done); err != nil {
+		t.Fatal(err)
+	}
+	if es := load(t, s, 10*width); len(es) != 0 {
+		t.Fatalf("a bucket the Remove forgot still loads %d entries", len(es))
+	}
+	if es := load(t, s, 200*width); len(es) != 4 {
+		t.Fatalf("bucket 200: %d entries, want 4", len(es))
+	}
+}
+
+// TestClosedStoreTakesNoJob: after Close a checkpoint cannot record an
+// empty run set, which would make the next Open delete every run.
+func TestClosedStoreTakesNoJob(t *testing.T) {
+	s := open(t, vfs.NewMem(), nil)
+	s.Close()
+	if _, err := s.Prepare(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("prepare after close: %v", err)
 	}
 }

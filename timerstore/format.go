@@ -62,6 +62,8 @@ var (
 	ErrCorrupt = errors.New("timerstore: corrupt timer index")
 	// ErrBusy is returned by Prepare while a Job is outstanding.
 	ErrBusy = errors.New("timerstore: a job is outstanding")
+	// ErrClosed is returned by Prepare after Close.
+	ErrClosed = errors.New("timerstore: closed")
 )
 
 // CorruptError is the damage behind every ErrCorrupt of this package: the
@@ -217,7 +219,13 @@ func decodeState(b []byte) (state, error) {
 	if v := binary.LittleEndian.Uint16(b[4:]); v != stateVersion {
 		return bad("version %d, this hourglass reads version %d", v, stateVersion)
 	}
+	if binary.LittleEndian.Uint16(b[6:]) != 0 {
+		return bad("reserved field is not zero")
+	}
 	st := state{nextSeq: binary.LittleEndian.Uint64(b[8:])}
+	if st.nextSeq == 0 || st.nextSeq == math.MaxUint64 {
+		return bad("next sequence number %d", st.nextSeq)
+	}
 	n := binary.LittleEndian.Uint32(b[16:])
 	if uint64(len(body)) != stateHeader+uint64(n)*stateRunSize {
 		return bad("%d bytes for %d runs", len(b), n)
@@ -226,7 +234,10 @@ func decodeState(b []byte) (state, error) {
 		p := body[stateHeader+i*stateRunSize:]
 		m := runMeta{seq: binary.LittleEndian.Uint64(p), entries: binary.LittleEndian.Uint64(p[8:]),
 			deadBelow: int64(binary.LittleEndian.Uint64(p[16:])), sum: binary.LittleEndian.Uint32(p[24:])}
-		if m.seq >= st.nextSeq || m.entries == 0 || m.entries > math.MaxInt64/BlockSize ||
+		if binary.LittleEndian.Uint32(p[28:]) != 0 {
+			return bad("run %d: reserved field is not zero", i)
+		}
+		if m.seq == 0 || m.seq >= st.nextSeq || m.entries == 0 || m.entries > math.MaxInt64/BlockSize ||
 			i > 0 && m.seq <= st.runs[i-1].seq {
 			return bad("run %d (seq %d, %d entries) does not fit the run set", i, m.seq, m.entries)
 		}

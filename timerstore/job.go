@@ -1,6 +1,7 @@
 package timerstore
 
 import (
+	"errors"
 	"math"
 	"slices"
 
@@ -24,6 +25,8 @@ type Job struct {
 	fs     vfs.FS
 	dir    string
 	seq    uint64
+	write  bool // whether there is an output to write
+	ran    bool // Run succeeded
 	frozen []frozenPart
 	inputs []runPart // the runs merged into the output, referenced
 	// dropped are runs with no live entry left: they leave the run set
@@ -36,6 +39,9 @@ type Job struct {
 // Job that the owner runs without its lock and ends with Complete. Only
 // one Job may be outstanding (ErrBusy).
 func (s *Store) Prepare() (*Job, error) {
+	if s.closed {
+		return nil, ErrClosed
+	}
 	if s.job != nil {
 		return nil, ErrBusy
 	}
@@ -61,11 +67,11 @@ func (s *Store) Prepare() (*Job, error) {
 	for _, r := range keep {
 		if merge[r] {
 			r.ref()
-			j.inputs = append(j.inputs, runPart{r: r, deadBelow: r.deadBelow})
+			j.inputs = append(j.inputs, runPart{r: r, meta: r.runMeta})
 		}
 	}
 	if fresh > 0 || len(j.inputs) > 0 {
-		j.seq = s.nextSeq
+		j.seq, j.write = s.nextSeq, true
 		s.nextSeq++
 	}
 	s.job, s.jobCut = j, math.MinInt64
@@ -110,15 +116,50 @@ type source interface {
 	failed() error
 }
 
-// sliceSource walks sorted entries in memory.
-type sliceSource struct {
-	es []Entry
-	i  int
+// memSource walks a frozen memtable in order: its buckets by start, and
+// each bucket's entries sorted in a buffer of its own. Not one sort of the
+// whole memtable: a checkpoint after a large preload holds hundreds of
+// thousands of entries, and one sort of them all made a buffer of that
+// size and took one core for a sixth of a second, which the sends beside
+// it felt (docs/benchmarks.md, issue 8 ninth pass); a bucket holds few.
+type memSource struct {
+	m         *memtable
+	deadBelow int64
+	buckets   []int64
+	k         int     // the next bucket
+	es        []Entry // the current bucket's live entries, sorted
+	i         int
 }
 
-func (m *sliceSource) next() bool    { m.i++; return m.i <= len(m.es) }
-func (m *sliceSource) entry() Entry  { return m.es[m.i-1] }
-func (m *sliceSource) failed() error { return nil }
+func newMemSource(p frozenPart) *memSource {
+	bs := make([]int64, 0, len(p.m.m))
+	for b := range p.m.m {
+		bs = append(bs, b)
+	}
+	slices.Sort(bs)
+	return &memSource{m: p.m, deadBelow: p.deadBelow, buckets: bs}
+}
+
+func (m *memSource) next() bool {
+	m.i++
+	for m.i > len(m.es) {
+		if m.k == len(m.buckets) {
+			return false
+		}
+		m.es, m.i = m.es[:0], 1
+		for _, e := range m.m.m[m.buckets[m.k]] {
+			if e.Due >= m.deadBelow {
+				m.es = append(m.es, e)
+			}
+		}
+		m.k++
+		slices.SortFunc(m.es, compareEntries)
+	}
+	return true
+}
+
+func (m *memSource) entry() Entry  { return m.es[m.i-1] }
+func (m *memSource) failed() error { return nil }
 
 func (it *iter) entry() Entry  { return it.cur }
 func (it *iter) failed() error { return it.err }
@@ -128,27 +169,16 @@ func (it *iter) failed() error { return it.err }
 // the directory. An input block that fails its check fails the Job with
 // ErrCorrupt.
 func (j *Job) Run() error {
-	if j.seq == 0 {
-		return nil // nothing to write
+	if !j.write {
+		j.ran = true
+		return nil
 	}
-	n := 0
+	var srcs []source
 	for _, p := range j.frozen {
-		n += p.m.n
+		srcs = append(srcs, newMemSource(p))
 	}
-	es := make([]Entry, 0, n)
-	for _, p := range j.frozen {
-		for _, b := range p.m.m {
-			for _, e := range b {
-				if e.Due >= p.deadBelow {
-					es = append(es, e)
-				}
-			}
-		}
-	}
-	slices.SortFunc(es, compareEntries)
-	srcs := []source{&sliceSource{es: es}}
 	for _, in := range j.inputs {
-		srcs = append(srcs, &deadFilter{it: newIter(in.r.runMeta, in.r.name, in.r.f, false), deadBelow: in.deadBelow})
+		srcs = append(srcs, &deadFilter{it: newIter(in.meta, in.r.name, in.r.f, false), deadBelow: in.meta.deadBelow})
 	}
 	name := runName(j.dir, j.seq)
 	f, err := j.fs.Create(name)
@@ -166,11 +196,16 @@ func (j *Job) Run() error {
 		if rerr := j.fs.Remove(name); err == nil && rerr != nil && !vfs.IsNotExist(rerr) {
 			err = rerr
 		}
+		j.ran = err == nil // nothing was left alive to write
 		return err
 	}
 	if err := j.fs.SyncDir(j.dir); err != nil {
+		j.out.unref()
+		j.out = nil
+		j.fs.Remove(name) // unlisted anyway: Open deletes it
 		return err
 	}
+	j.ran = true
 	return nil
 }
 
@@ -236,10 +271,13 @@ func (s *Store) Complete(j *Job, err error) ([]byte, error) {
 	for _, in := range j.inputs {
 		in.r.unref()
 	}
+	if err == nil && !j.ran {
+		err = errors.New("timerstore: Complete of a job that did not run")
+	}
 	if err != nil {
-		if j.out != nil {
+		if j.out != nil { // it ran, but the owner's checkpoint failed
 			j.out.unref()
-			s.fs.Remove(j.out.name) // unlisted anyway: Open deletes it
+			s.orphans = append(s.orphans, j.out.name)
 		}
 		return nil, err
 	}
@@ -276,20 +314,32 @@ func (s *Store) state() state {
 	return st
 }
 
-// Release deletes the files of the runs that left the run set. The owner
-// calls it once a checkpoint holding the state of the latest Complete is
-// durable, so that no durable state lists them any more. A file still read
-// by a load plan stays readable through its open handle until the plan
-// ends. It returns the first failed removal; a file left behind is deleted
-// by the next Open.
-func (s *Store) Release() error {
-	var first error
-	for _, r := range s.retired {
-		if err := s.fs.Remove(r.name); err != nil && !vfs.IsNotExist(err) && first == nil {
-			first = err
+// Release takes the runs that left the run set, and the files of jobs
+// whose checkpoint failed, and returns the function that deletes them.
+// The owner calls it once a checkpoint holding the state of the latest
+// Complete is durable, so that no durable state lists them any more, and
+// calls the function without its lock: unlinking a large file frees its
+// blocks, which is journal work. A file still read by a load plan stays
+// readable through its open handle until the plan ends. The function
+// returns the first failed removal; a file left behind is deleted by the
+// next Open.
+func (s *Store) Release() func() error {
+	retired, orphans := s.retired, s.orphans
+	s.retired, s.orphans = nil, nil
+	return func() error {
+		var first error
+		remove := func(name string) {
+			if err := s.fs.Remove(name); err != nil && !vfs.IsNotExist(err) && first == nil {
+				first = err
+			}
 		}
-		r.unref()
+		for _, r := range retired {
+			remove(r.name)
+			r.unref()
+		}
+		for _, name := range orphans {
+			remove(name)
+		}
+		return first
 	}
-	s.retired = nil
-	return first
 }

@@ -210,6 +210,17 @@ func openRun(fs vfs.FS, dir string, m runMeta, visit func(Entry)) (*run, error) 
 	if err != nil {
 		return nil, err
 	}
+	// The size first: the state's entry count sizes the sparse index, and
+	// a damaged count must not allocate it.
+	size, err := f.Size()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if want := m.blocks() * BlockSize; size != want {
+		f.Close()
+		return nil, corrupt(name, min(size, want), "file is %d bytes, the state recorded %d entries in %d", size, m.entries, want)
+	}
 	it := newIter(m, name, f, true)
 	for it.next() {
 		if visit != nil && it.cur.Due >= m.deadBelow {

@@ -31,6 +31,10 @@ type Store struct {
 	// retired are runs that left the run set at a Complete; the previous
 	// durable state may still list them, so Release deletes their files.
 	retired []*run
+	// orphans are files of jobs whose Complete was given the owner's
+	// failure after they ran: no state lists them; Release deletes them.
+	orphans []string
+	closed  bool
 	// count is the number of entries (duplicates included) of each live
 	// bucket; a bucket is live from its first Add until Remove forgets it.
 	count map[int64]int64
@@ -122,6 +126,7 @@ func (s *Store) removeUnlisted(listed map[string]bool) error {
 // Close closes the run files. No Job may be outstanding, and no load plan
 // may be read afterwards.
 func (s *Store) Close() {
+	s.closed = true
 	for _, r := range s.runs {
 		r.unref()
 	}
@@ -266,7 +271,7 @@ func (s *Store) LoadPlan(b int64) *LoadPlan {
 	for _, r := range s.runs {
 		if r.last >= max(b, r.deadBelow) && len(r.first) > 0 && r.first[0] < p.hi {
 			r.ref()
-			p.runs = append(p.runs, runPart{r: r, deadBelow: r.deadBelow})
+			p.runs = append(p.runs, runPart{r: r, meta: r.runMeta})
 		}
 	}
 	return p
@@ -287,11 +292,12 @@ type part struct {
 	deadBelow int64
 }
 
-// runPart is a run a plan reads, with its deadBelow when the plan was
-// taken.
+// runPart is a run a plan or a job reads, with what the state said of it
+// when the plan or the job was prepared: Remove may raise the run's
+// deadBelow meanwhile, under the owner's lock, which they do not hold.
 type runPart struct {
-	r         *run
-	deadBelow int64
+	r    *run
+	meta runMeta
 }
 
 // Read returns the plan's entries without duplicate (due, pos) pairs, in
@@ -316,7 +322,7 @@ func (p *LoadPlan) Read() ([]Entry, error) {
 		}
 	}
 	for _, rp := range p.runs {
-		es, err := rp.r.readRange(max(p.lo, rp.deadBelow), p.hi)
+		es, err := rp.r.readRange(max(p.lo, rp.meta.deadBelow), p.hi)
 		if err != nil {
 			return nil, err
 		}

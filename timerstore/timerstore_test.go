@@ -38,7 +38,7 @@ func checkpoint(t testing.TB, s *Store) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Release(); err != nil {
+	if err := s.Release()(); err != nil {
 		t.Fatal(err)
 	}
 	return st
@@ -145,7 +145,7 @@ func runModel(t *testing.T, seed uint64) {
 				afterPrep = append(prepared, afterPrep...) // the next job writes them
 				continue
 			}
-			if err := s.Release(); err != nil {
+			if err := s.Release()(); err != nil {
 				t.Fatal(err)
 			}
 			state, sinceState = st, slices.Clone(afterPrep)

@@ -15,6 +15,15 @@ type WritebackStarter interface {
 	StartWriteback(off, n int64) error
 }
 
+// WriteOuter is an optional feature of a File: writing a range's dirty
+// pages out and waiting until the device has them, without making anything
+// durable (no metadata, no cache flush). WritePaced uses it to keep at
+// most one step of a large write in the device's queue at a time, so that
+// another file's fsync waits behind a step, not behind megabytes.
+type WriteOuter interface {
+	WriteOut(off, n int64) error
+}
+
 // PaceBytes is how much a paced writer writes between two calls of
 // StartWriteback: small enough that the write-out of one step takes the
 // device well under a millisecond, large enough that the calls are few.
@@ -29,9 +38,12 @@ func StartWriteback(f File, off, n int64) error {
 	return nil
 }
 
-// WritePaced writes data at off of f in PaceBytes steps, starting the
-// writeback of each whole step as soon as it is written (see
-// WritebackStarter). A last step shorter than PaceBytes, and so a write
+// WritePaced writes data at off of f in PaceBytes steps, writing each
+// whole step out as soon as it is written and waiting for it (WriteOuter;
+// a file that only starts its writeback, WritebackStarter, starts it).
+// With the steps only started, a run of several MiB could be queued on
+// the device at once, ahead of the commit log's fdatasync; waited for, at
+// most one step is (docs/benchmarks.md, issue 8 ninth pass). A last step shorter than PaceBytes, and so a write
 // shorter than that, is left to the caller's Sync: thousands of tiny
 // write-outs cost the device more than one sync of the same pages. The
 // caller still syncs f to make data durable.
@@ -42,7 +54,13 @@ func WritePaced(f File, data []byte, off int64) error {
 			return err
 		}
 		if n == PaceBytes {
-			if err := StartWriteback(f, off, int64(n)); err != nil {
+			var err error
+			if w, ok := f.(WriteOuter); ok {
+				err = w.WriteOut(off, int64(n))
+			} else {
+				err = StartWriteback(f, off, int64(n))
+			}
+			if err != nil {
 				return err
 			}
 		}
