@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"path"
+	"strings"
 	"testing"
 	"time"
 
@@ -111,6 +113,11 @@ func TestTimerRebuildSpills(t *testing.T) {
 	if runs == 0 || buffered >= timerSpillBytes {
 		t.Fatalf("after the rebuild: %d runs, %d bytes in memory; want runs and less than %d", runs, buffered, timerSpillBytes)
 	}
+	// The runs the spills merged away are gone already: no durable
+	// checkpoint lists them.
+	if files, err := h.fs.List("data/timers"); err != nil || len(files) != runs {
+		t.Fatalf("after the rebuild: %d files for %d runs (%v)", len(files), runs, err)
+	}
 	if err := h.e.checkpoint(); err != nil {
 		t.Fatal(err)
 	}
@@ -119,6 +126,44 @@ func TestTimerRebuildSpills(t *testing.T) {
 	if got := h.e.Stats().CacheRebuilds.Load(); got != 0 {
 		t.Fatalf("a restart after the first checkpoint rebuilt the timers again (%d)", got)
 	}
+	waitParked(h.e, h.clk)
+	h.clk.Advance(time.Hour + n*time.Minute)
+	if vs := h.settle("t", n); len(vs) != n {
+		t.Fatalf("%d visible, want %d", len(vs), n)
+	}
+}
+
+// TestTimerSpillFailureKeepsRecovering: a recovery that cannot write its
+// timers out (a full disk) still starts, with the timers in memory, and
+// delivers every message; the first checkpoint with room writes them.
+func TestTimerSpillFailureKeepsRecovering(t *testing.T) {
+	old := timerSpillBytes
+	timerSpillBytes = 50 * timerstore.EntrySize
+	defer func() { timerSpillBytes = old }()
+	ffs := vfs.NewFaulty(vfs.NewMem())
+	h := newHarness(t, func(o *Options) { o.FS = ffs })
+	const n = 300
+	for i := range n {
+		h.send("t", fmt.Sprint("k", i), message.When{Delay: time.Hour + time.Duration(i)*time.Minute})
+	}
+	h.e.Close()
+	damageTimers(t, ffs, "data", true)
+	full := errors.New("injected: no space") // wraps nothing: a failure the spill cannot tell from any other
+	ffs.Inject(func(op vfs.Op, name string) error {
+		if op == vfs.OpCreate && strings.HasPrefix(name, "data/timers/") {
+			return full
+		}
+		return nil
+	})
+	h.open()
+	if files, err := ffs.List("data/timers"); err != nil || len(files) != 0 {
+		t.Fatalf("files after a recovery whose spills all failed: %v %v", files, err)
+	}
+	ffs.Inject(nil)
+	if err := h.e.checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	h.restart()
 	waitParked(h.e, h.clk)
 	h.clk.Advance(time.Hour + n*time.Minute)
 	if vs := h.settle("t", n); len(vs) != n {

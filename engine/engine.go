@@ -237,6 +237,7 @@ type segTable struct {
 // Engine.mu.
 type dispatcher struct {
 	timers          *timerstore.Store
+	spillOff        bool                       // recovery stopped writing timers out (spillTimers)
 	wheel           *timewheel.Wheel[timerRef] // message timers, expired up to stageAhead early
 	leases          *timewheel.Wheel[timerRef] // lease and retry timers, expired at their time
 	near            map[uint64]*wheelTimer     // message timers in the wheel or staged, by pos (dueSet)

@@ -7,6 +7,8 @@ import (
 
 	"github.com/hourglass-mq/hourglass/commitlog"
 	"github.com/hourglass-mq/hourglass/errs"
+	"github.com/hourglass-mq/hourglass/keyindex"
+	"github.com/hourglass-mq/hourglass/timerstore"
 )
 
 // Fail-stop after a failed fsync.
@@ -99,10 +101,13 @@ func (e *Engine) cacheErr(what string, err error) error {
 	return e.fail(err)
 }
 
-// cacheErrLocked is cacheErr for a caller holding mu (the capture).
+// cacheErrLocked is cacheErr for a caller holding mu (the capture). A
+// cache closed by Close, or busy with another job, is no storage failure:
+// a Backup that waited for the checkpoint lock behind Close meets it.
 func (e *Engine) cacheErrLocked(what string, err error) error {
 	err = fmt.Errorf("%s: %w", what, err)
-	if errors.Is(err, syscall.ENOSPC) {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, keyindex.ErrClosed) || errors.Is(err, keyindex.ErrBusy) ||
+		errors.Is(err, timerstore.ErrClosed) || errors.Is(err, timerstore.ErrBusy) {
 		return err
 	}
 	e.failLocked(err)

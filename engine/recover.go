@@ -45,7 +45,8 @@ func (e *Engine) recover() error {
 		if err := e.replayLocked(uint64(pos), rec, &minDue); err != nil {
 			return err
 		}
-		return e.spillTimers()
+		e.spillTimers()
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("replay from %d: %w", st.LogPos, err)
@@ -272,7 +273,8 @@ func (e *Engine) openTimers(st *checkpointState) error {
 		en := timerstore.Entry{Due: ref.due, Pos: orig, Topic: t.id, Queue: uint16(s.Queue), Kind: ref.timerKind()}
 		e.countTimerLocked(en)
 		e.disp.timers.Add(en)
-		return e.spillTimers()
+		e.spillTimers()
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("rebuild the timer index from the log: %w", err)
@@ -292,18 +294,28 @@ var timerSpillBytes = timerstore.FlushThreshold
 // held in memory whole. The run set is recorded by the first checkpoint,
 // which lists the run; a crash before it leaves the run unlisted, and the
 // next Open deletes it.
-func (e *Engine) spillTimers() error {
-	if e.disp.timers.Buffered() < timerSpillBytes {
-		return nil
+//
+// A spill that fails (a full disk, a failed write or fsync) does not stop
+// the recovery: the entries stay in memory, as without spills, the job's
+// file is gone, and no further spill is tried; the first checkpoint writes
+// them and reports its own failure. Runs a spill merged away that no
+// durable checkpoint lists are deleted at once.
+func (e *Engine) spillTimers() {
+	if e.disp.spillOff || e.disp.timers.Buffered() < timerSpillBytes {
+		return
 	}
 	j, err := e.disp.timers.Prepare()
+	if err == nil {
+		_, err = e.disp.timers.Complete(j, j.Run())
+	}
 	if err != nil {
-		return err
+		e.disp.spillOff = true
+		e.opts.Logger.Warn("recovery could not write timers out as it went; keeping them in memory until the first checkpoint", "err", err)
+		return
 	}
-	if _, err := e.disp.timers.Complete(j, j.Run()); err != nil {
-		return fmt.Errorf("write the timer index: %w", err)
+	if err := e.disp.timers.DropUnlisted()(); err != nil {
+		e.opts.Logger.Warn("removing timer runs a recovery spill replaced failed; the next start removes them", "err", err)
 	}
-	return nil
 }
 
 // scanMessages calls fn with every retained message record (original or

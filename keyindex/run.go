@@ -211,10 +211,10 @@ type writer struct {
 	seq  uint64
 	buf  []byte
 	off  int64 // file offset of buf[0]
-	// kicked is the end of the range whose writeback was last started:
-	// every vfs.PaceBytes written start their write-out (vfs.WritePaced's
-	// reason), so a merge of millions of keys leaves finish's fsync only
-	// its last step.
+	// kicked is the end of the range last written out: every
+	// vfs.PaceBytes written are written out and waited for (vfs.WriteOut),
+	// so the final fsync has little left and the device never holds more
+	// than a step of the run ahead of another file's fsync.
 	kicked int64
 	nb     int // whole blocks in buf
 	n      int // entries in the block being filled
@@ -265,7 +265,7 @@ func (w *writer) flush() error {
 	w.off += int64(w.nb) * BlockSize
 	w.nb = 0
 	if w.off-w.kicked >= vfs.PaceBytes {
-		if err := vfs.StartWriteback(w.f, w.kicked, w.off-w.kicked); err != nil {
+		if err := vfs.WriteOut(w.f, w.kicked, w.off-w.kicked); err != nil {
 			return fmt.Errorf("keyindex: write %s: %w", w.name, err)
 		}
 		w.kicked = w.off

@@ -121,7 +121,9 @@ type source interface {
 // whole memtable: a checkpoint after a large preload holds hundreds of
 // thousands of entries, and one sort of them all made a buffer of that
 // size and took one core for a sixth of a second, which the sends beside
-// it felt (docs/benchmarks.md, issue 8 ninth pass); a bucket holds few.
+// it felt (docs/benchmarks.md, issue 8 ninth pass). A bucket holds few
+// entries, except a herd's (a million due at one instant is one bucket,
+// sorted whole, as before).
 type memSource struct {
 	m         *memtable
 	deadBelow int64
@@ -324,12 +326,40 @@ func (s *Store) state() state {
 // returns the first failed removal; a file left behind is deleted by the
 // next Open.
 func (s *Store) Release() func() error {
+	for _, r := range s.runs {
+		r.listed = true // the durable state lists exactly these
+	}
 	retired, orphans := s.retired, s.orphans
 	s.retired, s.orphans = nil, nil
+	return deleter(s.fs, retired, orphans)
+}
+
+// DropUnlisted takes the retired runs that no durable state ever listed
+// (written by a job since the last Release and replaced by a later one)
+// and returns the function that deletes them; the runs a durable state
+// lists stay for Release. Recovery calls it after each of its spills, so
+// that spilling a long log holds one run set, not every run it merged
+// away.
+func (s *Store) DropUnlisted() func() error {
+	var drop, keep []*run
+	for _, r := range s.retired {
+		if r.listed {
+			keep = append(keep, r)
+		} else {
+			drop = append(drop, r)
+		}
+	}
+	s.retired = keep
+	return deleter(s.fs, drop, nil)
+}
+
+// deleter returns the function that removes the files of retired runs and
+// orphans and drops the store's references to the runs.
+func deleter(fs vfs.FS, retired []*run, orphans []string) func() error {
 	return func() error {
 		var first error
 		remove := func(name string) {
-			if err := s.fs.Remove(name); err != nil && !vfs.IsNotExist(err) && first == nil {
+			if err := fs.Remove(name); err != nil && !vfs.IsNotExist(err) && first == nil {
 				first = err
 			}
 		}

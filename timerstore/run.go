@@ -21,6 +21,10 @@ type run struct {
 	// sparse index a load searches for the blocks of a bucket.
 	first []int64
 	last  int64 // due time of the last entry
+	// listed is set once a durable state lists the run (owner's lock):
+	// one that no durable state ever listed may go as soon as it leaves
+	// the run set (DropUnlisted).
+	listed bool
 	// refs counts the store's reference (dropped by Release) and the load
 	// plans and jobs reading the file; the last one closes it.
 	refs atomic.Int32

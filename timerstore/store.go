@@ -90,6 +90,7 @@ func Open(fs vfs.FS, dir string, width int64, stateBytes []byte, visit func(Entr
 			s.Close()
 			return nil, err
 		}
+		r.listed = true
 		s.runs = append(s.runs, r)
 		listed[path.Base(r.name)] = true
 	}

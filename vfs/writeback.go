@@ -24,6 +24,21 @@ type WriteOuter interface {
 	WriteOut(off, n int64) error
 }
 
+// WriteOut writes bytes [off, off+n) of f out and waits for them when f
+// is a WriteOuter, starts their write-out when it is only a
+// WritebackStarter, and does nothing otherwise. An error of the write-out
+// is returned here, and the kernel then no longer reports it to the next
+// fsync of the file: the caller must treat it as that fsync's failure.
+func WriteOut(f File, off, n int64) error {
+	if n <= 0 {
+		return nil
+	}
+	if w, ok := f.(WriteOuter); ok {
+		return w.WriteOut(off, n)
+	}
+	return StartWriteback(f, off, n)
+}
+
 // PaceBytes is how much a paced writer writes between two calls of
 // StartWriteback: small enough that the write-out of one step takes the
 // device well under a millisecond, large enough that the calls are few.
@@ -54,13 +69,7 @@ func WritePaced(f File, data []byte, off int64) error {
 			return err
 		}
 		if n == PaceBytes {
-			var err error
-			if w, ok := f.(WriteOuter); ok {
-				err = w.WriteOut(off, int64(n))
-			} else {
-				err = StartWriteback(f, off, int64(n))
-			}
-			if err != nil {
+			if err := WriteOut(f, off, int64(n)); err != nil {
 				return err
 			}
 		}

@@ -98,7 +98,7 @@ func runRestore(ctx context.Context, a *App, c *command, args []string) int {
 	fs := a.newFlagSet(c)
 	from := fs.String("from", "", "the backup directory (required)")
 	dataDir := fs.String("data-dir", "", "the new data directory (required; must not exist or be empty)")
-	width := fs.Duration("bucket-width", time.Minute, "the timer-bucket width the broker runs with, for the check (serve uses 1m)")
+	width := fs.Duration("bucket-width", time.Minute, "accepted for older scripts; the timer index no longer depends on the bucket width")
 	asJSON := fs.Bool("json", false, "print the check's report as JSON, for scripts")
 	if code, ok := a.parseOffline(c, fs, args, dataDir); !ok {
 		return code

@@ -39,7 +39,7 @@ command line).`,
 func runCheck(ctx context.Context, a *App, c *command, args []string) int {
 	fs := a.newFlagSet(c)
 	dataDir := fs.String("data-dir", "", "the data directory to check (required)")
-	width := fs.Duration("bucket-width", time.Minute, "the timer-bucket width the broker runs with (serve uses 1m)")
+	width := fs.Duration("bucket-width", time.Minute, "accepted for older scripts; the timer index no longer depends on the bucket width")
 	asJSON := fs.Bool("json", false, "print the report as JSON instead of text, for scripts")
 	if code, ok := a.parseOffline(c, fs, args, dataDir); !ok {
 		return code
