@@ -122,6 +122,14 @@ func (e *Engine) BackupWith(ctx context.Context, dir string, extra map[string][]
 	}
 	info.CheckpointPos, info.LogHead = st.LogPos, uint64(e.clog.Head())
 	c := &copier{ctx: ctx, fs: e.opts.FS, info: &info}
+	// A backup into dir cut short by a crash left its temporary sibling
+	// behind; backups of this broker take turns (gate.serial), so any
+	// such sibling now is a leftover.
+	if n, err := removeLeftovers(e.opts.FS, dir); err != nil {
+		e.opts.Logger.Warn("removing what an earlier backup left failed", "dir", dir, "err", err)
+	} else if n > 0 {
+		e.opts.Logger.Info("removed what earlier backups cut short left", "dir", dir, "removed", n)
+	}
 	err = c.into(dir, func(tmp string) error {
 		if err := e.copyLive(c, tmp, commitlog.Pos(info.LogHead)); err != nil {
 			return err
@@ -261,13 +269,35 @@ func (c *copier) syncWritten() error {
 	return nil
 }
 
+// partialPrefix is the start of the name of dir's temporary sibling.
+func partialPrefix(dir string) string { return "." + filepath.Base(dir) + ".partial-" }
+
+// removeLeftovers removes the temporary siblings of dir that backups cut
+// short by a crash left, and returns how many it removed.
+func removeLeftovers(fs vfs.FS, dir string) (int, error) {
+	names, err := fs.List(filepath.Dir(dir))
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, name := range names {
+		if strings.HasPrefix(name, partialPrefix(dir)) {
+			if err := removeTree(fs, filepath.Join(filepath.Dir(dir), name)); err != nil {
+				return n, err
+			}
+			n++
+		}
+	}
+	return n, nil
+}
+
 // into runs fill on a temporary sibling of dir, syncs it, and renames it
 // to dir (which must be missing or empty); on failure the temporary
 // directory is removed.
 func (c *copier) into(dir string, fill func(tmp string) error) error {
 	var rnd [6]byte
 	rand.Read(rnd[:])
-	tmp := filepath.Join(filepath.Dir(dir), "."+filepath.Base(dir)+".partial-"+hex.EncodeToString(rnd[:]))
+	tmp := filepath.Join(filepath.Dir(dir), partialPrefix(dir)+hex.EncodeToString(rnd[:]))
 	err := c.mkdir(tmp)
 	if err == nil {
 		err = fill(tmp)

@@ -320,3 +320,32 @@ func TestConcurrentBackupsIntoOneDirectory(t *testing.T) {
 		t.Fatalf("the backup root holds %d entries, want the backup alone", len(names))
 	}
 }
+
+// A backup cut short by a crash leaves its temporary sibling beside the
+// target (a hidden directory holding a partial copy); the next backup
+// into that target removes it, and leaves other names alone.
+func TestBackupRemovesWhatACrashLeft(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.FS = vfs.OS; o.Dir = t.TempDir() })
+	h.send("t", "k", message.When{})
+	root := t.TempDir()
+	dir := filepath.Join(root, "b")
+	left := filepath.Join(root, ".b.partial-0123456789ab")
+	other := filepath.Join(root, ".c.partial-0123456789ab")
+	for _, d := range []string{left, other} {
+		if err := os.MkdirAll(filepath.Join(d, "log"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "log", "x"), []byte("partial"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := h.e.Backup(context.Background(), dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(left); !os.IsNotExist(err) {
+		t.Fatalf("the leftover of a backup into %s is still there (%v)", dir, err)
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Fatalf("the leftover of another target was removed: %v", err)
+	}
+}
