@@ -36,7 +36,7 @@ func (r *Runner) Create(def Schedule) (Info, error) {
 	e.next = spec.Next(now, now)
 	e.due = e.next - r.opts.Lead.Milliseconds()
 	r.mu.Lock()
-	r.entries[sc.ID] = e
+	r.addLocked(e)
 	r.due.set(e)
 	info := r.infoLocked(e, now)
 	r.mu.Unlock()
@@ -51,10 +51,11 @@ func (r *Runner) checkNewLocked(sc *Schedule) error {
 	if len(r.entries) >= r.opts.MaxSchedules {
 		return errs.New(errs.ResourceExhausted, "the broker has %d schedules, its limit", len(r.entries))
 	}
-	for _, o := range r.entries {
-		if o.sc.Topic == sc.Topic && keyOf(o.sc) == keyOf(sc) {
-			return errs.New(errs.AlreadyExists, "schedule %q already sends to topic %q with key %q; give this one another key", o.sc.ID, sc.Topic, keyOf(sc))
-		}
+	if n := sizeOf(sc); r.bytes+n > r.opts.MaxBytes {
+		return errs.New(errs.ResourceExhausted, "the schedules hold %d bytes; this one's %d would pass their limit of %d (-max-schedule-bytes)", r.bytes, n, r.opts.MaxBytes)
+	}
+	if id, ok := r.byKey[topicKey(sc)]; ok {
+		return errs.New(errs.AlreadyExists, "schedule %q already sends to topic %q with key %q; give this one another key", id, sc.Topic, keyOf(sc))
 	}
 	return nil
 }
@@ -248,7 +249,7 @@ func (r *Runner) Delete(id string) (Info, error) {
 	defer r.mu.Unlock()
 	info := r.infoLocked(e, now)
 	info.Next = nil
-	delete(r.entries, id)
+	r.removeLocked(e)
 	if e.index >= 0 {
 		heap.Remove(&r.due, e.index)
 	}

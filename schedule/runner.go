@@ -51,6 +51,11 @@ type Options struct {
 	MaxBatch int
 	// MaxSchedules bounds the number of schedules; default 1,000,000.
 	MaxSchedules int
+	// MaxBytes bounds what the schedules hold in memory and in the
+	// journal: the sum of their messages' sizes (body, key, tag and
+	// properties, as message.Limits counts them); default 256 MiB. Without
+	// it MaxSchedules schedules of the largest body would be gigabytes.
+	MaxBytes int64
 	// Limits are the engine's message limits; each schedule's message is
 	// checked against them when it is created.
 	Limits message.Limits
@@ -73,6 +78,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.MaxSchedules <= 0 {
 		o.MaxSchedules = 1_000_000
+	}
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = 256 << 20
 	}
 	o.Limits = o.Limits.Defaults()
 	if o.Logger == nil {
@@ -117,6 +125,8 @@ type Runner struct {
 	mu   sync.Mutex
 	// Under mu:
 	entries map[string]*entry
+	byKey   map[string]string // topic and key of every schedule -> its ID (topicKey)
+	bytes   int64             // the sum of sizeOf over entries
 	due     dueHeap
 	firing  bool  // a batch is taken and not yet applied
 	failed  error // the journal failed: nothing more is sent
@@ -138,7 +148,7 @@ func Open(opts Options) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Runner{opts: opts, store: store, entries: map[string]*entry{},
+	r := &Runner{opts: opts, store: store, entries: map[string]*entry{}, byKey: map[string]string{},
 		kick: make(chan struct{}, 1), done: make(chan struct{}), loopDone: make(chan struct{})}
 	now := opts.Broker.Now()
 	for id, sc := range all {
@@ -148,7 +158,7 @@ func Open(opts Options) (*Runner, error) {
 			return nil, fmt.Errorf("schedule %q in the journal: %w", id, err)
 		}
 		e := &entry{sc: sc, spec: spec, index: -1, uncertain: true}
-		r.entries[id] = e
+		r.addLocked(e)
 		if sc.Paused {
 			// A pause durably recorded whose cancel of the firing sent
 			// ahead may not have happened: do it now.
@@ -399,6 +409,34 @@ func (r *Runner) request(sc *Schedule, f *firing) engine.SendRequest {
 		Message: message.Message{Topic: sc.Topic, Key: f.key, Tag: sc.Tag, Properties: props, Body: sc.Body},
 		When:    message.When{At: f.fire},
 	}
+}
+
+// topicKey is the byKey index's key of a schedule: no two schedules send
+// to one topic with one key.
+func topicKey(sc *Schedule) string { return sc.Topic + "\x00" + keyOf(sc) }
+
+// sizeOf is what a schedule counts against MaxBytes.
+func sizeOf(sc *Schedule) int64 {
+	n := len(sc.Body) + len(sc.Key) + len(sc.Tag) + len(sc.ID) + len(sc.Topic)
+	for k, v := range sc.Properties {
+		n += len(k) + len(v)
+	}
+	return int64(n)
+}
+
+// addLocked and removeLocked keep entries, byKey and bytes together.
+func (r *Runner) addLocked(e *entry) {
+	r.entries[e.sc.ID] = e
+	r.byKey[topicKey(e.sc)] = e.sc.ID
+	r.bytes += sizeOf(e.sc)
+}
+
+func (r *Runner) removeLocked(e *entry) {
+	delete(r.entries, e.sc.ID)
+	if r.byKey[topicKey(e.sc)] == e.sc.ID {
+		delete(r.byKey, topicKey(e.sc))
+	}
+	r.bytes -= sizeOf(e.sc)
 }
 
 func keyOf(sc *Schedule) string {

@@ -3,6 +3,7 @@ package schedule
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"sort"
@@ -532,4 +533,43 @@ func (g *rig) faultyRunner() (*Runner, *vfs.Faulty) {
 	}
 	g.r = r
 	return r, ff
+}
+
+// TestScheduleBytesAreBounded: the schedules' messages together are
+// bounded (MaxBytes), a delete gives the room back, and its topic and key
+// can be used again; the count across a restart is the journal's.
+func TestScheduleBytesAreBounded(t *testing.T) {
+	g := newRig(t)
+	g.r.Close()
+	r, err := Open(Options{Dir: "/data/schedules", FS: g.fs, Broker: g.eng, Clock: g.clk, Logger: quiet, MaxBytes: 3<<20 + 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.r = r
+	body := make([]byte, 1<<20)
+	for i := range 2 {
+		if _, err := g.r.Create(Schedule{ID: fmt.Sprint("s", i), Topic: "t", Cron: "@hourly", Body: body}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = g.r.Create(Schedule{ID: "s2", Topic: "t", Cron: "@hourly", Body: append(body, make([]byte, 1<<20)...)})
+	if errs.CodeOf(err) != errs.ResourceExhausted || !strings.Contains(err.Error(), "-max-schedule-bytes") {
+		t.Fatalf("a create past the bytes limit: %v, want resource_exhausted naming the flag", err)
+	}
+	if _, err := g.r.Delete("s0"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.r.Create(Schedule{ID: "s2", Topic: "t", Cron: "@hourly", Key: "s0", Body: append(body, make([]byte, 1<<20)...)}); err != nil {
+		t.Fatalf("after a delete, its room and its key: %v", err)
+	}
+	g.r.Close()
+	if g.r, err = Open(Options{Dir: "/data/schedules", FS: g.fs, Broker: g.eng, Clock: g.clk, Logger: quiet, MaxBytes: 3<<20 + 1024}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.r.Create(Schedule{ID: "s3", Topic: "t", Cron: "@hourly", Body: make([]byte, 2000)}); errs.CodeOf(err) != errs.ResourceExhausted {
+		t.Fatalf("after a restart the journal's schedules still count: %v", err)
+	}
+	if _, err := g.r.Create(Schedule{ID: "s4", Topic: "t", Cron: "@hourly", Key: "s1"}); errs.CodeOf(err) != errs.AlreadyExists {
+		t.Fatalf("after a restart a key in use is still refused: %v", err)
+	}
 }

@@ -105,6 +105,9 @@ type Config struct {
 	MaxTopics int
 	// MaxGroups bounds the number of consumer groups (flag -max-groups).
 	MaxGroups int
+	// MaxScheduleBytes bounds the sum of the recurring schedules' message
+	// sizes (flag -max-schedule-bytes).
+	MaxScheduleBytes int64
 	// MaxStreams bounds the streaming receives open at once (flag
 	// -max-streams): each holds three goroutines and its buffers for as
 	// long as its client keeps it, idle or not.
@@ -202,6 +205,7 @@ func DefaultConfig() Config {
 		AutoCreateTopics:   !eng.NoAutoCreate,
 		MaxTopics:          eng.MaxTopics,
 		MaxGroups:          eng.MaxGroups,
+		MaxScheduleBytes:   256 << 20,
 		MaxBatch:           eng.MaxBatch,
 		MaxRequestBytes:    8 << 20,
 		MaxStreams:         1000,
@@ -252,6 +256,7 @@ func (c *Config) settings() []setting {
 		{"auto-create-topics", "create an unknown topic on first send (false: such a send is not_found)", (*boolValue)(&c.AutoCreateTopics)},
 		{"max-topics", "largest number of topics (dead-letter topics not counted)", (*intValue)(&c.MaxTopics)},
 		{"max-groups", "largest number of consumer groups, all topics together", (*intValue)(&c.MaxGroups)},
+		{"max-schedule-bytes", "largest sum of the recurring schedules' message sizes (body, key, tag, properties; suffixes KiB, MiB, GiB)", (*sizeValue)(&c.MaxScheduleBytes)},
 		{"max-streams", "most streaming receives open at once", (*intValue)(&c.MaxStreams)},
 		{"max-batch", "most messages in one batch send", (*intValue)(&c.MaxBatch)},
 		{"max-request-bytes", "largest HTTP request body in bytes (suffixes KiB, MiB, GiB); must fit one max-size body in base64", (*sizeValue)(&c.MaxRequestBytes)},
@@ -337,6 +342,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxGroups < 1 {
 		bad("-max-groups %d must be positive", c.MaxGroups)
+	}
+	if c.MaxScheduleBytes < 1 {
+		bad("-max-schedule-bytes %d must be positive", c.MaxScheduleBytes)
 	}
 	if c.MaxStreams < 1 {
 		bad("-max-streams %d must be positive", c.MaxStreams)

@@ -56,6 +56,7 @@ func openCore(cfg Config, logger *slog.Logger) (*core, error) {
 		Broker:   eng,
 		Clock:    opts.Clock,
 		MaxBatch: cfg.MaxBatch,
+		MaxBytes: cfg.MaxScheduleBytes,
 		Limits:   opts.Limits,
 		Logger:   logger,
 	})
