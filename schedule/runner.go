@@ -488,12 +488,26 @@ func (r *Runner) Err() error {
 	return r.store.Err()
 }
 
-// Settled reports whether every firing due at or before t has been sent.
+// Settled reports whether every firing due at or before t has been sent
+// (and none is being sent). A schedule whose sends fail is retried with
+// backoff and says why in its last_error; it does not count: a schedule
+// whose topic became FIFO, say, fails until it is changed, and would
+// otherwise hold back every clock advance for its whole timeout.
 func (r *Runner) Settled(t int64) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.firing {
 		return false
 	}
-	return len(r.due) == 0 || r.due[0].next > t && r.due[0].due > t-r.opts.Lead.Milliseconds()
+	lead := r.opts.Lead.Milliseconds()
+	settled := func(e *entry) bool { return e.next > t && e.due > t-lead }
+	if len(r.due) == 0 || r.due[0].failures == 0 {
+		return len(r.due) == 0 || settled(r.due[0]) // the top is the earliest
+	}
+	for _, e := range r.due { // rare: only while some schedule fails
+		if e.failures == 0 && !settled(e) {
+			return false
+		}
+	}
+	return true
 }

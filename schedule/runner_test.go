@@ -573,3 +573,29 @@ func TestScheduleBytesAreBounded(t *testing.T) {
 		t.Fatalf("after a restart a key in use is still refused: %v", err)
 	}
 }
+
+// TestFailingScheduleDoesNotHoldTheClock: a schedule whose topic was made
+// FIFO after it was created fails every send (a FIFO topic needs a message
+// group); it says so in its last_error and is retried, and it does not
+// keep the runner from being settled, which every virtual clock advance
+// waits for; another schedule's firings still arrive.
+func TestFailingScheduleDoesNotHoldTheClock(t *testing.T) {
+	g := newRig(t)
+	if _, err := g.r.Create(Schedule{ID: "bad", Topic: "f", Cron: "@every 10s"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.r.Create(Schedule{ID: "good", Topic: "t", Cron: "@every 10s"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.eng.CreateTopic("f", engine.TopicConfig{Queues: 1, FIFO: true}); err != nil {
+		t.Fatal(err)
+	}
+	g.advance(30 * time.Second) // fails after 10 s without the fix
+	info, err := g.r.Get("bad")
+	if err != nil || info.LastError == "" {
+		t.Fatalf("the failing schedule: %+v %v, want a last_error", info, err)
+	}
+	if got := g.visible("t"); len(got) != 3 {
+		t.Fatalf("the other schedule's firings: %d visible, want 3", len(got))
+	}
+}
