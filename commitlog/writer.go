@@ -3,7 +3,6 @@ package commitlog
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -195,15 +194,6 @@ func (l *Log) run() {
 		n := len(reqs)
 		if n > 0 {
 			w.commit(buf, reqs)
-			// Let the appenders just answered run before the next round's
-			// fdatasync. This goroutine spends most of its time in short
-			// syscalls and keeps its P through each of them; the appenders
-			// it wakes are queued on that P, and while the other P runs
-			// something long (a checkpoint's sort or merge), nothing else
-			// takes them: a runtime trace showed 126 appenders runnable
-			// for up to 20 ms behind an fsync loop that never paused
-			// (docs/benchmarks.md, issue 8 ninth pass).
-			runtime.Gosched()
 		}
 		clear(reqs) // drop the pooled requests
 		if cap(buf) > maxSpareBuf {
