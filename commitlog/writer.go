@@ -3,6 +3,7 @@ package commitlog
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -194,6 +195,19 @@ func (l *Log) run() {
 		n := len(reqs)
 		if n > 0 {
 			w.commit(buf, reqs)
+			// Let the appenders just answered run before the next round's
+			// fdatasync. This goroutine spends most of its time in short
+			// syscalls and keeps its P through each of them; the appenders
+			// it wakes are queued on that P, and while the other P runs
+			// something long (a checkpoint's sort or merge), nothing else
+			// takes them: a runtime trace showed 126 appenders runnable
+			// for up to 20 ms behind an fsync loop that never paused
+			// (docs/benchmarks.md, issue 8 ninth pass). The cost: the
+			// next round waits for the work of those it woke, which made
+			// a 1 M herd's drain about a sixth slower; yielding only
+			// while a checkpoint runs, or after a millisecond of rounds
+			// back to back, did not keep the sends' tail under 10 ms.
+			runtime.Gosched()
 		}
 		clear(reqs) // drop the pooled requests
 		if cap(buf) > maxSpareBuf {
