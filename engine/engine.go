@@ -318,13 +318,12 @@ func Open(opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e.clog, err = commitlog.Open(commitlog.Options{
-		FS:            e.opts.FS,
-		Dir:           path.Join(opts.Dir, "log"),
-		SegmentBytes:  opts.SegmentBytes,
-		Flush:         opts.Flush,
-		FlushInterval: opts.FlushInterval,
-		// A message record holds the body plus its header fields.
-		MaxRecordBytes: opts.Limits.MaxBodyBytes + opts.Limits.MaxHeaderBytes + 1024,
+		FS:             e.opts.FS,
+		Dir:            path.Join(opts.Dir, "log"),
+		SegmentBytes:   opts.SegmentBytes,
+		Flush:          opts.Flush,
+		FlushInterval:  opts.FlushInterval,
+		MaxRecordBytes: maxRecordBytes(opts),
 		OnSync: func(d time.Duration, records, bytes int) {
 			e.stats.FsyncSeconds.Observe(d.Seconds())
 		},

@@ -79,7 +79,7 @@ type Options struct {
 	// rate*(t+100ms) messages.
 	DispatchRate int
 	// DispatchBatch bounds the messages made visible by one fire record;
-	// default 4,096.
+	// default 4,096, at most 1,048,576.
 	DispatchBatch int
 
 	// CheckpointInterval is how often the checkpoint is written; it bounds
@@ -191,8 +191,8 @@ func (o *Options) validate() error {
 		return fmt.Errorf("engine: MaxQueues %d is above 65535", o.MaxQueues)
 	case o.MaxUnackedSpan < 1:
 		return fmt.Errorf("engine: MaxUnackedSpan %d must be positive", o.MaxUnackedSpan)
-	case o.DispatchBatch < 1:
-		return fmt.Errorf("engine: DispatchBatch %d must be positive", o.DispatchBatch)
+	case o.DispatchBatch < 1 || o.DispatchBatch > maxDispatchBatch:
+		return fmt.Errorf("engine: DispatchBatch %d is not in [1, %d]", o.DispatchBatch, maxDispatchBatch)
 	case o.Limits.MaxBodyBytes < 0 || o.Limits.MaxDelay < 0:
 		return fmt.Errorf("engine: negative limits")
 	}

@@ -82,6 +82,30 @@ type fireEntry struct {
 
 const fireEntrySize = 8 + 8 + 4 + 2 + 4
 
+// progressItemMax is the size of one item of an attempt record, the larger
+// of the two progress records.
+const progressItemMax = 2 + 8 + 4
+
+// maxDispatchBatch bounds Options.DispatchBatch, so that a fire record
+// (fireEntrySize a message) stays far below the commit log's format limit.
+const maxDispatchBatch = 1 << 20
+
+// maxRecordBytes is the commit log's bound on one record's payload: the
+// larger of the largest message record the limits allow (body, header
+// fields and their framing, which a compaction's moved record also fits)
+// and the largest record the engine writes of its own: a fire record of a
+// full DispatchBatch, or an ack or attempt record of MaxReceive items. A
+// bound taken from the message limits alone refused fire records once the
+// body limit was small: under a 1 KiB body limit a fire of 2,048 messages
+// (53 KB) was refused and retried every few milliseconds, so a herd of
+// 20,000 took 21 s to become visible.
+func maxRecordBytes(o Options) int {
+	message := o.Limits.MaxBodyBytes + o.Limits.MaxHeaderBytes + 1024
+	fire := 12 + o.DispatchBatch*fireEntrySize
+	progress := 8 + MaxReceive*progressItemMax
+	return max(message, fire, progress)
+}
+
 func encodeFire(visible int64, es []fireEntry) commitlog.Record {
 	b := make([]byte, 0, 12+len(es)*fireEntrySize)
 	b = binary.LittleEndian.AppendUint64(b, uint64(visible))

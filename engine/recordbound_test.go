@@ -1,0 +1,62 @@
+package engine
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/hourglass-mq/hourglass/commitlog"
+)
+
+// TestRecordBoundCoversEngineRecords: the commit log's record bound covers
+// what the engine writes of its own, however small the message limits. It
+// was taken from the message limits alone: under a 1 KiB body limit a fire
+// record of 2,048 messages was refused and retried every few milliseconds,
+// and an ack of 1,000 receipts was refused.
+func TestRecordBoundCoversEngineRecords(t *testing.T) {
+	h := newHarness(t, func(o *Options) {
+		o.Limits.MaxBodyBytes = 8
+		o.Limits.MaxHeaderBytes = 64
+		o.DispatchRate = -1
+		o.SegmentBytes = 64 << 20
+	})
+	e := h.e
+	bound := maxRecordBytes(e.opts)
+	if n := len(encodeFire(0, make([]fireEntry, e.opts.DispatchBatch)).Payload); n > bound {
+		t.Fatalf("a full fire record is %d bytes, the bound %d", n, bound)
+	}
+	for _, typ := range []commitlog.Type{recAck, recAttempt} {
+		if n := len(encodeProgress(typ, 1, make([]progressItem, MaxReceive)).Payload); n > bound {
+			t.Fatalf("a progress record (type %d) of MaxReceive items is %d bytes, the bound %d", typ, n, bound)
+		}
+	}
+
+	n := 3 * e.opts.DispatchBatch
+	at := e.Now() + 1000
+	sendHerd(t, e, "herd", n, at)
+	waitParked(e, h.clk)
+	h.clk.Advance(time.Second)
+	if got := waitVisible(h, "herd", n); got != n {
+		t.Fatalf("%d of %d visible (fire errors: %d)", got, n, e.stats.FireErrors.Load())
+	}
+	if f := e.stats.FireErrors.Load(); f != 0 {
+		t.Fatalf("%d fire records refused", f)
+	}
+	rs := h.receiveN("herd", "g", MaxReceive, time.Minute)
+	if err := e.Ack(context.Background(), "herd", "g", receipts(rs)...); err != nil {
+		t.Fatalf("ack of %d receipts: %v", len(rs), err)
+	}
+	if acked, _ := h.groupCounts("herd", "g"); acked != uint64(MaxReceive) {
+		t.Fatalf("acked %d, want %d", acked, MaxReceive)
+	}
+}
+
+// TestDispatchBatchBounded: a DispatchBatch whose fire record could not be
+// written is refused at Open with the range, not at the first fire.
+func TestDispatchBatchBounded(t *testing.T) {
+	o := Options{Dir: "x", DispatchBatch: maxDispatchBatch + 1}
+	o.setDefaults()
+	if err := o.validate(); err == nil {
+		t.Fatalf("DispatchBatch %d accepted", o.DispatchBatch)
+	}
+}
