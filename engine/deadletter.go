@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"context"
+	"errors"
 	"strconv"
 	"strings"
 
@@ -90,7 +92,18 @@ func (e *Engine) moveDeadLetter(j deadLetter) error {
 		}
 		dlq = t
 	}
-	if s, _, err = e.readStored(en[0].Pos); err == nil {
+	// Only a record retention removed is acked without a copy: a read
+	// that fails (EIO, a damaged record) leaves the message where it is,
+	// and the move is retried, instead of acking it with nothing in the
+	// dead-letter topic.
+	s, _, err = e.readStored(en[0].Pos)
+	switch {
+	case errors.Is(err, errGone):
+		s = nil
+	case err != nil:
+		e.stats.ReadErrors.Add(1)
+		return errs.Wrap(errs.Unavailable, err, "read the message to dead-letter")
+	default:
 		props := map[string]string{}
 		for k, v := range s.Properties {
 			props[k] = v
@@ -124,4 +137,60 @@ func (e *Engine) moveDeadLetter(j deadLetter) error {
 	}
 	e.kickLoop()
 	return nil
+}
+
+// ReasonGivenUp is the dead-letter reason of a message its consumer moved
+// there itself (DeadLetter).
+const ReasonGivenUp = "given-up"
+
+// DeadLetter moves the leased message a receipt names to its group's
+// dead-letter topic now, whatever its attempts, and acks it in the group:
+// its consumer gives up on it (RocketMQ's ForwardMessageToDeadLetterQueue,
+// which the official push consumers call once a message failed their
+// maximum attempts, and retry until it succeeds). It returns once the copy
+// and the ack are durable. The receipt must name a live lease, as an ack's
+// must, or a message the group has finished with (acked, or dead-lettered
+// already, say by the engine once its lease ran out): then nothing more is
+// done and the answer is nil, so a client that retries a forward until it
+// succeeds lets go of it. If the write fails the lease is over all the
+// same, and the message is moved later by the loop, as one out of attempts
+// is.
+func (e *Engine) DeadLetter(ctx context.Context, topic, name, receipt string) error {
+	e.mu.Lock()
+	if err := e.unavailableLocked(); err != nil {
+		e.mu.Unlock()
+		return err
+	}
+	g, gq, q, off, l, err := e.leaseLocked(topic, name, receipt)
+	if err != nil {
+		done := g != nil && e.finishedLocked(g, receipt)
+		e.mu.Unlock()
+		if done {
+			return nil
+		}
+		return err
+	}
+	e.stopTimerLocked(l.timer)
+	delete(gq.leases, off)
+	e.mu.Unlock()
+	j := deadLetter{g: g, queue: q, offset: off, attempt: l.attempt, reason: ReasonGivenUp}
+	if err := e.moveDeadLetter(j); err != nil {
+		e.mu.Lock()
+		e.cons.deadLetters = append(e.cons.deadLetters, j)
+		e.cons.deadLetterAfter = e.Now() + 1000
+		e.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
+// finishedLocked reports whether a genuine receipt of g names a message the
+// group is done with.
+func (e *Engine) finishedLocked(g *group, receipt string) bool {
+	q, off, _, err := e.decodeReceipt(g.id, receipt)
+	if err != nil || int(q) >= len(g.queues) {
+		return false
+	}
+	gq := g.queues[q]
+	return off < gq.acked || gq.done[off]
 }

@@ -33,17 +33,8 @@ func receipts(rs []Received) []string {
 // groupCounts returns the group's acked and in-flight counts.
 func (h *harness) groupCounts(topic, grp string) (acked uint64, inFlight int64) {
 	h.t.Helper()
-	gs, err := h.e.Groups(topic)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	for _, g := range gs {
-		if g.Name == grp {
-			return g.Acked, g.InFlight
-		}
-	}
-	h.t.Fatalf("group %s of %s not found", grp, topic)
-	return 0, 0
+	g := groupInfo(h, topic, grp)
+	return g.Acked, g.InFlight
 }
 
 // TestReceiveCarriesAcksInOneAppend: a receive that carries the last
