@@ -41,6 +41,12 @@ type GroupConfig struct {
 	BackoffMax time.Duration
 }
 
+// WithDefaults returns c with its zero fields set to the defaults.
+func (c GroupConfig) WithDefaults() GroupConfig {
+	c.setDefaults()
+	return c
+}
+
 func (c *GroupConfig) setDefaults() {
 	if c.MaxAttempts == 0 {
 		c.MaxAttempts = 16

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/hourglass-mq/hourglass/engine"
 	"github.com/hourglass-mq/hourglass/server"
 )
 
@@ -119,16 +120,20 @@ func TestRefusalsAndUnsupported(t *testing.T) {
 	checkReceiveDigestAndSQL(ctx, t, c, rq.GetMessageQueues()[0])
 }
 
-// checkUnsupportedRPCs checks that transactions, forwarding to the
-// dead-letter queue and offsets are refused as not implemented, and that
-// an ack of a forged receipt fails.
+// checkUnsupportedRPCs checks that transactions and offsets are refused as
+// not implemented, and that an ack or a forward to the dead-letter queue of
+// a missing or forged receipt fails.
 func checkUnsupportedRPCs(ctx context.Context, t *testing.T, c pb.MessagingServiceClient) {
 	t.Helper()
 	if r, err := c.EndTransaction(ctx, &pb.EndTransactionRequest{}); err != nil || r.GetStatus().GetCode() != pb.Code_NOT_IMPLEMENTED {
 		t.Errorf("EndTransaction: %v %v", r, err)
 	}
-	if r, err := c.ForwardMessageToDeadLetterQueue(ctx, &pb.ForwardMessageToDeadLetterQueueRequest{}); err != nil || r.GetStatus().GetCode() != pb.Code_NOT_IMPLEMENTED {
-		t.Errorf("ForwardMessageToDeadLetterQueue: %v %v", r, err)
+	if r, err := c.ForwardMessageToDeadLetterQueue(ctx, &pb.ForwardMessageToDeadLetterQueueRequest{}); err != nil || r.GetStatus().GetCode() != pb.Code_INVALID_RECEIPT_HANDLE {
+		t.Errorf("ForwardMessageToDeadLetterQueue without a receipt: %v %v", r, err)
+	}
+	if r, err := c.ForwardMessageToDeadLetterQueue(ctx, &pb.ForwardMessageToDeadLetterQueueRequest{Topic: &pb.Resource{Name: "t"}, Group: &pb.Resource{Name: "g"},
+		ReceiptHandle: strings.Repeat("A", engine.ReceiptChars)}); err != nil || r.GetStatus().GetCode() == pb.Code_OK {
+		t.Errorf("ForwardMessageToDeadLetterQueue of a forged receipt: %v %v", r, err)
 	}
 	if _, err := c.GetOffset(ctx, &pb.GetOffsetRequest{}); gstatus.Code(err) != codes.Unimplemented {
 		t.Errorf("GetOffset: %v", err)

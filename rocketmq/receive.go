@@ -318,9 +318,23 @@ func notURLBase64(r rune) bool {
 	return !(r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_')
 }
 
-// ForwardMessageToDeadLetterQueue: the engine moves a message to its
-// dead-letter topic after the group's MaxAttempts deliveries by itself;
-// an explicit forward is not served.
+// ForwardMessageToDeadLetterQueue moves a leased message to its group's
+// dead-letter topic at once and acks it: the official push consumers call
+// it when a message has failed their maximum attempts (the settings'
+// backoff policy), and retry it until it succeeds, holding the message
+// (and in a FIFO group its whole queue) meanwhile. Without it the engine
+// would still move the message after the group's attempts, but the
+// client would never let go of it.
 func (s *Server) ForwardMessageToDeadLetterQueue(ctx context.Context, req *pb.ForwardMessageToDeadLetterQueueRequest) (*pb.ForwardMessageToDeadLetterQueueResponse, error) {
-	return &pb.ForwardMessageToDeadLetterQueueResponse{Status: unsupported("an explicit forward to the dead-letter queue")}, nil
+	if st := noNamespace(req.GetTopic(), req.GetGroup()); st != nil {
+		return &pb.ForwardMessageToDeadLetterQueueResponse{Status: st}, nil
+	}
+	s.renew.drop(req.GetReceiptHandle())
+	if st := malformedReceipt(req.GetReceiptHandle()); st != nil {
+		return &pb.ForwardMessageToDeadLetterQueueResponse{Status: st}, nil
+	}
+	if err := s.eng.DeadLetter(ctx, req.GetTopic().GetName(), req.GetGroup().GetName(), req.GetReceiptHandle()); err != nil {
+		return &pb.ForwardMessageToDeadLetterQueueResponse{Status: errStatus(err, pb.Code_INVALID_RECEIPT_HANDLE)}, nil
+	}
+	return &pb.ForwardMessageToDeadLetterQueueResponse{Status: ok()}, nil
 }

@@ -217,13 +217,49 @@ func (s *Server) settings(id string, in *pb.Settings) *pb.Settings {
 		if sub.GetReceiveBatchSize() <= 0 || sub.GetReceiveBatchSize() > engine.MaxReceive {
 			sub.ReceiveBatchSize = proto.Int32(engine.DefaultReceive)
 		}
-		// The engine's group defaults (engine.GroupConfig): 16 deliveries,
-		// backoff from 1 s doubling up to 5 min.
-		out.BackoffPolicy = &pb.RetryPolicy{MaxAttempts: 16, Strategy: &pb.RetryPolicy_ExponentialBackoff{
-			ExponentialBackoff: &pb.ExponentialBackoff{Initial: durationpb.New(1e9), Max: durationpb.New(300e9), Multiplier: 2}}}
+		// A consumer of a FIFO topic is told so: the official push
+		// consumers then consume a queue in order and retry a failed
+		// message themselves before the next, as against a RocketMQ
+		// orderly group, instead of nacking it and going on.
+		sub.Fifo = proto.Bool(s.anyFIFO(sub))
+		cfg := s.groupConfig(sub)
+		out.BackoffPolicy = &pb.RetryPolicy{MaxAttempts: int32(cfg.MaxAttempts), Strategy: &pb.RetryPolicy_ExponentialBackoff{
+			ExponentialBackoff: &pb.ExponentialBackoff{Initial: durationpb.New(cfg.BackoffBase), Max: durationpb.New(cfg.BackoffMax), Multiplier: 2}}}
 		s.mu.Lock()
 		s.longPollOf[id] = lp
 		s.mu.Unlock()
 	}
 	return out
+}
+
+// groupConfig is the retry policy a consumer is told: that of its group on
+// the first subscribed topic where the group exists, else the engine's
+// group defaults.
+// The official push consumers retry a FIFO message themselves up to its
+// MaxAttempts and then forward it to the dead-letter queue, so the policy
+// they are told must be the group's, or they would hold a message for
+// hours of backoff the broker does not apply.
+func (s *Server) groupConfig(sub *pb.Subscription) engine.GroupConfig {
+	for _, e := range sub.GetSubscriptions() {
+		gs, err := s.eng.Groups(e.GetTopic().GetName())
+		if err != nil {
+			continue
+		}
+		for _, g := range gs {
+			if g.Name == sub.GetGroup().GetName() {
+				return g.Config
+			}
+		}
+	}
+	return engine.GroupConfig{}.WithDefaults()
+}
+
+// anyFIFO reports whether a subscribed topic is FIFO.
+func (s *Server) anyFIFO(sub *pb.Subscription) bool {
+	for _, e := range sub.GetSubscriptions() {
+		if _, fifo, ok := s.eng.TopicKind(e.GetTopic().GetName()); ok && fifo {
+			return true
+		}
+	}
+	return false
 }
