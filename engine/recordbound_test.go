@@ -2,10 +2,13 @@ package engine
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/hourglass-mq/hourglass/commitlog"
+	"github.com/hourglass-mq/hourglass/message"
 )
 
 // TestRecordBoundCoversEngineRecords: the commit log's record bound covers
@@ -58,5 +61,38 @@ func TestDispatchBatchBounded(t *testing.T) {
 	o.setDefaults()
 	if err := o.validate(); err == nil {
 		t.Fatalf("DispatchBatch %d accepted", o.DispatchBatch)
+	}
+}
+
+// TestRecordBoundCoversDeadLetterCopy: a dead-letter copy of a message at
+// every limit (body, header bytes, property count), of a long topic, fits
+// the bound too, with the four properties the copy adds. With 1 KiB of
+// slack and no room for the properties' framing it was refused as too
+// large, and the message stayed stuck, retried every second.
+func TestRecordBoundCoversDeadLetterCopy(t *testing.T) {
+	const nprops = 110
+	h := newHarness(t, func(o *Options) {
+		o.Limits.MaxBodyBytes = 1 << 20
+		o.Limits.MaxProperties = nprops
+		o.SegmentBytes = 64 << 20
+	})
+	ctx := t.Context()
+	topic := strings.Repeat("t", 150) // long, and its dead-letter topic still readable by a group
+	props := map[string]string{}
+	for i := range nprops {
+		props[fmt.Sprintf("p%03d", i)] = "v"
+	}
+	props["p000"] = strings.Repeat("v", h.e.opts.Limits.MaxHeaderBytes-nprops*5+1) // the header full
+	m := message.Message{Topic: topic, Properties: props, Body: make([]byte, 1<<20)}
+	if _, err := h.e.Send(ctx, m, message.When{}); err != nil {
+		t.Fatalf("send at the limits: %v", err)
+	}
+	h.waitVisible(topic, 1)
+	r := h.receiveN(topic, "g", 1, time.Minute)[0]
+	if err := h.e.DeadLetter(ctx, topic, "g", r.Receipt); err != nil {
+		t.Fatalf("dead-letter copy of a message at the limits: %v (bound %d)", err, maxRecordBytes(h.e.opts))
+	}
+	if dl := h.receiveDLQ(DeadLetterTopic(topic, "g")); len(dl.Message.Body) != 1<<20 || len(dl.Message.Properties) != nprops+4 {
+		t.Fatalf("dead letter: %d body bytes, %d properties", len(dl.Message.Body), len(dl.Message.Properties))
 	}
 }
