@@ -121,8 +121,10 @@ func TestRefusalsAndUnsupported(t *testing.T) {
 }
 
 // checkUnsupportedRPCs checks that transactions and offsets are refused as
-// not implemented, and that an ack or a forward to the dead-letter queue of
-// a missing or forged receipt fails.
+// not implemented, that an ack of a forged receipt and a forward of a
+// missing one fail, and that a forward of a forged (or stale) receipt
+// forwards nothing and says so, with OK: the official clients retry a
+// forward on any other code for ever.
 func checkUnsupportedRPCs(ctx context.Context, t *testing.T, c pb.MessagingServiceClient) {
 	t.Helper()
 	if r, err := c.EndTransaction(ctx, &pb.EndTransactionRequest{}); err != nil || r.GetStatus().GetCode() != pb.Code_NOT_IMPLEMENTED {
@@ -132,7 +134,8 @@ func checkUnsupportedRPCs(ctx context.Context, t *testing.T, c pb.MessagingServi
 		t.Errorf("ForwardMessageToDeadLetterQueue without a receipt: %v %v", r, err)
 	}
 	if r, err := c.ForwardMessageToDeadLetterQueue(ctx, &pb.ForwardMessageToDeadLetterQueueRequest{Topic: &pb.Resource{Name: "t"}, Group: &pb.Resource{Name: "g"},
-		ReceiptHandle: strings.Repeat("A", engine.ReceiptChars)}); err != nil || r.GetStatus().GetCode() == pb.Code_OK {
+		ReceiptHandle: strings.Repeat("A", engine.ReceiptChars)}); err != nil || r.GetStatus().GetCode() != pb.Code_OK ||
+		!strings.Contains(r.GetStatus().GetMessage(), "nothing forwarded") {
 		t.Errorf("ForwardMessageToDeadLetterQueue of a forged receipt: %v %v", r, err)
 	}
 	if _, err := c.GetOffset(ctx, &pb.GetOffsetRequest{}); gstatus.Code(err) != codes.Unimplemented {

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/hourglass-mq/hourglass/engine"
+	"github.com/hourglass-mq/hourglass/errs"
 )
 
 // tagFilter returns whether a message of tag passes a TAG expression
@@ -324,7 +325,9 @@ func notURLBase64(r rune) bool {
 // backoff policy), and retry it until it succeeds, holding the message
 // (and in a FIFO group its whole queue) meanwhile. Without it the engine
 // would still move the message after the group's attempts, but the
-// client would never let go of it.
+// client would never let go of it. A receipt that is well formed but names
+// no live lease is answered OK with a message saying nothing was
+// forwarded, for the same reason.
 func (s *Server) ForwardMessageToDeadLetterQueue(ctx context.Context, req *pb.ForwardMessageToDeadLetterQueueRequest) (*pb.ForwardMessageToDeadLetterQueueResponse, error) {
 	if st := noNamespace(req.GetTopic(), req.GetGroup()); st != nil {
 		return &pb.ForwardMessageToDeadLetterQueueResponse{Status: st}, nil
@@ -333,7 +336,15 @@ func (s *Server) ForwardMessageToDeadLetterQueue(ctx context.Context, req *pb.Fo
 	if st := malformedReceipt(req.GetReceiptHandle()); st != nil {
 		return &pb.ForwardMessageToDeadLetterQueueResponse{Status: st}, nil
 	}
-	if err := s.eng.DeadLetter(ctx, req.GetTopic().GetName(), req.GetGroup().GetName(), req.GetReceiptHandle()); err != nil {
+	err := s.eng.DeadLetter(ctx, req.GetTopic().GetName(), req.GetGroup().GetName(), req.GetReceiptHandle())
+	switch {
+	case errs.CodeOf(err) == errs.NotFound:
+		// The lease is gone (it ran out, the broker restarted, the group
+		// went): the broker holds the message again, and will deliver it
+		// again or has finished with it. The clients retry a forward on
+		// any other answer, every second for ever, holding the message.
+		return &pb.ForwardMessageToDeadLetterQueueResponse{Status: status(pb.Code_OK, "nothing forwarded: "+err.Error()+"; the broker delivers the message again unless the group has finished it")}, nil
+	case err != nil:
 		return &pb.ForwardMessageToDeadLetterQueueResponse{Status: errStatus(err, pb.Code_INVALID_RECEIPT_HANDLE)}, nil
 	}
 	return &pb.ForwardMessageToDeadLetterQueueResponse{Status: ok()}, nil

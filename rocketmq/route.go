@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	pb "github.com/apache/rocketmq-clients/golang/v5/protocol/v2"
 	"google.golang.org/protobuf/proto"
@@ -217,14 +218,12 @@ func (s *Server) settings(id string, in *pb.Settings) *pb.Settings {
 		if sub.GetReceiveBatchSize() <= 0 || sub.GetReceiveBatchSize() > engine.MaxReceive {
 			sub.ReceiveBatchSize = proto.Int32(engine.DefaultReceive)
 		}
-		// A consumer of a FIFO topic is told so: the official push
+		// A consumer of FIFO topics only is told so: the official push
 		// consumers then consume a queue in order and retry a failed
 		// message themselves before the next, as against a RocketMQ
 		// orderly group, instead of nacking it and going on.
-		sub.Fifo = proto.Bool(s.anyFIFO(sub))
-		cfg := s.groupConfig(sub)
-		out.BackoffPolicy = &pb.RetryPolicy{MaxAttempts: int32(cfg.MaxAttempts), Strategy: &pb.RetryPolicy_ExponentialBackoff{
-			ExponentialBackoff: &pb.ExponentialBackoff{Initial: durationpb.New(cfg.BackoffBase), Max: durationpb.New(cfg.BackoffMax), Multiplier: 2}}}
+		sub.Fifo = proto.Bool(s.allFIFO(sub))
+		out.BackoffPolicy = s.retryPolicy(sub)
 		s.mu.Lock()
 		s.longPollOf[id] = lp
 		s.mu.Unlock()
@@ -232,34 +231,49 @@ func (s *Server) settings(id string, in *pb.Settings) *pb.Settings {
 	return out
 }
 
-// groupConfig is the retry policy a consumer is told: that of its group on
-// the first subscribed topic where the group exists, else the engine's
-// group defaults.
-// The official push consumers retry a FIFO message themselves up to its
-// MaxAttempts and then forward it to the dead-letter queue, so the policy
-// they are told must be the group's, or they would hold a message for
-// hours of backoff the broker does not apply.
-func (s *Server) groupConfig(sub *pb.Subscription) engine.GroupConfig {
+// retryPolicy is the retry policy a consumer is told: that of its group,
+// the one of fewest attempts where the group exists on several subscribed
+// topics (the clients list their subscriptions in no fixed order), else
+// the engine's group defaults. The official push consumers retry a FIFO
+// message themselves up to its MaxAttempts and then forward it to the
+// dead-letter queue, so the policy they are told must be the group's, or
+// they would hold a message for hours of backoff the broker does not
+// apply; and their retries must end while the broker still renews the
+// lease (AutoRenewMax), or the message would be delivered again beside
+// them: the attempts told are cut so that their backoff stays within
+// three quarters of it.
+func (s *Server) retryPolicy(sub *pb.Subscription) *pb.RetryPolicy {
+	cfg, found := engine.GroupConfig{}.WithDefaults(), false
 	for _, e := range sub.GetSubscriptions() {
 		gs, err := s.eng.Groups(e.GetTopic().GetName())
 		if err != nil {
 			continue
 		}
 		for _, g := range gs {
-			if g.Name == sub.GetGroup().GetName() {
-				return g.Config
+			if g.Name == sub.GetGroup().GetName() && (!found || g.Config.MaxAttempts < cfg.MaxAttempts) {
+				cfg, found = g.Config, true
 			}
 		}
 	}
-	return engine.GroupConfig{}.WithDefaults()
+	attempts, total := 1, time.Duration(0)
+	for d := cfg.BackoffBase; attempts < cfg.MaxAttempts; d = min(2*d, cfg.BackoffMax) {
+		if total+d > s.opts.AutoRenewMax*3/4 {
+			break
+		}
+		total += d
+		attempts++
+	}
+	return &pb.RetryPolicy{MaxAttempts: int32(attempts), Strategy: &pb.RetryPolicy_ExponentialBackoff{
+		ExponentialBackoff: &pb.ExponentialBackoff{Initial: durationpb.New(cfg.BackoffBase), Max: durationpb.New(cfg.BackoffMax), Multiplier: 2}}}
 }
 
-// anyFIFO reports whether a subscribed topic is FIFO.
-func (s *Server) anyFIFO(sub *pb.Subscription) bool {
+// allFIFO reports whether every subscribed topic is FIFO (and there is
+// one). A topic not created yet counts as not FIFO.
+func (s *Server) allFIFO(sub *pb.Subscription) bool {
 	for _, e := range sub.GetSubscriptions() {
-		if _, fifo, ok := s.eng.TopicKind(e.GetTopic().GetName()); ok && fifo {
-			return true
+		if _, fifo, ok := s.eng.TopicKind(e.GetTopic().GetName()); !ok || !fifo {
+			return false
 		}
 	}
-	return false
+	return len(sub.GetSubscriptions()) > 0
 }
