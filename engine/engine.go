@@ -48,7 +48,6 @@ package engine
 import (
 	"crypto/rand"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -65,7 +64,6 @@ import (
 	"github.com/hourglass-mq/hourglass/queueindex"
 	"github.com/hourglass-mq/hourglass/timerstore"
 	"github.com/hourglass-mq/hourglass/timewheel"
-	"github.com/hourglass-mq/hourglass/vfs"
 )
 
 // timerRef is what a wheel timer carries. kind says what the timer is
@@ -371,24 +369,6 @@ func (e *Engine) initSeals(id *identity) error {
 	e.ids.incarn = id.dirTag()
 	return nil
 }
-
-// lockDir takes the data directory's lock: one process at a time, since a
-// second broker, or repair, on a directory in use would corrupt it.
-func lockDir(fs vfs.FS, dir string) (io.Closer, error) {
-	lock, err := vfs.Lock(fs, path.Join(dir, LockFile))
-	switch {
-	case errors.Is(err, vfs.ErrLocked):
-		return nil, fmt.Errorf("engine: data directory %s is in use by another process (%w)", dir, err)
-	case err != nil:
-		return nil, fmt.Errorf("engine: lock the data directory: %w", err)
-	}
-	return lock, nil
-}
-
-// LockFile is the name of the data directory's lock file: a broker holds
-// an exclusive lock on it while open (flock(2): released by the kernel when
-// the process ends, kill -9 included).
-const LockFile = "LOCK"
 
 // Close stops dispatching, writes a final checkpoint and closes the files.
 // It is idempotent. Sends that race with Close fail with Unavailable.

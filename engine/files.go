@@ -1,6 +1,9 @@
 package engine
 
 import (
+	"errors"
+	"fmt"
+	"io"
 	"path"
 
 	"github.com/hourglass-mq/hourglass/vfs"
@@ -45,3 +48,21 @@ func writeFileAtomic(fs vfs.FS, dir, name string, data []byte) error {
 	}
 	return fs.SyncDir(dir)
 }
+
+// lockDir takes the data directory's lock: one process at a time, since a
+// second broker, or repair, on a directory in use would corrupt it.
+func lockDir(fs vfs.FS, dir string) (io.Closer, error) {
+	lock, err := vfs.Lock(fs, path.Join(dir, LockFile))
+	switch {
+	case errors.Is(err, vfs.ErrLocked):
+		return nil, fmt.Errorf("engine: data directory %s is in use by another process (%w)", dir, err)
+	case err != nil:
+		return nil, fmt.Errorf("engine: lock the data directory: %w", err)
+	}
+	return lock, nil
+}
+
+// LockFile is the name of the data directory's lock file: a broker holds
+// an exclusive lock on it while open (flock(2): released by the kernel when
+// the process ends, kill -9 included).
+const LockFile = "LOCK"

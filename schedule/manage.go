@@ -2,6 +2,8 @@ package schedule
 
 import (
 	"container/heap"
+	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"sort"
@@ -265,4 +267,68 @@ func (r *Runner) lookup(id string) (*entry, error) {
 		return nil, errs.New(errs.NotFound, "no schedule %q", id)
 	}
 	return e, nil
+}
+
+// topicKey is the byKey index's key of a schedule: no two schedules send
+// to one topic with one key.
+func topicKey(sc *Schedule) string { return sc.Topic + "\x00" + keyOf(sc) }
+
+// sizeOf is what a schedule counts against MaxBytes.
+func sizeOf(sc *Schedule) int64 {
+	n := len(sc.Body) + len(sc.Key) + len(sc.Tag) + len(sc.ID) + len(sc.Topic)
+	for k, v := range sc.Properties {
+		n += len(k) + len(v)
+	}
+	return int64(n)
+}
+
+// addLocked and removeLocked keep entries, byKey and bytes together.
+func (r *Runner) addLocked(e *entry) {
+	r.entries[e.sc.ID] = e
+	r.byKey[topicKey(e.sc)] = e.sc.ID
+	r.bytes += sizeOf(e.sc)
+}
+
+func (r *Runner) removeLocked(e *entry) {
+	delete(r.entries, e.sc.ID)
+	if r.byKey[topicKey(e.sc)] == e.sc.ID {
+		delete(r.byKey, topicKey(e.sc))
+	}
+	r.bytes -= sizeOf(e.sc)
+}
+
+func keyOf(sc *Schedule) string {
+	if sc.Key != "" {
+		return sc.Key
+	}
+	return sc.ID
+}
+
+// maxAhead bounds the firings cancelAhead looks for: the lead (20 s by
+// default) holds at most one firing a second (@every is at least 1s).
+const maxAhead = 10_000
+
+// cancelAhead cancels every firing of sc sent ahead of now: each fire time
+// in (now, sc.LastFire], found by its key (FireKey). The runner sends all
+// the firings due within its lead, so an @every schedule of a second has
+// about twenty waiting, not one. One already due or cancelled stays as it
+// is.
+func (r *Runner) cancelAhead(sc *Schedule, spec *Spec, now int64) {
+	if sc.LastFire <= now {
+		return
+	}
+	n := 0
+	for t := spec.Next(now, sc.Created); t != 0 && t <= sc.LastFire && n < maxAhead; t = spec.Next(t, sc.Created) {
+		n++
+		id, err := r.opts.Broker.LookupKey(sc.Topic, FireKey(keyOf(sc), t))
+		if errors.Is(err, errs.ErrNotFound) {
+			continue
+		}
+		if err == nil {
+			err = r.opts.Broker.Cancel(context.Background(), id)
+		}
+		if err != nil && !errors.Is(err, errs.ErrPrecondition) && !errors.Is(err, errs.ErrNotFound) {
+			r.opts.Logger.Warn("schedule: cancelling a firing sent ahead failed", "schedule", sc.ID, "fire", t, "err", err)
+		}
+	}
 }

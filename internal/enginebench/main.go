@@ -127,8 +127,8 @@ type config struct {
 	ckptFiles int      // rawpause: in this many files
 }
 
-func main() {
-	var c config
+// defineFlags binds the flags to c; marks and batches are parsed after.
+func defineFlags(c *config) (marks, batches *string) {
 	flag.StringVar(&c.scenario, "scenario", "", "pending, restart, lateness, herd or produce")
 	flag.StringVar(&c.dir, "dir", "", "data directory (default: a temporary one, removed afterwards)")
 	flag.BoolVar(&c.keep, "keep", false, "keep the data directory (for a later -scenario restart)")
@@ -175,8 +175,8 @@ func main() {
 	flag.DurationVar(&c.upMin, "up-min", 2*time.Second, "drill: the broker runs between this and twice this before each kill")
 	flag.DurationVar(&c.downtime, "downtime", time.Second, "drill: how long the broker stays down after a kill")
 	flag.Float64Var(&c.cancelFrac, "cancel-frac", 0, "rss: share of the messages cancelled by ID after sending (0.1: every 10th)")
-	marks := flag.String("rss-at", "", "rss: comma-separated pending counts at which RSS is also read (e.g. 1000000), besides -n")
-	batches := flag.String("engine-batches", "8,64,512", "produce: SendBatch sizes of the engine sweep, comma-separated (the engine's MaxBatch is 1,000)")
+	marks = flag.String("rss-at", "", "rss: comma-separated pending counts at which RSS is also read (e.g. 1000000), besides -n")
+	batches = flag.String("engine-batches", "8,64,512", "produce: SendBatch sizes of the engine sweep, comma-separated (the engine's MaxBatch is 1,000)")
 	flag.StringVar(&c.memprofile, "memprofile", "", "pending: write a heap profile (live objects after a GC) to this file once everything is sent")
 	flag.IntVar(&c.inspectSamples, "inspect-samples", 10_000, "pending: InspectKey calls of random keys timed after sending, against as many random 64 B preads of the commit log (with -drop-caches also with the page cache emptied first)")
 	flag.BoolVar(&c.dropCaches, "drop-caches", false, "restart: sync and empty the page cache (echo 3 > /proc/sys/vm/drop_caches, needs root) before every Open: a cold start")
@@ -195,6 +195,12 @@ func main() {
 		}
 		return nil
 	})
+	return marks, batches
+}
+
+func main() {
+	var c config
+	marks, batches := defineFlags(&c)
 	flag.Parse()
 	if c.rates == nil {
 		c.rates = []int{0, -1}
