@@ -321,7 +321,14 @@ func Open(opts Options) (*Engine, error) {
 		SegmentBytes:   opts.SegmentBytes,
 		Flush:          opts.Flush,
 		FlushInterval:  opts.FlushInterval,
-		MaxRecordBytes: maxRecordBytes(opts),
+		// Every record is bounded before it reaches the log: a message by
+		// the limits its send was checked against, the engine's own
+		// records by construction (at most DispatchBatch fire entries or
+		// MaxReceive progress items), a compaction's or a dead letter's
+		// copy by the message it copies, which may predate a lower limit.
+		// A bound taken from today's limits refused such copies, and the
+		// engine's fire records once the body limit was small.
+		MaxRecordBytes: commitlog.MaxPayloadLimit,
 		OnSync: func(d time.Duration, records, bytes int) {
 			e.stats.FsyncSeconds.Observe(d.Seconds())
 		},

@@ -7,16 +7,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hourglass-mq/hourglass/commitlog"
 	"github.com/hourglass-mq/hourglass/message"
 )
 
-// TestRecordBoundCoversEngineRecords: the commit log's record bound covers
-// what the engine writes of its own, however small the message limits. It
-// was taken from the message limits alone: under a 1 KiB body limit a fire
-// record of 2,048 messages was refused and retried every few milliseconds,
-// and an ack of 1,000 receipts was refused.
-func TestRecordBoundCoversEngineRecords(t *testing.T) {
+// TestSmallLimitsKeepEngineRecords: the engine's own records are not held
+// to the message limits, however small. The commit log's bound was taken
+// from them: under a 1 KiB body limit a fire record of 2,048 messages was
+// refused and retried every few milliseconds, and an ack of 1,000 receipts
+// was refused.
+func TestSmallLimitsKeepEngineRecords(t *testing.T) {
 	h := newHarness(t, func(o *Options) {
 		o.Limits.MaxBodyBytes = 8
 		o.Limits.MaxHeaderBytes = 64
@@ -24,16 +23,6 @@ func TestRecordBoundCoversEngineRecords(t *testing.T) {
 		o.SegmentBytes = 64 << 20
 	})
 	e := h.e
-	bound := maxRecordBytes(e.opts)
-	if n := len(encodeFire(0, make([]fireEntry, e.opts.DispatchBatch)).Payload); n > bound {
-		t.Fatalf("a full fire record is %d bytes, the bound %d", n, bound)
-	}
-	for _, typ := range []commitlog.Type{recAck, recAttempt} {
-		if n := len(encodeProgress(typ, 1, make([]progressItem, MaxReceive)).Payload); n > bound {
-			t.Fatalf("a progress record (type %d) of MaxReceive items is %d bytes, the bound %d", typ, n, bound)
-		}
-	}
-
 	n := 3 * e.opts.DispatchBatch
 	at := e.Now() + 1000
 	sendHerd(t, e, "herd", n, at)
@@ -64,12 +53,12 @@ func TestDispatchBatchBounded(t *testing.T) {
 	}
 }
 
-// TestRecordBoundCoversDeadLetterCopy: a dead-letter copy of a message at
-// every limit (body, header bytes, property count), of a long topic, fits
-// the bound too, with the four properties the copy adds. With 1 KiB of
-// slack and no room for the properties' framing it was refused as too
-// large, and the message stayed stuck, retried every second.
-func TestRecordBoundCoversDeadLetterCopy(t *testing.T) {
+// TestDeadLetterCopyAtTheLimits: a dead-letter copy of a message at every
+// limit (body, header bytes, property count), of a long topic, is written
+// with the four properties the copy adds. Under a bound of the limits plus
+// 1 KiB it was refused as too large, and the message stayed stuck, retried
+// every second.
+func TestDeadLetterCopyAtTheLimits(t *testing.T) {
 	const nprops = 110
 	h := newHarness(t, func(o *Options) {
 		o.Limits.MaxBodyBytes = 1 << 20
@@ -90,9 +79,32 @@ func TestRecordBoundCoversDeadLetterCopy(t *testing.T) {
 	h.waitVisible(topic, 1)
 	r := h.receiveN(topic, "g", 1, time.Minute)[0]
 	if err := h.e.DeadLetter(ctx, topic, "g", r.Receipt); err != nil {
-		t.Fatalf("dead-letter copy of a message at the limits: %v (bound %d)", err, maxRecordBytes(h.e.opts))
+		t.Fatalf("dead-letter copy of a message at the limits: %v", err)
 	}
 	if dl := h.receiveDLQ(DeadLetterTopic(topic, "g")); len(dl.Message.Body) != 1<<20 || len(dl.Message.Properties) != nprops+4 {
 		t.Fatalf("dead letter: %d body bytes, %d properties", len(dl.Message.Body), len(dl.Message.Properties))
+	}
+}
+
+// TestCopiesOfMessagesAboveLoweredLimits: a message stored under a larger
+// body limit is still copied (dead-lettered here; compaction copies the
+// same way) after a restart with a smaller one. The copy was refused as
+// too large, in a loop.
+func TestCopiesOfMessagesAboveLoweredLimits(t *testing.T) {
+	const size = 100_000
+	h := newHarness(t, func(o *Options) { o.Limits.MaxBodyBytes = 128 << 10 })
+	ctx := t.Context()
+	if _, err := h.e.Send(ctx, message.Message{Topic: "t", Body: make([]byte, size)}, message.When{}); err != nil {
+		t.Fatal(err)
+	}
+	h.opt.Limits.MaxBodyBytes = 1 << 10
+	h.restart()
+	h.waitVisible("t", 1)
+	r := h.receiveN("t", "g", 1, time.Minute)[0]
+	if err := h.e.DeadLetter(ctx, "t", "g", r.Receipt); err != nil {
+		t.Fatalf("dead-letter copy of a %d-byte message under a 1 KiB limit: %v", size, err)
+	}
+	if dl := h.receiveDLQ(DeadLetterTopic("t", "g")); len(dl.Message.Body) != size {
+		t.Fatalf("dead letter of %d bytes", len(dl.Message.Body))
 	}
 }

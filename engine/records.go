@@ -82,37 +82,9 @@ type fireEntry struct {
 
 const fireEntrySize = 8 + 8 + 4 + 2 + 4
 
-// progressItemMax is the size of one item of an attempt record, the larger
-// of the two progress records.
-const progressItemMax = 2 + 8 + 4
-
 // maxDispatchBatch bounds Options.DispatchBatch, so that a fire record
 // (fireEntrySize a message) stays far below the commit log's format limit.
 const maxDispatchBatch = 1 << 20
-
-// messageSlack is what a message record holds beyond its body and header
-// fields, with room to spare: the fixed fields, the topic (at most
-// message.MaxTopicLen, or a dead-letter topic's name of a topic and a
-// group), the dedup ID and extended fields, the four properties a
-// dead-letter copy adds, and a moved record's position.
-const messageSlack = 4096
-
-// maxRecordBytes is the commit log's bound on one record's payload: the
-// larger of the largest message record the limits allow (body, header
-// fields, 6 bytes of framing a property, and messageSlack: so a dead-letter
-// copy of a message at every limit, and a compaction's moved record, fit
-// too) and the largest record the engine writes of its own: a fire record of a
-// full DispatchBatch, or an ack or attempt record of MaxReceive items. A
-// bound taken from the message limits alone refused fire records once the
-// body limit was small: under a 1 KiB body limit a fire of 2,048 messages
-// (53 KB) was refused and retried every few milliseconds, so a herd of
-// 20,000 took 21 s to become visible.
-func maxRecordBytes(o Options) int {
-	message := o.Limits.MaxBodyBytes + o.Limits.MaxHeaderBytes + 6*o.Limits.MaxProperties + messageSlack
-	fire := 12 + o.DispatchBatch*fireEntrySize
-	progress := 8 + MaxReceive*progressItemMax
-	return max(message, fire, progress)
-}
 
 func encodeFire(visible int64, es []fireEntry) commitlog.Record {
 	b := make([]byte, 0, 12+len(es)*fireEntrySize)
