@@ -316,11 +316,11 @@ func Open(opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e.clog, err = commitlog.Open(commitlog.Options{
-		FS:             e.opts.FS,
-		Dir:            path.Join(opts.Dir, "log"),
-		SegmentBytes:   opts.SegmentBytes,
-		Flush:          opts.Flush,
-		FlushInterval:  opts.FlushInterval,
+		FS:            e.opts.FS,
+		Dir:           path.Join(opts.Dir, "log"),
+		SegmentBytes:  opts.SegmentBytes,
+		Flush:         opts.Flush,
+		FlushInterval: opts.FlushInterval,
 		// Every record is bounded before it reaches the log: a message by
 		// the limits its send was checked against, the engine's own
 		// records by construction (at most DispatchBatch fire entries or
