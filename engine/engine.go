@@ -249,6 +249,8 @@ type dispatcher struct {
 	due             dueSet                     // staged and due, waiting for a fire record, per topic
 	load            *bucketLoad                // the bucket being loaded, if any (dispatch.go)
 	loadRetryAt     int64                      // no bucket load before this (after a read error)
+	fireRetryAt     int64                      // no fire before this (after a failed fire record)
+	fireBackoff     int64                      // ms, doubled by each failed fire in a row, 0 after one that succeeds
 	inflight        []fireEntry                // in the fire record being written
 	fires           sync.WaitGroup             // the fire in flight, if any (not under mu)
 	nearPeakEntries int                        // largest size of near since it was last made
@@ -264,6 +266,16 @@ type dispatcher struct {
 	firedSinceTo int64
 	replayHWM    int64 // latest broker time a replayed record carries
 }
+
+// logRecordBound is the commit log's bound on a record: its format limit.
+// Every record is bounded before it reaches the log: a message by the
+// limits its send was checked against, the engine's own records by
+// construction (at most DispatchBatch fire entries or MaxReceive progress
+// items), a compaction's or a dead letter's copy by the message it copies,
+// which may predate a lower limit. A bound taken from today's limits
+// refused such copies, and the engine's fire records once the body limit
+// was small.
+const logRecordBound = commitlog.MaxPayloadLimit
 
 // Open opens or creates the data directory, recovers, and starts the
 // dispatch loop and the checkpointer.
@@ -316,19 +328,12 @@ func Open(opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e.clog, err = commitlog.Open(commitlog.Options{
-		FS:            e.opts.FS,
-		Dir:           path.Join(opts.Dir, "log"),
-		SegmentBytes:  opts.SegmentBytes,
-		Flush:         opts.Flush,
-		FlushInterval: opts.FlushInterval,
-		// Every record is bounded before it reaches the log: a message by
-		// the limits its send was checked against, the engine's own
-		// records by construction (at most DispatchBatch fire entries or
-		// MaxReceive progress items), a compaction's or a dead letter's
-		// copy by the message it copies, which may predate a lower limit.
-		// A bound taken from today's limits refused such copies, and the
-		// engine's fire records once the body limit was small.
-		MaxRecordBytes: commitlog.MaxPayloadLimit,
+		FS:             e.opts.FS,
+		Dir:            path.Join(opts.Dir, "log"),
+		SegmentBytes:   opts.SegmentBytes,
+		Flush:          opts.Flush,
+		FlushInterval:  opts.FlushInterval,
+		MaxRecordBytes: logRecordBound,
 		OnSync: func(d time.Duration, records, bytes int) {
 			e.stats.FsyncSeconds.Observe(d.Seconds())
 		},

@@ -370,3 +370,44 @@ func TestKeyIndexWriteFailure(t *testing.T) {
 	}
 	recoverAndCheck("power loss after the checkpoint")
 }
+
+// TestFireFailurePauses: a fire record that cannot be written (a full
+// disk) is tried again after a pause that doubles with each failure, at
+// any rate: without a rate the retries used to loop (thousands of failures
+// logged a second), and at a low rate one failure was a token debt of a
+// whole DispatchBatch (409 s at 10/s). Once space is back the messages
+// become visible at the next try.
+func TestFireFailurePauses(t *testing.T) {
+	for _, rate := range []int{-1, 10} {
+		ffs := vfs.NewFaulty(vfs.NewMem())
+		h := newHarness(t, func(o *Options) { o.FS = ffs; o.DispatchRate = rate })
+		e := h.e
+		sendHerd(t, e, "t", 10, e.Now()+1000)
+		waitParked(e, h.clk)
+		ffs.SetLimit(ffs.Used())
+		failures := func(want uint64) {
+			t.Helper()
+			deadline := time.Now().Add(5 * time.Second)
+			for e.Stats().FireErrors.Load() < want && time.Now().Before(deadline) {
+				time.Sleep(time.Millisecond)
+			}
+			waitParked(e, h.clk)
+			if n := e.Stats().FireErrors.Load(); n != want {
+				t.Fatalf("rate %d: %d fire failures at %d ms, want %d", rate, n, e.Now()-t0.UnixMilli(), want)
+			}
+		}
+		h.clk.Advance(time.Second)
+		failures(1)
+		for _, pause := range []time.Duration{100 * time.Millisecond, 200 * time.Millisecond} {
+			h.clk.Advance(pause - time.Millisecond)
+			failures(uint64(pause / (100 * time.Millisecond))) // none during the pause
+			h.clk.Advance(time.Millisecond)
+			failures(uint64(pause/(100*time.Millisecond)) + 1)
+		}
+		ffs.SetLimit(-1)
+		h.clk.Advance(400 * time.Millisecond)
+		if n := waitVisible(h, "t", 10); n != 10 {
+			t.Fatalf("rate %d: %d of 10 visible after space came back", rate, n)
+		}
+	}
+}

@@ -116,8 +116,8 @@ func (e *Engine) takeBatchLocked(now int64) []fireEntry {
 		e.disp.batchRamp = 0 // idle: the next batch starts small again
 		return nil
 	}
-	if len(e.disp.inflight) > 0 {
-		return nil // a fire in flight (one at a time)
+	if len(e.disp.inflight) > 0 || now < e.disp.fireRetryAt {
+		return nil // a fire in flight (one at a time), or a pause after a failed one
 	}
 	n := e.batchSizeLocked(upTo)
 	if e.opts.DispatchRate > 0 {
@@ -270,7 +270,13 @@ func (e *Engine) waitLocked(now int64) time.Duration {
 		next = first // a staged message falls due (see nextAfter)
 	}
 	if e.disp.due.ready(now) {
-		if ms, ok := e.tokenWaitLocked(now); ok && now+ms < next {
+		ms, ok := e.tokenWaitLocked(now)
+		switch {
+		case now < e.disp.fireRetryAt && len(e.disp.inflight) == 0:
+			// After a failed fire: tokens or not, the next one waits for
+			// the pause's end.
+			next = min(next, max(e.disp.fireRetryAt, now+ms))
+		case ok && now+ms < next:
 			next = now + ms
 		}
 	}
@@ -302,6 +308,13 @@ func (e *Engine) tokenWaitLocked(now int64) (int64, bool) {
 	return max(1, int64(need*1000/float64(e.opts.DispatchRate))+1), true
 }
 
+// The pause after a failed fire record, in ms: it doubles with each
+// failure in a row, from fireBackoffMin up to fireBackoffMax.
+const (
+	fireBackoffMin = 100
+	fireBackoffMax = 5000
+)
+
 // fire makes a batch visible: one fire record, then the queue indexes.
 func (e *Engine) fire(batch []fireEntry, visible int64) {
 	missed := e.windowMissed(batch, visible)
@@ -323,9 +336,17 @@ func (e *Engine) fire(batch []fireEntry, visible int64) {
 			delete(e.disp.taken, fe.pos)
 			e.pushDispatchLocked(timerRef{pos: fe.pos, due: fe.due, topic: fe.topic, queue: fe.queue, windowed: fe.windowed})
 		}
-		e.disp.tokens = -float64(e.opts.DispatchBatch) // back off
+		// Pause before the next fire, longer after each failure in a row:
+		// not a token debt, which at a low rate stalled dispatch for
+		// DispatchBatch/rate seconds after one failure, and without a rate
+		// was no pause at all (a full disk logged thousands of failures a
+		// second).
+		d := e.disp
+		d.fireBackoff = min(max(2*d.fireBackoff, fireBackoffMin), fireBackoffMax)
+		d.fireRetryAt = e.Now() + d.fireBackoff
 		return
 	}
+	e.disp.fireBackoff = 0
 	e.applyFireLocked(visible, batch, true)
 	e.stats.WindowMissed.Add(missed)
 }
