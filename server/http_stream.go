@@ -90,19 +90,19 @@ func streamOptions(r *http.Request) (stream.Options, api.BodyEncoding, error) {
 func (h *Handler) stream(w http.ResponseWriter, r *http.Request) {
 	opts, enc, err := streamOptions(r)
 	if err != nil {
-		h.writeError(w, err)
+		h.refuseStream(w, r, err)
 		return
 	}
 	select {
 	case h.streams <- struct{}{}:
 		defer func() { <-h.streams }()
 	default:
-		h.writeError(w, errs.New(errs.ResourceExhausted, "there are %d streams open; the limit is %d (-max-streams)", len(h.streams), cap(h.streams)))
+		h.refuseStream(w, r, errs.New(errs.ResourceExhausted, "there are %d streams open; the limit is %d (-max-streams)", len(h.streams), cap(h.streams)))
 		return
 	}
 	st, err := stream.Open(h.eng, opts)
 	if err != nil {
-		h.writeError(w, err)
+		h.refuseStream(w, r, err)
 		return
 	}
 	rc := http.NewResponseController(w)
@@ -151,6 +151,18 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request) {
 	// The request body was not read to its end: what is left of it must
 	// not be taken for the connection's next request.
 	out.closeConn()
+}
+
+// refuseStream answers a stream refused before it starts (bad options, too
+// many streams, an unknown group) and closes the connection: its body, ack
+// lines that may never end, is left unread. Left open, the server would
+// read that body to its end before answering, so a streaming client saw
+// the refusal only when -read-timeout cut the read (a minute by default).
+func (h *Handler) refuseStream(w http.ResponseWriter, r *http.Request, err error) {
+	if r.ContentLength != 0 {
+		w.Header().Set("Connection", "close")
+	}
+	h.writeError(w, err)
 }
 
 // streamFixed serves a stream whose body has a known length (not chunked):

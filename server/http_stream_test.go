@@ -322,3 +322,45 @@ func TestStreamErrorEndsAWholeResponse(t *testing.T) {
 		t.Fatalf("next request: %d %s", r.status, r.body)
 	}
 }
+
+// A stream refused before it starts is answered at once, though its body
+// (ack lines that may never end) is still open: the server used to read
+// that body to its end first, so a streaming client saw the refusal only
+// when the read timeout cut it (a minute by default; never here).
+func TestStreamRefusalDoesNotWaitForTheBody(t *testing.T) {
+	ts := newTestServer(t, withConfig(func(c *Config) { c.MaxStreams = 1 }))
+	ts.visible("t", 1) // the first stream's answer starts with it
+	open := func(path string) (*http.Response, *io.PipeWriter, error) {
+		pr, pw := io.Pipe()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		t.Cleanup(cancel)
+		context.AfterFunc(ctx, func() { pw.CloseWithError(ctx.Err()) }) // never hang the test
+		req, err := http.NewRequestWithContext(ctx, "POST", ts.srv.URL+path, pr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := ts.srv.Client().Do(req)
+		return resp, pw, err
+	}
+	refused := func(path string, status int) {
+		t.Helper()
+		resp, pw, err := open(path)
+		if err != nil {
+			t.Fatalf("%s: no answer while the body is open: %v", path, err)
+		}
+		resp.Body.Close()
+		pw.Close()
+		if resp.StatusCode != status {
+			t.Errorf("%s: %d, want %d", path, resp.StatusCode, status)
+		}
+	}
+	refused("/v1/topics/nope/groups/g/stream", 404)
+	refused("/v1/topics/t/groups/g/stream?max=0", 400)
+	first, pw, err := open("/v1/topics/t/groups/g/stream")
+	if err != nil || first.StatusCode != 200 {
+		t.Fatalf("first stream: %v %v", first, err)
+	}
+	defer pw.Close()
+	defer first.Body.Close()
+	refused("/v1/topics/t/groups/g/stream", 429)
+}
