@@ -2,6 +2,7 @@ package rocketmq_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -253,4 +254,29 @@ func withDelivery(m *pb.Message, ts *timestamppb.Timestamp) *pb.Message {
 	m.SystemProperties.DeliveryTimestamp = ts
 	m.SystemProperties.MessageType = pb.MessageType_DELAY
 	return m
+}
+
+// TestBatchWithinTheRequestLimit: a SendMessage batch is bounded by
+// -max-request-bytes, as an HTTP batch is, not by one message's size: 200
+// messages of 30 KB (6 MB, under the default 8 MiB) are stored, and a
+// batch over the limit is refused whole.
+func TestBatchWithinTheRequestLimit(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t, nil)
+	c := dial(t, b.grpc)
+	ctx := bounded(t)
+	batch := func(n int) *pb.SendMessageRequest {
+		req := &pb.SendMessageRequest{}
+		for i := range n {
+			req.Messages = append(req.Messages, rawMessage("bulk", fmt.Sprint("m-", n, "-", i), make([]byte, 30_000), nil))
+		}
+		return req
+	}
+	r, err := c.SendMessage(ctx, batch(200))
+	if err != nil || r.GetStatus().GetCode() != pb.Code_OK || len(r.GetEntries()) != 200 {
+		t.Fatalf("200 messages of 30 KB: %v %v", r.GetStatus(), err)
+	}
+	if _, err := c.SendMessage(ctx, batch(300)); gstatus.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("300 messages of 30 KB (9 MB, over the 8 MiB limit): %v, want ResourceExhausted", err)
+	}
 }

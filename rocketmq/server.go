@@ -45,6 +45,10 @@ type Options struct {
 	// AutoRenewMax bounds how long one message is renewed; 0 means
 	// DefaultAutoRenewMax.
 	AutoRenewMax time.Duration
+	// MaxRequestBytes bounds a request's size, as -max-request-bytes
+	// bounds an HTTP request's body; the bound is never below one message
+	// of the largest size and its headers. 0 means that bound alone.
+	MaxRequestBytes int
 	// Logger receives the adapter's logs; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -118,10 +122,13 @@ func (s *Server) Collector() *Collector { return s.met }
 func (s *Server) Close() { s.closeOnce.Do(func() { close(s.done) }) }
 
 // GRPCServer returns a gRPC server with s registered, its messages bounded
-// by the body limit plus room for headers, and the metrics interceptors.
+// by MaxRequestBytes (and never below one message of the largest size
+// plus room for headers), and the metrics interceptors. The bound was one
+// message alone, so a batch of 200 messages of 30 KB, well within the
+// limits an HTTP batch has, was refused.
 func (s *Server) GRPCServer(extra ...grpc.ServerOption) *grpc.Server {
 	opts := append([]grpc.ServerOption{
-		grpc.MaxRecvMsgSize(s.opts.Limits.MaxBodyBytes + s.opts.Limits.MaxHeaderBytes + 64<<10),
+		grpc.MaxRecvMsgSize(max(s.opts.MaxRequestBytes, s.opts.Limits.MaxBodyBytes+s.opts.Limits.MaxHeaderBytes+64<<10)),
 		grpc.MaxConcurrentStreams(1024),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: time.Minute, Timeout: 20 * time.Second}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),

@@ -77,7 +77,7 @@ func newGRPC(c Config, eng *engine.Engine, logger *slog.Logger) (*grpcService, e
 	}
 	o := c.EngineOptions(logger)
 	a := rocketmq.New(eng, rocketmq.Options{Limits: o.Limits, DefaultQueues: o.DefaultQueues, AutoCreateTopics: !o.NoAutoCreate,
-		MaxLongPoll: c.GRPCLongPoll, AccessSecret: c.AuthToken, Logger: logger})
+		MaxLongPoll: c.GRPCLongPoll, AccessSecret: c.AuthToken, MaxRequestBytes: int(c.MaxRequestBytes), Logger: logger})
 	return &grpcService{adapter: a, srv: a.GRPCServer(extra...), ln: ln, errc: make(chan error, 1)}, nil
 }
 
