@@ -106,7 +106,8 @@ func (e *Engine) Redrive(ctx context.Context, topic, group string, max int) (int
 	if _, err := e.createGroup(g.dlq, redriveGroup, GroupConfig{}, true, true); err != nil {
 		return 0, err
 	}
-	got, err := e.Receive(ctx, ReceiveRequest{Topic: g.dlq, Group: redriveGroup, Max: max, Invisible: time.Minute})
+	// At most a batch: the redrive sends what it reads as one.
+	got, err := e.Receive(ctx, ReceiveRequest{Topic: g.dlq, Group: redriveGroup, Max: min(max, e.opts.MaxBatch), Invisible: time.Minute})
 	if err != nil || len(got) == 0 {
 		return 0, err
 	}
@@ -125,6 +126,9 @@ func (e *Engine) Redrive(ctx context.Context, topic, group string, max int) (int
 		receipts[i] = r.Receipt
 	}
 	if _, err := e.sendBatch(ctx, reqs, true); err != nil {
+		// Give the leases back: the next redrive reads them at once
+		// instead of after the minute's lease.
+		e.Release(g.dlq, redriveGroup, receipts)
 		return 0, err
 	}
 	if err := e.Ack(ctx, g.dlq, redriveGroup, receipts...); err != nil {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -318,5 +319,47 @@ func TestRedriveOfALongGroupName(t *testing.T) {
 	}
 	if n, err := h.e.Redrive(context.Background(), topicName, group, 10); err != nil || n != 1 {
 		t.Fatalf("redrive of a long-named group: %d %v", n, err)
+	}
+}
+
+// A redrive is not refused by limits its dead letters respect: more dead
+// letters than MaxBatch are moved a batch at a time, and a message at the
+
+// dead letter's four and the redrive's source). Both were refused as too
+// large, and the failed attempt kept the dead letters leased for a minute.
+func TestRedriveWithinTheLimits(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.MaxBatch = 3 })
+	ctx := context.Background()
+	if err := h.e.CreateTopic("jobs", TopicConfig{Queues: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.e.CreateGroup("jobs", "w", GroupConfig{MaxAttempts: 1}); err != nil {
+		t.Fatal(err)
+	}
+	props := map[string]string{}
+	for i := range h.e.opts.Limits.MaxProperties {
+		props[fmt.Sprint("p", i)] = "v"
+	}
+	for i := range 5 {
+		if _, err := h.e.Send(ctx, message.Message{Topic: "jobs", Properties: props, Body: []byte(fmt.Sprint(i))}, message.When{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.waitVisible("jobs", 5)
+	for _, r := range h.receiveN("jobs", "w", 5, time.Minute) {
+		if err := h.e.Nack(ctx, "jobs", "w", r.Receipt, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.waitVisible(DeadLetterTopic("jobs", "w"), 5)
+	if n, err := h.e.Redrive(ctx, "jobs", "w", 10); err != nil || n != 3 {
+		t.Fatalf("first redrive: %d, %v; want a batch of 3", n, err)
+	}
+	if n, err := h.e.Redrive(ctx, "jobs", "w", 10); err != nil || n != 2 {
+		t.Fatalf("second redrive: %d, %v; want the other 2", n, err)
+	}
+	back := h.receiveN("jobs", "w", 5, time.Minute)
+	if p := back[0].Message.Properties; len(p) != len(props)+4 || p["hourglass-redriven-from"] == "" || p["hourglass-origin-topic"] != "jobs" {
+		t.Fatalf("a redriven message has %d properties: %v", len(p), p)
 	}
 }

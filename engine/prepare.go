@@ -43,12 +43,30 @@ func (e *Engine) prepareBatch(reqs []SendRequest, now int64, internal bool) ([]*
 	return stored, tops, nil
 }
 
+// Room the engine's own sends get beyond the limits, for the properties it
+// adds to a client's message: at most 5 (a dead letter's 4 and a
+// redrive's source), names and values of at most a topic name, an ID and
+// a few words each.
+const (
+	internalProperties  = 8
+	internalHeaderBytes = 2048
+)
+
 // checkRequest validates one request and makes its stored form, without
 // its queue. Its topic is nil when it does not exist yet (and auto-create
 // is on); last, if not nil, is the previous request's, reused when the
 // names match.
 func (e *Engine) checkRequest(r *SendRequest, now int64, internal bool, last *topic) (*message.Stored, *topic, error) {
-	if err := e.opts.Limits.Validate(&r.Message); err != nil {
+	lim := e.opts.Limits
+	if internal {
+		// The engine's own sends (a redrive) carry a client's message
+		// plus the properties the engine added (a dead letter's origin,
+		// attempts and reason, the redrive's source): a message at the
+		// limits must not be refused for them.
+		lim.MaxProperties += internalProperties
+		lim.MaxHeaderBytes += internalHeaderBytes
+	}
+	if err := lim.Validate(&r.Message); err != nil {
 		return nil, nil, err
 	}
 	due, err := e.opts.Limits.DueAt(r.When, now)
