@@ -330,8 +330,8 @@ func (c Config) Validate() error {
 	if _, err := c.flushPolicy(); err != nil {
 		bad("%v", err)
 	}
-	if c.FlushInterval <= 0 {
-		bad("-flush-interval %v must be positive", c.FlushInterval)
+	if c.FlushInterval < time.Millisecond {
+		bad("-flush-interval %v is below 1ms", c.FlushInterval)
 	}
 	if c.SegmentBytes < 1<<20 {
 		bad("-segment-bytes %d is below 1MiB", c.SegmentBytes)
@@ -361,8 +361,8 @@ func (c Config) Validate() error {
 	if c.DispatchRate == 0 {
 		bad("-dispatch-rate must not be 0 (negative means unbounded)")
 	}
-	if c.CheckpointInterval <= 0 {
-		bad("-checkpoint-interval %v must be positive", c.CheckpointInterval)
+	if c.CheckpointInterval < 10*time.Millisecond {
+		bad("-checkpoint-interval %v is below 10ms", c.CheckpointInterval)
 	}
 	if c.Retention <= 0 {
 		bad("-retention %v must be positive", c.Retention)

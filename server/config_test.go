@@ -135,12 +135,28 @@ func TestValidate(t *testing.T) {
 		{func(c *Config) { c.WriteTimeout = 30 * time.Second }, "-write-timeout 30s must be at least 35s"},
 		{func(c *Config) { c.IdleTimeout = 0 }, "-idle-timeout"},
 		{func(c *Config) { c.MaxHeaderBytes = 100 }, "-max-header-bytes"},
+		{func(c *Config) { c.FlushInterval = time.Nanosecond }, "-flush-interval 1ns is below 1ms"},
+		{func(c *Config) { c.CheckpointInterval = time.Millisecond }, "-checkpoint-interval 1ms is below 10ms"},
+		{func(c *Config) { c.DedupTopics = "t=1ms,t=24h" }, `topic "t" is given twice`},
+		{func(c *Config) { c.DedupTopics = "%DLQ%x.g=1h" }, "dead-letter topic"},
 	} {
 		c := DefaultConfig()
 		tc.mutate(&c)
 		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("error %v, want one naming %s", err, tc.want)
 		}
+	}
+}
+
+// TestDelayLevelsRefuseAnEmptyEntry: "1s,,2s" is refused, not read as
+// two levels, which would renumber the levels after the gap.
+func TestDelayLevelsRefuseAnEmptyEntry(t *testing.T) {
+	c := DefaultConfig()
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	c.RegisterFlags(fs)
+	if err := fs.Parse([]string{"-delay-levels", "1s,,2s"}); err == nil || !strings.Contains(err.Error(), "entry 2 is empty") {
+		t.Fatalf("-delay-levels 1s,,2s: %v", err)
 	}
 }
 

@@ -56,6 +56,12 @@ func parseDedupTopics(s string) (map[string]engine.DedupPolicy, error) {
 		if err := message.ValidateTopic(topic); err != nil {
 			return nil, fmt.Errorf("-dedup-topics: %v", err)
 		}
+		if engine.IsDeadLetterTopic(topic) {
+			return nil, fmt.Errorf("-dedup-topics: %q is a dead-letter topic, which only the broker sends to", topic)
+		}
+		if _, dup := out[topic]; dup {
+			return nil, fmt.Errorf("-dedup-topics: topic %q is given twice", topic)
+		}
 		p, err := parseDedupPolicy(spec)
 		if err != nil {
 			return nil, fmt.Errorf("-dedup-topics: %v", err)

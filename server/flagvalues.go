@@ -110,10 +110,11 @@ type durationsValue []time.Duration
 
 func (v *durationsValue) Set(s string) error {
 	var out []time.Duration
-	for _, f := range strings.Split(s, ",") {
+	for i, f := range strings.Split(s, ",") {
 		f = strings.TrimSpace(f)
 		if f == "" {
-			continue
+			// Skipped, it would renumber the entries after it.
+			return fmt.Errorf("entry %d is empty", i+1)
 		}
 		d, err := time.ParseDuration(f)
 		if err != nil {
