@@ -35,7 +35,11 @@ func parseDedupPolicy(s string) (engine.DedupPolicy, error) {
 		return p, nil
 	}
 	d, err := time.ParseDuration(win)
-	if err != nil || d < time.Millisecond {
+	switch {
+	case err != nil:
+		// Say why: a duration past about 290 years does not parse either.
+		return p, fmt.Errorf("dedup policy %q: %v; the window must be a duration of at least 1ms or \"delivered\"", s, err)
+	case d < time.Millisecond:
 		return p, fmt.Errorf("dedup policy %q: the window must be a duration of at least 1ms or \"delivered\"", s)
 	}
 	p.Window = d
