@@ -290,6 +290,15 @@ func (e *Engine) deliver(g *group, hs []handout, a *ackBatch) ([]Received, error
 			delete(gq.leases, h.offset)
 		}
 		gq.markDone(h.offset)
+		// Skipped, not delivered: the group's counts say what consumers got.
+		g.delivered--
+		if h.attempt > 1 {
+			g.redelivered--
+		}
+	}
+	if len(gone) > 0 {
+		e.stats.RetentionSkipped.Add(uint64(len(gone)))
+		e.opts.Logger.Warn("messages removed by retention before the group received them were skipped", "topic", g.topic.name, "group", g.name, "messages", len(gone))
 	}
 	return out, nil
 }

@@ -68,3 +68,37 @@ func TestRetentionDeletesDeliveredSegmentsButNotPendingOnes(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestRetentionSkipsAreNotDeliveries: a group that reads only after
+// retention removed what it had not received skips those messages, and
+// says so (a stat, a log line); its counts show no delivery. They were
+// counted as delivered.
+func TestRetentionSkipsAreNotDeliveries(t *testing.T) {
+	h := newHarness(t, func(o *Options) {
+		o.SegmentBytes = 16 << 10
+		o.Retention = time.Hour
+		o.CompactMaxPending = -1
+	})
+	for i := 0; i < 200; i++ {
+		if _, err := h.e.Send(t.Context(), message.Message{Topic: "t", Body: make([]byte, 200)}, message.When{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.waitVisible("t", 200)
+	h.clk.Advance(2 * time.Hour)
+	if err := h.e.checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	if h.e.Stats().SegmentsDeleted.Load() == 0 {
+		t.Fatal("no segment deleted; the test needs retention to remove some")
+	}
+	rs, err := h.e.Receive(t.Context(), ReceiveRequest{Topic: "t", Group: "late", Max: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	skipped := h.e.Stats().RetentionSkipped.Load()
+	gi := groupInfo(h, "t", "late")
+	if skipped == 0 || gi.Delivered != uint64(len(rs)) || uint64(len(rs))+skipped != 200 {
+		t.Fatalf("received %d, skipped %d, group counts %d delivered; want the 200 split between them, and only what was received delivered", len(rs), skipped, gi.Delivered)
+	}
+}

@@ -94,6 +94,9 @@ type Stats struct {
 	// ReadErrors counts message reads that failed with an I/O error while
 	// delivering; the messages stayed in place.
 	ReadErrors atomic.Uint64
+	// RetentionSkipped counts messages a group was about to receive whose
+	// records retention had already removed: skipped, not delivered.
+	RetentionSkipped atomic.Uint64
 	// Failed is set when the engine stopped after a storage failure.
 	Failed atomic.Bool
 	// CacheRebuilds counts caches found damaged at recovery and rebuilt

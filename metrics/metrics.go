@@ -32,6 +32,7 @@ type Collector struct {
 	clockJumps, checkpoints, segsDel    *prometheus.Desc
 	fireErrs, loadErrs, ckErrs          *prometheus.Desc
 	failed, readErrs, rebuilds          *prometheus.Desc
+	retentionSkipped                    *prometheus.Desc
 	buildInfo                           *prometheus.Desc
 	dedupHits, dedupConflicts           *prometheus.Desc
 	expired, windowMissed               *prometheus.Desc
@@ -50,28 +51,29 @@ func NewCollector(eng *engine.Engine) *Collector {
 		return prometheus.NewDesc(prometheus.BuildFQName(ns, "", name), help, labels, nil)
 	}
 	return &Collector{
-		eng:         eng,
-		forecast:    newForecastCollector(eng),
-		sent:        d("messages_sent_total", "Messages accepted by sends."),
-		fired:       d("messages_fired_total", "Messages that fell due and became visible to consumers (delivered to their queue)."),
-		cancelled:   d("messages_cancelled_total", "Pending messages cancelled."),
-		rescheduled: d("messages_rescheduled_total", "Pending messages moved to another due time."),
-		pending:     d("messages_pending", "Messages accepted and not yet visible or cancelled."),
-		lateness:    d("lateness_seconds", "Time from a message's due time to its becoming visible."),
-		fsync:       d("fsync_seconds", "Duration of each commit-log fdatasync."),
-		checkpoint:  d("checkpoint_seconds", "Duration of each checkpoint."),
-		recovery:    d("recovery_seconds", "Duration of the recovery at the last start."),
-		replayed:    d("recovery_replayed_records", "Commit-log records replayed at the last start."),
-		clockJumps:  d("clock_jumps_total", "Wall-clock steps beyond the threshold, relative to the monotonic clock."),
-		checkpoints: d("checkpoints_total", "Checkpoints written."),
-		segsDel:     d("segments_deleted_total", "Commit-log segments deleted by retention."),
-		fireErrs:    d("fire_errors_total", "Failures to write a fire record (due messages are retried)."),
-		loadErrs:    d("timer_load_errors_total", "Failures to load a timer bucket into the wheel."),
-		ckErrs:      d("checkpoint_errors_total", "Failed checkpoints."),
-		failed:      d("storage_failed", "1 once the broker stopped after a failed fsync (fail-stop); it then exits."),
-		readErrs:    d("read_errors_total", "Message reads that failed with an I/O error while delivering; the messages stayed in place."),
-		rebuilds:    d("cache_rebuilds_total", "Caches (timer buckets, key index) found damaged at the last recovery and rebuilt from the log."),
-		buildInfo:   d("build_info", "Always 1; its labels say which build runs (as hourglass version prints it).", "version", "commit", "go_version"),
+		eng:              eng,
+		forecast:         newForecastCollector(eng),
+		sent:             d("messages_sent_total", "Messages accepted by sends."),
+		fired:            d("messages_fired_total", "Messages that fell due and became visible to consumers (delivered to their queue)."),
+		cancelled:        d("messages_cancelled_total", "Pending messages cancelled."),
+		rescheduled:      d("messages_rescheduled_total", "Pending messages moved to another due time."),
+		pending:          d("messages_pending", "Messages accepted and not yet visible or cancelled."),
+		lateness:         d("lateness_seconds", "Time from a message's due time to its becoming visible."),
+		fsync:            d("fsync_seconds", "Duration of each commit-log fdatasync."),
+		checkpoint:       d("checkpoint_seconds", "Duration of each checkpoint."),
+		recovery:         d("recovery_seconds", "Duration of the recovery at the last start."),
+		replayed:         d("recovery_replayed_records", "Commit-log records replayed at the last start."),
+		clockJumps:       d("clock_jumps_total", "Wall-clock steps beyond the threshold, relative to the monotonic clock."),
+		checkpoints:      d("checkpoints_total", "Checkpoints written."),
+		segsDel:          d("segments_deleted_total", "Commit-log segments deleted by retention."),
+		fireErrs:         d("fire_errors_total", "Failures to write a fire record (due messages are retried)."),
+		loadErrs:         d("timer_load_errors_total", "Failures to load a timer bucket into the wheel."),
+		ckErrs:           d("checkpoint_errors_total", "Failed checkpoints."),
+		failed:           d("storage_failed", "1 once the broker stopped after a failed fsync (fail-stop); it then exits."),
+		readErrs:         d("read_errors_total", "Message reads that failed with an I/O error while delivering; the messages stayed in place."),
+		retentionSkipped: d("retention_skipped_total", "Messages a group was about to receive whose records retention had already removed: skipped, not delivered (-retention shorter than the group's lag)."),
+		rebuilds:         d("cache_rebuilds_total", "Caches (timer buckets, key index) found damaged at the last recovery and rebuilt from the log."),
+		buildInfo:        d("build_info", "Always 1; its labels say which build runs (as hourglass version prints it).", "version", "commit", "go_version"),
 
 		dedupHits:      d("dedup_duplicates_total", "Sends answered as repeats of an earlier send's dedup_id: nothing stored."),
 		dedupConflicts: d("dedup_conflicts_total", "Sends refused because their dedup_id was used with another body or delivery time."),
@@ -97,7 +99,7 @@ func (c *Collector) descs() []*prometheus.Desc {
 	return []*prometheus.Desc{
 		c.sent, c.fired, c.cancelled, c.rescheduled, c.pending, c.lateness, c.fsync, c.checkpoint,
 		c.recovery, c.replayed, c.clockJumps, c.checkpoints, c.segsDel, c.fireErrs, c.loadErrs, c.ckErrs,
-		c.failed, c.readErrs, c.rebuilds, c.buildInfo,
+		c.failed, c.readErrs, c.rebuilds, c.retentionSkipped, c.buildInfo,
 		c.dedupHits, c.dedupConflicts, c.expired, c.windowMissed,
 		c.topicSent, c.topicFired, c.topicCancelled, c.topicPending, c.topicVisible,
 		c.groupDelivered, c.groupAcked, c.groupRedelivered, c.groupDead, c.groupBacklog, c.groupInFlight,
@@ -144,6 +146,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(c.failed, failed)
 	counter(c.readErrs, s.ReadErrors.Load())
+	counter(c.retentionSkipped, s.RetentionSkipped.Load())
 	counter(c.rebuilds, s.CacheRebuilds.Load())
 	counter(c.dedupHits, s.DedupHits.Load())
 	counter(c.dedupConflicts, s.DedupConflicts.Load())
