@@ -15,7 +15,6 @@ import (
 	"github.com/hourglass-mq/hourglass/api"
 	"github.com/hourglass-mq/hourglass/commitlog"
 	"github.com/hourglass-mq/hourglass/engine"
-	"github.com/hourglass-mq/hourglass/message"
 	"github.com/hourglass-mq/hourglass/rocketmq"
 )
 
@@ -404,17 +403,9 @@ func (c Config) validateConnections(bad func(format string, args ...any)) {
 	if c.IdleTimeout <= 0 {
 		bad("-idle-timeout %v must be positive", c.IdleTimeout)
 	}
-	if least := minHeaderBytes(); c.MaxHeaderBytes < least || c.MaxHeaderBytes > 64<<20 {
-		bad("-max-header-bytes %d is not in [%d, 64MiB]: it must carry a lookup, cancel or reschedule by the longest key a message may have, percent-encoded in the path", c.MaxHeaderBytes, least)
+	if c.MaxHeaderBytes < 4<<10 || c.MaxHeaderBytes > 64<<20 {
+		bad("-max-header-bytes %d is not in [4KiB, 64MiB]", c.MaxHeaderBytes)
 	}
-}
-
-// minHeaderBytes is the smallest -max-header-bytes accepted: a request
-// line naming the longest key a message may have (the message header
-// limit), every byte of it percent-encoded, plus 4 KiB for the rest. Below
-// it a send succeeded with a key that no request could then name (431).
-func minHeaderBytes() int64 {
-	return 3*int64(message.Limits{}.Defaults().MaxHeaderBytes) + 4<<10
 }
 
 // MinWriteTimeout is the smallest WriteTimeout accepted: the longest
