@@ -269,7 +269,7 @@ func (c *Config) settings() []setting {
 		{"read-timeout", "longest a client may take to send a whole request, body included; a slower body is cut off with 400 (not the long-poll wait, which comes after)", (*durationValue)(&c.ReadTimeout)},
 		{"write-timeout", "longest the handling and answer of a read request may take; must exceed the 30s long-poll wait by at least 5s", (*durationValue)(&c.WriteTimeout)},
 		{"idle-timeout", "how long a keep-alive connection may wait for its next request", (*durationValue)(&c.IdleTimeout)},
-		{"max-header-bytes", "largest request line plus headers in bytes (suffixes KiB, MiB); a larger one is answered 431", (*sizeValue)(&c.MaxHeaderBytes)},
+		{"max-header-bytes", "largest request line plus headers in bytes (suffixes KiB, MiB); a larger one is answered 431. A key is named in the path of lookups, cancels and reschedules by key, percent-encoded: below 100KiB the longest keys a message may have (32 KiB) cannot be", (*sizeValue)(&c.MaxHeaderBytes)},
 		{"drain-timeout", "on shutdown, how long in-flight requests may take before their connections are closed (0: at once)", (*durationValue)(&c.DrainTimeout)},
 		{"log-level", "log level: debug (logs every request), info, warn or error", (*stringValue)(&c.LogLevel)},
 		{"log-format", "log format: text or json", (*stringValue)(&c.LogFormat)},
