@@ -361,8 +361,8 @@ func (c Config) Validate() error {
 	if c.DispatchRate == 0 {
 		bad("-dispatch-rate must not be 0 (negative means unbounded)")
 	}
-	if c.CheckpointInterval < 10*time.Millisecond {
-		bad("-checkpoint-interval %v is below 10ms", c.CheckpointInterval)
+	if c.CheckpointInterval < time.Millisecond {
+		bad("-checkpoint-interval %v is below 1ms", c.CheckpointInterval)
 	}
 	if c.Retention <= 0 {
 		bad("-retention %v must be positive", c.Retention)

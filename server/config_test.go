@@ -136,7 +136,7 @@ func TestValidate(t *testing.T) {
 		{func(c *Config) { c.IdleTimeout = 0 }, "-idle-timeout"},
 		{func(c *Config) { c.MaxHeaderBytes = 100 }, "-max-header-bytes"},
 		{func(c *Config) { c.FlushInterval = time.Nanosecond }, "-flush-interval 1ns is below 1ms"},
-		{func(c *Config) { c.CheckpointInterval = time.Millisecond }, "-checkpoint-interval 1ms is below 10ms"},
+		{func(c *Config) { c.CheckpointInterval = time.Microsecond }, "-checkpoint-interval 1µs is below 1ms"},
 		{func(c *Config) { c.DedupTopics = "t=1ms,t=24h" }, `topic "t" is given twice`},
 		{func(c *Config) { c.DedupTopics = "%DLQ%x.g=1h" }, "dead-letter topic"},
 	} {
