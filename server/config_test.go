@@ -158,6 +158,9 @@ func TestDelayLevelsRefuseAnEmptyEntry(t *testing.T) {
 	if err := fs.Parse([]string{"-delay-levels", "1s,,2s"}); err == nil || !strings.Contains(err.Error(), "entry 2 is empty") {
 		t.Fatalf("-delay-levels 1s,,2s: %v", err)
 	}
+	if err := fs.Parse([]string{"-delay-levels", "1s,2s,"}); err != nil || len(c.DelayLevels) != 2 {
+		t.Fatalf("-delay-levels 1s,2s, (a trailing comma): %v, %v", err, c.DelayLevels)
+	}
 }
 
 // TestFlagsHelp: every setting has a flag with help text and its default.

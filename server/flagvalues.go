@@ -110,8 +110,12 @@ type durationsValue []time.Duration
 
 func (v *durationsValue) Set(s string) error {
 	var out []time.Duration
-	for i, f := range strings.Split(s, ",") {
+	fields := strings.Split(s, ",")
+	for i, f := range fields {
 		f = strings.TrimSpace(f)
+		if f == "" && i == len(fields)-1 {
+			continue // a trailing comma
+		}
 		if f == "" {
 			// Skipped, it would renumber the entries after it.
 			return fmt.Errorf("entry %d is empty", i+1)
