@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hourglass-mq/hourglass/clock"
 	"github.com/hourglass-mq/hourglass/message"
 )
 
@@ -115,54 +114,5 @@ func TestTokenWait(t *testing.T) {
 	defer func() { e.opts.DispatchRate = 10000 }()
 	if ms, ok := e.tokenWaitLocked(e.Now()); ok {
 		t.Fatalf("unbounded: wait %d ms for tokens, want none", ms)
-	}
-}
-
-// TestLowRateBoundsTheFirstMessages: a rate below DispatchBatch a tenth of
-// a second bounds a herd from its first message: with the clock stopped
-// at the instant only the bucket (100 ms of the rate) fires, and each
-// further second about the rate. The bucket was at least a whole
-// DispatchBatch deep, so at 20/s the first 4,096 fired at once.
-func TestLowRateBoundsTheFirstMessages(t *testing.T) {
-	const rate = 20 // a bucket of 2
-	h := newHarness(t, func(o *Options) { o.DispatchRate = rate })
-	at := h.e.Now() + 1000
-	sendHerd(t, h.e, "slow", 100, at)
-	waitParked(h.e, h.clk)
-	h.clk.Advance(time.Second)
-	waitVisible(h, "slow", 2)
-	waitParked(h.e, h.clk)
-	if n := len(h.visible("slow")); n != 2 {
-		t.Fatalf("%d visible at the instant with the clock stopped; the bucket holds 2", n)
-	}
-	// Later the herd goes on at about the rate (how many of the
-	// bucket-sized fires meet the fake clock's steps varies), never faster.
-	for i := 0; i < 10; i++ {
-		h.clk.Advance(101 * time.Millisecond)
-		waitFiresDone(t, h.e, h.clk)
-	}
-	if n := len(h.visible("slow")); n < 4 || n > 2+rate {
-		t.Fatalf("%d visible 1,010 ms after the instant; the rate allows 2 to %d", n, 2+rate)
-	}
-}
-
-// waitFiresDone waits, in real time, until the loop is parked with no fire
-// record in flight.
-func waitFiresDone(t *testing.T, e *Engine, clk *clock.Fake) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		waitParked(e, clk)
-		e.mu.Lock()
-		idle := len(e.disp.inflight) == 0
-		e.mu.Unlock()
-		if idle {
-			waitParked(e, clk)
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("a fire stayed in flight for 5 s")
-		}
-		time.Sleep(100 * time.Microsecond)
 	}
 }

@@ -161,10 +161,14 @@ func (e *Engine) takeBatchLocked(now int64) []fireEntry {
 const dispatchBurstMs = 100
 
 // rateBurst is the token bucket's depth: dispatchBurstMs of DispatchRate,
-// and at least one message. It was at least one full fire batch, so a rate
-// under 40,960/s did not bound the first 4,096 messages of a herd at all.
+// and never less than one full fire batch. So a rate under 40,960/s bounds
+// a herd only past its first DispatchBatch (README says so). A shallower
+// bucket was tried: under a virtual clock, whose time moves only by
+// advances, an advance then made only a tenth of the rate visible and
+// never settled, since tokens accrue in broker time and the bucket caps
+// what a jump brings.
 func (e *Engine) rateBurst() float64 {
-	return max(1, float64(e.opts.DispatchRate)*dispatchBurstMs/1000)
+	return max(float64(e.opts.DispatchBatch), float64(e.opts.DispatchRate)*dispatchBurstMs/1000)
 }
 
 // frontierLocked is the fire frontier: every timer due at or before it has

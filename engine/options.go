@@ -73,10 +73,10 @@ type Options struct {
 	// DispatchRate bounds how many due messages per second become visible,
 	// so that a herd (or what fell due while the broker was down) reaches
 	// consumers at a bounded rate; default 500,000. Negative means unbounded.
-	// It is a token bucket 100 ms deep (at least one message): after a
+	// It is a token bucket 100 ms deep (at least DispatchBatch): after a
 	// quieter spell that many fire at once, so a herd of up to a tenth of
 	// the rate is not spread out; any span of t ms fires at most
-	// rate*(t+100ms)/1000 messages, plus one.
+	// rate*(t+100ms) messages.
 	DispatchRate int
 	// DispatchBatch bounds the messages made visible by one fire record;
 	// default 4,096, at most 1,048,576.

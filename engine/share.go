@@ -36,5 +36,5 @@ func (e *Engine) tokenWantLocked(now int64) int {
 	if e.disp.due.readyTopics(now) > 1 {
 		want = min(want, firstBatch)
 	}
-	return min(want, int(e.rateBurst())) // the bucket never holds more
+	return want
 }
