@@ -147,10 +147,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// spelling of a /v1 path (unclean, doubled slashes) slips past.
 	open := r.URL.Path == "/healthz" || r.URL.Path == "/metrics" || isConsolePath(r.URL.Path)
 	if err := checkBrowserWrite(r); err != nil {
+		closeUnread(rec, r)
 		h.writeError(rec, err)
 		return
 	}
 	if h.cfg.AuthToken != "" && !open && !h.authorized(r) {
+		closeUnread(rec, r)
 		rec.Header().Set("WWW-Authenticate", `Bearer realm="hourglass"`)
 		h.writeError(rec, errs.New(errs.Unauthenticated, "a valid bearer token is required: send the header Authorization: Bearer <token>"))
 		return
@@ -322,4 +324,14 @@ func positiveDurationField(field, s string) (time.Duration, error) {
 		return 0, errs.New(errs.InvalidArgument, "%s %q must be positive; leave it out for the default", field, s)
 	}
 	return d, err
+}
+
+// closeUnread readies the answer to a request refused before its body was
+// read: the connection closes after it. Left open, the server would read
+// the rest of the body first, and a body that never ends (a stream's ack
+// lines) held the answer until -read-timeout cut the read.
+func closeUnread(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength != 0 {
+		w.Header().Set("Connection", "close")
+	}
 }

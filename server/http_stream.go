@@ -159,9 +159,7 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request) {
 // read that body to its end before answering, so a streaming client saw
 // the refusal only when -read-timeout cut the read (a minute by default).
 func (h *Handler) refuseStream(w http.ResponseWriter, r *http.Request, err error) {
-	if r.ContentLength != 0 {
-		w.Header().Set("Connection", "close")
-	}
+	closeUnread(w, r)
 	h.writeError(w, err)
 }
 

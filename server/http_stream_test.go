@@ -328,7 +328,7 @@ func TestStreamErrorEndsAWholeResponse(t *testing.T) {
 // that body to its end first, so a streaming client saw the refusal only
 // when the read timeout cut it (a minute by default; never here).
 func TestStreamRefusalDoesNotWaitForTheBody(t *testing.T) {
-	ts := newTestServer(t, withConfig(func(c *Config) { c.MaxStreams = 1 }))
+	ts := newTestServer(t, withConfig(func(c *Config) { c.MaxStreams = 1; c.AuthToken = "" }))
 	ts.visible("t", 1) // the first stream's answer starts with it
 	open := func(path string) (*http.Response, *io.PipeWriter, error) {
 		pr, pw := io.Pipe()
@@ -363,4 +363,26 @@ func TestStreamRefusalDoesNotWaitForTheBody(t *testing.T) {
 	defer pw.Close()
 	defer first.Body.Close()
 	refused("/v1/topics/t/groups/g/stream", 429)
+}
+
+// The same for a stream refused by the token check, before any route.
+func TestStreamAuthRefusalDoesNotWaitForTheBody(t *testing.T) {
+	ts := newTestServer(t, withConfig(func(c *Config) { c.AuthToken = "secret" }))
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	context.AfterFunc(ctx, func() { pw.CloseWithError(ctx.Err()) })
+	req, err := http.NewRequestWithContext(ctx, "POST", ts.srv.URL+"/v1/topics/t/groups/g/stream", pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := ts.srv.Client().Do(req)
+	if err != nil {
+		t.Fatalf("no answer while the body is open: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("%d, want 401", resp.StatusCode)
+	}
 }
