@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"sort"
 	"time"
@@ -126,13 +127,53 @@ func (e *Engine) Redrive(ctx context.Context, topic, group string, max int) (int
 		receipts[i] = r.Receipt
 	}
 	if _, err := e.sendBatch(ctx, reqs, true); err != nil {
-		// Give the leases back: the next redrive reads them at once
-		// instead of after the minute's lease.
-		e.Release(g.dlq, redriveGroup, receipts)
-		return 0, err
+		if !refusedMessage(err) {
+			// Give the leases back: the next redrive reads them at once
+			// instead of after the minute's lease.
+			e.Release(g.dlq, redriveGroup, receipts)
+			return 0, err
+		}
+		return e.redriveEach(ctx, g, reqs, receipts)
 	}
 	if err := e.Ack(ctx, g.dlq, redriveGroup, receipts...); err != nil {
 		return 0, err
 	}
 	return len(got), nil
+}
+
+// refusedMessage reports whether a batch failed for one of its messages
+// (today's limits refuse it) rather than for the broker's state.
+func refusedMessage(err error) bool {
+	switch errs.CodeOf(err) {
+	case errs.InvalidArgument, errs.TooLarge:
+		return true
+	}
+	return false
+}
+
+// redriveEach sends a redrive's messages one at a time, after the batch
+// was refused for one of them: the others move, and a dead letter that
+// today's limits refuse (a body over a lowered limit) stays in the
+// dead-letter topic, its lease given back with its attempts unchanged,
+// instead of failing every batch that holds it. It returns how many moved,
+// and the first refusal when none did.
+func (e *Engine) redriveEach(ctx context.Context, g *group, reqs []SendRequest, receipts []string) (int, error) {
+	var moved []string
+	var first error
+	for i := range reqs {
+		if _, err := e.sendBatch(ctx, reqs[i:i+1], true); err != nil {
+			e.Release(g.dlq, redriveGroup, receipts[i:i+1])
+			first = cmp.Or(first, err)
+			continue
+		}
+		moved = append(moved, receipts[i])
+	}
+	if len(moved) == 0 {
+		return 0, first
+	}
+	e.opts.Logger.Warn("redrive left dead letters that the limits refuse", "topic", g.topic.name, "group", g.name, "left", len(reqs)-len(moved), "err", first)
+	if err := e.Ack(ctx, g.dlq, redriveGroup, moved...); err != nil {
+		return 0, err
+	}
+	return len(moved), nil
 }

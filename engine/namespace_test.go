@@ -363,3 +363,41 @@ func TestRedriveWithinTheLimits(t *testing.T) {
 		t.Fatalf("a redriven message has %d properties: %v", len(p), p)
 	}
 }
+
+// A dead letter that today's limits refuse (its body over a lowered
+// -max-body-bytes) does not hold back the others: they move, it stays in
+// the dead-letter topic, and a redrive of it alone says why. It used to
+// fail every redrive batch that held it.
+func TestRedriveMovesAroundARefusedDeadLetter(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.Limits.MaxBodyBytes = 4 << 10 })
+	ctx := context.Background()
+	if err := h.e.CreateTopic("jobs", TopicConfig{Queues: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.e.CreateGroup("jobs", "w", GroupConfig{MaxAttempts: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{10, 3000, 10, 10} {
+		if _, err := h.e.Send(ctx, message.Message{Topic: "jobs", Body: make([]byte, n)}, message.When{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.waitVisible("jobs", 4)
+	for _, r := range h.receiveN("jobs", "w", 4, time.Minute) {
+		if err := h.e.Nack(ctx, "jobs", "w", r.Receipt, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.waitVisible(DeadLetterTopic("jobs", "w"), 4)
+	h.opt.Limits.MaxBodyBytes = 1 << 10
+	h.restart()
+	if n, err := h.e.Redrive(ctx, "jobs", "w", 10); err != nil || n != 3 {
+		t.Fatalf("redrive: %d, %v; want the 3 the limits allow", n, err)
+	}
+	if n, err := h.e.Redrive(ctx, "jobs", "w", 10); n != 0 || errs.CodeOf(err) != errs.TooLarge {
+		t.Fatalf("redrive of the refused one: %d, %v; want 0 and too large", n, err)
+	}
+	if gi := groupInfo(h, DeadLetterTopic("jobs", "w"), redriveGroup); gi.Backlog != 1 || gi.InFlight != 0 {
+		t.Fatalf("dead-letter topic: %+v; want the refused one waiting, not leased", gi)
+	}
+}
