@@ -330,12 +330,7 @@ func TestRedriveOfALongGroupName(t *testing.T) {
 func TestRedriveWithinTheLimits(t *testing.T) {
 	h := newHarness(t, func(o *Options) { o.MaxBatch = 3 })
 	ctx := context.Background()
-	if err := h.e.CreateTopic("jobs", TopicConfig{Queues: 1}); err != nil {
-		t.Fatal(err)
-	}
-	if err := h.e.CreateGroup("jobs", "w", GroupConfig{MaxAttempts: 1}); err != nil {
-		t.Fatal(err)
-	}
+	h.topicWithGroup("jobs", "w", GroupConfig{MaxAttempts: 1})
 	props := map[string]string{}
 	for i := range h.e.opts.Limits.MaxProperties {
 		props[fmt.Sprint("p", i)] = "v"
@@ -371,12 +366,7 @@ func TestRedriveWithinTheLimits(t *testing.T) {
 func TestRedriveMovesAroundARefusedDeadLetter(t *testing.T) {
 	h := newHarness(t, func(o *Options) { o.Limits.MaxBodyBytes = 4 << 10 })
 	ctx := context.Background()
-	if err := h.e.CreateTopic("jobs", TopicConfig{Queues: 1}); err != nil {
-		t.Fatal(err)
-	}
-	if err := h.e.CreateGroup("jobs", "w", GroupConfig{MaxAttempts: 1}); err != nil {
-		t.Fatal(err)
-	}
+	h.topicWithGroup("jobs", "w", GroupConfig{MaxAttempts: 1})
 	for _, n := range []int{10, 3000, 10, 10} {
 		if _, err := h.e.Send(ctx, message.Message{Topic: "jobs", Body: make([]byte, n)}, message.When{}); err != nil {
 			t.Fatal(err)
@@ -399,5 +389,16 @@ func TestRedriveMovesAroundARefusedDeadLetter(t *testing.T) {
 	}
 	if gi := groupInfo(h, DeadLetterTopic("jobs", "w"), redriveGroup); gi.Backlog != 1 || gi.InFlight != 0 {
 		t.Fatalf("dead-letter topic: %+v; want the refused one waiting, not leased", gi)
+	}
+}
+
+// topicWithGroup creates a topic of one queue and a group of it.
+func (h *harness) topicWithGroup(topic, group string, cfg GroupConfig) {
+	h.t.Helper()
+	if err := h.e.CreateTopic(topic, TopicConfig{Queues: 1}); err != nil {
+		h.t.Fatal(err)
+	}
+	if err := h.e.CreateGroup(topic, group, cfg); err != nil {
+		h.t.Fatal(err)
 	}
 }
