@@ -187,12 +187,7 @@ func TestGroupNameErrors(t *testing.T) {
 // client receives it there (group "ops").
 func (h *harness) deadLetterOne(topic, group string) Received {
 	h.t.Helper()
-	if err := h.e.CreateTopic(topic, TopicConfig{Queues: 1}); err != nil {
-		h.t.Fatal(err)
-	}
-	if err := h.e.CreateGroup(topic, group, GroupConfig{MaxAttempts: 1}); err != nil {
-		h.t.Fatal(err)
-	}
+	h.topicWithGroup(topic, group, GroupConfig{MaxAttempts: 1})
 	h.send(topic, "k", message.When{})
 	got := h.receiveN(topic, group, 1, time.Minute)
 	if err := h.e.Nack(context.Background(), topic, group, got[0].Receipt, 0); err != nil {
