@@ -150,6 +150,12 @@ func Open(opts Options) (*Runner, error) {
 	}
 	r := &Runner{opts: opts, store: store, entries: map[string]*entry{}, byKey: map[string]string{},
 		kick: make(chan struct{}, 1), done: make(chan struct{}), loopDone: make(chan struct{})}
+	if err := store.Err(); err != nil {
+		// The journal could not be compacted (a full disk): nothing fires
+		// until a restart with room, as after any failed journal write.
+		r.failed = err
+		opts.Logger.Error("schedule journal could not be rewritten at start; schedules stop firing until a restart", "err", err)
+	}
 	now := opts.Broker.Now()
 	for id, sc := range all {
 		spec, err := ParseSpec(sc.Cron, sc.TZ)

@@ -74,7 +74,8 @@ type Store struct {
 
 // OpenStore opens (or creates) the journal in dir, reads every schedule,
 // cuts a torn tail, and compacts the file to one state record per
-// schedule before it returns.
+// schedule before it returns. If the compacted file cannot be written, the
+// store is returned stopped (Err says why), with every schedule read.
 func OpenStore(fsys vfs.FS, dir string) (*Store, map[string]*Schedule, error) {
 	if err := fsys.MkdirAll(dir); err != nil {
 		return nil, nil, err
@@ -91,7 +92,16 @@ func OpenStore(fsys vfs.FS, dir string) (*Store, map[string]*Schedule, error) {
 	}
 	s := &Store{fs: fsys, dir: dir}
 	if err := s.compact(all); err != nil {
-		return nil, nil, err
+		if s.f != nil || s.err != nil {
+			return nil, nil, err // renamed in, then its directory's sync failed
+		}
+		// The new journal could not be written (a full disk, say): the
+		// old one is intact and read. Start with the store stopped, so
+		// the broker serves everything else and the schedules stay as
+		// they are, rather than refuse to start until space is freed; a
+		// restart with room compacts it then.
+		_ = fsys.Remove(path.Join(dir, journalTmp))
+		s.err = fmt.Errorf("%w: %w", ErrStopped, err)
 	}
 	s.compacted = s.size
 	return s, all, nil

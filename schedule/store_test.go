@@ -271,3 +271,39 @@ func TestCompactWhoseDirSyncFails(t *testing.T) {
 		t.Fatalf("reopened: %v, want schedule a alone", all)
 	}
 }
+
+// TestOpenOnAFullDisk: a journal that cannot be compacted at open (the
+// disk is full) is read all the same, and the store starts stopped, so the
+// broker starts: it refused to, until space was freed. A reopen with room
+// compacts it and writes again.
+func TestOpenOnAFullDisk(t *testing.T) {
+	ff := vfs.NewFaulty(vfs.NewMem())
+	s, _ := openStore(t, ff)
+	for _, id := range []string{"a", "b"} {
+		if err := s.Put(&Schedule{ID: id, Topic: "t"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	ff.SetLimit(ff.Used())
+	s, all, err := OpenStore(ff, dir)
+	if err != nil {
+		t.Fatalf("open on a full disk: %v", err)
+	}
+	if len(all) != 2 || !errors.Is(s.Err(), ErrStopped) || !errors.Is(s.Err(), syscall.ENOSPC) {
+		t.Fatalf("read %d schedules, store error %v; want 2 and stopped for the full disk", len(all), s.Err())
+	}
+	if err := s.Put(&Schedule{ID: "c"}); !errors.Is(err, ErrStopped) {
+		t.Fatalf("a write to the stopped store: %v", err)
+	}
+	s.Close()
+	ff.SetLimit(-1)
+	s, all = openStore(t, ff)
+	defer s.Close()
+	if len(all) != 2 || s.Err() != nil {
+		t.Fatalf("reopened with room: %d schedules, error %v", len(all), s.Err())
+	}
+	if err := s.Put(&Schedule{ID: "c"}); err != nil {
+		t.Fatalf("a write after the reopen: %v", err)
+	}
+}
