@@ -160,20 +160,21 @@ func batchErr(n, i int, err error) error {
 	return err
 }
 
-// storageErr classifies a commit-log failure for the caller.
+// storageErr classifies a commit-log failure for the caller: a send, an
+// ack, a cancel or any other write, so its words name none of them.
 func storageErr(err error) error {
 	switch {
 	case errors.Is(err, commitlog.ErrFailed):
 		// Checked first: a stopped log may wrap ErrDiskFull too.
-		return errs.Wrap(errs.Unavailable, err, "storage failed: the message was not stored, and the broker stopped; restart it")
+		return errs.Wrap(errs.Unavailable, err, "storage failed: nothing was written, and the broker stopped; restart it")
 	case errors.Is(err, commitlog.ErrDiskFull):
-		return errs.Wrap(errs.ResourceExhausted, err, "disk full: the message was not stored")
+		return errs.Wrap(errs.ResourceExhausted, err, "disk full: nothing was written (free space; the broker goes on without a restart)")
 	case errors.Is(err, commitlog.ErrClosed):
 		return errs.New(errs.Unavailable, "broker is shutting down")
 	case errors.Is(err, commitlog.ErrRecordTooLarge):
 		return errs.Wrap(errs.TooLarge, err, "record too large")
 	}
-	return errs.Wrap(errs.Unavailable, err, "storage failed: the message was not stored")
+	return errs.Wrap(errs.Unavailable, err, "storage failed: nothing was written")
 }
 
 func (e *Engine) checkOpen() error {
