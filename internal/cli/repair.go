@@ -28,8 +28,11 @@ truncate instead cuts the log at the first damage, losing every record
 after it (they stay in the quarantine file). The output lists what was
 quarantined and what was lost.
 
-The broker must be stopped: there is no lock file yet, so repair cannot
-tell whether one is running on the directory.`,
+The broker must be stopped: repair takes the data directory's lock, and
+refuses a directory a running broker holds. It repairs damaged log records
+only; a directory copied piecemeal from a running broker (a checkpoint that
+points past the copied log) is not such damage: restore a backup
+(hourglass backup) instead.`,
 		run: runRepair,
 	}
 }
