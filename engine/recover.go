@@ -75,7 +75,7 @@ func (e *Engine) loadCheckpoint() (*checkpointState, error) {
 		return nil, fmt.Errorf("checkpoint belongs to incarnation %08x, the directory is %08x", st.Incarnation, e.ids.incarn)
 	}
 	if st.LogPos < uint64(e.clog.Start()) || st.LogPos > uint64(e.clog.Head()) {
-		return nil, fmt.Errorf("checkpoint log position %d is outside the log [%d, %d]", st.LogPos, e.clog.Start(), e.clog.Head())
+		return nil, fmt.Errorf("checkpoint log position %d is outside the log [%d, %d]: the log is older than the checkpoint (a directory copied while its broker ran, or log segments lost); restore a backup (hourglass restore), or see hourglass check", st.LogPos, e.clog.Start(), e.clog.Head())
 	}
 	return st, nil
 }
