@@ -222,7 +222,7 @@ func (e *Engine) failedLocked(g *group, gq *groupQueue, q uint16, off uint64, at
 		return
 	}
 	if delay == 0 {
-		delay = g.cfg.backoff(attempt)
+		delay = g.cfg.Backoff(attempt)
 	}
 	gq.retrying[off] = e.startTimerLocked(timerRef{kind: refRetry, due: from + delay.Milliseconds(), group: g.id, queue: q, offset: off})
 }

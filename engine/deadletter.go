@@ -59,12 +59,18 @@ func (e *Engine) moveDeadLetters() {
 		}
 	}
 	if len(retry) > 0 {
-		e.mu.Lock()
-		e.cons.deadLetters = append(e.cons.deadLetters, retry...)
-		// Do not spin on a failing disk: the loop retries after a pause.
-		e.cons.deadLetterAfter = e.Now() + 1000
-		e.mu.Unlock()
+		e.retryDeadLetters(retry...)
 	}
+}
+
+// retryDeadLetters gives moves that failed back to the loop, which tries
+// them again after a pause: not at once, so as not to spin on a failing
+// disk.
+func (e *Engine) retryDeadLetters(jobs ...deadLetter) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.cons.deadLetters = append(e.cons.deadLetters, jobs...)
+	e.cons.deadLetterAfter = e.Now() + 1000
 }
 
 func (e *Engine) moveDeadLetter(j deadLetter) error {
@@ -175,10 +181,7 @@ func (e *Engine) DeadLetter(ctx context.Context, topic, name, receipt string) er
 	e.mu.Unlock()
 	j := deadLetter{g: g, queue: q, offset: off, attempt: l.attempt, reason: ReasonGivenUp}
 	if err := e.moveDeadLetter(j); err != nil {
-		e.mu.Lock()
-		e.cons.deadLetters = append(e.cons.deadLetters, j)
-		e.cons.deadLetterAfter = e.Now() + 1000
-		e.mu.Unlock()
+		e.retryDeadLetters(j)
 		return err
 	}
 	return nil

@@ -127,7 +127,7 @@ func (e *Engine) Redrive(ctx context.Context, topic, group string, max int) (int
 		receipts[i] = r.Receipt
 	}
 	if _, err := e.sendBatch(ctx, reqs, true); err != nil {
-		if !refusedMessage(err) {
+		if !errs.PerMessage(err) {
 			// Give the leases back: the next redrive reads them at once
 			// instead of after the minute's lease.
 			e.Release(g.dlq, redriveGroup, receipts)
@@ -139,16 +139,6 @@ func (e *Engine) Redrive(ctx context.Context, topic, group string, max int) (int
 		return 0, err
 	}
 	return len(got), nil
-}
-
-// refusedMessage reports whether a batch failed for one of its messages
-// (today's limits refuse it) rather than for the broker's state.
-func refusedMessage(err error) bool {
-	switch errs.CodeOf(err) {
-	case errs.InvalidArgument, errs.TooLarge:
-		return true
-	}
-	return false
 }
 
 // redriveEach sends a redrive's messages one at a time, after the batch

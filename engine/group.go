@@ -71,8 +71,9 @@ func (c GroupConfig) validate() error {
 	return nil
 }
 
-// backoff returns the wait after the attempt-th delivery failed.
-func (c GroupConfig) backoff(attempt uint32) time.Duration {
+// Backoff returns the wait after the attempt-th delivery failed: BackoffBase
+// doubled for each attempt after the first, at most BackoffMax.
+func (c GroupConfig) Backoff(attempt uint32) time.Duration {
 	d := c.BackoffBase
 	for i := uint32(1); i < attempt && d < c.BackoffMax; i++ {
 		d *= 2

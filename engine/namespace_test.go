@@ -335,13 +335,7 @@ func TestRedriveWithinTheLimits(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	h.waitVisible("jobs", 5)
-	for _, r := range h.receiveN("jobs", "w", 5, time.Minute) {
-		if err := h.e.Nack(ctx, "jobs", "w", r.Receipt, 0); err != nil {
-			t.Fatal(err)
-		}
-	}
-	h.waitVisible(DeadLetterTopic("jobs", "w"), 5)
+	h.nackAllToDeadLetters("jobs", "w", 5)
 	if n, err := h.e.Redrive(ctx, "jobs", "w", 10); err != nil || n != 3 {
 		t.Fatalf("first redrive: %d, %v; want a batch of 3", n, err)
 	}
@@ -367,13 +361,7 @@ func TestRedriveMovesAroundARefusedDeadLetter(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	h.waitVisible("jobs", 4)
-	for _, r := range h.receiveN("jobs", "w", 4, time.Minute) {
-		if err := h.e.Nack(ctx, "jobs", "w", r.Receipt, 0); err != nil {
-			t.Fatal(err)
-		}
-	}
-	h.waitVisible(DeadLetterTopic("jobs", "w"), 4)
+	h.nackAllToDeadLetters("jobs", "w", 4)
 	h.opt.Limits.MaxBodyBytes = 1 << 10
 	h.restart()
 	if n, err := h.e.Redrive(ctx, "jobs", "w", 10); err != nil || n != 3 {
@@ -385,6 +373,20 @@ func TestRedriveMovesAroundARefusedDeadLetter(t *testing.T) {
 	if gi := groupInfo(h, DeadLetterTopic("jobs", "w"), redriveGroup); gi.Backlog != 1 || gi.InFlight != 0 {
 		t.Fatalf("dead-letter topic: %+v; want the refused one waiting, not leased", gi)
 	}
+}
+
+// nackAllToDeadLetters receives the n messages of topic in group, whose
+// MaxAttempts is 1, nacks them all, and waits until the n are visible in
+// the dead-letter topic.
+func (h *harness) nackAllToDeadLetters(topic, group string, n int) {
+	h.t.Helper()
+	h.waitVisible(topic, n)
+	for _, r := range h.receiveN(topic, group, n, time.Minute) {
+		if err := h.e.Nack(context.Background(), topic, group, r.Receipt, 0); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+	h.waitVisible(DeadLetterTopic(topic, group), n)
 }
 
 // topicWithGroup creates a topic of one queue and a group of it.

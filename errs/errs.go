@@ -91,6 +91,18 @@ func CodeOf(err error) Code {
 	return Internal
 }
 
+// PerMessage reports whether a batch's error may be the fault of one of
+// its messages (a message the limits refuse, a topic that does not exist)
+// rather than of the broker's state: then sending the messages one at a
+// time lets the others through.
+func PerMessage(err error) bool {
+	switch CodeOf(err) {
+	case InvalidArgument, NotFound, TooLarge:
+		return true
+	}
+	return false
+}
+
 // Sentinels for errors.Is; compare with errors.Is(err, errs.ErrNotFound).
 var (
 	ErrInvalid         = &Error{Code: InvalidArgument}

@@ -256,7 +256,8 @@ func (s *Server) retryPolicy(sub *pb.Subscription) *pb.RetryPolicy {
 		}
 	}
 	attempts, total := 1, time.Duration(0)
-	for d := cfg.BackoffBase; attempts < cfg.MaxAttempts; d = min(2*d, cfg.BackoffMax) {
+	for attempts < cfg.MaxAttempts {
+		d := cfg.Backoff(uint32(attempts))
 		if total+d > s.opts.AutoRenewMax*3/4 {
 			break
 		}

@@ -384,7 +384,7 @@ func (r *Runner) send(gs []*group) {
 		r.stats.Sent.Add(uint64(len(reqs)))
 		return
 	}
-	if len(gs) == 1 || !perMessage(err) {
+	if len(gs) == 1 || !errs.PerMessage(err) {
 		for _, g := range gs {
 			g.err = err
 		}
@@ -393,15 +393,6 @@ func (r *Runner) send(gs []*group) {
 	for _, g := range gs {
 		r.send([]*group{g})
 	}
-}
-
-// perMessage reports whether a batch's error may be one message's fault.
-func perMessage(err error) bool {
-	switch errs.CodeOf(err) {
-	case errs.InvalidArgument, errs.NotFound, errs.TooLarge:
-		return true
-	}
-	return false
 }
 
 // request is the message of a firing: the schedule's, with its fire key,
