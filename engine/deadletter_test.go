@@ -2,6 +2,7 @@ package engine
 
 import (
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -129,4 +130,39 @@ func groupInfo(h *harness, topic, grp string) GroupInfo {
 	}
 	h.t.Fatalf("group %s of %s not found", grp, topic)
 	return GroupInfo{}
+}
+
+// TestDeadLetterRacesAck: a forward and an ack of one receipt, and a second
+// forward, at once: each message ends either acked or with exactly one
+// copy in the dead-letter topic, never both and never twice.
+func TestDeadLetterRacesAck(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx := t.Context()
+	const n = 50
+	h.sendVisible("t", n)
+	rs := h.receiveN("t", "g", n, time.Minute)
+	var acked atomic.Int32
+	var wg sync.WaitGroup
+	for _, r := range rs {
+		wg.Add(3)
+		go func() { defer wg.Done(); _ = h.e.DeadLetter(ctx, "t", "g", r.Receipt) }()
+		go func() { defer wg.Done(); _ = h.e.DeadLetter(ctx, "t", "g", r.Receipt) }()
+		go func() {
+			defer wg.Done()
+			if h.e.Ack(ctx, "t", "g", r.Receipt) == nil {
+				acked.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	copies := 0
+	if int(acked.Load()) < n {
+		copies = len(h.receiveN(DeadLetterTopic("t", "g"), "ops", n-int(acked.Load()), time.Minute))
+	}
+	t.Logf("%d acked, %d dead-lettered", acked.Load(), copies)
+	h.receiveNone(DeadLetterTopic("t", "g"), "ops") // no second copy
+	gi := groupInfo(h, "t", "g")
+	if int(acked.Load())+copies != n || int(gi.DeadLettered) != copies || gi.InFlight != 0 || gi.Backlog != 0 {
+		t.Fatalf("%d acked, %d copies, group %+v; want %d in all, one way each", acked.Load(), copies, gi, n)
+	}
 }
