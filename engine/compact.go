@@ -138,7 +138,7 @@ func (e *Engine) compact(seg commitlog.Segment) (int, error) {
 			}
 			due = ov.Due
 		}
-		t := e.disp.near[m.orig]
+		t := e.disp.near.get(m.orig)
 		pending := t != nil && t.Scheduled() ||
 			(due >= e.disp.loadedUntil && t == nil && !e.takenLocked(m.orig) && !e.firedAtRecoveryLocked(m.orig, due))
 		if !pending {

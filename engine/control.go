@@ -91,9 +91,9 @@ func (e *Engine) stateLocked(pos uint64, s *message.Stored) (State, int64, int64
 		}
 	}
 	switch {
-	case e.disp.near[pos] != nil && e.disp.near[pos].Scheduled(), e.stagedLocked(pos, timer):
+	case e.disp.near.get(pos) != nil && e.disp.near.get(pos).Scheduled(), e.stagedLocked(pos, timer):
 		return StatePending, due, 0
-	case e.disp.near[pos] != nil, e.takenLocked(pos):
+	case e.disp.near.has(pos), e.takenLocked(pos):
 		return StateDue, due, 0
 	case timer >= e.disp.loadedUntil && !e.firedAtRecoveryLocked(pos, timer):
 		return StatePending, due, 0
@@ -293,11 +293,11 @@ func (e *Engine) holdLocked(pos uint64, due int64, cancel bool, newDue int64) ho
 	// it through: it is not due) leaves near, which makes its heap entry
 	// stale from now on. unholdLocked puts either back if the change
 	// fails. A taken one is not in near (changeableLocked refuses it).
-	if t := e.disp.near[pos]; t != nil {
+	if t := e.disp.near.get(pos); t != nil {
 		if t.Scheduled() {
 			e.disp.wheel.Cancel(t)
 		}
-		delete(e.disp.near, pos)
+		e.disp.near.del(pos)
 		h.timer = t
 	}
 	// Changing keeps the loader from scheduling a bucket entry of the

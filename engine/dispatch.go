@@ -57,8 +57,9 @@ const stageAhead = 3000
 // fire batches fairly across topics. Within a topic, messages leave in due
 // order, ties in send order (FIFO topics rely on it).
 //
-// Every message timer the dispatcher holds until its fire is in one map,
-// near, by pos, and its wheelTimer says where it is:
+// Every message timer the dispatcher holds until its fire is in one index,
+// near, by pos (a map of log pages: near.go), and its wheelTimer says
+// where it is:
 //
 //	in the wheel   t.Scheduled()
 //	staged or due  !t.Scheduled(): the heap entry with seq t.Value.seq is live
@@ -137,7 +138,7 @@ func (d *dueSet) ready(now int64) bool {
 // with messages due gets an equal share of n, and what a topic cannot use
 // goes to the others. It drops the stale entries it meets, and moves the
 // messages it takes from near to taken, handing their timers to drop.
-func (d *dueSet) take(n int, now int64, near map[uint64]*wheelTimer, taken map[uint64]struct{}, drop func(*wheelTimer), out []fireEntry) []fireEntry {
+func (d *dueSet) take(n int, now int64, near *nearIndex, taken map[uint64]struct{}, drop func(*wheelTimer), out []fireEntry) []fireEntry {
 	idle := 0 // topics in a row that had nothing due
 	for n > 0 && len(d.active) > 0 && idle < len(d.active) {
 		share := max(1, n/len(d.active))
@@ -150,13 +151,13 @@ func (d *dueSet) take(n int, now int64, near map[uint64]*wheelTimer, taken map[u
 		for took < share && n > 0 && h.n > 0 && h.first().due <= now {
 			r := h.pop()
 			d.n--
-			w := near[r.pos]
+			w := near.get(r.pos)
 			if w == nil || w.Scheduled() || w.Value.seq != r.seq || r.seq == 0 {
 				continue // stale: cancelled, moved or retried since
 			}
 			v := &w.Value
 			out = append(out, fireEntry{pos: v.pos, due: v.due, topic: v.topic, queue: v.queue, windowed: v.windowed})
-			delete(near, r.pos)
+			near.del(r.pos)
 			taken[r.pos] = struct{}{}
 			drop(w)
 			n--

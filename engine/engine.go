@@ -234,29 +234,28 @@ type segTable struct {
 // messages, the rate limiter and the batch being fired. Guarded by
 // Engine.mu.
 type dispatcher struct {
-	timers          *timerstore.Store
-	spillOff        bool                       // recovery stopped writing timers out (spillTimers)
-	wheel           *timewheel.Wheel[timerRef] // message timers, expired up to stageAhead early
-	leases          *timewheel.Wheel[timerRef] // lease and retry timers, expired at their time
-	near            map[uint64]*wheelTimer     // message timers in the wheel or staged, by pos (dueSet)
-	taken           map[uint64]struct{}        // positions taken for the fire record being written (dueSet)
-	free            []*wheelTimer              // recycled timers
-	loadedUntil     int64                      // buckets starting before this are in the wheel
-	lastAdvance     int64                      // message wheel time: every timer due <= this has left it
-	advancing       bool                       // the last AdvanceN of the message wheel stopped on its budget
-	leaseAt         int64                      // lease wheel time, never past the broker clock
-	leasing         bool                       // the last AdvanceN of the lease wheel stopped on its budget
-	due             dueSet                     // staged and due, waiting for a fire record, per topic
-	load            *bucketLoad                // the bucket being loaded, if any (dispatch.go)
-	loadRetryAt     int64                      // no bucket load before this (after a read error)
-	fireRetryAt     int64                      // no fire before this (after a failed fire record)
-	fireBackoff     int64                      // ms, doubled by each failed fire in a row, 0 after one that succeeds
-	inflight        []fireEntry                // in the fire record being written
-	fires           sync.WaitGroup             // the fire in flight, if any (not under mu)
-	nearPeakEntries int                        // largest size of near since it was last made
-	batchRamp       int                        // the next fire batch's bound since the dispatcher was idle (batchSizeLocked)
-	tokens          float64                    // dispatch rate limiter
-	tokensAt        int64
+	timers      *timerstore.Store
+	spillOff    bool                       // recovery stopped writing timers out (spillTimers)
+	wheel       *timewheel.Wheel[timerRef] // message timers, expired up to stageAhead early
+	leases      *timewheel.Wheel[timerRef] // lease and retry timers, expired at their time
+	near        nearIndex                  // message timers in the wheel or staged, by pos (dueSet, near.go)
+	taken       map[uint64]struct{}        // positions taken for the fire record being written (dueSet)
+	free        []*wheelTimer              // recycled timers
+	loadedUntil int64                      // buckets starting before this are in the wheel
+	lastAdvance int64                      // message wheel time: every timer due <= this has left it
+	advancing   bool                       // the last AdvanceN of the message wheel stopped on its budget
+	leaseAt     int64                      // lease wheel time, never past the broker clock
+	leasing     bool                       // the last AdvanceN of the lease wheel stopped on its budget
+	due         dueSet                     // staged and due, waiting for a fire record, per topic
+	load        *bucketLoad                // the bucket being loaded, if any (dispatch.go)
+	loadRetryAt int64                      // no bucket load before this (after a read error)
+	fireRetryAt int64                      // no fire before this (after a failed fire record)
+	fireBackoff int64                      // ms, doubled by each failed fire in a row, 0 after one that succeeds
+	inflight    []fireEntry                // in the fire record being written
+	fires       sync.WaitGroup             // the fire in flight, if any (not under mu)
+	batchRamp   int                        // the next fire batch's bound since the dispatcher was idle (batchSizeLocked)
+	tokens      float64                    // dispatch rate limiter
+	tokensAt    int64
 	// Recovery filter: entries registered before recL and due at or
 	// before recF are visible already; firedSince lists positions made
 	// visible by fire records replayed after recL.
@@ -304,7 +303,7 @@ func Open(opts Options) (*Engine, error) {
 		cons: &consumers{groupsByID: map[uint32]*group{}, nextGroupID: 1},
 		ovl:  &overlayState{entries: map[uint64]*overlayEntry{}},
 		segs: &segTable{pending: map[uint64]int64{}, last: map[uint64]int64{}, reloc: map[uint64]uint64{}},
-		disp: &dispatcher{near: map[uint64]*wheelTimer{}, taken: map[uint64]struct{}{}, firedSince: map[uint64]bool{}},
+		disp: &dispatcher{near: newNearIndex(), taken: map[uint64]struct{}{}, firedSince: map[uint64]bool{}},
 	}
 	// The checkpoint syncs these directories, so they exist from the start.
 	if err := e.opts.FS.MkdirAll(path.Join(opts.Dir, "queues")); err != nil {

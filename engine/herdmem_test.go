@@ -8,8 +8,8 @@ import (
 )
 
 // TestHerdGivesMemoryBack: once a herd has drained, the due queues'
-// chunks and the near map are given back, not kept at the herd's size for
-// the life of the process. The herd is due after stageAhead, so it goes
+// chunks and the near index's maps are given back, not kept at the herd's
+// size for the life of the process. The herd is due after stageAhead, so it goes
 // through the wheel into near first, like one sent well ahead.
 func TestHerdGivesMemoryBack(t *testing.T) {
 	h := newHarness(t, func(o *Options) { o.DispatchRate = -1; o.SegmentBytes = 64 << 20 })
@@ -26,10 +26,10 @@ func TestHerdGivesMemoryBack(t *testing.T) {
 		}
 	}
 	h.e.mu.Lock()
-	peak := h.e.disp.nearPeakEntries
+	held, pages := h.e.disp.near.len(), len(h.e.disp.near.pages)
 	h.e.mu.Unlock()
-	if peak <= herdShrink {
-		t.Fatalf("the near map's peak is %d with a herd of about %d in the wheel: its shrink would never be considered", peak, n)
+	if held < n/2 || pages <= nearShrinkMin {
+		t.Fatalf("the near index holds %d timers in %d pages with a herd of %d in the wheel: its shrink would never be considered", held, pages, n)
 	}
 	waitParked(h.e, h.clk)
 	h.clk.Advance((stageAhead + 2000) * time.Millisecond)
@@ -43,8 +43,8 @@ func TestHerdGivesMemoryBack(t *testing.T) {
 			t.Fatalf("topic %d's due heap keeps %d + %d chunks after the herd", topic, len(q.heap.chunks), len(q.run.chunks))
 		}
 	}
-	if h.e.disp.nearPeakEntries > herdShrink {
-		t.Fatalf("the near map was not remade: peak %d", h.e.disp.nearPeakEntries)
+	if x := &h.e.disp.near; x.len() != 0 || len(x.pages) != 0 || x.pagesPeak >= nearShrinkMin {
+		t.Fatalf("the near index was not given back: %d timers in %d pages, map of pages made for %d", x.len(), len(x.pages), x.pagesPeak)
 	}
 }
 

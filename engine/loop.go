@@ -12,15 +12,14 @@ import (
 // unless a change makes its entry stale first (dueSet).
 func (e *Engine) pushDispatchLocked(ref timerRef) {
 	t := e.newTimerLocked(ref)
-	e.disp.near[ref.pos] = t
-	e.disp.nearPeakEntries = max(e.disp.nearPeakEntries, len(e.disp.near))
+	e.disp.near.put(ref.pos, t)
 	e.disp.due.stage(t)
 }
 
 // stagedLocked reports whether the message at pos is staged: in a due heap
 // before its time, not yet taken for a fire record. It is still pending.
 func (e *Engine) stagedLocked(pos uint64, timer int64) bool {
-	t := e.disp.near[pos]
+	t := e.disp.near.get(pos)
 	return t != nil && !t.Scheduled() && timer > e.Now()
 }
 
@@ -41,7 +40,7 @@ func (e *Engine) validLocked(pos uint64, due int64) bool {
 // validFromLocked is validLocked with the log's start given, for a caller
 // that checks millions of entries while the log cannot shrink (recovery).
 func (e *Engine) validFromLocked(pos uint64, due int64, logStart uint64) bool {
-	if e.physLocked(pos) < logStart || e.disp.near[pos] != nil || e.takenLocked(pos) {
+	if e.physLocked(pos) < logStart || e.disp.near.has(pos) || e.takenLocked(pos) {
 		return false
 	}
 	if ov := e.ovl.entries[pos]; ov != nil {
@@ -135,7 +134,7 @@ func (e *Engine) takeBatchLocked(now int64) []fireEntry {
 	if n <= 0 {
 		return nil
 	}
-	batch := e.disp.due.take(n, upTo, e.disp.near, e.disp.taken, e.recycleTimerLocked, make([]fireEntry, 0, n))
+	batch := e.disp.due.take(n, upTo, &e.disp.near, e.disp.taken, e.recycleTimerLocked, make([]fireEntry, 0, n))
 	if e.opts.DispatchRate > 0 {
 		e.disp.tokens -= float64(len(batch))
 	}
@@ -143,7 +142,6 @@ func (e *Engine) takeBatchLocked(now int64) []fireEntry {
 		return nil // only stale entries were due
 	}
 	e.disp.inflight = batch
-	e.shrinkAfterHerdLocked()
 	return batch
 }
 
@@ -407,26 +405,11 @@ func (e *Engine) applyFireLocked(visible int64, batch []fireEntry, live bool) {
 	}
 }
 
-// herdShrink is the size above which the due heaps' arrays and the near
-// map are given back once a herd has drained: a herd of a million leaves
-// tens of megabytes behind otherwise (Go maps never shrink).
+// herdShrink is the size above which the due heaps' arrays are given back
+// once a herd has drained: a herd of a million leaves tens of megabytes
+// behind otherwise. (The near index gives its memory back as it drains:
+// near.go.)
 const herdShrink = 1 << 16
-
-// shrinkAfterHerdLocked gives back the memory of a drained herd (the
-// due heaps give theirs back in dueSet.take): once the near map holds less
-// than an eighth of its peak, it is copied into a map of its present size.
-// The copy walks the old map once, amortised over the herd that grew it.
-func (e *Engine) shrinkAfterHerdLocked() {
-	if e.disp.nearPeakEntries <= herdShrink || len(e.disp.near) > e.disp.nearPeakEntries/8 {
-		return
-	}
-	m := make(map[uint64]*wheelTimer, len(e.disp.near))
-	for pos, t := range e.disp.near {
-		m[pos] = t
-	}
-	e.disp.near = m
-	e.disp.nearPeakEntries = len(m)
-}
 
 // advanceLocked advances the wheels by a bounded step: the lease wheel
 // towards now, the message wheel towards now + stageAhead (its timers are

@@ -214,7 +214,7 @@ func (r *raceRig) holdChangeAcrossDue(victim, witness message.ID, change func() 
 		r.t.Errorf("the message was dispatched while its change was being made durable")
 	}
 	r.e.mu.Lock()
-	_, inWheel := r.e.disp.near[victim.Pos]
+	inWheel := r.e.disp.near.has(victim.Pos)
 	r.e.mu.Unlock()
 	if inWheel {
 		r.t.Errorf("the message is still in the wheel while its change is being made durable")

@@ -266,8 +266,7 @@ func (e *Engine) scheduleLocked(ref timerRef) {
 	}
 	t := e.newTimerLocked(ref)
 	e.disp.wheel.Add(t, ref.due)
-	e.disp.near[ref.pos] = t
-	e.disp.nearPeakEntries = max(e.disp.nearPeakEntries, len(e.disp.near))
+	e.disp.near.put(ref.pos, t)
 }
 
 // addKeyLocked records that the message at pos carries key hash h. The

@@ -21,12 +21,9 @@ func settled(e *Engine, t int64) bool {
 	if e.disp.loadedUntil <= t || e.disp.due.ready(t) || len(e.disp.inflight) > 0 || e.disp.load != nil || e.disp.advancing {
 		return false
 	}
-	for _, w := range e.disp.near {
-		if w.Value.due <= t {
-			return false
-		}
-	}
-	return true
+	early := false
+	e.disp.near.each(func(_ uint64, w *wheelTimer) { early = early || w.Value.due <= t })
+	return !early
 }
 
 // engineState describes what keeps e from settling, for failure messages.
@@ -34,13 +31,13 @@ func engineState(e *Engine) string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	nearMin := int64(-1)
-	for _, w := range e.disp.near {
+	e.disp.near.each(func(_ uint64, w *wheelTimer) {
 		if nearMin < 0 || w.Value.due < nearMin {
 			nearMin = w.Value.due
 		}
-	}
+	})
 	s := fmt.Sprintf("now=%d lastAdvance=%d loadedUntil=%d dispatch=%d inflight=%d near=%d (earliest %d) fire-errors=%d timer-load-errors=%d",
-		e.Now(), e.disp.lastAdvance, e.disp.loadedUntil, e.disp.due.len(), len(e.disp.inflight), len(e.disp.near), nearMin,
+		e.Now(), e.disp.lastAdvance, e.disp.loadedUntil, e.disp.due.len(), len(e.disp.inflight), e.disp.near.len(), nearMin,
 		e.stats.FireErrors.Load(), e.stats.TimerLoadErrors.Load())
 	if first, ok := e.disp.due.min(); ok {
 		s += fmt.Sprintf(" earliest due=%d", first)

@@ -134,7 +134,7 @@ func TestFireBatchSize(t *testing.T) {
 		t.Fatalf("batch size with two topics due: %d, want %d", n, full/4)
 	}
 	// The entry of topic 99 is stale (no timer): take drops it.
-	if out := h.e.disp.due.take(full, at-1, h.e.disp.near, h.e.disp.taken, h.e.recycleTimerLocked, nil); len(out) != 0 {
+	if out := h.e.disp.due.take(full, at-1, &h.e.disp.near, h.e.disp.taken, h.e.recycleTimerLocked, nil); len(out) != 0 {
 		t.Fatalf("took %d entries before their due time", len(out))
 	}
 }
