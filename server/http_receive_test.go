@@ -109,6 +109,9 @@ func TestReceiveCarriesAcks(t *testing.T) {
 	for i := range 3 {
 		ts.call("POST", "/v1/topics/jobs/messages", map[string]any{"body": strings.Repeat("x", i+1)}, http.StatusOK, nil)
 	}
+	// All three visible first: a receive returns with what is visible
+	// when it asks, and the sends' fire records may be apart.
+	ts.waitVisible("jobs", 3)
 	first := ts.receiveAck("jobs", "g", map[string]any{"max": 2, "wait": "5s"})
 	if len(first.Messages) != 2 || first.Acked != 0 {
 		t.Fatalf("first receive: %+v", first)

@@ -32,6 +32,12 @@ func (ts *testServer) visible(topic string, n int) {
 	if _, err := ts.eng.SendBatch(context.Background(), reqs); err != nil {
 		ts.t.Fatal(err)
 	}
+	ts.waitVisible(topic, n)
+}
+
+// waitVisible waits until n messages of topic are visible.
+func (ts *testServer) waitVisible(topic string, n int) {
+	ts.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		st, err := ts.eng.DescribeTopic(topic)
