@@ -39,7 +39,7 @@ func (e *Engine) groupLeaseLocked(g *group, receipt string) (*groupQueue, uint16
 		return nil, 0, 0, nil, errs.New(errs.NotFound, "receipt %q is unknown", receipt)
 	}
 	gq := g.queues[q]
-	l := gq.leases[off]
+	l := gq.leaseOf(off)
 	if l == nil || l.seq != seq {
 		return nil, 0, 0, nil, errs.New(errs.NotFound, "receipt %q is unknown or its lease has ended", receipt)
 	}
@@ -119,7 +119,7 @@ func (e *Engine) stopAckedLocked(topic, name string, receipts []string) (*ackBat
 	for i, t := range a.leases {
 		a.items[i] = progressItem{queue: t.q, offset: t.off}
 		e.stopTimerLocked(t.l.timer)
-		delete(t.gq.leases, t.off)
+		t.gq.setLease(t.off, nil)
 	}
 	return a, nil
 }
@@ -131,7 +131,7 @@ func (a *ackBatch) record() commitlog.Record { return encodeProgress(recAck, a.g
 func (a *ackBatch) restoreLocked(e *Engine) {
 	for _, t := range a.leases {
 		t.l.timer = e.startTimerLocked(t.ref)
-		t.gq.leases[t.off] = t.l
+		t.gq.setLease(t.off, t.l)
 	}
 }
 
@@ -176,7 +176,7 @@ func (e *Engine) Nack(ctx context.Context, topic, name, receipt string, delay ti
 		return err
 	}
 	e.stopTimerLocked(l.timer)
-	delete(gq.leases, off)
+	gq.setLease(off, nil)
 	e.failedLocked(g, gq, q, off, l.attempt, delay, e.lastAdvanceOrNow())
 	return nil
 }
@@ -205,11 +205,11 @@ func (e *Engine) leaseExpiredLocked(ref timerRef) {
 		return
 	}
 	gq := g.queues[ref.queue]
-	l := gq.leases[ref.offset]
+	l := gq.leaseOf(ref.offset)
 	if l == nil || l.seq != ref.seq {
 		return
 	}
-	delete(gq.leases, ref.offset)
+	gq.setLease(ref.offset, nil)
 	// The backoff counts from when the lease ended, not from when the loop noticed.
 	e.failedLocked(g, gq, ref.queue, ref.offset, l.attempt, 0, ref.due)
 }
@@ -224,7 +224,7 @@ func (e *Engine) failedLocked(g *group, gq *groupQueue, q uint16, off uint64, at
 	if delay == 0 {
 		delay = g.cfg.Backoff(attempt)
 	}
-	gq.retrying[off] = e.startTimerLocked(timerRef{kind: refRetry, due: from + delay.Milliseconds(), group: g.id, queue: q, offset: off})
+	gq.setRetry(off, e.startTimerLocked(timerRef{kind: refRetry, due: from + delay.Milliseconds(), group: g.id, queue: q, offset: off}))
 }
 
 // retryReadyLocked makes a message whose backoff ended receivable again.
@@ -234,7 +234,7 @@ func (e *Engine) retryReadyLocked(ref timerRef) {
 		return
 	}
 	gq := g.queues[ref.queue]
-	delete(gq.retrying, ref.offset)
+	gq.setRetry(ref.offset, timerHandle{})
 	gq.ready = append(gq.ready, ref.offset)
 	e.notifyVisibleLocked()
 }

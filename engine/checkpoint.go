@@ -210,10 +210,15 @@ func (e *Engine) captureGroupsLocked() []checkpointGroup {
 	for _, g := range e.cons.groupsByID {
 		cg := checkpointGroup{ID: g.id, Topic: g.topic.id, Name: g.name, Config: g.cfg}
 		for _, gq := range g.queues {
-			cq := checkpointGroupQueue{Acked: gq.acked, Attempts: maps.Clone(gq.attempts)}
-			for off := range gq.done {
-				cq.Done = append(cq.Done, off)
-			}
+			cq := checkpointGroupQueue{Acked: gq.acked, Attempts: map[uint64]uint32{}}
+			gq.eachState(func(off uint64, attempts uint32, done bool) {
+				if done {
+					cq.Done = append(cq.Done, off)
+				}
+				if attempts != 0 {
+					cq.Attempts[off] = attempts
+				}
+			})
 			cg.Queues = append(cg.Queues, cq)
 		}
 		out = append(out, cg)

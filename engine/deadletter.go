@@ -177,7 +177,7 @@ func (e *Engine) DeadLetter(ctx context.Context, topic, name, receipt string) er
 		return err
 	}
 	e.stopTimerLocked(l.timer)
-	delete(gq.leases, off)
+	gq.setLease(off, nil)
 	e.mu.Unlock()
 	j := deadLetter{g: g, queue: q, offset: off, attempt: l.attempt, reason: ReasonGivenUp}
 	if err := e.moveDeadLetter(j); err != nil {
@@ -195,5 +195,5 @@ func (e *Engine) finishedLocked(g *group, receipt string) bool {
 		return false
 	}
 	gq := g.queues[q]
-	return off < gq.acked || gq.done[off]
+	return gq.isDone(off)
 }

@@ -39,8 +39,8 @@ func (e *Engine) groupInfoLocked(g *group) GroupInfo {
 	gi := GroupInfo{Topic: g.topic.name, Name: g.name, Config: g.cfg, DeadLetterTopic: g.dlq,
 		Delivered: g.delivered, Acked: g.acked, Redelivered: g.redelivered, DeadLettered: g.deadLettered}
 	for i, gq := range g.queues {
-		gi.Backlog += int64(g.topic.queues[i].Len()) - int64(gq.acked) - int64(len(gq.done))
-		gi.InFlight += int64(len(gq.leases))
+		gi.Backlog += int64(g.topic.queues[i].Len()) - int64(gq.acked) - int64(gq.nDone)
+		gi.InFlight += int64(gq.nLeases)
 	}
 	return gi
 }

@@ -94,44 +94,6 @@ type group struct {
 	delivered, acked, redelivered, deadLettered uint64
 }
 
-// groupQueue is a group's progress in one queue. Invariant: every offset
-// below acked is done; done holds the done offsets at or above acked;
-// next >= acked is the first offset never handed out since start.
-type groupQueue struct {
-	acked    uint64
-	next     uint64
-	done     map[uint64]bool
-	attempts map[uint64]uint32
-	leases   map[uint64]*lease
-	retrying map[uint64]timerHandle
-	ready    []uint64 // offsets whose backoff ended, in order
-}
-
-type lease struct {
-	seq     uint32
-	attempt uint32
-	timer   timerHandle
-}
-
-func newGroupQueue() *groupQueue {
-	return &groupQueue{done: map[uint64]bool{}, attempts: map[uint64]uint32{}, leases: map[uint64]*lease{}, retrying: map[uint64]timerHandle{}}
-}
-
-func (gq *groupQueue) markDone(off uint64) {
-	if off < gq.acked {
-		return
-	}
-	gq.done[off] = true
-	delete(gq.attempts, off)
-	for gq.done[gq.acked] {
-		delete(gq.done, gq.acked)
-		gq.acked++
-	}
-	if gq.next < gq.acked {
-		gq.next = gq.acked
-	}
-}
-
 func groupKey(topic, name string) string { return topic + "\x00" + name }
 
 // CreateGroup durably creates a consumer group of a topic; it starts at

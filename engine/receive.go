@@ -204,18 +204,18 @@ func (e *Engine) takeLocked(g *group, max int, invisible time.Duration) []handou
 		n := g.topic.queues[qi].Len()
 		limit := max - len(hs)
 		if g.topic.fifo {
-			if len(gq.leases) > 0 || len(gq.retrying) > 0 {
+			if gq.nLeases > 0 || gq.nRetrying > 0 {
 				continue
 			}
 			limit = 1
 		}
 		take := func(off uint64) {
 			e.cons.leaseSeq++
-			att := gq.attempts[off] + 1
-			gq.attempts[off] = att
+			att := gq.attemptsOf(off) + 1
+			gq.setAttempts(off, att)
 			l := &lease{seq: e.cons.leaseSeq, attempt: att}
 			l.timer = e.startTimerLocked(timerRef{kind: refLease, due: expires, group: g.id, queue: uint16(qi), offset: off, seq: l.seq})
-			gq.leases[off] = l
+			gq.setLease(off, l)
 			hs = append(hs, handout{queue: uint16(qi), offset: off, attempt: att, seq: l.seq, n: n})
 			limit--
 			g.delivered++
@@ -226,7 +226,7 @@ func (e *Engine) takeLocked(g *group, max int, invisible time.Duration) []handou
 		for limit > 0 && len(gq.ready) > 0 {
 			off := gq.ready[0]
 			gq.ready = gq.ready[1:]
-			if off >= gq.acked && !gq.done[off] && gq.leases[off] == nil {
+			if !gq.isDone(off) && gq.leaseOf(off) == nil {
 				take(off)
 			}
 		}
@@ -237,7 +237,7 @@ func (e *Engine) takeLocked(g *group, max int, invisible time.Duration) []handou
 		for limit > 0 && gq.next < end {
 			off := gq.next
 			gq.next++
-			if gq.done[off] || gq.leases[off] != nil || gq.retrying[off].running() {
+			if gq.isDone(off) || gq.leaseOf(off) != nil || gq.retryOf(off).running() {
 				continue
 			}
 			take(off)
@@ -285,9 +285,9 @@ func (e *Engine) deliver(g *group, hs []handout, a *ackBatch) ([]Received, error
 	}
 	for _, h := range gone {
 		gq := g.queues[h.queue]
-		if l := gq.leases[h.offset]; l != nil && l.seq == h.seq {
+		if l := gq.leaseOf(h.offset); l != nil && l.seq == h.seq {
 			e.stopTimerLocked(l.timer)
-			delete(gq.leases, h.offset)
+			gq.setLease(h.offset, nil)
 		}
 		gq.markDone(h.offset)
 		// Skipped, not delivered: the group's counts say what consumers got.
@@ -388,16 +388,16 @@ func (e *Engine) giveBackLocked(g *group, hs []handout) {
 // whether it did.
 func (e *Engine) takeBackLocked(g *group, h handout) bool {
 	gq := g.queues[h.queue]
-	l := gq.leases[h.offset]
+	l := gq.leaseOf(h.offset)
 	if l == nil || l.seq != h.seq {
 		return false
 	}
 	e.stopTimerLocked(l.timer)
-	delete(gq.leases, h.offset)
+	gq.setLease(h.offset, nil)
 	if h.attempt <= 1 {
-		delete(gq.attempts, h.offset)
+		gq.setAttempts(h.offset, 0)
 	} else {
-		gq.attempts[h.offset] = h.attempt - 1
+		gq.setAttempts(h.offset, h.attempt-1)
 		g.redelivered--
 	}
 	g.delivered--

@@ -113,9 +113,13 @@ func (e *Engine) restoreState(st *checkpointState) error {
 			gq := g.queues[i]
 			gq.acked, gq.next = cq.Acked, cq.Acked
 			for _, off := range cq.Done {
-				gq.done[off] = true
+				gq.markDone(off)
 			}
-			maps.Copy(gq.attempts, cq.Attempts)
+			for off, n := range cq.Attempts {
+				if !gq.isDone(off) {
+					gq.setAttempts(off, n)
+				}
+			}
 		}
 	}
 	return nil

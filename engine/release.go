@@ -29,7 +29,7 @@ func (e *Engine) Release(topic, group string, receipts []string) int {
 			continue
 		}
 		gq := g.queues[q]
-		l := gq.leases[off]
+		l := gq.leaseOf(off)
 		if l == nil || l.seq != seq {
 			continue
 		}

@@ -126,8 +126,8 @@ func (e *Engine) replayProgressLocked(pos uint64, rec commitlog.Record) error {
 		gq := g.queues[it.queue]
 		if rec.Type == recAck {
 			gq.markDone(it.offset)
-		} else if it.offset >= gq.acked && !gq.done[it.offset] && it.attempt > gq.attempts[it.offset] {
-			gq.attempts[it.offset] = it.attempt
+		} else if !gq.isDone(it.offset) && it.attempt > gq.attemptsOf(it.offset) {
+			gq.setAttempts(it.offset, it.attempt)
 		}
 	}
 	return nil

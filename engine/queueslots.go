@@ -1,0 +1,242 @@
+package engine
+
+// groupQueue is a group's progress in one queue: the offsets it is done
+// with, and the state of each offset past that it has handed out.
+//
+// Invariant: every offset below acked is done; next >= acked is the first
+// offset never handed out since start; an offset at or above acked has
+// state only in its slot (queueSlots); nDone, nLeases and nRetrying count
+// the slots at or above acked that are done, leased and in backoff.
+type groupQueue struct {
+	acked uint64
+	next  uint64
+	slots queueSlots
+	ready []uint64 // offsets whose backoff ended, in order
+
+	nDone, nLeases, nRetrying int
+}
+
+type lease struct {
+	seq     uint32
+	attempt uint32
+	timer   timerHandle
+}
+
+func newGroupQueue() *groupQueue { return &groupQueue{} }
+
+// queueSlot is what a group knows of one offset of a queue past its acked
+// offset. A zero slot knows nothing.
+type queueSlot struct {
+	lease    *lease      // the live lease, if handed out
+	retry    timerHandle // the backoff timer, if it failed and waits to come back
+	attempts uint32      // deliveries so far, once handed out
+	done     bool        // acked or dead-lettered, with an offset before it not yet done
+}
+
+// slotChunk is the number of offsets in one chunk of queueSlots (24 KiB).
+const slotChunk = 1024
+
+// queueSlots holds a group queue's slots in chunks of consecutive offsets,
+// from base on. A consumer's receives and acks walk offsets in order, so
+// their slots are neighbours in memory: four maps by offset (done,
+// attempts, leases, retrying) cost a dozen hash lookups a message, about
+// a tenth of the broker's CPU while a million-message herd drained over
+// HTTP (docs/benchmarks.md, issue 8, eleventh pass). A chunk is made when
+// an offset in it first gets state, and dropped when the acked offset
+// passes its end, so memory follows the span between the oldest offset
+// not done and the newest handed out, which MaxUnackedSpan bounds (a
+// recovery may bring offsets of a wider span that an earlier run allowed;
+// their chunks go as the group acks past them).
+//
+// Invariant: base is a multiple of slotChunk; chunks[i], if not nil, holds
+// the offsets from base+i*slotChunk; a nil chunk's slots are all zero.
+type queueSlots struct {
+	base   uint64
+	chunks []*[slotChunk]queueSlot
+}
+
+// at returns the slot of off, or nil if off has no chunk (a zero slot).
+func (s *queueSlots) at(off uint64) *queueSlot {
+	if off < s.base {
+		return nil
+	}
+	i := (off - s.base) / slotChunk
+	if i >= uint64(len(s.chunks)) || s.chunks[i] == nil {
+		return nil
+	}
+	return &s.chunks[i][(off-s.base)%slotChunk]
+}
+
+// make returns the slot of off, making its chunk (and moving base down to
+// off's chunk if off is below it).
+func (s *queueSlots) make(off uint64) *queueSlot {
+	switch nb := off - off%slotChunk; {
+	case len(s.chunks) == 0:
+		s.base = nb
+	case nb < s.base:
+		k := (s.base - nb) / slotChunk
+		s.chunks = append(make([]*[slotChunk]queueSlot, k, int(k)+len(s.chunks)), s.chunks...)
+		s.base = nb
+	}
+	i := (off - s.base) / slotChunk
+	for uint64(len(s.chunks)) <= i {
+		s.chunks = append(s.chunks, nil)
+	}
+	if s.chunks[i] == nil {
+		s.chunks[i] = new([slotChunk]queueSlot)
+	}
+	return &s.chunks[i][(off-s.base)%slotChunk]
+}
+
+// slot returns the slot of off, made if need be.
+func (gq *groupQueue) slot(off uint64) *queueSlot { return gq.slots.make(off) }
+
+// dropBelowAcked drops the chunks that end at or before acked. Their
+// slots are all done; one that still held a lease or a backoff timer
+// (none should) leaves the counts with it.
+func (gq *groupQueue) dropBelowAcked() {
+	s := &gq.slots
+	for len(s.chunks) > 0 && s.base+slotChunk <= gq.acked {
+		if c := s.chunks[0]; c != nil {
+			for j := range c {
+				if c[j].lease != nil {
+					gq.nLeases--
+				}
+				if c[j].retry.running() {
+					gq.nRetrying--
+				}
+			}
+		}
+		s.chunks[0] = nil
+		s.chunks = s.chunks[1:]
+		s.base += slotChunk
+	}
+	if len(s.chunks) == 0 {
+		s.chunks = nil // let the array go; the next make sets base
+	}
+}
+
+// leaseOf returns the live lease of off, or nil.
+func (gq *groupQueue) leaseOf(off uint64) *lease {
+	if sl := gq.slots.at(off); sl != nil {
+		return sl.lease
+	}
+	return nil
+}
+
+// setLease gives off the lease l, or ends its lease
+// when l is nil.
+func (gq *groupQueue) setLease(off uint64, l *lease) {
+	if l == nil {
+		if sl := gq.slots.at(off); sl != nil && sl.lease != nil {
+			sl.lease = nil
+			gq.nLeases--
+		}
+		return
+	}
+	sl := gq.slot(off)
+	if sl.lease == nil {
+		gq.nLeases++
+	}
+	sl.lease = l
+}
+
+// attemptsOf returns how many times off was handed out (0 when done or
+// never).
+func (gq *groupQueue) attemptsOf(off uint64) uint32 {
+	if sl := gq.slots.at(off); sl != nil && off >= gq.acked {
+		return sl.attempts
+	}
+	return 0
+}
+
+// setAttempts records n deliveries of off; 0 forgets.
+func (gq *groupQueue) setAttempts(off uint64, n uint32) {
+	if n == 0 {
+		if sl := gq.slots.at(off); sl != nil {
+			sl.attempts = 0
+		}
+		return
+	}
+	gq.slot(off).attempts = n
+}
+
+// retryOf returns the backoff timer of off, if it has one.
+func (gq *groupQueue) retryOf(off uint64) timerHandle {
+	if sl := gq.slots.at(off); sl != nil {
+		return sl.retry
+	}
+	return timerHandle{}
+}
+
+// setRetry gives off the backoff timer h, or forgets
+// its timer when h does not run.
+func (gq *groupQueue) setRetry(off uint64, h timerHandle) {
+	if !h.running() {
+		if sl := gq.slots.at(off); sl != nil && sl.retry.running() {
+			sl.retry = timerHandle{}
+			gq.nRetrying--
+		}
+		return
+	}
+	sl := gq.slot(off)
+	if !sl.retry.running() {
+		gq.nRetrying++
+	}
+	sl.retry = h
+}
+
+// isDone reports whether the group is done with off.
+func (gq *groupQueue) isDone(off uint64) bool {
+	if off < gq.acked {
+		return true
+	}
+	sl := gq.slots.at(off)
+	return sl != nil && sl.done
+}
+
+// markDone records that the group is done with off and moves acked past
+// every done offset in a row; a done offset forgets its attempts.
+func (gq *groupQueue) markDone(off uint64) {
+	if off < gq.acked {
+		return
+	}
+	sl := gq.slot(off)
+	sl.attempts = 0
+	if !sl.done {
+		sl.done = true
+		gq.nDone++
+	}
+	for {
+		sl := gq.slots.at(gq.acked)
+		if sl == nil || !sl.done {
+			break
+		}
+		// Leaving the slot as it is: acked passes it, and its chunk
+		// goes once acked passes the chunk's end.
+		gq.nDone--
+		gq.acked++
+	}
+	gq.dropBelowAcked()
+	if gq.next < gq.acked {
+		gq.next = gq.acked
+	}
+}
+
+// eachState calls fn for each offset at or above acked with attempts or
+// done, in offset order (a checkpoint's copy of the queue).
+func (gq *groupQueue) eachState(fn func(off uint64, attempts uint32, done bool)) {
+	s := &gq.slots
+	for i, c := range s.chunks {
+		if c == nil {
+			continue
+		}
+		for j := range c {
+			sl := &c[j]
+			off := s.base + uint64(i)*slotChunk + uint64(j)
+			if off >= gq.acked && (sl.attempts != 0 || sl.done) {
+				fn(off, sl.attempts, sl.done)
+			}
+		}
+	}
+}

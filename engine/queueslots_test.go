@@ -1,0 +1,125 @@
+package engine
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// queueModel is what groupQueue's slots replaced: four maps by offset and
+// the acked offset, with the same operations.
+type queueModel struct {
+	acked    uint64
+	done     map[uint64]bool
+	attempts map[uint64]uint32
+	leases   map[uint64]*lease
+	retrying map[uint64]bool
+}
+
+func (m *queueModel) markDone(off uint64) {
+	if off < m.acked {
+		return
+	}
+	m.done[off] = true
+	delete(m.attempts, off)
+	for m.done[m.acked] {
+		delete(m.done, m.acked)
+		m.acked++
+	}
+}
+
+// TestQueueSlotsMatchTheMaps drives a group queue and the model with the
+// same random leases, retries, attempts and acks over a window that moves
+// on (so chunks are made and dropped), with now and then an offset far
+// past the rest, and checks after each step that they agree on every
+// offset of the window and on the counts.
+func TestQueueSlotsMatchTheMaps(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	gq := newGroupQueue()
+	m := &queueModel{done: map[uint64]bool{}, attempts: map[uint64]uint32{}, leases: map[uint64]*lease{}, retrying: map[uint64]bool{}}
+	var timer wheelTimer
+	for step := 0; step < 300000; step++ {
+		off := m.acked + uint64(rng.IntN(3000))
+		if rng.IntN(1000) == 0 {
+			off = m.acked + uint64(rng.IntN(1<<20)) // far past the window
+		}
+		switch rng.IntN(8) {
+		case 0, 1:
+			if m.leases[off] == nil && !m.done[off] {
+				l := &lease{seq: uint32(step)}
+				gq.setLease(off, l)
+				m.leases[off] = l
+			}
+		case 2:
+			gq.setLease(off, nil)
+			delete(m.leases, off)
+		case 3:
+			n := uint32(rng.IntN(4))
+			if !gq.isDone(off) {
+				gq.setAttempts(off, n)
+				if n == 0 {
+					delete(m.attempts, off)
+				} else {
+					m.attempts[off] = n
+				}
+			}
+		case 4:
+			if !m.retrying[off] && !m.done[off] {
+				gq.setRetry(off, timerHandle{&timer})
+				m.retrying[off] = true
+			}
+		case 5:
+			gq.setRetry(off, timerHandle{})
+			delete(m.retrying, off)
+		default:
+			// Ack what has no lease or timer, as the engine does.
+			if m.leases[off] == nil && !m.retrying[off] {
+				gq.markDone(off)
+				m.markDone(off)
+			}
+		}
+		if gq.acked != m.acked {
+			t.Fatalf("step %d: acked %d, want %d", step, gq.acked, m.acked)
+		}
+		for o := m.acked; o < m.acked+3000; o += 1 + uint64(rng.IntN(50)) {
+			if gq.isDone(o) != m.done[o] || gq.leaseOf(o) != m.leases[o] || gq.attemptsOf(o) != m.attempts[o] || gq.retryOf(o).running() != m.retrying[o] {
+				t.Fatalf("step %d: offset %d: done %v lease %p attempts %d retry %v; want %v %p %d %v", step, o,
+					gq.isDone(o), gq.leaseOf(o), gq.attemptsOf(o), gq.retryOf(o).running(), m.done[o], m.leases[o], m.attempts[o], m.retrying[o])
+			}
+		}
+		if gq.nDone != len(m.done) || gq.nLeases != len(m.leases) || gq.nRetrying != len(m.retrying) {
+			t.Fatalf("step %d: counts done %d leases %d retrying %d; want %d %d %d", step, gq.nDone, gq.nLeases, gq.nRetrying, len(m.done), len(m.leases), len(m.retrying))
+		}
+	}
+	// The checkpoint's walk gives exactly the model's done and attempts.
+	done, attempts := 0, 0
+	gq.eachState(func(off uint64, n uint32, d bool) {
+		if d != m.done[off] || n != m.attempts[off] {
+			t.Fatalf("eachState: offset %d done %v attempts %d; want %v %d", off, d, n, m.done[off], m.attempts[off])
+		}
+		if d {
+			done++
+		}
+		if n != 0 {
+			attempts++
+		}
+	})
+	if done != len(m.done) || attempts != len(m.attempts) {
+		t.Fatalf("eachState gave %d done and %d attempts; want %d and %d", done, attempts, len(m.done), len(m.attempts))
+	}
+}
+
+// TestQueueSlotsGiveChunksBack: the chunks behind the acked offset go, so
+// a group that keeps up holds one or two chunks however many it acked.
+func TestQueueSlotsGiveChunksBack(t *testing.T) {
+	gq := newGroupQueue()
+	for off := uint64(0); off < 100*slotChunk; off++ {
+		gq.setAttempts(off, 1)
+		gq.markDone(off)
+		if n := len(gq.slots.chunks); n > 2 {
+			t.Fatalf("after acking offset %d the queue holds %d chunks", off, n)
+		}
+	}
+	if gq.acked != 100*slotChunk || gq.nDone != 0 {
+		t.Fatalf("acked %d with %d done above it; want %d and 0", gq.acked, gq.nDone, 100*slotChunk)
+	}
+}
