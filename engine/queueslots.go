@@ -5,15 +5,16 @@ package engine
 //
 // Invariant: every offset below acked is done; next >= acked is the first
 // offset never handed out since start; an offset at or above acked has
-// state only in its slot (queueSlots); nDone, nLeases and nRetrying count
-// the slots at or above acked that are done, leased and in backoff.
+// state only in its slot (queueSlots); nDone, nLeases, nRetrying and
+// nAttempts count the slots at or above acked that are done, leased, in
+// backoff and handed out; when all four are 0 the queue holds no chunk.
 type groupQueue struct {
 	acked uint64
 	next  uint64
 	slots queueSlots
 	ready []uint64 // offsets whose backoff ended, in order
 
-	nDone, nLeases, nRetrying int
+	nDone, nLeases, nRetrying, nAttempts int
 }
 
 type lease struct {
@@ -105,6 +106,9 @@ func (gq *groupQueue) dropBelowAcked() {
 				if c[j].retry.running() {
 					gq.nRetrying--
 				}
+				if c[j].attempts != 0 {
+					gq.nAttempts--
+				}
 			}
 		}
 		s.chunks[0] = nil
@@ -131,6 +135,7 @@ func (gq *groupQueue) setLease(off uint64, l *lease) {
 		if sl := gq.slots.at(off); sl != nil && sl.lease != nil {
 			sl.lease = nil
 			gq.nLeases--
+			gq.release()
 		}
 		return
 	}
@@ -153,12 +158,27 @@ func (gq *groupQueue) attemptsOf(off uint64) uint32 {
 // setAttempts records n deliveries of off; 0 forgets.
 func (gq *groupQueue) setAttempts(off uint64, n uint32) {
 	if n == 0 {
-		if sl := gq.slots.at(off); sl != nil {
+		if sl := gq.slots.at(off); sl != nil && sl.attempts != 0 {
 			sl.attempts = 0
+			gq.nAttempts--
+			gq.release()
 		}
 		return
 	}
-	gq.slot(off).attempts = n
+	sl := gq.slot(off)
+	if sl.attempts == 0 {
+		gq.nAttempts++
+	}
+	sl.attempts = n
+}
+
+// release drops every chunk once no slot holds state, so that a group
+// queue that is idle (most of them, most of the time) holds no memory for
+// slots.
+func (gq *groupQueue) release() {
+	if gq.nDone == 0 && gq.nLeases == 0 && gq.nRetrying == 0 && gq.nAttempts == 0 {
+		gq.slots.chunks = nil
+	}
 }
 
 // retryOf returns the backoff timer of off, if it has one.
@@ -176,6 +196,7 @@ func (gq *groupQueue) setRetry(off uint64, h timerHandle) {
 		if sl := gq.slots.at(off); sl != nil && sl.retry.running() {
 			sl.retry = timerHandle{}
 			gq.nRetrying--
+			gq.release()
 		}
 		return
 	}
@@ -202,7 +223,10 @@ func (gq *groupQueue) markDone(off uint64) {
 		return
 	}
 	sl := gq.slot(off)
-	sl.attempts = 0
+	if sl.attempts != 0 {
+		sl.attempts = 0
+		gq.nAttempts--
+	}
 	if !sl.done {
 		sl.done = true
 		gq.nDone++
@@ -218,6 +242,7 @@ func (gq *groupQueue) markDone(off uint64) {
 		gq.acked++
 	}
 	gq.dropBelowAcked()
+	gq.release()
 	if gq.next < gq.acked {
 		gq.next = gq.acked
 	}

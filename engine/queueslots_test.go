@@ -86,8 +86,12 @@ func TestQueueSlotsMatchTheMaps(t *testing.T) {
 					gq.isDone(o), gq.leaseOf(o), gq.attemptsOf(o), gq.retryOf(o).running(), m.done[o], m.leases[o], m.attempts[o], m.retrying[o])
 			}
 		}
-		if gq.nDone != len(m.done) || gq.nLeases != len(m.leases) || gq.nRetrying != len(m.retrying) {
-			t.Fatalf("step %d: counts done %d leases %d retrying %d; want %d %d %d", step, gq.nDone, gq.nLeases, gq.nRetrying, len(m.done), len(m.leases), len(m.retrying))
+		if gq.nDone != len(m.done) || gq.nLeases != len(m.leases) || gq.nRetrying != len(m.retrying) || gq.nAttempts != len(m.attempts) {
+			t.Fatalf("step %d: counts done %d leases %d retrying %d attempts %d; want %d %d %d %d", step,
+				gq.nDone, gq.nLeases, gq.nRetrying, gq.nAttempts, len(m.done), len(m.leases), len(m.retrying), len(m.attempts))
+		}
+		if len(m.done)+len(m.leases)+len(m.retrying)+len(m.attempts) == 0 && gq.slots.chunks != nil {
+			t.Fatalf("step %d: the queue holds no state but keeps %d chunks", step, len(gq.slots.chunks))
 		}
 	}
 	// The checkpoint's walk gives exactly the model's done and attempts.
@@ -109,7 +113,8 @@ func TestQueueSlotsMatchTheMaps(t *testing.T) {
 }
 
 // TestQueueSlotsGiveChunksBack: the chunks behind the acked offset go, so
-// a group that keeps up holds one or two chunks however many it acked.
+// a group that keeps up holds one or two chunks however many it acked, and
+// none once it has acked everything it received.
 func TestQueueSlotsGiveChunksBack(t *testing.T) {
 	gq := newGroupQueue()
 	for off := uint64(0); off < 100*slotChunk; off++ {
@@ -119,7 +124,7 @@ func TestQueueSlotsGiveChunksBack(t *testing.T) {
 			t.Fatalf("after acking offset %d the queue holds %d chunks", off, n)
 		}
 	}
-	if gq.acked != 100*slotChunk || gq.nDone != 0 {
-		t.Fatalf("acked %d with %d done above it; want %d and 0", gq.acked, gq.nDone, 100*slotChunk)
+	if gq.acked != 100*slotChunk || gq.nDone != 0 || gq.slots.chunks != nil {
+		t.Fatalf("acked %d with %d done above it and %d chunks; want %d, 0 and none", gq.acked, gq.nDone, len(gq.slots.chunks), 100*slotChunk)
 	}
 }
