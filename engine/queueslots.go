@@ -4,10 +4,11 @@ package engine
 // with, and the state of each offset past that it has handed out.
 //
 // Invariant: every offset below acked is done; next >= acked is the first
-// offset never handed out since start; an offset at or above acked has
-// state only in its slot (queueSlots); nDone, nLeases, nRetrying and
-// nAttempts count the slots at or above acked that are done, leased, in
-// backoff and handed out; when all four are 0 the queue holds no chunk.
+// offset never handed out since start; an offset's state is in its slot
+// (queueSlots); nDone counts the done slots at or above acked, and
+// nLeases, nRetrying and nAttempts the slots held (below acked too) with a
+// lease, a backoff timer and attempts; when all four are 0 the queue holds
+// no chunk.
 type groupQueue struct {
 	acked uint64
 	next  uint64
@@ -31,11 +32,14 @@ type queueSlot struct {
 	lease    *lease      // the live lease, if handed out
 	retry    timerHandle // the backoff timer, if it failed and waits to come back
 	attempts uint32      // deliveries so far, once handed out
-	done     bool        // acked or dead-lettered, with an offset before it not yet done
+	done     bool        // acked or dead-lettered (a slot that acked passed may keep it)
 }
 
-// slotChunk is the number of offsets in one chunk of queueSlots (24 KiB).
-const slotChunk = 1024
+// slotChunk is the number of offsets in one chunk of queueSlots (1.5 KiB):
+// enough for a consumer's walk to stay in a few cache lines' neighbours,
+// and small, since a group queue with one message in flight holds a chunk
+// (10,000 groups of 4 queues then hold 60 MiB; chunks of 1,024 held 1 GiB).
+const slotChunk = 64
 
 // queueSlots holds a group queue's slots in chunks of consecutive offsets,
 // from base on. A consumer's receives and acks walk offsets in order, so
@@ -44,7 +48,8 @@ const slotChunk = 1024
 // a tenth of the broker's CPU while a million-message herd drained over
 // HTTP (docs/benchmarks.md, issue 8, eleventh pass). A chunk is made when
 // an offset in it first gets state, and dropped when the acked offset
-// passes its end, so memory follows the span between the oldest offset
+// passes its end (unless a slot in it still holds a lease or a backoff
+// timer, see dropBelowAcked), so memory follows the span between the oldest offset
 // not done and the newest handed out, which MaxUnackedSpan bounds (a
 // recovery may bring offsets of a wider span that an earlier run allowed;
 // their chunks go as the group acks past them).
@@ -92,24 +97,26 @@ func (s *queueSlots) make(off uint64) *queueSlot {
 // slot returns the slot of off, made if need be.
 func (gq *groupQueue) slot(off uint64) *queueSlot { return gq.slots.make(off) }
 
-// dropBelowAcked drops the chunks that end at or before acked. Their
-// slots are all done; one that still held a lease or a backoff timer
-// (none should) leaves the counts with it.
+// dropBelowAcked drops the chunks that end at or before acked, up to the
+// first that still holds a lease or a backoff timer: an offset can be
+// done while a later handout's lease of it is live (deliver finds its
+// record gone under an older handout), and that lease must stay findable
+// until its own deliver ends it and stops its timer, as it was when the
+// slots were maps.
 func (gq *groupQueue) dropBelowAcked() {
 	s := &gq.slots
 	for len(s.chunks) > 0 && s.base+slotChunk <= gq.acked {
 		if c := s.chunks[0]; c != nil {
+			attempts := 0
 			for j := range c {
-				if c[j].lease != nil {
-					gq.nLeases--
-				}
-				if c[j].retry.running() {
-					gq.nRetrying--
+				if c[j].lease != nil || c[j].retry.running() {
+					return
 				}
 				if c[j].attempts != 0 {
-					gq.nAttempts--
+					attempts++
 				}
 			}
+			gq.nAttempts -= attempts
 		}
 		s.chunks[0] = nil
 		s.chunks = s.chunks[1:]

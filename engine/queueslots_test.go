@@ -2,6 +2,7 @@ package engine
 
 import (
 	"math/rand/v2"
+	"runtime"
 	"testing"
 )
 
@@ -127,4 +128,55 @@ func TestQueueSlotsGiveChunksBack(t *testing.T) {
 	if gq.acked != 100*slotChunk || gq.nDone != 0 || gq.slots.chunks != nil {
 		t.Fatalf("acked %d with %d done above it and %d chunks; want %d, 0 and none", gq.acked, gq.nDone, len(gq.slots.chunks), 100*slotChunk)
 	}
+}
+
+// TestQueueSlotsKeepALeaseOfADoneOffset: an offset can be done while a
+// later handout's lease of it is live (deliver found its record gone under
+// an older handout); the lease stays findable, and counted, however far
+// acked moves on, until it is ended, as it was when the slots were maps.
+func TestQueueSlotsKeepALeaseOfADoneOffset(t *testing.T) {
+	gq := newGroupQueue()
+	const x = 5
+	gq.setAttempts(x, 2)
+	l := &lease{seq: 2, attempt: 2}
+	gq.setLease(x, l)
+	gq.markDone(x)
+	for off := uint64(0); off < 4*slotChunk; off++ {
+		gq.markDone(off)
+	}
+	if gq.acked != 4*slotChunk || gq.leaseOf(x) != l || gq.nLeases != 1 {
+		t.Fatalf("acked %d: lease of the done offset %p, %d leases; want %d, %p, 1", gq.acked, gq.leaseOf(x), gq.nLeases, 4*slotChunk, l)
+	}
+	gq.setLease(x, nil)
+	gq.markDone(gq.acked)
+	if gq.nLeases != 0 || gq.slots.chunks != nil {
+		t.Fatalf("after the lease ended and the next ack: %d leases, %d chunks; want 0 and none", gq.nLeases, len(gq.slots.chunks))
+	}
+}
+
+// TestQueueSlotsSmallPerActiveQueue: a group queue with one message in
+// flight holds a chunk of slotChunk slots, about 1.5 KiB, not tens.
+func TestQueueSlotsSmallPerActiveQueue(t *testing.T) {
+	heap := func() uint64 {
+		runtime.GC()
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	const nq = 2000
+	qs := make([]*groupQueue, nq)
+	b0 := heap()
+	for i := range qs {
+		gq := newGroupQueue()
+		off := uint64(i * 7)
+		gq.acked, gq.next = off, off+1
+		gq.setAttempts(off, 1)
+		gq.setLease(off, &lease{seq: 1, attempt: 1})
+		qs[i] = gq
+	}
+	if per := float64(heap()-b0) / nq; per > 2048 {
+		t.Fatalf("a group queue with one message in flight holds %.0f B", per)
+	}
+	runtime.KeepAlive(qs)
 }
