@@ -114,27 +114,20 @@ func TestNearIndexGivesMemoryBack(t *testing.T) {
 // not a page each, and a run of timers put in log order (a herd's sends)
 // goes to pages, leaving one per page in the flat map.
 func TestNearIndexSparseCostsAMap(t *testing.T) {
-	heap := func() uint64 {
-		runtime.GC()
-		runtime.GC()
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		return ms.HeapAlloc
-	}
 	const n = 200000
 	var w wheelTimer
 	for _, stride := range []uint64{1 << 16, 1 << 20} {
-		b0 := heap()
+		b0 := heapAfterGC()
 		m := map[uint64]*wheelTimer{}
 		for i := uint64(0); i < n; i++ {
 			m[i*stride] = &w
 		}
-		b1 := heap()
+		b1 := heapAfterGC()
 		x := newNearIndex()
 		for i := uint64(0); i < n; i++ {
 			x.put(i*stride, &w)
 		}
-		b2 := heap()
+		b2 := heapAfterGC()
 		if one, idx := float64(b1-b0)/n, float64(b2-b1)/n; idx > 1.25*one {
 			t.Errorf("stride %d: the index costs %.1f B a timer, one map %.1f", stride, idx, one)
 		}
@@ -148,4 +141,13 @@ func TestNearIndexSparseCostsAMap(t *testing.T) {
 	if pages := len(x.pages); len(x.flat) > pages+1 || pages < n*300>>nearPageShift {
 		t.Fatalf("a run in log order: %d in the flat map, %d pages", len(x.flat), pages)
 	}
+}
+
+// heapAfterGC is the live heap, in bytes, after two collections.
+func heapAfterGC() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
 }

@@ -157,16 +157,9 @@ func TestQueueSlotsKeepALeaseOfADoneOffset(t *testing.T) {
 // TestQueueSlotsSmallPerActiveQueue: a group queue with one message in
 // flight holds a chunk of slotChunk slots, about 1.5 KiB, not tens.
 func TestQueueSlotsSmallPerActiveQueue(t *testing.T) {
-	heap := func() uint64 {
-		runtime.GC()
-		runtime.GC()
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		return ms.HeapAlloc
-	}
 	const nq = 2000
 	qs := make([]*groupQueue, nq)
-	b0 := heap()
+	b0 := heapAfterGC()
 	for i := range qs {
 		gq := newGroupQueue()
 		off := uint64(i * 7)
@@ -175,7 +168,7 @@ func TestQueueSlotsSmallPerActiveQueue(t *testing.T) {
 		gq.setLease(off, &lease{seq: 1, attempt: 1})
 		qs[i] = gq
 	}
-	if per := float64(heap()-b0) / nq; per > 2048 {
+	if per := float64(heapAfterGC()-b0) / nq; per > 2048 {
 		t.Fatalf("a group queue with one message in flight holds %.0f B", per)
 	}
 	runtime.KeepAlive(qs)
