@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/hourglass-mq/hourglass/internal/gcfloor"
 	"github.com/hourglass-mq/hourglass/internal/sdnotify"
 	"github.com/hourglass-mq/hourglass/server"
 )
@@ -27,6 +28,12 @@ flags, then environment, then the file, then the defaults.`,
 	}
 }
 
+// heapGoalFloor is the least heap goal the broker keeps (internal/gcfloor),
+// unless the operator set GOGC or GOMEMLIMIT: the cost of fewer
+// collections while a herd drains, at most this much memory more than the
+// default goal while the live heap is under half of it.
+const heapGoalFloor = 128 << 20
+
 func runServe(ctx context.Context, a *App, c *command, args []string) int {
 	fs := a.newFlagSet(c)
 	cfg := server.DefaultConfig()
@@ -46,6 +53,10 @@ func runServe(ctx context.Context, a *App, c *command, args []string) int {
 		return a.usageError(c, "%v", err)
 	}
 	logger := cfg.NewLogger(a.Stderr)
+	if floor := gcfloor.Start(heapGoalFloor, lookup); floor != nil {
+		defer floor.Stop()
+		logger.Debug("heap goal floor set", "bytes", heapGoalFloor)
+	}
 	// Under systemd (Type=notify) the start is done once the listeners
 	// are up, and the stop begins when the context ends.
 	socket, _ := lookup(sdnotify.Env)
