@@ -361,7 +361,16 @@ func (e *Engine) applyFireLocked(visible int64, batch []fireEntry, live bool) {
 		topic uint32
 		queue uint16
 	}
-	groups := map[qk][]queueindex.Entry{}
+	// Sized by a first pass: a fire of thousands grew each queue's slice
+	// by doubling, three times the entries' bytes in garbage.
+	counts := map[qk]int{}
+	for _, fe := range batch {
+		counts[qk{fe.topic, fe.queue}]++
+	}
+	groups := make(map[qk][]queueindex.Entry, len(counts))
+	for k, n := range counts {
+		groups[k] = make([]queueindex.Entry, 0, n)
+	}
 	for _, fe := range batch {
 		delete(e.disp.taken, fe.pos) // its fire is done
 		if ov := e.ovl.entries[fe.pos]; ov != nil {

@@ -195,8 +195,17 @@ func (e *Engine) receive(ctx context.Context, g *group, req ReceiveRequest) ([]R
 // ones, queues in turn. In a FIFO topic a queue with a message in flight or
 // in backoff hands out nothing, and at most one message at a time.
 func (e *Engine) takeLocked(g *group, max int, invisible time.Duration) []handout {
-	var hs []handout
 	nq := len(g.queues)
+	// Sized for what may be handed out (a thousand, under a herd) rather
+	// than grown by doubling.
+	avail := 0
+	for qi, gq := range g.queues {
+		avail += len(gq.ready) + int(g.topic.queues[qi].Len()-min(gq.next, g.topic.queues[qi].Len()))
+		if avail >= max {
+			break
+		}
+	}
+	hs := make([]handout, 0, min(max, avail))
 	expires := e.lastAdvanceOrNow() + invisible.Milliseconds()
 	for i := 0; i < nq && len(hs) < max; i++ {
 		qi := (g.rr + i) % nq
