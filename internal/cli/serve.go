@@ -28,10 +28,10 @@ flags, then environment, then the file, then the defaults.`,
 	}
 }
 
-// heapGoalFloor is the least heap goal the broker keeps (internal/gcfloor),
-// unless the operator set GOGC or GOMEMLIMIT: the cost of fewer
-// collections while a herd drains, at most this much memory more than the
-// default goal while the live heap is under half of it.
+// heapGoalFloor is the heap goal the broker keeps while it allocates fast
+// (internal/gcfloor), unless the operator set GOGC or GOMEMLIMIT: fewer
+// collections while a herd drains, for a goal of this much instead of
+// about twice the live heap while busy.
 const heapGoalFloor = 128 << 20
 
 func runServe(ctx context.Context, a *App, c *command, args []string) int {

@@ -1,23 +1,29 @@
-// Package gcfloor keeps the garbage collector's heap goal at or above a
-// floor, so that a process whose live heap is small but whose allocation
-// rate is high does not collect every few milliseconds.
+// Package gcfloor keeps the garbage collector's heap goal at or near a
+// floor while the process allocates fast, so that a process whose live
+// heap is small but whose allocation rate is high does not collect every
+// few milliseconds.
 //
 // Why the broker wants it: with the default GOGC of 100 the heap goal is
-// twice the live heap. A broker that has just made a million messages
-// visible holds little (the messages are on disk), yet hands them out at
-// hundreds of thousands a second, each receive allocating its decoded
-// messages and its answer. At the end of such a drain the live heap was
-// 15 to 20 MB, the goal under 40 MB, and the collector ran 46 times in one
-// second, each cycle with its fixed costs (docs/benchmarks.md, issue 8,
-// eleventh pass). A floor of a few tens of megabytes removes most of those
-// cycles and costs at most the floor in memory; once the live heap is
-// half the floor or more, the floor changes nothing.
+// about twice the live heap. A broker that has just made a million
+// messages visible holds little (the messages are on disk), yet hands them
+// out at hundreds of thousands a second, each receive allocating its
+// decoded messages and its answer. At the end of such a drain the live heap
+// was 15 to 20 MB, the goal under 40 MB, and the collector ran 46 times in
+// one second, each cycle with its fixed costs (docs/benchmarks.md, "Issue
+// 8, eleventh pass"). A floor removes most of those cycles.
 //
 // How: after each collection (seen through a finalizer that re-arms
-// itself), the GC percent is set so that the goal, live × (1 + percent/100),
-// is at least the floor, and never below the percent the process started
-// with. An operator who sets GOGC or GOMEMLIMIT has chosen; the floor then
-// stays off.
+// itself), if the collection before it was less than busyGap ago, the GC
+// percent p is set so that the runtime's goal, live + (live + stacks +
+// globals) × p/100, reaches the floor; otherwise, and whenever the live
+// heap alone needs no help, p is the percent the process started with.
+// So an idle process, or one allocating slowly, has the default goal, and
+// its memory goes back to the system as usual. p is never above
+// floor/4 MiB × 100, since the runtime also makes 4 MiB × p/100 a least
+// goal; the goal is then at most the floor (or the default one, when
+// that is larger), within the hysteresis that spares the heap lock small
+// moves. An operator who sets GOGC or GOMEMLIMIT has chosen; the floor
+// then stays off.
 package gcfloor
 
 import (
@@ -26,40 +32,57 @@ import (
 	"runtime/metrics"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
-// maxPercent bounds the GC percent the floor sets: with a live heap of a
-// few megabytes the floor is then not reached, which only means more
-// frequent collections of a heap that small.
-const maxPercent = 5000
+// busyGap is the longest time between two collections for which the
+// floor applies: collections closer than this mean the process allocates
+// faster than its default goal per busyGap (about 40 MB a second for a
+// live heap of 20 MB).
+const busyGap = time.Second
 
-// Floor holds the heap goal at or above its bytes while it runs.
+// minGoalUnit is the runtime's least heap goal per GC percent point: it
+// never sets a goal under 4 MiB × percent/100.
+const minGoalUnit = 4 << 20
+
+// active is set while a Floor runs: two would each take the other's
+// percent for their base.
+var active atomic.Bool
+
+// Floor holds the heap goal at or near its bytes while it runs.
 type Floor struct {
 	bytes   uint64
 	base    int // the GC percent at Start, restored by Stop
 	stopped atomic.Bool
-	sample  []metrics.Sample
 	percent atomic.Int64 // the percent last set
 	mu      sync.Mutex   // orders a set against Stop's restore
+	sample  []metrics.Sample
+	lastGC  time.Time // when the finalizer last ran (mu)
 }
 
-// Start keeps the heap goal at or above bytes until Stop. It returns nil,
-// and does nothing, when lookupEnv finds GOGC or GOMEMLIMIT set, or when
-// the collector is off.
+// Start keeps the heap goal near bytes while the process allocates fast,
+// until Stop. It returns nil, and does nothing, when lookupEnv finds GOGC
+// or GOMEMLIMIT set, when the collector is off, or when another Floor
+// runs.
 func Start(bytes uint64, lookupEnv func(string) (string, bool)) *Floor {
 	for _, k := range []string{"GOGC", "GOMEMLIMIT"} {
 		if _, set := lookupEnv(k); set {
 			return nil
 		}
 	}
-	base := debug.SetGCPercent(100)
-	debug.SetGCPercent(base)
-	if base < 0 || bytes == 0 {
+	gogc := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(gogc)
+	if gogc[0].Value.Kind() != metrics.KindUint64 || bytes == 0 {
 		return nil
 	}
-	f := &Floor{bytes: bytes, base: base, sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
+	base := int(gogc[0].Value.Uint64())
+	if base <= 0 || base > 1<<20 || !active.CompareAndSwap(false, true) {
+		return nil // off (reported as 0), nonsense, or another floor
+	}
+	f := &Floor{bytes: bytes, base: base, sample: []metrics.Sample{
+		{Name: "/gc/heap/live:bytes"}, {Name: "/gc/scan/stack:bytes"}, {Name: "/gc/scan/globals:bytes"},
+	}}
 	f.percent.Store(int64(base))
-	f.adjust()
 	f.arm()
 	return f
 }
@@ -76,6 +99,8 @@ func (f *Floor) Stop() {
 		return
 	}
 	debug.SetGCPercent(f.base)
+	f.percent.Store(int64(f.base))
+	active.Store(false)
 }
 
 // Percent is the GC percent the floor set last.
@@ -83,54 +108,63 @@ func (f *Floor) Percent() int { return int(f.percent.Load()) }
 
 // sentinel is an object only the finalizer refers to: it becomes garbage
 // at once, so its finalizer runs after the next collection. It holds a
-// pointer so that it is not combined with other small objects (the tiny
-// allocator), whose finalizers may wait for their neighbours.
-type sentinel struct {
-	f *Floor
-	_ [16]byte
-}
+// pointer, so that the tiny allocator, whose blocks free together, does
+// not place it.
+type sentinel struct{ f *Floor }
 
 func (f *Floor) arm() {
-	s := &sentinel{f: f}
-	runtime.SetFinalizer(s, func(s *sentinel) {
+	runtime.SetFinalizer(&sentinel{f: f}, func(s *sentinel) {
 		if s.f.stopped.Load() {
 			return
 		}
-		s.f.adjust()
+		s.f.collected(time.Now())
 		s.f.arm()
 	})
 }
 
-// adjust sets the GC percent for the live heap the last collection left.
-func (f *Floor) adjust() {
+// collected sets the GC percent after a collection seen at now.
+func (f *Floor) collected(now time.Time) {
 	metrics.Read(f.sample)
-	if f.sample[0].Value.Kind() != metrics.KindUint64 {
-		return
-	}
-	p := Percent(f.sample[0].Value.Uint64(), f.bytes, f.base)
-	// Small moves are left alone: each call takes the heap lock.
-	if old := int(f.percent.Load()); p == old || p > old && p < old+old/8 || p < old && p > old-old/8 {
-		return
+	for _, s := range f.sample {
+		if s.Value.Kind() != metrics.KindUint64 {
+			return
+		}
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	busy := !f.lastGC.IsZero() && now.Sub(f.lastGC) < busyGap
+	f.lastGC = now
 	if f.stopped.Load() {
+		return
+	}
+	p := f.base
+	if busy {
+		p = Percent(f.sample[0].Value.Uint64(), f.sample[1].Value.Uint64()+f.sample[2].Value.Uint64(), f.bytes, f.base)
+	}
+	// Small moves are left alone: each set takes the heap lock. A move
+	// back to base always goes through.
+	if old := int(f.percent.Load()); p == old || p != f.base && p > old-old/8 && p < old+old/8 {
 		return
 	}
 	debug.SetGCPercent(p)
 	f.percent.Store(int64(p))
 }
 
-// Percent is the GC percent that makes the heap goal of a live heap of
-// live bytes at least floor bytes, and at least base: the smallest p >=
-// base with live*(100+p)/100 >= floor, bounded by maxPercent.
-func Percent(live, floor uint64, base int) int {
-	if live == 0 {
-		live = 1
-	}
-	if live*uint64(100+base) >= floor*100 {
+// Percent is the GC percent that makes the runtime's heap goal reach
+// floor bytes for a live heap of live bytes and roots (stacks and
+// globals) of roots bytes: the least p with live + (live+roots)×p/100 >=
+// floor, but at least base, and at most the p whose least goal
+// (4 MiB × p/100) is the floor.
+func Percent(live, roots, floor uint64, base int) int {
+	base = max(base, 0)
+	hi := max(int(floor*100/minGoalUnit), base)
+	if live >= floor {
 		return base
 	}
-	p := (floor*100+live-1)/live - 100
-	return int(min(p, maxPercent))
+	scan := max(live+roots, 1)
+	p := (floor-live)*100/scan + 1
+	if p > uint64(hi) {
+		return hi
+	}
+	return max(int(p), base)
 }

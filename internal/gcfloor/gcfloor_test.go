@@ -8,24 +8,29 @@ import (
 	"time"
 )
 
+const mib = 1 << 20
+
 func TestPercent(t *testing.T) {
 	for _, c := range []struct {
-		live, floor uint64
-		base, want  int
+		live, roots, floor uint64
+		base, want         int
 	}{
-		{live: 100 << 20, floor: 64 << 20, base: 100, want: 100}, // goal 200 MiB already
-		{live: 32 << 20, floor: 64 << 20, base: 100, want: 100},  // goal exactly the floor
-		{live: 16 << 20, floor: 64 << 20, base: 100, want: 300},  // 16 * 4 = 64
-		{live: 10 << 20, floor: 64 << 20, base: 100, want: 540},  // rounded up: 10 * 6.4
-		{live: 16 << 20, floor: 64 << 20, base: 400, want: 400},  // never below base
-		{live: 1 << 10, floor: 64 << 20, base: 100, want: maxPercent},
-		{live: 0, floor: 64 << 20, base: 100, want: maxPercent},
+		{live: 100 * mib, floor: 64 * mib, base: 100, want: 100},                 // live alone past the floor
+		{live: 40 * mib, floor: 64 * mib, base: 100, want: 100},                  // the default goal (80) is past it
+		{live: 16 * mib, floor: 64 * mib, base: 100, want: 301},                  // 16 + 16 × 3.01 >= 64
+		{live: 16 * mib, roots: 16 * mib, floor: 64 * mib, base: 100, want: 151}, // roots count in the goal
+		{live: 16 * mib, floor: 64 * mib, base: 400, want: 400},                  // never below base
+		{live: 1 << 10, floor: 128 * mib, base: 100, want: 3200},                 // the least goal (4 MiB × p/100) is the floor
+		{live: 0, floor: 128 * mib, base: 100, want: 3200},
+		{live: 1 * mib, floor: 128 * mib, base: 10000, want: 10000}, // a base past the bound stays
+		{live: 1 * mib, floor: 128 * mib, base: -200, want: 3200},   // nonsense base: treated as 0
 	} {
-		if got := Percent(c.live, c.floor, c.base); got != c.want {
-			t.Errorf("Percent(%d, %d, %d) = %d, want %d", c.live, c.floor, c.base, got, c.want)
+		got := Percent(c.live, c.roots, c.floor, c.base)
+		if got != c.want {
+			t.Errorf("Percent(%d, %d, %d, %d) = %d, want %d", c.live, c.roots, c.floor, c.base, got, c.want)
 		}
-		if got := Percent(c.live, c.floor, c.base); got < maxPercent && c.live*uint64(100+got) < c.floor*100 {
-			t.Errorf("Percent(%d, %d, %d) = %d leaves the goal under the floor", c.live, c.floor, c.base, got)
+		if goal := c.live + (c.live+c.roots)*uint64(got)/100; got < 3200 && got > c.base && goal < c.floor {
+			t.Errorf("Percent(%d, %d, %d, %d) = %d leaves the goal at %d, under the floor", c.live, c.roots, c.floor, c.base, got, goal)
 		}
 	}
 }
@@ -35,67 +40,101 @@ func TestPercent(t *testing.T) {
 func TestOperatorChoiceWins(t *testing.T) {
 	for _, k := range []string{"GOGC", "GOMEMLIMIT"} {
 		before := debug.SetGCPercent(100)
-		debug.SetGCPercent(before)
-		f := Start(1<<30, func(name string) (string, bool) { return "50", name == k })
-		if f != nil {
+		if f := Start(1<<30, func(name string) (string, bool) { return "50", name == k }); f != nil {
 			f.Stop()
 			t.Fatalf("the floor started with %s set", k)
 		}
-		if now := debug.SetGCPercent(before); now != before {
-			t.Fatalf("with %s set the GC percent moved from %d to %d", k, before, now)
+		if now := debug.SetGCPercent(before); now != 100 {
+			t.Fatalf("with %s set the GC percent moved from 100 to %d", k, now)
 		}
 	}
 }
 
-// TestFloorRaisesTheGoal: in this test process (a live heap of a few
-// megabytes) a floor of 256 MiB raises the GC percent after a collection
-// so that the goal reaches it, and Stop gives the percent back.
-func TestFloorRaisesTheGoal(t *testing.T) {
-	before := debug.SetGCPercent(100)
-	defer debug.SetGCPercent(before)
-	const floor = 256 << 20
-	f := Start(floor, func(string) (string, bool) { return "", false })
+func noEnv(string) (string, bool) { return "", false }
+
+// TestOneFloorAtATime: a second floor would take the first's raised
+// percent for its base and leave it set after both stop; it does not start.
+func TestOneFloorAtATime(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	a := Start(128*mib, noEnv)
+	if a == nil {
+		t.Fatal("the first floor did not start")
+	}
+	if b := Start(128*mib, noEnv); b != nil {
+		b.Stop()
+		a.Stop()
+		t.Fatal("a second floor started beside the first")
+	}
+	a.Stop()
+	c := Start(128*mib, noEnv)
+	if c == nil {
+		t.Fatal("no floor could start after the first stopped")
+	}
+	c.Stop()
+}
+
+func gcMetrics() (gogc, goal uint64) {
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}, {Name: "/gc/heap/goal:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64(), s[1].Value.Uint64()
+}
+
+// TestFloorFollowsTheAllocationRate: collections less than busyGap apart
+// raise the goal to the floor (this test process holds a few megabytes);
+// one after a quiet spell puts the default back; Stop restores the base
+// and a stopped floor sets nothing more.
+func TestFloorFollowsTheAllocationRate(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	const floor = 128 * mib
+	f := Start(floor, noEnv)
 	if f == nil {
 		t.Fatal("the floor did not start")
 	}
-	sample := []metrics.Sample{{Name: "/gc/gogc:percent"}, {Name: "/gc/heap/live:bytes"}}
-	// waitFor collects until the percent is what want says of it.
-	waitFor := func(what string, want func(gogc, live uint64) bool) {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			runtime.GC() // the finalizer runs, and re-arms, after each cycle
-			metrics.Read(sample)
-			gogc, live := sample[0].Value.Uint64(), sample[1].Value.Uint64()
-			if int(gogc) == f.Percent() && want(gogc, live) {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("GC percent %d with %d live bytes: %s", gogc, live, what)
-			}
-			runtime.Gosched()
-		}
+	defer f.Stop()
+	t0 := time.Now()
+	f.collected(t0)
+	if p := f.Percent(); p != 100 {
+		t.Fatalf("after one collection (no rate known) the percent is %d, want 100", p)
 	}
-	raised := func(gogc, live uint64) bool {
-		return gogc > 100 && (gogc == maxPercent || live*(100+gogc) >= floor*100)
+	f.collected(t0.Add(busyGap / 10))
+	gogc, goal := gcMetrics()
+	if int(gogc) != f.Percent() || gogc <= 100 || goal < floor*7/8 || goal > floor*9/8 {
+		t.Fatalf("busy: GC percent %d (floor set %d), goal %d MiB; want it raised and the goal near %d MiB", gogc, f.Percent(), goal/mib, floor/mib)
 	}
-	waitFor("the goal did not reach the floor", raised)
-	// A live heap above half the floor needs no help: the percent goes
-	// back to the base at a later collection, and up again once the heap
-	// is small.
-	hold := make([]byte, floor/2+1<<20) // never written: no resident memory
-	waitFor("the percent stayed up under a large live heap", func(gogc, _ uint64) bool { return gogc == 100 })
-	runtime.KeepAlive(hold)
-	hold = nil
-	waitFor("the percent did not rise again", raised)
+	f.collected(t0.Add(busyGap/10 + 2*busyGap))
+	if gogc, _ := gcMetrics(); gogc != 100 || f.Percent() != 100 {
+		t.Fatalf("after a quiet spell the GC percent is %d (floor set %d), want 100", gogc, f.Percent())
+	}
+	f.collected(t0.Add(busyGap/10 + 2*busyGap + busyGap/10))
 	f.Stop()
-	if now := debug.SetGCPercent(100); now != 100 {
-		t.Fatalf("after Stop the GC percent is %d, want the 100 it started with", now)
+	if gogc, _ := gcMetrics(); gogc != 100 {
+		t.Fatalf("after Stop the GC percent is %d, want the 100 it started with", gogc)
 	}
-	// A stopped floor sets nothing more.
-	runtime.GC()
-	runtime.GC()
-	if now := debug.SetGCPercent(100); now != 100 {
-		t.Fatalf("a finalizer after Stop set the GC percent to %d", now)
+	f.collected(t0.Add(3 * busyGap)) // a finalizer that ran late
+	f.collected(t0.Add(3*busyGap + busyGap/10))
+	if gogc, _ := gcMetrics(); gogc != 100 {
+		t.Fatalf("a collection seen after Stop set the GC percent to %d", gogc)
+	}
+}
+
+// TestFloorSeesRealCollections: the finalizer runs after real
+// collections and re-arms, so collections in a row raise the percent.
+func TestFloorSeesRealCollections(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	f := Start(128*mib, noEnv)
+	if f == nil {
+		t.Fatal("the floor did not start")
+	}
+	defer f.Stop()
+	deadline := time.Now().Add(10 * time.Second)
+	for f.Percent() <= 100 {
+		if time.Now().After(deadline) {
+			t.Fatal("collections in a row did not raise the percent: the finalizer did not run, or did not re-arm")
+		}
+		runtime.GC()
+		runtime.Gosched()
+	}
+	if gogc, _ := gcMetrics(); int(gogc) != f.Percent() {
+		t.Fatalf("the runtime's GC percent is %d, the floor set %d", gogc, f.Percent())
 	}
 }
