@@ -4,6 +4,9 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"testing"
+	"time"
+
+	"github.com/hourglass-mq/hourglass/message"
 )
 
 // queueModel is what groupQueue's slots replaced: four maps by offset and
@@ -172,4 +175,34 @@ func TestQueueSlotsSmallPerActiveQueue(t *testing.T) {
 		t.Fatalf("a group queue with one message in flight holds %.0f B", per)
 	}
 	runtime.KeepAlive(qs)
+}
+
+// TestEmptyTakeAllocatesNothing: a take that can hand out nothing (a FIFO
+// queue with its message in flight, a long poll woken for nothing) makes
+// no slice for the handouts it might have had.
+func TestEmptyTakeAllocatesNothing(t *testing.T) {
+	h := newHarness(t, nil)
+	if err := h.e.CreateTopic("f", TopicConfig{Queues: 1, FIFO: true}); err != nil {
+		t.Fatal(err)
+	}
+	reqs := make([]SendRequest, 300)
+	for i := range reqs {
+		reqs[i] = SendRequest{Message: message.Message{Topic: "f", Group: "order-1", Body: []byte("x")}}
+	}
+	if _, err := h.e.SendBatch(t.Context(), reqs); err != nil {
+		t.Fatal(err)
+	}
+	h.waitVisible("f", 300)
+	h.receiveN("f", "g", 1, time.Hour) // the queue's message in flight
+	h.e.mu.Lock()
+	defer h.e.mu.Unlock()
+	g := h.e.cons.group("f", "g")
+	allocs := testing.AllocsPerRun(20, func() {
+		if hs := h.e.takeLocked(g, 1000, time.Minute); len(hs) != 0 {
+			t.Fatalf("a FIFO queue with a message in flight handed out %d", len(hs))
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("a take that hands out nothing made %v allocations", allocs)
+	}
 }

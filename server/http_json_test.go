@@ -37,3 +37,20 @@ func TestReadAll(t *testing.T) {
 		t.Fatalf("a read error came back as %v", err)
 	}
 }
+
+// TestReadAllSizesFromTheLength: a body of a consumer's thousand receipts
+// (30 KiB) with its length announced is read into one buffer, where
+// io.ReadAll grew one from 512 B by doubling.
+func TestReadAllSizesFromTheLength(t *testing.T) {
+	body := bytes.Repeat([]byte("x"), 30<<10)
+	r := bytes.NewReader(body)
+	allocs := testing.AllocsPerRun(20, func() {
+		r.Reset(body)
+		if got, err := readAll(r, int64(len(body))); err != nil || len(got) != len(body) {
+			t.Fatalf("read %d bytes, err %v", len(got), err)
+		}
+	})
+	if allocs > 1 {
+		t.Fatalf("%v allocations to read %d bytes announced", allocs, len(body))
+	}
+}
