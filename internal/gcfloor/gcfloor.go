@@ -18,7 +18,8 @@
 // globals) × p/100, reaches the floor; otherwise, and whenever the live
 // heap alone needs no help, p is the percent the process started with.
 // So an idle process, or one allocating slowly, has the default goal, and
-// its memory goes back to the system as usual. p is never above
+// its memory goes back to the system as usual; a watch puts the default
+// back once no collection came for busyGap. p is never above
 // floor/4 MiB × 100, since the runtime also makes 4 MiB × p/100 a least
 // goal; the goal is then at most the floor (or the default one, when
 // that is larger), within the hysteresis that spares the heap lock small
@@ -57,7 +58,8 @@ type Floor struct {
 	percent atomic.Int64 // the percent last set
 	mu      sync.Mutex   // orders a set against Stop's restore
 	sample  []metrics.Sample
-	lastGC  time.Time // when the finalizer last ran (mu)
+	lastGC  time.Time     // when the finalizer last ran (mu)
+	done    chan struct{} // closed by Stop: ends the quiet watch
 }
 
 // Start keeps the heap goal near bytes while the process allocates fast,
@@ -83,8 +85,40 @@ func Start(bytes uint64, lookupEnv func(string) (string, bool)) *Floor {
 		{Name: "/gc/heap/live:bytes"}, {Name: "/gc/scan/stack:bytes"}, {Name: "/gc/scan/globals:bytes"},
 	}}
 	f.percent.Store(int64(base))
+	f.done = make(chan struct{})
 	f.arm()
+	go f.watch()
 	return f
+}
+
+// watch puts the default goal back once no collection came for busyGap:
+// a process that stops allocating runs no collection to see that it is
+// quiet (the runtime forces one every two minutes), and until then the
+// raised goal would keep the memory its garbage took. With the goal back
+// to the default, the runtime's scavenger returns what is above it.
+func (f *Floor) watch() {
+	t := time.NewTicker(busyGap)
+	defer t.Stop()
+	for {
+		select {
+		case <-f.done:
+			return
+		case now := <-t.C:
+			f.quiet(now)
+		}
+	}
+}
+
+// quiet restores the base percent if no collection came in the busyGap
+// before now.
+func (f *Floor) quiet(now time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stopped.Load() || int(f.percent.Load()) == f.base || now.Sub(f.lastGC) < busyGap {
+		return
+	}
+	debug.SetGCPercent(f.base)
+	f.percent.Store(int64(f.base))
 }
 
 // Stop ends the floor and restores the GC percent the process started
@@ -100,6 +134,7 @@ func (f *Floor) Stop() {
 	}
 	debug.SetGCPercent(f.base)
 	f.percent.Store(int64(f.base))
+	close(f.done)
 	active.Store(false)
 }
 

@@ -105,13 +105,30 @@ func TestFloorFollowsTheAllocationRate(t *testing.T) {
 	if gogc, _ := gcMetrics(); gogc != 100 || f.Percent() != 100 {
 		t.Fatalf("after a quiet spell the GC percent is %d (floor set %d), want 100", gogc, f.Percent())
 	}
-	f.collected(t0.Add(busyGap/10 + 2*busyGap + busyGap/10))
+	// Raised again, then no collection for busyGap: the watch's check
+	// puts the default back without one.
+	t1 := t0.Add(10 * busyGap)
+	f.collected(t1)
+	f.collected(t1.Add(busyGap / 10))
+	if f.Percent() <= 100 {
+		t.Fatalf("busy again: the percent is %d", f.Percent())
+	}
+	f.quiet(t1.Add(busyGap/10 + busyGap/2))
+	if f.Percent() <= 100 {
+		t.Fatalf("half a gap without a collection put the percent back to %d", f.Percent())
+	}
+	f.quiet(t1.Add(busyGap/10 + busyGap))
+	if gogc, _ := gcMetrics(); gogc != 100 || f.Percent() != 100 {
+		t.Fatalf("a gap without a collection left the GC percent at %d (floor set %d), want 100", gogc, f.Percent())
+	}
+	f.collected(t1.Add(5 * busyGap))
+	f.collected(t1.Add(5*busyGap + busyGap/10))
 	f.Stop()
 	if gogc, _ := gcMetrics(); gogc != 100 {
 		t.Fatalf("after Stop the GC percent is %d, want the 100 it started with", gogc)
 	}
-	f.collected(t0.Add(3 * busyGap)) // a finalizer that ran late
-	f.collected(t0.Add(3*busyGap + busyGap/10))
+	f.collected(t1.Add(6 * busyGap)) // a finalizer that ran late
+	f.collected(t1.Add(6*busyGap + busyGap/10))
 	if gogc, _ := gcMetrics(); gogc != 100 {
 		t.Fatalf("a collection seen after Stop set the GC percent to %d", gogc)
 	}
