@@ -28,8 +28,8 @@ flags, then environment, then the file, then the defaults.`,
 	}
 }
 
-// heapGoalFloor is the heap goal the broker keeps while it allocates fast
-// (internal/gcfloor), unless the operator set GOGC or GOMEMLIMIT: fewer
+// heapGoalFloor is the heap goal the broker keeps while it allocates this
+// much a second or more (internal/gcfloor), unless the operator set GOGC or GOMEMLIMIT: fewer
 // collections while a herd drains, for a goal of this much instead of
 // about twice the live heap while busy.
 const heapGoalFloor = 128 << 20

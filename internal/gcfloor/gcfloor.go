@@ -12,14 +12,16 @@
 // one second, each cycle with its fixed costs (docs/benchmarks.md, "Issue
 // 8, eleventh pass"). A floor removes most of those cycles.
 //
-// How: after each collection (seen through a finalizer that re-arms
-// itself), if the collection before it was less than busyGap ago, the GC
-// percent p is set so that the runtime's goal, live + (live + stacks +
-// globals) × p/100, reaches the floor; otherwise, and whenever the live
-// heap alone needs no help, p is the percent the process started with.
-// So an idle process, or one allocating slowly, has the default goal, and
-// its memory goes back to the system as usual; a watch puts the default
-// back once no collection came for busyGap. p is never above
+// How: the floor applies while the process is busy: allocating the
+// floor's bytes a second or more, until the rate falls under half that
+// (measured between collections, seen through a finalizer that re-arms
+// itself, and every busyGap by a watch). A rate, not the time between
+// collections, since that time depends on the goal the floor sets. While
+// busy, after each collection the GC percent p is set so that the
+// runtime's goal, live + (live + stacks + globals) × p/100, reaches the
+// floor; otherwise, and whenever the live heap alone needs no help, p is
+// the percent the process started with. When it stops being busy the
+// watch returns the memory above the default goal at once. p is never above
 // floor/4 MiB × 100, since the runtime also makes 4 MiB × p/100 a least
 // goal; the goal is then at most the floor (or the default one, when
 // that is larger), within the hysteresis that spares the heap lock small
@@ -36,10 +38,8 @@ import (
 	"time"
 )
 
-// busyGap is the longest time between two collections for which the
-// floor applies: collections closer than this mean the process allocates
-// faster than its default goal per busyGap (about 40 MB a second for a
-// live heap of 20 MB).
+// busyGap is the watch's period: how long a process that stopped
+// allocating keeps the floor at most.
 const busyGap = time.Second
 
 // minGoalUnit is the runtime's least heap goal per GC percent point: it
@@ -55,12 +55,17 @@ type Floor struct {
 	bytes   uint64
 	base    int // the GC percent at Start, restored by Stop
 	stopped atomic.Bool
-	percent atomic.Int64 // the percent last set
-	mu      sync.Mutex   // orders a set against Stop's restore
-	sample  []metrics.Sample
-	lastGC  time.Time     // when the finalizer last ran (mu)
-	done    chan struct{} // closed by Stop: ends the quiet watch
+	percent atomic.Int64  // the percent last set
+	mu      sync.Mutex    // orders a set against Stop's restore
+	done    chan struct{} // closed by Stop: ends the watch
 	started bool          // by Start: holds active
+	// Under mu: the last rate sample, whether the floor applies, and
+	// whether the memory above the default goal went back since it last
+	// did.
+	lastAt     time.Time
+	lastAllocs uint64
+	busy       bool
+	freed      bool
 }
 
 // Start keeps the heap goal near bytes while the process allocates fast,
@@ -92,53 +97,9 @@ func Start(bytes uint64, lookupEnv func(string) (string, bool)) *Floor {
 // newFloor is a Floor that nothing drives yet: Start arms its finalizer
 // and its watch; a test calls collected and quiet with times of its own.
 func newFloor(bytes uint64, base int) *Floor {
-	f := &Floor{bytes: bytes, base: base, done: make(chan struct{}), sample: []metrics.Sample{
-		{Name: "/gc/heap/live:bytes"}, {Name: "/gc/scan/stack:bytes"}, {Name: "/gc/scan/globals:bytes"},
-	}}
+	f := &Floor{bytes: bytes, base: base, done: make(chan struct{}), freed: true}
 	f.percent.Store(int64(base))
 	return f
-}
-
-// watch puts the default goal back once no collection came for busyGap:
-// a process that stops allocating runs no collection to see that it is
-// quiet (the runtime forces one every two minutes), and until then the
-// raised goal would keep the memory its garbage took. With the goal back
-// to the default, the runtime's scavenger returns what is above it.
-func (f *Floor) watch() {
-	t := time.NewTicker(busyGap)
-	defer t.Stop()
-	for {
-		select {
-		case <-f.done:
-			return
-		case now := <-t.C:
-			f.quiet(now)
-		}
-	}
-}
-
-// quiet restores the base percent if no collection came in the busyGap
-// before now, and then returns the memory above the default goal at once
-// (debug.FreeOSMemory: a collection, cheap in a process that has just
-// been idle for busyGap; the scavenger alone took longer than the 8 s a
-// benchmark waited: docs/benchmarks.md, "Issue 8, eleventh pass").
-func (f *Floor) quiet(now time.Time) {
-	if !f.lower(now) {
-		return
-	}
-	debug.FreeOSMemory()
-}
-
-// lower is quiet's check and restore; it reports whether it lowered.
-func (f *Floor) lower(now time.Time) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.stopped.Load() || int(f.percent.Load()) == f.base || now.Sub(f.lastGC) < busyGap {
-		return false
-	}
-	debug.SetGCPercent(f.base)
-	f.percent.Store(int64(f.base))
-	return true
 }
 
 // Stop ends the floor and restores the GC percent the process started
@@ -160,6 +121,69 @@ func (f *Floor) Stop() {
 	}
 }
 
+// watch samples the allocation rate every busyGap: a process that
+// stops allocating runs no collection to see it (the runtime forces one
+// every two minutes), and until then the raised goal would keep the
+// memory its garbage took.
+func (f *Floor) watch() {
+	t := time.NewTicker(busyGap)
+	defer t.Stop()
+	for {
+		select {
+		case <-f.done:
+			return
+		case now := <-t.C:
+			if g, ok := read(); ok {
+				f.quiet(now, g.allocs)
+			}
+		}
+	}
+}
+
+// quiet takes a rate sample at now, allocs being the bytes allocated
+// since the process started, and once the floor no longer applies
+// returns the memory above the default goal (debug.FreeOSMemory: one
+// collection, in a process that has just allocated little; the
+// scavenger alone took longer than the 8 s a benchmark waited:
+// docs/benchmarks.md, "Issue 8, eleventh pass").
+func (f *Floor) quiet(now time.Time, allocs uint64) {
+	f.mu.Lock()
+	f.sampleRate(now, allocs)
+	free := !f.busy && !f.freed && !f.stopped.Load()
+	if free {
+		f.setLocked(f.base)
+		f.freed = true
+	}
+	f.mu.Unlock()
+	if free {
+		debug.FreeOSMemory()
+	}
+}
+
+// sampleRate updates busy from the bytes allocated since the last sample:
+// busy from the floor's bytes a second, quiet under half that.
+func (f *Floor) sampleRate(now time.Time, allocs uint64) {
+	if !f.lastAt.IsZero() && now.After(f.lastAt) && allocs >= f.lastAllocs {
+		rate := float64(allocs-f.lastAllocs) / now.Sub(f.lastAt).Seconds()
+		switch {
+		case rate >= float64(f.bytes):
+			f.busy = true
+		case rate < float64(f.bytes)/2:
+			f.busy = false
+		}
+	}
+	f.lastAt, f.lastAllocs = now, allocs
+}
+
+// setLocked sets the GC percent to p.
+func (f *Floor) setLocked(p int) {
+	if int(f.percent.Load()) == p {
+		return
+	}
+	debug.SetGCPercent(p)
+	f.percent.Store(int64(p))
+}
+
 // Percent is the GC percent the floor set last.
 func (f *Floor) Percent() int { return int(f.percent.Load()) }
 
@@ -179,32 +203,51 @@ func (f *Floor) arm() {
 	})
 }
 
-// collected sets the GC percent after a collection seen at now.
-func (f *Floor) collected(now time.Time) {
-	metrics.Read(f.sample)
-	for _, s := range f.sample {
-		if s.Value.Kind() != metrics.KindUint64 {
-			return
+// gcFigures is what the floor reads of the runtime.
+type gcFigures struct{ live, roots, allocs uint64 }
+
+// read reads the runtime's figures (into a sample of its own: the watch
+// and the finalizer read at the same time); ok is false if one is
+// missing.
+func read() (g gcFigures, ok bool) {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/scan/stack:bytes"},
+		{Name: "/gc/scan/globals:bytes"}, {Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(s)
+	for _, v := range s {
+		if v.Value.Kind() != metrics.KindUint64 {
+			return g, false
 		}
 	}
+	return gcFigures{live: s[0].Value.Uint64(), roots: s[1].Value.Uint64() + s[2].Value.Uint64(), allocs: s[3].Value.Uint64()}, true
+}
+
+// collected takes a rate sample after a collection seen at now, and sets
+// the GC percent for the live heap it left.
+func (f *Floor) collected(now time.Time) {
+	if g, ok := read(); ok {
+		f.collectedAt(now, g.live, g.roots, g.allocs)
+	}
+}
+
+// collectedAt is collected with the figures given.
+func (f *Floor) collectedAt(now time.Time, live, roots, allocs uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	busy := !f.lastGC.IsZero() && now.Sub(f.lastGC) < busyGap
-	f.lastGC = now
+	f.sampleRate(now, allocs)
 	if f.stopped.Load() {
 		return
 	}
 	p := f.base
-	if busy {
-		p = Percent(f.sample[0].Value.Uint64(), f.sample[1].Value.Uint64()+f.sample[2].Value.Uint64(), f.bytes, f.base)
+	if f.busy {
+		p = Percent(live, roots, f.bytes, f.base)
+		f.freed = false
 	}
 	// Small moves are left alone: each set takes the heap lock. A move
 	// back to base always goes through.
-	if old := int(f.percent.Load()); p == old || p != f.base && p > old-old/8 && p < old+old/8 {
+	if old := int(f.percent.Load()); p != f.base && p > old-old/8 && p < old+old/8 {
 		return
 	}
-	debug.SetGCPercent(p)
-	f.percent.Store(int64(p))
+	f.setLocked(p)
 }
 
 // Percent is the GC percent that makes the runtime's heap goal reach

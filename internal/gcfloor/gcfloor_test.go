@@ -79,61 +79,76 @@ func gcMetrics() (gogc, goal uint64) {
 	return s[0].Value.Uint64(), s[1].Value.Uint64()
 }
 
-// TestFloorFollowsTheAllocationRate: collections less than busyGap apart
-// raise the goal to the floor (this test process holds a few megabytes);
-// one after a quiet spell puts the default back; Stop restores the base
-// and a stopped floor sets nothing more.
+// TestFloorFollowsTheAllocationRate: allocating the floor's bytes a
+// second or more raises the goal to the floor (for this test process's
+// small live heap), a rate between half and all of that changes nothing
+// (no flapping), and under half the watch's sample puts the default back;
+// Stop restores the base and a stopped floor sets nothing more.
 func TestFloorFollowsTheAllocationRate(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	const floor = 128 * mib
-	// Driven by this test's times only: no finalizer, no watch.
+	// Driven by this test's figures only: no finalizer, no watch.
 	f := newFloor(floor, 100)
 	defer f.Stop()
-	t0 := time.Now()
-	f.collected(t0)
+	t0, allocs := time.Now(), uint64(1<<30)
+	step := func(d time.Duration, rate uint64) (time.Time, uint64) {
+		t0, allocs = t0.Add(d), allocs+uint64(float64(rate)*d.Seconds())
+		return t0, allocs
+	}
+	live, roots := uint64(10*mib), uint64(1*mib)
+	f.collectedAt(t0, live, roots, allocs)
 	if p := f.Percent(); p != 100 {
 		t.Fatalf("after one collection (no rate known) the percent is %d, want 100", p)
 	}
-	f.collected(t0.Add(busyGap / 10))
+	now, a := step(30*time.Millisecond, 700*mib) // a drain: 700 MiB a second
+	f.collectedAt(now, live, roots, a)
 	gogc, goal := gcMetrics()
-	if int(gogc) != f.Percent() || gogc <= 100 || goal < floor*7/8 || goal > floor*9/8 {
-		t.Fatalf("busy: GC percent %d (floor set %d), goal %d MiB; want it raised and the goal near %d MiB", gogc, f.Percent(), goal/mib, floor/mib)
+	want := Percent(live, roots, floor, 100)
+	if int(gogc) != want || f.Percent() != want || live+(live+roots)*gogc/100 < floor {
+		t.Fatalf("busy: GC percent %d (floor set %d, want %d), goal %d MiB", gogc, f.Percent(), want, goal/mib)
 	}
-	f.collected(t0.Add(busyGap/10 + 2*busyGap))
+	// Between half and all of the floor a second: still busy, at every
+	// collection and every watch sample.
+	for i := 0; i < 5; i++ {
+		now, a = step(time.Second, 100*mib)
+		f.collectedAt(now, live, roots, a)
+		now, a = step(busyGap, 80*mib)
+		f.quiet(now, a)
+	}
+	if f.Percent() != want {
+		t.Fatalf("at 80 to 100 MiB a second the percent went to %d, want %d kept", f.Percent(), want)
+	}
+	// Quiet: the watch's sample puts the default back.
+	now, a = step(busyGap, 1*mib)
+	f.quiet(now, a)
 	if gogc, _ := gcMetrics(); gogc != 100 || f.Percent() != 100 {
-		t.Fatalf("after a quiet spell the GC percent is %d (floor set %d), want 100", gogc, f.Percent())
+		t.Fatalf("after a quiet second the GC percent is %d (floor set %d), want 100", gogc, f.Percent())
 	}
-	// Raised again, then no collection for busyGap: the watch's check
-	// puts the default back without one.
-	t1 := t0.Add(10 * busyGap)
-	f.collected(t1)
-	f.collected(t1.Add(busyGap / 10))
-	if f.Percent() <= 100 {
-		t.Fatalf("busy again: the percent is %d", f.Percent())
+	// Busy again, then Stop.
+	now, a = step(50*time.Millisecond, 500*mib)
+	f.collectedAt(now, live, roots, a)
+	if f.Percent() != want {
+		t.Fatalf("busy again: the percent is %d, want %d", f.Percent(), want)
 	}
-	f.quiet(t1.Add(busyGap/10 + busyGap/2))
-	if f.Percent() <= 100 {
-		t.Fatalf("half a gap without a collection put the percent back to %d", f.Percent())
-	}
-	f.quiet(t1.Add(busyGap/10 + busyGap))
-	if gogc, _ := gcMetrics(); gogc != 100 || f.Percent() != 100 {
-		t.Fatalf("a gap without a collection left the GC percent at %d (floor set %d), want 100", gogc, f.Percent())
-	}
-	f.collected(t1.Add(5 * busyGap))
-	f.collected(t1.Add(5*busyGap + busyGap/10))
 	f.Stop()
 	if gogc, _ := gcMetrics(); gogc != 100 {
 		t.Fatalf("after Stop the GC percent is %d, want the 100 it started with", gogc)
 	}
-	f.collected(t1.Add(6 * busyGap)) // a finalizer that ran late
-	f.collected(t1.Add(6*busyGap + busyGap/10))
+	now, a = step(50*time.Millisecond, 500*mib) // a finalizer that ran late
+	f.collectedAt(now, live, roots, a)
+	f.quiet(now.Add(busyGap), a)
 	if gogc, _ := gcMetrics(); gogc != 100 {
 		t.Fatalf("a collection seen after Stop set the GC percent to %d", gogc)
 	}
 }
 
+// sink keeps the garbage of TestFloorSeesRealCollections from being
+// optimised away.
+var sink []byte
+
 // TestFloorSeesRealCollections: the finalizer runs after real
-// collections and re-arms, so collections in a row raise the percent.
+// collections and re-arms, so collections in a row with fast allocation
+// between them raise the percent.
 func TestFloorSeesRealCollections(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	f := Start(128*mib, noEnv)
@@ -146,9 +161,11 @@ func TestFloorSeesRealCollections(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("collections in a row did not raise the percent: the finalizer did not run, or did not re-arm")
 		}
+		sink = make([]byte, 16<<20) // hundreds of MiB a second
 		runtime.GC()
 		runtime.Gosched()
 	}
+	sink = nil
 	if gogc, _ := gcMetrics(); int(gogc) != f.Percent() {
 		t.Fatalf("the runtime's GC percent is %d, the floor set %d", gogc, f.Percent())
 	}
