@@ -21,7 +21,7 @@
 // runtime's goal, live + (live + stacks + globals) × p/100, reaches the
 // floor; otherwise, and whenever the live heap alone needs no help, p is
 // the percent the process started with. When it stops being busy the
-// watch returns the memory above the default goal at once. p is never above
+// watch returns the free memory to the system at once. p is never above
 // floor/4 MiB × 100, since the runtime also makes 4 MiB × p/100 a least
 // goal; the goal is then at most the floor (or the default one, when
 // that is larger), within the hysteresis that spares the heap lock small
@@ -38,9 +38,16 @@ import (
 	"time"
 )
 
-// busyGap is the watch's period: how long a process that stopped
-// allocating keeps the floor at most.
+// busyGap is the watch's period: a process that stopped allocating keeps
+// the floor for about two of them at most (the window that saw the end of
+// its burst may still average a busy rate).
 const busyGap = time.Second
+
+// minWindow is the shortest window a rate is taken over: the runtime
+// counts small allocations in /gc/heap/allocs:bytes when a cache is
+// refilled or flushed at a collection, so a window of a few milliseconds
+// around one can read a lump of earlier allocations as a high rate.
+const minWindow = 100 * time.Millisecond
 
 // minGoalUnit is the runtime's least heap goal per GC percent point: it
 // never sets a goal under 4 MiB × percent/100.
@@ -66,6 +73,7 @@ type Floor struct {
 	lastAllocs uint64
 	busy       bool
 	freed      bool
+	frees      int // memory given back, for tests
 }
 
 // Start keeps the heap goal near bytes while the process allocates fast,
@@ -85,7 +93,7 @@ func Start(bytes uint64, lookupEnv func(string) (string, bool)) *Floor {
 	}
 	base := int(gogc[0].Value.Uint64())
 	if base <= 0 || base > 1<<20 || !active.CompareAndSwap(false, true) {
-		return nil // off (reported as 0), nonsense, or another floor
+		return nil // off (read as -1), nonsense, or another floor
 	}
 	f := newFloor(bytes, base)
 	f.started = true
@@ -132,20 +140,21 @@ func (f *Floor) watch() {
 		select {
 		case <-f.done:
 			return
-		case now := <-t.C:
+		case <-t.C:
 			if g, ok := read(); ok {
-				f.quiet(now, g.allocs)
+				f.quiet(time.Now(), g.allocs)
 			}
 		}
 	}
 }
 
 // quiet takes a rate sample at now, allocs being the bytes allocated
-// since the process started, and once the floor no longer applies
-// returns the memory above the default goal (debug.FreeOSMemory: one
-// collection, in a process that has just allocated little; the
-// scavenger alone took longer than the 8 s a benchmark waited:
-// docs/benchmarks.md, "Issue 8, eleventh pass").
+// since the process started, and once the floor no longer applies, if it
+// had raised the percent, returns the free memory to the system
+// (debug.FreeOSMemory: one collection, in a process that has just
+// allocated little; the scavenger alone took longer than the 8 s a
+// benchmark waited: docs/benchmarks.md, "Issue 8, eleventh pass"). At
+// most once a busyGap, and only after a busy spell that raised the goal.
 func (f *Floor) quiet(now time.Time, allocs uint64) {
 	f.mu.Lock()
 	f.sampleRate(now, allocs)
@@ -153,6 +162,7 @@ func (f *Floor) quiet(now time.Time, allocs uint64) {
 	if free {
 		f.setLocked(f.base)
 		f.freed = true
+		f.frees++
 	}
 	f.mu.Unlock()
 	if free {
@@ -163,7 +173,10 @@ func (f *Floor) quiet(now time.Time, allocs uint64) {
 // sampleRate updates busy from the bytes allocated since the last sample:
 // busy from the floor's bytes a second, quiet under half that.
 func (f *Floor) sampleRate(now time.Time, allocs uint64) {
-	if !f.lastAt.IsZero() && now.After(f.lastAt) && allocs >= f.lastAllocs {
+	if !f.lastAt.IsZero() && now.Sub(f.lastAt) < minWindow {
+		return // the window grows until the next sample
+	}
+	if !f.lastAt.IsZero() && allocs >= f.lastAllocs {
 		rate := float64(allocs-f.lastAllocs) / now.Sub(f.lastAt).Seconds()
 		switch {
 		case rate >= float64(f.bytes):
@@ -240,7 +253,6 @@ func (f *Floor) collectedAt(now time.Time, live, roots, allocs uint64) {
 	p := f.base
 	if f.busy {
 		p = Percent(live, roots, f.bytes, f.base)
-		f.freed = false
 	}
 	// Small moves are left alone: each set takes the heap lock. A move
 	// back to base always goes through.
@@ -248,13 +260,16 @@ func (f *Floor) collectedAt(now time.Time, live, roots, allocs uint64) {
 		return
 	}
 	f.setLocked(p)
+	if p > f.base {
+		f.freed = false // a raised goal's memory is given back when quiet
+	}
 }
 
 // Percent is the GC percent that makes the runtime's heap goal reach
 // floor bytes for a live heap of live bytes and roots (stacks and
-// globals) of roots bytes: the least p with live + (live+roots)×p/100 >=
-// floor, but at least base, and at most the p whose least goal
-// (4 MiB × p/100) is the floor.
+// globals) of roots bytes: a p with live + (live+roots)×p/100 >= floor
+// (the least, or one more), but at least base, and at most the p whose
+// least goal (4 MiB × p/100) is the floor.
 func Percent(live, roots, floor uint64, base int) int {
 	base = max(base, 0)
 	hi := max(int(floor*100/minGoalUnit), base)

@@ -100,7 +100,12 @@ func TestFloorFollowsTheAllocationRate(t *testing.T) {
 	if p := f.Percent(); p != 100 {
 		t.Fatalf("after one collection (no rate known) the percent is %d, want 100", p)
 	}
-	now, a := step(30*time.Millisecond, 700*mib) // a drain: 700 MiB a second
+	now, a := step(minWindow/2, 700*mib) // too short a window: no rate yet
+	f.collectedAt(now, live, roots, a)
+	if p := f.Percent(); p != 100 {
+		t.Fatalf("a rate over %v raised the percent to %d", minWindow/2, p)
+	}
+	now, a = step(minWindow, 700*mib) // a drain: 700 MiB a second
 	f.collectedAt(now, live, roots, a)
 	gogc, goal := gcMetrics()
 	want := Percent(live, roots, floor, 100)
@@ -118,14 +123,29 @@ func TestFloorFollowsTheAllocationRate(t *testing.T) {
 	if f.Percent() != want {
 		t.Fatalf("at 80 to 100 MiB a second the percent went to %d, want %d kept", f.Percent(), want)
 	}
-	// Quiet: the watch's sample puts the default back.
+	// Quiet: the watch's sample puts the default back and gives the
+	// memory back, once.
 	now, a = step(busyGap, 1*mib)
 	f.quiet(now, a)
-	if gogc, _ := gcMetrics(); gogc != 100 || f.Percent() != 100 {
-		t.Fatalf("after a quiet second the GC percent is %d (floor set %d), want 100", gogc, f.Percent())
+	if gogc, _ := gcMetrics(); gogc != 100 || f.Percent() != 100 || f.frees != 1 {
+		t.Fatalf("after a quiet second the GC percent is %d (floor set %d), memory given back %d times; want 100 and once", gogc, f.Percent(), f.frees)
+	}
+	now, a = step(busyGap, 1*mib)
+	f.quiet(now, a)
+	if f.frees != 1 {
+		t.Fatalf("a second quiet second gave the memory back again (%d times)", f.frees)
+	}
+	// Busy with a live heap past the floor: nothing raised, so nothing to
+	// give back after.
+	now, a = step(busyGap, 500*mib)
+	f.collectedAt(now, 2*floor, roots, a)
+	now, a = step(busyGap, 1*mib)
+	f.quiet(now, a)
+	if f.Percent() != 100 || f.frees != 1 {
+		t.Fatalf("busy with a large live heap: percent %d, memory given back %d times; want 100 and still once", f.Percent(), f.frees)
 	}
 	// Busy again, then Stop.
-	now, a = step(50*time.Millisecond, 500*mib)
+	now, a = step(minWindow, 500*mib)
 	f.collectedAt(now, live, roots, a)
 	if f.Percent() != want {
 		t.Fatalf("busy again: the percent is %d, want %d", f.Percent(), want)
@@ -134,7 +154,7 @@ func TestFloorFollowsTheAllocationRate(t *testing.T) {
 	if gogc, _ := gcMetrics(); gogc != 100 {
 		t.Fatalf("after Stop the GC percent is %d, want the 100 it started with", gogc)
 	}
-	now, a = step(50*time.Millisecond, 500*mib) // a finalizer that ran late
+	now, a = step(minWindow, 500*mib) // a finalizer that ran late
 	f.collectedAt(now, live, roots, a)
 	f.quiet(now.Add(busyGap), a)
 	if gogc, _ := gcMetrics(); gogc != 100 {
