@@ -90,10 +90,13 @@ func (e *Engine) stateLocked(pos uint64, s *message.Stored) (State, int64, int64
 			return StateVisible, due, ov.Visible
 		}
 	}
+	// One lookup: in the wheel, or staged before its time (stagedLocked),
+	// is pending; held otherwise, or taken for a fire, is due.
+	t := e.disp.near.get(pos)
 	switch {
-	case e.disp.near.get(pos) != nil && e.disp.near.get(pos).Scheduled(), e.stagedLocked(pos, timer):
+	case t != nil && (t.Scheduled() || timer > e.Now()):
 		return StatePending, due, 0
-	case e.disp.near.has(pos), e.takenLocked(pos):
+	case t != nil, e.takenLocked(pos):
 		return StateDue, due, 0
 	case timer >= e.disp.loadedUntil && !e.firedAtRecoveryLocked(pos, timer):
 		return StatePending, due, 0
