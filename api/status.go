@@ -22,6 +22,8 @@ var statuses = []struct {
 	{errs.ResourceExhausted, http.StatusTooManyRequests},
 	{errs.Internal, http.StatusInternalServerError},
 	{errs.Unavailable, http.StatusServiceUnavailable},
+	// After internal: a bare 500 reads back as internal.
+	{errs.DataLoss, http.StatusInternalServerError},
 }
 
 // proxyStatuses are statuses hourglass never sends but a proxy in front

@@ -152,3 +152,16 @@ func (it *frameIter) each(fn func(Pos, Record) error) error {
 		}
 	}
 }
+
+// DamagedAt reports whether err is a record failing validation at a
+// position the caller asked for (Read, ReadEach, Scan), and that position:
+// a bad checksum, length or type, a skip frame left by Repair over damage,
+// or a file that ends inside the record. An I/O error (EIO) is not
+// damage: it may pass, and the record may read fine later.
+func DamagedAt(err error) (Pos, bool) {
+	var ce *corruptError
+	if errors.As(err, &ce) {
+		return ce.pos, true
+	}
+	return 0, false
+}

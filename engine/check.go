@@ -62,6 +62,12 @@ type CheckReport struct {
 	// torn tails a crash leaves in the log and the caches, files written
 	// after the last checkpoint. They are not damage.
 	Notes []Problem `json:"notes"`
+	// SetAside lists the damaged messages consumer groups passed over
+	// (the set-aside records the log holds), each at the message's own
+	// file and offset ("" and 0 once retention removed it). They are the
+	// aftermath of damage, not damage: the damage itself is a problem
+	// until repair quarantines it.
+	SetAside []Problem `json:"set_aside"`
 }
 
 // OK reports whether Check found no problem.
@@ -72,6 +78,9 @@ func (r *CheckReport) Summary() string {
 	verdict := "clean"
 	if !r.OK() {
 		verdict = fmt.Sprintf("%d problem(s)", len(r.Problems))
+	}
+	if len(r.SetAside) > 0 {
+		verdict += fmt.Sprintf(", %d damaged message(s) set aside", len(r.SetAside))
 	}
 	ck := "no checkpoint"
 	if r.Checkpoint {
@@ -114,12 +123,13 @@ func Check(fsys vfs.FS, dir string, opts CheckOptions) (*CheckReport, error) {
 	defer lock.Close()
 	c := &checker{
 		fs: ro, dir: dir,
-		rep:      &CheckReport{Dir: dir, Problems: []Problem{}, Notes: []Problem{}},
+		rep:      &CheckReport{Dir: dir, Problems: []Problem{}, Notes: []Problem{}, SetAside: []Problem{}},
 		ck:       &checkpointState{},
 		msgs:     map[uint64]ckMsg{},
 		dues:     map[uint64][]int64{},
 		topics:   map[uint32]ckTopic{},
 		topicIDs: map[string]uint32{},
+		groups:   map[uint32]string{},
 	}
 	for _, step := range []func() error{c.identity, c.checkpoint, c.log, c.queues, c.overlay, c.timers, c.keys} {
 		if err := step(); err != nil {
@@ -146,7 +156,11 @@ type checker struct {
 	// recProblems are problems found at log positions, given a file and
 	// offset once the segments are known.
 	recProblems []posProblem
-	sawCkptPos  bool
+	// groups names the groups by id; setAsides are the set-aside records'
+	// messages, placed like recProblems.
+	groups     map[uint32]string
+	setAsides  []posProblem
+	sawCkptPos bool
 }
 
 type ckMsg struct {
@@ -229,6 +243,9 @@ func (c *checker) checkpoint() error {
 	for _, t := range st.Topics {
 		c.addTopic(t.ID, t.Name, len(t.Entries))
 	}
+	for _, g := range st.Groups {
+		c.groups[g.ID] = g.Name
+	}
 	c.ck = st
 	return nil
 }
@@ -261,6 +278,13 @@ func (c *checker) log() error {
 	for _, p := range c.recProblems {
 		f, off := logFile(p.pos)
 		c.problem(f, off, "record at position %d: %s", p.pos, p.what)
+	}
+	for _, p := range c.setAsides {
+		f, off := "", int64(0)
+		if p.pos >= r.LogStart && len(vr.Segments) > 0 {
+			f, off = logFile(p.pos)
+		}
+		r.SetAside = append(r.SetAside, Problem{File: f, Offset: off, What: p.what})
 	}
 	last := ""
 	if n := len(vr.Segments); n > 0 {
@@ -355,14 +379,34 @@ func (c *checker) record(p commitlog.Pos, rec commitlog.Record) error {
 			c.addTopic(id, name, queues)
 		}
 	case recGroup:
-		_, _, _, _, err = decodeGroup(rec.Payload)
+		var id uint32
+		var name string
+		if id, _, _, name, err = decodeGroup(rec.Payload); err == nil {
+			c.groups[id] = name
+		}
 	case recAck, recAttempt:
 		_, _, err = decodeProgress(rec.Type, rec.Payload)
+	case recSetAside:
+		err = c.setAside(pos, rec.Payload)
 	default:
 		c.recProblems = append(c.recProblems, posProblem{pos, fmt.Sprintf("unknown record type %d: recovery refuses it (written by a newer hourglass?)", rec.Type)})
 	}
 	if err != nil {
 		bad(err)
+	}
+	return nil
+}
+
+// setAside lists the messages of the set-aside record at pos.
+func (c *checker) setAside(pos uint64, payload []byte) error {
+	gid, items, err := decodeSetAside(payload)
+	if err != nil {
+		return err
+	}
+	for _, it := range items {
+		c.setAsides = append(c.setAsides, posProblem{it.pos, fmt.Sprintf(
+			"group %q (id %d) passed over the damaged message at position %d (queue %d, offset %d): set aside by the record at %d",
+			c.groups[gid], gid, it.pos, it.queue, it.offset, pos)})
 	}
 	return nil
 }

@@ -11,11 +11,12 @@ type ckptGate struct {
 	serial sync.Mutex
 }
 
-// sideIndexes are the two indexes beside the send path that keep their own
-// locks, so that neither waits on mu: the dedup IDs of sends in flight
-// (dedup.go) and the pending counts by due second (forecast.go; made early
-// in recovery, nil before).
+// sideIndexes are the indexes beside the send path that keep their own
+// locks, so that none waits on mu: the dedup IDs of sends in flight
+// (dedup.go), the pending counts by due second (forecast.go; made early
+// in recovery, nil before), and the damage report (damage.go).
 type sideIndexes struct {
 	dedup dedupClaims
 	fc    *forecastState
+	dmg   damageState // damage found in the log and messages set aside (damage.go)
 }

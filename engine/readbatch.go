@@ -44,9 +44,11 @@ func handoutEntries(t *topic, hs []handout) ([]queueindex.Entry, error) {
 // readStoredEach reads the message records of the identities pos (log
 // positions of messages, as in queue entries) like readStored does for
 // one: stored[i] is the message at pos[i], or nil if retention removed its
-// record (errGone for readStored). An error is a read error or damage.
-func (e *Engine) readStoredEach(pos []uint64) ([]*message.Stored, error) {
-	stored := make([]*message.Stored, len(pos))
+// record (errGone for readStored) or it is damaged: then damaged[i] holds
+// the validation error (commitlog.DamagedAt). err is a read error (which
+// may pass) or a record that validates but does not decode.
+func (e *Engine) readStoredEach(pos []uint64) (stored []*message.Stored, damaged map[int]error, err error) {
+	stored = make([]*message.Stored, len(pos))
 	phys := make([]commitlog.Pos, 0, len(pos))
 	at := make([]int, 0, len(pos)) // index in pos of each phys
 	start := uint64(e.clog.Start())
@@ -61,25 +63,49 @@ func (e *Engine) readStoredEach(pos []uint64) ([]*message.Stored, error) {
 	// The batch is handed out together: its messages share an arena.
 	var arena message.Arena
 	arena.Reserve(len(phys))
-	err := e.clog.ReadEach(phys, func(k int, rec commitlog.Record) error {
-		payload := rec.Payload
-		switch rec.Type {
-		case recMessage:
-		case recMoved:
-			if len(payload) < 8 {
+	for {
+		err = e.clog.ReadEach(phys, func(k int, rec commitlog.Record) error {
+			payload := rec.Payload
+			switch rec.Type {
+			case recMessage:
+			case recMoved:
+				if len(payload) < 8 {
+					return errBadPayload
+				}
+				payload = payload[8:]
+			default:
 				return errBadPayload
 			}
-			payload = payload[8:]
-		default:
-			return errBadPayload
+			// Decode copies what it keeps: the payload is ReadEach's buffer.
+			s, err := arena.Decode(payload)
+			if err != nil {
+				return fmt.Errorf("message record at %d: %w", phys[k], err)
+			}
+			stored[at[k]] = s
+			return nil
+		})
+		bad, ok := commitlog.DamagedAt(err)
+		if !ok {
+			return stored, damaged, err
 		}
-		// Decode copies what it keeps: the payload is ReadEach's buffer.
-		s, err := arena.Decode(payload)
-		if err != nil {
-			return fmt.Errorf("message record at %d: %w", phys[k], err)
+		// ReadEach went in position order and stopped at bad: read on
+		// past it, the positions before it are decoded.
+		if damaged == nil {
+			damaged = map[int]error{}
 		}
-		stored[at[k]] = s
-		return nil
-	})
-	return stored, err
+		n := 0
+		for k, p := range phys {
+			switch {
+			case p == bad:
+				damaged[at[k]] = err
+			case p > bad:
+				phys[n], at[n] = p, at[k]
+				n++
+			}
+		}
+		if n == len(phys) {
+			return stored, damaged, err // not one of ours: cannot happen
+		}
+		phys, at = phys[:n], at[:n]
+	}
 }

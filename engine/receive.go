@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/binary"
+	"slices"
 	"time"
 	"unsafe"
 
@@ -283,19 +284,27 @@ func (e *Engine) lastAdvanceOrNow() int64 {
 // the acks a (if not nil) in the same append. If a read fails, nothing is
 // handed out: the leases are given back (and a's restored) and the caller
 // gets Unavailable; the messages stay where they were for the next
-// receive. Only a record that retention removed is skipped (and marked
-// done).
+// receive. A record that retention removed is skipped (and marked done).
+// A record that fails validation is set aside (damage.go): the others are
+// given back, a's restored, and the caller gets DataLoss.
 func (e *Engine) deliver(g *group, hs []handout, a *ackBatch) ([]Received, error) {
-	out, items, gone, expired, err := e.readHandouts(g, hs)
-	if err != nil {
+	out, items, gone, expired, bad, err := e.readHandouts(g, hs)
+	if err != nil || len(bad) > 0 {
+		// The damaged ones keep their leases until they are set aside, so
+		// that no other receive meets them meanwhile.
 		e.mu.Lock()
-		e.giveBackLocked(g, hs)
+		e.giveBackLocked(g, withoutBad(hs, bad))
 		if a != nil {
 			a.restoreLocked(e)
 		}
 		e.mu.Unlock()
-		e.stats.ReadErrors.Add(1)
-		return nil, errs.Wrap(errs.Unavailable, err, "read topic %s", g.topic.name)
+		if err != nil {
+			e.stats.ReadErrors.Add(1)
+			return nil, errs.Wrap(errs.Unavailable, err, "read topic %s", g.topic.name)
+		}
+		e.gate.RLock()
+		defer e.gate.RUnlock()
+		return nil, e.setAsideHandouts(g, bad)
 	}
 	e.gate.RLock()
 	defer e.gate.RUnlock()
@@ -363,20 +372,20 @@ func (e *Engine) appendDelivery(g *group, hs []handout, a *ackBatch, items []pro
 }
 
 // readHandouts reads the records of hs and sorts them into messages to
-// hand out (with their attempt items), records retention removed (gone)
-// and messages past their deadline (expired).
-func (e *Engine) readHandouts(g *group, hs []handout) (out []Received, items []progressItem, gone, expired []handout, err error) {
+// hand out (with their attempt items), records retention removed (gone),
+// messages past their deadline (expired) and damaged records (bad).
+func (e *Engine) readHandouts(g *group, hs []handout) (out []Received, items []progressItem, gone, expired []handout, bad []damagedHandout, err error) {
 	entries, err := handoutEntries(g.topic, hs)
 	if err != nil {
-		return nil, nil, nil, nil, err
+		return nil, nil, nil, nil, nil, err
 	}
 	pos := make([]uint64, len(entries))
 	for i, en := range entries {
 		pos[i] = en.Pos
 	}
-	stored, err := e.readStoredEach(pos)
+	stored, damaged, err := e.readStoredEach(pos)
 	if err != nil {
-		return nil, nil, nil, nil, err
+		return nil, nil, nil, nil, nil, err
 	}
 	out = make([]Received, 0, len(hs))
 	items = make([]progressItem, 0, len(hs))
@@ -384,6 +393,9 @@ func (e *Engine) readHandouts(g *group, hs []handout) (out []Received, items []p
 	for i, h := range hs {
 		en, s := entries[i], stored[i]
 		switch {
+		case damaged[i] != nil:
+			bad = append(bad, damagedHandout{handout: h, pos: en.Pos, err: damaged[i]})
+			continue
 		case s == nil:
 			gone = append(gone, h)
 			continue
@@ -397,7 +409,22 @@ func (e *Engine) readHandouts(g *group, hs []handout) (out []Received, items []p
 		})
 		items = append(items, progressItem{queue: h.queue, offset: h.offset, attempt: h.attempt})
 	}
-	return out, items, gone, expired, nil
+	return out, items, gone, expired, bad, nil
+}
+
+// withoutBad returns the handouts of hs that are not in bad (which are
+// few: usually none).
+func withoutBad(hs []handout, bad []damagedHandout) []handout {
+	if len(bad) == 0 {
+		return hs
+	}
+	out := make([]handout, 0, len(hs))
+	for _, h := range hs {
+		if !slices.ContainsFunc(bad, func(b damagedHandout) bool { return b.handout == h }) {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // giveBackLocked undoes a handout that could not be delivered: the leases

@@ -24,6 +24,7 @@ import (
 //	7     ack         group u32 | n u32 | n x (queue u16 | offset u64)
 //	8     attempt     group u32 | n u32 | n x (queue u16 | offset u64 | attempt u32)
 //	9     moved       identity pos u64 | message payload as in type 1 (compaction forward)
+//	10    set-aside   group u32 | n u32 | n x (queue u16 | offset u64 | pos u64): damaged messages a group passed over (damage.go)
 //	254   skip        commitlog.TypeSkip: bytes quarantined by repair; never a record
 //
 // Recovery refuses a record of an unknown type (written by a newer
@@ -38,6 +39,7 @@ const (
 	recAck        commitlog.Type = 7
 	recAttempt    commitlog.Type = 8
 	recMoved      commitlog.Type = 9
+	recSetAside   commitlog.Type = 10
 )
 
 // Timer kinds stored in the timer index.
@@ -199,6 +201,45 @@ func decodeProgress(typ commitlog.Type, p []byte) (uint32, []progressItem, error
 		if typ == recAttempt {
 			items[i].attempt = binary.LittleEndian.Uint32(b[10:])
 		}
+	}
+	return gid, items, nil
+}
+
+// setAsideItem is one damaged message a group passed over: its queue and
+// offset in the group, and its log position.
+type setAsideItem struct {
+	queue  uint16
+	offset uint64
+	pos    uint64
+}
+
+const setAsideItemSize = 2 + 8 + 8
+
+func encodeSetAside(gid uint32, bad []damagedHandout) commitlog.Record {
+	b := make([]byte, 0, 8+len(bad)*setAsideItemSize)
+	b = binary.LittleEndian.AppendUint32(b, gid)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(bad)))
+	for _, d := range bad {
+		b = binary.LittleEndian.AppendUint16(b, d.queue)
+		b = binary.LittleEndian.AppendUint64(b, d.offset)
+		b = binary.LittleEndian.AppendUint64(b, d.pos)
+	}
+	return commitlog.Record{Type: recSetAside, Payload: b}
+}
+
+func decodeSetAside(p []byte) (uint32, []setAsideItem, error) {
+	if len(p) < 8 {
+		return 0, nil, errBadPayload
+	}
+	gid, n := binary.LittleEndian.Uint32(p), int(binary.LittleEndian.Uint32(p[4:]))
+	p = p[8:]
+	if len(p) != n*setAsideItemSize {
+		return 0, nil, errBadPayload
+	}
+	items := make([]setAsideItem, n)
+	for i := range items {
+		b := p[i*setAsideItemSize:]
+		items[i] = setAsideItem{queue: binary.LittleEndian.Uint16(b), offset: binary.LittleEndian.Uint64(b[2:]), pos: binary.LittleEndian.Uint64(b[10:])}
 	}
 	return gid, items, nil
 }

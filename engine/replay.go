@@ -58,6 +58,8 @@ func (e *Engine) replayLocked(pos uint64, rec commitlog.Record, minDue *int64) e
 		}
 	case recAck, recAttempt:
 		return e.replayProgressLocked(pos, rec)
+	case recSetAside:
+		return e.replaySetAsideLocked(pos, rec)
 	default:
 		// Unknown types are written by a newer version; refuse rather than
 		// silently drop state.

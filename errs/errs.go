@@ -36,6 +36,10 @@ const (
 	Unauthenticated Code = "unauthenticated"
 	// Internal: a bug or an unexpected storage error.
 	Internal Code = "internal"
+	// DataLoss: a stored record is damaged (its checksum fails) and cannot
+	// be served. The message names the record's log position; the broker
+	// has set the record aside, so retrying gets the messages after it.
+	DataLoss Code = "data_loss"
 )
 
 // Error is an error with a stable code.
@@ -113,4 +117,5 @@ var (
 	ErrExhausted       = &Error{Code: ResourceExhausted}
 	ErrUnavailable     = &Error{Code: Unavailable}
 	ErrUnauthenticated = &Error{Code: Unauthenticated}
+	ErrDataLoss        = &Error{Code: DataLoss}
 )

@@ -73,6 +73,9 @@ func (a *App) printCheck(rep *engine.CheckReport, asJSON, notes bool) int {
 				fmt.Fprintf(a.Stdout, "note: %s at offset %d: %s\n", p.File, p.Offset, p.What)
 			}
 		}
+		for _, p := range rep.SetAside {
+			fmt.Fprintf(a.Stdout, "set aside: %s at offset %d: %s\n", p.File, p.Offset, p.What)
+		}
 		fmt.Fprintln(a.Stdout, rep.Summary())
 	}
 	if !rep.OK() {

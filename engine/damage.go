@@ -1,0 +1,246 @@
+package engine
+
+import (
+	"cmp"
+	"fmt"
+	"path"
+	"slices"
+	"sync"
+
+	"github.com/hourglass-mq/hourglass/commitlog"
+	"github.com/hourglass-mq/hourglass/errs"
+)
+
+// Damaged records (issue 29).
+//
+// A message record that fails validation when a group is about to receive
+// it (a bad checksum, length or type: media damage in a segment, or a skip
+// frame repair left over it) cannot be served, and retrying cannot mend
+// it. Handing the offset back, as for a read error, wedged the group: every
+// later receive met the same record and answered unavailable for ever.
+// So the engine sets the record aside for that group: it appends a
+// set-aside record (recSetAside: group, queue, offset, position) that
+// marks the offset done, as an ack does, and answers the receive with
+// errs.DataLoss naming the position; the other messages of the batch are
+// given back (their leases undone) and the next receive gets them. The
+// set-aside record is applied the same way at replay, so a restart does
+// not meet the damage again, and `hourglass check` lists every set-aside
+// record the log holds.
+//
+// Damage is told from a read error by its kind: commitlog.DamagedAt says
+// whether the bytes read failed validation. An I/O error (EIO) keeps its
+// old treatment (unavailable, the leases given back): it may pass.
+//
+// Positions come from the queue index here, so they are record
+// boundaries the fire record vouched for; a damaged length field only
+// spoils its own record, and the next record is still found through its
+// own queue entry. Inspect by ID does not answer data_loss: an ID's
+// position is a client's claim, and a forged one at a non-boundary fails
+// validation as damage would (it stays not_found, invariant 9).
+
+// maxSetAsideListed bounds the set-asides an engine keeps in memory to
+// list; SetAsideTotal still counts them all.
+const maxSetAsideListed = 1000
+
+// SetAside is a message a consumer group could not be given because its
+// record failed validation: the receive that met it answered data_loss,
+// and the group passed over it.
+type SetAside struct {
+	// Pos is the record's log position (the message's identity); Segment
+	// the log file that holds it ("" once retention removed it).
+	Pos     uint64 `json:"pos"`
+	Segment string `json:"segment,omitempty"`
+	Topic   string `json:"topic"`
+	Group   string `json:"group"`
+	Queue   int    `json:"queue"`
+	Offset  uint64 `json:"offset"`
+	// Reason is what failed validation; empty for a set-aside replayed
+	// from the log at a restart.
+	Reason string `json:"reason,omitempty"`
+}
+
+// DamageReport is what the running engine knows of damage in its log:
+// the damaged ranges found in sealed segments (by the scrub), and the
+// messages set aside.
+type DamageReport struct {
+	// Ranges are damaged ranges of sealed segments, oldest first. A range
+	// stays listed until its segment is deleted or the process restarts
+	// (the scrub then finds it again if it is still there).
+	Ranges []commitlog.DamagedRange `json:"ranges"`
+	// SetAside lists the most recent set-asides (at most 1,000), since
+	// this process started or replayed from the log; SetAsideTotal counts
+	// them all.
+	SetAside      []SetAside `json:"set_aside"`
+	SetAsideTotal int        `json:"set_aside_total"`
+}
+
+// Damaged reports whether the report holds any damage.
+func (r DamageReport) Damaged() bool { return len(r.Ranges) > 0 || r.SetAsideTotal > 0 }
+
+// Summary is one line naming the first damage and counting the rest, for
+// /healthz and logs; "" when there is none.
+func (r DamageReport) Summary() string {
+	switch {
+	case len(r.Ranges) > 0:
+		d := r.Ranges[0]
+		return fmt.Sprintf("log segment %s: %d damaged bytes at position %d (%s); %d damaged range(s), %d message(s) set aside; stop the broker and run hourglass check, then hourglass repair",
+			d.Segment, d.Length, d.Pos, d.Reason, len(r.Ranges), r.SetAsideTotal)
+	case r.SetAsideTotal > 0:
+		s := r.SetAside[len(r.SetAside)-1]
+		where := s.Segment
+		if where == "" {
+			where = "a removed segment"
+		}
+		return fmt.Sprintf("%d message(s) set aside as damaged, the latest at position %d in log segment %s (topic %q, group %q); run hourglass check",
+			r.SetAsideTotal, s.Pos, where, s.Topic, s.Group)
+	}
+	return ""
+}
+
+// damageState holds the engine's damage report under its own lock, taken
+// alone or after mu.
+type damageState struct {
+	mu       sync.Mutex
+	ranges   map[commitlog.Pos]commitlog.DamagedRange
+	setAside []SetAside
+	total    int
+}
+
+func (d *damageState) addSetAside(s SetAside) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.setAside) == maxSetAsideListed {
+		d.setAside = slices.Delete(d.setAside, 0, 1)
+	}
+	d.setAside = append(d.setAside, s)
+	d.total++
+}
+
+// setRanges records the damaged ranges found in the segment named seg,
+// replacing what was known of it.
+func (d *damageState) setRanges(seg string, rs []commitlog.DamagedRange) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.ranges == nil {
+		d.ranges = map[commitlog.Pos]commitlog.DamagedRange{}
+	}
+	for p, r := range d.ranges {
+		if r.Segment == seg {
+			delete(d.ranges, p)
+		}
+	}
+	for _, r := range rs {
+		d.ranges[r.Pos] = r
+	}
+}
+
+// dropBefore forgets ranges of segments retention deleted.
+func (d *damageState) dropBefore(start commitlog.Pos) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for p := range d.ranges {
+		if p < start {
+			delete(d.ranges, p)
+		}
+	}
+}
+
+func (d *damageState) report() DamageReport {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	r := DamageReport{Ranges: make([]commitlog.DamagedRange, 0, len(d.ranges)), SetAside: slices.Clone(d.setAside), SetAsideTotal: d.total}
+	for _, x := range d.ranges {
+		r.Ranges = append(r.Ranges, x)
+	}
+	slices.SortFunc(r.Ranges, func(a, b commitlog.DamagedRange) int { return cmp.Compare(a.Pos, b.Pos) })
+	if r.SetAside == nil {
+		r.SetAside = []SetAside{}
+	}
+	return r
+}
+
+// Damage returns what the engine knows of damage in its log.
+func (e *Engine) Damage() DamageReport {
+	r := e.side.dmg.report()
+	start := e.clog.Start()
+	for i := range r.SetAside {
+		if commitlog.Pos(r.SetAside[i].Pos) < start {
+			r.SetAside[i].Segment = ""
+		}
+	}
+	return r
+}
+
+// segmentOf names the log segment holding pos, or "".
+func (e *Engine) segmentOf(pos uint64) string {
+	segs := e.clog.Segments()
+	for i := len(segs) - 1; i >= 0; i-- {
+		if segs[i].Base <= commitlog.Pos(pos) && commitlog.Pos(pos) < segs[i].End {
+			return path.Join("log", segs[i].Name)
+		}
+	}
+	return ""
+}
+
+// damagedHandout is a handout whose record failed validation.
+type damagedHandout struct {
+	handout
+	pos uint64 // the message's identity (log position)
+	err error
+}
+
+// setAsideHandouts writes the set-aside record of bad (handouts whose
+// records failed validation), applies it, and returns the data_loss error
+// the receive answers. The caller holds gate shared and has given the
+// group's other handouts back. If the record cannot be written, the
+// damaged handouts are given back too and the receive answers the storage
+// error: the next one meets them again.
+func (e *Engine) setAsideHandouts(g *group, bad []damagedHandout) error {
+	rec := encodeSetAside(g.id, bad)
+	_, err := e.clog.Append(rec)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err != nil {
+		for _, b := range bad {
+			if e.takeBackLocked(g, b.handout) {
+				g.queues[b.queue].ready = append(g.queues[b.queue].ready, b.offset)
+			}
+		}
+		return e.storageErr(err)
+	}
+	for _, b := range bad {
+		e.takeBackLocked(g, b.handout)
+		g.queues[b.queue].markDone(b.offset)
+	}
+	first := bad[0]
+	for _, b := range bad {
+		e.side.dmg.addSetAside(SetAside{Pos: b.pos, Segment: e.segmentOf(b.pos), Topic: g.topic.name, Group: g.name,
+			Queue: int(b.queue), Offset: b.offset, Reason: b.err.Error()})
+	}
+	e.opts.Logger.Error("damaged message records set aside: the group passes over them", "topic", g.topic.name, "group", g.name,
+		"messages", len(bad), "first_pos", first.pos, "err", first.err)
+	return errs.Wrap(errs.DataLoss, first.err,
+		"%d message(s) of topic %s could not be read for group %s: the record at log position %d (queue %d, offset %d) is damaged; it was set aside (GET /v1/admin/damage, hourglass check lists it) and the next receive gets the messages after it",
+		len(bad), g.topic.name, g.name, first.pos, first.queue, first.offset)
+}
+
+// replaySetAsideLocked applies a set-aside record at recovery: the
+// offsets are done, and the report lists them.
+func (e *Engine) replaySetAsideLocked(pos uint64, rec commitlog.Record) error {
+	gid, items, err := decodeSetAside(rec.Payload)
+	if err != nil {
+		return err
+	}
+	g := e.cons.groupsByID[gid]
+	if g == nil {
+		return fmt.Errorf("set-aside record at %d names unknown group %d", pos, gid)
+	}
+	for _, it := range items {
+		if int(it.queue) >= len(g.queues) {
+			return fmt.Errorf("set-aside record at %d names queue %d of %d", pos, it.queue, len(g.queues))
+		}
+		g.queues[it.queue].markDone(it.offset)
+		e.side.dmg.addSetAside(SetAside{Pos: it.pos, Segment: e.segmentOf(it.pos), Topic: g.topic.name, Group: g.name, Queue: int(it.queue), Offset: it.offset})
+	}
+	return nil
+}
