@@ -1,10 +1,12 @@
 package engine
 
 import (
+	"path"
 	"testing"
 	"time"
 
 	"github.com/hourglass-mq/hourglass/message"
+	"github.com/hourglass-mq/hourglass/vfs"
 )
 
 // clockLedger keeps the ledger of the clock tests' sends and checks the
@@ -186,5 +188,51 @@ func TestRestartWithClockBehind(t *testing.T) {
 	l.advance(10*time.Minute + time.Second)
 	if rep := l.check("ten minutes after that"); rep.Visible != 2 {
 		t.Fatalf("ten minutes after that: %s", rep)
+	}
+}
+
+// TestRestartWithClockBehindAfterCrash is TestRestartWithClockBehind after
+// a power loss instead of a clean close: no checkpoint records the time the
+// broker reached, only the log does (the fire record, written at that
+// time). Recovery must take the broker clock's floor from the replayed
+// records, or a delay sent after the restart is counted from the wall
+// clock, an hour behind, and fires up to an hour early.
+func TestRestartWithClockBehindAfterCrash(t *testing.T) {
+	h := newHarness(t, nil)
+	l := &clockLedger{h: h}
+	l.send("b", "before", message.When{Delay: time.Second})
+	l.advance(10 * time.Minute)
+	if rep := l.check("before the crash"); rep.Visible != 1 {
+		t.Fatalf("before the crash: %s", rep)
+	}
+	reached := h.e.Now()
+	// The power goes: what was synced stays, no checkpoint is written.
+	img := h.fs.Crash(nil)
+	h.e.Close()
+	if _, err := img.Open(path.Join(h.opt.Dir, checkpointFile)); !vfs.IsNotExist(err) {
+		t.Fatalf("the crash image holds a checkpoint (%v): the test needs one whose only record of the time reached is the log", err)
+	}
+	h.fs, h.opt.FS = img, img
+	h.clk.Jump(-time.Hour)
+	h.open()
+	if got := h.e.Now(); got < reached {
+		t.Errorf("after a crash and a restart 1h behind the broker reads %s, before the %s it had reached", fmtMs(got), fmtMs(reached))
+	}
+	r := l.send("b", "after", message.When{Delay: 30 * time.Minute})
+	if want := reached + 30*60_000; r.Due < want {
+		t.Errorf("a 30m delay sent after the restart is due %s, before %s", fmtMs(r.Due), fmtMs(want))
+	}
+	if rep := l.check("just after the restart"); rep.Visible != 1 || rep.Pending != 1 {
+		t.Fatalf("just after the restart: %s", rep)
+	}
+	// An hour of wall time later the wall clock has only caught up with
+	// the time the broker had reached: the message is still pending.
+	l.advance(time.Hour)
+	if rep := l.check("when the wall clock caught up"); rep.Visible != 1 || rep.Pending != 1 {
+		t.Fatalf("when the wall clock caught up: %s", rep)
+	}
+	l.advance(30*time.Minute + time.Second)
+	if rep := l.check("thirty minutes after that"); rep.Visible != 2 || rep.Pending != 0 {
+		t.Fatalf("thirty minutes after that: %s", rep)
 	}
 }
