@@ -62,6 +62,20 @@ func (h *harness) damageRecord(n int, at int) (uint64, string) {
 	return uint64(target), segName
 }
 
+// crashImage is a harness, not yet opened, on a crash image of h's disk
+// (what was synced; no final checkpoint). Its engine closes when the test
+// ends.
+func (h *harness) crashImage() *harness {
+	c := &harness{t: h.t, fs: h.fs.Crash(nil), clk: h.clk, opt: h.opt}
+	c.opt.FS = c.fs
+	h.t.Cleanup(func() {
+		if c.e != nil {
+			c.e.Close()
+		}
+	})
+	return c
+}
+
 // drainDamaged receives and acks topic t for group g until a receive
 // returns nothing, and returns the IDs received and the data_loss errors
 // met on the way.
@@ -234,5 +248,56 @@ func TestCheckListsSetAside(t *testing.T) {
 	}
 	if rep.OK() || !strings.Contains(rep.Problems[0].What, fmt.Sprintf("at position %d", pos)) {
 		t.Fatalf("the damage itself must stay a problem: %+v", rep.Problems)
+	}
+}
+
+// TestDamageInReplayRefusesUntilRepair: damage in a sealed segment after
+// the checkpoint (here a crash image: no checkpoint at all) is in records
+// recovery must apply, so the broker refuses to start, naming the segment
+// and position and saying to run repair; nothing is changed. After
+// hourglass repair (commitlog.Repair: a skip frame over the damage) it
+// starts, the damaged message is answered data_loss once and set aside,
+// and every other message is delivered.
+func TestDamageInReplayRefusesUntilRepair(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.SegmentBytes = 4096 })
+	h.sendVisible("t", 50)
+	c := h.crashImage()
+	pos, seg := c.damageRecord(7, 30)
+	_, err := Open(c.opt)
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("log/%s holds damage at log position %d", seg, pos)) ||
+		!strings.Contains(err.Error(), "hourglass repair --data-dir") {
+		t.Fatalf("open over damage in the replay range: %v", err)
+	}
+	rep, err := commitlog.Repair(commitlog.Options{FS: c.fs, Dir: path.Join(c.opt.Dir, "log")}, commitlog.RepairSalvage)
+	if err != nil || len(rep.Ranges) != 1 || rep.Ranges[0].Pos != commitlog.Pos(pos) {
+		t.Fatalf("repair: %+v, %v", rep, err)
+	}
+	c.open()
+	got, losses := c.drainDamaged("g")
+	if len(got) != 49 || len(losses) != 1 || !strings.Contains(losses[0].Error(), fmt.Sprintf("log position %d", pos)) {
+		t.Fatalf("after repair: %d messages, data_loss %v", len(got), losses)
+	}
+}
+
+// TestRepairedMessageWithCancel: a cancel whose message's record repair
+// quarantined is passed over at replay (with a warning), not a reason to
+// refuse to start for ever.
+func TestRepairedMessageWithCancel(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.SegmentBytes = 4096 })
+	r := h.send("t", "k", message.When{Delay: time.Hour})
+	if err := h.e.Cancel(context.Background(), r.ID); err != nil {
+		t.Fatal(err)
+	}
+	h.sendVisible("t", 60)
+	c := h.crashImage()
+	if pos, _ := c.damageRecord(0, 30); pos != r.ID.Pos {
+		t.Fatalf("damaged %d, want the cancelled message at %d", pos, r.ID.Pos)
+	}
+	if _, err := commitlog.Repair(commitlog.Options{FS: c.fs, Dir: path.Join(c.opt.Dir, "log")}, commitlog.RepairSalvage); err != nil {
+		t.Fatal(err)
+	}
+	c.open()
+	if got, losses := c.drainDamaged("g"); len(got) != 60 || len(losses) != 0 {
+		t.Fatalf("after repair: %d messages, data_loss %v", len(got), losses)
 	}
 }

@@ -48,6 +48,13 @@ func (e *Engine) recover() error {
 		e.spillTimers()
 		return nil
 	})
+	if bad, ok := commitlog.DamagedAt(err); ok {
+		return fmt.Errorf("replay from %d: %s holds damage at log position %d, after the checkpoint, which recovery must read: "+
+			"this is media damage, not a torn write, and nothing was changed; stop here and run `hourglass repair --data-dir %s`, "+
+			"which quarantines the damaged bytes and keeps every record after them (a message in them is lost, and a fire, ack "+
+			"or change in them is not applied: its messages fire again, are redelivered or keep their old due time): %w",
+			st.LogPos, e.segmentOf(uint64(bad)), bad, e.opts.Dir, err)
+	}
 	if err != nil {
 		return fmt.Errorf("replay from %d: %w", st.LogPos, err)
 	}

@@ -89,6 +89,14 @@ func (e *Engine) replayChangeLocked(pos uint64, rec commitlog.Record, minDue *in
 		return err
 	}
 	s, _, err := e.readStored(p)
+	if _, ok := commitlog.DamagedAt(err); ok {
+		// The message's record was damaged and repair quarantined it (a
+		// skip frame): the message is lost, and so is what its topic and
+		// timer were. Nothing is left to change; refusing would keep the
+		// broker down for ever.
+		e.opts.Logger.Warn("a cancel or reschedule names a message whose record is damaged: not applied", "change_pos", pos, "message_pos", p, "err", err)
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("change at %d of %d: %w", pos, p, err)
 	}
