@@ -305,8 +305,16 @@ type Empty struct{}
 // every build field is non-empty ("devel" and "unknown" for an unstamped
 // build).
 type Health struct {
+	// Status is "ok"; "degraded" (HTTP 200) while the broker serves but
+	// something underneath is wrong, which Problems says; or "failed"
+	// (HTTP 503) once a storage failure stopped it, which Error says.
 	Status string `json:"status"`
 	Error  string `json:"error,omitempty"`
+	// Problems says, one sentence each, what makes the status degraded:
+	// fire records or checkpoints that fail (a full disk), damage found
+	// in the commit log (its segment and position), and the schedules'
+	// journal.
+	Problems []string `json:"problems,omitempty"`
 	// Version is the release version stamped at build time, or "devel".
 	Version string `json:"version"`
 	// Commit is the commit the binary was built from, or "unknown".

@@ -42,7 +42,9 @@ func (e *Engine) checkpointer() {
 		if !e.waitCheckpoint(e.opts.Clock.NewTimer(e.opts.CheckpointInterval), trickle) {
 			return
 		}
-		if err := e.checkpoint(); err != nil {
+		err := e.checkpoint()
+		e.side.health.checkpointDone(err, e.Now())
+		if err != nil {
 			e.opts.Logger.Error("checkpoint failed", "err", err)
 			e.stats.CheckpointErrors.Add(1)
 		}

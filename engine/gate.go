@@ -14,9 +14,12 @@ type ckptGate struct {
 // sideIndexes are the indexes beside the send path that keep their own
 // locks, so that none waits on mu: the dedup IDs of sends in flight
 // (dedup.go), the pending counts by due second (forecast.go; made early
-// in recovery, nil before), and the damage report (damage.go).
+// in recovery, nil before), the damage report (damage.go) and the
+// storage trouble /healthz reports (health.go).
 type sideIndexes struct {
 	dedup dedupClaims
 	fc    *forecastState
 	dmg   damageState // damage found in the log and messages set aside (damage.go)
+	// health remembers failing fire records and checkpoints (health.go).
+	health healthState
 }

@@ -335,6 +335,7 @@ func (e *Engine) fire(batch []fireEntry, visible int64) {
 		// the timers are still in their buckets and the log.
 		e.opts.Logger.Error("fire record write failed; will retry", "messages", len(batch), "err", err)
 		e.stats.FireErrors.Add(1)
+		e.side.health.fireFailed(err, e.Now())
 		for _, fe := range batch {
 			delete(e.disp.taken, fe.pos)
 			e.pushDispatchLocked(timerRef{pos: fe.pos, due: fe.due, topic: fe.topic, queue: fe.queue, windowed: fe.windowed})
@@ -350,6 +351,7 @@ func (e *Engine) fire(batch []fireEntry, visible int64) {
 		return
 	}
 	e.disp.fireBackoff = 0
+	e.side.health.fireOK()
 	e.applyFireLocked(visible, batch, true)
 	e.stats.WindowMissed.Add(missed)
 }

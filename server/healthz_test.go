@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"reflect"
 	"runtime"
 	"testing"
 
@@ -18,7 +19,7 @@ func TestHealthzCarriesBuild(t *testing.T) {
 	var h api.Health
 	ts.call("GET", "/healthz", nil, http.StatusOK, &h)
 	want := api.Health{Status: "ok", Version: "v3.1.4", Commit: "feedbeef", BuildDate: "2026-11-30T01:02:03Z", GoVersion: runtime.Version(), Clock: api.ClockSystem}
-	if h != want {
+	if !reflect.DeepEqual(h, want) {
 		t.Fatalf("healthz: %+v, want %+v", h, want)
 	}
 }

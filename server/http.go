@@ -209,7 +209,9 @@ func (h *Handler) noRoute(w http.ResponseWriter, r *http.Request) {
 }
 
 // healthz answers liveness with the running build, so that a probe or an
-// operator sees which binary answers (after an upgrade, for instance).
+// operator sees which binary answers (after an upgrade, for instance), and
+// the broker's state: ok, degraded (engine.Degraded: failing fire records
+// or checkpoints, damage in the log) or failed (stopped).
 func (h *Handler) healthz(w http.ResponseWriter, r *http.Request) {
 	b := buildinfo.Get()
 	health := api.Health{Status: "ok", Version: b.Version, Commit: b.Commit, BuildDate: b.Date, GoVersion: b.GoVersion, Clock: h.clockMode()}
@@ -224,6 +226,12 @@ func (h *Handler) healthz(w http.ResponseWriter, r *http.Request) {
 		health.Status, health.Error = "failed", err.Error()
 		writeJSON(w, http.StatusServiceUnavailable, health)
 		return
+	}
+	// Serving, but not well: 200, so that a probe does not restart a
+	// broker a restart would not mend (damage stays on disk, a full disk
+	// stays full), and a status that says so.
+	if p := h.eng.Degraded(); len(p) > 0 {
+		health.Status, health.Problems = "degraded", p
 	}
 	writeJSON(w, http.StatusOK, health)
 }
