@@ -51,6 +51,15 @@ type Config struct {
 	// gRPC TLS (flags -grpc-cert-file, -grpc-key-file); both empty means a
 	// self-signed certificate made once and kept in <data-dir>/grpc-tls.
 	GRPCCertFile, GRPCKeyFile string
+	// RemotingListen is the address of RocketMQ's classic remoting
+	// protocol, name server and broker in one, host:port (flag
+	// -remoting-listen; package remoting). Empty disables it.
+	RemotingListen string
+	// RemotingTLS serves the remoting protocol over TLS (flag
+	// -remoting-tls), with the certificate of -grpc-cert-file and
+	// -grpc-key-file, or a self-signed one kept in <data-dir>/remoting-tls.
+	// Plaintext by default, as RocketMQ 4.x's own.
+	RemotingTLS bool
 	// GRPCLongPoll bounds a RocketMQ receive's long poll and is the
 	// long-polling timeout announced to consumers (flag -grpc-long-poll).
 	GRPCLongPoll time.Duration
@@ -194,6 +203,7 @@ func DefaultConfig() Config {
 		Listen:             "127.0.0.1:7070",
 		GRPCListen:         "127.0.0.1:8081",
 		GRPCLongPoll:       rocketmq.DefaultLongPoll,
+		RemotingListen:     "127.0.0.1:9876",
 		Clock:              api.ClockSystem,
 		Flush:              flush,
 		FlushInterval:      eng.FlushInterval,
@@ -243,6 +253,8 @@ func (c *Config) settings() []setting {
 		{"grpc-cert-file", "PEM certificate of the gRPC TLS; empty: a self-signed one in <data-dir>/grpc-tls", (*stringValue)(&c.GRPCCertFile)},
 		{"grpc-key-file", "PEM private key of -grpc-cert-file", (*stringValue)(&c.GRPCKeyFile)},
 		{"grpc-long-poll", "longest RocketMQ receive long poll, announced to consumers (at most 30s)", (*durationValue)(&c.GRPCLongPoll)},
+		{"remoting-listen", "TCP address of RocketMQ's remoting protocol (4.x clients: name server and broker in one), host:port; empty disables it", (*stringValue)(&c.RemotingListen)},
+		{"remoting-tls", "serve the remoting protocol over TLS (certificate of -grpc-cert-file, or a self-signed one in <data-dir>/remoting-tls)", (*boolValue)(&c.RemotingTLS)},
 		{"auth-token", "bearer token required on every /v1 request; empty disables auth (prefer HOURGLASS_AUTH_TOKEN: flags show in the process list)", (*secretValue)(&c.AuthToken)},
 		{"clock", "clock of the broker: system, or virtual (FOR TESTS ONLY: time moves only by POST /v1/clock/advance; the data directory must be empty or virtual too)", (*stringValue)(&c.Clock)},
 		{"backup-dir", "directory under which POST /v1/admin/backup may write backups; empty disables the route", (*stringValue)(&c.BackupDir)},
@@ -321,6 +333,7 @@ func (c Config) Validate() error {
 		bad("-listen %q: port %q is not a number in [0, 65535]", c.Listen, port)
 	}
 	c.validateGRPC(bad)
+	c.validateRemoting(bad)
 	if c.Clock != api.ClockSystem && c.Clock != api.ClockVirtual {
 		bad("-clock %q is not %s or %s", c.Clock, api.ClockSystem, api.ClockVirtual)
 	}

@@ -46,6 +46,15 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, ready func(addr s
 		c.close()
 		return err
 	}
+	rm, err := newRemoting(cfg, eng, logger)
+	if err != nil {
+		ln.Close()
+		if g != nil {
+			g.ln.Close()
+		}
+		c.close()
+		return err
+	}
 	h := New(eng, cfg, logger, metricsHandler(eng, g))
 	c.attach(h)
 	srv := cfg.httpServer(h, logger)
@@ -58,15 +67,22 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, ready func(addr s
 		g.start()
 		logger.Info(GRPCListeningMsg, "addr", g.ln.Addr().String(), "tls", !cfg.GRPCPlaintext)
 	}
+	if rm != nil {
+		rm.start()
+		logger.Info(RemotingListeningMsg, "addr", rm.ln.Addr().String(), "tls", cfg.RemotingTLS)
+	}
 	if ready != nil {
 		ready(addr)
 	}
 
-	runErr := waitStop(ctx, &serveErr, g, eng)
+	runErr := waitStop(ctx, &serveErr, g, rm, eng)
 	logger.Info("shutting down", "drain_timeout", cfg.DrainTimeout)
 	h.Drain()
 	if g != nil {
 		g.stop(cfg.DrainTimeout, logger)
+	}
+	if rm != nil {
+		rm.stop(logger)
 	}
 	drainCtx, cancel := context.WithTimeout(context.Background(), cfg.DrainTimeout)
 	if err := srv.Shutdown(drainCtx); err != nil {
@@ -97,7 +113,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, ready func(addr s
 // waitStop waits until the broker must stop: ctx ends (nil), or the HTTP
 // server, the gRPC service or the storage fails by itself (that error).
 // It sets *serveErr to nil when it consumed the HTTP server's result.
-func waitStop(ctx context.Context, serveErr *chan error, g *grpcService, eng *engine.Engine) error {
+func waitStop(ctx context.Context, serveErr *chan error, g *grpcService, rm *remotingService, eng *engine.Engine) error {
 	select {
 	case <-ctx.Done():
 		return nil
@@ -108,6 +124,9 @@ func waitStop(ctx context.Context, serveErr *chan error, g *grpcService, eng *en
 	case err := <-g.errChan():
 		// The gRPC service failed on its own, not through stop.
 		return fmt.Errorf("serve gRPC: %w", err)
+	case err := <-rm.errChan():
+		// The remoting service failed on its own, not through stop.
+		return fmt.Errorf("serve remoting: %w", err)
 	case <-eng.Failed():
 		// Fail-stop (engine/fail.go): after a failed fsync the engine
 		// answers every call with unavailable; the process exits non-zero

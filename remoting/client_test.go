@@ -1,0 +1,116 @@
+//go:build !race
+
+// The official Go client (rocketmq-client-go/v2) races inside itself (its
+// push consumer's process queues and rebalance share state without locks),
+// so these tests build without -race only: `go test -run Client ./remoting`.
+
+package remoting
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2"
+	"github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/apache/rocketmq-client-go/v2/producer"
+)
+
+func newProducer(t *testing.T, b *testBroker, opts ...producer.Option) rocketmq.Producer {
+	t.Helper()
+	opts = append([]producer.Option{producer.WithNsResolver(primitive.NewPassthroughResolver([]string{b.addr})),
+		producer.WithInstanceName(instance(t)), producer.WithRetry(2)}, opts...)
+	p, err := rocketmq.NewProducer(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Shutdown() })
+	return p
+}
+
+type delivery struct {
+	msg *primitive.MessageExt
+	at  time.Time
+}
+
+// newPush starts a push consumer of group on topic whose listener hands
+// each message to the returned channel and answers with result.
+func newPush(t *testing.T, b *testBroker, group, topic string, sel consumer.MessageSelector,
+	result func(*primitive.MessageExt) consumer.ConsumeResult, opts ...consumer.Option) (rocketmq.PushConsumer, chan delivery) {
+	t.Helper()
+	got := make(chan delivery, 1024)
+	opts = append([]consumer.Option{consumer.WithGroupName(group), consumer.WithInstance(instance(t)),
+		consumer.WithNsResolver(primitive.NewPassthroughResolver([]string{b.addr}))}, opts...)
+	c, err := rocketmq.NewPushConsumer(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Subscribe(topic, sel, func(ctx context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+		now := time.Now()
+		res := consumer.ConsumeSuccess
+		for _, m := range msgs {
+			got <- delivery{m, now}
+			if result != nil && result(m) != consumer.ConsumeSuccess {
+				res = consumer.ConsumeRetryLater
+			}
+		}
+		return res, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Shutdown() })
+	return c, got
+}
+
+func waitFor(t *testing.T, ch chan delivery, d time.Duration) delivery {
+	t.Helper()
+	select {
+	case x := <-ch:
+		return x
+	case <-time.After(d):
+		t.Fatalf("nothing delivered in %v", d)
+	}
+	return delivery{}
+}
+
+// TestClientDelayLevel: the official Go client's delay-level producer and
+// push consumer, as in its own example: the message comes back no earlier
+// than its level, with its ID, keys, tag and properties, and the
+// properties RocketMQ adds (DELAY, REAL_TOPIC, REAL_QID).
+func TestClientDelayLevel(t *testing.T) {
+	b := startTest(t, nil)
+	p := newProducer(t, b)
+	_, got := newPush(t, b, "notifier", "reminders", consumer.MessageSelector{}, nil)
+	msg := primitive.NewMessage("reminders", []byte("remind me"))
+	msg.WithDelayTimeLevel(3).WithTag("sms").WithKeys([]string{"order-1", "user-9"})
+	msg.WithProperty("tenant", "acme")
+	sent := time.Now()
+	res, err := p.SendSync(context.Background(), msg)
+	if err != nil || res.Status != primitive.SendOK {
+		t.Fatalf("send: %v, %v", res, err)
+	}
+	d := waitFor(t, got, 15*time.Second)
+	if early := sent.Add(testLevels[2]).Sub(d.at); early > 0 {
+		t.Fatalf("delivered %v early", early)
+	}
+	m := d.msg
+	if m.MsgId != res.MsgID || string(m.Body) != "remind me" || m.GetTags() != "sms" || m.GetKeys() != "order-1 user-9" ||
+		m.GetProperty("tenant") != "acme" || m.GetProperty("DELAY") != "3" || m.GetProperty("REAL_TOPIC") != "reminders" ||
+		m.GetProperty("REAL_QID") == "" || m.Topic != "reminders" {
+		t.Fatalf("got %v (ID %s), want ID %s with its keys, tag and properties", m, m.MsgId, res.MsgID)
+	}
+	// The key is hourglass's: the message is found by topic and key, and
+	// the offset message ID is its hourglass ID.
+	info, err := b.eng.InspectKey("reminders", "order-1")
+	if err != nil || info.ID.String() != res.OffsetMsgID {
+		t.Fatalf("inspect by key: %+v, %v; send result %s", info, err, res.OffsetMsgID)
+	}
+}

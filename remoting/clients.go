@@ -1,0 +1,231 @@
+package remoting
+
+import (
+	"encoding/json"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/hourglass-mq/hourglass/engine"
+	"github.com/hourglass-mq/hourglass/errs"
+)
+
+// heartbeatData is a HEART_BEAT body (RocketMQ's HeartbeatData).
+type heartbeatData struct {
+	ClientID        string `json:"clientID"`
+	ProducerDataSet []struct {
+		GroupName string `json:"groupName"`
+	} `json:"producerDataSet"`
+	ConsumerDataSet []struct {
+		GroupName           string             `json:"groupName"`
+		MessageModel        string             `json:"messageModel"`
+		SubscriptionDataSet []subscriptionData `json:"subscriptionDataSet"`
+	} `json:"consumerDataSet"`
+}
+
+type subscriptionData struct {
+	Topic          string `json:"topic"`
+	SubString      string `json:"subString"`
+	ExpressionType string `json:"expressionType"`
+}
+
+// member is one client of a group, on the connection it heartbeats on.
+type member struct {
+	c    *conn
+	subs map[string]subscriptionData // by topic
+}
+
+// registry holds the clients of each consumer and producer group, as
+// their heartbeats said, until they unregister or their connection ends.
+// A change of a consumer group's members is told to each of them
+// (NOTIFY_CONSUMER_IDS_CHANGED), so they rebalance at once.
+type registry struct {
+	notify func(group string, to []*conn)
+
+	mu        sync.Mutex
+	consumers map[string]map[string]*member // group -> client ID -> member
+	producers map[string]map[string]*conn   // group -> client ID -> conn
+}
+
+func newRegistry(notify func(string, []*conn)) *registry {
+	return &registry{notify: notify, consumers: map[string]map[string]*member{}, producers: map[string]map[string]*conn{}}
+}
+
+// heartbeat answers HEART_BEAT: it records the client's groups, and
+// creates each consumer group's retry topic, as RocketMQ does.
+func (s *Server) heartbeat(c *conn, req *Command) *Command {
+	var hb heartbeatData
+	if err := json.Unmarshal(req.Body, &hb); err != nil {
+		return badRequest(errs.New(errs.InvalidArgument, "heartbeat body is not RocketMQ's heartbeat JSON: %v", err))
+	}
+	if hb.ClientID == "" {
+		return badRequest(errs.New(errs.InvalidArgument, "heartbeat has no clientID"))
+	}
+	for _, cd := range hb.ConsumerDataSet {
+		if err := checkTopic(retryPrefix + cd.GroupName); err != nil {
+			return badRequest(err)
+		}
+		for _, sd := range cd.SubscriptionDataSet {
+			if sd.ExpressionType != "" && !strings.EqualFold(sd.ExpressionType, "TAG") {
+				return errResp(respSubscriptionParse, "expression type "+sd.ExpressionType+" is not supported by hourglass: only TAG filtering is")
+			}
+		}
+		if strings.EqualFold(cd.MessageModel, "CLUSTERING") || cd.MessageModel == "" {
+			if err := s.ensureTopic(retryPrefix + cd.GroupName); err != nil && errs.CodeOf(err) != errs.AlreadyExists {
+				return engineErr(err, respTopicNotExist)
+			}
+		}
+	}
+	changed := s.clients.heartbeat(c, &hb)
+	for _, g := range changed {
+		s.clients.notifyMembers(g)
+	}
+	return okResp(nil)
+}
+
+// heartbeat records hb and returns the consumer groups whose members
+// changed.
+func (r *registry) heartbeat(c *conn, hb *heartbeatData) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var changed []string
+	for _, cd := range hb.ConsumerDataSet {
+		ms := r.consumers[cd.GroupName]
+		if ms == nil {
+			ms = map[string]*member{}
+			r.consumers[cd.GroupName] = ms
+		}
+		subs := map[string]subscriptionData{}
+		for _, sd := range cd.SubscriptionDataSet {
+			subs[sd.Topic] = sd
+		}
+		if old, ok := ms[hb.ClientID]; !ok || old.c != c {
+			changed = append(changed, cd.GroupName)
+		}
+		ms[hb.ClientID] = &member{c: c, subs: subs}
+	}
+	for _, pd := range hb.ProducerDataSet {
+		ps := r.producers[pd.GroupName]
+		if ps == nil {
+			ps = map[string]*conn{}
+			r.producers[pd.GroupName] = ps
+		}
+		ps[hb.ClientID] = c
+	}
+	return changed
+}
+
+// unregister answers UNREGISTER_CLIENT.
+func (s *Server) unregister(c *conn, req *Command) *Command {
+	id := req.ExtFields["clientID"]
+	var changed []string
+	s.clients.mu.Lock()
+	if g := req.ExtFields["consumerGroup"]; g != "" {
+		if m, ok := s.clients.consumers[g][id]; ok && m.c == c {
+			delete(s.clients.consumers[g], id)
+			changed = append(changed, g)
+		}
+	}
+	if g := req.ExtFields["producerGroup"]; g != "" {
+		if pc, ok := s.clients.producers[g][id]; ok && pc == c {
+			delete(s.clients.producers[g], id)
+		}
+	}
+	s.clients.mu.Unlock()
+	for _, g := range changed {
+		s.clients.notifyMembers(g)
+	}
+	return okResp(nil)
+}
+
+// dropConn forgets every client that heartbeated on c.
+func (r *registry) dropConn(c *conn) {
+	var changed []string
+	r.mu.Lock()
+	for g, ms := range r.consumers {
+		for id, m := range ms {
+			if m.c == c {
+				delete(ms, id)
+				changed = append(changed, g)
+			}
+		}
+	}
+	for _, ps := range r.producers {
+		for id, pc := range ps {
+			if pc == c {
+				delete(ps, id)
+			}
+		}
+	}
+	r.mu.Unlock()
+	for _, g := range changed {
+		r.notifyMembers(g)
+	}
+}
+
+// notifyMembers tells each member of group that its members changed.
+func (r *registry) notifyMembers(group string) {
+	r.mu.Lock()
+	var to []*conn
+	seen := map[*conn]bool{}
+	for _, m := range r.consumers[group] {
+		if !seen[m.c] {
+			seen[m.c] = true
+			to = append(to, m.c)
+		}
+	}
+	r.mu.Unlock()
+	r.notify(group, to)
+}
+
+func (s *Server) notifyGroup(group string, to []*conn) {
+	for _, c := range to {
+		go c.notify(codeNotifyConsumerIDs, map[string]string{"consumerGroup": group})
+	}
+}
+
+// members returns a group's client IDs, sorted.
+func (r *registry) members(group string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ids := make([]string, 0, len(r.consumers[group]))
+	for id := range r.consumers[group] {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// subscription returns what a group subscribed to on a topic, as some
+// member's heartbeat said.
+func (r *registry) subscription(group, topic string) (subscriptionData, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, m := range r.consumers[group] {
+		if sd, ok := m.subs[topic]; ok {
+			return sd, true
+		}
+	}
+	return subscriptionData{}, false
+}
+
+// producer returns a connection of a client of the producer group.
+func (r *registry) producer(group string) *conn {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, c := range r.producers[group] {
+		return c
+	}
+	return nil
+}
+
+// consumerList answers GET_CONSUMER_LIST_BY_GROUP.
+func (s *Server) consumerList(req *Command) *Command {
+	body, _ := json.Marshal(map[string][]string{"consumerIdList": s.clients.members(req.ExtFields["consumerGroup"])})
+	return &Command{Code: respSuccess, Body: body}
+}
+
+// dlqTopicOf is the dead-letter topic of a consumer group.
+func dlqTopicOf(group string) string { return dlqPrefix + group }
+
+var _ = engine.IsDeadLetterTopic

@@ -1,0 +1,201 @@
+package remoting
+
+import (
+	"errors"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// conn is one client connection. Its reader goroutine reads frames and
+// starts a handler goroutine per request; handlers answer through write,
+// which serialises frames. Memory is bounded: one frame being read, and
+// the frames being handled hold at most budget bytes (the reader waits
+// for handlers to finish before it reads more), and at most maxInflight
+// of them.
+type conn struct {
+	s  *Server
+	nc net.Conn
+	// local is the address the client reached us at: routes point there.
+	local string
+	// opaque numbers the requests the broker sends to the client.
+	opaque atomic.Int32
+
+	wmu sync.Mutex // serialises writes
+
+	bmu      sync.Mutex
+	bcond    *sync.Cond
+	used     int // bytes of frames being handled
+	inflight int
+	budget   int
+}
+
+func newConn(s *Server, nc net.Conn) *conn {
+	c := &conn{s: s, nc: nc, local: nc.LocalAddr().String(), budget: 2*s.lim.MaxFrame + 1<<20}
+	c.bcond = sync.NewCond(&c.bmu)
+	return c
+}
+
+// serve reads requests until the connection ends or a frame is malformed.
+func (c *conn) serve() {
+	var handlers sync.WaitGroup
+	defer func() {
+		c.nc.Close()
+		handlers.Wait()
+		c.s.dropConn(c)
+	}()
+	for {
+		c.nc.SetReadDeadline(time.Now().Add(c.s.opts.IdleTimeout))
+		buf, err := c.readFrame()
+		if err != nil {
+			c.logReadErr(err)
+			return
+		}
+		cmd, err := decodeFrame(buf, c.s.lim)
+		if err != nil {
+			c.s.log.Warn("remoting: closing a connection that sent a malformed frame", "remote", c.nc.RemoteAddr().String(), "err", err)
+			return
+		}
+		if cmd.isResponse() {
+			continue // answers to the broker's one-way notices: nothing waits for them
+		}
+		c.acquire(len(buf))
+		handlers.Add(1)
+		go func() {
+			defer handlers.Done()
+			defer c.release(len(buf))
+			c.handle(cmd)
+		}()
+	}
+}
+
+// readFrame reads one frame: the idle deadline covers the wait for its
+// first bytes, the read timeout the rest, so a slow client is cut off.
+func (c *conn) readFrame() ([]byte, error) {
+	r := &deadlineReader{c: c}
+	return readFrame(r, c.s.lim)
+}
+
+// deadlineReader moves the read deadline to the read timeout once the
+// first byte of a frame has arrived.
+type deadlineReader struct {
+	c       *conn
+	started bool
+}
+
+func (r *deadlineReader) Read(p []byte) (int, error) {
+	n, err := r.c.nc.Read(p)
+	if n > 0 && !r.started {
+		r.started = true
+		r.c.nc.SetReadDeadline(time.Now().Add(r.c.s.opts.ReadTimeout))
+	}
+	return n, err
+}
+
+func (c *conn) logReadErr(err error) {
+	select {
+	case <-c.s.done:
+		return
+	default:
+	}
+	var ne net.Error
+	switch {
+	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
+	case errors.Is(err, errFrame):
+		c.s.log.Warn("remoting: closing a connection that sent a malformed frame", "remote", c.nc.RemoteAddr().String(), "err", err)
+	case errors.As(err, &ne) && ne.Timeout():
+		c.s.log.Info("remoting: closing a connection that was idle or too slow to send a frame", "remote", c.nc.RemoteAddr().String())
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		c.s.log.Warn("remoting: a connection ended inside a frame", "remote", c.nc.RemoteAddr().String())
+	default:
+		c.s.log.Info("remoting: connection read failed", "remote", c.nc.RemoteAddr().String(), "err", err)
+	}
+}
+
+func (c *conn) acquire(n int) {
+	c.bmu.Lock()
+	for c.inflight > 0 && (c.used+n > c.budget || c.inflight >= maxInflight) {
+		c.bcond.Wait()
+	}
+	c.used += n
+	c.inflight++
+	c.bmu.Unlock()
+}
+
+func (c *conn) release(n int) {
+	c.bmu.Lock()
+	c.used -= n
+	c.inflight--
+	c.bmu.Unlock()
+	c.bcond.Broadcast()
+}
+
+// handle answers one request (not a one-way one), and never panics: a
+// handler's panic is logged and answered as a system error.
+func (c *conn) handle(req *Command) {
+	resp := func() (resp *Command) {
+		defer func() {
+			if p := recover(); p != nil {
+				c.s.log.Error("remoting: a request handler panicked", "code", req.Code, "panic", p)
+				resp = errResp(respSystemError, "internal error")
+			}
+		}()
+		if err := c.s.authorize(req); err != nil {
+			return errResp(respNoPermission, err.Error())
+		}
+		return c.s.dispatch(c, req)
+	}()
+	if resp == nil || req.isOneway() {
+		return
+	}
+	resp.Opaque = req.Opaque
+	resp.Flag |= flagResponse
+	resp.Serialize = req.Serialize
+	resp.Language = "JAVA"
+	resp.Version = brokerVersion
+	if err := c.write(resp); err != nil {
+		c.nc.Close()
+	}
+}
+
+// write sends one frame.
+func (c *conn) write(cmd *Command) error {
+	b, err := cmd.encode()
+	if err != nil {
+		return err
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
+	_, err = c.nc.Write(b)
+	return err
+}
+
+// notify sends a one-way request to the client.
+func (c *conn) notify(code int32, ext map[string]string) {
+	cmd := &Command{Code: code, Language: "JAVA", Version: brokerVersion, Opaque: c.opaque.Add(1),
+		Flag: flagOneway, ExtFields: ext}
+	if err := c.write(cmd); err != nil {
+		c.nc.Close()
+	}
+}
+
+// errResp is a response with a code and a remark.
+func errResp(code int32, remark string) *Command {
+	return &Command{Code: code, Remark: remark}
+}
+
+// okResp is a success with extFields.
+func okResp(ext map[string]string) *Command { return &Command{Code: respSuccess, ExtFields: ext} }
+
+// unsupported answers a request code hourglass does not serve, and logs
+// it once per code.
+func (s *Server) unsupported(req *Command) *Command {
+	if _, seen := s.reported.LoadOrStore(req.Code, true); !seen {
+		s.log.Warn("remoting: request code not supported (logged once per code)", "code", req.Code, "language", req.Language)
+	}
+	return errResp(respRequestCodeNotSupp, "request code "+strconv.Itoa(int(req.Code))+" not supported by hourglass")
+}

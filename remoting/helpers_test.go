@@ -1,0 +1,85 @@
+package remoting
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2/rlog"
+
+	"github.com/hourglass-mq/hourglass/engine"
+	"github.com/hourglass-mq/hourglass/message"
+)
+
+func init() { rlog.SetLogLevel("error") }
+
+// testLevels is a short delay-level table, so that retries (level 3 and
+// up) come back within seconds.
+var testLevels = []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 300 * time.Millisecond,
+	400 * time.Millisecond, 500 * time.Millisecond, 600 * time.Millisecond, 700 * time.Millisecond}
+
+type testBroker struct {
+	eng  *engine.Engine
+	srv  *Server
+	addr string
+	dir  string
+}
+
+// startTest opens an engine and serves the remoting protocol on a free
+// port until the test ends.
+func startTest(t *testing.T, edit func(*Options)) *testBroker {
+	t.Helper()
+	dir := t.TempDir()
+	return startAt(t, dir, "127.0.0.1:0", edit)
+}
+
+func startAt(t *testing.T, dir, addr string, edit func(*Options)) *testBroker {
+	t.Helper()
+	lim := message.Limits{DelayLevels: testLevels}
+	eng, err := engine.Open(engine.Options{Dir: dir + "/engine", Limits: lim, DefaultQueues: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{Limits: lim, DefaultQueues: 4, AutoCreateTopics: true, OffsetsDir: dir + "/remoting",
+		MaxLongPoll: 2 * time.Second, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	if edit != nil {
+		edit(&opts)
+	}
+	srv, err := New(eng, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	b := &testBroker{eng: eng, srv: srv, addr: ln.Addr().String(), dir: dir}
+	t.Cleanup(func() { b.close(t) })
+	return b
+}
+
+func (b *testBroker) close(t *testing.T) {
+	if b.srv == nil {
+		return
+	}
+	if err := b.srv.Close(); err != nil {
+		t.Error(err)
+	}
+	if err := b.eng.Close(); err != nil {
+		t.Error(err)
+	}
+	b.srv = nil
+}
+
+var instances atomic.Int64
+
+// instance is a client instance name of its own: the Go client shares one
+// client per instance name within a process.
+func instance(t *testing.T) string {
+	return fmt.Sprintf("%s-%d", t.Name(), instances.Add(1))
+}

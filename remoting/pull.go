@@ -1,0 +1,234 @@
+package remoting
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hourglass-mq/hourglass/engine"
+)
+
+// Pull request sysFlag bits (RocketMQ's PullSysFlag).
+const (
+	pullCommitOffset = 0x1
+	pullSuspend      = 0x2
+	pullSubscription = 0x4
+	pullClassFilter  = 0x8
+)
+
+// maxPullMessages bounds one pull's messages (RocketMQ's clients ask 32).
+const maxPullMessages = 64
+
+// pullRequest is a PULL_MESSAGE's header.
+type pullRequest struct {
+	group, topic string
+	queue        int
+	offset       int64
+	max          int
+	sysFlag      int64
+	commit       int64
+	suspend      time.Duration
+	sub          string
+	expType      string
+}
+
+func readPull(req *Command) (pullRequest, error) {
+	f := &fields{m: req.ExtFields}
+	p := pullRequest{group: f.str("consumerGroup")}
+	p.topic, p.queue = f.queue()
+	p.offset = f.int64("queueOffset")
+	p.max = int(f.int64("maxMsgNums"))
+	p.sysFlag = f.int64("sysFlag")
+	p.commit = f.optInt64("commitOffset", -1)
+	p.suspend = time.Duration(f.optInt64("suspendTimeoutMillis", 0)) * time.Millisecond
+	p.sub = f.opt("subscription")
+	p.expType = f.opt("expressionType")
+	if f.err != nil {
+		return p, f.err
+	}
+	if p.offset < 0 {
+		return p, fmt.Errorf("queueOffset %d is negative", p.offset)
+	}
+	if p.max <= 0 {
+		p.max = 1
+	}
+	p.max = min(p.max, maxPullMessages)
+	return p, nil
+}
+
+// pull answers PULL_MESSAGE. With the suspend flag it waits (a long poll)
+// until a message is visible at the offset or the suspend timeout ends.
+// A commit offset carried by the pull is recorded as the group's offset.
+func (s *Server) pull(c *conn, req *Command) *Command {
+	p, err := readPull(req)
+	if err != nil {
+		return badRequest(err)
+	}
+	if p.expType != "" && !strings.EqualFold(p.expType, "TAG") || p.sysFlag&pullClassFilter != 0 {
+		return errResp(respSubscriptionParse, "only TAG filtering is supported by hourglass; "+p.expType+" is not")
+	}
+	if p.sysFlag&pullCommitOffset != 0 && p.commit >= 0 {
+		if _, err := s.offsets.set(offsetKey{p.group, p.topic, p.queue}, p.commit); err != nil {
+			return badRequest(err)
+		}
+	}
+	filter := tagFilter("*")
+	if p.sysFlag&pullSubscription != 0 {
+		filter = tagFilter(p.sub)
+	} else if sd, ok := s.clients.subscription(p.group, p.topic); ok {
+		filter = tagFilter(sd.SubString)
+	}
+	wait := time.Duration(0)
+	if p.sysFlag&pullSuspend != 0 {
+		wait = min(max(p.suspend, 0), s.opts.MaxLongPoll)
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		signal := s.eng.VisibleSignal() // before the read: a message made visible after it wakes us
+		resp, found := s.pullOnce(c, p, filter)
+		if found || !time.Now().Before(deadline) {
+			return resp
+		}
+		t := time.NewTimer(time.Until(deadline))
+		select {
+		case <-signal:
+		case <-t.C:
+		case <-s.done:
+		}
+		t.Stop()
+		select {
+		case <-s.done:
+			return resp
+		default:
+		}
+	}
+}
+
+// pullOnce reads the queue at the pull's offset; found is false when
+// there is nothing at or past it yet (a long poll waits then).
+func (s *Server) pullOnce(c *conn, p pullRequest, filter tagFilter) (*Command, bool) {
+	n, _, ok := s.eng.TopicKind(p.topic)
+	if !ok {
+		return s.pullResp(respPullNotFound, p.offset, 0, nil), false
+	}
+	if p.queue >= n {
+		return errResp(respInvalidParameter, fmt.Sprintf("topic %q has queues 0 to %d, not %d", p.topic, n-1, p.queue)), true
+	}
+	maxOff := s.queueLen(p.topic, p.queue)
+	switch {
+	case uint64(p.offset) > maxOff:
+		return s.pullResp(respPullOffsetMoved, int64(maxOff), maxOff, nil), true
+	case uint64(p.offset) == maxOff:
+		return s.pullResp(respPullNotFound, p.offset, maxOff, nil), false
+	}
+	vs, err := s.eng.ReadQueue(p.topic, p.queue, uint64(p.offset), p.max)
+	if err != nil {
+		return engineErr(err, respPullNotFound), true
+	}
+	// Past what was read: the queue may have grown since maxOff was
+	// taken, and nothing read may be handed out twice.
+	next := min(p.offset+int64(p.max), int64(maxOff))
+	if len(vs) > 0 {
+		next = max(next, int64(vs[len(vs)-1].Offset)+1)
+	}
+	var body []byte
+	matched := 0
+	for i := range vs {
+		v := &vs[i]
+		if !filter.match(v.Message.Tag) {
+			continue
+		}
+		matched++
+		body = appendWire(body, s.wire(c, p.topic, p.queue, v))
+	}
+	if matched == 0 {
+		return s.pullResp(respPullRetryImmediately, next, maxOff, nil), true
+	}
+	return s.pullResp(respSuccess, next, maxOff, body), true
+}
+
+func (s *Server) pullResp(code int32, next int64, maxOff uint64, body []byte) *Command {
+	return &Command{Code: code, Body: body, ExtFields: map[string]string{
+		"nextBeginOffset": strconv.FormatInt(next, 10), "minOffset": "0",
+		"maxOffset": strconv.FormatUint(maxOff, 10), "suggestWhichBrokerId": "0"}}
+}
+
+// queueLen is the number of visible entries ever appended to a queue.
+func (s *Server) queueLen(topic string, queue int) uint64 {
+	st, err := s.eng.DescribeTopic(topic)
+	if err != nil || queue >= len(st.Lengths) {
+		return 0
+	}
+	return st.Lengths[queue]
+}
+
+// wire renders a visible message for a pull response.
+func (s *Server) wire(c *conn, topic string, queue int, v *engine.Visible) *wireMessage {
+	m := v.Message
+	props := make(map[string]string, len(m.Properties)+2)
+	w := &wireMessage{queueID: int32(queue), queueOffset: int64(v.Offset), commitOffset: commitHandle(queue, v.Offset),
+		storeTimestamp: v.Visible, topic: topic, body: m.Body}
+	for k, val := range m.Properties {
+		switch k {
+		case hidBorn:
+			w.bornTimestamp, _ = strconv.ParseInt(val, 10, 64)
+		case hidBornHost:
+			w.bornHost, w.bornPort = splitHost(val)
+		case hidFlag:
+			f, _ := strconv.Atoi(val)
+			w.flag = int32(f)
+		case hidSysFlag:
+			f, _ := strconv.Atoi(val)
+			w.sysFlag = int32(f) & (sysCompressed | sysMultiTags)
+		case hidReconsume:
+			r, _ := strconv.Atoi(val)
+			w.reconsumeTimes = int32(r)
+		default:
+			if !strings.HasPrefix(k, hidPrefix) {
+				props[k] = val
+			}
+		}
+	}
+	if m.Tag != "" {
+		props[propTags] = m.Tag
+	}
+	if _, ok := props[propTimerOutMs]; ok {
+		props[propTimerEnqueueMs] = strconv.FormatInt(m.Sent, 10)
+		props[propTimerDequeueMs] = strconv.FormatInt(v.Visible, 10)
+	}
+	w.props = formatProperties(props)
+	w.storeHost, w.storePort = splitHost(c.local)
+	if w.bornHost == nil {
+		w.bornHost = w.storeHost
+	}
+	return w
+}
+
+// commitHandle is the "commit log offset" a pulled message carries, which
+// a consumer's send-back names it by: the queue and the queue offset.
+// RocketMQ's is the position in its commit log; hourglass's positions are
+// not handed out without their tag.
+func commitHandle(queue int, offset uint64) int64 {
+	return int64(uint64(queue)<<48 | offset&(1<<48-1))
+}
+
+func splitHandle(h int64) (queue int, offset uint64) {
+	return int(uint64(h) >> 48), uint64(h) & (1<<48 - 1)
+}
+
+// tagFilter is a TAG subscription expression: "*" or tags joined by "||".
+type tagFilter string
+
+func (f tagFilter) match(tag string) bool {
+	e := strings.TrimSpace(string(f))
+	if e == "" || e == "*" {
+		return true
+	}
+	for _, t := range strings.Split(e, "||") {
+		if strings.TrimSpace(t) == tag {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,298 @@
+package remoting
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hourglass-mq/hourglass/engine"
+	"github.com/hourglass-mq/hourglass/errs"
+	"github.com/hourglass-mq/hourglass/message"
+)
+
+// The properties that carry what RocketMQ keeps outside a message's
+// properties (its header fields) through the engine. The gRPC adapter
+// uses the same prefix; users may not set names with it.
+const (
+	hidPrefix    = "rocketmq."
+	hidBorn      = hidPrefix + "born_ms"   // born timestamp, Unix ms
+	hidBornHost  = hidPrefix + "born_host" // born host, ip:port
+	hidFlag      = hidPrefix + "flag"      // the message's flag, when not 0
+	hidSysFlag   = hidPrefix + "sysflag"   // compressed and multi-tags bits, when set
+	hidReconsume = hidPrefix + "reconsume" // reconsume times, when not 0
+)
+
+// v2Fields maps SEND_MESSAGE_V2's one-letter field names to SEND_MESSAGE's.
+var v2Fields = map[string]string{"a": "producerGroup", "b": "topic", "c": "defaultTopic", "d": "defaultTopicQueueNums",
+	"e": "queueId", "f": "sysFlag", "g": "bornTimestamp", "h": "flag", "i": "properties", "j": "reconsumeTimes",
+	"k": "unitMode", "l": "maxReconsumeTimes", "m": "batch", "n": "bname"}
+
+// sendHeader is what a send request says besides its messages.
+type sendHeader struct {
+	group, topic   string
+	queue          int
+	sysFlag        int32
+	born           int64
+	flag           int32
+	props          string
+	reconsume      int
+	maxReconsume   int
+	bornHost       string
+	transactionSet bool
+}
+
+func readSendHeader(req *Command) (sendHeader, error) {
+	ext := req.ExtFields
+	if req.Code == codeSendMessageV2 || (req.Code == codeSendBatchMessage && ext["b"] != "" && ext["topic"] == "") {
+		ext = make(map[string]string, len(req.ExtFields))
+		for k, v := range req.ExtFields {
+			if long, ok := v2Fields[k]; ok {
+				k = long
+			}
+			ext[k] = v
+		}
+	}
+	f := &fields{m: ext}
+	h := sendHeader{group: f.opt("producerGroup")}
+	h.topic, h.queue = f.queue()
+	h.sysFlag = int32(f.optInt64("sysFlag", 0))
+	h.born = f.optInt64("bornTimestamp", 0)
+	h.flag = int32(f.optInt64("flag", 0))
+	h.props = f.opt("properties")
+	h.reconsume = int(f.optInt64("reconsumeTimes", 0))
+	h.maxReconsume = int(f.optInt64("maxReconsumeTimes", 16))
+	if f.err == nil {
+		f.err = checkTopic(h.topic)
+	}
+	return h, f.err
+}
+
+// send answers SEND_MESSAGE, SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE: the
+// messages are stored in one engine batch (all or none), durable before
+// the answer.
+func (s *Server) send(c *conn, req *Command) *Command {
+	h, err := readSendHeader(req)
+	if err != nil {
+		return badRequest(err)
+	}
+	h.bornHost = c.nc.RemoteAddr().String()
+	items := []batchItem{{flag: h.flag, body: req.Body, props: h.props}}
+	if req.Code == codeSendBatchMessage {
+		if items, err = decodeBatch(req.Body, s.eng.MaxBatch()); err != nil {
+			return errResp(respMessageIllegal, err.Error())
+		}
+		if len(items) == 0 {
+			return errResp(respMessageIllegal, "the batch holds no message")
+		}
+	}
+	if h.sysFlag&sysTranMask == sysTranPrepared {
+		return s.sendHalf(c, h, items)
+	}
+	return s.store(h, items)
+}
+
+// store sends items to h.topic, or to the group's dead-letter topic when
+// h is a retry past its group's maximum (RocketMQ's rule for a consumer
+// that sends a message back as a normal message).
+func (s *Server) store(h sendHeader, items []batchItem) *Command {
+	now := s.eng.Now()
+	internal := false
+	if g, ok := strings.CutPrefix(h.topic, retryPrefix); ok && h.reconsume > h.maxReconsume {
+		h.topic, internal = dlqPrefix+g, true
+	}
+	reqs := make([]engine.SendRequest, 0, len(items))
+	var uniq []string
+	for _, it := range items {
+		r, err := s.toEngine(h, it, now)
+		if err != nil {
+			return errResp(respMessageIllegal, err.Error())
+		}
+		reqs = append(reqs, r)
+		uniq = append(uniq, r.Message.Properties[propUniqKey])
+	}
+	rs, err := s.sendEngine(reqs, internal)
+	if err != nil {
+		return engineErr(err, respTopicNotExist)
+	}
+	ids := make([]string, len(rs))
+	for i, r := range rs {
+		ids[i] = r.ID.String()
+	}
+	return okResp(map[string]string{"msgId": strings.Join(ids, ","), "queueId": strconv.Itoa(rs[0].Queue),
+		"queueOffset": "-1", "MSG_REGION": "DefaultRegion", "TRACE_ON": "true"})
+}
+
+// sendEngine stores reqs; internal ones go to a dead-letter topic, which
+// only the broker writes.
+func (s *Server) sendEngine(reqs []engine.SendRequest, internal bool) ([]engine.Receipt, error) {
+	ctx, cancel := s.requestContext()
+	defer cancel()
+	if err := s.ensureTopic(reqs[0].Message.Topic); err != nil {
+		return nil, err
+	}
+	if internal {
+		return s.eng.SendDeadLetters(ctx, reqs)
+	}
+	return s.eng.SendBatch(ctx, reqs)
+}
+
+// ensureTopic creates a retry topic with one queue, as RocketMQ does; other
+// topics are created by the engine on first send with its default count.
+func (s *Server) ensureTopic(topic string) error {
+	if _, _, ok := s.eng.TopicKind(topic); ok || !strings.HasPrefix(topic, retryPrefix) {
+		return nil
+	}
+	err := s.eng.CreateTopic(topic, engine.TopicConfig{Queues: 1})
+	if errs.CodeOf(err) == errs.AlreadyExists {
+		return nil
+	}
+	return err
+}
+
+// requestContext bounds an engine call by the server's life.
+func (s *Server) requestContext() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-s.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
+// toEngine translates one message.
+func (s *Server) toEngine(h sendHeader, it batchItem, now int64) (engine.SendRequest, error) {
+	props, err := parseProperties(it.props)
+	if err != nil {
+		return engine.SendRequest{}, err
+	}
+	for k := range props {
+		if strings.HasPrefix(k, hidPrefix) {
+			return engine.SendRequest{}, fmt.Errorf("property %q: names starting with %q are reserved", k, hidPrefix)
+		}
+	}
+	w, err := s.when(props, h, now)
+	if err != nil {
+		return engine.SendRequest{}, err
+	}
+	tag := props[propTags]
+	delete(props, propTags)
+	key := ""
+	if ks := strings.Fields(props[propKeys]); len(ks) > 0 {
+		key = ks[0]
+	}
+	uniq := props[propUniqKey]
+	props[hidBorn] = strconv.FormatInt(h.born, 10)
+	props[hidBornHost] = h.bornHost
+	if it.flag != 0 {
+		props[hidFlag] = strconv.Itoa(int(it.flag))
+	}
+	if sf := h.sysFlag & (sysCompressed | sysMultiTags); sf != 0 {
+		props[hidSysFlag] = strconv.Itoa(int(sf))
+	}
+	if h.reconsume > 0 {
+		props[hidReconsume] = strconv.Itoa(h.reconsume)
+	}
+	if n := len(formatProperties(props)); n > 32767 {
+		return engine.SendRequest{}, fmt.Errorf("properties take %d bytes; a RocketMQ message holds at most 32767", n)
+	}
+	dedup := uniq
+	if strings.HasPrefix(h.topic, retryPrefix) || strings.HasPrefix(h.topic, dlqPrefix) {
+		// Each retry of one message is a message of its own.
+		dedup = ""
+	}
+	if err := message.ValidateDedupID(dedup); err != nil {
+		return engine.SendRequest{}, err
+	}
+	m := message.Message{Topic: h.topic, Key: key, Tag: tag, Properties: props, Body: it.body, DedupID: dedup}
+	if n, ok := s.queueCount(h.topic); ok && h.queue < n {
+		// The producer chose the queue (an orderly producer's selector
+		// keeps one order's messages in one queue): pin it.
+		m.Group = queueGroup(n, h.queue)
+	}
+	return engine.SendRequest{Message: m, When: w, DedupIgnore: []string{hidBorn, hidBornHost}}, nil
+}
+
+// when reads a message's delivery time: a delay level (clamped to the
+// table's last level, as RocketMQ does; it removes any timer property),
+// else RocketMQ 5's timer properties, TIMER_DELAY_SEC first, then
+// TIMER_DELAY_MS, then TIMER_DELIVER_MS. It adds the properties RocketMQ
+// adds: REAL_TOPIC, REAL_QID, and TIMER_OUT_MS for a timer.
+func (s *Server) when(props map[string]string, h sendHeader, now int64) (message.When, error) {
+	if v, ok := props[propDelay]; ok && v != "" {
+		level, err := strconv.Atoi(v)
+		if err != nil {
+			return message.When{}, fmt.Errorf("property DELAY is %q, not a delay level", v)
+		}
+		if level > 0 {
+			delete(props, propTimerDelaySec)
+			delete(props, propTimerDelayMs)
+			delete(props, propTimerDeliverMs)
+			props[propRealTopic], props[propRealQueueID] = h.topic, strconv.Itoa(h.queue)
+			return message.When{Level: min(level, len(s.opts.Limits.DelayLevels))}, nil
+		}
+	}
+	var w message.When
+	var at int64
+	for _, name := range []string{propTimerDelaySec, propTimerDelayMs, propTimerDeliverMs} {
+		v, ok := props[name]
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return message.When{}, fmt.Errorf("property %s is %q, not an integer", name, v)
+		}
+		if name == propTimerDelaySec {
+			n = max(-1<<40, min(n, 1<<40)) * 1000 // far beyond any maximum delay: refused below, not wrapped
+			name = propTimerDelayMs
+		}
+		if name == propTimerDelayMs && n > s.opts.Limits.MaxDelay.Milliseconds() {
+			return message.When{}, fmt.Errorf("property %s is %q: beyond the maximum delay of %v", name, v, s.opts.Limits.MaxDelay)
+		}
+		switch name {
+		case propTimerDelayMs:
+			w, at = message.When{Delay: time.Duration(max(n, 0)) * time.Millisecond}, now+n
+		default:
+			w, at = message.When{At: n}, n
+		}
+		break
+	}
+	if at > now {
+		props[propTimerOutMs] = strconv.FormatInt(at, 10)
+		props[propRealTopic], props[propRealQueueID] = h.topic, strconv.Itoa(h.queue)
+	} else {
+		w = message.When{}
+	}
+	return w, nil
+}
+
+// queueGroups caches queueGroup's answers by queue count and queue.
+var queueGroups sync.Map
+
+// queueGroup returns a message group name that the engine places in queue
+// q of a topic of n queues: it spreads messages by FNV-1a of their group,
+// so the name is searched for once. A test holds the engine to it.
+func queueGroup(n, q int) string {
+	k := [2]int{n, q}
+	if g, ok := queueGroups.Load(k); ok {
+		return g.(string)
+	}
+	g := ""
+	for i := 0; ; i++ {
+		g = "q" + strconv.Itoa(q) + "." + strconv.Itoa(i)
+		h := fnv.New64a()
+		h.Write([]byte(g))
+		if n == 1 || int(h.Sum64()%uint64(n)) == q {
+			break
+		}
+	}
+	queueGroups.Store(k, g)
+	return g
+}

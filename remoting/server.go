@@ -1,0 +1,185 @@
+package remoting
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/hourglass-mq/hourglass/engine"
+	"github.com/hourglass-mq/hourglass/message"
+)
+
+// Options configures the adapter.
+type Options struct {
+	// Limits are the engine's message limits, with defaults applied; the
+	// delay-level table is Limits.DelayLevels.
+	Limits message.Limits
+	// DefaultQueues is the queue count of a topic created on first send.
+	DefaultQueues int
+	// AutoCreateTopics says whether a send may create its topic; when
+	// false, a route query for an unknown topic answers TOPIC_NOT_EXIST.
+	AutoCreateTopics bool
+	// MaxLongPoll bounds how long a pull waits for a message; 0 means
+	// DefaultLongPoll.
+	MaxLongPoll time.Duration
+	// AccessSecret, when not empty, is the secret every request must be
+	// signed with (RocketMQ's AclClientRPCHook: any access key, this
+	// secret key); empty accepts any request.
+	AccessSecret string
+	// OffsetsDir is where consumer offsets are kept (created if missing).
+	OffsetsDir string
+	// MaxFrame bounds one frame (header and body); 0 means one message of
+	// the largest size with its headers and 64 KiB more, or MaxRequestBytes.
+	MaxFrame int
+	// ReadTimeout bounds how long one frame may take to arrive once its
+	// first byte has; 0 means DefaultReadTimeout.
+	ReadTimeout time.Duration
+	// IdleTimeout closes a connection that sends nothing for that long
+	// (clients heartbeat every 30 s); 0 means DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// Logger receives the adapter's logs; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Defaults of Options.
+const (
+	DefaultLongPoll    = 15 * time.Second
+	DefaultReadTimeout = 30 * time.Second
+	DefaultIdleTimeout = 120 * time.Second
+	writeTimeout       = 30 * time.Second
+	// maxInflight bounds the requests of one connection being handled at
+	// once (a push consumer holds one long poll per queue).
+	maxInflight = 1024
+)
+
+// Server serves RocketMQ's remoting protocol over an engine: the name
+// server's requests and the broker's, on one listener.
+type Server struct {
+	eng     *engine.Engine
+	opts    Options
+	lim     Limits
+	log     *slog.Logger
+	offsets *offsetStore
+	clients *registry
+	locks   *lockTable
+
+	// reported holds the request codes already logged as unsupported.
+	reported sync.Map
+
+	done      chan struct{}
+	closeOnce sync.Once
+	wg        sync.WaitGroup
+
+	mu    sync.Mutex
+	conns map[*conn]struct{}
+	lns   []net.Listener
+}
+
+// New returns the adapter over eng; it opens the consumer offsets in
+// opts.OffsetsDir.
+func New(eng *engine.Engine, opts Options) (*Server, error) {
+	opts.Limits = opts.Limits.Defaults()
+	if opts.DefaultQueues < 1 {
+		opts.DefaultQueues = 1
+	}
+	if opts.MaxLongPoll <= 0 {
+		opts.MaxLongPoll = DefaultLongPoll
+	}
+	opts.MaxLongPoll = min(opts.MaxLongPoll, engine.MaxReceiveWait)
+	if opts.ReadTimeout <= 0 {
+		opts.ReadTimeout = DefaultReadTimeout
+	}
+	if opts.IdleTimeout <= 0 {
+		opts.IdleTimeout = DefaultIdleTimeout
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.MaxFrame <= 0 {
+		opts.MaxFrame = opts.Limits.MaxBodyBytes + opts.Limits.MaxHeaderBytes + 64<<10
+	}
+	opts.MaxFrame = min(opts.MaxFrame, 1<<30)
+	offs, err := openOffsets(opts.OffsetsDir)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{eng: eng, opts: opts, log: opts.Logger, offsets: offs,
+		lim: Limits{MaxFrame: opts.MaxFrame, MaxHeader: opts.Limits.MaxHeaderBytes + 32<<10, MaxExtFields: 64},
+		done: make(chan struct{}), conns: map[*conn]struct{}{}}
+	s.clients = newRegistry(s.notifyGroup)
+	s.locks = newLockTable()
+	return s, nil
+}
+
+// Serve accepts connections on ln until Close; it returns nil after Close.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	select {
+	case <-s.done:
+		s.mu.Unlock()
+		ln.Close()
+		return nil
+	default:
+	}
+	s.lns = append(s.lns, ln)
+	s.mu.Unlock()
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			select {
+			case <-s.done:
+				return nil
+			default:
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			return fmt.Errorf("accept remoting connections: %w", err)
+		}
+		c := newConn(s, nc)
+		s.mu.Lock()
+		select {
+		case <-s.done:
+			s.mu.Unlock()
+			nc.Close()
+			continue
+		default:
+		}
+		s.conns[c] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go c.serve()
+	}
+}
+
+// Close stops accepting, ends long polls, closes every connection and
+// waits for their handlers, then makes the offsets durable.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		close(s.done)
+		for _, ln := range s.lns {
+			ln.Close()
+		}
+		for c := range s.conns {
+			c.nc.Close()
+		}
+		s.mu.Unlock()
+	})
+	s.wg.Wait()
+	return s.offsets.close()
+}
+
+func (s *Server) dropConn(c *conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	s.clients.dropConn(c)
+	s.locks.dropConn(c)
+	s.wg.Done()
+}
