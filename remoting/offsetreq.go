@@ -49,7 +49,9 @@ func (s *Server) updateOffset(req *Command) *Command {
 
 type errOffset int64
 
-func (e errOffset) Error() string { return "commitOffset " + strconv.FormatInt(int64(e), 10) + " is negative" }
+func (e errOffset) Error() string {
+	return "commitOffset " + strconv.FormatInt(int64(e), 10) + " is negative"
+}
 
 // minMaxOffset answers GET_MIN_OFFSET (always 0: a queue's offsets start
 // there and retention only skips what it removed) and GET_MAX_OFFSET (the

@@ -107,7 +107,7 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{eng: eng, opts: opts, log: opts.Logger, offsets: offs,
-		lim: Limits{MaxFrame: opts.MaxFrame, MaxHeader: opts.Limits.MaxHeaderBytes + 32<<10, MaxExtFields: 64},
+		lim:  Limits{MaxFrame: opts.MaxFrame, MaxHeader: opts.Limits.MaxHeaderBytes + 32<<10, MaxExtFields: 64},
 		done: make(chan struct{}), conns: map[*conn]struct{}{}}
 	s.clients = newRegistry(s.notifyGroup)
 	s.locks = newLockTable()
