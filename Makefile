@@ -58,6 +58,8 @@ test: vet fmt-check
 	@# The official RocketMQ push consumer races inside itself, so its test
 	@# is built without the race detector (rocketmq/push_test.go).
 	$(GO) test -count=1 -run Push ./rocketmq
+	@# So does the official RocketMQ 4.x Go client (remoting/client_test.go).
+	$(GO) test -count=1 -run Client ./remoting
 
 ## test-examples: the examples' tests (their own Go modules) against a real PostgreSQL started by scripts/postgres.sh
 test-examples:

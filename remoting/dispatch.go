@@ -12,6 +12,7 @@ import (
 
 // dispatch answers one request; nil means no answer.
 func (s *Server) dispatch(c *conn, req *Command) *Command {
+	s.count(req.Code)
 	switch req.Code {
 	case codeGetRouteInfoByTopic:
 		return s.route(c, req)

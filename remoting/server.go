@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hourglass-mq/hourglass/engine"
@@ -68,6 +69,8 @@ type Server struct {
 
 	// reported holds the request codes already logged as unsupported.
 	reported sync.Map
+	// requests counts the requests served, by code (*atomic.Int64).
+	requests sync.Map
 
 	done      chan struct{}
 	closeOnce sync.Once
@@ -173,6 +176,22 @@ func (s *Server) Close() error {
 	})
 	s.wg.Wait()
 	return s.offsets.close()
+}
+
+// Requests returns how many requests of a code were answered or handled.
+func (s *Server) Requests(code int) int64 {
+	if v, ok := s.requests.Load(int32(code)); ok {
+		return v.(*atomic.Int64).Load()
+	}
+	return 0
+}
+
+func (s *Server) count(code int32) {
+	v, ok := s.requests.Load(code)
+	if !ok {
+		v, _ = s.requests.LoadOrStore(code, new(atomic.Int64))
+	}
+	v.(*atomic.Int64).Add(1)
 }
 
 func (s *Server) dropConn(c *conn) {
