@@ -83,3 +83,40 @@ var instances atomic.Int64
 func instance(t *testing.T) string {
 	return fmt.Sprintf("%s-%d", t.Name(), instances.Add(1))
 }
+
+// request sends one request on a new connection and reads its answer.
+func (b *testBroker) request(t *testing.T, c *Command) *Command {
+	t.Helper()
+	nc, err := net.Dial("tcp", b.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	return exchange(t, nc, c)
+}
+
+func exchange(t *testing.T, nc net.Conn, c *Command) *Command {
+	t.Helper()
+	c.Opaque = 42
+	out, err := c.encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nc.Write(out); err != nil {
+		t.Fatal(err)
+	}
+	nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		buf, err := readFrame(nc, testLimits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := decodeFrame(buf, testLimits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.isResponse() && resp.Opaque == 42 {
+			return resp
+		}
+	}
+}
