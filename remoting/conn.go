@@ -117,12 +117,19 @@ func (c *conn) logReadErr(err error) {
 
 func (c *conn) acquire(n int) {
 	c.bmu.Lock()
-	for c.inflight > 0 && (c.used+n > c.budget || c.inflight >= maxInflight) {
+	for c.mustWaitLocked(n) {
 		c.bcond.Wait()
 	}
 	c.used += n
 	c.inflight++
 	c.bmu.Unlock()
+}
+
+// mustWaitLocked says whether a frame of n bytes must wait for handlers
+// to finish: one frame alone always goes, whatever its size (it was
+// already bounded by MaxFrame). bmu held.
+func (c *conn) mustWaitLocked(n int) bool {
+	return c.inflight > 0 && (c.used+n > c.budget || c.inflight >= maxInflight)
 }
 
 func (c *conn) release(n int) {
