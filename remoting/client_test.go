@@ -32,6 +32,20 @@ func newProducer(t *testing.T, b *testBroker, opts ...producer.Option) rocketmq.
 	return p
 }
 
+// newProducerNoStartCheck starts a producer whose sends are expected to fail.
+func newProducerNoStartCheck(t *testing.T, b *testBroker, opts ...producer.Option) rocketmq.Producer {
+	t.Helper()
+	opts = append([]producer.Option{producer.WithNsResolver(primitive.NewPassthroughResolver([]string{b.addr})),
+		producer.WithInstanceName(instance(t)), producer.WithRetry(0)}, opts...)
+	p, err := rocketmq.NewProducer(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Start()
+	t.Cleanup(func() { p.Shutdown() })
+	return p
+}
+
 type delivery struct {
 	msg *primitive.MessageExt
 	at  time.Time

@@ -39,6 +39,12 @@ func startTest(t *testing.T, edit func(*Options)) *testBroker {
 
 func startAt(t *testing.T, dir, addr string, edit func(*Options)) *testBroker {
 	t.Helper()
+	return startWrapped(t, dir, addr, edit, nil)
+}
+
+// startWrapped is startAt with the listener wrapped (TLS).
+func startWrapped(t *testing.T, dir, addr string, edit func(*Options), wrap func(net.Listener) net.Listener) *testBroker {
+	t.Helper()
 	lim := message.Limits{DelayLevels: testLevels}
 	eng, err := engine.Open(engine.Options{Dir: dir + "/engine", Limits: lim, DefaultQueues: 4})
 	if err != nil {
@@ -56,6 +62,9 @@ func startAt(t *testing.T, dir, addr string, edit func(*Options)) *testBroker {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if wrap != nil {
+		ln = wrap(ln)
 	}
 	go srv.Serve(ln)
 	b := &testBroker{eng: eng, srv: srv, addr: ln.Addr().String(), dir: dir}
