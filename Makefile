@@ -26,7 +26,7 @@ DIST      ?= dist
 SHELL       := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 
-.PHONY: all build release run test test-examples compat-java vet fmt-check fmt bench soak mutate schemathesis clean bench-rocketmq
+.PHONY: all build release run test test-examples compat-java compat-java-remoting vet fmt-check fmt bench soak mutate schemathesis clean bench-rocketmq
 
 all: build
 
@@ -70,6 +70,10 @@ test-examples:
 ## compat-java: the official RocketMQ 5 Java client against the real binary, over TLS and plaintext (needs Java and Maven)
 compat-java:
 	scripts/compat-java.sh
+
+## compat-java-remoting: the official RocketMQ remoting Java client (4.9.x and 5.x) against the real binary's remoting listener; CASES= picks cases, COMPAT_REMOTING_TARGET=rocketmq runs them against Apache RocketMQ 5.3.3 (needs Java and Maven)
+compat-java-remoting:
+	scripts/compat-java-remoting.sh $(CASES)
 
 vet:
 	$(GO) vet ./...

@@ -6,6 +6,10 @@
 #   scripts/rocketmq.sh start [TOPIC...]   starts it, creates each TOPIC as a
 #                                          DELAY topic, prints the gRPC endpoint
 #   scripts/rocketmq.sh stop               kills the three JVMs by PID
+#   scripts/rocketmq.sh kill-broker        kills the broker with SIGKILL and
+#                                          starts it again on the same store,
+#                                          back once it registered again (a
+#                                          crash test's restart)
 #
 # The jars come from the Maven registry with `mvn dependency:copy-dependencies`
 # (a generated pom, about 90 MiB, 1-1.5 min the first time) into a cache
@@ -102,7 +106,11 @@ waitfor() {
 }
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-registered() { grep -qs "new broker registered" "$run/home/logs/rocketmqlogs/namesrv.log"; }
+# registered: the name server logged more than $1 (default 0) broker
+# registrations; it logs one each time a broker that it did not know (or
+# whose connection closed) registers.
+registrations() { grep -cs "new broker registered" "$run/home/logs/rocketmqlogs/namesrv.log" || true; }
+registered() { [ "$(registrations)" -gt "${1:-0}" ]; }
 
 stop() {
 	local name pid
@@ -168,8 +176,17 @@ EOF
 stop)
 	[ -d "$run" ] && stop
 	;;
+kill-broker)
+	[ -f "$run/broker.pid" ] || { echo "rocketmq.sh: no broker is running" >&2; exit 1; }
+	before="$(registrations)"
+	pid="$(cat "$run/broker.pid")"
+	kill -9 "$pid"
+	for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	jvm broker org.apache.rocketmq.broker.BrokerStartup -c "$run/broker.conf"
+	waitfor 90 broker registered "$before"
+	;;
 *)
-	echo "usage: $0 start [TOPIC...] | stop" >&2
+	echo "usage: $0 start [TOPIC...] | stop | kill-broker" >&2
 	exit 2
 	;;
 esac

@@ -1,0 +1,116 @@
+import java.util.ArrayList;
+import java.util.List;
+
+import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
+import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
+import org.apache.rocketmq.client.producer.DefaultMQProducer;
+import org.apache.rocketmq.common.message.Message;
+import org.apache.rocketmq.common.message.MessageExt;
+
+/**
+ * Retries up to the dead letters, as 4.x consumers rely on them: a listener
+ * answers RECONSUME_LATER to one message each time; with
+ * setMaxReconsumeTimes(2) it comes back twice (reconsume times 1 and 2, not
+ * before delay levels 3 and 4, 10 s and 30 s, after the previous delivery),
+ * on its own topic, with its message ID, body, tag, keys and user property,
+ * and RETRY_TOPIC and ORIGIN_MESSAGE_ID; then a consumer of %DLQ%group gets
+ * it with the same ID, body, tag, keys and user property.
+ */
+public final class RetryCase implements Compat.Case {
+    static final int MAX_RECONSUME = 2;
+    static final long[] RETRY_MS = {10_000, 30_000};
+
+    @Override
+    public long timeoutMillis() {
+        return 180_000;
+    }
+
+    @Override
+    public void run(Ctx c) throws Exception {
+        String topic = c.name("t");
+        String group = c.name("g");
+        DefaultMQProducer p = c.producer("p", null);
+        Probe probe = new Probe(m -> "retry-me".equals(m.getKeys())
+            ? ConsumeConcurrentlyStatus.RECONSUME_LATER : ConsumeConcurrentlyStatus.CONSUME_SUCCESS);
+        DefaultMQPushConsumer consumer = c.consumer("g", topic, "*", probe, null);
+        consumer.setMaxReconsumeTimes(MAX_RECONSUME);
+        c.ready(p, topic, consumer, probe);
+
+        Message sent = Ctx.message(topic, "TagR", "retry-me", "retry until dead");
+        String id = Ctx.sendOK(p, sent).getMsgId();
+        if (!probe.awaitTimes(id, MAX_RECONSUME + 1, 80_000)) {
+            throw Ctx.fail("the message was delivered %d times in 80 s, want %d (first and %d retries)",
+                probe.arrivals(id).size(), MAX_RECONSUME + 1, MAX_RECONSUME);
+        }
+        List<Probe.Arrival> a = probe.arrivals(id);
+        List<String> problems = new ArrayList<>();
+        for (int i = 0; i <= MAX_RECONSUME; i++) {
+            MessageExt m = a.get(i).msg;
+            if (m.getReconsumeTimes() != i) {
+                problems.add(String.format("delivery %d has reconsume times %d", i + 1, m.getReconsumeTimes()));
+            }
+            String diff = Ctx.roundTrip(sent, m);
+            if (diff != null) {
+                problems.add(String.format("delivery %d changed: %s", i + 1, diff));
+            }
+            if (!topic.equals(m.getTopic())) {
+                problems.add(String.format("delivery %d on topic %s", i + 1, m.getTopic()));
+            }
+            if (i == 0) {
+                continue;
+            }
+            long gap = a.get(i).at - a.get(i - 1).at;
+            c.log("retry %d came %d ms after the previous delivery (level %d: %d ms)", i, gap, 2 + i, RETRY_MS[i - 1]);
+            if (gap < RETRY_MS[i - 1]) {
+                problems.add(String.format("retry %d came %d ms after the previous delivery, before level %d's %d ms",
+                    i, gap, 2 + i, RETRY_MS[i - 1]));
+            }
+            for (String prop : new String[] {"RETRY_TOPIC", "ORIGIN_MESSAGE_ID"}) {
+                if (m.getProperty(prop) == null) {
+                    problems.add(String.format("retry %d lacks the %s property", i, prop));
+                }
+            }
+        }
+        if (a.size() > MAX_RECONSUME + 1) {
+            problems.add("delivered " + a.size() + " times, want " + (MAX_RECONSUME + 1));
+        }
+
+        // The dead-letter topic comes into being with the last send-back,
+        // which the client makes after the listener returned: a consumer of
+        // it started before its route exists would wait for the client's
+        // next route refresh (30 s), so wait for the route first (through
+        // the name server; a push consumer's fetchSubscribeMessageQueues
+        // answers only for topics it subscribes).
+        String dlq = "%DLQ%" + group;
+        long until = System.currentTimeMillis() + 45_000;
+        while (true) {
+            try {
+                if (!p.fetchPublishMessageQueues(dlq).isEmpty()) {
+                    break;
+                }
+            } catch (Exception e) {
+                if (System.currentTimeMillis() > until) {
+                    problems.add(dlq + " has no route 45 s after the last retry: " + QueryCase.firstLine(e));
+                    throw Ctx.fail("%s", String.join("; ", problems));
+                }
+            }
+            Thread.sleep(200);
+        }
+        Probe dead = new Probe();
+        DefaultMQPushConsumer dlqConsumer = c.consumer("dlq", dlq, "*", dead, null);
+        dlqConsumer.start();
+        if (!dead.await(List.of(id), 30_000)) {
+            problems.add("the message did not arrive in " + dlq + " in 30 s");
+        } else {
+            MessageExt m = dead.arrivals(id).get(0).msg;
+            String diff = Ctx.roundTrip(sent, m);
+            if (diff != null) {
+                problems.add("the dead letter changed: " + diff);
+            }
+            c.log("dead letter in %s: id %s, reconsume times %d", dlq, m.getMsgId(), m.getReconsumeTimes());
+        }
+        if (!problems.isEmpty()) {
+            throw Ctx.fail("%s", String.join("; ", problems));
+        }
+    }
+}

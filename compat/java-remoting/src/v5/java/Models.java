@@ -1,0 +1,17 @@
+import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
+import org.apache.rocketmq.remoting.protocol.heartbeat.MessageModel;
+
+/**
+ * The one class whose package moved between the 5.x client and the other
+ * (MessageModel): compiled only for 5.x clients, so the cases stay one
+ * source for both.
+ */
+final class Models {
+    private Models() {
+    }
+
+    /** Sets the consumer to broadcasting: every consumer of the group gets every message. */
+    static void broadcasting(DefaultMQPushConsumer c) {
+        c.setMessageModel(MessageModel.BROADCASTING);
+    }
+}
