@@ -45,6 +45,11 @@
 // These constants, the naming scheme and the layouts above are part of the
 // on-disk format and must not change without a new version byte.
 //
+// A sealed segment also has a sum file beside it, <segment>.sum, with the
+// CRC32C of all its record bytes, written when it is sealed (its layout,
+// and why a missing one is no failure, are in sum.go). Segments sealed
+// before sum files existed have none and are checked by their frames.
+//
 // # Positions
 //
 // A Pos is a global byte offset that counts record frames only: the
@@ -192,8 +197,11 @@
 //
 //   - a record that fails validation in a sealed (not last) segment is
 //     reported by Read and Scan as ErrCorrupt when they reach it; Open
-//     succeeds and the records around it stay readable (Repair salvages
-//     it);
+//     succeeds (it reads only the last segment) and the records around it
+//     stay readable (Repair salvages it). DamagedAt tells such damage from
+//     an I/O error and names its position. Scrub finds it while the log is
+//     open, before a reader meets it, by reading a sealed segment at a
+//     pace its caller sets;
 //   - a bad header on a segment holding records, or segments that do not
 //     chain, make Open (and Repair) fail with ErrCorrupt naming the file.
 //

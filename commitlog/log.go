@@ -125,6 +125,9 @@ type RecoveryInfo struct {
 	RemovedSegments []string
 	// Duration is how long recovery took.
 	Duration time.Duration
+	// tailSum is the running sum of the last segment's valid records,
+	// where the writer's sum goes on from (sum.go).
+	tailSum uint32
 }
 
 // Errors returned by the log. Errors carrying a cause wrap both the sentinel
@@ -250,7 +253,7 @@ func Open(opts Options) (*Log, error) {
 	l.mu.segs = segs
 	active := segs[len(segs)-1]
 	l.mu.head = active.end()
-	l.w = writer{log: l, active: active, written: active.size, synced: active.size}
+	l.w = writer{log: l, active: active, written: active.size, synced: active.size, sum: info.tailSum}
 	go l.run()
 	return l, nil
 }
@@ -420,6 +423,9 @@ func (l *Log) DeleteBefore(pos Pos) (int, error) {
 			err = fmt.Errorf("commitlog: remove %s: %w", s.name, err)
 			break
 		}
+		// Its sum file goes with it, best effort: one left behind names
+		// its base, so it never vouches for another segment.
+		_ = l.opts.FS.Remove(l.path(SumFileName(s.name)))
 		err = nil
 		l.mu.Lock()
 		l.mu.segs = l.mu.segs[1:]

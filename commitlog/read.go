@@ -1,8 +1,10 @@
 package commitlog
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 
 	"github.com/hourglass-mq/hourglass/vfs"
@@ -25,6 +27,12 @@ type frameIter struct {
 	// view makes next return a payload that is a slice of buf rather than
 	// a copy, valid only until the next call (ReadEach).
 	view bool
+	// sum, if not nil, accumulates the CRC32C of every frame's bytes that
+	// validates, in order (the segment's sum: see sum.go).
+	sum *uint32
+	// pace, if not nil, is called before each read with its size, and its
+	// error stops the walk (Scrub's rate limit).
+	pace func(n int64) error
 
 	// buf caches file bytes of positions [bufPos, bufPos+len(buf)).
 	buf    []byte
@@ -63,6 +71,11 @@ func (it *frameIter) fill(n int64) error {
 	}
 	it.buf = it.buf[:want]
 	it.bufPos = it.pos
+	if it.pace != nil {
+		if err := it.pace(want); err != nil {
+			return err
+		}
+	}
 	got, err := it.f.ReadAt(it.buf, HeaderSize+int64(it.pos-it.base))
 	it.buf = it.buf[:got]
 	if int64(got) >= n {
@@ -109,6 +122,11 @@ func (it *frameIter) next() (Record, Pos, error) {
 		}
 	} else if payload = make([]byte, h.length); h.length > 0 {
 		// Too big to cache: read straight into the payload.
+		if it.pace != nil {
+			if err := it.pace(int64(h.length)); err != nil {
+				return Record{}, at, err
+			}
+		}
 		n, err := it.f.ReadAt(payload, HeaderSize+int64(at-it.base)+FrameHeaderSize)
 		if n < len(payload) {
 			if err == nil || errors.Is(err, io.EOF) {
@@ -119,6 +137,13 @@ func (it *frameIter) next() (Record, Pos, error) {
 	}
 	if recordCRC(h.typ, payload) != h.crc {
 		return Record{}, at, &corruptError{pos: at, reason: "checksum mismatch"}
+	}
+	if it.sum != nil {
+		var hdr [FrameHeaderSize]byte
+		binary.LittleEndian.PutUint32(hdr[0:4], h.length)
+		binary.LittleEndian.PutUint32(hdr[4:8], h.crc)
+		hdr[8] = byte(h.typ)
+		*it.sum = crc32.Update(crc32.Update(*it.sum, castagnoli, hdr[:]), castagnoli, payload)
 	}
 	it.pos = at + Pos(total)
 	if h.typ == TypeSkip {

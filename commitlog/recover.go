@@ -82,6 +82,7 @@ func recoverDir(fsys vfs.FS, dir string) (segs []*segment, info RecoveryInfo, er
 	}
 	info.RecordsScanned = sc.records
 	info.BytesScanned = int64(sc.validEnd - last.base)
+	info.tailSum = sc.sum
 	info.TruncatedAt = sc.validEnd
 	if len(sc.ranges) == 0 {
 		return segs, info, nil
@@ -324,6 +325,7 @@ type segmentScan struct {
 	records  int // valid records (skip frames excluded) before validEnd
 	skips    int // skip frames before validEnd
 	ranges   []DamagedRange
+	sum      uint32 // CRC32C of the frames before validEnd (sum.go)
 }
 
 // scanSegment validates s frame by frame. Up to the first bad frame it
@@ -331,7 +333,7 @@ type segmentScan struct {
 // into memory and delimits the damaged ranges with findDamage.
 func scanSegment(s *segment) (segmentScan, error) {
 	var sc segmentScan
-	it := frameIter{f: s.f, base: s.base, pos: s.base, limit: s.end()}
+	it := frameIter{f: s.f, base: s.base, pos: s.base, limit: s.end(), sum: &sc.sum}
 	ce, records, skips, err := walkToDamage(&it, s.name, nil)
 	sc.records, sc.skips = records, skips
 	if err != nil {

@@ -95,6 +95,10 @@ type RepairReport struct {
 	// positions.
 	RecordsLost int `json:"records_lost"`
 	RecordsKept int `json:"records_kept"`
+	// Resummed lists sealed segments whose bytes did not match their sum
+	// file although every record validated: Repair rewrote the sum file
+	// to the bytes as they are (it cannot tell what changed).
+	Resummed []string `json:"resummed,omitempty"`
 }
 
 // Repair checks every segment of the log in opts.Dir (only FS and Dir are
@@ -140,6 +144,12 @@ func Repair(opts Options, mode RepairMode) (RepairReport, error) {
 			return rep, err
 		}
 		if len(sc.ranges) == 0 {
+			if i < len(segs)-1 {
+				err = rep.checkSum(fsys, dir, s, sc.sum)
+			}
+			if err != nil {
+				return rep, err
+			}
 			continue
 		}
 		last := i == len(segs)-1
@@ -148,11 +158,48 @@ func Repair(opts Options, mode RepairMode) (RepairReport, error) {
 		} else {
 			err = rep.salvage(&q, s, sc.ranges, last)
 		}
+		if err == nil && !last {
+			err = resum(fsys, dir, s)
+		}
 		if err != nil {
 			return rep, err
 		}
 	}
 	return rep, nil
+}
+
+// checkSum rewrites the sum file of sealed segment s, whose frames all
+// validate and sum to sum, if it does not match: Repair cannot tell which
+// bytes changed when every frame validates (a Repair interrupted between
+// a skip frame and its sum file leaves exactly that), so it takes the
+// segment as it is and says so in Resummed.
+func (rep *RepairReport) checkSum(fsys vfs.FS, dir string, s *segment, sum uint32) error {
+	want, ok, _, err := readSum(fsys, dir, s.name, s.base)
+	if err != nil {
+		return fmt.Errorf("commitlog: read the sum file of %s: %w", s.name, err)
+	}
+	if !ok || (want.length == s.size && want.crc == sum) {
+		return nil
+	}
+	rep.Resummed = append(rep.Resummed, s.name)
+	return resum(fsys, dir, s)
+}
+
+// resum rewrites the sum file of sealed segment s after its damage was
+// overwritten by skip frames: its old sum vouched for bytes that are gone
+// (sum.go). The file is synced, then its directory.
+func resum(fsys vfs.FS, dir string, s *segment) error {
+	crc, err := fileSum(s)
+	if err == nil {
+		err = writeSum(fsys, dir, s.name, s.base, s.size, crc)
+	}
+	if err == nil {
+		err = fsys.SyncDir(dir)
+	}
+	if err != nil {
+		return fmt.Errorf("commitlog: rewrite the sum file of %s: %w", s.name, err)
+	}
+	return nil
 }
 
 // salvage overwrites each damaged range of s with a skip frame, except a

@@ -3,6 +3,7 @@ package commitlog
 import (
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"runtime"
 	"slices"
 	"sync"
@@ -56,6 +57,9 @@ type writer struct {
 	// Records and bytes written since the last data sync, for OnSync.
 	pendingRecords int
 	pendingBytes   int
+	// sum is the CRC32C of the active segment's record bytes [0,
+	// written), written to its sum file when it is sealed (sum.go).
+	sum uint32
 
 	spareBuf  []byte
 	spareReqs []*request
@@ -331,6 +335,7 @@ func (w *writer) writeChunk(buf []byte, chunk []*request) error {
 		return w.undo(w.written, fmt.Errorf("commitlog: write %s: %w", w.active.name, classify(err)))
 	}
 	w.written += int64(to - from)
+	w.sum = crc32.Update(w.sum, castagnoli, buf[from:to])
 	w.pendingBytes += to - from
 	for _, r := range chunk {
 		w.pendingRecords += r.records
@@ -374,6 +379,7 @@ func (w *writer) roll() error {
 			return w.syncFailed(fmt.Errorf("sync %s before roll: %w", w.active.name, err))
 		}
 	}
+	w.seal()
 	watch := &syncWatch{FS: l.opts.FS}
 	s, err := createSegment(watch, l.opts.Dir, w.active.base+Pos(w.written))
 	if err != nil {
@@ -393,8 +399,20 @@ func (w *writer) roll() error {
 	l.mu.Lock()
 	l.mu.segs = append(l.mu.segs, s)
 	l.mu.Unlock()
-	w.active, w.written, w.synced = s, 0, 0
+	w.active, w.written, w.synced, w.sum = s, 0, 0, 0
 	return nil
+}
+
+// seal writes the sum file of the active segment, which is synced in full
+// and about to be followed by a new one. It is best effort (see sum.go): a
+// failure leaves the segment without a sum, checked by its frames alone,
+// and removes what it may have left so that no partial sum file stays. A
+// failed roll after it seals the same bytes again at the next try.
+func (w *writer) seal() {
+	l := w.log
+	if err := writeSum(l.opts.FS, l.opts.Dir, w.active.name, w.active.base, w.written, w.sum); err != nil {
+		_ = l.opts.FS.Remove(l.path(SumFileName(w.active.name)))
+	}
 }
 
 // background is the FlushAsync ticker's sync.

@@ -195,6 +195,15 @@ func (e *Engine) copyLive(c *copier, tmp string, head commitlog.Pos) error {
 			if err := c.link(from, to); err != nil {
 				return err
 			}
+			// Its sum file, if it has one (commitlog/sum.go): immutable
+			// like the segment, and the restored broker's scrub uses it.
+			sum := commitlog.SumFileName(s.Name)
+			if f, err := e.opts.FS.Open(path.Join(src, "log", sum)); err == nil {
+				f.Close()
+				if err := c.link(path.Join(src, "log", sum), path.Join(tmp, "log", sum)); err != nil {
+					return err
+				}
+			}
 			continue
 		}
 		if err := c.file(from, to, commitlog.HeaderSize+int64(min(s.End, head)-s.Base)); err != nil {

@@ -302,6 +302,10 @@ func (c *checker) log() error {
 	for _, b := range vr.Broken {
 		c.problem(path.Join("log", b.Segment), 0, "%s: recovery refuses to start", b.Reason)
 	}
+	for _, b := range vr.SumMismatch {
+		c.problem(path.Join("log", b.Segment), 0, "%s: bytes changed that no record's checksum caught; compare with a backup ("+
+			"`hourglass repair` takes the segment as it is and rewrites its sum file)", b.Reason)
+	}
 	for _, name := range vr.Incomplete {
 		c.note(path.Join("log", name), 0, "a segment whose creation never completed (no valid header, no records); recovery removes it")
 	}
