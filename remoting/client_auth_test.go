@@ -10,11 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/rocketmq-client-go/v2"
 	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
 
-	"github.com/hourglass-mq/hourglass/rocketmq"
+	hgrocketmq "github.com/hourglass-mq/hourglass/rocketmq"
 )
 
 // TestClientACL: with a secret set, the official client's ACL signature
@@ -45,11 +46,16 @@ func TestClientACL(t *testing.T) {
 // client with its TLS option on.
 func TestClientTLS(t *testing.T) {
 	dir := t.TempDir()
-	tc, err := rocketmq.SelfSignedTLS(dir+"/tls", "127.0.0.1")
+	tc, err := hgrocketmq.SelfSignedTLS(dir+"/tls", "127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	b := startWrapped(t, dir, "127.0.0.1:0", nil, func(ln net.Listener) net.Listener { return tls.NewListener(ln, tc) })
+	// The client's TLS option writes into its process-wide default
+	// configuration, so every later client would dial TLS too: set it
+	// back once this test is done (a client's option is applied when it
+	// is made).
+	t.Cleanup(func() { rocketmq.NewProducer(producer.WithTls(false)) })
 	p := newProducer(t, b, producer.WithTls(true))
 	_, got := newPush(t, b, "tls", "secure", consumer.MessageSelector{}, nil, consumer.WithTls(true))
 	if _, err := p.SendSync(context.Background(), primitive.NewMessage("secure", []byte("over tls")).WithDelayTimeLevel(1)); err != nil {
