@@ -88,9 +88,11 @@ func (b *testBroker) close(t *testing.T) {
 var instances atomic.Int64
 
 // instance is a client instance name of its own: the Go client shares one
-// client per instance name within a process.
+// client per instance name within a process, and a broadcasting consumer
+// keeps its offsets in a file named after it, which an earlier run's
+// consumer of the same name would have left behind.
 func instance(t *testing.T) string {
-	return fmt.Sprintf("%s-%d", t.Name(), instances.Add(1))
+	return fmt.Sprintf("%s-%d-%d-%d", t.Name(), os.Getpid(), time.Now().UnixNano(), instances.Add(1))
 }
 
 // request sends one request on a new connection and reads its answer.
