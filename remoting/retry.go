@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"strconv"
+	"time"
 
 	"github.com/hourglass-mq/hourglass/engine"
 	"github.com/hourglass-mq/hourglass/message"
@@ -63,7 +64,7 @@ func (s *Server) sendBack(c *conn, req *Command) *Command {
 			level = 3 + times
 		}
 		level = min(level, len(s.opts.Limits.DelayLevels))
-		w = message.When{Level: level}
+		w = message.When{Delay: s.opts.Limits.DelayLevels[level-1] + time.Millisecond} // as a send's level
 		props[propDelay] = strconv.Itoa(level)
 		props[propRealTopic], props[propRealQueueID] = out.Topic, "0"
 	}

@@ -235,7 +235,11 @@ func (s *Server) when(props map[string]string, h sendHeader, now int64) (message
 			delete(props, propTimerDelayMs)
 			delete(props, propTimerDeliverMs)
 			props[propRealTopic], props[propRealQueueID] = h.topic, strconv.Itoa(h.queue)
-			return message.When{Level: min(level, len(s.opts.Limits.DelayLevels))}, nil
+			// The broker's clock counts whole milliseconds, so the send
+			// happened up to 1 ms after the instant it reads: 1 ms more
+			// keeps the delivery from being early by that fraction.
+			level = min(level, len(s.opts.Limits.DelayLevels))
+			return message.When{Delay: s.opts.Limits.DelayLevels[level-1] + time.Millisecond}, nil
 		}
 	}
 	var w message.When
@@ -258,7 +262,8 @@ func (s *Server) when(props map[string]string, h sendHeader, now int64) (message
 		}
 		switch name {
 		case propTimerDelayMs:
-			w, at = message.When{Delay: time.Duration(max(n, 0)) * time.Millisecond}, now+n
+			// 1 ms more, as for a level.
+			w, at = message.When{Delay: time.Duration(max(n, 0)+1) * time.Millisecond}, now+n
 		default:
 			w, at = message.When{At: n}, n
 		}
