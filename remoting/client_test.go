@@ -121,10 +121,57 @@ func TestClientDelayLevel(t *testing.T) {
 		m.GetProperty("REAL_QID") == "" || m.Topic != "reminders" {
 		t.Fatalf("got %v (ID %s), want ID %s with its keys, tag and properties", m, m.MsgId, res.MsgID)
 	}
-	// The key is hourglass's: the message is found by topic and key, and
-	// the offset message ID is its hourglass ID.
+	// The first key is hourglass's: the message is found by topic and key,
+	// and the offset message ID holds its position.
 	info, err := b.eng.InspectKey("reminders", "order-1")
-	if err != nil || info.ID.String() != res.OffsetMsgID {
+	if err != nil || offsetMsgID(b.addr, info.ID.Pos) != res.OffsetMsgID {
 		t.Fatalf("inspect by key: %+v, %v; send result %s", info, err, res.OffsetMsgID)
+	}
+}
+
+// TestClientQueries: QUERY_MESSAGE finds a message by its key, and by its
+// message ID (the clients' unique-key query) when it has no key, in a
+// body the client's own decoder reads; an ID or key never handed out,
+// and any commit-log offset, find nothing.
+func TestClientQueries(t *testing.T) {
+	b := startTest(t, nil)
+	p := newProducer(t, b)
+	keyed, err := p.SendSync(context.Background(), primitive.NewMessage("shop", []byte("keyed")).WithKeys([]string{"cart-1"}).WithTag("t1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := p.SendSync(context.Background(), primitive.NewMessage("shop", []byte("plain")).WithDelayTimeLevel(7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	query := func(key string, uniq bool) *Command {
+		ext := map[string]string{"topic": "shop", "key": key, "maxNum": "32", "beginTimestamp": "0", "endTimestamp": "9999999999999"}
+		if uniq {
+			ext["_UNIQUE_KEY_QUERY"] = "true"
+		}
+		return b.request(t, &Command{Code: codeQueryMessage, ExtFields: ext})
+	}
+	for _, c := range []struct {
+		key  string
+		uniq bool
+		want *primitive.SendResult
+		body string
+	}{{"cart-1", false, keyed, "keyed"}, {plain.MsgID, true, plain, "plain"}} {
+		resp := query(c.key, c.uniq)
+		if resp.Code != respSuccess {
+			t.Fatalf("query %q: %d %q", c.key, resp.Code, resp.Remark)
+		}
+		ms := primitive.DecodeMessage(resp.Body)
+		if len(ms) != 1 || ms[0].MsgId != c.want.MsgID || string(ms[0].Body) != c.body || ms[0].OffsetMsgId != c.want.OffsetMsgID {
+			t.Fatalf("query %q: %v", c.key, ms)
+		}
+	}
+	for _, key := range []string{"cart-2", "0A0000010000000000000000000000FF"} {
+		if resp := query(key, true); resp.Code != respQueryNotFound {
+			t.Fatalf("query %q: %d, want not found", key, resp.Code)
+		}
+	}
+	if resp := b.request(t, &Command{Code: codeViewMessageByID, ExtFields: map[string]string{"offset": "0"}}); resp.Code != respQueryNotFound {
+		t.Fatalf("view by offset: %d", resp.Code)
 	}
 }

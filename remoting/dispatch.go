@@ -49,7 +49,7 @@ func (s *Server) dispatch(c *conn, req *Command) *Command {
 	case codeViewMessageByID:
 		return s.viewMessage(req)
 	case codeQueryMessage:
-		return s.queryMessage(req)
+		return s.queryMessage(c, req)
 	}
 	return s.unsupported(req)
 }

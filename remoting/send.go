@@ -42,6 +42,7 @@ type sendHeader struct {
 	reconsume      int
 	maxReconsume   int
 	bornHost       string
+	local          string // the address the client reached
 	transactionSet bool
 }
 
@@ -79,7 +80,7 @@ func (s *Server) send(c *conn, req *Command) *Command {
 	if err != nil {
 		return badRequest(err)
 	}
-	h.bornHost = c.nc.RemoteAddr().String()
+	h.bornHost, h.local = c.nc.RemoteAddr().String(), c.local
 	items := []batchItem{{flag: h.flag, body: req.Body, props: h.props}}
 	if req.Code == codeSendBatchMessage {
 		if items, err = decodeBatch(req.Body, s.eng.MaxBatch()); err != nil {
@@ -120,7 +121,7 @@ func (s *Server) store(h sendHeader, items []batchItem) *Command {
 	}
 	ids := make([]string, len(rs))
 	for i, r := range rs {
-		ids[i] = r.ID.String()
+		ids[i] = offsetMsgID(h.local, r.ID.Pos)
 	}
 	return okResp(map[string]string{"msgId": strings.Join(ids, ","), "queueId": strconv.Itoa(rs[0].Queue),
 		"queueOffset": "-1", "MSG_REGION": "DefaultRegion", "TRACE_ON": "true"})
@@ -183,11 +184,14 @@ func (s *Server) toEngine(h sendHeader, it batchItem, now int64) (engine.SendReq
 	}
 	tag := props[propTags]
 	delete(props, propTags)
-	key := ""
+	// hourglass indexes one key a message: its first key, by which it
+	// can be cancelled, rescheduled and inspected through hourglass's own
+	// API; else its message ID, by which queries find it.
+	uniq := props[propUniqKey]
+	key := uniq
 	if ks := strings.Fields(props[propKeys]); len(ks) > 0 {
 		key = ks[0]
 	}
-	uniq := props[propUniqKey]
 	props[hidBorn] = strconv.FormatInt(h.born, 10)
 	props[hidBornHost] = h.bornHost
 	if it.flag != 0 {
