@@ -182,9 +182,12 @@ func (c *conn) write(cmd *Command) error {
 }
 
 // notify sends a one-way request to the client.
-func (c *conn) notify(code int32, ext map[string]string) {
+func (c *conn) notify(code int32, ext map[string]string) { c.notifyBody(code, ext, nil) }
+
+// notifyBody sends a one-way request with a body to the client.
+func (c *conn) notifyBody(code int32, ext map[string]string, body []byte) {
 	cmd := &Command{Code: code, Language: "JAVA", Version: brokerVersion, Opaque: c.opaque.Add(1),
-		Flag: flagOneway, ExtFields: ext}
+		Flag: flagOneway, ExtFields: ext, Body: body}
 	if err := c.write(cmd); err != nil {
 		c.nc.Close()
 	}

@@ -41,6 +41,12 @@ type Options struct {
 	// IdleTimeout closes a connection that sends nothing for that long
 	// (clients heartbeat every 30 s); 0 means DefaultIdleTimeout.
 	IdleTimeout time.Duration
+	// TransactionTimeout is how long a half message may stay open before
+	// its producer is asked for its state; 0 means 6 s, as RocketMQ.
+	TransactionTimeout time.Duration
+	// TransactionCheckInterval is how often open transactions are
+	// checked; 0 means 30 s.
+	TransactionCheckInterval time.Duration
 	// Logger receives the adapter's logs; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -66,6 +72,7 @@ type Server struct {
 	offsets *offsetStore
 	clients *registry
 	locks   *lockTable
+	tx      txState
 
 	// reported holds the request codes already logged as unsupported.
 	reported sync.Map
@@ -114,6 +121,15 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 		done: make(chan struct{}), conns: map[*conn]struct{}{}}
 	s.clients = newRegistry(s.notifyGroup)
 	s.locks = newLockTable()
+	if opts.TransactionTimeout <= 0 {
+		s.opts.TransactionTimeout = txTimeout
+	}
+	if opts.TransactionCheckInterval <= 0 {
+		s.opts.TransactionCheckInterval = 30 * time.Second
+	}
+	s.wg.Add(2)
+	go func() { defer s.wg.Done(); s.checkLoop(s.opts.TransactionCheckInterval) }()
+	go func() { defer s.wg.Done(); s.flushLoop() }()
 	return s, nil
 }
 
