@@ -1,0 +1,76 @@
+//go:build !race
+
+package remoting
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+
+	"github.com/hourglass-mq/hourglass/engine"
+)
+
+// TestClientRebalance: two push consumers of one group split a topic's 8
+// queues between them (the member list and its change notice are what the
+// clients expect); when one stops, the other takes its queues over, and
+// every message is consumed, none twice.
+func TestClientRebalance(t *testing.T) {
+	b := startTest(t, nil)
+	if err := b.eng.CreateTopic("tasks", engine.TopicConfig{Queues: 8}); err != nil {
+		t.Fatal(err)
+	}
+	p := newProducer(t, b)
+	ca, gotA := newPush(t, b, "workers", "tasks", consumer.MessageSelector{}, nil)
+	cb, gotB := newPush(t, b, "workers", "tasks", consumer.MessageSelector{}, nil)
+	_ = ca
+	// Both are members, and each was told of the other.
+	for deadline := time.Now().Add(15 * time.Second); len(b.srv.clients.members("workers")) < 2 || b.srv.Requests(codeGetConsumerListByGroup) < 2; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("members %v", b.srv.clients.members("workers"))
+		}
+	}
+	send := func(from, n int) {
+		for i := from; i < from+n; i++ {
+			if _, err := p.SendSync(context.Background(), primitive.NewMessage("tasks", []byte(fmt.Sprint(i)))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	seen := map[string]string{}
+	take := func(n int) {
+		for len(seen) < n {
+			var d delivery
+			who := ""
+			select {
+			case d = <-gotA:
+				who = "a"
+			case d = <-gotB:
+				who = "b"
+			case <-time.After(20 * time.Second):
+				t.Fatalf("%d of %d consumed", len(seen), n)
+			}
+			if prev, dup := seen[string(d.msg.Body)]; dup {
+				t.Fatalf("message %s consumed by %s and by %s", d.msg.Body, prev, who)
+			}
+			seen[string(d.msg.Body)] = who
+		}
+	}
+	// Rebalancing takes a moment: send once both hold queues.
+	time.Sleep(2 * time.Second)
+	send(0, 80)
+	take(80)
+	count := map[string]int{}
+	for _, who := range seen {
+		count[who]++
+	}
+	if count["a"] == 0 || count["b"] == 0 {
+		t.Fatalf("one consumer got every message: %v", count)
+	}
+	cb.Shutdown()
+	send(80, 40)
+	take(120)
+}
