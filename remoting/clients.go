@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/hourglass-mq/hourglass/engine"
 	"github.com/hourglass-mq/hourglass/errs"
 )
 
@@ -227,5 +226,3 @@ func (s *Server) consumerList(req *Command) *Command {
 
 // dlqTopicOf is the dead-letter topic of a consumer group.
 func dlqTopicOf(group string) string { return dlqPrefix + group }
-
-var _ = engine.IsDeadLetterTopic

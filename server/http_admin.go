@@ -82,10 +82,12 @@ func insideResolved(root, dir string) bool {
 }
 
 // serverState lists the files of the data directory that the server, not
-// the engine, writes: the schedules' journal and the virtual-clock marker.
-// A backup carries them so that a restore keeps its schedules and stays
-// tied to its clock mode (restore copies the whole backup tree).
-var serverState = []string{filepath.Join("schedules", "journal"), virtualMarker}
+// the engine, writes: the schedules' journal, the virtual-clock marker and
+// the remoting protocol's consumer offsets (a file replaced whole by
+// rename, so a read sees one version). A backup carries them so that a
+// restore keeps its schedules and offsets and stays tied to its clock mode
+// (restore copies the whole backup tree).
+var serverState = []string{filepath.Join("schedules", "journal"), virtualMarker, filepath.Join("remoting", "consumer-offsets")}
 
 // readServerState reads serverState from dataDir, for the backup to carry.
 // A schedule change racing the read may leave a torn last journal record,
