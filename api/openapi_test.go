@@ -24,7 +24,8 @@ var requests = []any{SendMessage{}, BatchRequest{}, RescheduleRequest{}, TopicCo
 // responses are the types the server encodes.
 var responses = []any{Receipt{}, BatchReceipts{}, MessageInfo{}, Cancelled{}, Rescheduled{}, Topic{}, TopicList{},
 	Group{}, GroupList{}, ReceivedMessage{}, ReceiveResponse{}, AckResponse{}, RedriveResponse{}, Empty{}, Health{},
-	Stats{}, Error{}, ErrorBody{}, Forecast{}, ForecastBucket{}, BodyPreview{}, BackupResult{}}
+	Stats{}, Error{}, ErrorBody{}, Forecast{}, ForecastBucket{}, BodyPreview{}, BackupResult{},
+	Damage{}, DamagedRange{}, SetAside{}, Scrub{}}
 
 func loadSpec(t *testing.T) map[string]any { return openapispec.LoadOrFail(t, openapiFile) }
 

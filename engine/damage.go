@@ -77,6 +77,21 @@ type DamageReport struct {
 // Damaged reports whether the report holds any damage.
 func (r DamageReport) Damaged() bool { return len(r.Ranges) > 0 || r.SetAsideTotal > 0 }
 
+// Segments counts the retained segments the report names: those of its
+// ranges and of its set-asides.
+func (r DamageReport) Segments() int {
+	seen := map[string]bool{}
+	for _, d := range r.Ranges {
+		seen["log/"+d.Segment] = true
+	}
+	for _, s := range r.SetAside {
+		if s.Segment != "" {
+			seen[s.Segment] = true
+		}
+	}
+	return len(seen)
+}
+
 // Summary is one line naming the first damage and counting the rest, for
 // /healthz and logs; "" when there is none.
 func (r DamageReport) Summary() string {
@@ -163,6 +178,7 @@ func (d *damageState) report() DamageReport {
 func (e *Engine) Damage() DamageReport {
 	r := e.side.dmg.report()
 	start := e.clog.Start()
+	r.Ranges = slices.DeleteFunc(r.Ranges, func(d commitlog.DamagedRange) bool { return d.Pos < start })
 	for i := range r.SetAside {
 		if commitlog.Pos(r.SetAside[i].Pos) < start {
 			r.SetAside[i].Segment = ""

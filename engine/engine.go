@@ -164,7 +164,8 @@ type lifecycle struct {
 	done      chan struct{} // closed by Close
 	loopDone  chan struct{}
 	ckptDone  chan struct{}
-	lock      io.Closer // the data directory's lock, released by Close
+	scrubDone chan struct{} // closed when the scrubber ends (at once if it is off)
+	lock      io.Closer     // the data directory's lock, released by Close
 }
 
 // catalog holds the topics. Guarded by Engine.mu, except createMu, which
@@ -298,6 +299,7 @@ func Open(opts Options) (*Engine, error) {
 			done:      make(chan struct{}),
 			loopDone:  make(chan struct{}),
 			ckptDone:  make(chan struct{}),
+			scrubDone: make(chan struct{}),
 		},
 		cat:  &catalog{topicsByID: map[uint32]*topic{}, nextTopicID: 1},
 		cons: &consumers{groupsByID: map[uint32]*group{}, nextGroupID: 1},
@@ -354,8 +356,7 @@ func Open(opts Options) (*Engine, error) {
 		"log_start", e.clog.Start(), "log_head", e.clog.Head(),
 		"pending", e.stats.Pending.Load(), "replayed", e.stats.Replayed.Load())
 	e.life.lock, ok = lock, true
-	go e.loop()
-	go e.checkpointer()
+	e.startBackground()
 	return e, nil
 }
 
@@ -394,6 +395,7 @@ func (e *Engine) Close() error {
 	close(e.life.done)
 	<-e.life.loopDone
 	<-e.life.ckptDone
+	<-e.life.scrubDone
 	err := e.checkpoint()
 	e.mu.Lock()
 	for _, t := range e.cat.topicsByID {

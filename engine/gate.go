@@ -22,4 +22,5 @@ type sideIndexes struct {
 	dmg   damageState // damage found in the log and messages set aside (damage.go)
 	// health remembers failing fire records and checkpoints (health.go).
 	health healthState
+	scrub  scrubState // the background scrub's passes (scrub.go)
 }

@@ -100,6 +100,14 @@ type Options struct {
 	// ClockJumpThreshold is the wall-clock step, relative to the monotonic
 	// clock, that is logged and counted as a jump; default 1s.
 	ClockJumpThreshold time.Duration
+	// ScrubRate bounds the background scrub's reads of sealed log
+	// segments, in bytes per second (scrub.go); default 8 MiB/s.
+	// Negative turns the background scrub off.
+	ScrubRate int64
+	// ScrubInterval is the pause between the end of a scrub pass and the
+	// start of the next; default 1 h. The first pass starts a minute
+	// after Open.
+	ScrubInterval time.Duration
 
 	// Dedup is the idempotent-send policy of every topic not in
 	// DedupTopics (dedup.go); the zero value is a 24 h window.
@@ -174,6 +182,12 @@ func (o *Options) setDefaults() {
 	if o.ClockJumpThreshold == 0 {
 		o.ClockJumpThreshold = time.Second
 	}
+	if o.ScrubRate == 0 {
+		o.ScrubRate = DefaultScrubRate
+	}
+	if o.ScrubInterval == 0 {
+		o.ScrubInterval = DefaultScrubInterval
+	}
 	if o.Dedup.Window == 0 {
 		o.Dedup.Window = DefaultDedupWindow
 	}
@@ -189,6 +203,8 @@ func (o *Options) validate() error {
 		return fmt.Errorf("engine: DefaultQueues %d is not in [1, %d]", o.DefaultQueues, o.MaxQueues)
 	case o.MaxQueues > 65535:
 		return fmt.Errorf("engine: MaxQueues %d is above 65535", o.MaxQueues)
+	case o.ScrubInterval < 0:
+		return fmt.Errorf("engine: ScrubInterval %v is negative", o.ScrubInterval)
 	case o.MaxUnackedSpan < 1:
 		return fmt.Errorf("engine: MaxUnackedSpan %d must be positive", o.MaxUnackedSpan)
 	case o.DispatchBatch < 1 || o.DispatchBatch > maxDispatchBatch:

@@ -111,6 +111,8 @@ type Stats struct {
 	// before delivery; WindowMissed those made visible after their
 	// tolerance window ended (expire.go).
 	Expired, WindowMissed atomic.Uint64
+	// ScrubBytes counts the log bytes the scrub read (scrub.go).
+	ScrubBytes atomic.Uint64
 }
 
 // LatenessBounds are the lateness histogram's buckets, in seconds: fine

@@ -43,6 +43,7 @@ type Collector struct {
 	groupBacklog, groupInFlight                             *prometheus.Desc
 
 	forecast *forecastCollector // due soon and disk use (forecast.go)
+	damage   *damageCollector   // damage, scrub and degraded (damage.go)
 }
 
 // NewCollector returns a collector over eng.
@@ -53,6 +54,7 @@ func NewCollector(eng *engine.Engine) *Collector {
 	return &Collector{
 		eng:              eng,
 		forecast:         newForecastCollector(eng),
+		damage:           newDamageCollector(eng),
 		sent:             d("messages_sent_total", "Messages accepted by sends."),
 		fired:            d("messages_fired_total", "Messages that fell due and became visible to consumers (delivered to their queue)."),
 		cancelled:        d("messages_cancelled_total", "Pending messages cancelled."),
@@ -112,6 +114,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- d
 	}
 	c.forecast.Describe(ch)
+	c.damage.Describe(ch)
 }
 
 // Collect implements prometheus.Collector: it reads the engine's
@@ -155,6 +158,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	b := buildinfo.Get()
 	gauge(c.buildInfo, 1, b.Version, b.Commit, b.GoVersion)
 	c.forecast.Collect(ch)
+	c.damage.Collect(ch)
 
 	for _, t := range c.eng.Topics() {
 		ts, err := c.eng.DescribeTopic(t.Name)

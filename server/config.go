@@ -142,6 +142,12 @@ type Config struct {
 	// visible is kept for consumers before deletion (flag -retention).
 	// Must be positive.
 	Retention time.Duration
+	// ScrubRate bounds the background scrub of sealed log segments, in
+	// bytes per second (flag -scrub-rate); 0 turns the scrub off.
+	// ScrubInterval is the pause between the end of a pass and the next
+	// (flag -scrub-interval); must be positive.
+	ScrubRate     int64
+	ScrubInterval time.Duration
 	// DedupWindow is every topic's idempotent-send policy (flag
 	// -dedup-window): a duration, "delivered", optionally "+first-wins"
 	// (dedupconfig.go). DedupTopics overrides it per topic (flag
@@ -222,6 +228,8 @@ func DefaultConfig() Config {
 		DispatchRate:       eng.DispatchRate,
 		CheckpointInterval: eng.CheckpointInterval,
 		Retention:          eng.Retention,
+		ScrubRate:          eng.ScrubRate,
+		ScrubInterval:      eng.ScrubInterval,
 		DedupWindow:        engine.DefaultDedupWindow.String(),
 		ReadHeaderTimeout:  10 * time.Second,
 		ReadTimeout:        time.Minute,
@@ -275,6 +283,8 @@ func (c *Config) settings() []setting {
 		{"dispatch-rate", "most due messages made visible per second; negative means unbounded", (*intValue)(&c.DispatchRate)},
 		{"checkpoint-interval", "how often the engine checkpoints (bounds the log replayed at startup)", (*durationValue)(&c.CheckpointInterval)},
 		{"retention", "how long a fully delivered commit-log segment is kept before deletion", (*durationValue)(&c.Retention)},
+		{"scrub-rate", "bytes per second the background scrub reads sealed log segments at, to find damage before a consumer meets it (suffixes KiB, MiB, GiB); 0 turns it off", (*sizeValue)(&c.ScrubRate)},
+		{"scrub-interval", "pause between the end of a scrub pass and the start of the next", (*durationValue)(&c.ScrubInterval)},
 		{"dedup-window", "how long a send's dedup_id holds: a duration or \"delivered\" (until its message is visible), optionally +first-wins (a conflicting send gets the first receipt instead of 409)", (*stringValue)(&c.DedupWindow)},
 		{"dedup-topics", "per-topic dedup policies overriding -dedup-window: topic=policy, comma-separated", (*stringValue)(&c.DedupTopics)},
 		{"read-header-timeout", "longest a client may take to send a request's line and headers", (*durationValue)(&c.ReadHeaderTimeout)},
@@ -379,6 +389,9 @@ func (c Config) Validate() error {
 	}
 	if c.Retention <= 0 {
 		bad("-retention %v must be positive", c.Retention)
+	}
+	if c.ScrubInterval <= 0 {
+		bad("-scrub-interval %v must be positive", c.ScrubInterval)
 	}
 	if _, err := parseDedupPolicy(c.DedupWindow); err != nil {
 		bad("-dedup-window: %v", err)
@@ -488,6 +501,10 @@ func (c Config) EngineOptions(logger *slog.Logger) engine.Options {
 	o.DispatchRate = c.DispatchRate
 	o.CheckpointInterval = c.CheckpointInterval
 	o.Retention = c.Retention
+	o.ScrubRate, o.ScrubInterval = c.ScrubRate, c.ScrubInterval
+	if c.ScrubRate == 0 {
+		o.ScrubRate = -1 // off
+	}
 	o.Dedup, _ = parseDedupPolicy(c.DedupWindow)
 	o.DedupTopics, _ = parseDedupTopics(c.DedupTopics)
 	return o

@@ -78,6 +78,7 @@ var routes = []route{
 	{"POST", "/v1/clock/advance", (*Handler).clockAdvance},
 	{"GET", "/v1/stats", (*Handler).stats},
 	{"POST", "/v1/admin/backup", (*Handler).backup},
+	{"GET", "/v1/admin/damage", (*Handler).damage},
 	{"GET", "/healthz", (*Handler).healthz},
 	{"GET", "/metrics", (*Handler).serveMetrics},
 	{"GET", "/v1/forecast", (*Handler).forecast},

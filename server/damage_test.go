@@ -1,0 +1,147 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path"
+	"strings"
+	"testing"
+
+	"github.com/hourglass-mq/hourglass/api"
+	"github.com/hourglass-mq/hourglass/commitlog"
+	"github.com/hourglass-mq/hourglass/engine"
+	"github.com/hourglass-mq/hourglass/message"
+	"github.com/hourglass-mq/hourglass/vfs"
+)
+
+// TestDamageOverHTTP is issue 29's defect 1 as an operator and a consumer
+// see it: 4 bytes overwritten inside a message record of a sealed segment.
+// After a scrub pass /healthz answers 200 "degraded" naming the segment and
+// position, and GET /v1/admin/damage lists the range; a group's receive
+// that meets the record answers 500 data_loss naming its position, the
+// next receives get every other message, and the damage report lists the
+// message set aside.
+func TestDamageOverHTTP(t *testing.T) {
+	fs := vfs.NewMem()
+	cfg := DefaultConfig()
+	cfg.DataDir = "/data"
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	eo := cfg.EngineOptions(logger)
+	eo.FS, eo.SegmentBytes, eo.ScrubRate = fs, 4096, 1<<40
+	eng, err := engine.Open(eo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 60; i++ {
+		if _, err := eng.Send(context.Background(), message.Message{Topic: "t", Body: []byte(fmt.Sprintf("body %d", i))}, message.When{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := eng.Close(); err != nil {
+		t.Fatal(err)
+	}
+	pos, seg := damageSealed(t, fs, "/data/log", 9)
+
+	eng, err = engine.Open(eo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	srv := httptest.NewServer(New(eng, cfg, logger, nil))
+	defer srv.Close()
+	if err := eng.ScrubNow(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	code, h := getHealth(t, srv.URL)
+	if code != 200 || h.Status != "degraded" || len(h.Problems) != 1 || !strings.Contains(h.Problems[0], seg) ||
+		!strings.Contains(h.Problems[0], fmt.Sprintf("at position %d", pos)) {
+		t.Fatalf("healthz over damage: %d %+v", code, h)
+	}
+	var d api.Damage
+	getJSON(t, srv.URL+"/v1/admin/damage", &d)
+	if len(d.Ranges) != 1 || d.Ranges[0].Pos != pos || d.Ranges[0].Segment != "log/"+seg || d.Scrub.Passes != 1 || d.Scrub.LastPassTime == "" {
+		t.Fatalf("damage report: %+v", d)
+	}
+
+	got, losses := 0, 0
+	for i := 0; i < 100; i++ {
+		resp, err := http.Post(srv.URL+"/v1/topics/t/groups/g/receive", "application/json", strings.NewReader(`{"max":8,"invisible":"1h"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == 500 {
+			var e api.Error
+			if json.Unmarshal(body, &e) != nil || e.Error.Code != "data_loss" || !strings.Contains(e.Error.Message, fmt.Sprintf("log position %d", pos)) {
+				t.Fatalf("500 that is not data_loss naming %d: %s", pos, body)
+			}
+			losses++
+			continue
+		}
+		var rr api.ReceiveResponse
+		if resp.StatusCode != 200 || json.Unmarshal(body, &rr) != nil {
+			t.Fatalf("receive: %d %s", resp.StatusCode, body)
+		}
+		if len(rr.Messages) == 0 {
+			break
+		}
+		got += len(rr.Messages)
+	}
+	if got != 59 || losses != 1 {
+		t.Fatalf("received %d of 60 with %d data_loss, want 59 and 1", got, losses)
+	}
+	getJSON(t, srv.URL+"/v1/admin/damage", &d)
+	if d.SetAsideTotal != 1 || d.SetAside[0].Pos != pos || d.SetAside[0].Group != "g" || d.SetAside[0].Segment != "log/"+seg {
+		t.Fatalf("damage report after the receive: %+v", d)
+	}
+}
+
+// damageSealed overwrites 4 bytes inside the n-th message record of the
+// first segment of the log in dir and returns its position and segment.
+func damageSealed(t *testing.T, fs vfs.FS, dir string, n int) (uint64, string) {
+	t.Helper()
+	var target commitlog.Pos
+	seen := 0
+	rep, err := commitlog.Verify(fs, dir, func(p commitlog.Pos, r commitlog.Record) error {
+		if r.Type == 1 {
+			if seen == n {
+				target = p
+			}
+			seen++
+		}
+		return nil
+	})
+	s := rep.Segments[0]
+	if err != nil || len(rep.Segments) < 2 || target >= s.End {
+		t.Fatalf("fixture: %d segments, message %d at %d, %v", len(rep.Segments), n, target, err)
+	}
+	f, err := fs.Open(path.Join(dir, s.Name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt([]byte{0xde, 0xad, 0xbe, 0xef}, commitlog.HeaderSize+int64(target-s.Base)+20); err != nil {
+		t.Fatal(err)
+	}
+	return uint64(target), s.Name
+}
+
+func getJSON(t *testing.T, url string, out any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	dec := json.NewDecoder(resp.Body)
+	dec.DisallowUnknownFields()
+	if resp.StatusCode != 200 || dec.Decode(out) != nil {
+		t.Fatalf("GET %s: %d", url, resp.StatusCode)
+	}
+}
