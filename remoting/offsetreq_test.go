@@ -1,0 +1,98 @@
+package remoting
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/hourglass-mq/hourglass/engine"
+	"github.com/hourglass-mq/hourglass/message"
+)
+
+// TestOffsetRequests: max, min, search by time and earliest time answer
+// from the queue; a committed offset is read back, and a group with none
+// starts at 0.
+func TestOffsetRequests(t *testing.T) {
+	b := startTest(t, nil)
+	if err := b.eng.CreateTopic("log", engine.TopicConfig{Queues: 1}); err != nil {
+		t.Fatal(err)
+	}
+	var visible []int64
+	for i := 0; i < 5; i++ {
+		if _, err := b.eng.Send(context.Background(), message.Message{Topic: "log", Body: []byte{byte(i)}}, message.When{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for {
+		signal := b.eng.VisibleSignal() // before the look: a later change wakes us
+		if b.srv.queueLen("log", 0) == 5 {
+			break
+		}
+		<-signal
+	}
+	vs, err := b.eng.ReadQueue("log", 0, 0, 5)
+	if err != nil || len(vs) != 5 {
+		t.Fatal(vs, err)
+	}
+	for _, v := range vs {
+		visible = append(visible, v.Visible)
+	}
+	q := map[string]string{"topic": "log", "queueId": "0"}
+	ext := func(extra map[string]string) map[string]string {
+		out := map[string]string{}
+		for k, v := range q {
+			out[k] = v
+		}
+		for k, v := range extra {
+			out[k] = v
+		}
+		return out
+	}
+	check := func(code int32, fields map[string]string, key, want string) {
+		t.Helper()
+		resp := b.request(t, &Command{Code: code, ExtFields: fields})
+		if resp.Code != respSuccess || resp.ExtFields[key] != want {
+			t.Fatalf("code %d %v: %d %q %v, want %s=%s", code, fields, resp.Code, resp.Remark, resp.ExtFields, key, want)
+		}
+	}
+	check(codeGetMaxOffset, q, "offset", "5")
+	check(codeGetMinOffset, q, "offset", "0")
+	check(codeGetEarliestMsgTime, q, "timestamp", strconv.FormatInt(visible[0], 10))
+	first := 0 // the first offset visible at or after visible[2]
+	for visible[first] < visible[2] {
+		first++
+	}
+	check(codeSearchOffsetByTime, ext(map[string]string{"timestamp": strconv.FormatInt(visible[2], 10)}), "offset", strconv.Itoa(first))
+	check(codeSearchOffsetByTime, ext(map[string]string{"timestamp": strconv.FormatInt(visible[4]+1, 10)}), "offset", "5")
+	check(codeSearchOffsetByTime, ext(map[string]string{"timestamp": "0"}), "offset", "0")
+	check(codeQueryConsumerOffset, ext(map[string]string{"consumerGroup": "fresh"}), "offset", "0")
+	check(codeUpdateConsumerOffset, ext(map[string]string{"consumerGroup": "g", "commitOffset": "3"}), "", "")
+	check(codeQueryConsumerOffset, ext(map[string]string{"consumerGroup": "g"}), "offset", "3")
+}
+
+// TestOffsetsFileDamaged: a damaged offsets file is refused with an error
+// that says so, not read as empty (which would send every group back to 0).
+func TestOffsetsFileDamaged(t *testing.T) {
+	dir := t.TempDir()
+	st, err := openOffsets(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen, _ := st.set(offsetKey{"g", "t", 1}, 42)
+	if err := st.commit(gen); err != nil {
+		t.Fatal(err)
+	}
+	st2, err := openOffsets(dir)
+	if off, ok := st2.get(offsetKey{"g", "t", 1}); err != nil || !ok || off != 42 {
+		t.Fatalf("reopened: %d %v %v", off, ok, err)
+	}
+	p := filepath.Join(dir, offsetsFile)
+	b, _ := os.ReadFile(p)
+	b[len(b)/2] ^= 1
+	os.WriteFile(p, b, 0o600)
+	if _, err := openOffsets(dir); err == nil {
+		t.Fatal("a damaged offsets file was accepted")
+	}
+}
