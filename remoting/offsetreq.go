@@ -17,6 +17,11 @@ func (s *Server) queryOffset(req *Command) *Command {
 	}
 	off, ok := s.offsets.get(offsetKey{group, topic, q})
 	if !ok {
+		if z, set := req.ExtFields["setZeroIfNotFound"]; set && z == "false" {
+			// RocketMQ 5's clients ask so when they start from the last
+			// offset themselves.
+			return errResp(respQueryNotFound, "no committed offset for this group and queue")
+		}
 		off = 0
 	}
 	return okResp(map[string]string{"offset": strconv.FormatInt(off, 10)})

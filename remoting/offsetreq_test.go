@@ -68,6 +68,9 @@ func TestOffsetRequests(t *testing.T) {
 	check(codeSearchOffsetByTime, ext(map[string]string{"timestamp": strconv.FormatInt(visible[4]+1, 10)}), "offset", "5")
 	check(codeSearchOffsetByTime, ext(map[string]string{"timestamp": "0"}), "offset", "0")
 	check(codeQueryConsumerOffset, ext(map[string]string{"consumerGroup": "fresh"}), "offset", "0")
+	if resp := b.request(t, &Command{Code: codeQueryConsumerOffset, ExtFields: ext(map[string]string{"consumerGroup": "fresh", "setZeroIfNotFound": "false"})}); resp.Code != respQueryNotFound {
+		t.Fatalf("setZeroIfNotFound=false: %d", resp.Code)
+	}
 	check(codeUpdateConsumerOffset, ext(map[string]string{"consumerGroup": "g", "commitOffset": "3"}), "", "")
 	check(codeQueryConsumerOffset, ext(map[string]string{"consumerGroup": "g"}), "offset", "3")
 }
