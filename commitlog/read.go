@@ -33,6 +33,8 @@ type frameIter struct {
 	// pace, if not nil, is called before each read with its size, and its
 	// error stops the walk (Scrub's rate limit).
 	pace func(n int64) error
+	// onSkip, if not nil, is told of each skip frame walkToDamage passes.
+	onSkip func(pos, end Pos)
 
 	// buf caches file bytes of positions [bufPos, bufPos+len(buf)).
 	buf    []byte

@@ -37,6 +37,15 @@ type VerifyReport struct {
 	// is checked by its frames alone.
 	SumMismatch []BrokenSegment
 	Sums        int
+	// Quarantined lists the skip frames (Repair's, over damage), oldest
+	// first: no record is at a position inside one.
+	Quarantined []SkipFrame
+}
+
+// SkipFrame is the range of positions [Pos, End) a skip frame covers.
+type SkipFrame struct {
+	Pos Pos `json:"pos"`
+	End Pos `json:"end"`
 }
 
 // BrokenSegment is a segment that fails a structural check.
@@ -130,7 +139,8 @@ func (rep *VerifyReport) verifySegment(s *segment, fn func(Pos, Record) error) (
 	from := s.base
 	var sum uint32
 	for {
-		it := frameIter{f: s.f, base: s.base, pos: from, limit: s.end(), sum: &sum}
+		it := frameIter{f: s.f, base: s.base, pos: from, limit: s.end(), sum: &sum,
+			onSkip: func(p, end Pos) { rep.Quarantined = append(rep.Quarantined, SkipFrame{Pos: p, End: end}) }}
 		ce, records, skips, err := walkToDamage(&it, s.name, fn)
 		rep.Records += records
 		rep.Skips += skips
@@ -184,6 +194,9 @@ func walkToDamage(it *frameIter, name string, fn func(Pos, Record) error) (ce *c
 		}
 		if isSkip(err) {
 			skips++
+			if it.onSkip != nil {
+				it.onSkip(at, it.pos)
+			}
 			continue
 		}
 		if errors.As(err, &ce) {

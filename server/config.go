@@ -384,15 +384,7 @@ func (c Config) Validate() error {
 	if c.DispatchRate == 0 {
 		bad("-dispatch-rate must not be 0 (negative means unbounded)")
 	}
-	if c.CheckpointInterval < time.Millisecond {
-		bad("-checkpoint-interval %v is below 1ms", c.CheckpointInterval)
-	}
-	if c.Retention <= 0 {
-		bad("-retention %v must be positive", c.Retention)
-	}
-	if c.ScrubInterval <= 0 {
-		bad("-scrub-interval %v must be positive", c.ScrubInterval)
-	}
+	c.validateUpkeep(bad)
 	if _, err := parseDedupPolicy(c.DedupWindow); err != nil {
 		bad("-dedup-window: %v", err)
 	}
@@ -413,6 +405,20 @@ func (c Config) Validate() error {
 		return errors.New("invalid configuration: " + strings.Join(problems, "; "))
 	}
 	return nil
+}
+
+// validateUpkeep checks the settings of the engine's background work:
+// checkpoints, retention, the scrub.
+func (c Config) validateUpkeep(bad func(format string, args ...any)) {
+	if c.CheckpointInterval < time.Millisecond {
+		bad("-checkpoint-interval %v is below 1ms", c.CheckpointInterval)
+	}
+	if c.Retention <= 0 {
+		bad("-retention %v must be positive", c.Retention)
+	}
+	if c.ScrubInterval <= 0 {
+		bad("-scrub-interval %v must be positive", c.ScrubInterval)
+	}
 }
 
 // validateConnections checks the settings that bound each connection.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 	"strconv"
 
 	"github.com/hourglass-mq/hourglass/commitlog"
@@ -28,11 +27,15 @@ truncate instead cuts the log at the first damage, losing every record
 after it (they stay in the quarantine file). The output lists what was
 quarantined and what was lost.
 
+Then it checks the whole directory as hourglass check does (the checkpoint
+against the log, the indexes against both) and prints every problem left:
+repair mends damaged log records only, and a directory copied file by file
+from a running broker (a checkpoint that points past the copied log, a
+queue index older than its checkpoint) is not such damage: restore a backup
+(hourglass backup) instead. It exits 1 when such problems remain.
+
 The broker must be stopped: repair takes the data directory's lock, and
-refuses a directory a running broker holds. It repairs damaged log records
-only; a directory copied piecemeal from a running broker (a checkpoint that
-points past the copied log) is not such damage: restore a backup
-(hourglass backup) instead.`,
+refuses a directory a running broker holds.`,
 		run: runRepair,
 	}
 }
@@ -49,22 +52,18 @@ func runRepair(ctx context.Context, a *App, c *command, args []string) int {
 	if err != nil {
 		return a.usageError(c, "--mode: want salvage or truncate, got %q", *modeName)
 	}
-	// Never on a directory a broker has open: the broker holds its lock.
-	lock, err := vfs.Lock(vfs.OS, path.Join(*dataDir, engine.LockFile))
-	switch {
-	case errors.Is(err, vfs.ErrLocked):
-		return a.failed(c, fmt.Errorf("%v: the broker has this directory open; stop it first", err))
-	case err == nil:
-		defer lock.Close()
-	case !vfs.IsNotExist(err):
-		return a.failed(c, err)
-	} // a missing directory: Repair says what is missing
-	rep, err := commitlog.Repair(commitlog.Options{FS: vfs.OS, Dir: path.Join(*dataDir, "log")}, mode)
+	rep, err := engine.Repair(vfs.OS, *dataDir, mode)
+	if errors.Is(err, engine.ErrInUse) {
+		return a.failed(c, fmt.Errorf("%v: the broker has this directory open", err))
+	}
 	if err != nil {
 		return a.failed(c, err)
 	}
 	if *asJSON {
 		a.printJSON(rep)
+		if len(rep.Remaining) > 0 {
+			return ExitFailed
+		}
 		return ExitOK
 	}
 	w := a.Stdout
@@ -74,9 +73,19 @@ func runRepair(ctx context.Context, a *App, c *command, args []string) int {
 	for _, name := range rep.RemovedSegments {
 		field(w, "removed", name+" (its creation never completed)")
 	}
+	for _, name := range rep.Resummed {
+		field(w, "resummed", name+" (its bytes did not match its sum file though every record validates; the sum now vouches for them as they are)")
+	}
 	if len(rep.Ranges) == 0 {
-		fmt.Fprintln(w, "no damage found; nothing changed")
-		return ExitOK
+		switch {
+		case len(rep.Resummed) == 0 && len(rep.Remaining) == 0:
+			fmt.Fprintln(w, "no damage found; nothing changed")
+		case len(rep.Resummed) == 0:
+			fmt.Fprintln(w, "no damaged log record found; the log is unchanged")
+		default:
+			fmt.Fprintln(w, "no damaged log record found")
+		}
+		return a.printRemaining(rep)
 	}
 	for _, r := range rep.Ranges {
 		what := "overwritten by a skip frame"
@@ -96,5 +105,24 @@ func runRepair(ctx context.Context, a *App, c *command, args []string) int {
 	field(w, "quarantined", fmt.Sprintf("%d bytes in %d files", rep.BytesQuarantined, len(rep.Ranges)))
 	field(w, "lost", fmt.Sprintf("%d bytes of damage, %d valid records", rep.BytesLost, rep.RecordsLost))
 	field(w, "kept", fmt.Sprintf("%d valid records after damage", rep.RecordsKept))
-	return ExitOK
+	return a.printRemaining(rep)
+}
+
+// printRemaining prints the problems the directory's check found after
+// the log's repair, which repair does not mend, and returns the exit code:
+// failed if there are any.
+func (a *App) printRemaining(rep *engine.RepairReport) int {
+	if len(rep.Remaining) == 0 {
+		return ExitOK
+	}
+	w := a.Stdout
+	fmt.Fprintf(w, "\n%d problem(s) remain that repair does not mend:\n", len(rep.Remaining))
+	for _, p := range rep.Remaining {
+		fmt.Fprintf(w, "problem: %s at offset %d: %s\n", p.File, p.Offset, p.What)
+	}
+	fmt.Fprintln(w, "\nrepair mends damaged commit-log records only. These are not: the directory's files disagree with each other "+
+		"(its checkpoint, log segments and indexes are from different moments, as in a directory copied file by file from a running "+
+		"broker, or a cache is damaged). Where a problem says recovery rebuilds the file, start the broker; otherwise it refuses to "+
+		"start: restore a backup made by hourglass backup (consistent while the broker runs) instead.")
+	return ExitFailed
 }
