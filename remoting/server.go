@@ -32,8 +32,9 @@ type Options struct {
 	AccessSecret string
 	// OffsetsDir is where consumer offsets are kept (created if missing).
 	OffsetsDir string
-	// MaxFrame bounds one frame (header and body); 0 means one message of
-	// the largest size with its headers and 64 KiB more, or MaxRequestBytes.
+	// MaxFrame bounds one frame (header and body); it is never below one
+	// message of the largest size with its headers and 64 KiB more, which
+	// is what 0 means.
 	MaxFrame int
 	// ReadTimeout bounds how long one frame may take to arrive once its
 	// first byte has; 0 means DefaultReadTimeout.
@@ -108,10 +109,8 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	if opts.MaxFrame <= 0 {
-		opts.MaxFrame = opts.Limits.MaxBodyBytes + opts.Limits.MaxHeaderBytes + 64<<10
-	}
-	opts.MaxFrame = min(opts.MaxFrame, 1<<30)
+	// Never below one message of the largest size with its headers.
+	opts.MaxFrame = min(max(opts.MaxFrame, opts.Limits.MaxBodyBytes+opts.Limits.MaxHeaderBytes+64<<10), 1<<30)
 	offs, err := openOffsets(opts.OffsetsDir)
 	if err != nil {
 		return nil, err
