@@ -33,3 +33,32 @@ func TestSendDeadLetters(t *testing.T) {
 		t.Fatalf("SendDeadLetters to a normal topic: %v", err)
 	}
 }
+
+// TestAdapterLookups: LookupDedup finds a message by topic and dedup ID,
+// not by another topic's; MessageAt finds the message at its position and
+// nothing at a position inside a record or past the log.
+func TestAdapterLookups(t *testing.T) {
+	e, err := Open(Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	r, err := e.Send(context.Background(), message.Message{Topic: "a", DedupID: "uniq-1", Body: []byte("x")}, message.When{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, err := e.LookupDedup("a", "uniq-1"); err != nil || id != r.ID {
+		t.Fatalf("LookupDedup: %v, %v; want %v", id, err, r.ID)
+	}
+	if _, err := e.LookupDedup("b", "uniq-1"); errs.CodeOf(err) != errs.NotFound {
+		t.Fatalf("LookupDedup in another topic: %v", err)
+	}
+	if id, err := e.MessageAt(r.ID.Pos); err != nil || id != r.ID {
+		t.Fatalf("MessageAt: %v, %v", id, err)
+	}
+	for _, pos := range []uint64{r.ID.Pos + 3, 1 << 50} {
+		if _, err := e.MessageAt(pos); errs.CodeOf(err) != errs.NotFound {
+			t.Fatalf("MessageAt(%d): %v", pos, err)
+		}
+	}
+}

@@ -8,6 +8,7 @@ package remoting
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -122,17 +123,18 @@ func TestClientDelayLevel(t *testing.T) {
 		t.Fatalf("got %v (ID %s), want ID %s with its keys, tag and properties", m, m.MsgId, res.MsgID)
 	}
 	// The first key is hourglass's: the message is found by topic and key,
-	// and the offset message ID holds its position.
+	// and the offset message ID holds the handle of its position.
 	info, err := b.eng.InspectKey("reminders", "order-1")
-	if err != nil || offsetMsgID(b.addr, info.ID.Pos) != res.OffsetMsgID {
+	if err != nil || offsetMsgID(b.addr, b.srv.handles.seal(info.ID.Pos)) != res.OffsetMsgID {
 		t.Fatalf("inspect by key: %+v, %v; send result %s", info, err, res.OffsetMsgID)
 	}
 }
 
-// TestClientQueries: QUERY_MESSAGE finds a message by its key, and by its
-// message ID (the clients' unique-key query) when it has no key, in a
-// body the client's own decoder reads; an ID or key never handed out,
-// and any commit-log offset, find nothing.
+// TestClientQueries: QUERY_MESSAGE finds a message by its first key, and
+// by its message ID or its offset message ID (the clients' unique-key
+// query); VIEW_MESSAGE_BY_ID by the offset of its offset message ID; each
+// in a body the client's own decoder reads. An ID, offset ID or key never
+// handed out, or of another topic, finds nothing.
 func TestClientQueries(t *testing.T) {
 	b := startTest(t, nil)
 	p := newProducer(t, b)
@@ -144,34 +146,50 @@ func TestClientQueries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	query := func(key string, uniq bool) *Command {
-		ext := map[string]string{"topic": "shop", "key": key, "maxNum": "32", "beginTimestamp": "0", "endTimestamp": "9999999999999"}
+	query := func(topic, key string, uniq bool) *Command {
+		ext := map[string]string{"topic": topic, "key": key, "maxNum": "32", "beginTimestamp": "0", "endTimestamp": "9999999999999"}
 		if uniq {
 			ext["_UNIQUE_KEY_QUERY"] = "true"
 		}
 		return b.request(t, &Command{Code: codeQueryMessage, ExtFields: ext})
 	}
-	for _, c := range []struct {
-		key  string
-		uniq bool
-		want *primitive.SendResult
-		body string
-	}{{"cart-1", false, keyed, "keyed"}, {plain.MsgID, true, plain, "plain"}} {
-		resp := query(c.key, c.uniq)
+	view := func(topic, offsetID string) *Command {
+		h, _ := handleOf(offsetID)
+		return b.request(t, &Command{Code: codeViewMessageByID, ExtFields: map[string]string{"topic": topic, "offset": strconv.FormatInt(int64(h), 10)}})
+	}
+	found := func(how string, resp *Command, want *primitive.SendResult, body string) {
+		t.Helper()
 		if resp.Code != respSuccess {
-			t.Fatalf("query %q: %d %q", c.key, resp.Code, resp.Remark)
+			t.Fatalf("%s: %d %q", how, resp.Code, resp.Remark)
 		}
 		ms := primitive.DecodeMessage(resp.Body)
-		if len(ms) != 1 || ms[0].MsgId != c.want.MsgID || string(ms[0].Body) != c.body || ms[0].OffsetMsgId != c.want.OffsetMsgID {
-			t.Fatalf("query %q: %v", c.key, ms)
+		if len(ms) != 1 || ms[0].MsgId != want.MsgID || string(ms[0].Body) != body || ms[0].OffsetMsgId != want.OffsetMsgID {
+			t.Fatalf("%s: %v", how, ms)
 		}
 	}
-	for _, key := range []string{"cart-2", "0A0000010000000000000000000000FF"} {
-		if resp := query(key, true); resp.Code != respQueryNotFound {
-			t.Fatalf("query %q: %d, want not found", key, resp.Code)
+	found("by key", query("shop", "cart-1", false), keyed, "keyed")
+	found("by the ID of a keyed message", query("shop", keyed.MsgID, true), keyed, "keyed")
+	found("by the ID of a message without keys", query("shop", plain.MsgID, true), plain, "plain")
+	found("by offset ID", query("shop", plain.OffsetMsgID, true), plain, "plain")
+	found("view by offset", view("shop", keyed.OffsetMsgID), keyed, "keyed")
+	flip := func(s string, i int) string {
+		c := byte('0')
+		if s[i] == '0' {
+			c = '1'
 		}
+		return s[:i] + string(c) + s[i+1:]
 	}
-	if resp := b.request(t, &Command{Code: codeViewMessageByID, ExtFields: map[string]string{"offset": "0"}}); resp.Code != respQueryNotFound {
-		t.Fatalf("view by offset: %d", resp.Code)
+	for _, bad := range []*Command{
+		query("shop", "cart-2", false),
+		query("shop", flip(plain.MsgID, len(plain.MsgID)-16), true),
+		query("shop", flip(plain.OffsetMsgID, len(plain.OffsetMsgID)-15), true),
+		query("other", plain.MsgID, true),
+		view("shop", flip(keyed.OffsetMsgID, len(keyed.OffsetMsgID)-1)),
+		view("other", keyed.OffsetMsgID),
+		b.request(t, &Command{Code: codeViewMessageByID, ExtFields: map[string]string{"offset": "0"}}),
+	} {
+		if bad.Code != respQueryNotFound {
+			t.Fatalf("a forged or foreign ID: %d %q, want not found", bad.Code, bad.Remark)
+		}
 	}
 }

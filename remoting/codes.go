@@ -25,6 +25,7 @@ const (
 	codeGetBrokerClusterInfo   = 106
 	codeSendMessageV2          = 310
 	codeSendBatchMessage       = 320
+	codeLitePullMessage        = 361
 )
 
 // Response codes (RocketMQ's ResponseCode and RemotingSysResponseCode).

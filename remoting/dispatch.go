@@ -26,7 +26,7 @@ func (s *Server) dispatch(c *conn, req *Command) *Command {
 		return s.consumerList(req)
 	case codeSendMessage, codeSendMessageV2, codeSendBatchMessage:
 		return s.send(c, req)
-	case codePullMessage:
+	case codePullMessage, codeLitePullMessage:
 		return s.pull(c, req)
 	case codeQueryConsumerOffset:
 		return s.queryOffset(req)
@@ -47,7 +47,7 @@ func (s *Server) dispatch(c *conn, req *Command) *Command {
 	case codeEndTransaction:
 		return s.endTransaction(req)
 	case codeViewMessageByID:
-		return s.viewMessage(req)
+		return s.viewMessage(c, req)
 	case codeQueryMessage:
 		return s.queryMessage(c, req)
 	}

@@ -21,7 +21,7 @@
 //	half and op topics                RMQ_SYS_TRANS_HALF_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC
 //	commit log offset of a pulled     its queue << 48 | queue offset (send-back names it so)
 //	message
-//	offset message ID of a send       store address, port, the message's log position
+//	offset message ID of a send       store address, port, handle of the log position (handle.go)
 //
 // # Invariants
 //
@@ -37,6 +37,7 @@
 //   - Nothing is delivered before its due time: relative delays are counted
 //     from the broker's millisecond clock plus one millisecond.
 //   - A client names only messages it was given: a send-back names a
-//     message by queue, offset and message ID together; a commit-log
-//     position alone (VIEW_MESSAGE_BY_ID) names nothing.
+//     message by queue, offset and message ID together; a view by offset
+//     message ID by a handle the broker sealed (a bare commit-log position
+//     names nothing).
 package remoting

@@ -121,7 +121,7 @@ func (s *Server) store(h sendHeader, items []batchItem) *Command {
 	}
 	ids := make([]string, len(rs))
 	for i, r := range rs {
-		ids[i] = offsetMsgID(h.local, r.ID.Pos)
+		ids[i] = offsetMsgID(h.local, s.handles.seal(r.ID.Pos))
 	}
 	return okResp(map[string]string{"msgId": strings.Join(ids, ","), "queueId": strconv.Itoa(rs[0].Queue),
 		"queueOffset": "-1", "MSG_REGION": "DefaultRegion", "TRACE_ON": "true"})

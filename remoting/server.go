@@ -71,6 +71,7 @@ type Server struct {
 	lim     Limits
 	log     *slog.Logger
 	offsets *offsetStore
+	handles *handles
 	clients *registry
 	locks   *lockTable
 	tx      txState
@@ -115,7 +116,11 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{eng: eng, opts: opts, log: opts.Logger, offsets: offs,
+	hs, err := openHandles(opts.OffsetsDir)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{eng: eng, opts: opts, log: opts.Logger, offsets: offs, handles: hs,
 		lim:  Limits{MaxFrame: opts.MaxFrame, MaxHeader: opts.Limits.MaxHeaderBytes + 32<<10, MaxExtFields: 64},
 		done: make(chan struct{}), conns: map[*conn]struct{}{}}
 	s.clients = newRegistry(s.notifyGroup)

@@ -80,7 +80,7 @@ func (s *Server) sendHalf(c *conn, h sendHeader, items []batchItem) *Command {
 	if err != nil {
 		return engineErr(err, respTopicNotExist)
 	}
-	return okResp(map[string]string{"msgId": offsetMsgID(c.local, rs[0].ID.Pos), "queueId": strconv.Itoa(h.queue),
+	return okResp(map[string]string{"msgId": offsetMsgID(c.local, s.handles.seal(rs[0].ID.Pos)), "queueId": strconv.Itoa(h.queue),
 		"queueOffset": "-1", "transactionId": uniq, "MSG_REGION": "DefaultRegion", "TRACE_ON": "true"})
 }
 
@@ -98,8 +98,8 @@ func (s *Server) ensureTxTopics() error {
 
 // endTransaction answers END_TRANSACTION: a commit sends the half message
 // to its topic, a rollback drops it, "unknown" leaves it to be checked.
-// The half message is found by its message ID and must sit at the
-// commit-log position the producer was told.
+// The half message is found by its message ID and must be the one whose
+// handle the producer was told.
 func (s *Server) endTransaction(req *Command) *Command {
 	f := &fields{m: req.ExtFields}
 	id := f.str("msgId")
@@ -115,7 +115,7 @@ func (s *Server) endTransaction(req *Command) *Command {
 		return engineErr(err, respSystemError)
 	}
 	info, err := s.eng.InspectKey(halfTopic, id)
-	if err != nil || info.ID.Pos != uint64(pos) {
+	if err != nil || info.ID.Pos != s.handles.open(uint64(pos)) {
 		return errResp(respSystemError, "no half message with this message ID at this offset")
 	}
 	if err := s.endTx(info, kind == txCommit); err != nil {

@@ -143,11 +143,11 @@ func (s *Server) checkOne(v *engine.Visible) bool {
 	}
 	q, _ := strconv.Atoi(props[propRealQueueID])
 	w := s.wire(c, props[propRealTopic], q, v)
-	w.commitOffset = int64(v.ID.Pos)
+	w.commitOffset = int64(s.handles.seal(v.ID.Pos))
 	w.sysFlag |= sysTranPrepared
 	c.notifyBody(codeCheckTransactionState, map[string]string{
-		"tranStateTableOffset": strconv.FormatUint(v.Offset, 10), "commitLogOffset": strconv.FormatUint(v.ID.Pos, 10),
-		"msgId": props[propUniqKey], "transactionId": props[propUniqKey], "offsetMsgId": offsetMsgID(c.local, v.ID.Pos),
+		"tranStateTableOffset": strconv.FormatUint(v.Offset, 10), "commitLogOffset": strconv.FormatUint(s.handles.seal(v.ID.Pos), 10),
+		"msgId": props[propUniqKey], "transactionId": props[propUniqKey], "offsetMsgId": offsetMsgID(c.local, s.handles.seal(v.ID.Pos)),
 	}, appendWire(nil, w))
 	return false
 }

@@ -82,12 +82,14 @@ func insideResolved(root, dir string) bool {
 }
 
 // serverState lists the files of the data directory that the server, not
-// the engine, writes: the schedules' journal, the virtual-clock marker and
+// the engine, writes: the schedules' journal, the virtual-clock marker,
 // the remoting protocol's consumer offsets (a file replaced whole by
-// rename, so a read sees one version). A backup carries them so that a
+// rename, so a read sees one version) and the key of its message handles
+// (so that offset message IDs handed out before still name their messages). A backup carries them so that a
 // restore keeps its schedules and offsets and stays tied to its clock mode
 // (restore copies the whole backup tree).
-var serverState = []string{filepath.Join("schedules", "journal"), virtualMarker, filepath.Join("remoting", "consumer-offsets")}
+var serverState = []string{filepath.Join("schedules", "journal"), virtualMarker,
+	filepath.Join("remoting", "consumer-offsets"), filepath.Join("remoting", "handle-key")}
 
 // readServerState reads serverState from dataDir, for the backup to carry.
 // A schedule change racing the read may leave a torn last journal record,
