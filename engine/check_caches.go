@@ -11,6 +11,7 @@ import (
 
 	"github.com/hourglass-mq/hourglass/keyindex"
 	"github.com/hourglass-mq/hourglass/queueindex"
+	"github.com/hourglass-mq/hourglass/sortedrun"
 	"github.com/hourglass-mq/hourglass/timerstore"
 	"github.com/hourglass-mq/hourglass/vfs"
 )
@@ -203,14 +204,11 @@ func (c *checker) timerEntry(file string, off int64, e timerstore.Entry) {
 // cacheDamage reports the damage a walk of a run-based cache found.
 func (c *checker) cacheDamage(dir, what string, damage []error) {
 	for _, d := range damage {
-		var ke *keyindex.CorruptError
-		var te *timerstore.CorruptError
+		// Both caches' damage is a sortedrun.CorruptError.
+		var ce *sortedrun.CorruptError
 		file, off, msg := dir, int64(0), d.Error()
-		switch {
-		case errors.As(d, &ke):
-			file, off, msg = ke.File, ke.Offset, ke.What
-		case errors.As(d, &te):
-			file, off, msg = te.File, te.Offset, te.What
+		if errors.As(d, &ce) {
+			file, off, msg = ce.File, ce.Offset, ce.What
 		}
 		if file == "state" {
 			file = checkpointFile

@@ -42,45 +42,15 @@
 // reads as gone. SetMinPos lets merges drop such entries; Get may still
 // return one.
 //
-// # Run file layout
+// # Files
 //
-// A run file, named by its sequence number as %016x.kix, is a sequence of
-// 4096-byte blocks (little endian):
-//
-//	offset size  field
-//	0      4080  255 slots of 16 bytes: hash u64, pos u64; the first count
-//	             slots hold entries in strictly increasing hash order
-//	             (across the whole file), the others are zero
-//	4080   4     count    u32 entries in this block: 255 in every block but
-//	                      the last, 1..255 in the last
-//	4084   8     reserved u64, written as 0
-//	4092   4     check    u32 CRC-32C (Castagnoli) of bytes 0..4091, with the
-//	                      register started at CRC-32C(checkSeed; seq u64,
-//	                      block index u64)
-//
-// A file holds ceil(entries/255) blocks and nothing else. Seeding the check
-// with the run's sequence number and the block's index makes a zero block
-// (a file extended but never written), a block of another run and a block
-// at the wrong offset all fail. Get checks the block it reads; Open checks
-// every block, the counts, the order and the size.
-//
-// # State layout
-//
-// Complete returns the state: the durable run set, which the caller stores
-// in its checkpoint and gives back to Open (little endian):
-//
-//	offset size field
-//	0      4    magic   "kixs"
-//	4      2    version u16 = 1; another version is refused with ErrCorrupt
-//	6      2    reserved u16 = 0
-//	8      8    nextSeq u64 sequence number of the next run file
-//	16     4    n       u32 number of runs, oldest first:
-//	20     24n  runs    seq u64, entries u64, sum u32 (CRC-32C, from
-//	                    checkSeed, of the blocks' check fields in order),
-//	                    reserved u32 = 0
-//	20+24n 4    check   u32 CRC-32C from checkSeed of all bytes before it
-//
-// A nil state is an empty index.
+// The run files and the state are package sortedrun's, which draws their
+// layouts and writes and checks them: a run file, named %016x.kix, is
+// 4096-byte blocks of 255 entries of 16 bytes (hash u64, pos u64) in
+// strictly increasing hash order, each block checked by a CRC-32C bound
+// to its run and place; the state ("kixs") lists the runs. Get checks the
+// block it reads; Open checks every block, the counts, the order and the
+// size. A nil state is an empty index.
 //
 // # Checkpoint protocol and trust
 //

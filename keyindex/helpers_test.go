@@ -91,31 +91,15 @@ func runFiles(t testing.TB, fs vfs.FS) []string {
 	}
 	var out []string
 	for _, n := range names {
-		if strings.HasSuffix(n, runSuffix) {
+		if _, ok := format.ParseRunName(n); ok {
 			out = append(out, dir+"/"+n)
 		}
 	}
 	return out
 }
 
-// patch reads n bytes at off of name, lets change alter them and writes
-// them back, behind the Index's back.
-func patch(t testing.TB, fs vfs.FS, name string, off int64, n int, change func([]byte)) {
-	t.Helper()
-	f, err := fs.Open(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	b := make([]byte, n)
-	if _, err := f.ReadAt(b, off); err != nil {
-		t.Fatal(err)
-	}
-	change(b)
-	if _, err := f.WriteAt(b, off); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // spread maps i to a hash spread over the whole range, as a real hash is.
 func spread(i int) uint64 { return uint64(i)*0x9e3779b97f4a7c15 + 1 }
+
+// runName returns the file name of run seq in dir.
+func runName(dir string, seq uint64) string { return format.RunName(dir, seq) }

@@ -4,10 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 
+	"github.com/hourglass-mq/hourglass/sortedrun"
 	"github.com/hourglass-mq/hourglass/vfs"
 )
 
@@ -32,13 +31,13 @@ type Index struct {
 		// runs is the installed run set, oldest first. The slice is
 		// replaced, never changed in place, so a Get may keep reading the
 		// one it took.
-		runs    []*run
+		runs    []*sortedrun.Run
 		nextSeq uint64
 		minPos  uint64
 		job     *Job
 		// obsolete holds the runs no longer in the set whose files stay
 		// until a Release says the state that dropped them is durable.
-		obsolete []*run
+		obsolete []*sortedrun.Run
 		failed   error
 		closed   bool
 	}
@@ -52,7 +51,7 @@ type Index struct {
 // SetMinPos). The caller then re-puts the keys its log holds after the
 // checkpoint that stored state.
 func Open(fs vfs.FS, dir string, state []byte, minPos uint64) (*Index, error) {
-	st, err := decodeState(state)
+	st, err := format.DecodeState(state)
 	if err != nil {
 		return nil, err
 	}
@@ -60,9 +59,9 @@ func Open(fs vfs.FS, dir string, state []byte, minPos uint64) (*Index, error) {
 		return nil, err
 	}
 	x := &Index{fs: fs, dir: dir}
-	x.mu.mem, x.mu.nextSeq, x.mu.minPos = map[uint64]uint64{}, st.nextSeq, minPos
-	for _, m := range st.runs {
-		r, err := openRun(fs, dir, m)
+	x.mu.mem, x.mu.nextSeq, x.mu.minPos = map[uint64]uint64{}, st.NextSeq, minPos
+	for _, m := range st.Runs {
+		r, err := format.OpenRun(fs, dir, m, nil)
 		if err != nil {
 			x.Close()
 			return nil, err
@@ -79,21 +78,21 @@ func Open(fs vfs.FS, dir string, state []byte, minPos uint64) (*Index, error) {
 // removeUnlisted deletes the run files of dir that st does not list, and
 // keeps the next sequence number above every one found, so that no name is
 // ever reused.
-func (x *Index) removeUnlisted(st state) error {
+func (x *Index) removeUnlisted(st sortedrun.State) error {
 	names, err := x.fs.List(x.dir)
 	if err != nil {
 		return err
 	}
 	listed := map[uint64]bool{}
-	for _, m := range st.runs {
-		listed[m.seq] = true
+	for _, m := range st.Runs {
+		listed[m.Seq] = true
 	}
 	for _, n := range names {
-		seq, err := strconv.ParseUint(strings.TrimSuffix(n, runSuffix), 16, 64)
-		if !strings.HasSuffix(n, runSuffix) || err != nil || listed[seq] {
+		seq, ok := format.ParseRunName(n)
+		if !ok || listed[seq] {
 			continue
 		}
-		if err := x.fs.Remove(runName(x.dir, seq)); err != nil && !vfs.IsNotExist(err) {
+		if err := x.fs.Remove(format.RunName(x.dir, seq)); err != nil && !vfs.IsNotExist(err) {
 			return err
 		}
 		x.mu.nextSeq = max(x.mu.nextSeq, seq+1)
@@ -133,18 +132,18 @@ func (x *Index) Get(h uint64) (pos uint64, ok bool, err error) {
 	}
 	runs := x.mu.runs
 	for _, r := range runs {
-		r.ref()
+		r.Ref()
 	}
 	x.mu.Unlock()
 	defer func() {
 		for _, r := range runs {
-			r.unref()
+			r.Unref()
 		}
 	}()
 	b := blockPool.Get().(*[BlockSize]byte)
 	defer blockPool.Put(b)
 	for _, r := range runs {
-		p, found, err := r.get(h, b[:])
+		p, found, err := get(r, h, b[:])
 		if err != nil {
 			return 0, false, err
 		}
@@ -204,7 +203,7 @@ func (x *Index) Prepare() (*Job, error) {
 	}
 	sizes := make([]uint64, len(x.mu.runs))
 	for i, r := range x.mu.runs {
-		sizes[i] = r.entries
+		sizes[i] = r.Entries
 	}
 	k := 0
 	if fresh > 0 {
@@ -213,7 +212,7 @@ func (x *Index) Prepare() (*Job, error) {
 	j := &Job{x: x, frozen: slices.Clone(x.mu.frozen), sorted: x.mu.sorted, inputs: x.mu.runs[len(x.mu.runs)-k:],
 		seq: x.mu.nextSeq, minPos: x.mu.minPos}
 	for _, r := range j.inputs {
-		r.ref() // Close must not close them under the job
+		r.Ref() // Close must not close them under the job
 	}
 	x.mu.nextSeq++
 	x.mu.job = j
@@ -234,7 +233,7 @@ func (x *Index) Complete(j *Job, err error) ([]byte, error) {
 	}
 	x.mu.job = nil
 	for _, r := range j.inputs {
-		defer r.unref()
+		defer r.Unref()
 	}
 	if err == nil {
 		err = j.err
@@ -255,7 +254,7 @@ func (x *Index) Complete(j *Job, err error) ([]byte, error) {
 	}
 	if err != nil {
 		if j.out != nil {
-			j.out.unref()
+			j.out.Unref()
 		}
 		return nil, err
 	}
@@ -268,13 +267,13 @@ func (x *Index) Complete(j *Job, err error) ([]byte, error) {
 	x.mu.frozen, x.mu.sorted = nil, nil
 	x.mu.obsolete = append(x.mu.obsolete, j.inputs...)
 	j.obsolete = slices.Clone(x.mu.obsolete)
-	return encodeState(x.stateLocked()), nil
+	return format.EncodeState(x.stateLocked()), nil
 }
 
-func (x *Index) stateLocked() state {
-	st := state{nextSeq: x.mu.nextSeq}
+func (x *Index) stateLocked() sortedrun.State {
+	st := sortedrun.State{NextSeq: x.mu.nextSeq}
 	for _, r := range x.mu.runs {
-		st.runs = append(st.runs, r.runMeta)
+		st.Runs = append(st.Runs, r.Meta)
 	}
 	return st
 }
@@ -287,8 +286,8 @@ func (x *Index) Release(j *Job) error {
 	x.mu.Lock()
 	// Only runs still obsolete: a run is released once, and Close has
 	// already dropped the references of all of them.
-	var gone []*run
-	x.mu.obsolete = slices.DeleteFunc(x.mu.obsolete, func(r *run) bool {
+	var gone []*sortedrun.Run
+	x.mu.obsolete = slices.DeleteFunc(x.mu.obsolete, func(r *sortedrun.Run) bool {
 		if slices.Contains(j.obsolete, r) {
 			gone = append(gone, r)
 			return true
@@ -299,8 +298,8 @@ func (x *Index) Release(j *Job) error {
 	x.mu.Unlock()
 	var errs []error
 	for _, r := range gone {
-		r.unref()
-		if err := x.fs.Remove(r.name); err != nil && !vfs.IsNotExist(err) {
+		r.Unref()
+		if err := x.fs.Remove(r.Name); err != nil && !vfs.IsNotExist(err) {
 			errs = append(errs, err)
 		}
 	}
@@ -340,8 +339,8 @@ func (x *Index) Stats() Stats {
 		s.Memtable += len(m)
 	}
 	for _, r := range x.mu.runs {
-		s.RunEntries += r.entries
-		s.IndexBytes += 8 * len(r.first)
+		s.RunEntries += r.Entries
+		s.IndexBytes += 8 * len(r.First)
 	}
 	return s
 }
@@ -356,7 +355,7 @@ func (x *Index) Close() error {
 	}
 	x.mu.closed = true
 	for _, r := range append(x.mu.runs, x.mu.obsolete...) {
-		r.unref()
+		r.Unref()
 	}
 	x.mu.runs, x.mu.obsolete = nil, nil
 	return nil

@@ -2,9 +2,11 @@ package keyindex
 
 import (
 	"cmp"
+	"encoding/binary"
 	"errors"
-	"fmt"
 	"slices"
+
+	"github.com/hourglass-mq/hourglass/sortedrun"
 )
 
 // Merge policy (see the package doc): a job's output absorbs the next
@@ -21,16 +23,7 @@ const (
 // pickMerge returns how many of the newest runs (sizes, oldest first) a
 // job that writes fresh entries merges into its output.
 func pickMerge(sizes []uint64, fresh uint64) int {
-	acc, k := fresh, 0
-	for k < len(sizes) {
-		s := sizes[len(sizes)-1-k]
-		if s > mergeRatio*acc && len(sizes)-k < maxRuns {
-			break
-		}
-		acc += s
-		k++
-	}
-	return k
+	return sortedrun.Tier(sizes, fresh, mergeRatio, maxRuns)
 }
 
 // Job writes the memtables Prepare froze, merged with the newest runs, as
@@ -38,39 +31,43 @@ func pickMerge(sizes []uint64, fresh uint64) int {
 type Job struct {
 	x      *Index
 	frozen []map[uint64]uint64
-	sorted []kv   // the Index's sorted entries when prepared (a failed job's)
-	inputs []*run // the newest runs, oldest first, that the output replaces
+	sorted []kv             // the Index's sorted entries when prepared (a failed job's)
+	inputs []*sortedrun.Run // the newest runs, oldest first, that the output replaces
 	seq    uint64
 	minPos uint64
 	ran    bool
-	out    *run  // the new run; nil when there was nothing to write
-	err    error // what Run returned
+	out    *sortedrun.Run // the new run; nil when there was nothing to write
+	err    error          // what Run returned
 	// obsolete is what Release deletes: set by Complete.
-	obsolete []*run
+	obsolete []*sortedrun.Run
 }
 
 // kv is one entry of a frozen memtable, sorted for writing.
 type kv struct{ h, pos uint64 }
 
-// source is one sorted input of a merge.
-type source interface {
-	next() bool
-	cur() (h, pos uint64)
-	failed() error
-}
-
-func (it *iter) cur() (uint64, uint64) { return it.h, it.pos }
-func (it *iter) failed() error         { return it.err }
-
 // memSource streams a sorted slice of a frozen memtable.
 type memSource struct {
-	es []kv
-	i  int
+	es  []kv
+	i   int
+	cur [slotSize]byte // the current entry, encoded
 }
 
-func (m *memSource) next() bool            { m.i++; return m.i <= len(m.es) }
-func (m *memSource) cur() (uint64, uint64) { return m.es[m.i-1].h, m.es[m.i-1].pos }
-func (m *memSource) failed() error         { return nil }
+// Next moves to the next entry.
+func (m *memSource) Next() bool {
+	if m.i == len(m.es) {
+		return false
+	}
+	binary.LittleEndian.PutUint64(m.cur[:], m.es[m.i].h)
+	binary.LittleEndian.PutUint64(m.cur[8:], m.es[m.i].pos)
+	m.i++
+	return true
+}
+
+// Entry returns the current entry, encoded.
+func (m *memSource) Entry() []byte { return m.cur[:] }
+
+// Err is nil: a memtable does not fail.
+func (m *memSource) Err() error { return nil }
 
 // sortFrozen returns the entries of the frozen memtables and of sorted
 // sorted by hash, one per hash, with its greatest position.
@@ -112,9 +109,9 @@ func (j *Job) Run() error {
 		return nil
 	}
 	es := j.sortedFrozen()
-	srcs := []source{&memSource{es: es}}
+	srcs := []sortedrun.Source{&memSource{es: es}}
 	for _, r := range j.inputs {
-		srcs = append(srcs, newIter(r.runMeta, r.name, r.f, false))
+		srcs = append(srcs, r.NewIter(r.Meta))
 	}
 	j.out, j.err = j.write(srcs)
 	return j.err
@@ -145,74 +142,12 @@ func findSorted(es []kv, h uint64) (uint64, bool) {
 	return es[i].pos, true
 }
 
-// write merges srcs into the job's run file; it creates no file when no
-// entry survives.
-func (j *Job) write(srcs []source) (*run, error) {
-	fs, name := j.x.fs, runName(j.x.dir, j.seq)
-	var w *writer
-	fail := func(err error) (*run, error) {
-		if w != nil {
-			w.f.Close()
-			fs.Remove(name) // best effort: Open removes what no state lists
-		}
-		return nil, err
-	}
-	err := merge(srcs, func(h, pos uint64) error {
-		if pos < j.minPos {
-			return nil
-		}
-		if w == nil {
-			f, err := fs.Create(name)
-			if err != nil {
-				return err
-			}
-			w = newWriter(f, name, j.seq)
-		}
-		return w.add(h, pos)
+// write merges srcs into the job's run file, each hash with its greatest
+// position, without the positions below minPos; it creates no file when
+// no entry survives.
+func (j *Job) write(srcs []sortedrun.Source) (*sortedrun.Run, error) {
+	return format.WriteRun(j.x.fs, j.x.dir, j.seq, srcs, func(e []byte) bool {
+		_, pos := slot(e, 0)
+		return pos >= j.minPos
 	})
-	if err != nil || w == nil {
-		return fail(err)
-	}
-	out, err := w.finish()
-	if err != nil {
-		return fail(err)
-	}
-	if err := fs.SyncDir(j.x.dir); err != nil {
-		return fail(fmt.Errorf("%w: directory %s: %w", ErrSyncFailed, j.x.dir, err))
-	}
-	return out, nil
-}
-
-// merge calls emit for every hash of the sorted sources, in order, with
-// its greatest position among them.
-func merge(srcs []source, emit func(h, pos uint64) error) error {
-	live := srcs[:0]
-	for _, s := range srcs {
-		if s.next() {
-			live = append(live, s)
-		} else if err := s.failed(); err != nil {
-			return err
-		}
-	}
-	for len(live) > 0 {
-		h, pos := live[0].cur()
-		for _, s := range live[1:] {
-			if sh, sp := s.cur(); sh < h || sh == h && sp > pos {
-				h, pos = sh, sp
-			}
-		}
-		if err := emit(h, pos); err != nil {
-			return err
-		}
-		next := live[:0]
-		for _, s := range live {
-			if sh, _ := s.cur(); sh != h || s.next() {
-				next = append(next, s)
-			} else if err := s.failed(); err != nil {
-				return err
-			}
-		}
-		live = next
-	}
-	return nil
 }

@@ -1,9 +1,6 @@
 package keyindex
 
 import (
-	"encoding/binary"
-	"hash/crc32"
-	"slices"
 	"testing"
 
 	"github.com/hourglass-mq/hourglass/vfs"
@@ -147,70 +144,6 @@ func TestMinPosDropsAtMerge(t *testing.T) {
 		t.Fatalf("all below min: stats %+v, files %v", s, runFiles(t, fs))
 	}
 	wantGet(t, openAt(t, fs, st), 2, 0)
-}
-
-// TestRunLayout pins the run file format drawn in the package doc.
-func TestRunLayout(t *testing.T) {
-	fs := vfs.NewMem()
-	x := openAt(t, fs, nil)
-	const n = blockEntries + 3
-	for i := range n {
-		x.Put(uint64(1000+i), uint64(5000+i))
-	}
-	st := checkpoint(t, x)
-	f, err := fs.Open(runName(dir, 1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if size, _ := f.Size(); size != 2*4096 {
-		t.Fatalf("size %d, want two blocks", size)
-	}
-	b := make([]byte, 2*4096)
-	if _, err := f.ReadAt(b, 0); err != nil {
-		t.Fatal(err)
-	}
-	le := binary.LittleEndian
-	table := crc32.MakeTable(crc32.Castagnoli)
-	sum := uint32(0x6b657973)
-	for blk, count := range []int{255, 3} {
-		p := b[blk*4096:]
-		if le.Uint64(p[0:]) != uint64(1000+255*blk) || le.Uint64(p[8:]) != uint64(5000+255*blk) {
-			t.Fatalf("block %d: first entry not at offset 0", blk)
-		}
-		if int(le.Uint32(p[4080:])) != count || le.Uint64(p[4084:]) != 0 {
-			t.Fatalf("block %d: trailer %x", blk, p[4080:4092])
-		}
-		if count < 255 && slices.ContainsFunc(p[count*16:4080], func(c byte) bool { return c != 0 }) {
-			t.Fatalf("block %d: unused slots not zero", blk)
-		}
-		var seed [16]byte
-		le.PutUint64(seed[0:], 1) // seq
-		le.PutUint64(seed[8:], uint64(blk))
-		want := crc32.Update(crc32.Update(0x6b657973, table, seed[:]), table, p[:4092])
-		if got := le.Uint32(p[4092:]); got != want {
-			t.Fatalf("block %d: check %08x, want %08x", blk, got, want)
-		}
-		sum = crc32.Update(sum, table, p[4092:4096])
-	}
-	s, err := decodeState(st)
-	if err != nil || len(s.runs) != 1 || s.runs[0] != (runMeta{seq: 1, entries: n, sum: sum}) || s.nextSeq != 2 {
-		t.Fatalf("state %+v %v, want run 1 of %d entries, sum %08x", s, err, n, sum)
-	}
-}
-
-// TestStateLayout pins the state format drawn in the package doc.
-func TestStateLayout(t *testing.T) {
-	b := encodeState(state{nextSeq: 9, runs: []runMeta{{seq: 3, entries: 7, sum: 0xabcd}}})
-	le := binary.LittleEndian
-	if len(b) != 20+24+4 || string(b[:4]) != "kixs" || le.Uint16(b[4:]) != 1 || le.Uint64(b[8:]) != 9 ||
-		le.Uint32(b[16:]) != 1 || le.Uint64(b[20:]) != 3 || le.Uint64(b[28:]) != 7 || le.Uint32(b[36:]) != 0xabcd {
-		t.Fatalf("state bytes %x", b)
-	}
-	want := crc32.Update(0x6b657973, crc32.MakeTable(crc32.Castagnoli), b[:44])
-	if le.Uint32(b[44:]) != want {
-		t.Fatal("state check is not CRC-32C from checkSeed")
-	}
 }
 
 // TestReset empties the index; the old files stay until a Release.

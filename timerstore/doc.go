@@ -13,8 +13,9 @@
 //     checkpoint; it is bounded by what arrives between two checkpoints;
 //   - Prepare freezes it (a frozen memtable stays readable) and a Job
 //     writes it out as one run file, outside every lock, merging older
-//     runs into it when they are not much larger (size-tiered, as in
-//     package keyindex) or when more than half of a run is dead;
+//     runs into it when they are not much larger (size-tiered, by the
+//     sortedrun.Tier that package keyindex uses too) or when more than
+//     half of a run is dead;
 //   - each run keeps in RAM only the due time of the first entry of each
 //     4 KiB block (8 bytes per 170 entries), so loading a bucket costs one
 //     read of a few blocks per run.
@@ -41,52 +42,16 @@
 // rescheduled message may come back to a due time it had. Load returns
 // each pair once; a merge keeps one.
 //
-// # Run file layout
+// # Files
 //
-// A run file, named by its sequence number as %016x.tr, is a sequence of
-// 4096-byte blocks (little endian):
-//
-//	offset size  field
-//	0      4080  170 entries of 24 bytes; the first count hold entries in
-//	             strictly increasing (due, pos) order across the whole
-//	             file, the others are zero:
-//	               0  8  due    i64 Unix ms
-//	               8  8  pos    u64 commit-log position of the message
-//	               16 4  topic  u32 topic id
-//	               20 2  queue  u16
-//	               22 1  kind   u8  what the timer is for (the engine's choice)
-//	               23 1  reserved, written as 0
-//	4080   4     count    u32 entries in this block: 170 in every block but
-//	                      the last, 1..170 in the last
-//	4084   8     reserved written as 0
-//	4092   4     check    u32 CRC-32C (Castagnoli) of bytes 0..4091, with the
-//	                      register started at CRC-32C(checkSeed; seq u64,
-//	                      block index u64)
-//
-// A file holds ceil(entries/170) blocks and nothing else. Seeding the check
-// with the run's sequence number and the block's index makes a zero block
-// (a file extended but never written), a block of another run and a block
-// at the wrong offset all fail.
-//
-// # State layout
-//
-// Complete returns the state: the durable run set, which the engine stores
-// in its checkpoint and gives back to Open (little endian):
-//
-//	offset size field
-//	0      4    magic   "tmrs"
-//	4      2    version u16 = 1; another version is refused with ErrCorrupt
-//	6      2    reserved u16 = 0
-//	8      8    nextSeq u64 sequence number of the next run file
-//	16     4    n       u32 number of runs, oldest first:
-//	20     32n  runs    seq u64, entries u64, deadBelow i64, sum u32
-//	                    (CRC-32C, from checkSeed, of the blocks' check
-//	                    fields in order), reserved u32 = 0
-//	20+32n 4    check   u32 CRC-32C from checkSeed of all bytes before it
-//
-// A nil state is an empty store. Entries hold absolute due times, so the
-// files do not depend on the bucket width: the width may change between
-// two runs of the broker.
+// The run files and the state are package sortedrun's, which draws their
+// layouts and writes and checks them: a run file, named %016x.tr, is
+// 4096-byte blocks of 170 entries of 24 bytes (drawn at EntrySize) in
+// strictly increasing (due, pos) order, each block checked by a CRC-32C
+// bound to its run and place; the state ("tmrs") lists the runs with
+// their deadBelow. A nil state is an empty store. Entries hold absolute
+// due times, so the files do not depend on the bucket width: the width
+// may change between two runs of the broker.
 //
 // # Checkpoint protocol and trust
 //

@@ -1,12 +1,11 @@
 package timerstore
 
 import (
-	"encoding/binary"
 	"errors"
-	"hash/crc32"
 	"path"
 	"testing"
 
+	"github.com/hourglass-mq/hourglass/sortedrun/sortedruntest"
 	"github.com/hourglass-mq/hourglass/vfs"
 )
 
@@ -83,11 +82,11 @@ func TestOpenChecksEveryRun(t *testing.T) {
 	}
 	damage := map[string]func(t *testing.T, mem *vfs.Mem, name string, st []byte) []byte{
 		"flipped byte": func(t *testing.T, mem *vfs.Mem, name string, st []byte) []byte {
-			patchByte(t, mem, name, 5000)
+			sortedruntest.Patch(t, mem, name, 5000, 1, func(b []byte) { b[0] ^= 0x10 })
 			return st
 		},
 		"cut file": func(t *testing.T, mem *vfs.Mem, name string, st []byte) []byte {
-			truncate(t, mem, name, BlockSize)
+			sortedruntest.Truncate(t, mem, name, BlockSize)
 			return st
 		},
 		"missing file": func(t *testing.T, mem *vfs.Mem, name string, st []byte) []byte {
@@ -172,72 +171,6 @@ func TestPlanOutlivesRelease(t *testing.T) {
 	if es := load(t, s, 0); len(es) != 2 {
 		t.Fatalf("bucket 0: %v", es)
 	}
-}
-
-func patchByte(t *testing.T, fs vfs.FS, name string, off int64) {
-	t.Helper()
-	f, err := fs.Open(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	b := make([]byte, 1)
-	if _, err := f.ReadAt(b, off); err != nil {
-		t.Fatal(err)
-	}
-	b[0] ^= 0x10
-	if _, err := f.WriteAt(b, off); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func truncate(t *testing.T, fs vfs.FS, name string, n int64) {
-	t.Helper()
-	f, err := fs.Open(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := f.Truncate(n); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// TestStateRefusesNonsense: a state whose check passes but whose values no
-// store writes is damage: a next sequence number of 0 (a job would take
-// seq 0), a reserved field set, or a run of 2^50 entries (whose sparse
-// index Open must not allocate before it sees the file's size).
-func TestStateRefusesNonsense(t *testing.T) {
-	mem := vfs.NewMem()
-	s := open(t, mem, nil)
-	s.Add(entry(5, 1))
-	good := checkpoint(t, s)
-	s.Close()
-	st, err := decodeState(good)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cases := map[string][]byte{
-		"next seq 0":      state{nextSeq: 0}.encode(),
-		"huge run":        state{nextSeq: st.nextSeq, runs: []runMeta{{seq: st.runs[0].seq, entries: 1 << 50, sum: st.runs[0].sum, deadBelow: st.runs[0].deadBelow}}}.encode(),
-		"reserved header": reseal(good, 6),
-		"reserved run":    reseal(good, stateHeader+28),
-	}
-	for what, b := range cases {
-		if _, err := Open(mem, dir, width, b, nil); !errors.Is(err, ErrCorrupt) {
-			t.Errorf("%s: %v, want ErrCorrupt", what, err)
-		}
-	}
-	if _, err := Open(mem, dir, width, good, nil); err != nil {
-		t.Fatalf("the good state after them: %v", err)
-	}
-}
-
-// reseal sets byte i of a state and makes its check right again.
-func reseal(b []byte, i int) []byte {
-	c := append([]byte(nil), b[:len(b)-4]...)
-	c[i] = 1
-	return binary.LittleEndian.AppendUint32(c, crc32.Update(checkSeed, castagnoli, c))
 }
 
 // TestRemoveWhileAJobRuns: a Remove under the owner's lock while a Job

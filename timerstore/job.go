@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/hourglass-mq/hourglass/sortedrun"
 	"github.com/hourglass-mq/hourglass/vfs"
 )
 
@@ -57,7 +58,7 @@ func (s *Store) Prepare() (*Job, error) {
 	}
 	var keep []*run
 	for _, r := range s.runs {
-		if r.last < r.deadBelow {
+		if r.last() < r.DeadBelow {
 			j.dropped = append(j.dropped, r)
 		} else {
 			keep = append(keep, r)
@@ -66,8 +67,8 @@ func (s *Store) Prepare() (*Job, error) {
 	merge := pickMerge(keep, fresh)
 	for _, r := range keep {
 		if merge[r] {
-			r.ref()
-			j.inputs = append(j.inputs, runPart{r: r, meta: r.runMeta})
+			r.Ref()
+			j.inputs = append(j.inputs, runPart{r: r, meta: r.Meta})
 		}
 	}
 	if fresh > 0 || len(j.inputs) > 0 {
@@ -81,20 +82,16 @@ func (s *Store) Prepare() (*Job, error) {
 // pickMerge returns the runs of keep (oldest first) to merge into an
 // output that starts with fresh entries.
 func pickMerge(keep []*run, fresh uint64) map[*run]bool {
-	merge := map[*run]bool{}
-	out := fresh
-	left := len(keep)
-	for i := len(keep) - 1; i >= 0; i-- {
-		live := keep[i].live()
-		if live > mergeRatio*out && left+1 <= maxRuns {
-			break
-		}
-		merge[keep[i]] = true
-		out += live
-		left--
+	sizes := make([]uint64, len(keep))
+	for i, r := range keep {
+		sizes[i] = r.live()
 	}
-	for _, r := range keep {
-		if !merge[r] && r.live() < r.entries/2 {
+	merge := map[*run]bool{}
+	for _, r := range keep[len(keep)-sortedrun.Tier(sizes, fresh, mergeRatio, maxRuns):] {
+		merge[r] = true
+	}
+	for i, r := range keep {
+		if !merge[r] && sizes[i] < r.Entries/2 {
 			merge[r] = true
 		}
 	}
@@ -107,13 +104,6 @@ func pickMerge(keep []*run, fresh uint64) map[*run]bool {
 type frozenPart struct {
 	m         *memtable
 	deadBelow int64
-}
-
-// source is one sorted input of a merge.
-type source interface {
-	next() bool
-	entry() Entry
-	failed() error
 }
 
 // memSource walks a frozen memtable in order: its buckets by start, and
@@ -131,6 +121,7 @@ type memSource struct {
 	k         int     // the next bucket
 	es        []Entry // the current bucket's live entries, sorted
 	i         int
+	cur       [EntrySize]byte // the current entry, encoded
 }
 
 func newMemSource(p frozenPart) *memSource {
@@ -142,7 +133,8 @@ func newMemSource(p frozenPart) *memSource {
 	return &memSource{m: p.m, deadBelow: p.deadBelow, buckets: bs}
 }
 
-func (m *memSource) next() bool {
+// Next moves to the next live entry.
+func (m *memSource) Next() bool {
 	m.i++
 	for m.i > len(m.es) {
 		if m.k == len(m.buckets) {
@@ -157,14 +149,15 @@ func (m *memSource) next() bool {
 		m.k++
 		slices.SortFunc(m.es, compareEntries)
 	}
+	putEntry(m.cur[:], m.es[m.i-1])
 	return true
 }
 
-func (m *memSource) entry() Entry  { return m.es[m.i-1] }
-func (m *memSource) failed() error { return nil }
+// Entry returns the current entry, encoded.
+func (m *memSource) Entry() []byte { return m.cur[:] }
 
-func (it *iter) entry() Entry  { return it.cur }
-func (it *iter) failed() error { return it.err }
+// Err is nil: a memtable does not fail.
+func (m *memSource) Err() error { return nil }
 
 // Run writes the output run: the frozen entries, sorted, merged with the
 // input runs, each without its dead entries; then it fsyncs the file and
@@ -175,89 +168,38 @@ func (j *Job) Run() error {
 		j.ran = true
 		return nil
 	}
-	var srcs []source
+	var srcs []sortedrun.Source
 	for _, p := range j.frozen {
 		srcs = append(srcs, newMemSource(p))
 	}
 	for _, in := range j.inputs {
-		srcs = append(srcs, &deadFilter{it: newIter(in.meta, in.r.name, in.r.f, false), deadBelow: in.meta.deadBelow})
+		srcs = append(srcs, &deadFilter{Iter: in.r.NewIter(in.meta), deadBelow: in.meta.DeadBelow})
 	}
-	name := runName(j.dir, j.seq)
-	f, err := j.fs.Create(name)
+	out, err := format.WriteRun(j.fs, j.dir, j.seq, srcs, nil)
 	if err != nil {
 		return err
 	}
-	w := newWriter(f, name, j.seq)
-	err = merge(srcs, w.add)
-	if err == nil && w.entries > 0 {
-		j.out, err = w.finish()
+	if out != nil {
+		j.out = &run{Run: out}
 	}
-	if err != nil || j.out == nil {
-		f.Close()
-		j.out = nil
-		if rerr := j.fs.Remove(name); err == nil && rerr != nil && !vfs.IsNotExist(rerr) {
-			err = rerr
-		}
-		j.ran = err == nil // nothing was left alive to write
-		return err
-	}
-	if err := j.fs.SyncDir(j.dir); err != nil {
-		j.out.unref()
-		j.out = nil
-		j.fs.Remove(name) // unlisted anyway: Open deletes it
-		return err
-	}
-	j.ran = true
+	j.ran = true // with a nil output, nothing was left alive to write
 	return nil
 }
 
 // deadFilter skips a run's entries below its deadBelow.
 type deadFilter struct {
-	it        *iter
+	*sortedrun.Iter
 	deadBelow int64
 }
 
-func (d *deadFilter) next() bool {
-	for d.it.next() {
-		if d.it.cur.Due >= d.deadBelow {
+// Next moves to the next entry at or after deadBelow.
+func (d *deadFilter) Next() bool {
+	for d.Iter.Next() {
+		if due(sortedrun.Lead(d.Entry())) >= d.deadBelow {
 			return true
 		}
 	}
 	return false
-}
-func (d *deadFilter) entry() Entry  { return d.it.cur }
-func (d *deadFilter) failed() error { return d.it.err }
-
-// merge hands the entries of the sorted sources to emit in order. Few
-// sources (at most maxRuns and the frozen entries) make a linear choice
-// cheaper than a heap.
-func merge(srcs []source, emit func(Entry) error) error {
-	live := srcs[:0:0]
-	for _, s := range srcs {
-		if s.next() {
-			live = append(live, s)
-		} else if err := s.failed(); err != nil {
-			return err
-		}
-	}
-	for len(live) > 0 {
-		k := 0
-		for i := 1; i < len(live); i++ {
-			if live[i].entry().before(live[k].entry()) {
-				k = i
-			}
-		}
-		if err := emit(live[k].entry()); err != nil {
-			return err
-		}
-		if !live[k].next() {
-			if err := live[k].failed(); err != nil {
-				return err
-			}
-			live = slices.Delete(live, k, k+1)
-		}
-	}
-	return nil
 }
 
 // Complete ends the Job and returns the state to record in the checkpoint.
@@ -271,15 +213,15 @@ func (s *Store) Complete(j *Job, err error) ([]byte, error) {
 	}
 	s.job = nil
 	for _, in := range j.inputs {
-		in.r.unref()
+		in.r.Unref()
 	}
 	if err == nil && !j.ran {
 		err = errors.New("timerstore: Complete of a job that did not run")
 	}
 	if err != nil {
 		if j.out != nil { // it ran, but the owner's checkpoint failed
-			j.out.unref()
-			s.orphans = append(s.orphans, j.out.name)
+			j.out.Unref()
+			s.orphans = append(s.orphans, j.out.Name)
 		}
 		return nil, err
 	}
@@ -300,18 +242,18 @@ func (s *Store) Complete(j *Job, err error) ([]byte, error) {
 		}
 	}
 	if j.out != nil {
-		j.out.deadBelow = s.jobCut
+		j.out.DeadBelow = s.jobCut
 		runs = append(runs, j.out)
 	}
 	s.runs = runs
-	return s.state().encode(), nil
+	return format.EncodeState(s.state()), nil
 }
 
 // state returns the run set as the state records it.
-func (s *Store) state() state {
-	st := state{nextSeq: s.nextSeq}
+func (s *Store) state() sortedrun.State {
+	st := sortedrun.State{NextSeq: s.nextSeq}
 	for _, r := range s.runs {
-		st.runs = append(st.runs, r.runMeta)
+		st.Runs = append(st.Runs, r.Meta)
 	}
 	return st
 }
@@ -364,8 +306,8 @@ func deleter(fs vfs.FS, retired []*run, orphans []string) func() error {
 			}
 		}
 		for _, r := range retired {
-			remove(r.name)
-			r.unref()
+			remove(r.Name)
+			r.Unref()
 		}
 		for _, name := range orphans {
 			remove(name)

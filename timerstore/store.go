@@ -7,6 +7,7 @@ import (
 	"path"
 	"slices"
 
+	"github.com/hourglass-mq/hourglass/sortedrun"
 	"github.com/hourglass-mq/hourglass/vfs"
 )
 
@@ -69,30 +70,31 @@ func Open(fs vfs.FS, dir string, width int64, stateBytes []byte, visit func(Entr
 	if width <= 0 || width > MaxWidth {
 		return nil, fmt.Errorf("timerstore: bucket width %d ms is not in [1, %d]", width, int64(MaxWidth))
 	}
-	st, err := decodeState(stateBytes)
+	st, err := format.DecodeState(stateBytes)
 	if err != nil {
 		return nil, err
 	}
 	if err := fs.MkdirAll(dir); err != nil {
 		return nil, err
 	}
-	s := &Store{fs: fs, dir: dir, width: width, mem: newMemtable(), nextSeq: st.nextSeq,
+	s := &Store{fs: fs, dir: dir, width: width, mem: newMemtable(), nextSeq: st.NextSeq,
 		count: map[int64]int64{}, low: math.MaxInt64, jobCut: math.MinInt64}
 	listed := map[string]bool{}
-	for _, m := range st.runs {
-		r, err := openRun(fs, dir, m, func(e Entry) {
-			s.countAdd(s.BucketOf(e.Due))
-			if visit != nil {
-				visit(e)
+	for _, m := range st.Runs {
+		sr, err := format.OpenRun(fs, dir, m, func(b []byte) {
+			if e := getEntry(b); e.Due >= m.DeadBelow {
+				s.countAdd(s.BucketOf(e.Due))
+				if visit != nil {
+					visit(e)
+				}
 			}
 		})
 		if err != nil {
 			s.Close()
 			return nil, err
 		}
-		r.listed = true
-		s.runs = append(s.runs, r)
-		listed[path.Base(r.name)] = true
+		s.runs = append(s.runs, &run{Run: sr, listed: true})
+		listed[path.Base(sr.Name)] = true
 	}
 	if err := s.removeUnlisted(listed); err != nil {
 		s.Close()
@@ -129,10 +131,10 @@ func (s *Store) removeUnlisted(listed map[string]bool) error {
 func (s *Store) Close() {
 	s.closed = true
 	for _, r := range s.runs {
-		r.unref()
+		r.Unref()
 	}
 	for _, r := range s.retired {
-		r.unref()
+		r.Unref()
 	}
 	s.runs, s.retired = nil, nil
 }
@@ -191,7 +193,7 @@ func (s *Store) NextBucket(from int64) (int64, bool) {
 func (s *Store) Remove(t int64) int {
 	cut := s.BucketOf(t)
 	for _, r := range s.runs {
-		r.deadBelow = max(r.deadBelow, cut)
+		r.DeadBelow = max(r.DeadBelow, cut)
 	}
 	for _, m := range s.frozen {
 		m.deadBelow = max(m.deadBelow, cut)
@@ -223,7 +225,7 @@ func (s *Store) Remove(t int64) int {
 // its run files and the entries in memory.
 func (s *Store) Buckets() (n int, bytes int64) {
 	for _, r := range s.runs {
-		bytes += r.blocks() * BlockSize
+		bytes += format.Blocks(r.Meta) * BlockSize
 	}
 	for _, m := range s.frozen {
 		bytes += int64(m.n) * EntrySize
@@ -270,9 +272,9 @@ func (s *Store) LoadPlan(b int64) *LoadPlan {
 		}
 	}
 	for _, r := range s.runs {
-		if r.last >= max(b, r.deadBelow) && len(r.first) > 0 && r.first[0] < p.hi {
-			r.ref()
-			p.runs = append(p.runs, runPart{r: r, meta: r.runMeta})
+		if r.last() >= max(b, r.DeadBelow) && len(r.First) > 0 && due(r.First[0]) < p.hi {
+			r.Ref()
+			p.runs = append(p.runs, runPart{r: r, meta: r.Meta})
 		}
 	}
 	return p
@@ -298,7 +300,7 @@ type part struct {
 // deadBelow meanwhile, under the owner's lock, which they do not hold.
 type runPart struct {
 	r    *run
-	meta runMeta
+	meta sortedrun.Meta
 }
 
 // Read returns the plan's entries without duplicate (due, pos) pairs, in
@@ -311,7 +313,7 @@ func (p *LoadPlan) Read() ([]Entry, error) {
 	p.done = true
 	defer func() {
 		for _, rp := range p.runs {
-			rp.r.unref()
+			rp.r.Unref()
 		}
 	}()
 	out := slices.Clone(p.mem)
@@ -323,7 +325,7 @@ func (p *LoadPlan) Read() ([]Entry, error) {
 		}
 	}
 	for _, rp := range p.runs {
-		es, err := rp.r.readRange(max(p.lo, rp.meta.deadBelow), p.hi)
+		es, err := rp.r.readRange(max(p.lo, rp.meta.DeadBelow), p.hi)
 		if err != nil {
 			return nil, err
 		}

@@ -1,9 +1,7 @@
 package timerstore
 
 import (
-	"errors"
-	"path"
-
+	"github.com/hourglass-mq/hourglass/sortedrun"
 	"github.com/hourglass-mq/hourglass/vfs"
 )
 
@@ -18,46 +16,15 @@ import (
 // no run is walked. An error from fn, or an I/O error, stops the walk and
 // is returned as err.
 func Walk(fs vfs.FS, dir string, state []byte, fn func(name string, off int64, e Entry, dead bool) error) (listed []string, damage []error, err error) {
-	st, derr := decodeState(state)
-	if derr != nil {
-		return nil, []error{derr}, nil
-	}
-	for _, m := range st.runs {
-		name := runName(dir, m.seq)
-		listed = append(listed, path.Base(name))
-		f, err := fs.Open(name)
-		if vfs.IsNotExist(err) {
-			damage = append(damage, corrupt(name, 0, "file is missing, the state lists it"))
-			continue
-		}
-		if err != nil {
-			return listed, damage, err
-		}
-		it := newIter(m, name, f, false)
-		var ferr error
-		for it.next() {
-			off := it.block*BlockSize + int64((it.i-1)*EntrySize)
-			if ferr = fn(name, off, it.cur, it.cur.Due < m.deadBelow); ferr != nil {
-				break
-			}
-		}
-		f.Close()
-		if ferr != nil {
-			return listed, damage, ferr
-		}
-		if it.err != nil {
-			if !errors.Is(it.err, ErrCorrupt) {
-				return listed, damage, it.err
-			}
-			damage = append(damage, it.err)
-		}
-	}
-	return listed, damage, nil
+	return format.Walk(fs, dir, state, func(name string, off int64, m sortedrun.Meta, b []byte) error {
+		e := getEntry(b)
+		return fn(name, off, e, e.Due < m.DeadBelow)
+	})
 }
 
 // IsRunName reports whether a file name in the timer directory is a run
 // file's; any other file there is deleted by Open.
 func IsRunName(name string) bool {
-	_, ok := parseRunName(name)
+	_, ok := format.ParseRunName(name)
 	return ok
 }

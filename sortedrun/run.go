@@ -1,0 +1,238 @@
+package sortedrun
+
+import (
+	"fmt"
+	"io"
+	"sync/atomic"
+
+	"github.com/hourglass-mq/hourglass/vfs"
+)
+
+// Run is one immutable run file, open for reading.
+type Run struct {
+	// Meta is what the state records of the run. The user may change
+	// DeadBelow (under its own lock); nothing else changes.
+	Meta
+	// Name is the file's path.
+	Name string
+	// First holds Lead of the first entry of each block: the sparse index
+	// a reader searches for the blocks that may hold what it looks for.
+	First []uint64
+	// Last is Lead of the run's last entry.
+	Last uint64
+
+	format *Format
+	file   vfs.File
+	// refs counts the user's reference and the readers' (load plans,
+	// jobs, lookups); the last Unref closes the file.
+	refs atomic.Int32
+}
+
+// Ref takes a reference: the file stays open until it is dropped.
+func (r *Run) Ref() { r.refs.Add(1) }
+
+// Unref drops a reference and closes the file with the last one.
+func (r *Run) Unref() {
+	if r.refs.Add(-1) == 0 {
+		r.file.Close()
+	}
+}
+
+// readFull reads len(b) bytes at off; a file that ends first is damage
+// (run files are written whole before any state lists them).
+func (f *Format) readFull(file vfs.File, name string, b []byte, off int64) error {
+	n, err := file.ReadAt(b, off)
+	if n == len(b) {
+		return nil
+	}
+	if err == nil || err == io.EOF {
+		return f.corrupt(name, off+int64(n), "file ends here, expected %d more bytes", len(b)-n)
+	}
+	return fmt.Errorf("%s: read %s at offset %d: %w", f.Name, name, off, err)
+}
+
+// ReadBlocks reads blocks [start, end) of the run in one read, checks each
+// and hands it and its count to visit, in order. Damage is an error
+// wrapping the format's Corrupt error.
+func (r *Run) ReadBlocks(start, end int, visit func(block []byte, n int)) error {
+	buf := make([]byte, (end-start)*BlockSize)
+	if err := r.format.readFull(r.file, r.Name, buf, int64(start)*BlockSize); err != nil {
+		return err
+	}
+	for k := range end - start {
+		b := buf[k*BlockSize : (k+1)*BlockSize]
+		n, _, err := r.format.checkBlock(b, r.Name, r.Seq, int64(start+k))
+		if err != nil {
+			return err
+		}
+		visit(b, n)
+	}
+	return nil
+}
+
+// ReadBlock reads block i of the run into b (BlockSize bytes), checks it
+// and returns its count: one pread, for lookups that keep b in a pool.
+func (r *Run) ReadBlock(b []byte, i int) (int, error) {
+	if err := r.format.readFull(r.file, r.Name, b, int64(i)*BlockSize); err != nil {
+		return 0, err
+	}
+	n, _, err := r.format.checkBlock(b, r.Name, r.Seq, int64(i))
+	return n, err
+}
+
+// OpenRun opens run m of dir and checks all of it: the file's size first
+// (a damaged entry count must not size the sparse index), then every
+// block, the order and the run's sum. It hands every entry to visit, when
+// not nil, in order; the slice is valid only during the call.
+func (f *Format) OpenRun(fs vfs.FS, dir string, m Meta, visit func(e []byte)) (*Run, error) {
+	name := f.RunName(dir, m.Seq)
+	file, err := fs.Open(name)
+	if vfs.IsNotExist(err) {
+		return nil, f.corrupt(name, 0, "file is missing; the state lists %d entries", m.Entries)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := f.checkSize(file, name, m); err != nil {
+		file.Close()
+		return nil, err
+	}
+	it := f.newIter(m, name, file, true)
+	for it.Next() {
+		if visit != nil {
+			visit(it.Entry())
+		}
+	}
+	if it.err != nil {
+		file.Close()
+		return nil, it.err
+	}
+	r := &Run{Meta: m, Name: name, First: it.first, Last: Lead(it.prev), format: f, file: file}
+	r.refs.Store(1)
+	return r, nil
+}
+
+// checkSize fails unless file has the size of run m.
+func (f *Format) checkSize(file vfs.File, name string, m Meta) error {
+	size, err := file.Size()
+	if err != nil {
+		return err
+	}
+	if want := f.Blocks(m) * BlockSize; size != want {
+		return f.corrupt(name, min(size, want), "file is %d bytes, the state recorded %d entries in %d", size, m.Entries, want)
+	}
+	return nil
+}
+
+// Iter walks a run file entry by entry, checking every block, the count of
+// each, the order across the file, the run's sum and the file's size. It
+// is a Source of a merge.
+type Iter struct {
+	Meta
+	format *Format
+	name   string
+	file   vfs.File
+	buf    []byte
+	b      []byte // the current block
+	block  int64  // its index
+	n, i   int    // its count, and the next entry in it
+	left   uint64 // entries in the blocks after the current one
+	sum    uint32
+	first  []uint64 // when non-nil, collects the sparse index
+	prev   []byte   // the current entry, once there is one
+	last   []byte   // a copy of the entry before the current block
+	err    error
+}
+
+// NewIter returns an iterator over run r as m describes it (the Meta the
+// reader captured: its DeadBelow may differ from r's by now).
+func (r *Run) NewIter(m Meta) *Iter { return r.format.newIter(m, r.Name, r.file, false) }
+
+func (f *Format) newIter(m Meta, name string, file vfs.File, collect bool) *Iter {
+	it := &Iter{Meta: m, format: f, name: name, file: file, block: -1, left: m.Entries, sum: f.Seed}
+	it.buf = make([]byte, min(f.Blocks(m), int64(f.Chunk))*BlockSize)
+	if collect {
+		it.first = make([]uint64, 0, f.Blocks(m))
+	}
+	return it
+}
+
+// Next moves to the next entry; false at the end or on an error (Err).
+func (it *Iter) Next() bool {
+	if it.err != nil {
+		return false
+	}
+	if it.i == it.n {
+		if it.left == 0 {
+			it.err = it.end()
+			return false
+		}
+		if it.err = it.nextBlock(); it.err != nil {
+			return false
+		}
+	}
+	f := it.format
+	e := f.Entry(it.b, it.i)
+	if it.prev != nil && f.lead(it.prev) >= f.lead(e) {
+		if c, same := f.step(it.prev, e); c >= 0 || same {
+			it.err = f.corrupt(it.name, it.Offset()+int64(f.EntrySize), "entry %x follows %x: out of order", e, it.prev)
+			return false
+		}
+	}
+	it.i++
+	it.prev = e
+	return true
+}
+
+// Entry returns the current entry, valid until the next call of Next.
+func (it *Iter) Entry() []byte { return it.prev }
+
+// Err returns the error that ended the walk, nil at its end.
+func (it *Iter) Err() error { return it.err }
+
+// Offset returns the current entry's offset in the file.
+func (it *Iter) Offset() int64 {
+	return it.block*BlockSize + int64((it.i-1)*it.format.EntrySize)
+}
+
+// end checks what the walk cannot see entry by entry: the sum, and that
+// nothing follows the last block.
+func (it *Iter) end() error {
+	if it.sum != it.Meta.Sum {
+		return it.format.corrupt(it.name, it.format.Blocks(it.Meta)*BlockSize, "run sum %08x, the state recorded %08x", it.sum, it.Meta.Sum)
+	}
+	return it.format.checkSize(it.file, it.name, it.Meta)
+}
+
+// nextBlock checks the next block and makes it current, reading the next
+// chunk of the file when the buffer is used up.
+func (it *Iter) nextBlock() error {
+	f := it.format
+	if it.prev != nil {
+		// The next read overwrites the chunk, or the entry is in another
+		// block of it: keep a copy of the entry the order check needs.
+		it.last = append(it.last[:0], it.prev...)
+		it.prev = it.last
+	}
+	it.block++
+	k := int(it.block % int64(f.Chunk))
+	if k == 0 {
+		nb := min(f.Blocks(it.Meta)-it.block, int64(f.Chunk))
+		if err := f.readFull(it.file, it.name, it.buf[:nb*BlockSize], it.block*BlockSize); err != nil {
+			return err
+		}
+	}
+	it.b = it.buf[k*BlockSize : (k+1)*BlockSize]
+	n, c, err := f.checkBlock(it.b, it.name, it.Seq, it.block)
+	if err != nil {
+		return err
+	}
+	if want := min(it.left, uint64(f.full)); uint64(n) != want {
+		return f.corrupt(it.name, it.block*BlockSize+countOff, "block holds %d entries, want %d", n, want)
+	}
+	it.n, it.i, it.left, it.sum = n, 0, it.left-uint64(n), sumUpdate(it.sum, c)
+	if it.first != nil {
+		it.first = append(it.first, Lead(it.b))
+	}
+	return nil
+}
