@@ -35,23 +35,8 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, ready func(addr s
 		return err
 	}
 	eng := c.eng
-	ln, err := net.Listen("tcp", cfg.Listen)
+	ln, g, rm, err := listenAll(cfg, eng, logger)
 	if err != nil {
-		c.close()
-		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
-	}
-	g, err := newGRPC(cfg, eng, logger)
-	if err != nil {
-		ln.Close()
-		c.close()
-		return err
-	}
-	rm, err := newRemoting(cfg, eng, logger)
-	if err != nil {
-		ln.Close()
-		if g != nil {
-			g.ln.Close()
-		}
 		c.close()
 		return err
 	}
@@ -108,6 +93,30 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, ready func(addr s
 	}
 	logger.Info("stopped")
 	return runErr
+}
+
+// listenAll opens the listeners of the HTTP API, the gRPC service and the
+// remoting protocol (either of the last two may be nil: disabled); on an
+// error it closes what it opened.
+func listenAll(cfg Config, eng *engine.Engine, logger *slog.Logger) (net.Listener, *grpcService, *remotingService, error) {
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+	}
+	g, err := newGRPC(cfg, eng, logger)
+	if err != nil {
+		ln.Close()
+		return nil, nil, nil, err
+	}
+	rm, err := newRemoting(cfg, eng, logger)
+	if err != nil {
+		ln.Close()
+		if g != nil {
+			g.ln.Close()
+		}
+		return nil, nil, nil, err
+	}
+	return ln, g, rm, nil
 }
 
 // waitStop waits until the broker must stop: ctx ends (nil), or the HTTP
