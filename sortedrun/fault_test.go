@@ -25,12 +25,15 @@ func faultyDir(t *testing.T) (*vfs.Mem, *vfs.Faulty) {
 }
 
 // failing writes a run large enough to take several writes through a
-// Faulty that fails op with err, and returns WriteRun's result.
+// Faulty that fails op with err (with a nil err it injects nothing: the
+// caller set the fault), and returns WriteRun's result.
 func failing(t *testing.T, f *sortedrun.Format, ffs *vfs.Faulty, op vfs.Op, err error) (*sortedrun.Run, error) {
 	t.Helper()
-	es := randomEntries(rand.New(rand.NewPCG(5, 5)), f, 200*f.PerBlock())
-	ffs.FailAfter(op, 0, err)
-	defer ffs.Inject(nil)
+	es := randomEntries(rand.New(rand.NewPCG(5, 5)), f, (2*f.Chunk+1)*f.PerBlock())
+	if err != nil {
+		ffs.FailAfter(op, 0, err)
+		defer ffs.Inject(nil)
+	}
 	return f.WriteRun(ffs, dir, 3, []sortedrun.Source{&slice{es: es}}, nil)
 }
 
@@ -60,7 +63,7 @@ func TestWriteErrorLeavesNoFile(t *testing.T) {
 			}
 			wantNoRun(t, ffs)
 			ffs.SetLimit(1)
-			if _, err := failing(t, f, ffs, vfs.OpTruncate, nil); !errors.Is(err, syscall.ENOSPC) {
+			if _, err := failing(t, f, ffs, vfs.OpWrite, nil); !errors.Is(err, syscall.ENOSPC) {
 				t.Fatalf("disk full: %v", err)
 			}
 			ffs.SetLimit(-1)
