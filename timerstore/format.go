@@ -58,19 +58,6 @@ const BlockSize = sortedrun.BlockSize
 // as in the layout before, so that a width the engine accepted stays valid.
 const MaxWidth = 1 << 40
 
-// Errors. Errors that concern a file wrap one of these with the file's name
-// and the offset.
-var (
-	// ErrCorrupt means a run file or the state disagrees with what was
-	// written: a check fails, a file is missing, of the wrong size or out
-	// of order.
-	ErrCorrupt = errors.New("timerstore: corrupt timer index")
-	// ErrBusy is returned by Prepare while a Job is outstanding.
-	ErrBusy = errors.New("timerstore: a job is outstanding")
-	// ErrClosed is returned by Prepare after Close.
-	ErrClosed = errors.New("timerstore: closed")
-)
-
 // CorruptError is the damage behind every ErrCorrupt of this package: the
 // file, the offset in it, and what is wrong, for tools that list damage.
 type CorruptError = sortedrun.CorruptError
@@ -89,6 +76,19 @@ var format = sortedrun.NewFormat(sortedrun.Format{
 	DeadBelow:  true,
 	Chunk:      64, // 256 KiB, one vfs.PaceBytes step a write
 })
+
+// Errors. Errors that concern a file wrap one of these with the file's name
+// and the offset.
+var (
+	// ErrCorrupt means a run file or the state disagrees with what was
+	// written: a check fails, a file is missing, of the wrong size or out
+	// of order.
+	ErrCorrupt = errors.New("timerstore: corrupt timer index")
+	// ErrBusy is returned by Prepare while a Job is outstanding.
+	ErrBusy = errors.New("timerstore: a job is outstanding")
+	// ErrClosed is returned by Prepare after Close.
+	ErrClosed = errors.New("timerstore: closed")
+)
 
 // compareEncoded orders encoded entries: by due time, then by position.
 func compareEncoded(a, b []byte) int {
