@@ -51,9 +51,11 @@ type SetAside struct {
 	Pos     uint64 `json:"pos"`
 	Segment string `json:"segment,omitempty"`
 	Topic   string `json:"topic"`
-	Group   string `json:"group"`
-	Queue   int    `json:"queue"`
-	Offset  uint64 `json:"offset"`
+	// Group is "" for a message an offset read (ReadQueue: a RocketMQ
+	// pull) passed over: such reads have no group to set it aside for.
+	Group  string `json:"group"`
+	Queue  int    `json:"queue"`
+	Offset uint64 `json:"offset"`
 	// Reason is what failed validation; empty for a set-aside replayed
 	// from the log at a restart.
 	Reason string `json:"reason,omitempty"`
@@ -119,11 +121,22 @@ type damageState struct {
 	ranges   map[commitlog.Pos]commitlog.DamagedRange
 	setAside []SetAside
 	total    int
+	passed   map[uint64]bool // positions offset reads passed over
 }
 
 func (d *damageState) addSetAside(s SetAside) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if s.Group == "" {
+		// An offset read's: the same reads come again, list it once.
+		if d.passed[s.Pos] {
+			return
+		}
+		if d.passed == nil {
+			d.passed = map[uint64]bool{}
+		}
+		d.passed[s.Pos] = true
+	}
 	if len(d.setAside) == maxSetAsideListed {
 		d.setAside = slices.Delete(d.setAside, 0, 1)
 	}
@@ -238,6 +251,19 @@ func (e *Engine) setAsideHandouts(g *group, bad []damagedHandout) error {
 	return errs.Wrap(errs.DataLoss, first.err,
 		"%d message(s) of topic %s could not be read for group %s: the record at log position %d (queue %d, offset %d) is damaged; it was set aside (GET /v1/admin/damage, hourglass check lists it) and the next receive gets the messages after it",
 		len(bad), g.topic.name, g.name, first.pos, first.queue, first.offset)
+}
+
+// passedOver reports a damaged message record an offset read (ReadQueue)
+// passed over: it has no group to set it aside for.
+func (e *Engine) passedOver(pos uint64, topic string, queue int, offset uint64, err error) {
+	e.side.dmg.mu.Lock()
+	seen := e.side.dmg.passed[pos]
+	e.side.dmg.mu.Unlock()
+	if seen {
+		return
+	}
+	e.opts.Logger.Error("an offset read passed over a damaged message record", "topic", topic, "queue", queue, "offset", offset, "pos", pos, "err", err)
+	e.side.dmg.addSetAside(SetAside{Pos: pos, Segment: e.segmentOf(pos), Topic: topic, Queue: queue, Offset: offset, Reason: err.Error()})
 }
 
 // replaySetAsideLocked applies a set-aside record at recovery: the

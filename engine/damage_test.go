@@ -301,3 +301,45 @@ func TestRepairedMessageWithCancel(t *testing.T) {
 		t.Fatalf("after repair: %d messages, data_loss %v", len(got), losses)
 	}
 }
+
+// TestDamagedPendingMessageFiresAsDataLoss: a pending message whose record
+// is damaged fires at its time (its timer is in the timer index) and the
+// receive that meets it answers data_loss; the group goes on.
+func TestDamagedPendingMessageFiresAsDataLoss(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.SegmentBytes = 4096 })
+	r := h.send("t", "late", message.When{Delay: time.Hour})
+	h.sendVisible("t", 60)
+	if err := h.e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if pos, _ := h.damageRecord(0, 30); pos != r.ID.Pos {
+		t.Fatalf("damaged %d, want the pending message at %d", pos, r.ID.Pos)
+	}
+	h.open()
+	if got, losses := h.drainDamaged("g"); len(got) != 60 || len(losses) != 0 {
+		t.Fatalf("before its time: %d messages, data_loss %v", len(got), losses)
+	}
+	h.clk.Advance(time.Hour)
+	deadline := time.Now().Add(5 * time.Second)
+	for n := 0; n != 61 && time.Now().Before(deadline); {
+		n = 0
+		for _, ti := range h.e.Topics() {
+			for _, l := range ti.Lengths {
+				n += int(l)
+			}
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// ReadQueue passes over the damaged record: 60 readable, and the
+	// report lists the one passed over (no group).
+	if n := len(h.visible("t")); n != 60 {
+		t.Fatalf("an offset read gave %d messages, want 60", n)
+	}
+	if d := h.e.Damage(); d.SetAsideTotal != 1 || d.SetAside[0].Pos != r.ID.Pos || d.SetAside[0].Group != "" {
+		t.Fatalf("the offset read's pass over %d is not reported: %+v", r.ID.Pos, d)
+	}
+	got, losses := h.drainDamaged("g")
+	if len(got) != 0 || len(losses) != 1 || !strings.Contains(losses[0].Error(), fmt.Sprintf("log position %d", r.ID.Pos)) {
+		t.Fatalf("after its time: %d messages, data_loss %v", len(got), losses)
+	}
+}

@@ -42,3 +42,31 @@ func TestDegradedWhileFiresFail(t *testing.T) {
 		t.Fatalf("still degraded after the fire went through: %q", d)
 	}
 }
+
+// TestDegradedWhileCheckpointsFail: a checkpoint that fails (a full disk)
+// is reported by Degraded until one succeeds.
+func TestDegradedWhileCheckpointsFail(t *testing.T) {
+	ffs := vfs.NewFaulty(vfs.NewMem())
+	h := newHarness(t, func(o *Options) { o.FS = ffs; o.CheckpointInterval = time.Second })
+	e := h.e
+	h.sendVisible("t", 3)
+	ffs.SetLimit(ffs.Used())
+	deadline := time.Now().Add(5 * time.Second)
+	for e.Stats().CheckpointErrors.Load() == 0 && time.Now().Before(deadline) {
+		h.clk.Advance(time.Second)
+		time.Sleep(time.Millisecond)
+	}
+	d := e.Degraded()
+	if len(d) != 1 || !strings.Contains(d[0], "checkpoints fail") || !strings.Contains(d[0], "no space left") {
+		t.Fatalf("degraded while checkpoints fail: %q", d)
+	}
+	ffs.SetLimit(-1)
+	done := e.Stats().Checkpoints.Load()
+	for e.Stats().Checkpoints.Load() == done && time.Now().Before(deadline) {
+		h.clk.Advance(time.Second)
+		time.Sleep(time.Millisecond)
+	}
+	if d := e.Degraded(); len(d) != 0 {
+		t.Fatalf("still degraded after a checkpoint succeeded: %q", d)
+	}
+}

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 
+	"github.com/hourglass-mq/hourglass/commitlog"
 	"github.com/hourglass-mq/hourglass/errs"
 	"github.com/hourglass-mq/hourglass/message"
 )
@@ -42,7 +43,9 @@ func (e *Engine) Topics() []TopicInfo {
 
 // ReadQueue returns up to max visible messages of a topic queue starting
 // at offset from. It does not consume: consumer groups keep their own
-// progress. A message whose record was removed by retention is skipped.
+// progress. A message whose record was removed by retention is skipped;
+// so is one whose record is damaged, which the damage report lists (with
+// no group) and the log says.
 func (e *Engine) ReadQueue(topic string, queue int, from uint64, max int) ([]Visible, error) {
 	e.mu.Lock()
 	t := e.cat.topic(topic)
@@ -65,6 +68,13 @@ func (e *Engine) ReadQueue(topic string, queue int, from uint64, max int) ([]Vis
 	for i, en := range entries {
 		s, _, err := e.readStored(en.Pos)
 		if errors.Is(err, errGone) {
+			continue
+		}
+		if _, ok := commitlog.DamagedAt(err); ok {
+			// No group to set it aside for: passed over, as a removed
+			// record is, and reported (damage.go), so that an offset
+			// reader (a RocketMQ pull) is not stuck on it for ever.
+			e.passedOver(en.Pos, topic, queue, from+uint64(i), err)
 			continue
 		}
 		if err != nil {

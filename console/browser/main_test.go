@@ -99,7 +99,13 @@ type broker struct {
 // with token (none when empty), and waits for it to listen.
 func startBroker(t testing.TB, token string) *broker {
 	t.Helper()
-	cmd := exec.Command(binary, "serve", "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--log-level", "warn")
+	return startBrokerOn(t, token, t.TempDir())
+}
+
+// startBrokerOn is startBroker on the data directory dir.
+func startBrokerOn(t testing.TB, token, dir string) *broker {
+	t.Helper()
+	cmd := exec.Command(binary, "serve", "--data-dir", dir, "--listen", "127.0.0.1:0", "--log-level", "warn")
 	cmd.Env = append(os.Environ(), "HOURGLASS_AUTH_TOKEN="+token)
 	out, err := cmd.StdoutPipe()
 	if err != nil {

@@ -264,8 +264,42 @@
   let range = "hour";
   let lastForecast = 0;
 
+  // health reads /healthz, which answers 503 with a body when the broker
+  // stopped: that body is what to show, not an error.
+  async function health() {
+    const resp = await fetch("/healthz", { credentials: "omit", cache: "no-store" });
+    return resp.json();
+  }
+
+  // refreshHealth shows what /healthz says when it is not ok, and the
+  // damage the broker knows of (GET /v1/admin/damage): where an operator
+  // looks first.
+  function refreshHealth(h, d) {
+    const bad = h.status !== "ok";
+    $("#health").hidden = !bad;
+    $("#health").classList.toggle("failed", h.status === "failed");
+    setText("#health-status", h.status);
+    const lines = h.status === "failed" ? [h.error] : (h.problems || []);
+    $("#health-problems").replaceChildren(...lines.map((p) => el("li", {}, p)));
+    const rows = [
+      ...d.ranges.map((r) => el("tr", {}, el("td", {}, "scrub"), el("td", {}, r.segment + " at offset " + fmtInt(r.offset)),
+        el("td", { class: "num" }, String(r.pos)), el("td", {}, `${fmtInt(r.length)} bytes: ${r.reason}`))),
+      ...d.set_aside.map((s) => el("tr", {}, el("td", {}, "set aside"), el("td", {}, s.segment || "(segment removed)"),
+        el("td", { class: "num" }, String(s.pos)), el("td", {}, `topic ${s.topic}, group ${s.group}, queue ${s.queue} offset ${s.offset}` +
+          (s.reason ? ": " + s.reason : "")))),
+    ];
+    $("#damage").hidden = rows.length === 0;
+    $("#damage-table tbody").replaceChildren(...rows);
+    const sc = d.scrub;
+    setText("#m-scrub", !sc.enabled ? "off" : sc.last_pass_time ? fmtTime(Date.parse(sc.last_pass_time), true) : "not yet");
+    setText("#m-scrub-sub", `${fmtBytes(sc.bytes)} read in ${fmtInt(sc.passes)} pass${sc.passes === 1 ? "" : "es"}` +
+      (sc.enabled ? ` at ${fmtBytes(sc.rate_bytes_per_second)}/s` : "") +
+      (d.ranges.length + d.set_aside_total ? `; ${fmtInt(d.ranges.length)} damaged range(s), ${fmtInt(d.set_aside_total)} set aside` : "; no damage found"));
+  }
+
   async function refreshOverview() {
-    const [stats, ms] = await Promise.all([api("GET", "/v1/stats"), metrics()]);
+    const [stats, ms, h, d] = await Promise.all([api("GET", "/v1/stats"), metrics(), health(), api("GET", "/v1/admin/damage")]);
+    refreshHealth(h, d);
     setText("#m-pending", fmtInt(stats.pending));
     setText("#m-pending-sub", `due within 1m ${fmtInt(one(ms, "hourglass_due_next", { window: "1m" }))}, ` +
       `1h ${fmtInt(one(ms, "hourglass_due_next", { window: "1h" }))}, 24h ${fmtInt(one(ms, "hourglass_due_next", { window: "24h" }))}`);

@@ -1,0 +1,105 @@
+package browser_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/hourglass-mq/hourglass/commitlog"
+	"github.com/hourglass-mq/hourglass/engine"
+	"github.com/hourglass-mq/hourglass/message"
+	"github.com/hourglass-mq/hourglass/vfs"
+)
+
+// damagedDir makes a data directory of 60 visible messages in small log
+// segments, overwrites 4 bytes inside the 10th message's record (in a
+// sealed segment), and returns the directory and the record's position.
+func damagedDir(t *testing.T) (string, uint64) {
+	t.Helper()
+	dir := t.TempDir()
+	e, err := engine.Open(engine.Options{Dir: dir, SegmentBytes: 4096, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 60 {
+		if _, err := e.Send(context.Background(), message.Message{Topic: "orders", Body: []byte(fmt.Sprintf("order %d", i))}, message.When{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	logDir := filepath.Join(dir, "log")
+	var target commitlog.Pos
+	n := 0
+	rep, err := commitlog.Verify(vfs.OS, logDir, func(p commitlog.Pos, r commitlog.Record) error {
+		if r.Type == 1 {
+			if n == 9 {
+				target = p
+			}
+			n++
+		}
+		return nil
+	})
+	if err != nil || len(rep.Segments) < 2 || target >= rep.Segments[0].End {
+		t.Fatalf("fixture: %+v, %v", rep.Segments, err)
+	}
+	f, err := vfs.OS.Open(filepath.Join(logDir, rep.Segments[0].Name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt([]byte{0xde, 0xad, 0xbe, 0xef}, commitlog.HeaderSize+int64(target-rep.Segments[0].Base)+20); err != nil {
+		t.Fatal(err)
+	}
+	return dir, uint64(target)
+}
+
+// TestConsoleShowsDamage: a group meets a damaged record (answered 500
+// data_loss once), and the console's overview, where an operator looks
+// first, shows the broker degraded, the problem, and the message set aside
+// with its position, topic and group.
+func TestConsoleShowsDamage(t *testing.T) {
+	needBrowser(t)
+	dir, pos := damagedDir(t)
+	b := startBrokerOn(t, "", dir)
+	losses := 0
+	for i := 0; i < 100; i++ {
+		resp, err := http.Post(b.base+"/v1/topics/orders/groups/billing/receive", "application/json", strings.NewReader(`{"max":16,"invisible":"1h"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == 500 && strings.Contains(string(data), `"data_loss"`) {
+			losses++
+			continue
+		}
+		if resp.StatusCode != 200 {
+			t.Fatalf("receive: %d %s", resp.StatusCode, data)
+		}
+		if strings.Contains(string(data), `"messages":[]`) {
+			break
+		}
+	}
+	if losses != 1 {
+		t.Fatalf("data_loss answered %d times, want once", losses)
+	}
+
+	tb := newTab(t)
+	tb.do(chromedp.Navigate(b.base + "/ui/"))
+	tb.waitText("#health-status", "degraded")
+	tb.waitText("#health-problems", fmt.Sprintf("at position %d", pos))
+	tb.waitText("#damage-table", fmt.Sprintf("%d", pos))
+	tb.waitText("#damage-table", "topic orders, group billing")
+	tb.waitText("#m-scrub-sub", "1 set aside")
+	tb.screenshot("damage-light")
+	tb.ev.checkClean(t, b.base)
+}
