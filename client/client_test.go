@@ -143,6 +143,7 @@ func TestErrorResponses(t *testing.T) {
 		checks := map[string]func(error) bool{
 			"invalid_argument": IsInvalidArgument, "already_exists": IsAlreadyExists, "failed_precondition": IsFailedPrecondition,
 			"too_large": IsTooLarge, "resource_exhausted": IsResourceExhausted, "unavailable": IsUnavailable, "unauthenticated": IsUnauthenticated,
+			"data_loss": IsDataLoss,
 		}
 		for code, is := range checks {
 			f := newFake(t, apiError(400, code, "m"))

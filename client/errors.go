@@ -112,6 +112,12 @@ func IsResourceExhausted(err error) bool { return hasCode(err, errs.ResourceExha
 // or its storage failed.
 func IsUnavailable(err error) bool { return hasCode(err, errs.Unavailable) }
 
+// IsDataLoss reports a data_loss error: a stored message the receive met
+// was damaged and cannot be served. Its message names the record's log
+// position; the broker set it aside for the group, so receiving again
+// gets the messages after it.
+func IsDataLoss(err error) bool { return hasCode(err, errs.DataLoss) }
+
 // IsUnauthenticated reports a missing or wrong token.
 func IsUnauthenticated(err error) bool { return hasCode(err, errs.Unauthenticated) }
 
