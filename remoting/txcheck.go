@@ -146,7 +146,7 @@ func (s *Server) checkOne(v *engine.Visible) bool {
 	w.commitOffset = int64(s.handles.seal(v.ID.Pos))
 	w.sysFlag |= sysTranPrepared
 	c.notifyBody(codeCheckTransactionState, map[string]string{
-		"tranStateTableOffset": strconv.FormatUint(v.Offset, 10), "commitLogOffset": strconv.FormatUint(s.handles.seal(v.ID.Pos), 10),
+		"tranStateTableOffset": strconv.FormatUint(v.Offset, 10), "commitLogOffset": strconv.FormatInt(int64(s.handles.seal(v.ID.Pos)), 10), // a Java long
 		"msgId": props[propUniqKey], "transactionId": props[propUniqKey], "offsetMsgId": offsetMsgID(c.local, s.handles.seal(v.ID.Pos)),
 	}, appendWire(nil, w))
 	return false
