@@ -4,6 +4,7 @@ package remoting
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -54,7 +55,13 @@ func TestClientTransactions(t *testing.T) {
 	_, got := newPush(t, b, "fulfil", "placed", consumer.MessageSelector{}, nil)
 	ids := map[string]string{}
 	sentAt := map[string]time.Time{}
-	for _, body := range []string{"rollback", "commit", "unknown"} {
+	// Eight left open: their checks carry handles, half of which are over
+	// 2^63 and must still parse as the clients' signed 64-bit numbers.
+	bodies := []string{"rollback", "commit"}
+	for i := 0; i < 8; i++ {
+		bodies = append(bodies, fmt.Sprint("unknown-", i))
+	}
+	for _, body := range bodies {
 		m := primitive.NewMessage("placed", []byte(body))
 		if body == "commit" {
 			m.WithDelayTimeLevel(2)
@@ -67,7 +74,7 @@ func TestClientTransactions(t *testing.T) {
 		ids[body] = res.MsgID
 	}
 	seen := map[string]delivery{}
-	for len(seen) < 2 {
+	for len(seen) < 9 {
 		d := waitFor(t, got, 15*time.Second)
 		seen[string(d.msg.Body)] = d
 	}
@@ -78,8 +85,11 @@ func TestClientTransactions(t *testing.T) {
 	if !ok || c.msg.MsgId != ids["commit"] || c.at.Before(sentAt["commit"].Add(testLevels[1])) {
 		t.Fatalf("committed message: %+v", c)
 	}
-	if u, ok := seen["unknown"]; !ok || u.msg.MsgId != ids["unknown"] || l.checked.Load() == 0 {
-		t.Fatalf("open message: %+v, %d checks", u, l.checked.Load())
+	for i := 0; i < 8; i++ {
+		body := fmt.Sprint("unknown-", i)
+		if u, ok := seen[body]; !ok || u.msg.MsgId != ids[body] {
+			t.Fatalf("open message %s: %+v, %d checks", body, u, l.checked.Load())
+		}
 	}
 	// The rolled-back one stays out: a marker committed after it is the
 	// next delivery.
