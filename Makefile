@@ -26,7 +26,7 @@ DIST      ?= dist
 SHELL       := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 
-.PHONY: all build release run test test-examples compat-java compat-java-remoting vet fmt-check fmt bench soak mutate schemathesis clean bench-rocketmq
+.PHONY: all build release run test test-examples compat-java compat-java-remoting vet fmt-check fmt bench soak mutate mutate-check schemathesis clean bench-rocketmq
 
 all: build
 
@@ -52,8 +52,8 @@ release:
 run: build
 	./$(BIN) serve --data-dir $(DATA_DIR)
 
-## test: go vet, the gofmt check, and every test with the race detector
-test: vet fmt-check
+## test: go vet, the gofmt check, the mutants' check (mutate-check), and every test with the race detector
+test: vet fmt-check mutate-check
 	$(GO) test $(RACE) -count=1 ./...
 	@# The official RocketMQ push consumer races inside itself, so its test
 	@# is built without the race detector (rocketmq/push_test.go).
@@ -98,9 +98,14 @@ bench-rocketmq:
 soak:
 	HOURGLASS_CRASH_CYCLES=1000 $(GO) test -run TestCrash -count=1 -timeout 2h ./engine/
 
-## mutate: plant known bugs one at a time in a copy of the tree and report which the tests catch (slow, about 15 min; not part of test)
+## mutate: plant known bugs one at a time (scripts/mutate.sh) and check that the tests catch each; fails on a mutant that survives, no longer applies or does not build (several minutes; not part of test)
 mutate:
 	./scripts/mutate.sh
+
+## mutate-check: every mutant of make mutate still applies (its anchor found exactly once) and its package builds, no tests run (seconds; part of test, so CI fails when a mutant goes stale)
+mutate-check:
+	./scripts/mutate.sh --self-test
+	./scripts/mutate.sh --check
 
 ## schemathesis: property-based test of the HTTP API against docs/openapi.yaml on the real binary (about 2 min; installs Schemathesis into a venv under the cache dir)
 schemathesis:

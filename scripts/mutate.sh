@@ -1,148 +1,488 @@
 #!/usr/bin/env bash
-# mutate.sh: plant known bugs one at a time in a copy of the tree and check
-# that the test suite catches each of them.
+# mutate.sh: plant known bugs one at a time and check that the tests catch
+# each of them (mutation testing with a fixed, hand-written list of mutants).
 #
-# The working tree is never modified: it is copied to a temporary directory
-# (uncommitted edits included, since they are what is being tested), and
-# each mutant is made in a fresh copy of that. A mutation is a small
-# substitution whose anchor text is verified first: if the anchor is gone
-# (the code moved on), the script says so and fails, rather than report a
-# mutant that was never planted.
+# Each mutant is a real bug that would break a promise the broker makes
+# (docs/architecture.md, "Mutation testing", lists them). It is one or more
+# literal substitutions ("edits"), each anchored on a short piece of code
+# that must occur EXACTLY ONCE in its file. A mutant whose anchor is gone
+# or ambiguous (the code moved on), or whose mutated package does not build
+# or vet, FAILS the run and is named: it never drops out of the count.
 #
-# The tests are run once unmutated (the baseline) and once per mutant. A
-# mutant is "caught" when a test that passed in the baseline fails, or a
-# package that passed fails (a panic or time-out); "survived" otherwise. A
-# mutant that does not compile is reported as "broken": the substitution
-# itself is wrong.
+# The working tree is never modified. A mutated file is written to a
+# temporary directory and handed to the go command with -overlay, so the
+# uncommitted edits of the tree are what is tested, and no copy of the tree
+# is made. (An overlay is seen by the compiler only: a test that reads
+# source files at run time reads the unmutated ones.)
 #
-# Usage: scripts/mutate.sh [name...]   (no names: every mutation)
-# Environment: MUTATE_PKGS (packages to test), MUTATE_TIMEOUT (go test
-# -timeout, default 10m), MUTATE_KEEP=1 keeps the temporary directory.
+# Modes:
+#   scripts/mutate.sh [name...]          plant each mutant (no names: all),
+#                                        vet its package, run the tests of
+#                                        its packages, report caught or not
+#   scripts/mutate.sh --check [name...]  only plant each mutant and build
+#                                        its package (go build): no test
+#                                        runs (seconds; make test runs it,
+#                                        so CI fails once a mutant is stale)
+#   scripts/mutate.sh --self-test        plant mutants made to fail (a
+#                                        missing and an ambiguous anchor, a
+#                                        compile error, a -run filter that
+#                                        names no test, a change no test
+#                                        sees): each must fail, by name
+#   scripts/mutate.sh --list             the mutants, their packages and
+#                                        the promise each breaks
+#
+# A mutant is "caught" when a test fails with it planted and that same test
+# passes on the unmutated tree (run again at once, alone: a flaky test does
+# not count as a catch). It "survived" when its tests pass. The exit status
+# is 0 only when every selected mutant applies, builds and is caught
+# (--self-test: when each of its mutants fails as it should).
+#
+# Environment: MUTATE_TIMEOUT (go test -timeout, default 10m), MUTATE_FULL=1
+# runs every test of a mutant's packages instead of its -run filter,
+# MUTATE_JOBS (mutants planted and compiled at once, default 2),
+# MUTATE_KEEP=1 keeps the temporary directory (mutated files, test logs).
 set -uo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
-pkgs="${MUTATE_PKGS:-./engine/ ./timerstore/ ./commitlog/ ./queueindex/}"
+cd "$root" || exit 2
 timeout="${MUTATE_TIMEOUT:-10m}"
-work="$(mktemp -d "${TMPDIR:-/tmp}/hourglass-mutate.XXXXXX")"
-if [[ "${MUTATE_KEEP:-}" != 1 ]]; then
-	trap 'rm -rf "$work"' EXIT
-fi
 
-# Copy the tree as it is, without version-control data and build outputs.
-mkdir -p "$work/base"
-tar -C "$root" --exclude=./.git --exclude=./bin -cf - . | tar -C "$work/base" -xf -
+mode=run selftest=0
+case "${1:-}" in
+--check) mode=check; shift ;;
+--list) mode=list; shift ;;
+--self-test) mode=run selftest=1; shift ;;
+-h | --help)
+	sed -n '2,/^set -uo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'
+	exit 0
+	;;
+-*)
+	echo "mutate: unknown option $1 (see $0 --help)" >&2
+	exit 2
+	;;
+esac
 
-# Each mutation: name, file, and a perl substitution over the whole file
-# (-0777) that must match exactly once. The perl program dies with
-# "anchor not found" when it matches nothing.
+# The registry. mutant starts a mutant; edit adds a substitution to the
+# mutant started last.
+#   mutant NAME PACKAGES RUN PROMISE
+#     PACKAGES  the packages whose tests can catch it (space separated)
+#     RUN       a go test -run filter within them ("" for every test):
+#               used where a package's other tests take minutes and cannot
+#               meet the bug; MUTATE_FULL=1 ignores it
+#     PROMISE   what the bug breaks
+#   edit FILE FROM TO
+#     FROM must occur exactly once in FILE (after the mutant's earlier
+#     edits of that file); it is replaced by TO. Both are literal text
+#     (write tabs and newlines with bash's $'...').
 names=()
-declare -A mfile mprog mwhat
-
-add() { # name file what perl-program
+declare -A mpkgs mrun mwhat nedits efile efrom eto
+cur=""
+mutant() {
+	cur=$1
+	if [[ -n "${mwhat[$cur]:-}" ]]; then
+		echo "mutate: mutant $cur defined twice" >&2
+		exit 2
+	fi
 	names+=("$1")
-	mfile[$1]=$2
-	mwhat[$1]=$3
-	mprog[$1]=$4
+	mpkgs[$1]=$2
+	mrun[$1]=$3
+	mwhat[$1]=$4
+	nedits[$1]=0
+}
+edit() {
+	local i=${nedits[$cur]}
+	efile[$cur,$i]=$1
+	efrom[$cur,$i]=$2
+	eto[$cur,$i]=$3
+	nedits[$cur]=$((i + 1))
 }
 
-add cancel-timer-after-append engine/control.go \
-	"cancel/reschedule takes the timer out of the wheel only after its record is appended" \
-	's/\tif t := e\.disp\.near\[pos\]; t != nil \{\n\t\te\.disp\.wheel\.Cancel\(t\)\n\t\tdelete\(e\.disp\.near, pos\)\n\t\th\.timer = t\n\t\}\n/\t\/\/ mutant: the timer stays in the wheel during the append\n/ == 1 or die "anchor not found (timer removal before the append)\n";
-	 s/(\t_, aerr := e\.clog\.Append\(rec\)\n\n\te\.mu\.Lock\(\)\n\tdefer e\.mu\.Unlock\(\)\n)/$1\tif t := e.disp.near[id.Pos]; t != nil {\n\t\te.disp.wheel.Cancel(t)\n\t\tdelete(e.disp.near, id.Pos)\n\t\th.timer = t\n\t}\n/ == 1 or die "anchor not found (relock after the append)\n";'
+# --- The mutants -----------------------------------------------------------
 
-add checkpoint-drops-done engine/checkpoint.go \
-	"the checkpoint leaves out a group's acked offsets above its contiguous acked prefix" \
-	's/\t\t\t\tcq\.Done = append\(cq\.Done, off\)\n/\t\t\t\t_ = off \/\/ mutant: out-of-order acks not recorded\n/ == 1 or die "anchor not found (cq.Done append)\n";'
+mutant clock-ignores-replay "./engine/" "TestRestartWithClockBehind" \
+	"recovery raises the broker clock to the times of the checkpoint only, not of the replayed records: after a crash with the wall clock behind, a delay counts from the older time and fires early"
+edit engine/recover.go \
+	'max(st.Written, st.Frontier, e.disp.replayHWM)' \
+	'max(st.Written, st.Frontier)'
 
-add trim-disabled timerstore/verify.go \
-	"timerstore.Trim does nothing" \
-	's/(func \(s \*Store\) Trim\(keep map\[int64\]int64\) error \{\n)/$1\tif keep != nil {\n\t\treturn nil \/\/ mutant\n\t}\n/ == 1 or die "anchor not found (func (s *Store) Trim)\n";'
+mutant cancel-hold-after-append "./engine/" "FireRace" \
+	"cancel/reschedule takes the message out of the wheel only after its record is appended, so it can fire while the change is made durable (a cancelled message delivered)"
+edit engine/control.go \
+	$'\th := e.holdLocked(id.Pos, due, w == nil, newDue)\n\te.mu.Unlock()\n' \
+	$'\te.mu.Unlock()\n'
+edit engine/control.go \
+	$'\tdefer e.mu.Unlock()\n\tif aerr != nil {\n' \
+	$'\tdefer e.mu.Unlock()\n\th := e.holdLocked(id.Pos, due, w == nil, newDue) // mutant: held only after the append\n\tif aerr != nil {\n'
 
-add ack-not-appended engine/ack.go \
-	"Ack never appends its record" \
-	's/\t_, err := e\.clog\.Append\(encodeProgress\(recAck, g\.id, items\)\)\n/\tvar err error \/\/ mutant: the ack record is never appended\n/ == 1 or die "anchor not found (ack append)\n";'
+mutant checkpoint-drops-done "./engine/" "TestPowerLossGroups" \
+	"the checkpoint leaves out a group's acked offsets above its contiguous acked prefix: acked messages come back after a restart"
+edit engine/checkpoint.go \
+	$'\t\t\t\t\tcq.Done = append(cq.Done, off)\n' \
+	$'\t\t\t\t\t_ = off // mutant: out-of-order acks not recorded\n'
 
-add fire-1ms-early engine/loop.go \
-	"the wheel is advanced 1 ms ahead of the clock, so timers fire 1 ms early" \
-	's/\t_, more := d\.wheel\.AdvanceN\(to, expireChunk, e\.expireLocked\)\n/\t_, more := d.wheel.AdvanceN(to+1, expireChunk, e.expireLocked) \/\/ mutant\n/ == 1 or die "anchor not found (wheel advance in the loop)\n";'
+mutant timer-remove-disabled "./timerstore/" "" \
+	"the timer index never forgets a bucket that fired: its runs grow with every message ever sent, and a forgotten bucket's entries come back"
+edit timerstore/store.go \
+	$'\tcut := s.BucketOf(t)\n' \
+	$'\tcut := int64(math.MinInt64) // mutant: nothing is ever dead\n'
 
-add segment-dir-not-synced commitlog/recover.go \
-	"a new segment file's directory entry is never fsynced" \
-	's/(\t\t\tstep = "sync dir for"\n\t\t\terr = )fsys\.SyncDir\(dir\)\n/$1nil \/\/ mutant: fsys.SyncDir(dir) skipped\n/ == 1 or die "anchor not found (sync dir after creating a segment)\n";'
+mutant ack-not-appended "./engine/" "TestPowerLossGroups" \
+	"an ack (alone, not carried by a receive) is applied without its record: acked messages come back after a restart"
+edit engine/ack.go \
+	$'\t_, err := e.clog.Append(a.record())\n' \
+	$'\tvar err error // mutant: the ack record is never appended\n'
+
+mutant fire-1ms-early "./engine/" "TestDelayedDeliveryNeverEarly|TestRescheduleFireRace" \
+	"fire batches take messages due up to 1 ms after the broker clock: a message becomes visible 1 ms before its due time"
+edit engine/loop.go \
+	'upTo := min(now, ' \
+	'upTo := min(now+1, '
+
+mutant segment-dir-not-synced "./commitlog/" "" \
+	"a new log segment's directory entry is never fsynced: after a power loss the segment, and every acknowledged record in it, can be gone"
+edit commitlog/recover.go \
+	$'\t\t\terr = fsys.SyncDir(dir)\n' \
+	$'\t\t\terr = nil // mutant: fsys.SyncDir(dir) skipped\n'
+
+mutant dedup-window-seconds "./engine/" "TestDedup" \
+	"the dedup window is taken as seconds where it is milliseconds: a retry 90 s after the first send (default window 24 h) stores a second message"
+edit engine/dedup.go \
+	'live := now < first.Sent+first.DedupWindow' \
+	'live := now < first.Sent+first.DedupWindow/1000'
+
+mutant schedule-catchup-once-sends-all "./schedule/" "" \
+	"a schedule with catch_up=once sends every fire time missed while the broker was down instead of only the latest"
+edit schedule/runner.go \
+	$'\t\tcase CatchUpOnce:\n\t\t\tnext = lastAtOrBefore(e.spec, next, now, sc.Created)\n' \
+	$'\t\tcase CatchUpOnce: // mutant: behaves as all\n'
+
+mutant receipt-not-bound-to-group "./engine/" "Receipt" \
+	"a receipt's seal leaves out the group: a receipt of one group acks (or nacks) the lease of another group"
+edit engine/receive.go \
+	'uint64(gid)<<32|uint64(seq)^uint64(queue)<<16' \
+	'uint64(seq)^uint64(queue)<<16'
+
+mutant timerstore-block-check-skipped "./timerstore/" "" \
+	"a timer run block's CRC-32C is not verified: a damaged run is served as timers (wrong due times, lost or invented messages) instead of refused and rebuilt from the log"
+edit timerstore/format.go \
+	'if crc32.Update(blockSeed(seq, block), castagnoli, b[:checkOff]) != c {' \
+	'if false { // mutant: the block check is never verified'
+
+mutant keyindex-block-check-skipped "./keyindex/" "" \
+	"a key index run block's CRC-32C is not verified: a damaged run is served (keys and dedup IDs name wrong messages) instead of refused and rebuilt from the log"
+edit keyindex/format.go \
+	'if c != crc32.Update(blockSeed(seq, block), castagnoli, b[:checkOff]) {' \
+	'if false { // mutant: the block check is never verified'
+
+mutant kafka-commit-past-pending "./kafkamode/" "" \
+	"Kafka mode commits the delay partition one offset past its first unresolved record: a take-over after a crash never forwards that message"
+edit kafkamode/progress.go \
+	$'\t\tpl.commit = o\n' \
+	$'\t\tpl.commit = o + 1 // mutant\n'
+
+# --- Self-test mutants -----------------------------------------------------
+# Used by --self-test only: one whose anchor is gone, one whose anchor is
+# ambiguous, one that applies but does not compile, one whose -run filter
+# names no test, and one that changes nothing a test can see. Each must
+# fail the run, by name (only the last runs tests: errs', a second).
+selftest_names=()
+if [[ $selftest == 1 ]]; then
+	mutant selftest-stale "./errs/" "" "an anchor that is not in the file"
+	edit errs/errs.go 'this text is not in errs.go' 'x'
+	mutant selftest-broken "./errs/" "" "a substitution that does not compile"
+	edit errs/errs.go $'func New(code Code, format string, args ...any) *Error {\n' \
+		$'func New(code Code, format string, args ...any) *Error {\n\tvar unused int // declared and not used\n'
+	mutant selftest-filter "./errs/" "TestNoSuchTestAnywhere" "a -run filter that names no test"
+	edit errs/errs.go $'package errs\n' $'package errs // the edit applies\n'
+	mutant selftest-ambiguous "./errs/" "" "an anchor that is in the file more than once"
+	edit errs/errs.go 'return ' 'return  '
+	mutant selftest-survives "./errs/" "" "a change no test can see"
+	edit errs/errs.go $'package errs\n' $'package errs // a comment\n'
+	selftest_names=(selftest-stale selftest-ambiguous selftest-broken selftest-filter selftest-survives)
+fi
+
+# --- Running them ----------------------------------------------------------
+
+if [[ $mode == list ]]; then
+	for n in "${names[@]}"; do
+		printf '%s\n  packages: %s%s\n  breaks: %s\n' "$n" "${mpkgs[$n]}" \
+			"${mrun[$n]:+ (-run ${mrun[$n]})}" "${mwhat[$n]}"
+	done
+	exit 0
+fi
 
 selected=("$@")
-if [[ ${#selected[@]} -eq 0 ]]; then
+if [[ $selftest == 1 ]]; then
+	selected=("${selftest_names[@]}")
+elif [[ ${#selected[@]} -eq 0 ]]; then
 	selected=("${names[@]}")
 fi
 for n in "${selected[@]}"; do
-	if [[ -z "${mfile[$n]:-}" ]]; then
-		echo "mutate: unknown mutation $n (known: ${names[*]})" >&2
+	if [[ -z "${mwhat[$n]:-}" ]]; then
+		echo "mutate: unknown mutant $n (known: ${names[*]})" >&2
 		exit 2
 	fi
 done
 
-# failures prints the failing tests and packages of a go test output.
-failures() {
-	grep -oE -e '--- FAIL: [^ ]+' -e '^FAIL[[:space:]]+[^ ]+' "$1" | sed -E 's/[[:space:]]+/ /g' | sort -u
-}
-
-run_tests() { # dir log
-	(cd "$1" && go test -count=1 -timeout "$timeout" $pkgs) >"$2" 2>&1
-}
-
-echo "mutate: baseline run of $pkgs (unmutated copy)"
-run_tests "$work/base" "$work/baseline.log"
-failures "$work/baseline.log" >"$work/baseline.fail"
-if grep -q -e '\[build failed\]' -e '\[setup failed\]' "$work/baseline.log"; then
-	echo "mutate: the unmutated tree does not build:" >&2
-	grep -v '^ok' "$work/baseline.log" | head -20 >&2
-	exit 2
-fi
-if [[ -s "$work/baseline.fail" ]]; then
-	echo "mutate: note: the baseline already fails these (a mutant is caught only by other failures):"
-	sed 's/^/  /' "$work/baseline.fail"
+work="$(mktemp -d "${TMPDIR:-/tmp}/hourglass-mutate.XXXXXX")" || exit 2
+if [[ "${MUTATE_KEEP:-}" != 1 ]]; then
+	trap 'rm -rf "$work"' EXIT
+else
+	echo "mutate: keeping $work"
 fi
 
-caught=0 survived=0 broken=0 missing=0
-table=""
-for n in "${selected[@]}"; do
-	dir="$work/m-$n"
-	cp -a "$work/base" "$dir"
-	file="$dir/${mfile[$n]}"
-	if [[ ! -f "$file" ]] || ! perl -0777 -i -pe "${mprog[$n]}" "$file" 2>"$work/$n.perl"; then
-		result="ANCHOR MISSING"
-		missing=$((missing + 1))
-		detail="$(cat "$work/$n.perl" 2>/dev/null || echo "no file ${mfile[$n]}")"
+# substitute FILE-IN FILE-OUT (FROM and TO in MUT_FROM, MUT_TO): the one
+# literal substitution, refused unless FROM occurs exactly once.
+substitute() {
+	MUT_FROM=$3 MUT_TO=$4 perl -e '
+		my ($in, $out) = @ARGV;
+		my ($from, $to) = ($ENV{MUT_FROM}, $ENV{MUT_TO});
+		open(my $f, "<", $in) or die "cannot read $in: $!\n";
+		my $s = do { local $/; <$f> };
+		close $f;
+		if ($from eq $to) {
+			print STDERR "the edit changes nothing\n";
+			exit 3;
+		}
+		my ($n, $at, $i) = (0, -1, 0);
+		while (length($from) && ($i = index($s, $from, $i)) >= 0) {
+			$at = $i if $n++ == 0;
+			$i += length $from;
+		}
+		if ($n != 1) {
+			(my $show = $from) =~ s/\t/\\t/g;
+			$show =~ s/\n/\\n/g;
+			print STDERR "anchor found $n times (want exactly once): \"$show\"\n";
+			exit 3;
+		}
+		substr($s, $at, length $from) = $to;
+		open(my $o, ">", $out) or die "cannot write $out: $!\n";
+		print $o $s;
+		close $o or die "cannot write $out: $!\n";
+	' "$1" "$2"
+}
+
+# plant NAME DIR: writes the mutated files and DIR/overlay.json, and the
+# mutated packages to DIR/pkgs. On failure the reason is in DIR/plant.err.
+plant() {
+	local n=$1 dir=$2 i f copy json="" sep=""
+	declare -A copies=()
+	mkdir -p "$dir/files"
+	: >"$dir/pkgs"
+	if [[ ${nedits[$n]} -eq 0 ]]; then
+		echo "the mutant has no edit" >"$dir/plant.err"
+		return 1
+	fi
+	for ((i = 0; i < ${nedits[$n]}; i++)); do
+		f=${efile[$n,$i]}
+		if [[ ! -f "$root/$f" ]]; then
+			echo "$f: no such file" >"$dir/plant.err"
+			return 1
+		fi
+		if [[ "$root/$f$dir" == *[\"\\]* ]]; then
+			echo "$f: a path with a quote or backslash cannot go into the overlay" >"$dir/plant.err"
+			return 1
+		fi
+		copy=${copies[$f]:-}
+		if [[ -z $copy ]]; then
+			copy="$dir/files/${f//\//__}"
+			cp "$root/$f" "$copy" || return 1
+			copies[$f]=$copy
+			json+="$sep\"$root/$f\": \"$copy\""
+			sep=", "
+			echo "./$(dirname "$f")/" >>"$dir/pkgs"
+		fi
+		if ! substitute "$copy" "$copy.new" "${efrom[$n,$i]}" "${eto[$n,$i]}" 2>"$dir/plant.err"; then
+			sed -i "s|^|$f: edit $((i + 1)): |" "$dir/plant.err"
+			return 1
+		fi
+		mv "$copy.new" "$copy"
+	done
+	printf '{"Replace": {%s}}\n' "$json" >"$dir/overlay.json"
+	sort -u -o "$dir/pkgs" "$dir/pkgs"
+}
+
+# unmap DIR: names the mutated copies of DIR in a message by the files they
+# replace.
+unmap() {
+	MUT_DIR="$1/files/" perl -pe 's{\Q$ENV{MUT_DIR}\E(\S+?\.go)}{$1 =~ s/__/\//gr}ge'
+}
+
+# filter_matches NAME: the mutant's -run filter (if any) matches a test
+# function of its packages, so that a renamed test cannot turn the mutant's
+# run into one of no tests. (Top-level names only, as the filters are.)
+filter_matches() {
+	local n=$1 p tests
+	[[ -z ${mrun[$n]} ]] && return 0
+	for p in ${mpkgs[$n]}; do
+		# Into a variable first: grep -q ending a pipe early would fail it
+		# (pipefail).
+		tests=$(sed -n 's/^func \(Test[A-Za-z0-9_]*\)(t \*testing\.T).*/\1/p' "$root/$p"*_test.go 2>/dev/null)
+		grep -qE -- "${mrun[$n]}" <<<"$tests" && return 0
+	done
+	return 1
+}
+
+# prepare NAME: plants the mutant in $work/NAME and compiles its
+# packages: go build under --check (the mutated package alone, a second or
+# two), go vet for a full run (each package with its tests, type-checked
+# and vetted). A mutant that does not compile fails here. It writes the
+# outcome to $work/NAME/status (applies, STALE or BROKEN) and a line of
+# detail to $work/NAME/detail. No test runs.
+prepare() {
+	local n=$1 dir="$work/$1" pkgs start=$SECONDS
+	mkdir -p "$dir"
+	if ! plant "$n" "$dir"; then
+		echo STALE >"$dir/status"
+		tr '\n' ' ' <"$dir/plant.err" >"$dir/detail"
+	elif ! filter_matches "$n"; then
+		echo STALE >"$dir/status"
+		echo "the -run filter ${mrun[$n]} names no test of ${mpkgs[$n]} (renamed?)" >"$dir/detail"
 	else
-		echo "mutate: $n: ${mwhat[$n]}"
-		run_tests "$dir" "$work/$n.log"
-		if grep -q -e '\[build failed\]' -e '\[setup failed\]' "$work/$n.log"; then
-			result="broken"
-			broken=$((broken + 1))
-			detail="$(grep -m3 -E '\.go:[0-9]+' "$work/$n.log" | tr '\n' ' ')"
+		mapfile -t pkgs <"$dir/pkgs"
+		local tool=vet
+		[[ $mode == run ]] || tool=build
+		if ! go "$tool" -overlay "$dir/overlay.json" "${pkgs[@]}" >"$dir/build.log" 2>&1; then
+			echo BROKEN >"$dir/status"
+			{ echo -n "go $tool fails: "; grep -m2 -E '\.go:[0-9]+' "$dir/build.log" | unmap "$dir" | tr '\n' ' '; } >"$dir/detail"
 		else
-			new="$(failures "$work/$n.log" | comm -23 - "$work/baseline.fail")"
-			if [[ -n "$new" ]]; then
-				result="caught"
-				caught=$((caught + 1))
-				detail="$(echo "$new" | grep -- '--- FAIL' | sed 's/--- FAIL: //' | head -6 | tr '\n' ' ')"
-			else
-				result="survived"
-				survived=$((survived + 1))
-				detail=""
-			fi
+			echo applies >"$dir/status"
+			tr '\n' ' ' <"$dir/pkgs" >"$dir/detail"
 		fi
 	fi
-	rm -rf "$dir"
-	line="$(printf '%-26s %-15s %s' "$n" "$result" "$detail")"
+	echo $((SECONDS - start)) >"$dir/seconds"
+}
+
+# failed_tests LOG: a line "package test..." for each package with failed
+# top-level tests, and "package -" for one that failed with no test named
+# (a panic outside a test, a time-out, a build failure).
+failed_tests() {
+	perl -ne '
+		next unless /"Action":"(fail|build-fail)"/;
+		my ($p) = /"(?:Package|ImportPath)":"([^"]+)"/;
+		next unless defined $p;
+		if (/"Test":"([^"]+)"/) {
+			my $t = $1;
+			$tests{$p}{$t} = 1 unless $t =~ m{/}; # a subtest: its parent fails too
+		} else {
+			$pkg{$p} = 1;
+		}
+		END {
+			for my $p (sort(keys %pkg), sort(keys %tests)) {
+				next if $seen{$p}++;
+				my @t = sort keys %{$tests{$p} // {}};
+				print "$p ", (@t ? join(" ", @t) : "-"), "\n";
+			}
+		}
+	' "$1"
+}
+
+result_line() { # name result seconds detail
+	local line
+	line="$(printf '%-32s %-9s %5ss  %s' "$1" "$2" "$3" "$4")"
 	echo "mutate: $line"
 	table+="$line"$'\n'
+}
+
+table=""
+declare -A count=([caught]=0 [survived]=0 [STALE]=0 [BROKEN]=0 [flaky]=0 [applies]=0)
+
+# Plant and vet every selected mutant first, MUTATE_JOBS at a time (default
+# 2): a vet is one compile and cannot use more than a core.
+jobs=${MUTATE_JOBS:-2} running=0
+for n in "${selected[@]}"; do
+	if [[ $running -ge $jobs ]]; then
+		wait -n
+		running=$((running - 1))
+	fi
+	prepare "$n" &
+	running=$((running + 1))
+done
+wait
+
+for n in "${selected[@]}"; do
+	dir="$work/$n"
+	status=$(cat "$dir/status" 2>/dev/null || echo BROKEN)
+	if [[ $status != applies || $mode != run ]]; then
+		count[$status]=$((count[$status] + 1))
+		result_line "$n" "$status" "$(cat "$dir/seconds" 2>/dev/null)" "$(cat "$dir/detail" 2>/dev/null)"
+		continue
+	fi
+
+	start=$SECONDS
+	run=${mrun[$n]}
+	[[ "${MUTATE_FULL:-}" == 1 ]] && run=""
+	echo "mutate: $n: ${mwhat[$n]}"
+	read -r -a pkgs <<<"${mpkgs[$n]}"
+	go test -json -count=1 -timeout "$timeout" -overlay "$dir/overlay.json" ${run:+-run "$run"} "${pkgs[@]}" >"$dir/test.json" 2>"$dir/test.err"
+	rc=$?
+	failed_tests "$dir/test.json" >"$dir/failed"
+	if grep -q -e '"Action":"build-fail"' -e '\[build failed\]' -e '\[setup failed\]' "$dir/test.json" "$dir/test.err"; then
+		count[BROKEN]=$((count[BROKEN] + 1))
+		result_line "$n" BROKEN $((SECONDS - start)) "its tests do not build: $(grep -m2 -E '\.go:[0-9]+' "$dir/test.err" | tr '\n' ' ')"
+		continue
+	fi
+	if [[ ! -s "$dir/failed" && $rc -ne 0 ]]; then
+		count[BROKEN]=$((count[BROKEN] + 1))
+		result_line "$n" BROKEN $((SECONDS - start)) "go test failed (status $rc) without naming a failure: $(head -c 300 "$dir/test.err" | tr '\n' ' ')"
+		continue
+	fi
+	if [[ ! -s "$dir/failed" ]]; then
+		count[survived]=$((count[survived] + 1))
+		result_line "$n" SURVIVED $((SECONDS - start)) "every test of ${mpkgs[$n]}${run:+ -run $run} passed"
+		continue
+	fi
+	# Confirm: the tests that failed pass on the unmutated tree.
+	confirmed=1 caughtby=""
+	while read -r pkg tests; do
+		if [[ $tests == - ]]; then
+			runagain=$run # no test named: the same run again
+		else
+			runagain="^(${tests// /|})\$"
+		fi
+		caughtby+="${tests} "
+		if ! go test -count=1 -timeout "$timeout" ${runagain:+-run "$runagain"} "$pkg" >>"$dir/confirm.log" 2>&1; then
+			confirmed=0
+		fi
+	done <"$dir/failed"
+	if [[ $confirmed == 1 ]]; then
+		count[caught]=$((count[caught] + 1))
+		read -r -a by <<<"$caughtby"
+		if [[ ${#by[@]} -gt 5 ]]; then
+			caughtby="${by[*]:0:5} (+$((${#by[@]} - 5)) more)"
+		fi
+		result_line "$n" caught $((SECONDS - start)) "$caughtby"
+	else
+		count[flaky]=$((count[flaky] + 1))
+		result_line "$n" FLAKY $((SECONDS - start)) "these failed, and fail unmutated too: $caughtby"
+	fi
 done
 
 echo
-echo "mutation                   result          failing tests"
+printf '%-32s %-9s %6s  %s\n' mutant result time detail
 printf '%s' "$table"
-echo "caught $caught, survived $survived, broken $broken, anchor missing $missing (of ${#selected[@]})"
-if [[ $survived -gt 0 || $broken -gt 0 || $missing -gt 0 ]]; then
+total=${#selected[@]}
+if [[ $mode == run ]]; then
+	echo "mutate: caught ${count[caught]} of $total; survived ${count[survived]}, stale ${count[STALE]}, broken ${count[BROKEN]}, flaky ${count[flaky]}"
+	bad=$((total - count[caught]))
+else
+	echo "mutate: ${count[applies]} of $total mutants apply and build; stale ${count[STALE]}, broken ${count[BROKEN]}"
+	bad=$((total - count[applies]))
+fi
+
+if [[ $selftest == 1 ]]; then
+	# Each self-test mutant must have failed, by name.
+	if [[ $bad -ne $total ]] || ! grep -q '^selftest-stale  *STALE' <<<"$table" ||
+		! grep -q '^selftest-ambiguous  *STALE.*found [0-9]* times' <<<"$table" ||
+		! grep -q '^selftest-broken  *BROKEN' <<<"$table" || ! grep -q '^selftest-filter  *STALE' <<<"$table" ||
+		! grep -q '^selftest-survives  *SURVIVED' <<<"$table"; then
+		echo "mutate: self-test FAILED: a stale or broken mutant was not reported as one" >&2
+		exit 1
+	fi
+	echo "mutate: self-test ok: stale, broken and surviving mutants each fail the run, by name"
+	exit 0
+fi
+if [[ $bad -gt 0 ]]; then
+	echo "mutate: FAILED: $bad of $total mutants are not $([[ $mode == run ]] && echo caught || echo usable)" >&2
 	exit 1
 fi
