@@ -162,17 +162,17 @@ edit engine/receive.go \
 	'uint64(gid)<<32|uint64(seq)^uint64(queue)<<16' \
 	'uint64(seq)^uint64(queue)<<16'
 
-mutant timerstore-block-check-skipped "./timerstore/" "" \
-	"a timer run block's CRC-32C is not verified: a damaged run is served as timers (wrong due times, lost or invented messages) instead of refused and rebuilt from the log"
-edit timerstore/format.go \
-	'if crc32.Update(blockSeed(seq, block), castagnoli, b[:checkOff]) != c {' \
+mutant sortedrun-block-check-skipped "./sortedrun/ ./timerstore/ ./keyindex/" "" \
+	"a sorted run's block CRC-32C is not verified (the timer index's and the key index's runs alike): a damaged run is served (wrong due times, keys naming wrong messages) instead of refused and rebuilt from the log"
+edit sortedrun/format.go \
+	'if crc32.Update(f.blockSeed(seq, block), castagnoli, b[:checkOff]) != c {' \
 	'if false { // mutant: the block check is never verified'
 
-mutant keyindex-block-check-skipped "./keyindex/" "" \
-	"a key index run block's CRC-32C is not verified: a damaged run is served (keys and dedup IDs name wrong messages) instead of refused and rebuilt from the log"
-edit keyindex/format.go \
-	'if c != crc32.Update(blockSeed(seq, block), castagnoli, b[:checkOff]) {' \
-	'if false { // mutant: the block check is never verified'
+mutant sortedrun-sum-unchecked "./sortedrun/ ./timerstore/ ./keyindex/" "" \
+	"a sorted run's sum (of its block checks, recorded in the state) is not compared: a run with blocks missing or taken from another run opens as whole"
+edit sortedrun/run.go \
+	'if it.sum != it.Meta.Sum {' \
+	'if false { // mutant: the run sum is never compared'
 
 mutant kafka-commit-past-pending "./kafkamode/" "" \
 	"Kafka mode commits the delay partition one offset past its first unresolved record: a take-over after a crash never forwards that message"
