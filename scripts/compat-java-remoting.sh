@@ -8,15 +8,17 @@
 #   scripts/compat-java-remoting.sh [CASE...]      (make compat-java-remoting)
 #
 # Cases (default: all): delay timer retry orderly broadcast litePull
-# transaction query kill acl. "timer" needs the 5.x client's timer API and is
-# not run with 4.x (said in the output). Each case prints PASS or FAILED with
-# the reason; the script exits 1 if any failed.
+# transaction query kill acl; CASE@PREFIX runs a case only with the client
+# versions that start with PREFIX (litePull@4.). "timer" needs the 5.x
+# client's timer API and is not run with 4.x. What is not run is said in the
+# output. Each case prints PASS or FAILED with the reason; the script exits 1
+# if any failed.
 #
 # Every version gets its own brokers, on fresh data directories and free
-# ports: one for the cases that share a broker (run at once, each with its
-# own topics, groups and clients), on which "kill" then runs alone (it kills
-# that broker with SIGKILL and starts it again); one with -auth-token for
-# "acl". The client jars are fetched with Maven into a cache folder outside
+# ports: one for the cases that share a broker (run at once in one JVM, each
+# with its own topics, groups and clients), on which "kill" then runs alone
+# (it kills that broker with SIGKILL and starts it again); one with
+# -auth-token for "acl", meanwhile. The versions run at once too. The client jars are fetched with Maven into a cache folder outside
 # the repository ($HOURGLASS_CACHE, default ~/.cache/hourglass).
 #
 # COMPAT_REMOTING_TARGET=rocketmq runs the same cases against Apache RocketMQ
@@ -25,7 +27,8 @@
 # kill-broker, sends answered "broker busy" are tried again (RocketMQ answers
 # it on a loaded machine; hourglass should not), and "acl" is not run (its
 # ACL needs a set-up of its own), which the output says.
-# COMPAT_REMOTING_VERSIONS (default "4.9.8 5.3.3") picks the client versions.
+# COMPAT_REMOTING_VERSIONS (default "4.9.8 5.3.3") picks the client versions;
+# COMPAT_REMOTING_KEEP=1 keeps the work folder (logs, data) for a post-mortem.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,7 +36,7 @@ all_cases=(delay timer retry orderly broadcast litePull transaction query kill a
 cases=("$@")
 [ ${#cases[@]} -eq 0 ] && cases=("${all_cases[@]}")
 for c in "${cases[@]}"; do
-	case " ${all_cases[*]} " in *" $c "*) ;; *) echo "compat-java-remoting: unknown case $c (cases: ${all_cases[*]})" >&2; exit 2 ;; esac
+	case " ${all_cases[*]} " in *" ${c%@*} "*) ;; *) echo "compat-java-remoting: unknown case ${c%@*} (cases: ${all_cases[*]})" >&2; exit 2 ;; esac
 done
 versions=(${COMPAT_REMOTING_VERSIONS:-4.9.8 5.3.3})
 target="${COMPAT_REMOTING_TARGET:-hourglass}"
@@ -46,7 +49,11 @@ cleanup() {
 		[ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null || true
 	done
 	[ "$target" = rocketmq ] && scripts/rocketmq.sh stop || true
-	rm -rf "$work"
+	if [ -n "${COMPAT_REMOTING_KEEP:-}" ]; then
+		echo "compat-java-remoting: kept $work (brokers' logs, data, the clients' output)" >&2
+	else
+		rm -rf "$work"
+	fi
 }
 trap cleanup EXIT
 
@@ -74,12 +81,13 @@ port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 serve() {
 	local name="$1"
 	shift
-	local http grpc remoting
+	local http grpc remoting extra=
 	http="$(freeport)" grpc="$(freeport)" remoting="$(freeport)"
+	[ $# -gt 0 ] && extra="$(printf ' %q' "$@")"
 	cat >"$work/$name.sh" <<EOF
 #!/usr/bin/env bash
 "$work/hourglass" serve --data-dir "$work/data-$name" --listen 127.0.0.1:$http \\
-	--grpc-listen 127.0.0.1:$grpc --remoting-listen 127.0.0.1:$remoting $(printf '%q ' "$@") \\
+	--grpc-listen 127.0.0.1:$grpc --remoting-listen 127.0.0.1:$remoting$extra \\
 	>>"$work/$name.log" 2>&1 &
 echo \$! >"$work/$name.pid"
 for _ in \$(seq 400); do
@@ -110,16 +118,16 @@ run() {
 	while [ "$1" != -- ]; do props+=("$1"); shift; done
 	shift
 	[ $# -eq 0 ] && return 0
-	local rc=0
+	local rc=0 out
+	out="$(mktemp -p "$work")"
 	java -Duser.home="$work/home" "${props[@]}" -cp "$work/classes-$v:$cacheroot/rocketmq-client-$v/lib/*" \
-		Compat "$addr" "r$RANDOM$RANDOM" "$@" >"$work/out" 2>&1 || rc=$?
-	# The clients' stack traces go to the log only; the verdicts to the output.
-	grep -v '^[[:space:]]*at \|^For more information' "$work/out" || true
-	grep -E '^(PASS|FAILED) ' "$work/out" >>"$work/results-$v" || true
-	if ! grep -qE '^(PASS|FAILED) ' "$work/out"; then
-		for c in "$@"; do echo "FAILED $c: the Java run exited $rc without a verdict" >>"$work/results-$v"; done
+		Compat "$addr" "r$RANDOM$RANDOM" "$@" >"$out" 2>&1 || rc=$?
+	# The clients' stack traces stay in $out; the progress and verdicts are shown.
+	grep -v '^[[:space:]]*at \|^For more information' "$out" || true
+	grep -E '^(PASS|FAILED) ' "$out" >>"$work/results-$v" || true
+	if ! grep -qE '^(PASS|FAILED) ' "$out"; then
+		for c in "$@"; do echo "FAILED $c: the Java run exited $rc without a verdict" | tee -a "$work/results-$v"; done
 	fi
-	cat "$work/out" >>"$work/java-$v.log"
 }
 
 # notrun VERSION WHY CASE...: records the cases as failed for a reason that
@@ -137,20 +145,28 @@ else
 	scripts/rocketmq.sh start >/dev/null
 fi
 
-status=0
-for v in "${versions[@]}"; do
+# one VERSION: compiles the cases against it and runs them on brokers of its
+# own; its PASS and FAILED lines end up in $work/results-VERSION.
+one() {
+	local v="$1" src shared kill acl addr token c aclpid=
 	echo "=== rocketmq-client $v against $target"
-	: >"$work/results-$v"
 	src=(compat/java-remoting/src/main/java/*.java)
 	case "$v" in
 	4.*) src+=(compat/java-remoting/src/v4/java/*.java) ;;
 	*) src+=(compat/java-remoting/src/v5/java/*.java) ;;
 	esac
 	javac -nowarn -cp "$cacheroot/rocketmq-client-$v/lib/*" -d "$work/classes-$v" "${src[@]}" 2>&1 | grep -v '^Note:' || true
-	[ -d "$work/classes-$v" ] || { echo "compat-java-remoting: the cases did not compile against $v" >&2; exit 1; }
+	if [ ! -d "$work/classes-$v" ]; then
+		notrun "$v" "the cases did not compile against $v" "${cases[@]}"
+		touch "$work/done-$v"
+		return
+	fi
 
 	shared=() kill=() acl=()
 	for c in "${cases[@]}"; do
+		if [ "$c" != "${c%@*}" ]; then
+			case "$v" in "${c#*@}"*) c="${c%@*}" ;; *) echo "${c%@*}: not run with $v (asked for with ${c#*@}* only)"; continue ;; esac
+		fi
 		case "$c" in
 		kill) kill=(kill) ;;
 		acl) acl=(acl) ;;
@@ -165,7 +181,16 @@ for v in "${versions[@]}"; do
 		run "$v" "$addr" -Dcompat.busyRetries=5 -Dcompat.restart="$PWD/scripts/rocketmq.sh kill-broker" -- "${kill[@]}"
 		[ ${#acl[@]} -gt 0 ] && echo "acl: not run against Apache RocketMQ (its ACL needs a set-up of its own)"
 	else
-		token="compat-$RANDOM$RANDOM"
+		# acl on a broker of its own, at the same time as the others.
+		if [ ${#acl[@]} -gt 0 ]; then
+			token="compat-$RANDOM$RANDOM"
+			if addr="$(serve "acl-$v" --auth-token "$token")"; then
+				run "$v" "$addr" -Dcompat.accessKey=app -Dcompat.secret="$token" -- acl >"$work/acl-report-$v" 2>&1 &
+				aclpid=$!
+			else
+				notrun "$v" "hourglass with -auth-token did not start (its log is below)" acl
+			fi
+		fi
 		if [ ${#shared[@]} -gt 0 ] || [ ${#kill[@]} -gt 0 ]; then
 			if addr="$(serve "main-$v")"; then
 				run "$v" "$addr" -- "${shared[@]}"
@@ -174,22 +199,38 @@ for v in "${versions[@]}"; do
 				notrun "$v" "hourglass did not start (its log is below)" "${shared[@]}" "${kill[@]}"
 			fi
 		fi
-		if [ ${#acl[@]} -gt 0 ]; then
-			if addr="$(serve "acl-$v" --auth-token "$token")"; then
-				run "$v" "$addr" -Dcompat.accessKey=app -Dcompat.secret="$token" -- acl
-			else
-				notrun "$v" "hourglass with -auth-token did not start (its log is below)" acl
-			fi
+		if [ -n "$aclpid" ]; then
+			wait "$aclpid" || true
+			cat "$work/acl-report-$v"
 		fi
-	fi
-	if grep -q '^FAILED' "$work/results-$v"; then
-		status=1
-		if [ "$target" = hourglass ]; then
+		if grep -q '^FAILED' "$work/results-$v"; then
 			for f in "$work"/main-"$v".log "$work"/acl-"$v".log; do
 				[ -f "$f" ] && { echo "--- the end of $(basename "$f"):"; tail -n 30 "$f"; }
 			done
 		fi
 	fi
+	touch "$work/done-$v"
+}
+
+status=0
+for v in "${versions[@]}"; do : >"$work/results-$v"; done
+if [ "$target" = rocketmq ]; then
+	# One RocketMQ, which "kill" takes away: one version after the other.
+	for v in "${versions[@]}"; do one "$v"; done
+else
+	# Each version on brokers of its own, at once: the cases mostly wait
+	# for delays, and CI's time is short.
+	pids=()
+	for v in "${versions[@]}"; do
+		one "$v" >"$work/report-$v" 2>&1 &
+		pids+=($!)
+	done
+	for p in "${pids[@]}"; do wait "$p" || true; done
+	for v in "${versions[@]}"; do cat "$work/report-$v"; done
+fi
+for v in "${versions[@]}"; do
+	grep -q '^FAILED' "$work/results-$v" && status=1
+	[ -f "$work/done-$v" ] || { echo "compat-java-remoting: the run with $v stopped before its end"; status=1; }
 done
 
 echo "=== compat-java-remoting against $target:"

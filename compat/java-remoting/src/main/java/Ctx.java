@@ -60,6 +60,9 @@ public final class Ctx {
     /** Starts a producer made by the case (a TransactionMQProducer, say) with this run's settings. */
     <P extends DefaultMQProducer> P start(P p) throws Exception {
         p.setNamesrvAddr(namesrv);
+        // The default 3 s covers a send's route lookup and connection too,
+        // which a JVM that just started on a loaded CI machine can exceed.
+        p.setSendMsgTimeout(10_000);
         p.setInstanceName(name + "-" + p.getProducerGroup());
         p.start();
         closers.push(p::shutdown);

@@ -17,7 +17,7 @@ import org.apache.rocketmq.common.message.MessageExt;
  * property. Prints the lateness per level.
  */
 public final class DelayCase implements Compat.Case {
-    static final long[] LEVEL_MS = {0, 1_000, 5_000, 10_000};
+    static final long[] LEVEL_MS = {0, 1_000, 5_000, 10_000, 30_000};
 
     @Override
     public void run(Ctx c) throws Exception {

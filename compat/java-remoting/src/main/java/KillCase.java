@@ -9,7 +9,8 @@ import org.apache.rocketmq.common.message.Message;
 
 /**
  * A broker killed with SIGKILL while delayed messages are pending: 30
- * messages at delay levels 2 and 3 (5 s and 10 s) are sent, the command in
+ * messages at delay level 3 (10 s: a loaded machine may take seconds for 30
+ * synchronous sends) are sent, the command in
  * the system property compat.restart kills the broker and starts it again
  * before the first is due, and a push consumer then gets every one, none
  * early: 0 lost, 0 early. Run it alone: it takes the broker away from every
@@ -17,6 +18,11 @@ import org.apache.rocketmq.common.message.Message;
  */
 public final class KillCase implements Compat.Case {
     static final int N = 30;
+
+    @Override
+    public long timeoutMillis() {
+        return 150_000;
+    }
 
     @Override
     public void run(Ctx c) throws Exception {
@@ -28,11 +34,10 @@ public final class KillCase implements Compat.Case {
         DefaultMQProducer p = c.producer("p", null);
         Map<String, Long> due = new LinkedHashMap<>();
         for (int i = 0; i < N; i++) {
-            int level = 2 + i % 2;
             Message m = Ctx.message(topic, "TagK", "kill-" + i, "survive #" + i);
-            m.setDelayTimeLevel(level);
+            m.setDelayTimeLevel(3);
             long before = System.currentTimeMillis();
-            due.put(Ctx.sendOK(p, m).getMsgId(), before + DelayCase.LEVEL_MS[level]);
+            due.put(Ctx.sendOK(p, m).getMsgId(), before + DelayCase.LEVEL_MS[3]);
         }
         p.shutdown();
         long killedAt = System.currentTimeMillis();
@@ -50,8 +55,8 @@ public final class KillCase implements Compat.Case {
         Probe probe = new Probe();
         DefaultMQPushConsumer consumer = c.consumer("g", topic, "*", probe, null);
         consumer.start();
-        if (!probe.await(due.keySet(), 60_000)) {
-            throw Ctx.fail("lost: %d of %d messages arrived in 60 s after the restart",
+        if (!probe.await(due.keySet(), 90_000)) {
+            throw Ctx.fail("lost: %d of %d messages arrived in 90 s after the restart",
                 DelayCase.count(probe, due.keySet()), N);
         }
         List<String> problems = new ArrayList<>();

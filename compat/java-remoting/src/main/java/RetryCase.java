@@ -1,6 +1,7 @@
 import java.util.ArrayList;
 import java.util.List;
 
+import org.apache.rocketmq.client.consumer.DefaultLitePullConsumer;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
@@ -75,22 +76,29 @@ public final class RetryCase implements Compat.Case {
             problems.add("delivered " + a.size() + " times, want " + (MAX_RECONSUME + 1));
         }
 
-        // The dead-letter topic comes into being with the last send-back,
-        // which the client makes after the listener returned: a consumer of
-        // it started before its route exists would wait for the client's
-        // next route refresh (30 s), so wait for the route first (through
-        // the name server; a push consumer's fetchSubscribeMessageQueues
-        // answers only for topics it subscribes).
+        // In Apache RocketMQ the dead-letter topic comes into being with the
+        // last send-back, which the client makes after the listener
+        // returned: a consumer of it started before its route exists would
+        // wait for the client's next route refresh (30 s). So wait for the
+        // topic's readable queues first, through the name server (a lite
+        // pull consumer's fetchMessageQueues; a push consumer's answers only
+        // for topics it subscribes, and the producer's only for writable
+        // ones).
         String dlq = "%DLQ%" + group;
+        DefaultLitePullConsumer routes = new DefaultLitePullConsumer(c.name("routes"));
+        routes.setNamesrvAddr(c.namesrv);
+        routes.setInstanceName(c.name + "-routes");
+        routes.start();
+        c.onClose(routes::shutdown);
         long until = System.currentTimeMillis() + 45_000;
         while (true) {
             try {
-                if (!p.fetchPublishMessageQueues(dlq).isEmpty()) {
+                if (!routes.fetchMessageQueues(dlq).isEmpty()) {
                     break;
                 }
             } catch (Exception e) {
                 if (System.currentTimeMillis() > until) {
-                    problems.add(dlq + " has no route 45 s after the last retry: " + QueryCase.firstLine(e));
+                    problems.add(dlq + " has no readable queue 45 s after the last retry: " + QueryCase.firstLine(e));
                     throw Ctx.fail("%s", String.join("; ", problems));
                 }
             }
