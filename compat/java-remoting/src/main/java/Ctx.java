@@ -60,9 +60,10 @@ public final class Ctx {
     /** Starts a producer made by the case (a TransactionMQProducer, say) with this run's settings. */
     <P extends DefaultMQProducer> P start(P p) throws Exception {
         p.setNamesrvAddr(namesrv);
-        // The default 3 s covers a send's route lookup and connection too,
-        // which a JVM that just started on a loaded CI machine can exceed.
+        // The defaults (3 s) cover a first call's connection set-up too,
+        // which a JVM that just started on a loaded machine can exceed.
         p.setSendMsgTimeout(10_000);
+        p.setMqClientApiTimeout(10_000);
         p.setInstanceName(name + "-" + p.getProducerGroup());
         p.start();
         closers.push(p::shutdown);
@@ -80,6 +81,7 @@ public final class Ctx {
             : new DefaultMQPushConsumer(name(group), hook,
                 new org.apache.rocketmq.client.consumer.rebalance.AllocateMessageQueueAveragely());
         c.setNamesrvAddr(namesrv);
+        c.setMqClientApiTimeout(10_000);
         c.setInstanceName(name + "-" + group + "-" + closers.size());
         c.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
         c.subscribe(topic, expr);

@@ -80,6 +80,7 @@ public final class LitePullCase implements Compat.Case {
     private static DefaultLitePullConsumer lite(Ctx c, String group) {
         DefaultLitePullConsumer l = new DefaultLitePullConsumer(c.name(group));
         l.setNamesrvAddr(c.namesrv);
+        l.setMqClientApiTimeout(10_000);
         l.setInstanceName(c.name + "-" + group + "-" + System.nanoTime());
         c.onClose(l::shutdown);
         return l;

@@ -87,6 +87,7 @@ public final class RetryCase implements Compat.Case {
         String dlq = "%DLQ%" + group;
         DefaultLitePullConsumer routes = new DefaultLitePullConsumer(c.name("routes"));
         routes.setNamesrvAddr(c.namesrv);
+        routes.setMqClientApiTimeout(10_000);
         routes.setInstanceName(c.name + "-routes");
         routes.start();
         c.onClose(routes::shutdown);
