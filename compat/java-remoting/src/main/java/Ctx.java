@@ -10,7 +10,9 @@ import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.listener.MessageListener;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerOrderly;
+import org.apache.rocketmq.client.common.ClientErrorCode;
 import org.apache.rocketmq.client.exception.MQBrokerException;
+import org.apache.rocketmq.client.exception.MQClientException;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.client.producer.SendStatus;
@@ -135,10 +137,17 @@ public final class Ctx {
      */
     static final int BUSY_RETRIES = Integer.getInteger("compat.busyRetries", 0);
 
-    /** Sends m and fails the case unless the broker answered SEND_OK. */
+    /**
+     * Sends m and fails the case unless the broker answered SEND_OK. A send
+     * whose client found no route is tried twice more: the client looks a
+     * route up under a lock that its own periodic route refresh holds while
+     * it waits for the name server, and gives up after 3 s, which a client
+     * that just started on a loaded machine reaches (its log says "tryLock
+     * timeout"); a broker that really has no route fails all three.
+     */
     static SendResult sendOK(DefaultMQProducer p, Message m) throws Exception {
         SendResult r;
-        for (int i = 0;; i++) {
+        for (int i = 0, noRoute = 0;; i++) {
             try {
                 r = p.send(m);
                 break;
@@ -148,6 +157,12 @@ public final class Ctx {
                 }
                 System.out.println("broker busy (code 2), sending again: " + e.getErrorMessage());
                 Thread.sleep(100);
+            } catch (MQClientException e) {
+                if (e.getResponseCode() != ClientErrorCode.NOT_FOUND_TOPIC_EXCEPTION || ++noRoute > 2) {
+                    throw e;
+                }
+                System.out.println("the client found no route for " + m.getTopic() + ", sending again");
+                Thread.sleep(500);
             }
         }
         if (r.getSendStatus() != SendStatus.SEND_OK) {
