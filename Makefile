@@ -26,7 +26,7 @@ DIST      ?= dist
 SHELL       := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 
-.PHONY: all build release run test test-examples compat-java compat-java-remoting vet fmt-check fmt bench soak mutate mutate-check schemathesis clean bench-rocketmq
+.PHONY: all build release run test test-examples compat-java compat-java-remoting vet fmt-check fmt bench soak mutate mutate-check schemathesis clean bench-rocketmq bench-rocketmq-remoting
 
 all: build
 
@@ -93,6 +93,10 @@ bench:
 ## bench-rocketmq: hourglass against RocketMQ 5.3.3 (Maven jars, scripts/rocketmq.sh) through the official Go client, 3 runs (about 20 min, ~1.6 GiB; needs Java 17 and Maven; not part of test)
 bench-rocketmq:
 	scripts/bench-rocketmq.sh $(RMQBENCH_OUT)
+
+## bench-rocketmq-remoting: hourglass's remoting listener against RocketMQ 5.3.3's name server and broker through the official remoting Java client 4.9.8, delay levels at push consumers, 3 runs (about 10 min, ~1.6 GiB; needs Java 17 and Maven; not part of test)
+bench-rocketmq-remoting:
+	scripts/bench-rocketmq-remoting.sh $(RMQBENCH_OUT)
 
 ## soak: 1000 kill-and-recover cycles of the engine's crash test (up to 2 hours)
 soak:

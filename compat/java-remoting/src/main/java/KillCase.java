@@ -105,7 +105,8 @@ public final class KillCase implements Compat.Case {
             }
             late.add(at - e.getValue());
         }
-        c.log("after the restart: %d of %d arrived, lateness %s", probe.distinct(), N, Ctx.stats(late));
+        c.log("after the restart: %d of %d arrived, lateness %s", DelayCase.count(probe, due.keySet()), N,
+            Ctx.stats(late));
         if (!problems.isEmpty()) {
             throw Ctx.fail("%s", String.join("; ", problems));
         }
