@@ -102,13 +102,16 @@ func TestOpenRejectsWrongSize(t *testing.T) {
 
 // TestOpenRejectsForgedBlocks: blocks whose check is right but whose
 // content no writer makes: entries out of order or repeating a key, a
-// count that does not fit the run, a reserved field set; and a run whose
-// blocks are all right but not the ones the state's sum recorded.
+// count that does not fit the run, a reserved field set, an entry with the
+// key of the last one of the block before; and a run whose blocks are all
+// right but not the ones the state's sum recorded.
 func TestOpenRejectsForgedBlocks(t *testing.T) {
 	const bs = sortedrun.BlockSize
 	forEach(t, func(t *testing.T, f *sortedrun.Format) {
 		name := f.RunName(dir, 1)
 		full, es := f.PerBlock(), f.EntrySize
+		_, entries, _ := threeBlocks(t, f)
+		lastOfFirst := entries[full-1]
 		forge := map[string]struct {
 			change func(b []byte) int // alters block 1, returns its count
 			off    int64
@@ -129,6 +132,10 @@ func TestOpenRejectsForgedBlocks(t *testing.T) {
 				return -1
 			}, bs + 4080},
 		}
+		forge["key of the block before"] = struct {
+			change func(b []byte) int
+			off    int64
+		}{func(b []byte) int { copy(b, lastOfFirst[:f.KeySize]); return full }, bs}
 		for what, c := range forge {
 			t.Run(what, func(t *testing.T) {
 				fs, _, m := threeBlocks(t, f)

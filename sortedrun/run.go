@@ -86,6 +86,9 @@ func (r *Run) ReadBlock(b []byte, i int) (int, error) {
 // not nil, in order; the slice is valid only during the call.
 func (f *Format) OpenRun(fs vfs.FS, dir string, m Meta, visit func(e []byte)) (*Run, error) {
 	name := f.RunName(dir, m.Seq)
+	if m.Entries == 0 {
+		return nil, f.corrupt(name, 0, "the state lists a run of no entries")
+	}
 	file, err := fs.Open(name)
 	if vfs.IsNotExist(err) {
 		return nil, f.corrupt(name, 0, "file is missing; the state lists %d entries", m.Entries)
@@ -107,7 +110,7 @@ func (f *Format) OpenRun(fs vfs.FS, dir string, m Meta, visit func(e []byte)) (*
 		file.Close()
 		return nil, it.err
 	}
-	r := &Run{Meta: m, Name: name, First: it.first, Last: Lead(it.prev), format: f, file: file}
+	r := &Run{Meta: m, Name: name, First: it.first, Last: Lead(it.Entry()), format: f, file: file}
 	r.refs.Store(1)
 	return r, nil
 }
@@ -139,9 +142,14 @@ type Iter struct {
 	left   uint64 // entries in the blocks after the current one
 	sum    uint32
 	first  []uint64 // when non-nil, collects the sparse index
-	prev   []byte   // the current entry, once there is one
-	last   []byte   // a copy of the entry before the current block
-	err    error
+	size   int      // the format's EntrySize
+	// lead is the current entry's lead (as the format orders it), once
+	// started: the order check compares leads and looks at the entries
+	// themselves only when they are equal.
+	lead    uint64
+	started bool
+	last    []byte // a copy of the last entry of the block before
+	err     error
 }
 
 // NewIter returns an iterator over run r as m describes it (the Meta the
@@ -149,7 +157,7 @@ type Iter struct {
 func (r *Run) NewIter(m Meta) *Iter { return r.format.newIter(m, r.Name, r.file, false) }
 
 func (f *Format) newIter(m Meta, name string, file vfs.File, collect bool) *Iter {
-	it := &Iter{Meta: m, format: f, name: name, file: file, block: -1, left: m.Entries, sum: f.Seed}
+	it := &Iter{Meta: m, format: f, name: name, file: file, block: -1, left: m.Entries, sum: f.Seed, size: f.EntrySize}
 	it.buf = make([]byte, min(f.Blocks(m), int64(f.Chunk))*BlockSize)
 	if collect {
 		it.first = make([]uint64, 0, f.Blocks(m))
@@ -171,21 +179,34 @@ func (it *Iter) Next() bool {
 			return false
 		}
 	}
-	f := it.format
-	e := f.Entry(it.b, it.i)
-	if it.prev != nil && f.lead(it.prev) >= f.lead(e) {
-		if c, same := f.step(it.prev, e); c >= 0 || same {
-			it.err = f.corrupt(it.name, it.Offset()+int64(f.EntrySize), "entry %x follows %x: out of order", e, it.prev)
-			return false
-		}
+	e := it.b[it.i*it.size : (it.i+1)*it.size]
+	lead := it.format.lead(e)
+	if it.started && it.lead >= lead && it.disorder(e) {
+		return false
 	}
 	it.i++
-	it.prev = e
+	it.lead, it.started = lead, true
+	return true
+}
+
+// disorder reports whether e, the next entry, breaks the order after the
+// current one, and sets the error if so: the slow path of Next, for
+// entries whose leads do not decide.
+func (it *Iter) disorder(e []byte) bool {
+	prev := it.last
+	if it.i > 0 {
+		prev = it.Entry()
+	}
+	c, same := it.format.step(prev, e)
+	if c < 0 && !same {
+		return false
+	}
+	it.err = it.format.corrupt(it.name, it.Offset()+int64(it.size), "entry %x follows %x: out of order", e, prev)
 	return true
 }
 
 // Entry returns the current entry, valid until the next call of Next.
-func (it *Iter) Entry() []byte { return it.prev }
+func (it *Iter) Entry() []byte { return it.b[(it.i-1)*it.size : it.i*it.size : it.i*it.size] }
 
 // Err returns the error that ended the walk, nil at its end.
 func (it *Iter) Err() error { return it.err }
@@ -208,11 +229,10 @@ func (it *Iter) end() error {
 // chunk of the file when the buffer is used up.
 func (it *Iter) nextBlock() error {
 	f := it.format
-	if it.prev != nil {
-		// The next read overwrites the chunk, or the entry is in another
-		// block of it: keep a copy of the entry the order check needs.
-		it.last = append(it.last[:0], it.prev...)
-		it.prev = it.last
+	if it.started {
+		// The next read overwrites the chunk: keep a copy of the entry the
+		// order check may need.
+		it.last = append(it.last[:0], it.Entry()...)
 	}
 	it.block++
 	k := int(it.block % int64(f.Chunk))
