@@ -253,6 +253,26 @@ func (e *Engine) setAsideHandouts(g *group, bad []damagedHandout) error {
 		len(bad), g.topic.name, g.name, first.pos, first.queue, first.offset)
 }
 
+// setAsideDeadLetter sets aside, for j's group, the message j was to move
+// to the dead-letter topic, whose record at pos is damaged: there is
+// nothing to copy. Like a set-aside at a receive, it marks the offset
+// done and the report lists it.
+func (e *Engine) setAsideDeadLetter(j deadLetter, pos uint64, cause error) error {
+	bad := []damagedHandout{{handout: handout{queue: j.queue, offset: j.offset}, pos: pos, err: cause}}
+	e.gate.RLock()
+	defer e.gate.RUnlock()
+	if _, err := e.clog.Append(encodeSetAside(j.g.id, bad)); err != nil {
+		return e.storageErr(err)
+	}
+	e.mu.Lock()
+	j.g.queues[j.queue].markDone(j.offset)
+	e.mu.Unlock()
+	e.side.dmg.addSetAside(SetAside{Pos: pos, Segment: e.segmentOf(pos), Topic: j.g.topic.name, Group: j.g.name,
+		Queue: int(j.queue), Offset: j.offset, Reason: cause.Error()})
+	e.opts.Logger.Error("a message to dead-letter has a damaged record: set aside instead", "topic", j.g.topic.name, "group", j.g.name, "pos", pos, "err", cause)
+	return nil
+}
+
 // passedOver reports a damaged message record an offset read (ReadQueue)
 // passed over: it has no group to set it aside for.
 func (e *Engine) passedOver(pos uint64, topic string, queue int, offset uint64, err error) {

@@ -343,3 +343,33 @@ func TestDamagedPendingMessageFiresAsDataLoss(t *testing.T) {
 		t.Fatalf("after its time: %d messages, data_loss %v", len(got), losses)
 	}
 }
+
+// TestDamagedDeadLetterIsSetAside: a message whose record is damaged
+// after it was received, then given up by its consumer (DeadLetter), has
+// nothing to copy to the dead-letter topic: it is set aside instead of
+// being retried for ever, and the call succeeds.
+func TestDamagedDeadLetterIsSetAside(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.SegmentBytes = 4096 })
+	r := h.send("t", "k", message.When{})
+	h.sendVisible("t", 60)
+	rs := h.receiveN("t", "g", 61, time.Hour)
+	var mine Received
+	for _, x := range rs {
+		if x.ID == r.ID {
+			mine = x
+		}
+	}
+	// The engine is open: the damage comes after the receive, as bit rot would.
+	if pos, _ := h.damageRecord(0, 30); pos != r.ID.Pos {
+		t.Fatalf("damaged %d, want %d", pos, r.ID.Pos)
+	}
+	if err := h.e.DeadLetter(context.Background(), "t", "g", mine.Receipt); err != nil {
+		t.Fatalf("dead-lettering a damaged message: %v", err)
+	}
+	if d := h.e.Damage(); d.SetAsideTotal != 1 || d.SetAside[0].Pos != r.ID.Pos || d.SetAside[0].Group != "g" {
+		t.Fatalf("damage report %+v", d)
+	}
+	if g := groupInfo(h, "t", "g"); g.DeadLettered != 0 {
+		t.Fatalf("dead-lettered %d, want none (nothing to copy)", g.DeadLettered)
+	}
+}

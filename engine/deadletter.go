@@ -99,10 +99,14 @@ func (e *Engine) moveDeadLetter(j deadLetter) error {
 		dlq = t
 	}
 	// Only a record retention removed is acked without a copy: a read
-	// that fails (EIO, a damaged record) leaves the message where it is,
-	// and the move is retried, instead of acking it with nothing in the
-	// dead-letter topic.
+	// that fails (EIO) leaves the message where it is, and the move is
+	// retried, instead of acking it with nothing in the dead-letter topic.
+	// A damaged record has nothing to copy, ever: it is set aside, as a
+	// receive that meets one does (damage.go), not retried for ever.
 	s, _, err = e.readStored(en[0].Pos)
+	if _, ok := commitlog.DamagedAt(err); ok {
+		return e.setAsideDeadLetter(j, en[0].Pos, err)
+	}
 	switch {
 	case errors.Is(err, errGone):
 		s = nil
