@@ -156,7 +156,8 @@ func checkCrashImages(t *testing.T, run int, policy FlushPolicy, imgs []crashSta
 // acknowledged record is present, at its position, unchanged; every record
 // present is one that some writer appended (no garbage); each writer's
 // records form a gapless prefix of its sequence, since a writer appends
-// only after its previous Append returned; and the log takes new appends.
+// only after its previous Append returned; every sealed segment scrubs
+// clean (its sum file, if any, matches); and the log takes new appends.
 // It reports whether recovery had to repair anything.
 func checkCrashState(st crashState, i int) (repaired bool, err error) {
 	l, err := Open(Options{FS: st.img, Dir: testDir, SegmentBytes: 384})
@@ -190,6 +191,19 @@ func checkCrashState(st crashState, i int) (repaired bool, err error) {
 		i, ok := slices.BinarySearchFunc(found, a.pos, func(f ack, p Pos) int { return cmp.Compare(f.pos, p) })
 		if !ok || found[i] != a {
 			return false, fmt.Errorf("acknowledged record writer %d seq %d at %d lost", a.writer, a.seq, a.pos)
+		}
+	}
+	// Every sealed segment scrubs clean: a power loss while a sum file
+	// was written leaves none or one that does not validate itself (its
+	// segment was synced first), never one that makes good bytes damage.
+	segs := l.Segments()
+	for _, s := range segs[:len(segs)-1] {
+		if s.End == s.Base {
+			continue
+		}
+		res, err := l.Scrub(s.Base, nil)
+		if err != nil || len(res.Damage) > 0 || res.SumState == SumMismatch {
+			return false, fmt.Errorf("scrub of sealed %s after recovery: %+v, %v", s.Name, res, err)
 		}
 	}
 	head := l.Head()
