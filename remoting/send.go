@@ -156,15 +156,7 @@ func (s *Server) ensureTopic(topic string) error {
 
 // requestContext bounds an engine call by the server's life.
 func (s *Server) requestContext() (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		select {
-		case <-s.done:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	return ctx, cancel
+	return context.WithCancel(s.ctx)
 }
 
 // toEngine translates one message.

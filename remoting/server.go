@@ -1,6 +1,7 @@
 package remoting
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -83,7 +84,10 @@ type Server struct {
 
 	done      chan struct{}
 	closeOnce sync.Once
-	wg        sync.WaitGroup
+	// ctx ends with Close: engine calls in flight end with it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 
 	mu    sync.Mutex
 	conns map[*conn]struct{}
@@ -123,6 +127,7 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 	s := &Server{eng: eng, opts: opts, log: opts.Logger, offsets: offs, handles: hs,
 		lim:  Limits{MaxFrame: opts.MaxFrame, MaxHeader: opts.Limits.MaxHeaderBytes + 32<<10, MaxExtFields: 64},
 		done: make(chan struct{}), conns: map[*conn]struct{}{}}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.clients = newRegistry(s.notifyGroup)
 	s.locks = newLockTable()
 	if opts.TransactionTimeout <= 0 {
@@ -186,6 +191,7 @@ func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		s.mu.Lock()
 		close(s.done)
+		s.cancel()
 		for _, ln := range s.lns {
 			ln.Close()
 		}
