@@ -52,7 +52,8 @@ func (s *Server) sendBack(c *conn, req *Command) *Command {
 	}
 	props[hidReconsume] = strconv.Itoa(times + 1)
 	delete(props, propTimerOutMs)
-	out := message.Message{Topic: retryPrefix + group, Key: m.Key, Tag: m.Tag, Properties: props, Body: m.Body}
+	out := message.Message{Topic: retryPrefix + group, Key: m.Key, Tag: m.Tag, Properties: props, Body: m.Body,
+		DedupID: retryDedupID(props[propUniqKey], times+1)}
 	var w message.When
 	internal := false
 	if level < 0 || times >= maxTimes {

@@ -135,10 +135,38 @@ func (s *Server) sendEngine(reqs []engine.SendRequest, internal bool) ([]engine.
 	if err := s.ensureTopic(reqs[0].Message.Topic); err != nil {
 		return nil, err
 	}
+	var rs []engine.Receipt
+	var err error
 	if internal {
-		return s.eng.SendDeadLetters(ctx, reqs)
+		rs, err = s.eng.SendDeadLetters(ctx, reqs)
+	} else {
+		rs, err = s.eng.SendBatch(ctx, reqs)
 	}
-	return s.eng.SendBatch(ctx, reqs)
+	if errs.CodeOf(err) == errs.AlreadyExists && len(reqs) == 1 && isRetryOrDLQ(reqs[0].Message.Topic) {
+		// The copy of this retry is already stored, by the other of a
+		// client's two ways to send a message back (the consumer sends it
+		// as a normal message when the broker's answer to its send-back
+		// was late): the first copy stands, and the second send succeeds.
+		m := reqs[0].Message
+		if id, lerr := s.eng.LookupDedup(m.Topic, m.DedupID); lerr == nil {
+			return []engine.Receipt{{ID: id, Topic: m.Topic}}, nil
+		}
+	}
+	return rs, err
+}
+
+func isRetryOrDLQ(topic string) bool {
+	return strings.HasPrefix(topic, retryPrefix) || strings.HasPrefix(topic, dlqPrefix)
+}
+
+// retryDedupID is the dedup ID of the copy of a message (message ID uniq)
+// sent back for the times-th reconsume: a send-back and a client's
+// fallback send of the same retry store one copy.
+func retryDedupID(uniq string, times int) string {
+	if uniq == "" {
+		return ""
+	}
+	return uniq + "#" + strconv.Itoa(times)
 }
 
 // ensureTopic creates a retry topic with one queue, as RocketMQ does; other
@@ -199,9 +227,10 @@ func (s *Server) toEngine(h sendHeader, it batchItem, now int64) (engine.SendReq
 		return engine.SendRequest{}, fmt.Errorf("properties take %d bytes; a RocketMQ message holds at most 32767", n)
 	}
 	dedup := uniq
-	if strings.HasPrefix(h.topic, retryPrefix) || strings.HasPrefix(h.topic, dlqPrefix) {
-		// Each retry of one message is a message of its own.
-		dedup = ""
+	if isRetryOrDLQ(h.topic) {
+		// Each retry of one message is a message of its own, and one
+		// retry is stored once (see retryDedupID).
+		dedup = retryDedupID(uniq, h.reconsume)
 	}
 	if err := message.ValidateDedupID(dedup); err != nil {
 		return engine.SendRequest{}, err
