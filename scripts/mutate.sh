@@ -5,7 +5,7 @@
 # Each mutant is a real bug that would break a promise the broker makes
 # (docs/architecture.md, "Mutation testing", lists them). It is one or more
 # literal substitutions ("edits"), each anchored on a short piece of code
-# that must occur EXACTLY ONCE in its file. A mutant whose anchor is gone
+# that must occur EXACTLY ONCE in its package (or file). A mutant whose anchor is gone
 # or ambiguous (the code moved on), or whose mutated package does not build
 # or vet, FAILS the run and is named: it never drops out of the count.
 #
@@ -70,10 +70,16 @@ esac
 #               used where a package's other tests take minutes and cannot
 #               meet the bug; MUTATE_FULL=1 ignores it
 #     PROMISE   what the bug breaks
-#   edit FILE FROM TO
-#     FROM must occur exactly once in FILE (after the mutant's earlier
-#     edits of that file); it is replaced by TO. Both are literal text
-#     (write tabs and newlines with bash's $'...').
+#   edit WHERE FROM TO
+#     WHERE is a file, or a package directory ending in "/": then FROM
+#     must occur exactly once in all the package's non-test Go files
+#     together, so the mutant follows code moved between the package's
+#     files (other packages' refactors do that) but never picks one of
+#     two matches. FROM must occur exactly once (after the mutant's
+#     earlier edits); it is replaced by TO. Both are literal text (write
+#     tabs and newlines with bash's $'...'). Keep FROM short: what the
+#     bug needs, not the receivers and names around it that a refactor
+#     renames.
 names=()
 declare -A mpkgs mrun mwhat nedits efile efrom eto
 cur=""
@@ -101,82 +107,85 @@ edit() {
 
 mutant clock-ignores-replay "./engine/" "TestRestartWithClockBehind" \
 	"recovery raises the broker clock to the times of the checkpoint only, not of the replayed records: after a crash with the wall clock behind, a delay counts from the older time and fires early"
-edit engine/recover.go \
-	'max(st.Written, st.Frontier, e.disp.replayHWM)' \
-	'max(st.Written, st.Frontier)'
+edit engine/ \
+	'.Raise(max(st.Written, st.Frontier, ' \
+	$'.Raise(max(st.Written, st.Frontier)) // mutant: the replayed records\' times are ignored\n\t_ = (max(0, '
 
 mutant cancel-hold-after-append "./engine/" "FireRace" \
 	"cancel/reschedule takes the message out of the wheel only after its record is appended, so it can fire while the change is made durable (a cancelled message delivered)"
-edit engine/control.go \
-	$'\th := e.holdLocked(id.Pos, due, w == nil, newDue)\n\te.mu.Unlock()\n' \
-	$'\te.mu.Unlock()\n'
-edit engine/control.go \
+edit engine/ \
+	$'\th := e.' \
+	$'\tholdLater := func() hold { return e.'
+edit engine/ \
+	$'holdLocked(id.Pos, due, w == nil, newDue)\n\te.mu.Unlock()\n' \
+	$'holdLocked(id.Pos, due, w == nil, newDue) } // mutant: called only after the append\n\te.mu.Unlock()\n'
+edit engine/ \
 	$'\tdefer e.mu.Unlock()\n\tif aerr != nil {\n' \
-	$'\tdefer e.mu.Unlock()\n\th := e.holdLocked(id.Pos, due, w == nil, newDue) // mutant: held only after the append\n\tif aerr != nil {\n'
+	$'\tdefer e.mu.Unlock()\n\th := holdLater()\n\tif aerr != nil {\n'
 
 mutant checkpoint-drops-done "./engine/" "TestPowerLossGroups" \
 	"the checkpoint leaves out a group's acked offsets above its contiguous acked prefix: acked messages come back after a restart"
-edit engine/checkpoint.go \
+edit engine/ \
 	$'\t\t\t\t\tcq.Done = append(cq.Done, off)\n' \
 	$'\t\t\t\t\t_ = off // mutant: out-of-order acks not recorded\n'
 
 mutant timer-remove-disabled "./timerstore/" "" \
 	"the timer index never forgets a bucket that fired: its runs grow with every message ever sent, and a forgotten bucket's entries come back"
-edit timerstore/store.go \
+edit timerstore/ \
 	$'\tcut := s.BucketOf(t)\n' \
 	$'\tcut := int64(math.MinInt64) // mutant: nothing is ever dead\n'
 
 mutant ack-not-appended "./engine/" "TestPowerLossGroups" \
 	"an ack (alone, not carried by a receive) is applied without its record: acked messages come back after a restart"
-edit engine/ack.go \
-	$'\t_, err := e.clog.Append(a.record())\n' \
-	$'\tvar err error // mutant: the ack record is never appended\n'
+edit engine/ \
+	'.clog.Append(a.record())' \
+	'.clog.Head(), error(nil) // mutant: the ack record is never appended'
 
 mutant fire-1ms-early "./engine/" "TestDelayedDeliveryNeverEarly|TestRescheduleFireRace" \
 	"fire batches take messages due up to 1 ms after the broker clock: a message becomes visible 1 ms before its due time"
-edit engine/loop.go \
+edit engine/ \
 	'upTo := min(now, ' \
 	'upTo := min(now+1, '
 
 mutant segment-dir-not-synced "./commitlog/" "" \
 	"a new log segment's directory entry is never fsynced: after a power loss the segment, and every acknowledged record in it, can be gone"
-edit commitlog/recover.go \
+edit commitlog/ \
 	$'\t\t\terr = fsys.SyncDir(dir)\n' \
 	$'\t\t\terr = nil // mutant: fsys.SyncDir(dir) skipped\n'
 
 mutant dedup-window-seconds "./engine/" "TestDedup" \
 	"the dedup window is taken as seconds where it is milliseconds: a retry 90 s after the first send (default window 24 h) stores a second message"
-edit engine/dedup.go \
+edit engine/ \
 	'live := now < first.Sent+first.DedupWindow' \
 	'live := now < first.Sent+first.DedupWindow/1000'
 
 mutant schedule-catchup-once-sends-all "./schedule/" "" \
 	"a schedule with catch_up=once sends every fire time missed while the broker was down instead of only the latest"
-edit schedule/runner.go \
+edit schedule/ \
 	$'\t\tcase CatchUpOnce:\n\t\t\tnext = lastAtOrBefore(e.spec, next, now, sc.Created)\n' \
 	$'\t\tcase CatchUpOnce: // mutant: behaves as all\n'
 
 mutant receipt-not-bound-to-group "./engine/" "Receipt" \
 	"a receipt's seal leaves out the group: a receipt of one group acks (or nacks) the lease of another group"
-edit engine/receive.go \
+edit engine/ \
 	'uint64(gid)<<32|uint64(seq)^uint64(queue)<<16' \
 	'uint64(seq)^uint64(queue)<<16'
 
 mutant sortedrun-block-check-skipped "./sortedrun/ ./timerstore/ ./keyindex/" "" \
 	"a sorted run's block CRC-32C is not verified (the timer index's and the key index's runs alike): a damaged run is served (wrong due times, keys naming wrong messages) instead of refused and rebuilt from the log"
-edit sortedrun/format.go \
+edit sortedrun/ \
 	'if crc32.Update(f.blockSeed(seq, block), castagnoli, b[:checkOff]) != c {' \
 	'if false { // mutant: the block check is never verified'
 
 mutant sortedrun-sum-unchecked "./sortedrun/ ./timerstore/ ./keyindex/" "" \
 	"a sorted run's sum (of its block checks, recorded in the state) is not compared: a run with blocks missing or taken from another run opens as whole"
-edit sortedrun/run.go \
+edit sortedrun/ \
 	'if it.sum != it.Meta.Sum {' \
 	'if false { // mutant: the run sum is never compared'
 
 mutant kafka-commit-past-pending "./kafkamode/" "" \
 	"Kafka mode commits the delay partition one offset past its first unresolved record: a take-over after a crash never forwards that message"
-edit kafkamode/progress.go \
+edit kafkamode/ \
 	$'\t\tpl.commit = o\n' \
 	$'\t\tpl.commit = o + 1 // mutant\n'
 
@@ -195,7 +204,7 @@ if [[ $selftest == 1 ]]; then
 	mutant selftest-filter "./errs/" "TestNoSuchTestAnywhere" "a -run filter that names no test"
 	edit errs/errs.go $'package errs\n' $'package errs // the edit applies\n'
 	mutant selftest-ambiguous "./errs/" "" "an anchor that is in the file more than once"
-	edit errs/errs.go 'return ' 'return  '
+	edit errs/ 'return ' 'return  '
 	mutant selftest-survives "./errs/" "" "a change no test can see"
 	edit errs/errs.go $'package errs\n' $'package errs // a comment\n'
 	selftest_names=(selftest-stale selftest-ambiguous selftest-broken selftest-filter selftest-survives)
@@ -262,6 +271,44 @@ substitute() {
 	' "$1" "$2"
 }
 
+# locate PKG/ FROM COPIES: prints the one non-test Go file of PKG/ that
+# holds FROM, which must occur exactly once in all of them together (read
+# from the mutated copy, in the associative array named COPIES, once a
+# file has one).
+locate() {
+	local pkg=$1 from=$2 g src args=()
+	local -n cp=$3
+	for g in "$root/$pkg"*.go; do
+		[[ $g == *_test.go || ! -f $g ]] && continue
+		g=${g#"$root/"}
+		src=${cp[$g]:-$root/$g}
+		args+=("$g" "$src")
+	done
+	MUT_FROM=$from perl -e '
+		my $from = $ENV{MUT_FROM};
+		my ($n, @in);
+		while (my ($name, $path) = splice(@ARGV, 0, 2)) {
+			open(my $f, "<", $path) or die "cannot read $path: $!\n";
+			my $s = do { local $/; <$f> };
+			my ($k, $i) = (0, 0);
+			while (length($from) && ($i = index($s, $from, $i)) >= 0) {
+				$k++;
+				$i += length $from;
+			}
+			$n += $k;
+			push @in, $name if $k;
+		}
+		if ($n != 1) {
+			(my $show = $from) =~ s/\t/\\t/g;
+			$show =~ s/\n/\\n/g;
+			printf STDERR "anchor found %d times in the package (want exactly once)%s: \"%s\"\n",
+				$n, (@in ? " in @in" : ""), $show;
+			exit 3;
+		}
+		print "$in[0]\n";
+	' "${args[@]}"
+}
+
 # plant NAME DIR: writes the mutated files and DIR/overlay.json, and the
 # mutated packages to DIR/pkgs. On failure the reason is in DIR/plant.err.
 plant() {
@@ -275,6 +322,13 @@ plant() {
 	fi
 	for ((i = 0; i < ${nedits[$n]}; i++)); do
 		f=${efile[$n,$i]}
+		if [[ $f == */ ]]; then
+			# A package: the one non-test file that holds the anchor.
+			if ! f=$(locate "$f" "${efrom[$n,$i]}" copies 2>"$dir/plant.err"); then
+				sed -i "s|^|${efile[$n,$i]}: edit $((i + 1)): |" "$dir/plant.err"
+				return 1
+			fi
+		fi
 		if [[ ! -f "$root/$f" ]]; then
 			echo "$f: no such file" >"$dir/plant.err"
 			return 1
