@@ -74,6 +74,11 @@ type DamageReport struct {
 	// them all.
 	SetAside      []SetAside `json:"set_aside"`
 	SetAsideTotal int        `json:"set_aside_total"`
+	// SetAsideLive counts the set-asides this process made (not replayed
+	// from the log): only they, and Ranges, make Summary say something. A
+	// set-aside replayed at a restart is history; if its damage is still
+	// there, the scrub finds it again.
+	SetAsideLive int `json:"-"`
 }
 
 // Damaged reports whether the report holds any damage.
@@ -102,14 +107,14 @@ func (r DamageReport) Summary() string {
 		d := r.Ranges[0]
 		return fmt.Sprintf("log segment %s: %d damaged bytes at position %d (%s); %d damaged range(s), %d message(s) set aside; stop the broker and run hourglass check, then hourglass repair",
 			d.Segment, d.Length, d.Pos, d.Reason, len(r.Ranges), r.SetAsideTotal)
-	case r.SetAsideTotal > 0:
+	case r.SetAsideLive > 0:
 		s := r.SetAside[len(r.SetAside)-1]
 		where := s.Segment
 		if where == "" {
 			where = "a removed segment"
 		}
-		return fmt.Sprintf("%d message(s) set aside as damaged, the latest at position %d in log segment %s (topic %q, group %q); run hourglass check",
-			r.SetAsideTotal, s.Pos, where, s.Topic, s.Group)
+		return fmt.Sprintf("%d message(s) set aside as damaged since the start, the latest at position %d in log segment %s (topic %q, group %q); run hourglass check",
+			r.SetAsideLive, s.Pos, where, s.Topic, s.Group)
 	}
 	return ""
 }
@@ -121,6 +126,7 @@ type damageState struct {
 	ranges   map[commitlog.Pos]commitlog.DamagedRange
 	setAside []SetAside
 	total    int
+	live     int // of total, made by this process (Reason set)
 	passed   map[uint64]bool // positions offset reads passed over
 }
 
@@ -142,6 +148,9 @@ func (d *damageState) addSetAside(s SetAside) {
 	}
 	d.setAside = append(d.setAside, s)
 	d.total++
+	if s.Reason != "" {
+		d.live++
+	}
 }
 
 // setRanges records the damaged ranges found in the segment named seg,
@@ -176,7 +185,7 @@ func (d *damageState) dropBefore(start commitlog.Pos) {
 func (d *damageState) report() DamageReport {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	r := DamageReport{Ranges: make([]commitlog.DamagedRange, 0, len(d.ranges)), SetAside: slices.Clone(d.setAside), SetAsideTotal: d.total}
+	r := DamageReport{Ranges: make([]commitlog.DamagedRange, 0, len(d.ranges)), SetAside: slices.Clone(d.setAside), SetAsideTotal: d.total, SetAsideLive: d.live}
 	for _, x := range d.ranges {
 		r.Ranges = append(r.Ranges, x)
 	}
