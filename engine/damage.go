@@ -126,7 +126,7 @@ type damageState struct {
 	ranges   map[commitlog.Pos]commitlog.DamagedRange
 	setAside []SetAside
 	total    int
-	live     int // of total, made by this process (Reason set)
+	live     int             // of total, made by this process (Reason set)
 	passed   map[uint64]bool // positions offset reads passed over
 }
 
