@@ -54,7 +54,7 @@ run: build
 
 ## test: go vet, the gofmt check, the mutants' check (mutate-check), and every test with the race detector
 test: vet fmt-check mutate-check
-	$(GO) test $(RACE) -count=1 ./...
+	$(GO) test $(RACE) -count=1 -timeout 25m ./...
 	@# The official RocketMQ push consumer races inside itself, so its test
 	@# is built without the race detector (rocketmq/push_test.go).
 	$(GO) test -count=1 -run Push ./rocketmq
