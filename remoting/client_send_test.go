@@ -5,6 +5,7 @@ package remoting
 import (
 	"context"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -170,5 +171,29 @@ func TestClientConcurrentSenders(t *testing.T) {
 	}
 	if n := b.srv.Requests(codeSendMessageV2) + b.srv.Requests(codeSendMessage); n < 16*25 {
 		t.Fatalf("%d sends served, want %d", n, 16*25)
+	}
+}
+
+// TestClientCompressedBody: a body the client compresses (over its 4 KiB
+// threshold) reaches the consumer as sent.
+func TestClientCompressedBody(t *testing.T) {
+	b := startTest(t, nil)
+	p := newProducer(t, b)
+	_, got := newPush(t, b, "big", "large", consumer.MessageSelector{}, nil)
+	body := []byte(strings.Repeat("hourglass ", 2000))
+	if _, err := p.SendSync(context.Background(), primitive.NewMessage("large", body)); err != nil {
+		t.Fatal(err)
+	}
+	d := waitFor(t, got, 10*time.Second)
+	if string(d.msg.Body) != string(body) {
+		t.Fatalf("got %d bytes, want the %d sent", len(d.msg.Body), len(body))
+	}
+	// Delivered, so visible in its queue: stored compressed, flagged.
+	vs, err := b.eng.ReadQueue("large", 0, 0, 1)
+	for q := 1; err == nil && len(vs) == 0 && q < 4; q++ {
+		vs, err = b.eng.ReadQueue("large", q, 0, 1)
+	}
+	if err != nil || len(vs) != 1 || len(vs[0].Message.Body) >= len(body) || vs[0].Message.Properties[hidSysFlag] != "1" {
+		t.Fatalf("stored: %v, %v: want the compressed body, flagged", len(vs), err)
 	}
 }
