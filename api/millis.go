@@ -1,13 +1,24 @@
 package api
 
-import "time"
+import (
+	"time"
+
+	"github.com/hourglass-mq/hourglass/clock"
+)
 
 // Millis is an instant as Unix milliseconds, the API's wire format for
 // times. Zero means "not set" or "not known" where a field says so.
 type Millis int64
 
-// MillisOf returns t as Millis.
+// MillisOf returns t as Millis, rounded down: for times reported or
+// compared, not for due times.
 func MillisOf(t time.Time) Millis { return Millis(t.UnixMilli()) }
+
+// DueMillisOf returns t as Millis rounded up to the next whole millisecond
+// when it carries a fraction of one: the form of a due time. The broker
+// fires a message once its millisecond clock reaches the due time, so a
+// due time rounded down would fire up to 1 ms before t.
+func DueMillisOf(t time.Time) Millis { return Millis(clock.CeilUnixMilli(t)) }
 
 // Time returns m as a time.Time (in the local zone).
 func (m Millis) Time() time.Time { return time.UnixMilli(int64(m)) }

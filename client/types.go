@@ -22,8 +22,8 @@ func MillisOf(t time.Time) Millis { return api.MillisOf(t) }
 type When struct {
 	// Delay is relative to the broker's clock when it accepts the request.
 	Delay time.Duration
-	// At is an absolute time; a time in the past means now. Sent with
-	// millisecond precision.
+	// At is an absolute time; a time in the past means now. Sent in whole
+	// milliseconds, rounded up (a fraction of one never makes it early).
 	At time.Time
 	// Level is a 1-based index into the broker's delay-level table.
 	Level int
@@ -67,7 +67,7 @@ func (w When) wire() api.Delivery {
 		d.Delay = w.Delay.String()
 	}
 	if !w.At.IsZero() {
-		d.At = api.MillisOf(w.At)
+		d.At = api.DueMillisOf(w.At)
 	}
 	d.Level = w.Level
 	return d
@@ -116,6 +116,9 @@ func (m Message) wire() (api.SendMessage, error) {
 	}
 	out := api.SendMessage{Key: m.Key, Tag: m.Tag, Group: m.Group, Properties: m.Properties, DedupID: m.DedupID, Delivery: m.When.wire()}
 	if !m.Deadline.IsZero() {
+		// Rounded down, unlike At: a deadline is the latest time a
+		// message may be handed out, so a fraction of a millisecond must
+		// not make it later.
 		out.Deadline = api.MillisOf(m.Deadline)
 	}
 	if m.TTL != 0 {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/hourglass-mq/hourglass/clock"
 	"github.com/hourglass-mq/hourglass/commitlog"
 	"github.com/hourglass-mq/hourglass/errs"
 )
@@ -193,7 +194,7 @@ func (e *Engine) ChangeInvisibility(ctx context.Context, topic, name, receipt st
 		return err
 	}
 	ref := e.stopTimerLocked(l.timer)
-	ref.due = e.lastAdvanceOrNow() + d.Milliseconds()
+	ref.due = e.lastAdvanceOrNow() + clock.CeilMillis(d) // never shorter than asked
 	l.timer = e.startTimerLocked(ref)
 	return nil
 }
@@ -224,7 +225,7 @@ func (e *Engine) failedLocked(g *group, gq *groupQueue, q uint16, off uint64, at
 	if delay == 0 {
 		delay = g.cfg.Backoff(attempt)
 	}
-	gq.setRetry(off, e.startTimerLocked(timerRef{kind: refRetry, due: from + delay.Milliseconds(), group: g.id, queue: q, offset: off}))
+	gq.setRetry(off, e.startTimerLocked(timerRef{kind: refRetry, due: from + clock.CeilMillis(delay), group: g.id, queue: q, offset: off}))
 }
 
 // retryReadyLocked makes a message whose backoff ended receivable again.

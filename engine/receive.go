@@ -8,6 +8,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/hourglass-mq/hourglass/clock"
 	"github.com/hourglass-mq/hourglass/commitlog"
 	"github.com/hourglass-mq/hourglass/errs"
 )
@@ -198,7 +199,8 @@ func (e *Engine) receive(ctx context.Context, g *group, req ReceiveRequest) ([]R
 func (e *Engine) takeLocked(g *group, max int, invisible time.Duration) []handout {
 	nq := len(g.queues)
 	hs := make([]handout, 0, e.handoutRoomLocked(g, max))
-	expires := e.lastAdvanceOrNow() + invisible.Milliseconds()
+	// Rounded up: a lease of 1.5 ms must not end after 1 ms.
+	expires := e.lastAdvanceOrNow() + clock.CeilMillis(invisible)
 	for i := 0; i < nq && len(hs) < max; i++ {
 		qi := (g.rr + i) % nq
 		gq := g.queues[qi]

@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/hourglass-mq/hourglass/clock"
 	"github.com/hourglass-mq/hourglass/errs"
 )
 
@@ -196,7 +197,7 @@ func (l Limits) DueAt(w When, now int64) (int64, error) {
 		if w.Level < 1 || w.Level > len(l.DelayLevels) {
 			return 0, errs.New(errs.InvalidArgument, "delay level %d does not exist; levels are 1 to %d", w.Level, len(l.DelayLevels))
 		}
-		due = now + ceilMillis(l.DelayLevels[w.Level-1])
+		due = now + clock.CeilMillis(l.DelayLevels[w.Level-1])
 	case w.Delay < 0:
 		return 0, errs.New(errs.InvalidArgument, "delay %v is negative", w.Delay)
 	case w.Delay > 0:
@@ -205,7 +206,7 @@ func (l Limits) DueAt(w When, now int64) (int64, error) {
 		}
 		// Rounded up: a sub-millisecond remainder must not make the
 		// message due before the delay has passed.
-		due = now + ceilMillis(w.Delay)
+		due = now + clock.CeilMillis(w.Delay)
 	case w.At < 0:
 		return 0, errs.New(errs.InvalidArgument, "at %d is negative; it is Unix time in milliseconds", w.At)
 	case w.At > 0:
@@ -221,15 +222,6 @@ func (l Limits) DueAt(w When, now int64) (int64, error) {
 		due = now
 	}
 	return due, nil
-}
-
-// ceilMillis is d in whole milliseconds, rounded up.
-func ceilMillis(d time.Duration) int64 {
-	ms := d.Milliseconds()
-	if d > time.Duration(ms)*time.Millisecond {
-		ms++
-	}
-	return ms
 }
 
 // MaxDedupIDBytes bounds a dedup ID.
@@ -269,7 +261,7 @@ func (l Limits) Expiry(w When, due, now int64) (deadline, window int64, err erro
 	}
 	deadline = w.Deadline
 	if w.TTL > 0 {
-		deadline = now + ceilMillis(w.TTL)
+		deadline = now + clock.CeilMillis(w.TTL)
 	}
 	if deadline != 0 {
 		if latest := now + l.MaxDelay.Milliseconds(); deadline > latest {
@@ -280,5 +272,5 @@ func (l Limits) Expiry(w When, due, now int64) (deadline, window int64, err erro
 				deadline, time.UnixMilli(deadline).UTC().Format(time.RFC3339Nano), due, time.UnixMilli(due).UTC().Format(time.RFC3339Nano))
 		}
 	}
-	return deadline, ceilMillis(w.Window), nil
+	return deadline, clock.CeilMillis(w.Window), nil
 }

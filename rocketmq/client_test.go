@@ -18,6 +18,7 @@ import (
 	"github.com/apache/rocketmq-clients/golang/v5/credentials"
 	pb "github.com/apache/rocketmq-clients/golang/v5/protocol/v2"
 
+	"github.com/hourglass-mq/hourglass/clock"
 	"github.com/hourglass-mq/hourglass/server"
 )
 
@@ -277,7 +278,7 @@ func TestDelayArrivesNoEarlier(t *testing.T) {
 		if at.Before(due) {
 			t.Errorf("delivered %v before its delivery time", due.Sub(at))
 		}
-		if dt := mv.GetDeliveryTimestamp(); dt == nil || dt.UnixMilli() != due.UnixMilli() {
+		if dt := mv.GetDeliveryTimestamp(); dt == nil || dt.UnixMilli() != clock.CeilUnixMilli(due) {
 			t.Errorf("delivery timestamp %v, want %v", dt, due)
 		}
 		return mv.GetMessageId() == rs[0].MessageID

@@ -13,6 +13,7 @@ import (
 
 	pb "github.com/apache/rocketmq-clients/golang/v5/protocol/v2"
 
+	"github.com/hourglass-mq/hourglass/clock"
 	"github.com/hourglass-mq/hourglass/engine"
 	"github.com/hourglass-mq/hourglass/errs"
 	"github.com/hourglass-mq/hourglass/message"
@@ -109,7 +110,10 @@ func (s *Server) toEngine(m *pb.Message, now int64) (engine.SendRequest, *pb.Sta
 			// overtake or hold up the rest of its message group.
 			return req, status(pb.Code_MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, "a FIFO message cannot have a delivery timestamp")
 		}
-		at := ts.AsTime().UnixMilli()
+		// Rounded up: the engine fires once its millisecond clock
+		// reaches the due time, so a due time cut down to its
+		// millisecond would fire up to 1 ms before the one asked for.
+		at := clock.CeilUnixMilli(ts.AsTime())
 		if max := now + s.opts.Limits.MaxDelay.Milliseconds(); at > max {
 			return req, status(pb.Code_ILLEGAL_DELIVERY_TIME, fmt.Sprintf("delivery time %s is beyond the maximum delay of %v (latest accepted now: %s)",
 				ts.AsTime().UTC().Format(time.RFC3339Nano), s.opts.Limits.MaxDelay, time.UnixMilli(max).UTC().Format(time.RFC3339Nano)))

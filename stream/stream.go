@@ -29,6 +29,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hourglass-mq/hourglass/clock"
 	"github.com/hourglass-mq/hourglass/engine"
 	"github.com/hourglass-mq/hourglass/errs"
 )
@@ -172,7 +173,7 @@ func (s *Stream) Next(ctx context.Context) ([]engine.Received, error) {
 			}
 			continue
 		}
-		ends := s.eng.Now() + s.opts.Invisible.Milliseconds()
+		ends := s.eng.Now() + clock.CeilMillis(s.opts.Invisible) // as the engine counts the lease
 		s.mu.Lock()
 		for i := range got {
 			s.leased[got[i].Receipt] = ends
