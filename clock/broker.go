@@ -45,7 +45,18 @@ func NewBroker(src Clock, threshold time.Duration, onJump func(by time.Duration)
 // Now returns the broker time in Unix milliseconds: max(wall clock, every
 // value returned before, every value passed to Raise).
 func (b *Broker) Now() int64 {
-	wall := b.src.Now().UnixMilli()
+	now, _ := b.NowWall()
+	return now
+}
+
+// NowWall returns the broker time, as Now, and the wall clock (Unix ms,
+// rounded down) of the same reading. wall < now while the broker clock
+// holds after a backward step of the wall clock, or after a restart with
+// the wall clock behind the time the broker had reached: an absolute time
+// in (wall, now] is then still ahead by the wall clock and already past
+// by the broker's (message.Limits.DueAtHeld).
+func (b *Broker) NowWall() (now, wall int64) {
+	wall = b.src.Now().UnixMilli()
 	mono := b.src.Since()
 	b.mu.Lock()
 	expect := b.lastWall + (mono - b.lastMono).Milliseconds()
@@ -59,7 +70,7 @@ func (b *Broker) Now() int64 {
 	if (d > b.threshold || -d > b.threshold) && b.onJump != nil {
 		b.onJump(time.Duration(d) * time.Millisecond)
 	}
-	return t
+	return t, wall
 }
 
 // Raise makes the broker time at least t. It never lowers it.

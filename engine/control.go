@@ -188,7 +188,8 @@ func (e *Engine) change(ctx context.Context, id message.ID, w *message.When, ifD
 	}
 	var newDue int64
 	if w != nil {
-		if newDue, err = e.opts.Limits.DueAt(*w, e.Now()); err != nil {
+		now, wall := e.clock.NowWall()
+		if newDue, err = e.opts.Limits.DueAtHeld(*w, now, wall); err != nil {
 			return 0, err
 		}
 		// The deadline is the message's, not the request's: a state the

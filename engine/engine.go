@@ -444,6 +444,15 @@ func (e *Engine) initClock() {
 // monotonic clock are logged and counted.
 func (e *Engine) Now() int64 { return e.clock.Now() }
 
+// ClockHeld returns how far the broker's time is ahead of the wall clock:
+// while it is positive the broker clock holds still (after a backward step
+// of the wall clock, or a restart with it behind), and an absolute time
+// within that interval is due only when the broker clock moves again
+// (message.Limits.DueAtHeld). 0 when the clocks agree.
+func (e *Engine) ClockHeld() time.Duration {
+	return time.Duration(e.clock.Behind()) * time.Millisecond
+}
+
 // kickLoop wakes the dispatch loop without blocking.
 func (e *Engine) kickLoop() {
 	select {

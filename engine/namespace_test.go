@@ -271,7 +271,7 @@ func TestCreateMissingCountsATopicMadeMeanwhile(t *testing.T) {
 		t.Fatal(err)
 	}
 	reqs := []SendRequest{{Message: message.Message{Topic: "x", Body: []byte("b")}}}
-	s, top, err := h.e.checkRequest(&reqs[0], h.e.Now(), false, nil)
+	s, top, err := h.e.checkRequest(&reqs[0], h.e.Now(), h.e.Now(), false, nil)
 	if err != nil || top != nil {
 		t.Fatalf("check: %v %v", top, err)
 	}

@@ -1,7 +1,10 @@
 package engine
 
 import (
+	"errors"
+	"fmt"
 	"slices"
+	"time"
 
 	"github.com/hourglass-mq/hourglass/errs"
 	"github.com/hourglass-mq/hourglass/message"
@@ -13,14 +16,15 @@ import (
 // against what exists (a topic is only looked up), the second creates the
 // topics the batch names that do not exist yet (auto-create), and only
 // then are queues picked. internal lets the engine's own sends (a
-// redrive) reach the reserved dead-letter namespace.
-func (e *Engine) prepareBatch(reqs []SendRequest, now int64, internal bool) ([]*message.Stored, []*topic, error) {
+// redrive) reach the reserved dead-letter namespace. now and wall are one
+// reading of the broker clock (clock.Broker.NowWall).
+func (e *Engine) prepareBatch(reqs []SendRequest, now, wall int64, internal bool) ([]*message.Stored, []*topic, error) {
 	stored := make([]*message.Stored, len(reqs))
 	tops := make([]*topic, len(reqs))
 	var missing []string // topic names to create, each once
 	var last *topic      // a batch usually goes to one topic: look it up once
 	for i := range reqs {
-		s, t, err := e.checkRequest(&reqs[i], now, internal, last)
+		s, t, err := e.checkRequest(&reqs[i], now, wall, internal, last)
 		if err != nil {
 			return nil, nil, batchErr(len(reqs), i, err)
 		}
@@ -56,7 +60,7 @@ const (
 // its queue. Its topic is nil when it does not exist yet (and auto-create
 // is on); last, if not nil, is the previous request's, reused when the
 // names match.
-func (e *Engine) checkRequest(r *SendRequest, now int64, internal bool, last *topic) (*message.Stored, *topic, error) {
+func (e *Engine) checkRequest(r *SendRequest, now, wall int64, internal bool, last *topic) (*message.Stored, *topic, error) {
 	lim := e.opts.Limits
 	if internal {
 		// The engine's own sends (a redrive) carry a client's message
@@ -69,7 +73,9 @@ func (e *Engine) checkRequest(r *SendRequest, now int64, internal bool, last *to
 	if err := lim.Validate(&r.Message); err != nil {
 		return nil, nil, err
 	}
-	due, err := e.opts.Limits.DueAt(r.When, now)
+	// An absolute time while the broker clock holds is due when it
+	// moves again, never early by either clock (DueAtHeld).
+	due, err := e.opts.Limits.DueAtHeld(r.When, now, wall)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -91,7 +97,7 @@ func (e *Engine) checkRequest(r *SendRequest, now int64, internal bool, last *to
 	}
 	s := &message.Stored{Message: r.Message, Due: due, Sent: now, Nonce: e.ids.nonce.Add(1)}
 	if err := e.schedulingFields(s, r, now); err != nil {
-		return nil, nil, err
+		return nil, nil, heldHint(err, now, wall)
 	}
 	if t != nil {
 		if err := fifoChecks(t, r); err != nil {
@@ -175,4 +181,17 @@ func fifoChecks(t *topic, r *SendRequest) error {
 		return errs.New(errs.InvalidArgument, "topic %q is FIFO: a tolerance window would let a message overtake an earlier one of its group", t.name)
 	}
 	return nil
+}
+
+// heldHint adds to a refused send, while the broker clock holds (wall <
+// now), why a time ahead by the wall clock counts as past: a deadline
+// between the two is before the due time the broker can give.
+func heldHint(err error, now, wall int64) error {
+	var he *errs.Error
+	if wall >= now || !errors.As(err, &he) {
+		return err
+	}
+	msg := fmt.Sprintf("%s; the broker's clock holds at %s, %v ahead of the wall clock, which stepped back: it moves again when the wall clock reaches it",
+		he.Msg, fmtMs(now), time.Duration(now-wall)*time.Millisecond)
+	return &errs.Error{Code: he.Code, Msg: msg, Err: he.Err, Ref: he.Ref}
 }

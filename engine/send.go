@@ -67,8 +67,8 @@ func (e *Engine) sendBatch(ctx context.Context, reqs []SendRequest, internal boo
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	now := e.Now()
-	stored, tops, err := e.prepareBatch(reqs, now, internal)
+	now, wall := e.clock.NowWall()
+	stored, tops, err := e.prepareBatch(reqs, now, wall, internal)
 	if err != nil {
 		return nil, err
 	}

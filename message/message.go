@@ -180,8 +180,38 @@ func (l Limits) Validate(m *Message) error {
 
 // DueAt resolves w against now (Unix ms) into an absolute due time in Unix
 // ms. A time in the past becomes now; beyond now+MaxDelay is an error that
-// names the limit, never a silent clamp.
+// names the limit, never a silent clamp. It is DueAtHeld with the wall
+// clock at now (a broker clock that does not hold).
 func (l Limits) DueAt(w When, now int64) (int64, error) {
+	return l.DueAtHeld(w, now, now)
+}
+
+// DueAtHeld is DueAt for a broker clock that may hold: now is the broker
+// time and wall the wall clock of the same reading (clock.Broker.NowWall),
+// behind now while the broker clock holds after the wall clock stepped
+// back (or a restart found it behind).
+//
+// An absolute time At in (wall, now] is then ahead by the wall clock and
+// past by the broker's. It is due at now+1: the first millisecond the
+// broker clock reaches only when it moves again, which is when the wall
+// clock has passed now, and so passed At. Due at now (as any past time),
+// it was visible at once, early by the wall clock by up to the step; due
+// at At, it would be the same, the broker clock being past it. So it is
+// never early by either clock, and late by the wall clock by at most the
+// time the broker clock holds. The mapping keeps order: every At in the
+// interval is due before any At after now. A time at or before wall is
+// past by both clocks: due now. Delays and levels count from now, as
+// always: never early by either clock either.
+func (l Limits) DueAtHeld(w When, now, wall int64) (int64, error) {
+	due, err := l.dueAt(w, now)
+	if err == nil && w.Level == 0 && w.Delay == 0 && w.At > wall && w.At <= now {
+		due = now + 1
+	}
+	return due, err
+}
+
+// dueAt is DueAt.
+func (l Limits) dueAt(w When, now int64) (int64, error) {
 	set := 0
 	for _, b := range []bool{w.Delay != 0, w.At != 0, w.Level != 0} {
 		if b {

@@ -36,6 +36,7 @@ type Collector struct {
 	buildInfo                           *prometheus.Desc
 	dedupHits, dedupConflicts           *prometheus.Desc
 	expired, windowMissed               *prometheus.Desc
+	clockHeld                           *prometheus.Desc
 
 	topicSent, topicFired, topicCancelled, topicPending, topicVisible *prometheus.Desc
 
@@ -81,6 +82,7 @@ func NewCollector(eng *engine.Engine) *Collector {
 		dedupConflicts: d("dedup_conflicts_total", "Sends refused because their dedup_id was used with another body or delivery time."),
 		expired:        d("expired_total", "Messages dead-lettered with reason expired: handed out to a consumer group after their deadline (counted per group)."),
 		windowMissed:   d("window_missed_total", "Messages with a tolerance window made visible after their window ended."),
+		clockHeld:      d("clock_held_seconds", "How far the broker clock is ahead of the wall clock: it holds still until the wall clock catches up (after a backward step, or a restart with the clock behind). 0 normally."),
 
 		topicSent:      d("topic_messages_sent_total", "Messages accepted by sends, by topic.", "topic"),
 		topicFired:     d("topic_messages_fired_total", "Messages that became visible, by topic.", "topic"),
@@ -102,7 +104,7 @@ func (c *Collector) descs() []*prometheus.Desc {
 		c.sent, c.fired, c.cancelled, c.rescheduled, c.pending, c.lateness, c.fsync, c.checkpoint,
 		c.recovery, c.replayed, c.clockJumps, c.checkpoints, c.segsDel, c.fireErrs, c.loadErrs, c.ckErrs,
 		c.failed, c.readErrs, c.rebuilds, c.retentionSkipped, c.buildInfo,
-		c.dedupHits, c.dedupConflicts, c.expired, c.windowMissed,
+		c.dedupHits, c.dedupConflicts, c.expired, c.windowMissed, c.clockHeld,
 		c.topicSent, c.topicFired, c.topicCancelled, c.topicPending, c.topicVisible,
 		c.groupDelivered, c.groupAcked, c.groupRedelivered, c.groupDead, c.groupBacklog, c.groupInFlight,
 	}
@@ -155,6 +157,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.dedupConflicts, s.DedupConflicts.Load())
 	counter(c.expired, s.Expired.Load())
 	counter(c.windowMissed, s.WindowMissed.Load())
+	gauge(c.clockHeld, c.eng.ClockHeld().Seconds())
 	b := buildinfo.Get()
 	gauge(c.buildInfo, 1, b.Version, b.Commit, b.GoVersion)
 	c.forecast.Collect(ch)
