@@ -50,9 +50,10 @@ func (e *Engine) prepareBatch(reqs []SendRequest, now, wall int64, internal bool
 // Room the engine's own sends get beyond the limits, for the properties it
 // adds to a client's message: at most 5 (a dead letter's 4 and a
 // redrive's source), names and values of at most a topic name, an ID and
-// a few words each.
+// a few words each; and for the properties an adapter added to the
+// message it copies, which its copy counts as the sender's.
 const (
-	internalProperties  = 8
+	internalProperties  = 8 + message.MaxSystemProperties
 	internalHeaderBytes = 2048
 )
 
@@ -68,9 +69,9 @@ func (e *Engine) checkRequest(r *SendRequest, now, wall int64, internal bool, la
 		// attempts and reason, the redrive's source): a message at the
 		// limits must not be refused for them.
 		lim.MaxProperties += internalProperties
-		lim.MaxHeaderBytes += internalHeaderBytes
+		lim.MaxHeaderBytes = 2*lim.MaxHeaderBytes + internalHeaderBytes // an adapter's budget too
 	}
-	if err := lim.Validate(&r.Message); err != nil {
+	if err := lim.ValidateSystem(&r.Message, r.SystemProperties); err != nil {
 		return nil, nil, err
 	}
 	// An absolute time while the broker clock holds is due when it

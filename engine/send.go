@@ -23,6 +23,13 @@ type SendRequest struct {
 	// sets anew (RocketMQ's born timestamp), which would otherwise make
 	// every retry a conflict. The stored message keeps them.
 	DedupIgnore []string
+	// SystemProperties names the properties of Message that a protocol
+	// adapter added for its own bookkeeping (RocketMQ's born timestamp,
+	// born host, keys). They do not count against the sender's limits
+	// (Limits.MaxProperties, MaxHeaderBytes) but against a budget of
+	// their own (message.Limits.ValidateSystem), so that a RocketMQ
+	// client may send as many properties as RocketMQ allows.
+	SystemProperties []string
 }
 
 // Receipt is what a send returns: the handle to cancel, reschedule or

@@ -74,10 +74,14 @@ type Limits struct {
 	MaxDelay time.Duration
 	// DelayLevels is the table Level indexes; default DefaultDelayLevels.
 	DelayLevels []time.Duration
-	// MaxProperties bounds the number of properties; default 64.
+	// MaxProperties bounds the number of a sender's properties; default
+	// DefaultMaxProperties (RocketMQ's), at most MaxPropertiesCeiling.
+	// The properties a protocol adapter adds for its own bookkeeping do
+	// not count (ValidateSystem).
 	MaxProperties int
-	// MaxHeaderBytes bounds key, tag, group and all properties together;
-	// default 32 KiB.
+	// MaxHeaderBytes bounds key, tag, group and a sender's properties
+	// together; default 32 KiB. An adapter's own properties have a budget
+	// of the same size of their own.
 	MaxHeaderBytes int
 }
 
@@ -93,7 +97,7 @@ func (l Limits) Defaults() Limits {
 		l.DelayLevels = DefaultDelayLevels
 	}
 	if l.MaxProperties == 0 {
-		l.MaxProperties = 64
+		l.MaxProperties = DefaultMaxProperties
 	}
 	if l.MaxHeaderBytes == 0 {
 		l.MaxHeaderBytes = 32 << 10
@@ -136,8 +140,19 @@ func ValidateName(kind, name string) error {
 
 // Validate checks m against l (l must have had Defaults applied). Every
 // string field must be valid UTF-8: the Go library refuses what the HTTP
-// layer refuses, so no path stores text that reads back altered.
+// layer refuses, so no path stores text that reads back altered. Every
+// property counts as the sender's: it is ValidateSystem with none of an
+// adapter's.
 func (l Limits) Validate(m *Message) error {
+	return l.ValidateSystem(m, nil)
+}
+
+// ValidateSystem is Validate for a message of which the properties named
+// in system are a protocol adapter's own bookkeeping (RocketMQ's born
+// timestamp and host, its keys): they count against their own budget
+// (at most MaxSystemProperties, MaxHeaderBytes bytes), not the sender's,
+// and an error counts only what the sender sent.
+func (l Limits) ValidateSystem(m *Message, system []string) error {
 	if err := ValidateTopic(m.Topic); err != nil {
 		return err
 	}
@@ -160,15 +175,8 @@ func (l Limits) Validate(m *Message) error {
 	if len(m.Body) > l.MaxBodyBytes {
 		return errs.New(errs.TooLarge, "body is %d bytes; the limit is %d bytes", len(m.Body), l.MaxBodyBytes)
 	}
-	if len(m.Properties) > l.MaxProperties {
-		return errs.New(errs.TooLarge, "message has %d properties; the limit is %d", len(m.Properties), l.MaxProperties)
-	}
-	header := len(m.Key) + len(m.Tag) + len(m.Group)
-	for k, v := range m.Properties {
-		header += len(k) + len(v)
-	}
-	if header > l.MaxHeaderBytes {
-		return errs.New(errs.TooLarge, "key, tag, group and properties take %d bytes; the limit is %d", header, l.MaxHeaderBytes)
+	if err := l.checkProperties(m, system); err != nil {
+		return err
 	}
 	for _, f := range []struct{ name, v string }{{"key", m.Key}, {"tag", m.Tag}, {"group", m.Group}} {
 		if len(f.v) > 0xffff {

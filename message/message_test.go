@@ -216,3 +216,33 @@ func TestExpiry(t *testing.T) {
 		t.Fatalf("got %d %d %v", d, win, err)
 	}
 }
+
+// TestSystemPropertiesHaveTheirOwnBudget: the properties a protocol
+// adapter adds for itself count neither against the sender's count nor
+// against the sender's bytes, and a refusal counts only what the sender
+// sent and names the limit.
+func TestSystemPropertiesHaveTheirOwnBudget(t *testing.T) {
+	l := Limits{MaxProperties: 3, MaxHeaderBytes: 45}.Defaults()
+	m := &Message{Topic: "t", Properties: map[string]string{"a": "1", "b": "2", "c": "3",
+		"sys.born": "1800000000000", "sys.host": "10.0.0.1:1234"}}
+	system := []string{"sys.born", "sys.host"}
+	if err := l.ValidateSystem(m, system); err != nil {
+		t.Fatalf("3 properties of the sender's and 2 of the adapter's, limit 3: %v", err)
+	}
+	if err := l.Validate(m); err == nil || !strings.Contains(err.Error(), "5 properties") {
+		t.Fatalf("all counted as the sender's: %v", err)
+	}
+	m.Properties["d"] = "4"
+	err := l.ValidateSystem(m, system)
+	if errs.CodeOf(err) != errs.TooLarge || !strings.Contains(err.Error(), "message has 4 properties; the limit (max-properties) is 3") {
+		t.Fatalf("4 of the sender's: %v", err)
+	}
+	delete(m.Properties, "d")
+	m.Properties["sys.host"] = strings.Repeat("h", 46)
+	if err := l.ValidateSystem(m, system); errs.CodeOf(err) != errs.TooLarge || !strings.Contains(err.Error(), "protocol adapter") {
+		t.Fatalf("the adapter's properties beyond their budget: %v", err)
+	}
+	if err := l.ValidateSystem(m, []string{"sys.born", "nope"}); errs.CodeOf(err) != errs.Internal {
+		t.Fatalf("an adapter naming a property the message lacks: %v", err)
+	}
+}

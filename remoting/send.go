@@ -241,7 +241,15 @@ func (s *Server) toEngine(h sendHeader, it batchItem, now int64) (engine.SendReq
 		// keeps one order's messages in one queue): pin it.
 		m.Group = queueGroup(n, h.queue)
 	}
-	return engine.SendRequest{Message: m, When: w, DedupIgnore: []string{hidBorn, hidBornHost}}, nil
+	// The adapter's own properties do not count against the sender's
+	// limits (message.Limits.ValidateSystem).
+	var system []string
+	for _, k := range []string{hidBorn, hidBornHost, hidFlag, hidSysFlag, hidReconsume} {
+		if _, ok := props[k]; ok {
+			system = append(system, k)
+		}
+	}
+	return engine.SendRequest{Message: m, When: w, DedupIgnore: []string{hidBorn, hidBornHost}, SystemProperties: system}, nil
 }
 
 // when reads a message's delivery time: a delay level (clamped to the

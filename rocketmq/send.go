@@ -89,6 +89,14 @@ func (s *Server) toEngine(m *pb.Message, now int64) (engine.SendRequest, *pb.Sta
 		Tag: sp.GetTag(), Group: sp.GetMessageGroup(), Properties: props, Body: m.GetBody()},
 		// The clients stamp each attempt anew.
 		DedupIgnore: []string{propBorn, propBornHost}}
+	// The adapter's own properties do not count against the user's
+	// limits: RocketMQ allows 128 user properties besides its system
+	// ones, and so does the engine by default.
+	for _, k := range []string{propKeys, propBorn, propBornHost, propEncoding} {
+		if _, ok := props[k]; ok {
+			req.SystemProperties = append(req.SystemProperties, k)
+		}
+	}
 	switch sp.GetMessageType() {
 	case pb.MessageType_NORMAL, pb.MessageType_MESSAGE_TYPE_UNSPECIFIED:
 	case pb.MessageType_FIFO:

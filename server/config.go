@@ -92,6 +92,11 @@ type Config struct {
 
 	// MaxBodyBytes bounds one message body, in bytes (flag -max-body-bytes).
 	MaxBodyBytes int64
+	// MaxProperties bounds the properties of one message (flag
+	// -max-properties), in [1, message.MaxPropertiesCeiling]; default 128,
+	// RocketMQ's. The properties a protocol adapter adds for itself
+	// (RocketMQ's keys, born time and host) do not count.
+	MaxProperties int
 	// MaxDelay bounds how far ahead a message may be due (flag -max-delay).
 	// A later delivery time is rejected with invalid_argument.
 	MaxDelay time.Duration
@@ -211,6 +216,7 @@ func DefaultConfig() Config {
 		FlushInterval:      eng.FlushInterval,
 		SegmentBytes:       eng.SegmentBytes,
 		MaxBodyBytes:       int64(eng.Limits.MaxBodyBytes),
+		MaxProperties:      eng.Limits.MaxProperties,
 		MaxDelay:           eng.Limits.MaxDelay,
 		DelayLevels:        append([]time.Duration(nil), eng.Limits.DelayLevels...),
 		DefaultQueues:      eng.DefaultQueues,
@@ -266,6 +272,7 @@ func (c *Config) settings() []setting {
 		{"flush-interval", "fdatasync period under -flush async", (*durationValue)(&c.FlushInterval)},
 		{"segment-bytes", "commit-log segment size in bytes (suffixes KiB, MiB, GiB), at least 1MiB", (*sizeValue)(&c.SegmentBytes)},
 		{"max-body-bytes", "largest message body in bytes (suffixes KiB, MiB, GiB)", (*sizeValue)(&c.MaxBodyBytes)},
+		{"max-properties", "most properties of one message, 1 to 60000 (those a protocol adapter adds for itself not counted)", (*intValue)(&c.MaxProperties)},
 		{"max-delay", "furthest a message may be due ahead of now; later times are rejected", (*durationValue)(&c.MaxDelay)},
 		{"delay-levels", "comma-separated durations that a send's \"level\" (1-based) indexes", (*durationsValue)(&c.DelayLevels)},
 		{"default-queues", "queue count of a topic created without one", (*intValue)(&c.DefaultQueues)},
@@ -364,6 +371,7 @@ func (c Config) EngineOptions(logger *slog.Logger) engine.Options {
 	o.FlushInterval = c.FlushInterval
 	o.SegmentBytes = c.SegmentBytes
 	o.Limits.MaxBodyBytes = int(c.MaxBodyBytes)
+	o.Limits.MaxProperties = c.MaxProperties
 	o.Limits.MaxDelay = c.MaxDelay
 	o.Limits.DelayLevels = append([]time.Duration(nil), c.DelayLevels...)
 	o.DefaultQueues = c.DefaultQueues

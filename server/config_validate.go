@@ -11,13 +11,17 @@ import (
 
 	"github.com/hourglass-mq/hourglass/api"
 	"github.com/hourglass-mq/hourglass/engine"
+	"github.com/hourglass-mq/hourglass/message"
 )
 
-// validateLimits checks the message limits: body size, maximum delay and
-// the delay levels.
+// validateLimits checks the message limits: body size, property count,
+// maximum delay and the delay levels.
 func (c Config) validateLimits(bad func(string, ...any)) {
 	if c.MaxBodyBytes < 1 || c.MaxBodyBytes > 256<<20 {
 		bad("-max-body-bytes %d is not in [1, 256MiB]", c.MaxBodyBytes)
+	}
+	if c.MaxProperties < 1 || c.MaxProperties > message.MaxPropertiesCeiling {
+		bad("-max-properties %d is not in [1, %d]", c.MaxProperties, message.MaxPropertiesCeiling)
 	}
 	if c.MaxDelay <= 0 {
 		bad("-max-delay %v must be positive", c.MaxDelay)
