@@ -37,6 +37,11 @@ type Options struct {
 	// signed with (the clients' credentials: any access key, this secret);
 	// empty accepts any call (auth.go).
 	AccessSecret string
+	// SignatureSkew is how far a signed call's x-mq-date-time may be from
+	// the broker's clock, either way; it is also how long a captured
+	// signature can be replayed (auth.go). 0 means DefaultSignatureSkew;
+	// at most MaxSignatureSkew.
+	SignatureSkew time.Duration
 	// AutoRenewLease is the lease of a message received with auto_renew
 	// (push consumers), renewed every third of itself until the client
 	// acks it, changes its invisibility itself, or goes away; 0 means
@@ -106,6 +111,10 @@ func New(eng *engine.Engine, opts Options) *Server {
 	if opts.AutoRenewMax <= 0 {
 		opts.AutoRenewMax = DefaultAutoRenewMax
 	}
+	if opts.SignatureSkew <= 0 {
+		opts.SignatureSkew = DefaultSignatureSkew
+	}
+	opts.SignatureSkew = min(opts.SignatureSkew, MaxSignatureSkew)
 	s := &Server{eng: eng, opts: opts, log: opts.Logger, met: NewCollector(),
 		renew: newRenewer(eng, opts.AutoRenewLease, opts.AutoRenewMax),
 		done:  make(chan struct{}), longPollOf: map[string]time.Duration{}, streams: map[string]int{}}

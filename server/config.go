@@ -59,6 +59,12 @@ type Config struct {
 	// GRPCLongPoll bounds a RocketMQ receive's long poll and is the
 	// long-polling timeout announced to consumers (flag -grpc-long-poll).
 	GRPCLongPoll time.Duration
+	// GRPCSignatureSkew is how far a signed RocketMQ call's date-time may
+	// be from the broker's clock (flag -grpc-signature-skew), in [1s,
+	// 15m]; default 30s. It is also how long a captured signature can be
+	// replayed (docs/operations.md), so keep it as narrow as the clients'
+	// clock offsets allow.
+	GRPCSignatureSkew time.Duration
 	// AuthToken, when not empty, is the bearer token every /v1 request must
 	// carry (Authorization: Bearer <token>); /healthz and /metrics stay open
 	// (flag -auth-token). Empty means no authentication. Prefer the
@@ -210,6 +216,7 @@ func DefaultConfig() Config {
 		Listen:             "127.0.0.1:7070",
 		GRPCListen:         "127.0.0.1:8081",
 		GRPCLongPoll:       rocketmq.DefaultLongPoll,
+		GRPCSignatureSkew:  rocketmq.DefaultSignatureSkew,
 		RemotingListen:     "127.0.0.1:9876",
 		Clock:              api.ClockSystem,
 		Flush:              flush,
@@ -263,6 +270,7 @@ func (c *Config) settings() []setting {
 		{"grpc-cert-file", "PEM certificate of the gRPC TLS; empty: a self-signed one in <data-dir>/grpc-tls", (*stringValue)(&c.GRPCCertFile)},
 		{"grpc-key-file", "PEM private key of -grpc-cert-file", (*stringValue)(&c.GRPCKeyFile)},
 		{"grpc-long-poll", "longest RocketMQ receive long poll, announced to consumers (at most 30s)", (*durationValue)(&c.GRPCLongPoll)},
+		{"grpc-signature-skew", "how far a signed RocketMQ call's x-mq-date-time may be from the broker's clock, 1s to 15m; also how long a captured signature can be replayed", (*durationValue)(&c.GRPCSignatureSkew)},
 		{"remoting-listen", "TCP address of RocketMQ's remoting protocol (4.x clients: name server and broker in one), host:port; empty disables it", (*stringValue)(&c.RemotingListen)},
 		{"remoting-tls", "serve the remoting protocol over TLS (certificate of -grpc-cert-file, or a self-signed one in <data-dir>/remoting-tls)", (*boolValue)(&c.RemotingTLS)},
 		{"auth-token", "bearer token required on every /v1 request; empty disables auth (prefer HOURGLASS_AUTH_TOKEN: flags show in the process list)", (*secretValue)(&c.AuthToken)},

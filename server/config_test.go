@@ -127,6 +127,8 @@ func TestValidate(t *testing.T) {
 		{func(c *Config) { c.MaxBodyBytes = 16 << 20 }, "-max-request-bytes"},
 		{func(c *Config) { c.DispatchRate = 0 }, "-dispatch-rate"},
 		{func(c *Config) { c.MaxProperties = 0 }, "-max-properties 0 is not in [1, 60000]"},
+		{func(c *Config) { c.GRPCSignatureSkew = 500 * time.Millisecond }, "-grpc-signature-skew 500ms is not in [1s, 15m0s]"},
+		{func(c *Config) { c.GRPCSignatureSkew = 16 * time.Minute }, "-grpc-signature-skew 16m0s is not in [1s, 15m0s]"},
 		{func(c *Config) { c.MaxProperties = 60_001 }, "-max-properties 60001 is not in [1, 60000]"},
 		{func(c *Config) { c.DefaultQueues = 0 }, "-default-queues"},
 		{func(c *Config) { c.LogLevel = "loud" }, "-log-level"},
@@ -183,7 +185,7 @@ func TestFlagsHelp(t *testing.T) {
 	}
 	for name, def := range map[string]string{"listen": "127.0.0.1:7070", "max-body-bytes": "4MiB", "max-request-bytes": "8MiB",
 		"max-delay": "9600h0m0s", "delay-levels": "1s,5s,10s,30s,1m,2m,3m,4m,5m,6m,7m,8m,9m,10m,20m,30m,1h,2h", "auto-create-topics": "true", "auth-token": "",
-		"read-header-timeout": "10s", "read-timeout": "1m0s", "write-timeout": "1m0s", "idle-timeout": "2m0s", "max-header-bytes": "256KiB", "max-properties": "128"} {
+		"read-header-timeout": "10s", "read-timeout": "1m0s", "write-timeout": "1m0s", "idle-timeout": "2m0s", "max-header-bytes": "256KiB", "max-properties": "128", "grpc-signature-skew": "30s"} {
 		if got := fs.Lookup(name).DefValue; got != def {
 			t.Errorf("-%s default %q, want %q", name, got, def)
 		}

@@ -21,11 +21,14 @@ import (
 	"github.com/hourglass-mq/hourglass/rocketmq"
 )
 
-// validateGRPC checks -grpc-listen (empty, or host:port) and
-// -grpc-long-poll.
+// validateGRPC checks -grpc-listen (empty, or host:port),
+// -grpc-long-poll and -grpc-signature-skew.
 func (c Config) validateGRPC(bad func(format string, args ...any)) {
 	if c.GRPCLongPoll < 100*time.Millisecond || c.GRPCLongPoll > engine.MaxReceiveWait {
 		bad("-grpc-long-poll %v is not in [100ms, %v]", c.GRPCLongPoll, engine.MaxReceiveWait)
+	}
+	if c.GRPCSignatureSkew < time.Second || c.GRPCSignatureSkew > rocketmq.MaxSignatureSkew {
+		bad("-grpc-signature-skew %v is not in [1s, %v]", c.GRPCSignatureSkew, rocketmq.MaxSignatureSkew)
 	}
 	if (c.GRPCCertFile == "") != (c.GRPCKeyFile == "") {
 		bad("-grpc-cert-file and -grpc-key-file go together")
@@ -77,7 +80,8 @@ func newGRPC(c Config, eng *engine.Engine, logger *slog.Logger) (*grpcService, e
 	}
 	o := c.EngineOptions(logger)
 	a := rocketmq.New(eng, rocketmq.Options{Limits: o.Limits, DefaultQueues: o.DefaultQueues, AutoCreateTopics: !o.NoAutoCreate,
-		MaxLongPoll: c.GRPCLongPoll, AccessSecret: c.AuthToken, MaxRequestBytes: int(c.MaxRequestBytes), Logger: logger})
+		MaxLongPoll: c.GRPCLongPoll, AccessSecret: c.AuthToken, SignatureSkew: c.GRPCSignatureSkew,
+		MaxRequestBytes: int(c.MaxRequestBytes), Logger: logger})
 	return &grpcService{adapter: a, srv: a.GRPCServer(extra...), ln: ln, errc: make(chan error, 1)}, nil
 }
 
