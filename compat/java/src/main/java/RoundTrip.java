@@ -9,8 +9,10 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
 import org.apache.rocketmq.client.apis.ClientConfiguration;
+import org.apache.rocketmq.client.apis.ClientConfigurationBuilder;
 import org.apache.rocketmq.client.apis.ClientException;
 import org.apache.rocketmq.client.apis.ClientServiceProvider;
+import org.apache.rocketmq.client.apis.StaticSessionCredentialsProvider;
 import org.apache.rocketmq.client.apis.consumer.ConsumeResult;
 import org.apache.rocketmq.client.apis.consumer.FilterExpression;
 import org.apache.rocketmq.client.apis.consumer.PushConsumer;
@@ -29,6 +31,9 @@ import org.apache.rocketmq.client.apis.producer.SendReceipt;
  * delayed messages, each once and none early; 1 otherwise, saying why.
  *
  * Usage: java RoundTrip ENDPOINT ssl|plaintext TOPIC
+ *
+ * With HOURGLASS_ACCESS_SECRET set in the environment, every call is signed
+ * with it (access key "app"), as against a broker run with --auth-token.
  */
 public final class RoundTrip {
     public static void main(String[] args) throws Exception {
@@ -39,8 +44,13 @@ public final class RoundTrip {
         String endpoint = args[0], topic = args[2];
         boolean ssl = args[1].equals("ssl");
         ClientServiceProvider provider = ClientServiceProvider.loadService();
-        ClientConfiguration cfg = ClientConfiguration.newBuilder()
-            .setEndpoints(endpoint).enableSsl(ssl).setRequestTimeout(Duration.ofSeconds(5)).build();
+        ClientConfigurationBuilder builder = ClientConfiguration.newBuilder()
+            .setEndpoints(endpoint).enableSsl(ssl).setRequestTimeout(Duration.ofSeconds(5));
+        String secret = System.getenv("HOURGLASS_ACCESS_SECRET");
+        if (secret != null && !secret.isEmpty()) {
+            builder.setCredentialProvider(new StaticSessionCredentialsProvider("app", secret));
+        }
+        ClientConfiguration cfg = builder.build();
 
         String normalId, delayedId, recalledId;
         long due;
