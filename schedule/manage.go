@@ -94,7 +94,7 @@ func (r *Runner) validate(def Schedule) (*Schedule, *Spec, error) {
 	// The firing as it will be sent, checked against the message limits now
 	// rather than at its first fire time.
 	sample := r.request(sc, &firing{fire: 1<<50 - 1, key: FireKey(keyOf(sc), 1<<50-1)})
-	if err := r.opts.Limits.Validate(&sample.Message); err != nil {
+	if err := r.opts.Limits.ValidateSystem(&sample.Message, sample.SystemProperties); err != nil {
 		return nil, nil, fmt.Errorf("the messages of this schedule would be refused: %w", err)
 	}
 	return sc, spec, nil

@@ -405,6 +405,9 @@ func (r *Runner) request(sc *Schedule, f *firing) engine.SendRequest {
 	return engine.SendRequest{
 		Message: message.Message{Topic: sc.Topic, Key: f.key, Tag: sc.Tag, Properties: props, Body: sc.Body},
 		When:    message.When{At: f.fire},
+		// The broker's bookkeeping, not the schedule's: they do not
+		// count against the properties a schedule may define.
+		SystemProperties: []string{PropSchedule, PropFireTime},
 	}
 }
 
