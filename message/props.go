@@ -19,7 +19,9 @@ const MaxPropertiesCeiling = 60_000
 
 // MaxSystemProperties bounds the properties a protocol adapter adds to a
 // message for its own bookkeeping (engine.SendRequest.SystemProperties).
-const MaxSystemProperties = 16
+// RocketMQ has about 30 such (its MessageConst's and the adapters'
+// hidden ones).
+const MaxSystemProperties = 32
 
 // checkProperties checks the count and bytes of m's properties: the
 // sender's (all but system) against MaxProperties and, with key, tag and

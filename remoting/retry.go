@@ -69,7 +69,7 @@ func (s *Server) sendBack(c *conn, req *Command) *Command {
 		props[propDelay] = strconv.Itoa(level)
 		props[propRealTopic], props[propRealQueueID] = out.Topic, "0"
 	}
-	if _, err := s.sendEngine([]engine.SendRequest{{Message: out, When: w}}, internal); err != nil {
+	if _, err := s.sendEngine([]engine.SendRequest{{Message: out, When: w, SystemProperties: systemOf(props)}}, internal); err != nil {
 		return engineErr(err, respTopicNotExist)
 	}
 	return okResp(nil)

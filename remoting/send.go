@@ -26,6 +26,29 @@ const (
 	hidReconsume = hidPrefix + "reconsume" // reconsume times, when not 0
 )
 
+// systemNames are the properties that are not the user's: RocketMQ's own
+// (its client's and its broker's, as in RocketMQ's MessageConst: RocketMQ
+// counts none of them as a user property) and the adapter's hidden ones.
+var systemNames = []string{propKeys, propTags, propDelay, propRetryTopic, propRealTopic, propRealQueueID,
+	propTranPrepared, propProducerGroup, propOriginMsgID, propReconsumeTime, propUniqKey, propMaxReconsume,
+	propTimerDelaySec, propTimerDelayMs, propTimerDeliverMs, propTimerOutMs, propTimerEnqueueMs, propTimerDequeueMs,
+	propDLQOriginTopic, propDLQOriginMsgID, "WAIT", "MSG_REGION", "TRACE_ON",
+	hidBorn, hidBornHost, hidFlag, hidSysFlag, hidReconsume}
+
+// systemOf names the properties of props that are RocketMQ's or the
+// adapter's: they do not count against the user's limits, but against a
+// budget of their own (message.Limits.ValidateSystem), so that a 4.x
+// client's 128 user properties are not cut by what RocketMQ adds.
+func systemOf(props map[string]string) []string {
+	var out []string
+	for _, k := range systemNames {
+		if _, ok := props[k]; ok {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 // v2Fields maps SEND_MESSAGE_V2's one-letter field names to SEND_MESSAGE's.
 var v2Fields = map[string]string{"a": "producerGroup", "b": "topic", "c": "defaultTopic", "d": "defaultTopicQueueNums",
 	"e": "queueId", "f": "sysFlag", "g": "bornTimestamp", "h": "flag", "i": "properties", "j": "reconsumeTimes",
@@ -241,15 +264,7 @@ func (s *Server) toEngine(h sendHeader, it batchItem, now int64) (engine.SendReq
 		// keeps one order's messages in one queue): pin it.
 		m.Group = queueGroup(n, h.queue)
 	}
-	// The adapter's own properties do not count against the sender's
-	// limits (message.Limits.ValidateSystem).
-	var system []string
-	for _, k := range []string{hidBorn, hidBornHost, hidFlag, hidSysFlag, hidReconsume} {
-		if _, ok := props[k]; ok {
-			system = append(system, k)
-		}
-	}
-	return engine.SendRequest{Message: m, When: w, DedupIgnore: []string{hidBorn, hidBornHost}, SystemProperties: system}, nil
+	return engine.SendRequest{Message: m, When: w, DedupIgnore: []string{hidBorn, hidBornHost}, SystemProperties: systemOf(props)}, nil
 }
 
 // when reads a message's delivery time: a delay level (clamped to the

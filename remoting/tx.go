@@ -76,7 +76,7 @@ func (s *Server) sendHalf(c *conn, h sendHeader, items []batchItem) *Command {
 		return engineErr(err, respSystemError)
 	}
 	m := message.Message{Topic: halfTopic, Key: uniq, Tag: props[propTags], Properties: props, Body: items[0].body, DedupID: uniq}
-	rs, err := s.sendEngine([]engine.SendRequest{{Message: m, DedupIgnore: []string{hidBorn, hidBornHost}}}, false)
+	rs, err := s.sendEngine([]engine.SendRequest{{Message: m, DedupIgnore: []string{hidBorn, hidBornHost}, SystemProperties: systemOf(props)}}, false)
 	if err != nil {
 		return engineErr(err, respTopicNotExist)
 	}
@@ -174,6 +174,6 @@ func (s *Server) commitTx(info engine.Info) error {
 	if n, ok := s.queueCount(topic); ok && q < n {
 		m.Group = queueGroup(n, q)
 	}
-	_, err = s.sendEngine([]engine.SendRequest{{Message: m, When: w}}, false)
+	_, err = s.sendEngine([]engine.SendRequest{{Message: m, When: w, SystemProperties: systemOf(m.Properties)}}, false)
 	return err
 }
