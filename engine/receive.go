@@ -199,8 +199,7 @@ func (e *Engine) receive(ctx context.Context, g *group, req ReceiveRequest) ([]R
 func (e *Engine) takeLocked(g *group, max int, invisible time.Duration) []handout {
 	nq := len(g.queues)
 	hs := make([]handout, 0, e.handoutRoomLocked(g, max))
-	// Rounded up: a lease of 1.5 ms must not end after 1 ms.
-	expires := e.lastAdvanceOrNow() + clock.CeilMillis(invisible)
+	expires := e.lastAdvanceOrNow() + clock.CeilMillis(invisible) // 1.5 ms lasts 2, never 1
 	for i := 0; i < nq && len(hs) < max; i++ {
 		qi := (g.rr + i) % nq
 		gq := g.queues[qi]

@@ -45,6 +45,7 @@ func TestSystemPropertiesDoNotCount(t *testing.T) {
 	if err := h.e.DeadLetter(ctx, "t", "g", r.Receipt); err != nil {
 		t.Fatal(err)
 	}
+	h.waitVisible(DeadLetterTopic("t", "g"), 1)
 	if n, err := h.e.Redrive(ctx, "t", "g", 10); err != nil || n != 1 {
 		t.Fatalf("redrive of a message at the limit with an adapter's properties: %d, %v", n, err)
 	}

@@ -62,24 +62,9 @@ func (s *Server) toEngine(m *pb.Message, now int64) (engine.SendRequest, *pb.Sta
 	if len(m.GetBody()) > s.opts.Limits.MaxBodyBytes {
 		return engine.SendRequest{}, status(pb.Code_MESSAGE_BODY_TOO_LARGE, fmt.Sprintf("body is %d bytes; the limit is %d", len(m.GetBody()), s.opts.Limits.MaxBodyBytes))
 	}
-	props := make(map[string]string, len(m.GetUserProperties())+4)
-	for k, v := range m.GetUserProperties() {
-		if strings.HasPrefix(k, propPrefix) {
-			return engine.SendRequest{}, status(pb.Code_ILLEGAL_MESSAGE_PROPERTY_KEY, fmt.Sprintf("property %q: names starting with %q are reserved", k, propPrefix))
-		}
-		props[k] = v
-	}
-	if len(sp.GetKeys()) > 0 {
-		props[propKeys] = strings.Join(sp.GetKeys(), " ")
-	}
-	if t := sp.GetBornTimestamp(); t != nil {
-		props[propBorn] = strconv.FormatInt(t.AsTime().UnixMilli(), 10)
-	}
-	if sp.GetBornHost() != "" {
-		props[propBornHost] = sp.GetBornHost()
-	}
-	if sp.GetBodyEncoding() == pb.Encoding_GZIP {
-		props[propEncoding] = pb.Encoding_GZIP.String()
+	props, system, st := properties(m)
+	if st != nil {
+		return engine.SendRequest{}, st
 	}
 	// The client's message ID is both the key (a recall answers with it)
 	// and the dedup ID: a resend after a lost answer, even one racing the
@@ -88,15 +73,7 @@ func (s *Server) toEngine(m *pb.Message, now int64) (engine.SendRequest, *pb.Sta
 	req := engine.SendRequest{Message: message.Message{Topic: topic, Key: sp.GetMessageId(), DedupID: sp.GetMessageId(),
 		Tag: sp.GetTag(), Group: sp.GetMessageGroup(), Properties: props, Body: m.GetBody()},
 		// The clients stamp each attempt anew.
-		DedupIgnore: []string{propBorn, propBornHost}}
-	// The adapter's own properties do not count against the user's
-	// limits: RocketMQ allows 128 user properties besides its system
-	// ones, and so does the engine by default.
-	for _, k := range []string{propKeys, propBorn, propBornHost, propEncoding} {
-		if _, ok := props[k]; ok {
-			req.SystemProperties = append(req.SystemProperties, k)
-		}
-	}
+		DedupIgnore: []string{propBorn, propBornHost}, SystemProperties: system}
 	switch sp.GetMessageType() {
 	case pb.MessageType_NORMAL, pb.MessageType_MESSAGE_TYPE_UNSPECIFIED:
 	case pb.MessageType_FIFO:
@@ -132,6 +109,40 @@ func (s *Server) toEngine(m *pb.Message, now int64) (engine.SendRequest, *pb.Sta
 		req.When = message.When{At: at}
 	}
 	return req, nil
+}
+
+// properties returns the user properties of m and the system ones the
+// adapter carries as properties, with the names of the latter: they do
+// not count against the user's limits (RocketMQ allows 128 user
+// properties beside its system ones, and so does the engine by default).
+// A user property with the reserved prefix is refused.
+func properties(m *pb.Message) (props map[string]string, system []string, st *pb.Status) {
+	sp := m.GetSystemProperties()
+	props = make(map[string]string, len(m.GetUserProperties())+4)
+	for k, v := range m.GetUserProperties() {
+		if strings.HasPrefix(k, propPrefix) {
+			return nil, nil, status(pb.Code_ILLEGAL_MESSAGE_PROPERTY_KEY, fmt.Sprintf("property %q: names starting with %q are reserved", k, propPrefix))
+		}
+		props[k] = v
+	}
+	if len(sp.GetKeys()) > 0 {
+		props[propKeys] = strings.Join(sp.GetKeys(), " ")
+	}
+	if t := sp.GetBornTimestamp(); t != nil {
+		props[propBorn] = strconv.FormatInt(t.AsTime().UnixMilli(), 10)
+	}
+	if sp.GetBornHost() != "" {
+		props[propBornHost] = sp.GetBornHost()
+	}
+	if sp.GetBodyEncoding() == pb.Encoding_GZIP {
+		props[propEncoding] = pb.Encoding_GZIP.String()
+	}
+	for _, k := range []string{propKeys, propBorn, propBornHost, propEncoding} {
+		if _, ok := props[k]; ok {
+			system = append(system, k)
+		}
+	}
+	return props, system, nil
 }
 
 // SendMessage stores the messages in one engine batch (all or none). A
