@@ -356,7 +356,10 @@ func TestDamagedPendingMessageFiresAsDataLoss(t *testing.T) {
 func TestDamagedDeadLetterIsSetAside(t *testing.T) {
 	h := newHarness(t, func(o *Options) { o.SegmentBytes = 4096 })
 	r := h.send("t", "k", message.When{})
-	h.sendVisible("t", 60)
+	for range 60 {
+		h.send("t", "", message.When{})
+	}
+	h.waitVisible("t", 61)
 	rs := h.receiveN("t", "g", 61, time.Hour)
 	var mine Received
 	for _, x := range rs {
