@@ -86,12 +86,12 @@ func startProc(t *testing.T, dir string) *proc {
 	}
 }
 
-// TestKill9WithLevelsPending: the official Go client sends level-delayed
+// TestClientKill9WithLevelsPending: the official Go client sends level-delayed
 // messages to a real broker process, which is killed with SIGKILL while
 // they are pending, right after a consumer offset update was answered;
 // after a restart on the same directory each message is delivered once,
 // none before its level, and the offset is still there.
-func TestKill9WithLevelsPending(t *testing.T) {
+func TestClientKill9WithLevelsPending(t *testing.T) {
 	dir := t.TempDir()
 	p1 := startProc(t, dir)
 	b1 := &testBroker{addr: p1.addr}
