@@ -166,6 +166,27 @@ const ReasonGivenUp = "given-up"
 // same, and the message is moved later by the loop, as one out of attempts
 // is.
 func (e *Engine) DeadLetter(ctx context.Context, topic, name, receipt string) error {
+	return e.DeadLetterAttempts(ctx, topic, name, receipt, 0)
+}
+
+// MaxReportedAttempts bounds the attempts a consumer may report to
+// DeadLetterAttempts: the most MaxAttempts a group may have.
+const MaxReportedAttempts = 1000
+
+// DeadLetterAttempts is DeadLetter for a consumer that retried the
+// message itself before giving up (RocketMQ's push consumers retry a FIFO
+// message locally, under one lease, and report their delivery_attempt in
+// the forward). attempts is the deliveries the consumer counts, its own
+// retries included; 0 means it reports none. The dead letter's
+// hourglass-attempts property records the attempts the group made: the
+// larger of the broker's deliveries of the message to the group and the
+// consumer's count. Without this the property said 1 for a message its
+// consumer had tried 16 times under one lease. attempts outside [0,
+// MaxReportedAttempts] is refused with InvalidArgument, and nothing moves.
+func (e *Engine) DeadLetterAttempts(ctx context.Context, topic, name, receipt string, attempts int) error {
+	if attempts < 0 || attempts > MaxReportedAttempts {
+		return errs.New(errs.InvalidArgument, "reported delivery attempts %d is not in [0, %d]", attempts, MaxReportedAttempts)
+	}
 	e.mu.Lock()
 	if err := e.unavailableLocked(); err != nil {
 		e.mu.Unlock()
@@ -183,7 +204,7 @@ func (e *Engine) DeadLetter(ctx context.Context, topic, name, receipt string) er
 	e.stopTimerLocked(l.timer)
 	gq.setLease(off, nil)
 	e.mu.Unlock()
-	j := deadLetter{g: g, queue: q, offset: off, attempt: l.attempt, reason: ReasonGivenUp}
+	j := deadLetter{g: g, queue: q, offset: off, attempt: max(l.attempt, uint32(attempts)), reason: ReasonGivenUp}
 	if err := e.moveDeadLetter(j); err != nil {
 		e.retryDeadLetters(j)
 		return err

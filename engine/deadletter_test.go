@@ -166,3 +166,47 @@ func TestDeadLetterRacesAck(t *testing.T) {
 		t.Fatalf("%d acked, %d copies, group %+v; want %d in all, one way each", acked.Load(), copies, gi, n)
 	}
 }
+
+// TestDeadLetterRecordsConsumerAttempts: a consumer that retried a message
+// itself under one lease (a RocketMQ push consumer with a FIFO message)
+// reports its attempts with the forward, and the dead letter records them,
+// not the broker's one delivery; a report below the broker's deliveries
+// records the broker's; one out of range is refused and moves nothing.
+func TestDeadLetterRecordsConsumerAttempts(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx := t.Context()
+	for _, k := range []string{"a", "b"} {
+		h.send("t", k, message.When{})
+	}
+	h.waitVisible("t", 2)
+	rs := h.receiveN("t", "g", 2, time.Minute)
+	for _, bad := range []int{-1, MaxReportedAttempts + 1} {
+		if err := h.e.DeadLetterAttempts(ctx, "t", "g", rs[0].Receipt, bad); errs.CodeOf(err) != errs.InvalidArgument {
+			t.Fatalf("forward reporting %d attempts: %v, want invalid argument", bad, err)
+		}
+	}
+	if err := h.e.DeadLetterAttempts(ctx, "t", "g", rs[0].Receipt, 5); err != nil {
+		t.Fatal(err)
+	}
+	// Its lease ends unacked, and the second delivery is forwarded with a
+	// stale count of 1: the group made 2 deliveries.
+	if err := h.e.Nack(ctx, "t", "g", rs[1].Receipt, time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	h.clk.Advance(time.Second)
+	again := h.receiveN("t", "g", 1, time.Minute)[0]
+	if again.Attempt != 2 {
+		t.Fatalf("second delivery is attempt %d", again.Attempt)
+	}
+	if err := h.e.DeadLetterAttempts(ctx, "t", "g", again.Receipt, 1); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"body-a": "5", "body-b": "2"}
+	for range want {
+		dl := h.receiveDLQ(DeadLetterTopic("t", "g"))
+		if got := dl.Message.Properties["hourglass-attempts"]; got != want[string(dl.Message.Body)] {
+			t.Errorf("dead letter of %s records %s attempts, want %s", dl.Message.Body, got, want[string(dl.Message.Body)])
+		}
+	}
+	h.receiveNone(DeadLetterTopic("t", "g"), "ops") // the refused forwards moved nothing
+}

@@ -62,7 +62,9 @@ func TestPushConsumerReceivesDelayed(t *testing.T) {
 // tells it (the group's: 2 attempts, 100 ms backoff), then forwards it to
 // the dead-letter queue and goes on with the next message of the group.
 // The forward used to be refused as not implemented, and the client
-// retries it for ever, holding the message group's queue meanwhile.
+// retries it for ever, holding the message group's queue meanwhile. The
+// dead letter records the client's two attempts, not the broker's one
+// delivery.
 func TestPushConsumerForwardsFIFOToDeadLetters(t *testing.T) {
 	t.Parallel()
 	b := startBroker(t, func(c *server.Config) { c.GRPCLongPoll = time.Second })
@@ -125,6 +127,11 @@ func TestPushConsumerForwardsFIFOToDeadLetters(t *testing.T) {
 			t.Fatal(err)
 		}
 		if len(rs) == 1 && string(rs[0].Body) == "poison" && rs[0].Properties[engine.DeadReasonProperty] == engine.ReasonGivenUp {
+			// The client tried it twice under the broker's one
+			// delivery: the dead letter says 2 (it said 1).
+			if got := rs[0].Properties["hourglass-attempts"]; got != "2" {
+				t.Errorf("dead letter records %q attempts; the consumer made 2", got)
+			}
 			break
 		}
 		if len(rs) > 0 || time.Now().After(deadline) {

@@ -336,7 +336,10 @@ func (s *Server) ForwardMessageToDeadLetterQueue(ctx context.Context, req *pb.Fo
 	if st := malformedReceipt(req.GetReceiptHandle()); st != nil {
 		return &pb.ForwardMessageToDeadLetterQueueResponse{Status: st}, nil
 	}
-	err := s.eng.DeadLetter(ctx, req.GetTopic().GetName(), req.GetGroup().GetName(), req.GetReceiptHandle())
+	// delivery_attempt counts the client's own retries of a FIFO message
+	// under one lease: the dead letter records those attempts, not only
+	// the broker's deliveries.
+	err := s.eng.DeadLetterAttempts(ctx, req.GetTopic().GetName(), req.GetGroup().GetName(), req.GetReceiptHandle(), int(req.GetDeliveryAttempt()))
 	switch {
 	case errs.CodeOf(err) == errs.NotFound:
 		// The lease is gone (it ran out, the broker restarted, the group
