@@ -66,12 +66,21 @@ type Config struct {
 	// clock offsets allow.
 	GRPCSignatureSkew time.Duration
 	// AuthToken, when not empty, is the bearer token every /v1 request must
-	// carry (Authorization: Bearer <token>); /healthz and /metrics stay open
-	// (flag -auth-token). Empty means no authentication. Prefer the
+	// carry (Authorization: Bearer <token>); /healthz stays open, and so
+	// does /metrics unless MetricsToken is set (flag -auth-token). Empty means no authentication. Prefer the
 	// environment variable HOURGLASS_AUTH_TOKEN or the file over the flag:
 	// a flag is visible to every local user in the process list. On the
 	// gRPC port it is the access secret RocketMQ clients sign with.
 	AuthToken string
+	// MetricsToken, when not empty, puts /metrics behind a bearer token
+	// (flag -metrics-token, variable HOURGLASS_METRICS_TOKEN): a scrape
+	// must carry Authorization: Bearer with this token or with AuthToken,
+	// else 401. Empty (the default) leaves /metrics open, as it always
+	// was, so that existing scrapes go on working; its series name every
+	// topic and consumer group (docs/operations.md says what it exposes).
+	// A token of its own lets Prometheus read metrics without the power
+	// to send, receive or cancel that AuthToken gives.
+	MetricsToken string
 	// Clock is the broker's clock: "system" (the default, and the only
 	// mode for production) or "virtual" (flag -clock). A VIRTUAL clock
 	// moves only by POST /v1/clock/advance, for users' integration tests;
@@ -274,6 +283,7 @@ func (c *Config) settings() []setting {
 		{"remoting-listen", "TCP address of RocketMQ's remoting protocol (4.x clients: name server and broker in one), host:port; empty disables it", (*stringValue)(&c.RemotingListen)},
 		{"remoting-tls", "serve the remoting protocol over TLS (certificate of -grpc-cert-file, or a self-signed one in <data-dir>/remoting-tls)", (*boolValue)(&c.RemotingTLS)},
 		{"auth-token", "bearer token required on every /v1 request; empty disables auth (prefer HOURGLASS_AUTH_TOKEN: flags show in the process list)", (*secretValue)(&c.AuthToken)},
+		{"metrics-token", "bearer token required on GET /metrics (the -auth-token is accepted too); empty leaves /metrics open to anyone who reaches the port (prefer HOURGLASS_METRICS_TOKEN)", (*secretValue)(&c.MetricsToken)},
 		{"clock", "clock of the broker: system, or virtual (FOR TESTS ONLY: time moves only by POST /v1/clock/advance; the data directory must be empty or virtual too)", (*stringValue)(&c.Clock)},
 		{"backup-dir", "directory under which POST /v1/admin/backup may write backups; empty disables the route", (*stringValue)(&c.BackupDir)},
 		{"flush", "commit-log flush policy: sync (ack after fdatasync) or async (ack after write, fdatasync every -flush-interval)", (*stringValue)(&c.Flush)},

@@ -190,9 +190,11 @@ func TestFlagsHelp(t *testing.T) {
 			t.Errorf("-%s default %q, want %q", name, got, def)
 		}
 	}
-	c.AuthToken = "hidden"
-	if s := fs.Lookup("auth-token").Value.String(); s != "" {
-		t.Errorf("the auth token is printed: %q", s)
+	c.AuthToken, c.MetricsToken = "hidden", "hidden"
+	for _, name := range []string{"auth-token", "metrics-token"} {
+		if s := fs.Lookup(name).Value.String(); s != "" {
+			t.Errorf("-%s is printed: %q", name, s)
+		}
 	}
 	if err := fs.Parse([]string{"-auto-create-topics=false", "-max-body-bytes", "2MiB"}); err != nil {
 		t.Fatal(err)

@@ -144,29 +144,38 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		h.logRequest(r, rec, time.Since(start))
 	}()
-	// Everything but the two open endpoints needs the token, so that no
+	// Everything but the open endpoints needs the token, so that no
 	// spelling of a /v1 path (unclean, doubled slashes) slips past.
-	open := r.URL.Path == "/healthz" || r.URL.Path == "/metrics" || isConsolePath(r.URL.Path)
+	// /metrics has a token of its own (or none).
+	metrics := r.URL.Path == "/metrics"
+	open := r.URL.Path == "/healthz" || metrics || isConsolePath(r.URL.Path)
 	if err := checkBrowserWrite(r); err != nil {
 		closeUnread(rec, r)
 		h.writeError(rec, err)
 		return
 	}
-	if h.cfg.AuthToken != "" && !open && !h.authorized(r) {
+	if h.cfg.AuthToken != "" && !open && !h.authorized(r, h.cfg.AuthToken) {
 		closeUnread(rec, r)
 		rec.Header().Set("WWW-Authenticate", `Bearer realm="hourglass"`)
 		h.writeError(rec, errs.New(errs.Unauthenticated, "a valid bearer token is required: send the header Authorization: Bearer <token>"))
 		return
 	}
+	if metrics && h.cfg.MetricsToken != "" && !h.authorized(r, h.cfg.MetricsToken) && (h.cfg.AuthToken == "" || !h.authorized(r, h.cfg.AuthToken)) {
+		closeUnread(rec, r)
+		rec.Header().Set("WWW-Authenticate", `Bearer realm="hourglass-metrics"`)
+		h.writeError(rec, errs.New(errs.Unauthenticated, "/metrics needs a bearer token (-metrics-token, or -auth-token): send the header Authorization: Bearer <token>"))
+		return
+	}
 	h.mux.ServeHTTP(rec, r)
 }
 
-// authorized checks the Authorization header's bearer token. The scheme
-// name is case-insensitive (RFC 9110): "bearer" is as good as "Bearer".
-func (h *Handler) authorized(r *http.Request) bool {
+// authorized checks the Authorization header's bearer token against token
+// (not empty). The scheme name is case-insensitive (RFC 9110): "bearer"
+// is as good as "Bearer".
+func (h *Handler) authorized(r *http.Request, token string) bool {
 	scheme, got, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 	return ok && strings.EqualFold(scheme, "Bearer") &&
-		subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(h.cfg.AuthToken)) == 1
+		subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(token)) == 1
 }
 
 // logRequest logs every request at debug, client errors at warn and

@@ -46,7 +46,11 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, ready func(addr s
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	addr := ln.Addr().String()
-	logger.Info("listening", "addr", addr, "data_dir", cfg.DataDir, "flush", cfg.Flush, "auth", cfg.AuthToken != "", "clock", cfg.Clock)
+	logger.Info("listening", "addr", addr, "data_dir", cfg.DataDir, "flush", cfg.Flush, "auth", cfg.AuthToken != "", "metrics_auth", cfg.MetricsToken != "", "clock", cfg.Clock)
+	if cfg.AuthToken != "" && cfg.MetricsToken == "" {
+		// Kept open for the scrapes that exist; said once, at start.
+		logger.Warn("/metrics is open while /v1 needs a token: it names every topic and consumer group to anyone who reaches the port; set -metrics-token to close it")
+	}
 	if g != nil {
 		// Before ready: a caller told the server is up may use both.
 		g.start()

@@ -44,8 +44,14 @@
     return data;
   }
 
+  // metrics reads /metrics with the operator's token: a broker with
+  // -metrics-token accepts its -auth-token there too.
   async function metrics() {
-    const resp = await fetch("/metrics", { credentials: "omit", cache: "no-store" });
+    const headers = {};
+    const token = sessionStorage.getItem(TOKEN_KEY);
+    if (token) headers.Authorization = "Bearer " + token;
+    const resp = await fetch("/metrics", { headers, credentials: "omit", cache: "no-store" });
+    if (resp.status === 401) showLogin("/metrics needs a token: enter the broker's -auth-token or -metrics-token");
     if (!resp.ok) throw new Error("/metrics answered " + resp.status);
     return parseMetrics(await resp.text());
   }
