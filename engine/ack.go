@@ -128,6 +128,14 @@ func (e *Engine) stopAckedLocked(topic, name string, receipts []string) (*ackBat
 // record is the ack's commit-log record.
 func (a *ackBatch) record() commitlog.Record { return encodeProgress(recAck, a.g.id, a.items) }
 
+// appendRecord appends a's record to recs, if a is not nil.
+func (a *ackBatch) appendRecord(recs []commitlog.Record) []commitlog.Record {
+	if a == nil {
+		return recs
+	}
+	return append(recs, a.record())
+}
+
 // restoreLocked gives the leases back after the ack's record failed.
 func (a *ackBatch) restoreLocked(e *Engine) {
 	for _, t := range a.leases {
@@ -136,8 +144,12 @@ func (a *ackBatch) restoreLocked(e *Engine) {
 	}
 }
 
-// doneLocked applies the ack once its record is durable.
+// doneLocked applies the ack once its record is durable; a nil a has
+// nothing to apply.
 func (a *ackBatch) doneLocked(e *Engine) {
+	if a == nil {
+		return
+	}
 	for _, t := range a.leases {
 		t.gq.markDone(t.off)
 	}

@@ -43,6 +43,9 @@ type Info struct {
 	// for; zero when it did not.
 	DedupID          string
 	Deadline, Window int64
+	// ForGroup is the one consumer group the message is for (a redrive, a
+	// retry: SendRequest.ForGroup); empty for every group of the topic.
+	ForGroup string
 }
 
 // readMessage returns the stored message id names, or NotFound. An ID is
@@ -126,7 +129,7 @@ func (e *Engine) Inspect(id message.ID) (Info, error) {
 	e.mu.Unlock()
 	return Info{ID: id, State: st, Topic: s.Topic, Queue: s.Queue, Key: s.Key, Tag: s.Tag,
 		Due: due, Sent: s.Sent, Visible: vis, BodyBytes: len(s.Body), Properties: s.Properties,
-		DedupID: s.DedupID, Deadline: s.Deadline, Window: s.Window}, nil
+		DedupID: s.DedupID, Deadline: s.Deadline, Window: s.Window, ForGroup: s.ForGroup}, nil
 }
 
 // LookupKey returns the ID of the latest message sent to topic with key.
@@ -354,6 +357,7 @@ func (e *Engine) applyChangeLocked(pos uint64, s *message.Stored, top *topic, ca
 	}
 	e.journalLocked(pos)
 	if cancel {
+		delete(e.cons.forGroup, pos)
 		e.segs.pending[e.segOfLocked(e.physLocked(pos))]--
 		e.stats.Pending.Add(-1)
 		top.pending--

@@ -26,5 +26,5 @@ func (e *Engine) SendDeadLetters(ctx context.Context, reqs []SendRequest) ([]Rec
 			return nil, err
 		}
 	}
-	return e.sendBatch(ctx, reqs, true)
+	return e.sendBatch(ctx, reqs, true, nil)
 }

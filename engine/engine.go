@@ -201,8 +201,9 @@ type consumers struct {
 	groupsByID      map[uint32]*group
 	nextGroupID     uint32
 	leaseSeq        uint32
-	deadLetters     []deadLetter // waiting to be moved by the loop
-	deadLetterAfter int64        // no dead-lettering before this (after a failure)
+	deadLetters     []deadLetter      // waiting to be moved by the loop
+	deadLetterAfter int64             // no dead-lettering before this (after a failure)
+	forGroup        map[uint64]uint32 // messages for one group falling due soon: position -> group (forgroup.go)
 }
 
 // group returns the group of topic and name, or nil; no lock needed.

@@ -90,6 +90,9 @@ type group struct {
 	dlq    string
 	queues []*groupQueue
 	rr     int
+	// internal marks the engine's own group (the redrive's reader of a
+	// dead-letter topic): left out wherever users see groups.
+	internal bool
 	// Counters, under mu.
 	delivered, acked, redelivered, deadLettered uint64
 }
@@ -113,6 +116,11 @@ func (e *Engine) createGroup(topicName, name string, cfg GroupConfig, existingOK
 	}
 	if err := message.ValidateName("group", name); err != nil {
 		return nil, err
+	}
+	if !internal && isEngineGroup(topicName, name) {
+		// Before the look-up below: a client must not reach the engine's
+		// own group, which exists once a redrive ran.
+		return nil, errs.New(errs.InvalidArgument, "group %q of a dead-letter topic is reserved for the broker's redrive; choose another name", name)
 	}
 	cfg.setDefaults()
 	if err := cfg.validate(); err != nil {
@@ -187,7 +195,7 @@ func (e *Engine) roomForGroup(topicName, name string) error {
 	dlq := DeadLetterTopic(topicName, name)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if n := len(e.cons.groupsByID); n >= e.opts.MaxGroups {
+	if n := e.userGroupsLocked(); n >= e.opts.MaxGroups {
 		return errs.New(errs.ResourceExhausted, "there are %d groups; the limit is %d", n, e.opts.MaxGroups)
 	}
 	for _, o := range e.cons.groupsByID {
@@ -199,7 +207,7 @@ func (e *Engine) roomForGroup(topicName, name string) error {
 }
 
 func (e *Engine) applyGroupLocked(id uint32, t *topic, cfg GroupConfig, name string) *group {
-	g := &group{id: id, name: name, topic: t, cfg: cfg, dlq: DeadLetterTopic(t.name, name)}
+	g := &group{id: id, name: name, topic: t, cfg: cfg, dlq: DeadLetterTopic(t.name, name), internal: isEngineGroup(t.name, name)}
 	for range t.queues {
 		g.queues = append(g.queues, newGroupQueue())
 	}

@@ -402,10 +402,14 @@ func (e *Engine) applyFireLocked(visible int64, batch []fireEntry, live bool) {
 			e.opts.Logger.Error("fire for unknown topic queue", "topic", k.topic, "queue", k.queue)
 			continue
 		}
-		if _, err := t.queues[k.queue].Append(es); err != nil {
+		first, err := t.queues[k.queue].Append(es)
+		if err != nil {
 			// The fire record is durable; the index is re-derived from it
 			// at the next recovery.
 			e.opts.Logger.Error("queue index write failed", "topic", t.name, "err", err)
+		}
+		if len(e.cons.forGroup) > 0 {
+			e.passOverLocked(t, k.queue, first, es, err == nil)
 		}
 	}
 	e.stats.Pending.Add(-int64(len(batch)))

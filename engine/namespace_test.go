@@ -370,8 +370,8 @@ func TestRedriveMovesAroundARefusedDeadLetter(t *testing.T) {
 	if n, err := h.e.Redrive(ctx, "jobs", "w", 10); n != 0 || errs.CodeOf(err) != errs.TooLarge {
 		t.Fatalf("redrive of the refused one: %d, %v; want 0 and too large", n, err)
 	}
-	if gi := groupInfo(h, DeadLetterTopic("jobs", "w"), redriveGroup); gi.Backlog != 1 || gi.InFlight != 0 {
-		t.Fatalf("dead-letter topic: %+v; want the refused one waiting, not leased", gi)
+	if gs := h.e.EngineGroups(); len(gs) != 1 || gs[0].Topic != DeadLetterTopic("jobs", "w") || gs[0].Backlog != 1 || gs[0].InFlight != 0 {
+		t.Fatalf("the redrive's reader: %+v; want the refused one waiting, not leased", gs)
 	}
 }
 

@@ -96,7 +96,10 @@ func (e *Engine) checkRequest(r *SendRequest, now, wall int64, internal bool, la
 	if t == nil && e.opts.NoAutoCreate {
 		return nil, nil, errs.New(errs.NotFound, "topic %q does not exist (auto-create is off)", name)
 	}
-	s := &message.Stored{Message: r.Message, Due: due, Sent: now, Nonce: e.ids.nonce.Add(1)}
+	if err := e.checkForGroup(r, t); err != nil {
+		return nil, nil, err
+	}
+	s := &message.Stored{Message: r.Message, Due: due, Sent: now, Nonce: e.ids.nonce.Add(1), ForGroup: r.ForGroup}
 	if err := e.schedulingFields(s, r, now); err != nil {
 		return nil, nil, heldHint(err, now, wall)
 	}

@@ -58,6 +58,12 @@ type handout struct {
 // (created on first use) under a lease, waiting up to Wait for one, after
 // acknowledging the receipts of req.Ack (see ReceiveRequest.Ack).
 func (e *Engine) Receive(ctx context.Context, req ReceiveRequest) ([]Received, error) {
+	return e.receiveAs(ctx, req, false)
+}
+
+// receiveAs is Receive; internal is the engine's own receive (a redrive's
+// reader), which may use the engine's own group.
+func (e *Engine) receiveAs(ctx context.Context, req ReceiveRequest, internal bool) ([]Received, error) {
 	if req.Max == 0 {
 		req.Max = DefaultReceive
 	}
@@ -74,7 +80,7 @@ func (e *Engine) Receive(ctx context.Context, req ReceiveRequest) ([]Received, e
 	case len(req.Ack) > MaxReceive:
 		return nil, errs.New(errs.TooLarge, "%d receipts to ack; the limit is %d", len(req.Ack), MaxReceive)
 	}
-	g, err := e.createGroup(req.Topic, req.Group, GroupConfig{}, true, false)
+	g, err := e.createGroup(req.Topic, req.Group, GroupConfig{}, true, internal)
 	if err != nil {
 		return nil, err
 	}
@@ -289,7 +295,7 @@ func (e *Engine) lastAdvanceOrNow() int64 {
 // A record that fails validation is set aside (damage.go): the others are
 // given back, a's restored, and the caller gets DataLoss.
 func (e *Engine) deliver(g *group, hs []handout, a *ackBatch) ([]Received, error) {
-	out, items, gone, expired, bad, err := e.readHandouts(g, hs)
+	out, items, skip, expired, bad, err := e.readHandouts(g, hs)
 	if err != nil || len(bad) > 0 {
 		// The damaged ones keep their leases until they are set aside, so
 		// that no other receive meets them meanwhile.
@@ -320,7 +326,9 @@ func (e *Engine) deliver(g *group, hs []handout, a *ackBatch) ([]Received, error
 	if len(expired) > 0 {
 		e.expireHandoutsLocked(g, expired)
 	}
-	for _, h := range gone {
+	gone := 0
+	for _, sk := range skip {
+		h := sk.handout
 		gq := g.queues[h.queue]
 		if l := gq.leaseOf(h.offset); l != nil && l.seq == h.seq {
 			e.stopTimerLocked(l.timer)
@@ -332,12 +340,22 @@ func (e *Engine) deliver(g *group, hs []handout, a *ackBatch) ([]Received, error
 		if h.attempt > 1 {
 			g.redelivered--
 		}
+		if sk.gone {
+			gone++
+		}
 	}
-	if len(gone) > 0 {
-		e.stats.RetentionSkipped.Add(uint64(len(gone)))
-		e.opts.Logger.Warn("messages removed by retention before the group received them were skipped", "topic", g.topic.name, "group", g.name, "messages", len(gone))
+	if gone > 0 {
+		e.stats.RetentionSkipped.Add(uint64(gone))
+		e.opts.Logger.Warn("messages removed by retention before the group received them were skipped", "topic", g.topic.name, "group", g.name, "messages", gone)
 	}
 	return out, nil
+}
+
+// skipped is a handout passed over: its record is gone (retention), or
+// the message is for another group (ForGroup).
+type skipped struct {
+	handout
+	gone bool
 }
 
 // appendDelivery writes the attempt record of items, after a's ack record
@@ -373,9 +391,10 @@ func (e *Engine) appendDelivery(g *group, hs []handout, a *ackBatch, items []pro
 }
 
 // readHandouts reads the records of hs and sorts them into messages to
-// hand out (with their attempt items), records retention removed (gone),
-// messages past their deadline (expired) and damaged records (bad).
-func (e *Engine) readHandouts(g *group, hs []handout) (out []Received, items []progressItem, gone, expired []handout, bad []damagedHandout, err error) {
+// hand out (with their attempt items), messages to pass over (records
+// retention removed, messages for another group: skip), messages past
+// their deadline (expired) and damaged records (bad).
+func (e *Engine) readHandouts(g *group, hs []handout) (out []Received, items []progressItem, skip []skipped, expired []handout, bad []damagedHandout, err error) {
 	entries, err := handoutEntries(g.topic, hs)
 	if err != nil {
 		return nil, nil, nil, nil, nil, err
@@ -398,7 +417,10 @@ func (e *Engine) readHandouts(g *group, hs []handout) (out []Received, items []p
 			bad = append(bad, damagedHandout{handout: h, pos: en.Pos, err: damaged[i]})
 			continue
 		case s == nil:
-			gone = append(gone, h)
+			skip = append(skip, skipped{handout: h, gone: true})
+			continue
+		case s.ForGroup != "" && s.ForGroup != g.name:
+			skip = append(skip, skipped{handout: h})
 			continue
 		case s.Deadline != 0 && now > s.Deadline:
 			expired = append(expired, h)
@@ -410,7 +432,7 @@ func (e *Engine) readHandouts(g *group, hs []handout) (out []Received, items []p
 		})
 		items = append(items, progressItem{queue: h.queue, offset: h.offset, attempt: h.attempt})
 	}
-	return out, items, gone, expired, bad, nil
+	return out, items, skip, expired, bad, nil
 }
 
 // withoutBad returns the handouts of hs that are not in bad (which are

@@ -15,7 +15,8 @@ import (
 //
 //	type  name        payload
 //	1     message     message.Encode (message/codec.go): version, queue, due, sent, nonce, topic, key, tag, group, properties, body
-//	                  (version 3 only: then dedup ID, request hash, dedup window, deadline, tolerance window)
+//	                  (version 3 and 4: then dedup ID, request hash, dedup window, deadline, tolerance window;
+//	                  version 4: then the one consumer group the message is for)
 //	2     cancel      pos u64
 //	3     reschedule  pos u64 | due i64
 //	4     fire        visible i64 | n u32 | n x (pos u64 | due i64 | topic u32 | queue u16 | size u32)

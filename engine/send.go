@@ -30,6 +30,16 @@ type SendRequest struct {
 	// their own (message.Limits.ValidateSystem), so that a RocketMQ
 	// client may send as many properties as RocketMQ allows.
 	SystemProperties []string
+	// ForGroup, when not empty, names the one consumer group of the
+	// message's topic that receives it: RocketMQ's %RETRY%<group>, for a
+	// consumer's retry sent back (with a delay, say) or a redrive. The
+	// topic's other groups never receive it, after any restart too, and
+	// their backlogs do not count it once it is visible (the engine may
+	// count it for a moment for a group created after it fired, or one
+	// further behind than MaxUnackedSpan). The group must exist on the
+	// topic, else the send fails with NotFound. The group is in the
+	// message's record; Inspect shows it.
+	ForGroup string
 }
 
 // Receipt is what a send returns: the handle to cancel, reschedule or
@@ -59,12 +69,16 @@ func (e *Engine) Send(ctx context.Context, m message.Message, w message.When) (R
 // or none. Every message is validated before anything is written; the
 // error of the first invalid one names its index.
 func (e *Engine) SendBatch(ctx context.Context, reqs []SendRequest) ([]Receipt, error) {
-	return e.sendBatch(ctx, reqs, false)
+	return e.sendBatch(ctx, reqs, false, nil)
 }
 
 // sendBatch is SendBatch; internal is the engine's own send (a redrive),
-// which may go to a topic of the reserved dead-letter namespace.
-func (e *Engine) sendBatch(ctx context.Context, reqs []SendRequest, internal bool) ([]Receipt, error) {
+// which may go to a topic of the reserved dead-letter namespace. a, if
+// not nil, is an ack (its leases stopped) written in the same append
+// after the messages and applied with them: a redrive's copies and the
+// ack of their dead letters are durable together or not at all. On an
+// error the caller restores a's leases.
+func (e *Engine) sendBatch(ctx context.Context, reqs []SendRequest, internal bool, a *ackBatch) ([]Receipt, error) {
 	if len(reqs) == 0 {
 		return nil, errs.New(errs.InvalidArgument, "batch is empty")
 	}
@@ -94,7 +108,7 @@ func (e *Engine) sendBatch(ctx context.Context, reqs []SendRequest, internal boo
 		}
 	}
 	out := make([]Receipt, len(reqs))
-	if len(recs) == 0 {
+	if len(recs) == 0 && a == nil {
 		// Only duplicates: nothing to write, but a stopped engine answers
 		// no send, not even with an earlier receipt.
 		if err := e.checkOpen(); err != nil {
@@ -111,11 +125,12 @@ func (e *Engine) sendBatch(ctx context.Context, reqs []SendRequest, internal boo
 	if err := e.checkOpen(); err != nil {
 		return nil, err
 	}
-	pos, err := e.clog.Append(recs...)
+	pos, err := e.clog.Append(a.appendRecord(recs)...)
 	if err != nil {
 		return nil, e.storageErr(err)
 	}
 	e.mu.Lock()
+	a.doneLocked(e) // a nil a does nothing
 	k := 0
 	for i, s := range stored {
 		if !plan.stores(i) {
@@ -227,6 +242,9 @@ func (e *Engine) applyMessageLocked(pos uint64, s *message.Stored, t *topic) {
 	// The forecast counts a message at its timer's time: a windowed
 	// message's fire time (window.go), which fire and change take it from.
 	ref := messageRef(pos, s, t)
+	if s.ForGroup != "" {
+		e.noteForGroupLocked(ref, s, t)
+	}
 	e.addTimerLocked(ref)
 	e.forecastAddLocked(t.id, ref.due)
 	e.segs.pending[e.segOfLocked(pos)]++

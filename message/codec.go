@@ -33,11 +33,19 @@ import (
 //	deadline      i64  Unix ms after which it is dead-lettered as expired; 0: none
 //	window        i64  ms of tolerance: deliver at any time in [due, due+window]
 //
+// Version 4 is version 3 (the extension always written, zero fields
+// included) followed by the consumer group the message is for. Encode
+// writes it only for a message with a ForGroup, which only the broker sets
+// (a redrive, a consumer's retry), so no other message changes:
+//
+//	for group     u16 len + bytes  the one consumer group that receives it; never empty
+//
 // Version 1 (no nonce) was written by data directories of format 1, which
 // this version refuses to open.
 const (
 	codecVersion  = 2
 	codecVersionX = 3 // version 2 plus the scheduling extension
+	codecVersionG = 4 // version 3 plus the consumer group it is for
 )
 
 // Stored is a message as it lies in the log: the message plus what the
@@ -65,6 +73,11 @@ type Stored struct {
 	// Window is the tolerance in ms: the message may become visible at any
 	// time in [Due, Due+Window].
 	Window int64
+	// ForGroup, when not empty, names the one consumer group of the topic
+	// that receives the message; the topic's other groups never see it (a
+	// redriven dead letter, a consumer's retry: RocketMQ's %RETRY%group).
+	// The broker sets it, never a client's message.
+	ForGroup string
 }
 
 // DedupUntilDelivered is the DedupWindow of a dedup entry that holds
@@ -79,13 +92,21 @@ func (s *Stored) extended() bool {
 // ErrBadRecord is returned by Decode for a payload that is not a message.
 var ErrBadRecord = errors.New("message: malformed message record")
 
+// version is the codec version that Encode writes for s.
+func (s *Stored) version() uint8 {
+	switch {
+	case s.ForGroup != "":
+		return codecVersionG
+	case s.extended():
+		return codecVersionX
+	}
+	return codecVersion
+}
+
 // Encode appends the record payload of s to dst.
 func Encode(dst []byte, s *Stored) []byte {
-	if s.extended() {
-		dst = append(dst, codecVersionX)
-	} else {
-		dst = append(dst, codecVersion)
-	}
+	v := s.version()
+	dst = append(dst, v)
 	dst = binary.LittleEndian.AppendUint16(dst, uint16(s.Queue))
 	dst = binary.LittleEndian.AppendUint64(dst, uint64(s.Due))
 	dst = binary.LittleEndian.AppendUint64(dst, uint64(s.Sent))
@@ -109,13 +130,17 @@ func Encode(dst []byte, s *Stored) []byte {
 	}
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(s.Body)))
 	dst = append(dst, s.Body...)
-	if s.extended() {
+	if v >= codecVersionX {
 		dst = binary.LittleEndian.AppendUint16(dst, uint16(len(s.DedupID)))
 		dst = append(dst, s.DedupID...)
 		dst = binary.LittleEndian.AppendUint64(dst, s.DedupHash)
 		dst = binary.LittleEndian.AppendUint64(dst, uint64(s.DedupWindow))
 		dst = binary.LittleEndian.AppendUint64(dst, uint64(s.Deadline))
 		dst = binary.LittleEndian.AppendUint64(dst, uint64(s.Window))
+	}
+	if v == codecVersionG {
+		dst = binary.LittleEndian.AppendUint16(dst, uint16(len(s.ForGroup)))
+		dst = append(dst, s.ForGroup...)
 	}
 	return dst
 }
@@ -135,7 +160,7 @@ func Decode(b []byte) (*Stored, error) {
 func decodeInto(b []byte, s *Stored, a *Arena) error {
 	d := decoder{b: b, arena: a}
 	v := d.u8()
-	if v != codecVersion && v != codecVersionX {
+	if v < codecVersion || v > codecVersionG {
 		return ErrBadRecord
 	}
 	s.Queue = int(d.u16())
@@ -154,17 +179,20 @@ func decodeInto(b []byte, s *Stored, a *Arena) error {
 		}
 	}
 	s.Body = d.copy(d.bytes(int(d.u32())))
-	if v == codecVersionX {
+	if v >= codecVersionX {
 		s.DedupID = d.str16()
 		s.DedupHash = d.u64()
 		s.DedupWindow = int64(d.u64())
 		s.Deadline = int64(d.u64())
 		s.Window = int64(d.u64())
-		if !s.extended() {
-			// Encode never writes version 3 for a plain message: one
-			// payload, one encoding.
-			return ErrBadRecord
-		}
+	}
+	if v == codecVersionG {
+		s.ForGroup = d.str16()
+	}
+	if v != s.version() {
+		// Encode writes version 3 only for a message that uses the
+		// extension, and 4 only with a group: one payload, one encoding.
+		return ErrBadRecord
 	}
 	if d.bad || len(d.b) != 0 {
 		return ErrBadRecord

@@ -436,7 +436,7 @@ func TestAckNackRedrive(t *testing.T) {
 	if res := r.run("nack", "--topic", "t", "--group", "g", "--delay", "5s", "r1"); res.code != 0 || res.stdout != "nacked: redelivery in 5s\n" {
 		t.Errorf("nack: %+v", res)
 	}
-	if res := r.run("redrive", "--topic", "t", "--group", "g", "--max", "10"); res.code != 0 || res.stdout != "redrove 7 messages to t\n" {
+	if res := r.run("redrive", "--topic", "t", "--group", "g", "--max", "10"); res.code != 0 || res.stdout != "redrove 7 messages to group g of t\n" {
 		t.Errorf("redrive: %+v", res)
 	}
 	reqs := f.requests()

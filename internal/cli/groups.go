@@ -83,10 +83,11 @@ func runGroups(ctx context.Context, a *App, c *command, args []string) int {
 func redriveCommand() *command {
 	return &command{
 		name:    "redrive",
-		summary: "move a group's dead letters back to its topic",
+		summary: "move a group's dead letters back to that group",
 		help: `Moves up to --max messages from --group's dead-letter topic back to --topic,
-where they are delivered again with fresh attempts. Use it after fixing what
-made the consumer fail.`,
+where they are delivered again with fresh attempts to --group only: the
+topic's other groups never receive them again. Use it after fixing what made
+the consumer fail.`,
 		run: runRedrive,
 	}
 }
@@ -117,6 +118,6 @@ func runRedrive(ctx context.Context, a *App, c *command, args []string) int {
 		a.printJSON(map[string]int{"redriven": n})
 		return ExitOK
 	}
-	fmt.Fprintf(a.Stdout, "redrove %d messages to %s\n", n, *topic)
+	fmt.Fprintf(a.Stdout, "redrove %d messages to group %s of %s\n", n, *group, *topic)
 	return ExitOK
 }
