@@ -209,6 +209,18 @@ func TestGroupLeaseNackDeadLetterRedrive(t *testing.T) {
 	if topic.Name != "pay" || topic.Queues != 2 || len(topic.Groups) != 1 || topic.Groups[0].Acked != 1 {
 		t.Fatalf("topic: %+v", topic)
 	}
+	// The redrive's reader of the dead-letter topic is the broker's own:
+	// no list, and no metric, shows it, and no client may use it.
+	ts.call("GET", "/v1/topics/%25DLQ%25pay.workers/groups", nil, http.StatusOK, &gl)
+	var dlq api.Topic
+	ts.call("GET", "/v1/topics/%25DLQ%25pay.workers", nil, http.StatusOK, &dlq)
+	if len(gl.Groups) != 0 || len(dlq.Groups) != 0 {
+		t.Fatalf("the dead-letter topic lists groups %+v / %+v", gl.Groups, dlq.Groups)
+	}
+	if m := ts.do("GET", "/metrics", nil); m.status != http.StatusOK || strings.Contains(string(m.body), `group="redrive"`) {
+		t.Fatalf("/metrics shows the redrive's reader: %d", m.status)
+	}
+	ts.wantError(ts.do("POST", "/v1/topics/%25DLQ%25pay.workers/groups/redrive/receive", nil), http.StatusBadRequest, "invalid_argument")
 }
 
 func TestFIFOGroupOrder(t *testing.T) {
