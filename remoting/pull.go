@@ -136,7 +136,10 @@ func (s *Server) pullOnce(c *conn, p pullRequest, filter tagFilter) (*Command, b
 	matched := 0
 	for i := range vs {
 		v := &vs[i]
-		if !filter.match(v.Message.Tag) {
+		// A message for one consumer group (a redrive of its dead
+		// letters: engine.SendRequest.ForGroup) is passed over by the
+		// others, as a tag filter passes over a message.
+		if !filter.match(v.Message.Tag) || (v.Message.ForGroup != "" && v.Message.ForGroup != p.group) {
 			continue
 		}
 		matched++
