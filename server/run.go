@@ -46,11 +46,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, ready func(addr s
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	addr := ln.Addr().String()
-	logger.Info("listening", "addr", addr, "data_dir", cfg.DataDir, "flush", cfg.Flush, "auth", cfg.AuthToken != "", "metrics_auth", cfg.MetricsToken != "", "clock", cfg.Clock)
-	if cfg.AuthToken != "" && cfg.MetricsToken == "" {
-		// Kept open for the scrapes that exist; said once, at start.
-		logger.Warn("/metrics is open while /v1 needs a token: it names every topic and consumer group to anyone who reaches the port; set -metrics-token to close it")
-	}
+	logListening(logger, cfg, addr)
 	if g != nil {
 		// Before ready: a caller told the server is up may use both.
 		g.start()
@@ -121,6 +117,16 @@ func listenAll(cfg Config, eng *engine.Engine, logger *slog.Logger) (net.Listene
 		return nil, nil, nil, err
 	}
 	return ln, g, rm, nil
+}
+
+// logListening logs the HTTP listener's address and settings, and warns
+// once when /v1 needs a token while /metrics, which names every topic and
+// group, stays open (the default, for the scrapes that exist).
+func logListening(logger *slog.Logger, cfg Config, addr string) {
+	logger.Info("listening", "addr", addr, "data_dir", cfg.DataDir, "flush", cfg.Flush, "auth", cfg.AuthToken != "", "metrics_auth", cfg.MetricsToken != "", "clock", cfg.Clock)
+	if cfg.AuthToken != "" && cfg.MetricsToken == "" {
+		logger.Warn("/metrics is open while /v1 needs a token: it names every topic and consumer group to anyone who reaches the port; set -metrics-token to close it")
+	}
 }
 
 // waitStop waits until the broker must stop: ctx ends (nil), or the HTTP
