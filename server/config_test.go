@@ -143,6 +143,8 @@ func TestValidate(t *testing.T) {
 		{func(c *Config) { c.CheckpointInterval = time.Microsecond }, "-checkpoint-interval 1µs is below 1ms"},
 		{func(c *Config) { c.DedupTopics = "t=1ms,t=24h" }, `topic "t" is given twice`},
 		{func(c *Config) { c.DedupTopics = "%DLQ%x.g=1h" }, "dead-letter topic"},
+		{func(c *Config) { c.MetricsToken = "scrape\n" }, "-metrics-token"},
+		{func(c *Config) { c.MetricsToken = "a\x00b" }, "-metrics-token"},
 	} {
 		c := DefaultConfig()
 		tc.mutate(&c)

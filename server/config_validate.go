@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/hourglass-mq/hourglass/api"
 	"github.com/hourglass-mq/hourglass/engine"
@@ -52,6 +53,11 @@ func (c Config) Validate() error {
 	c.validateRemoting(bad)
 	if c.Clock != api.ClockSystem && c.Clock != api.ClockVirtual {
 		bad("-clock %q is not %s or %s", c.Clock, api.ClockSystem, api.ClockVirtual)
+	}
+	if t := c.MetricsToken; t != "" && (strings.TrimSpace(t) != t || strings.ContainsFunc(t, unicode.IsControl)) {
+		// A bearer token read from a file often ends in a newline: it
+		// could never match, and every scrape would be refused.
+		bad("-metrics-token has white space at its ends or a control character; a bearer token cannot carry them")
 	}
 	if c.BackupDir != "" && !filepath.IsAbs(c.BackupDir) {
 		bad("-backup-dir %q must be an absolute path", c.BackupDir)
