@@ -45,7 +45,9 @@ func (e *Engine) Topics() []TopicInfo {
 // at offset from. It does not consume: consumer groups keep their own
 // progress. A message whose record was removed by retention is skipped;
 // so is one whose record is damaged, which the damage report lists (with
-// no group) and the log says.
+// no group) and the log says. A message for one consumer group
+// (Message.ForGroup, a redrive's copy) is returned like any other: a
+// reader acting for a group passes over the others' (RocketMQ's pull does).
 func (e *Engine) ReadQueue(topic string, queue int, from uint64, max int) ([]Visible, error) {
 	e.mu.Lock()
 	t := e.cat.topic(topic)
