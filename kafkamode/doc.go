@@ -201,7 +201,10 @@
 // without _cancel, and with hourglass-copied-from naming the original
 // position (kept through further copies). The copy is read and indexed
 // like any record; its forward names the original in hourglass-source and
-// drops hourglass-copied-from. A cancel by key still finds the copy (same
+// drops hourglass-copied-from. The worker learns where a copy's message
+// was first sent from its copy records and the snapshots' back, never
+// from the header: any producer can write one. Every hourglass- header a
+// delay record carries is dropped from its forward and its copies. A cancel by key still finds the copy (same
 // key, same partition, lower offset than the cancel), and so does a cancel
 // by offset naming the original's offset: the copy's entry knows it
 // (entry.back, deferral.go).

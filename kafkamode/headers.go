@@ -101,7 +101,9 @@ const (
 	// "<delay topic>/<partition>/<offset>" of the original, kept through
 	// further copies. The forward names the original in hourglass-source
 	// and drops this header, so a copied message reaches its business
-	// topic just as it would have uncopied.
+	// topic just as it would have uncopied. The worker never reads it: it
+	// knows its copies from its own state (copyState), and drops every
+	// hourglass- header a record of the delay topic carries (isOwnHeader).
 	HeaderCopiedFrom = "hourglass-copied-from"
 )
 
@@ -266,26 +268,38 @@ func isControlHeader(key string) bool {
 	return key == HeaderDeliverAt || key == HeaderDelayMs || key == HeaderBizTopic || key == HeaderCancel
 }
 
+// ownHeaderPrefix begins the name of every header the worker writes.
+// Kafka header names are case-sensitive, but a consumer (or an HTTP
+// bridge) may match them without case, so the prefix is matched that way.
+const ownHeaderPrefix = "hourglass-"
+
+// isOwnHeader reports whether a header is named like one the worker
+// writes. On a record read from the delay topic such a header came from a
+// producer (a forward produced to the delay topic again, or a forgery):
+// it is never trusted and never forwarded. What the worker itself knows
+// about a record (where its message was first sent, for a copy forward)
+// it keeps in its own state (copyState, the snapshots' back), never in a
+// header it reads back.
+func isOwnHeader(key string) bool {
+	return len(key) >= len(ownHeaderPrefix) && strings.EqualFold(key[:len(ownHeaderPrefix)], ownHeaderPrefix)
+}
+
 // forwardRecord is the record produced to the business topic for the delay
 // record r due at due: r's key, value and headers without the control
-// headers, plus hourglass-due-ms and hourglass-source.
+// headers and without any hourglass- header, plus hourglass-due-ms and
+// hourglass-source = source.
 //
-// Headers named like the two the worker adds (a forward produced to the
-// delay topic again, or a forgery) are replaced, so each appears once; a
-// hourglass-copied-from is taken as the source only if it can be the
-// worker's (copiedFrom).
+// source is the position at which the message was first sent, as the
+// worker's own state says (firstOffset): a copy forward's original, else
+// r's own. A hourglass-copied-from (or hourglass-source) header on r is
+// not read: any producer of the delay topic can write one, and a forged
+// one naming another message's position would give two forwards the same
+// source, so a consumer that drops duplicates by it would drop a message.
 func forwardRecord(r *kgo.Record, bizTopic, source string, due int64) *kgo.Record {
 	out := &kgo.Record{Topic: bizTopic, Key: r.Key, Value: r.Value}
 	out.Headers = make([]kgo.RecordHeader, 0, len(r.Headers)+2)
-	own := source
 	for _, h := range r.Headers {
-		switch {
-		case h.Key == HeaderCopiedFrom:
-			if origin, ok := copiedFrom(string(h.Value), own); ok {
-				source = origin
-			}
-		case h.Key == HeaderDueMs || h.Key == HeaderSource:
-		case !isControlHeader(h.Key):
+		if !isControlHeader(h.Key) && !isOwnHeader(h.Key) {
 			out.Headers = append(out.Headers, h)
 		}
 	}
@@ -312,49 +326,28 @@ func deadLetterRecord(r *kgo.Record, dlqTopic, source, reason string) *kgo.Recor
 	return out
 }
 
-// copyRecord is the copy forward of the delay record r (at source, due at
-// due) into partition p of the delay topic: r's key, value and headers,
-// with the due time made absolute (_deliverAt replaces _delayMs, which
-// counts from a timestamp the copy does not keep), without _cancel (the
-// cancel half of a reschedule was applied when the original was read) and
-// with hourglass-copied-from naming the original.
-func copyRecord(r *kgo.Record, delayTopic string, p int32, source string, due int64) *kgo.Record {
+// copyRecord is the copy forward of the delay record r (due at due) into
+// partition p of the delay topic: r's key, value and headers, with the
+// due time made absolute (_deliverAt replaces _delayMs, which counts from
+// a timestamp the copy does not keep), without _cancel (the cancel half
+// of a reschedule was applied when the original was read), without any
+// hourglass- header r carried, and with hourglass-copied-from = origin,
+// the position at which the message was first sent (firstOffset: the
+// worker's state, never r's header). The header is for people and the
+// Locator; the worker itself learns a copy's origin from its copy records
+// (copyState), so a producer that writes the header changes nothing.
+func copyRecord(r *kgo.Record, delayTopic string, p int32, origin string, due int64) *kgo.Record {
 	out := &kgo.Record{Topic: delayTopic, Partition: p, Key: r.Key, Value: r.Value}
 	out.Headers = make([]kgo.RecordHeader, 0, len(r.Headers)+1)
-	own := source
 	for _, h := range r.Headers {
-		switch h.Key {
-		case HeaderDeliverAt, HeaderDelayMs, HeaderCancel:
-		case HeaderCopiedFrom:
-			if origin, ok := copiedFrom(string(h.Value), own); ok {
-				source = origin
-			}
+		switch {
+		case h.Key == HeaderDeliverAt, h.Key == HeaderDelayMs, h.Key == HeaderCancel, isOwnHeader(h.Key):
 		default:
 			out.Headers = append(out.Headers, h)
 		}
 	}
 	out.Headers = append(out.Headers,
 		kgo.RecordHeader{Key: HeaderDeliverAt, Value: strconv.AppendInt(nil, due, 10)},
-		kgo.RecordHeader{Key: HeaderCopiedFrom, Value: []byte(source)})
+		kgo.RecordHeader{Key: HeaderCopiedFrom, Value: []byte(origin)})
 	return out
-}
-
-// copiedFrom reports whether v, the hourglass-copied-from header of the
-// delay record at own ("<delay topic>/<partition>/<offset>"), can be one
-// the worker wrote: a position in the same partition at an earlier
-// offset. Any producer can write the header; one that names another
-// partition, a later offset or nothing must not rename the record's
-// hourglass-source (a consumer that drops duplicates by it would drop
-// the message it names).
-func copiedFrom(v, own string) (string, bool) {
-	i, j := strings.LastIndexByte(v, '/'), strings.LastIndexByte(own, '/')
-	if i < 0 || j < 0 || v[:i] != own[:j] {
-		return "", false
-	}
-	o, err := parseDecimal(v[i+1:])
-	mine, _ := strconv.ParseInt(own[j+1:], 10, 64)
-	if err != nil || o >= mine || strconv.FormatInt(o, 10) != v[i+1:] {
-		return "", false
-	}
-	return v, true
 }

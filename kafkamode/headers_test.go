@@ -112,18 +112,21 @@ func TestParseCancelOwnOffset(t *testing.T) {
 }
 
 // TestForwardRecordOwnHeaders: a record re-delayed by a consumer (a
-// forward produced to the delay topic again) or forged carries the
-// headers the worker sets; its forward carries exactly one
+// forward produced to the delay topic again) or forged carries headers
+// named like the worker's; its forward carries exactly one
 // hourglass-due-ms and one hourglass-source, the worker's, so a consumer
-// reading either header (first or last) sees the truth. A
-// hourglass-copied-from that cannot be the worker's (another partition, a
-// later offset, garbage) does not rename the source.
+// reading either header (first or last) sees the truth. No
+// hourglass-copied-from, however plausible (an earlier offset of the same
+// partition is what a genuine copy names), renames the source: only the
+// worker's state does (the source argument), and no hourglass- header of
+// the producer's reaches the business topic, whatever its case.
 func TestForwardRecordOwnHeaders(t *testing.T) {
 	const src = "hg.delay/3/100"
-	for _, copied := range []string{"hg.delay/2/5", "hg.delay/3/100", "hg.delay/3/101", "other/3/5", "hg.delay/3/x", "hg.delay/3/05", "junk"} {
+	for _, copied := range []string{"hg.delay/3/7", "hg.delay/3/99", "hg.delay/2/5", "hg.delay/3/100", "hg.delay/3/101", "other/3/5", "hg.delay/3/x", "junk"} {
 		r := &kgo.Record{Topic: "hg.delay", Partition: 3, Offset: 100, Key: []byte("k"), Value: []byte("v"), Headers: []kgo.RecordHeader{
 			{Key: HeaderDueMs, Value: []byte("1")}, {Key: HeaderSource, Value: []byte("forged/0/0")}, {Key: "trace", Value: []byte("t")},
-			{Key: HeaderCopiedFrom, Value: []byte(copied)}, {Key: HeaderDeliverAt, Value: []byte("1796079994801")}}}
+			{Key: HeaderCopiedFrom, Value: []byte(copied)}, {Key: HeaderDeliverAt, Value: []byte("1796079994801")},
+			{Key: "Hourglass-Source", Value: []byte(copied)}, {Key: "hourglass-anything", Value: []byte("x")}}}
 		out := forwardRecord(r, "orders", src, 1796079994801)
 		got := map[string][]string{}
 		for _, h := range out.Headers {
@@ -135,15 +138,25 @@ func TestForwardRecordOwnHeaders(t *testing.T) {
 		if s := got[HeaderSource]; len(s) != 1 || s[0] != src {
 			t.Errorf("copied-from %q: hourglass-source %q, want once, %s", copied, s, src)
 		}
-		if len(got["trace"]) != 1 || len(got[HeaderCopiedFrom]) != 0 || len(got[HeaderDeliverAt]) != 0 {
-			t.Errorf("copied-from %q: headers %v", copied, got)
+		if len(got) != 3 || len(got["trace"]) != 1 {
+			t.Errorf("copied-from %q: headers %v, want trace and the worker's two", copied, got)
 		}
 	}
-	// A copy the worker made names the original, an earlier offset of
-	// the same partition: that is the forward's source.
-	r := &kgo.Record{Topic: "hg.delay", Partition: 3, Offset: 100, Headers: []kgo.RecordHeader{{Key: HeaderCopiedFrom, Value: []byte("hg.delay/3/7")}}}
-	if v, _ := headerValue(forwardRecord(r, "orders", src, 5), HeaderSource); v != "hg.delay/3/7" {
-		t.Errorf("a genuine copy's source: %q, want hg.delay/3/7", v)
+}
+
+// TestCopyRecordDropsProducersOwnHeaders: a copy forward names the origin
+// the worker's state gives, never a hourglass- header of the record.
+func TestCopyRecordDropsProducersOwnHeaders(t *testing.T) {
+	r := &kgo.Record{Topic: "hg.delay", Partition: 3, Offset: 100, Headers: []kgo.RecordHeader{
+		{Key: HeaderCopiedFrom, Value: []byte("hg.delay/3/7")}, {Key: "HOURGLASS-COPIED-FROM", Value: []byte("hg.delay/3/8")},
+		{Key: HeaderSource, Value: []byte("hg.delay/3/9")}, {Key: "trace", Value: []byte("t")}}}
+	out := copyRecord(r, "hg.delay", 3, "hg.delay/3/100", 5)
+	got := map[string][]string{}
+	for _, h := range out.Headers {
+		got[h.Key] = append(got[h.Key], string(h.Value))
+	}
+	if c := got[HeaderCopiedFrom]; len(c) != 1 || c[0] != "hg.delay/3/100" || len(got) != 3 || len(got["trace"]) != 1 {
+		t.Errorf("copy headers %v, want trace, _deliverAt and copied-from hg.delay/3/100", got)
 	}
 }
 

@@ -174,12 +174,16 @@ func (w *Worker) deadLetterRefused(refused map[*kgo.Record]error, outputs map[*k
 // output is what a batch entry produces: the forward, a copy, a dead
 // letter, or nothing (a cancelled message, a cancel record).
 func (w *Worker) output(e *entry) *kgo.Record {
-	source := w.cfg.DelayTopic + "/" + strconv.Itoa(int(e.pp.partition)) + "/" + strconv.FormatInt(e.offset, 10)
+	part := w.cfg.DelayTopic + "/" + strconv.Itoa(int(e.pp.partition)) + "/"
+	source := part + strconv.FormatInt(e.offset, 10)
+	// origin is where the message was first sent, from the worker's own
+	// copy records (never from a header a producer can write).
+	origin := part + strconv.FormatInt(firstOffset(e), 10)
 	switch {
 	case e.cancelled || e.isCancel():
 		return nil // resolved without output
 	case e.copy:
-		return copyRecord(e.rec, w.cfg.DelayTopic, e.pp.partition, source, e.due)
+		return copyRecord(e.rec, w.cfg.DelayTopic, e.pp.partition, origin, e.due)
 	case e.ctl != nil && e.ctl.givenUp:
 		return nil // refused even bare: logged and counted, resolved
 	case e.dlqReason() != "" && e.ctl.bare:
@@ -193,7 +197,7 @@ func (w *Worker) output(e *entry) *kgo.Record {
 	if err != nil { // cannot happen: it parsed at read time
 		return deadLetterRecord(e.rec, w.cfg.DLQTopic, source, err.Error())
 	}
-	return forwardRecord(e.rec, s.bizTopic, source, e.due)
+	return forwardRecord(e.rec, s.bizTopic, origin, e.due)
 }
 
 // offsetCommit returns the hook that puts the plans' group offsets into
