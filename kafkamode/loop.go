@@ -340,7 +340,9 @@ func (w *Worker) indexRecord(r *kgo.Record, now, lead int64) {
 	}
 	seenBefore := r.Offset < pp.next
 	if !pp.read(r.Offset) {
-		if !seenBefore {
+		if seenBefore {
+			w.stats.RecordsReread.Add(1)
+		} else {
 			w.stats.SkippedByMarker.Add(1)
 		}
 		return

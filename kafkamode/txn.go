@@ -89,9 +89,35 @@ func (w *Worker) transact(ctx context.Context, batch []*entry, snap []*partProgr
 		return nil
 	}
 	w.aborted(batch, plans)
+	w.rewindAfterAbort()
 	w.deadLetterRefused(refused.take(), outputs)
 	perr, _ := produceErr.Load().(error)
 	return w.abortError(len(batch), perr, flushErr, err)
+}
+
+// rewindAfterAbort sets the consumer of each partition this worker owns
+// and has read to pp.next, one past the highest offset read, after an
+// aborted transaction. The records below it are in the index (aborted put
+// the batch back), so nothing needs reading again. GroupTransactSession
+// resets the consumer on abort to what it records as committed; where
+// that lands is the library's detail, and a rewind to the group's
+// committed offset would re-read every record since the oldest pending
+// one (days of them behind a long delay). Pinned here, an abort re-reads
+// nothing (Stats.RecordsReread; TestKafkaAbortRereadsNothing).
+func (w *Worker) rewindAfterAbort() {
+	at := map[int32]kgo.EpochOffset{}
+	w.mu.Lock()
+	for p, pp := range w.parts {
+		// next == 0: nothing read (no snapshot applied either), so the
+		// group's own start position stands.
+		if !pp.dropped.Load() && pp.seed == nil && pp.next > 0 {
+			at[p] = kgo.EpochOffset{Epoch: -1, Offset: pp.next}
+		}
+	}
+	w.mu.Unlock()
+	if len(at) > 0 {
+		w.sess.Client().SetOffsets(map[string]map[int32]kgo.EpochOffset{w.cfg.DelayTopic: at})
+	}
 }
 
 // refusals collects the records a transaction's produces failed for.

@@ -15,8 +15,12 @@ import (
 // Stats are a worker's counters since it started. All fields are safe to
 // read while the worker runs.
 type Stats struct {
-	RecordsRead      atomic.Int64 // delay records read (first reads only)
-	SkippedByMarker  atomic.Int64 // delay records read but already resolved by a marker
+	RecordsRead     atomic.Int64 // delay records read (first reads only)
+	SkippedByMarker atomic.Int64 // delay records read but already resolved by a marker
+	// RecordsReread counts delay records the consumer delivered again
+	// below the read position (ignored): a rewind, which an abort does
+	// not make (rewindAfterAbort).
+	RecordsReread    atomic.Int64
 	Forwarded        atomic.Int64 // records forwarded in committed transactions
 	DeadLettered     atomic.Int64 // records dead-lettered in committed transactions
 	Cancelled        atomic.Int64 // pending records cancelled in committed transactions
@@ -271,7 +275,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	log.Info("kafka worker stopping", "forwarded", w.stats.Forwarded.Load(), "dead_lettered", w.stats.DeadLettered.Load(),
 		"cancelled", w.stats.Cancelled.Load(), "committed_txns", w.stats.Committed.Load(), "aborted_txns", w.stats.Aborted.Load(),
 		"rejoins", w.stats.Rejoins.Load(), "assigned", w.stats.Assigned.Load(), "revoked", w.stats.Revoked.Load(),
-		"records_read", w.stats.RecordsRead.Load(), "skipped_by_marker", w.stats.SkippedByMarker.Load(),
+		"records_read", w.stats.RecordsRead.Load(), "skipped_by_marker", w.stats.SkippedByMarker.Load(), "records_reread", w.stats.RecordsReread.Load(),
 		"state_records_read", w.stats.StateRecordsRead.Load(), "bodies_loaded", w.stats.BodiesLoaded.Load(),
 		"snapshots", w.stats.Snapshots.Load(), "takeover_records_read", w.stats.TakeoverRecordsRead.Load(),
 		"copied_forward", w.stats.CopiedForward.Load(), "spill_loaded", w.stats.SpillLoaded.Load(), "spill_errors", w.stats.SpillErrors.Load(),
