@@ -105,9 +105,13 @@ type Options struct {
 	// Negative turns the background scrub off.
 	ScrubRate int64
 	// ScrubInterval is the pause between the end of a scrub pass and the
-	// start of the next; default 1 h. The first pass starts a minute
-	// after Open.
+	// start of the next; default 1 h.
 	ScrubInterval time.Duration
+	// ScrubDelay is the wait between Open and the first scrub pass;
+	// default a minute, which keeps a library user's short-lived engines
+	// (and this package's tests) from scrubbing. `serve` sets it to a
+	// second: a broker restarted on a damaged log should say so soon.
+	ScrubDelay time.Duration
 
 	// Dedup is the idempotent-send policy of every topic not in
 	// DedupTopics (dedup.go); the zero value is a 24 h window.
@@ -188,6 +192,9 @@ func (o *Options) setDefaults() {
 	if o.ScrubInterval == 0 {
 		o.ScrubInterval = DefaultScrubInterval
 	}
+	if o.ScrubDelay == 0 {
+		o.ScrubDelay = DefaultScrubDelay
+	}
 	if o.Dedup.Window == 0 {
 		o.Dedup.Window = DefaultDedupWindow
 	}
@@ -205,6 +212,8 @@ func (o *Options) validate() error {
 		return fmt.Errorf("engine: MaxQueues %d is above 65535", o.MaxQueues)
 	case o.ScrubInterval < 0:
 		return fmt.Errorf("engine: ScrubInterval %v is negative", o.ScrubInterval)
+	case o.ScrubDelay < 0:
+		return fmt.Errorf("engine: ScrubDelay %v is negative", o.ScrubDelay)
 	case o.MaxUnackedSpan < 1:
 		return fmt.Errorf("engine: MaxUnackedSpan %d must be positive", o.MaxUnackedSpan)
 	case o.DispatchBatch < 1 || o.DispatchBatch > maxDispatchBatch:

@@ -19,15 +19,17 @@ import (
 //
 // Its pace and its pauses are in real time, not the engine's clock: the
 // rate is a bound on the disk's work, and a test's fake clock must not
-// see a waiter it did not ask for. The first pass starts scrubFirstDelay
-// after Open, so that a start's recovery and first requests have the disk
-// to themselves; then a pass starts ScrubInterval after the last ended.
+// see a waiter it did not ask for. The first pass starts
+// Options.ScrubDelay after Open (a second under `serve`: the rate bound,
+// not a long wait, keeps it from crowding a start's first requests, and a
+// broker restarted on a damaged log reports it within seconds); then a
+// pass starts ScrubInterval after the last ended.
 
 // Scrub defaults.
 const (
 	DefaultScrubRate     = 8 << 20 // bytes per second
 	DefaultScrubInterval = time.Hour
-	scrubFirstDelay      = time.Minute
+	DefaultScrubDelay    = time.Minute
 )
 
 // errScrubStopped ends a pass when the engine closes.
@@ -95,7 +97,7 @@ func (e *Engine) startBackground() {
 // scrubber runs passes until the engine closes.
 func (e *Engine) scrubber() {
 	defer close(e.life.scrubDone)
-	wait := scrubFirstDelay
+	wait := e.opts.ScrubDelay
 	for {
 		t := time.NewTimer(wait)
 		select {

@@ -161,9 +161,12 @@ type Config struct {
 	// ScrubRate bounds the background scrub of sealed log segments, in
 	// bytes per second (flag -scrub-rate); 0 turns the scrub off.
 	// ScrubInterval is the pause between the end of a pass and the next
-	// (flag -scrub-interval); must be positive.
+	// (flag -scrub-interval); must be positive. ScrubDelay is the wait
+	// between the start and the first pass (flag -scrub-delay, default
+	// 1s); 0 starts it at once.
 	ScrubRate     int64
 	ScrubInterval time.Duration
+	ScrubDelay    time.Duration
 	// DedupWindow is every topic's idempotent-send policy (flag
 	// -dedup-window): a duration, "delivered", optionally "+first-wins"
 	// (dedupconfig.go). DedupTopics overrides it per topic (flag
@@ -248,6 +251,7 @@ func DefaultConfig() Config {
 		Retention:          eng.Retention,
 		ScrubRate:          eng.ScrubRate,
 		ScrubInterval:      eng.ScrubInterval,
+		ScrubDelay:         time.Second,
 		DedupWindow:        engine.DefaultDedupWindow.String(),
 		ReadHeaderTimeout:  10 * time.Second,
 		ReadTimeout:        time.Minute,
@@ -306,6 +310,7 @@ func (c *Config) settings() []setting {
 		{"retention", "how long a fully delivered commit-log segment is kept before deletion", (*durationValue)(&c.Retention)},
 		{"scrub-rate", "bytes per second the background scrub reads sealed log segments at, to find damage before a consumer meets it (suffixes KiB, MiB, GiB); 0 turns it off", (*sizeValue)(&c.ScrubRate)},
 		{"scrub-interval", "pause between the end of a scrub pass and the start of the next", (*durationValue)(&c.ScrubInterval)},
+		{"scrub-delay", "wait between the start and the first scrub pass; 0 starts it at once", (*durationValue)(&c.ScrubDelay)},
 		{"dedup-window", "how long a send's dedup_id holds: a duration or \"delivered\" (until its message is visible), optionally +first-wins (a conflicting send gets the first receipt instead of 409)", (*stringValue)(&c.DedupWindow)},
 		{"dedup-topics", "per-topic dedup policies overriding -dedup-window: topic=policy, comma-separated", (*stringValue)(&c.DedupTopics)},
 		{"read-header-timeout", "longest a client may take to send a request's line and headers", (*durationValue)(&c.ReadHeaderTimeout)},
@@ -401,6 +406,7 @@ func (c Config) EngineOptions(logger *slog.Logger) engine.Options {
 	o.CheckpointInterval = c.CheckpointInterval
 	o.Retention = c.Retention
 	o.ScrubRate, o.ScrubInterval = c.ScrubRate, c.ScrubInterval
+	o.ScrubDelay = max(c.ScrubDelay, time.Nanosecond) // the engine's 0 means its default
 	if c.ScrubRate == 0 {
 		o.ScrubRate = -1 // off
 	}

@@ -214,6 +214,12 @@ func TestDefaultsAreTheEngines(t *testing.T) {
 	c.DataDir = "d"
 	got, want := c.EngineOptions(nil), engine.NewOptions("d")
 	got.Clock, want.Clock, got.Logger, want.Logger = nil, nil, nil, nil
+	// The one deliberate difference: serve scrubs a second after its
+	// start, where the engine waits a minute (engine.Options.ScrubDelay).
+	if got.ScrubDelay != time.Second || want.ScrubDelay != engine.DefaultScrubDelay {
+		t.Fatalf("scrub delay: serve %v, engine %v", got.ScrubDelay, want.ScrubDelay)
+	}
+	got.ScrubDelay = want.ScrubDelay
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("server defaults give engine options\n%+v\nthe engine's defaults are\n%+v", got, want)
 	}

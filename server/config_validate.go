@@ -131,6 +131,9 @@ func (c Config) validateUpkeep(bad func(format string, args ...any)) {
 	if c.ScrubInterval <= 0 {
 		bad("-scrub-interval %v must be positive", c.ScrubInterval)
 	}
+	if c.ScrubDelay < 0 {
+		bad("-scrub-delay %v is negative", c.ScrubDelay)
+	}
 }
 
 // validateConnections checks the settings that bound each connection.

@@ -34,6 +34,7 @@ func TestDamageOverHTTP(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	eo := cfg.EngineOptions(logger)
 	eo.FS, eo.SegmentBytes, eo.ScrubRate = fs, 4096, 1<<40
+	eo.ScrubDelay = time.Hour // the passes are the test's own (ScrubNow)
 	eng, err := engine.Open(eo)
 	if err != nil {
 		t.Fatal(err)
@@ -150,5 +151,54 @@ func getJSON(t *testing.T, url string, out any) {
 	dec.DisallowUnknownFields()
 	if resp.StatusCode != 200 || dec.Decode(out) != nil {
 		t.Fatalf("GET %s: %d", url, resp.StatusCode)
+	}
+}
+
+// TestServeScrubsSoonAfterStart: with serve's own settings (the first scrub
+// pass a second after the start), a broker opened on a log with a damaged
+// sealed segment says so in /healthz within seconds, before any consumer
+// reads the topic and without an operator asking for a pass. At def821c it
+// answered ok until a consumer met the damage.
+func TestServeScrubsSoonAfterStart(t *testing.T) {
+	fs := vfs.NewMem()
+	cfg := DefaultConfig()
+	cfg.DataDir = "/data"
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	eo := cfg.EngineOptions(logger)
+	eo.FS, eo.SegmentBytes = fs, 4096
+	eng, err := engine.Open(eo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 60; i++ {
+		if _, err := eng.Send(context.Background(), message.Message{Topic: "t", Body: []byte(fmt.Sprintf("body %d", i))}, message.When{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); eng.Stats().Fired.Load() < 60 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	if err := eng.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, seg := damageSealed(t, fs, "/data/log", 9)
+
+	eng, err = engine.Open(eo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	srv := httptest.NewServer(New(eng, cfg, logger, nil))
+	defer srv.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, h := getHealth(t, srv.URL)
+		if code == 200 && h.Status == "degraded" && len(h.Problems) == 1 && strings.Contains(h.Problems[0], seg) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("healthz 30 s after a start on a damaged log: %d %+v (scrub %+v)", code, h, eng.Scrub())
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
