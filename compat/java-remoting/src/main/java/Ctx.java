@@ -146,10 +146,20 @@ public final class Ctx {
      * timeout"); a broker that really has no route fails all three.
      */
     static SendResult sendOK(DefaultMQProducer p, Message m) throws Exception {
+        return sendOK(m, () -> p.send(m));
+    }
+
+    /** One send of a message, however the case makes it (to a queue it picks, say). */
+    interface Send {
+        SendResult send() throws Exception;
+    }
+
+    /** Makes the send and checks its answer as sendOK(p, m) does. */
+    static SendResult sendOK(Message m, Send send) throws Exception {
         SendResult r;
         for (int i = 0, noRoute = 0;; i++) {
             try {
-                r = p.send(m);
+                r = send.send();
                 break;
             } catch (MQBrokerException e) {
                 if (e.getResponseCode() != 2 || i >= BUSY_RETRIES) {

@@ -5,12 +5,15 @@ import org.apache.rocketmq.client.consumer.DefaultLitePullConsumer;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
+import org.apache.rocketmq.client.producer.MessageQueueSelector;
+import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageExt;
+import org.apache.rocketmq.common.message.MessageQueue;
 
 /**
  * Retries up to the dead letters, as 4.x consumers rely on them: a listener
- * answers RECONSUME_LATER to one message each time; with
+ * answers RECONSUME_LATER to one message (the first of queue 0) each time; with
  * setMaxReconsumeTimes(2) it comes back twice (reconsume times 1 and 2, not
  * before delay levels 3 and 4, 10 s and 30 s, after the previous delivery),
  * on its own topic, with its message ID, body, tag, keys and user property,
@@ -35,10 +38,26 @@ public final class RetryCase implements Compat.Case {
             ? ConsumeConcurrentlyStatus.RECONSUME_LATER : ConsumeConcurrentlyStatus.CONSUME_SUCCESS);
         DefaultMQPushConsumer consumer = c.consumer("g", topic, "*", probe, null);
         consumer.setMaxReconsumeTimes(MAX_RECONSUME);
-        c.ready(p, topic, consumer, probe);
+        // The message retried is the first of queue 0 (the ready message
+        // goes to queue 1): then its queue and offset are those of its
+        // first retry copy in %RETRY%<group>, which has one queue, as they
+        // are for every new topic whose first message lands on queue 0. A
+        // broker that told the two apart by queue and offset alone took the
+        // copy's send-back for the original's.
+        MessageQueueSelector queue = (List<MessageQueue> mqs, Message m, Object arg) -> mqs.get((Integer) arg);
+        Message readyMsg = Ctx.message(topic, "Ready", c.name("ready"), "ready");
+        String ready = Ctx.sendOK(readyMsg, () -> p.send(readyMsg, queue, 1)).getMsgId();
+        consumer.start();
+        if (!probe.await(List.of(ready), 30_000)) {
+            throw Ctx.fail("the consumer did not receive a plain message sent before it started in 30 s");
+        }
 
         Message sent = Ctx.message(topic, "TagR", "retry-me", "retry until dead");
-        String id = Ctx.sendOK(p, sent).getMsgId();
+        SendResult r = Ctx.sendOK(sent, () -> p.send(sent, queue, 0));
+        if (r.getMessageQueue().getQueueId() != 0) {
+            throw Ctx.fail("the send to queue 0 was answered for queue %d", r.getMessageQueue().getQueueId());
+        }
+        String id = r.getMsgId();
         if (!probe.awaitTimes(id, MAX_RECONSUME + 1, 80_000)) {
             throw Ctx.fail("the message was delivered %d times in 80 s, want %d (first and %d retries)",
                 probe.arrivals(id).size(), MAX_RECONSUME + 1, MAX_RECONSUME);
