@@ -45,9 +45,20 @@ type Config struct {
 	// 5,000.
 	MaxBatch int
 	// SessionTimeout is the group session timeout: how long a crashed
-	// worker holds its partitions. Zero means 10 s (Kafka's minimum is 6 s
-	// by default).
+	// worker holds its partitions. Zero means 10 s. The broker refuses a
+	// value outside its group.min.session.timeout.ms (6 s by default) and
+	// group.max.session.timeout.ms (30 min).
 	SessionTimeout time.Duration
+	// StaticMember makes the worker a static member of the group
+	// (KIP-345): its group.instance.id is WorkerID. A worker restarted
+	// with the same WorkerID within SessionTimeout (a supervisor's
+	// restart, after a crash or a SIGTERM) gets its partitions back with
+	// no rebalance: no other worker pauses, and its own partitions wait
+	// only for its restart. The price: a static member does not leave
+	// the group when it stops, so a worker stopped for good holds its
+	// partitions for SessionTimeout, as a crashed one does. Off by
+	// default; two live workers must then never share a WorkerID.
+	StaticMember bool
 	// TxnTimeout is the transaction timeout: how long a transaction a
 	// crashed worker left open blocks read_committed consumers, unless a
 	// restart with the same WorkerID fences it first. Zero means 10 s.

@@ -369,7 +369,7 @@ func (w *Worker) resetIndex() {
 // sessionOptions are the group transact session's options: why each one
 // is set is said beside it.
 func (w *Worker) sessionOptions() []kgo.Opt {
-	return []kgo.Opt{
+	opts := []kgo.Opt{
 		kgo.SeedBrokers(w.cfg.Brokers...),
 		kgo.TransactionalID(w.txnID()),
 		kgo.TransactionTimeout(w.cfg.TxnTimeout),
@@ -412,4 +412,11 @@ func (w *Worker) sessionOptions() []kgo.Opt {
 		kgo.OnPartitionsRevoked(w.onRevoked),
 		kgo.OnPartitionsLost(w.onRevoked),
 	}
+	if w.cfg.StaticMember {
+		// The session after a failed transaction (runSession) rejoins
+		// with the same instance ID too, so it gets its partitions back
+		// without a rebalance.
+		opts = append(opts, kgo.InstanceID(w.cfg.WorkerID))
+	}
+	return opts
 }

@@ -31,7 +31,8 @@ hourglass-dlq-reason header. Missing topics are created (the state topic
 compacted, with the delay topic's partition count).
 
 Give a restarted worker its old --worker-id: it then fences the crashed
-one's open transaction at once instead of after --txn-timeout.` + kafkaAPIHelp,
+one's open transaction at once instead of after --txn-timeout. With
+--static-membership it also gets its partitions back without a rebalance.` + kafkaAPIHelp,
 		run: runKafka,
 	}
 }
@@ -49,7 +50,8 @@ func runKafka(ctx context.Context, a *App, c *command, args []string) int {
 	replication := fs.Int("replication", int(cfg.Replication), "replication factor of topics the worker creates (-1: broker default)")
 	fs.DurationVar(&cfg.BodyLead, "body-lead", 0, "fetch a dropped body this long before its due time (default 3s)")
 	fs.IntVar(&cfg.MaxBatch, "max-batch", 0, "most records forwarded in one transaction (default 5000)")
-	fs.DurationVar(&cfg.SessionTimeout, "session-timeout", 0, "group session timeout: how long a crashed worker holds its partitions (default 10s)")
+	fs.DurationVar(&cfg.SessionTimeout, "session-timeout", 0, "group session timeout: how long a crashed (or, with --static-membership, stopped) worker holds its partitions; the broker allows 6s to 30m by default (default 10s)")
+	fs.BoolVar(&cfg.StaticMember, "static-membership", false, "join as a static group member named --worker-id: a worker restarted with the same ID within --session-timeout resumes its partitions without a rebalance; a worker stopped for good then holds them for --session-timeout")
 	fs.DurationVar(&cfg.TxnTimeout, "txn-timeout", 0, "transaction timeout (default 10s)")
 	fs.DurationVar(&cfg.SnapshotInterval, "snapshot-interval", 0, "write each partition's pending index to the state topic this often; bounds what a take-over re-reads (default 30s)")
 	fs.DurationVar(&cfg.NearWindow, "near-window", 0, "keep pending entries due within this long in RAM; later ones go to --spill-dir and come back when due within it (default 2m; must exceed --body-lead)")
