@@ -88,28 +88,38 @@ func writeKey(dir, p string, key []byte) error {
 	return d.Sync()
 }
 
-func (h *handles) round(i byte, half uint32) uint32 {
+// round is the Feistel round function; tweak separates the domains of
+// handles (0 for positions; a topic's hash for its commit handles), so a
+// handle made for one domain opens to a random value in another.
+func (h *handles) round(i byte, half uint32, tweak uint64) uint32 {
 	var b [16]byte
 	b[0] = i
 	binary.BigEndian.PutUint32(b[1:], half)
+	binary.BigEndian.PutUint64(b[5:], tweak)
 	h.block.Encrypt(b[:], b[:])
 	return binary.BigEndian.Uint32(b[:])
 }
 
 // seal turns a position into a handle.
-func (h *handles) seal(pos uint64) uint64 {
-	l, r := uint32(pos>>32), uint32(pos)
+func (h *handles) seal(pos uint64) uint64 { return h.sealIn(0, pos) }
+
+// open turns a handle back into the position it was sealed from.
+func (h *handles) open(v uint64) uint64 { return h.openIn(0, v) }
+
+// sealIn seals v in the domain tweak.
+func (h *handles) sealIn(tweak, v uint64) uint64 {
+	l, r := uint32(v>>32), uint32(v)
 	for i := byte(0); i < 4; i++ {
-		l, r = r, l^h.round(i, r)
+		l, r = r, l^h.round(i, r, tweak)
 	}
 	return uint64(l)<<32 | uint64(r)
 }
 
-// open turns a handle back into the position it was sealed from.
-func (h *handles) open(v uint64) uint64 {
+// openIn opens a handle sealed in the domain tweak.
+func (h *handles) openIn(tweak, v uint64) uint64 {
 	l, r := uint32(v>>32), uint32(v)
 	for i := byte(4); i > 0; i-- {
-		l, r = r^h.round(i-1, l), l
+		l, r = r^h.round(i-1, l, tweak), l
 	}
 	return uint64(l)<<32 | uint64(r)
 }

@@ -1,6 +1,7 @@
 package remoting
 
 import (
+	"fmt"
 	"strconv"
 )
 
@@ -41,6 +42,9 @@ func (s *Server) updateOffset(req *Command) *Command {
 	if off < 0 {
 		return badRequest(errOffset(off))
 	}
+	if resp := s.checkQueue(topic, q); resp != nil {
+		return resp
+	}
 	gen, err := s.offsets.set(offsetKey{group, topic, q}, off)
 	if err != nil {
 		return badRequest(err)
@@ -50,6 +54,20 @@ func (s *Server) updateOffset(req *Command) *Command {
 		return errResp(respSystemError, err.Error())
 	}
 	return okResp(nil)
+}
+
+// checkQueue answers a request for a queue that does not exist (nil when
+// it does): no offset is kept for a queue no consumer can pull, so a
+// client cannot grow the offsets file with made-up topics and queues.
+func (s *Server) checkQueue(topic string, q int) *Command {
+	n, _, ok := s.eng.TopicKind(topic)
+	if !ok {
+		return errResp(respTopicNotExist, fmt.Sprintf("topic %q does not exist", topic))
+	}
+	if q >= n {
+		return errResp(respInvalidParameter, fmt.Sprintf("topic %q has queues 0 to %d, not %d", topic, n-1, q))
+	}
+	return nil
 }
 
 type errOffset int64

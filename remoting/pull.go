@@ -2,6 +2,7 @@ package remoting
 
 import (
 	"fmt"
+	"hash/fnv"
 	"strconv"
 	"strings"
 	"time"
@@ -68,7 +69,7 @@ func (s *Server) pull(c *conn, req *Command) *Command {
 	if p.expType != "" && !strings.EqualFold(p.expType, "TAG") || p.sysFlag&pullClassFilter != 0 {
 		return errResp(respSubscriptionParse, "only TAG filtering is supported by hourglass; "+p.expType+" is not")
 	}
-	if p.sysFlag&pullCommitOffset != 0 && p.commit >= 0 {
+	if p.sysFlag&pullCommitOffset != 0 && p.commit >= 0 && s.checkQueue(p.topic, p.queue) == nil {
 		if _, err := s.offsets.set(offsetKey{p.group, p.topic, p.queue}, p.commit); err != nil {
 			return badRequest(err)
 		}
@@ -170,7 +171,7 @@ func (s *Server) queueLen(topic string, queue int) uint64 {
 func (s *Server) wire(c *conn, topic string, queue int, v *engine.Visible) *wireMessage {
 	m := v.Message
 	props := make(map[string]string, len(m.Properties)+2)
-	w := &wireMessage{queueID: int32(queue), queueOffset: int64(v.Offset), commitOffset: commitHandle(queue, v.Offset),
+	w := &wireMessage{queueID: int32(queue), queueOffset: int64(v.Offset), commitOffset: s.commitHandle(topic, queue, v.Offset),
 		storeTimestamp: v.Visible, topic: topic, body: m.Body}
 	for k, val := range m.Properties {
 		switch k {
@@ -209,15 +210,29 @@ func (s *Server) wire(c *conn, topic string, queue int, v *engine.Visible) *wire
 }
 
 // commitHandle is the "commit log offset" a pulled message carries, which
-// a consumer's send-back names it by: the queue and the queue offset.
-// RocketMQ's is the position in its commit log; hourglass's positions are
-// not handed out without their tag.
-func commitHandle(queue int, offset uint64) int64 {
-	return int64(uint64(queue)<<48 | offset&(1<<48-1))
+// a consumer's send-back names it by: the queue and the queue offset,
+// sealed (handles) in the domain of the topic. RocketMQ's is the position
+// in its commit log; hourglass's positions are not handed out without
+// their tag, and a queue and offset must not be guessable either: a
+// made-up or another topic's handle opens to a random queue and offset,
+// which names a message with a chance of about one in 2^64 over the
+// topic's messages.
+func (s *Server) commitHandle(topic string, queue int, offset uint64) int64 {
+	return int64(s.handles.sealIn(topicTweak(topic), uint64(queue)<<48|offset&(1<<48-1)))
 }
 
-func splitHandle(h int64) (queue int, offset uint64) {
-	return int(uint64(h) >> 48), uint64(h) & (1<<48 - 1)
+// splitHandle opens a commit handle of topic.
+func (s *Server) splitHandle(topic string, h int64) (queue int, offset uint64) {
+	v := s.handles.openIn(topicTweak(topic), uint64(h))
+	return int(v >> 48), v & (1<<48 - 1)
+}
+
+// topicTweak is the handle domain of a topic's commit handles: never 0,
+// the domain of positions.
+func topicTweak(topic string) uint64 {
+	f := fnv.New64a()
+	f.Write([]byte(topic))
+	return f.Sum64() | 1
 }
 
 // tagFilter is a TAG subscription expression: "*" or tags joined by "||".

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hourglass-mq/hourglass/engine"
@@ -78,19 +79,25 @@ func (s *Server) sendBack(c *conn, req *Command) *Command {
 // findSentBack finds the message a send-back names by its handle (queue
 // and offset) in the topic the consumer pulled it from: the origin topic,
 // or the group's retry topic for a message already retried (the clients
-// name its origin topic). The message ID must match too, so a handle
-// alone cannot name another message.
+// name its origin topic). The handle is sealed in its topic's domain
+// (commitHandle), so only a handle a pull gave out names a message, and
+// only in the topic it was given for; the message ID must match too.
+// Another group's retry topic, or a message for another group, is never
+// sent back for this one.
 func (s *Server) findSentBack(handle int64, id, originTopic, group string) (*engine.Visible, string) {
-	q, off := splitHandle(handle)
 	for _, topic := range []string{originTopic, retryPrefix + group} {
-		if topic == "" {
+		if topic == "" || (strings.HasPrefix(topic, retryPrefix) && topic != retryPrefix+group) {
 			continue
 		}
+		q, off := s.splitHandle(topic, handle)
 		if n, _, ok := s.eng.TopicKind(topic); !ok || q >= n {
 			continue
 		}
 		vs, err := s.eng.ReadQueue(topic, q, off, 1)
 		if err != nil || len(vs) == 0 || vs[0].Offset != off {
+			continue
+		}
+		if fg := vs[0].Message.ForGroup; fg != "" && fg != group {
 			continue
 		}
 		uniq := vs[0].Message.Properties[propUniqKey]

@@ -34,7 +34,7 @@ func TestRetryStoredOnce(t *testing.T) {
 		<-signal
 	}
 	back := &Command{Code: codeConsumerSendMsgBack, ExtFields: map[string]string{"group": "billing",
-		"offset": strconv.FormatInt(commitHandle(q, off), 10), "delayLevel": "0",
+		"offset": strconv.FormatInt(b.srv.commitHandle("orders", q, off), 10), "delayLevel": "0",
 		"originMsgId": "0A0000010000ABCD0000000000000001", "originTopic": "orders", "maxReconsumeTimes": "16"}}
 	if resp := b.request(t, back); resp.Code != respSuccess {
 		t.Fatalf("send-back: %d %q", resp.Code, resp.Remark)
