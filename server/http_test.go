@@ -187,6 +187,12 @@ func TestGroupLeaseNackDeadLetterRedrive(t *testing.T) {
 		t.Fatalf("group after dead-lettering: %+v", gl.Groups[0])
 	}
 
+	// A redrive moves the dead letters visible so far: wait for its fire.
+	eventually(t, 10*time.Second, "the dead letter visible", func() bool {
+		var dt api.Topic
+		ts.call("GET", "/v1/topics/%25DLQ%25pay.workers", nil, http.StatusOK, &dt)
+		return dt.Visible == 1
+	})
 	var rd api.RedriveResponse
 	ts.call("POST", "/v1/topics/pay/groups/workers/redrive", nil, http.StatusOK, &rd)
 	if rd.Redriven != 1 {
