@@ -18,8 +18,18 @@ const (
 	pullClassFilter  = 0x8
 )
 
-// maxPullMessages bounds one pull's messages (RocketMQ's clients ask 32).
-const maxPullMessages = 64
+// Bounds of one pull.
+const (
+	// maxPullMessages bounds one pull's messages (RocketMQ's clients ask 32).
+	maxPullMessages = 64
+	// maxPullBytes bounds the bodies of one pull's messages (a first
+	// message larger than it still goes alone): RocketMQ's clients refuse
+	// a frame over 16 MiB, and a connection's long polls must not hold
+	// 64 of the largest messages each. RocketMQ's own bound is 256 KiB.
+	maxPullBytes = 1 << 20
+	// pullChunk is how many queue entries a pull reads at once.
+	pullChunk = 8
+)
 
 // pullRequest is a PULL_MESSAGE's header.
 type pullRequest struct {
@@ -123,33 +133,54 @@ func (s *Server) pullOnce(c *conn, p pullRequest, filter tagFilter) (*Command, b
 	case uint64(p.offset) == maxOff:
 		return s.pullResp(respPullNotFound, p.offset, maxOff, nil), false
 	}
-	vs, err := s.eng.ReadQueue(p.topic, p.queue, uint64(p.offset), p.max)
+	body, matched, next, err := s.readPull(c, p, filter, maxOff)
 	if err != nil {
 		return engineErr(err, respPullNotFound), true
-	}
-	// Past what was read: the queue may have grown since maxOff was
-	// taken, and nothing read may be handed out twice.
-	next := min(p.offset+int64(p.max), int64(maxOff))
-	if len(vs) > 0 {
-		next = max(next, int64(vs[len(vs)-1].Offset)+1)
-	}
-	var body []byte
-	matched := 0
-	for i := range vs {
-		v := &vs[i]
-		// A message for one consumer group (a redrive of its dead
-		// letters: engine.SendRequest.ForGroup) is passed over by the
-		// others, as a tag filter passes over a message.
-		if !filter.match(v.Message.Tag) || (v.Message.ForGroup != "" && v.Message.ForGroup != p.group) {
-			continue
-		}
-		matched++
-		body = appendWire(body, s.wire(c, p.topic, p.queue, v))
 	}
 	if matched == 0 {
 		return s.pullResp(respPullRetryImmediately, next, maxOff, nil), true
 	}
 	return s.pullResp(respSuccess, next, maxOff, body), true
+}
+
+// readPull reads a pull's messages from its offset in chunks of
+// pullChunk entries, until p.max entries are read or the bodies reach
+// maxPullBytes (one message always goes): a pull over large messages
+// neither reads nor answers more than that. next is the offset after the
+// last entry read and answered.
+func (s *Server) readPull(c *conn, p pullRequest, filter tagFilter, maxOff uint64) (body []byte, matched int, next int64, err error) {
+	from, left := uint64(p.offset), p.max
+	for left > 0 && from < maxOff && len(body) < maxPullBytes {
+		n := min(left, pullChunk)
+		vs, err := s.eng.ReadQueue(p.topic, p.queue, from, n)
+		if err != nil {
+			if len(body) > 0 {
+				break // answer what was read; the next pull meets the error
+			}
+			return nil, 0, 0, err
+		}
+		// Past what was read: the queue may have grown since maxOff was
+		// taken, and nothing read may be handed out twice.
+		end := min(from+uint64(n), maxOff)
+		for i := range vs {
+			v := &vs[i]
+			if len(body) >= maxPullBytes {
+				end = v.Offset // not answered: the next pull starts at it
+				break
+			}
+			end = max(end, v.Offset+1)
+			// A message for one consumer group (a redrive of its dead
+			// letters: engine.SendRequest.ForGroup) is passed over by the
+			// others, as a tag filter passes over a message.
+			if !filter.match(v.Message.Tag) || (v.Message.ForGroup != "" && v.Message.ForGroup != p.group) {
+				continue
+			}
+			matched++
+			body = appendWire(body, s.wire(c, p.topic, p.queue, v))
+		}
+		from, left = end, left-n
+	}
+	return body, matched, int64(from), nil
 }
 
 func (s *Server) pullResp(code int32, next int64, maxOff uint64, body []byte) *Command {
