@@ -1,6 +1,7 @@
 package remoting
 
 import (
+	"fmt"
 	"strconv"
 	"testing"
 )
@@ -59,5 +60,77 @@ func TestRetryStoredOnce(t *testing.T) {
 	}
 	if st, _ := b.eng.DescribeTopic("%RETRY%billing"); st.Sent != 2 {
 		t.Fatalf("%%RETRY%%billing holds %d copies, want 2", st.Sent)
+	}
+}
+
+// TestRetryOfARetryClimbs: the first retry copy of a message from queue 0
+// sits at queue 0, offset 0 of the group's retry topic, where the original
+// sits in its own topic, and it keeps the original's message ID. Its
+// send-back must be taken for the copy's, so the next copy counts two
+// reconsumes and the last goes to %DLQ%. When handles were the queue and
+// offset alone, the copy's send-back was read as the original's, made a
+// second "first" retry that was dropped as a duplicate, and the message
+// never reached %DLQ% (the Java harness's retry case, issue 26).
+func TestRetryOfARetryClimbs(t *testing.T) {
+	b := startTest(t, nil)
+	// The message under test is the first the broker puts on queue 0.
+	var id string
+	for i := 0; id == ""; i++ {
+		if i == 64 {
+			t.Fatal("64 sends and none on queue 0")
+		}
+		uid := fmt.Sprintf("0A0000010000ABCD00000000000001%02X", i)
+		send := &Command{Code: codeSendMessage, Body: []byte("body"), ExtFields: map[string]string{"producerGroup": "p",
+			"topic": "orders", "queueId": "0", "properties": formatProperties(map[string]string{propUniqKey: uid})}}
+		resp := b.request(t, send)
+		if resp.Code != respSuccess {
+			t.Fatalf("send: %d %q", resp.Code, resp.Remark)
+		}
+		if resp.ExtFields["queueId"] == "0" {
+			id = uid
+		}
+	}
+	// last waits until queue 0 of topic holds n visible entries and
+	// returns the last one's offset and properties.
+	last := func(topic string, n int) (uint64, map[string]string) {
+		for {
+			signal := b.eng.VisibleSignal()
+			if vs, _ := b.eng.ReadQueue(topic, 0, 0, 8); len(vs) >= n {
+				return vs[n-1].Offset, vs[n-1].Message.Properties
+			}
+			<-signal
+		}
+	}
+	back := func(topic string, off uint64) {
+		t.Helper()
+		req := &Command{Code: codeConsumerSendMsgBack, ExtFields: map[string]string{"group": "billing",
+			"offset": strconv.FormatInt(b.srv.commitHandle(topic, 0, off), 10), "delayLevel": "1",
+			"originMsgId": id, "originTopic": "orders", "maxReconsumeTimes": "2"}}
+		if resp := b.request(t, req); resp.Code != respSuccess {
+			t.Fatalf("send-back: %d %q", resp.Code, resp.Remark)
+		}
+	}
+	off, p := last("orders", 1)
+	if off != 0 || p[propUniqKey] != id {
+		t.Fatalf("queue 0 of orders starts with %s at %d, want %s at 0", p[propUniqKey], off, id)
+	}
+	back("orders", 0)
+	off, p = last("%RETRY%billing", 1)
+	if off != 0 || p[hidReconsume] != "1" {
+		t.Fatalf("first retry copy at offset %d, reconsumed %q", off, p[hidReconsume])
+	}
+	back("%RETRY%billing", 0)
+	// A send-back is answered once its copy is stored.
+	if st, err := b.eng.DescribeTopic("%RETRY%billing"); err != nil || st.Sent != 2 {
+		t.Fatalf("%%RETRY%%billing holds %d copies (%v) after the copy's send-back, want 2", st.Sent, err)
+	}
+	off, p = last("%RETRY%billing", 2)
+	if p[hidReconsume] != "2" {
+		t.Fatalf("second retry copy reconsumed %q, want 2", p[hidReconsume])
+	}
+	// At the group's maximum (2), the copy's send-back goes to %DLQ%.
+	back("%RETRY%billing", off)
+	if st, err := b.eng.DescribeTopic(dlqTopicOf("billing")); err != nil || st.Sent != 1 {
+		t.Fatalf("%s holds %d (%v), want 1", dlqTopicOf("billing"), st.Sent, err)
 	}
 }
