@@ -12,18 +12,18 @@ import (
 )
 
 // leaseLocked finds the live lease a receipt names.
-func (e *Engine) leaseLocked(topic, name, receipt string) (*group, *groupQueue, uint16, uint64, *lease, error) {
-	g, err := e.groupLocked(topic, name)
+func (c *consumers) leaseLocked(topic, name, receipt string) (*group, *groupQueue, uint16, uint64, *lease, error) {
+	g, err := c.groupLocked(topic, name)
 	if err != nil {
 		return nil, nil, 0, 0, nil, err
 	}
-	gq, q, off, l, err := e.groupLeaseLocked(g, receipt)
+	gq, q, off, l, err := c.groupLeaseLocked(g, receipt)
 	return g, gq, q, off, l, err
 }
 
 // groupLocked finds a group that must exist.
-func (e *Engine) groupLocked(topic, name string) (*group, error) {
-	g := e.cons.group(topic, name)
+func (c *consumers) groupLocked(topic, name string) (*group, error) {
+	g := c.group(topic, name)
 	if g == nil {
 		return nil, errs.New(errs.NotFound, "group %q of topic %q does not exist", name, topic)
 	}
@@ -31,8 +31,8 @@ func (e *Engine) groupLocked(topic, name string) (*group, error) {
 }
 
 // groupLeaseLocked finds the live lease of g a receipt names.
-func (e *Engine) groupLeaseLocked(g *group, receipt string) (*groupQueue, uint16, uint64, *lease, error) {
-	q, off, seq, err := e.decodeReceipt(g.id, receipt)
+func (c *consumers) groupLeaseLocked(g *group, receipt string) (*groupQueue, uint16, uint64, *lease, error) {
+	q, off, seq, err := c.eng.ids.decodeReceipt(g.id, receipt)
 	if err != nil {
 		return nil, 0, 0, nil, err
 	}
@@ -62,16 +62,16 @@ func (e *Engine) Ack(ctx context.Context, topic, name string, receipts ...string
 	e.gate.RLock()
 	defer e.gate.RUnlock()
 	e.mu.Lock()
-	if err := e.unavailableLocked(); err != nil {
+	if err := e.life.unavailableLocked(); err != nil {
 		e.mu.Unlock()
 		return err
 	}
-	a, err := e.stopAckedLocked(topic, name, receipts)
+	a, err := e.cons.stopAckedLocked(topic, name, receipts)
 	e.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	return e.commitAcks(a)
+	return e.cons.commitAcks(a)
 }
 
 // ackBatch is an ack whose leases are stopped (so none expires while its
@@ -94,14 +94,14 @@ type ackedLease struct {
 // stopAckedLocked checks every receipt, then stops their leases. If one
 // is unknown it changes nothing. Receipts that name one lease (the same
 // receipt twice) count once.
-func (e *Engine) stopAckedLocked(topic, name string, receipts []string) (*ackBatch, error) {
-	g, err := e.groupLocked(topic, name)
+func (c *consumers) stopAckedLocked(topic, name string, receipts []string) (*ackBatch, error) {
+	g, err := c.groupLocked(topic, name)
 	if err != nil {
 		return nil, err
 	}
 	a := &ackBatch{g: g, leases: make([]ackedLease, 0, len(receipts))}
 	for _, r := range receipts {
-		gq, q, off, l, err := e.groupLeaseLocked(g, r)
+		gq, q, off, l, err := c.groupLeaseLocked(g, r)
 		if err != nil {
 			return nil, err
 		}
@@ -119,7 +119,7 @@ func (e *Engine) stopAckedLocked(topic, name string, receipts []string) (*ackBat
 	a.items = make([]progressItem, len(a.leases))
 	for i, t := range a.leases {
 		a.items[i] = progressItem{queue: t.q, offset: t.off}
-		e.stopTimerLocked(t.l.timer)
+		c.eng.disp.stopTimerLocked(t.l.timer)
 		t.gq.setLease(t.off, nil)
 	}
 	return a, nil
@@ -139,7 +139,7 @@ func (a *ackBatch) appendRecord(recs []commitlog.Record) []commitlog.Record {
 // restoreLocked gives the leases back after the ack's record failed.
 func (a *ackBatch) restoreLocked(e *Engine) {
 	for _, t := range a.leases {
-		t.l.timer = e.startTimerLocked(t.ref)
+		t.l.timer = e.disp.startTimerLocked(t.ref)
 		t.gq.setLease(t.off, t.l)
 	}
 }
@@ -156,22 +156,22 @@ func (a *ackBatch) doneLocked(e *Engine) {
 	a.g.acked += uint64(len(a.leases))
 	if a.g.topic.fifo {
 		// The ack unblocks the queue's next message: wake long polls.
-		e.notifyVisibleLocked()
+		e.life.notifyVisibleLocked()
 	}
 }
 
 // commitAcks writes a's record alone and applies it. The caller holds
 // gate shared (invariant 2: from before the append until the effect is
 // applied).
-func (e *Engine) commitAcks(a *ackBatch) error {
-	_, err := e.clog.Append(a.record())
-	e.mu.Lock()
-	defer e.mu.Unlock()
+func (c *consumers) commitAcks(a *ackBatch) error {
+	_, err := c.eng.clog.Append(a.record())
+	c.eng.mu.Lock()
+	defer c.eng.mu.Unlock()
 	if err != nil {
-		a.restoreLocked(e)
-		return e.storageErr(err)
+		a.restoreLocked(c.eng)
+		return c.eng.life.storageErr(err)
 	}
-	a.doneLocked(e)
+	a.doneLocked(c.eng)
 	return nil
 }
 
@@ -184,13 +184,13 @@ func (e *Engine) Nack(ctx context.Context, topic, name, receipt string, delay ti
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	g, gq, q, off, l, err := e.leaseLocked(topic, name, receipt)
+	g, gq, q, off, l, err := e.cons.leaseLocked(topic, name, receipt)
 	if err != nil {
 		return err
 	}
-	e.stopTimerLocked(l.timer)
+	e.disp.stopTimerLocked(l.timer)
 	gq.setLease(off, nil)
-	e.failedLocked(g, gq, q, off, l.attempt, delay, e.lastAdvanceOrNow())
+	e.cons.failedLocked(g, gq, q, off, l.attempt, delay, e.disp.leaseTimeLocked())
 	return nil
 }
 
@@ -201,19 +201,19 @@ func (e *Engine) ChangeInvisibility(ctx context.Context, topic, name, receipt st
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	_, _, _, _, l, err := e.leaseLocked(topic, name, receipt)
+	_, _, _, _, l, err := e.cons.leaseLocked(topic, name, receipt)
 	if err != nil {
 		return err
 	}
-	ref := e.stopTimerLocked(l.timer)
-	ref.due = e.lastAdvanceOrNow() + clock.CeilMillis(d) // never shorter than asked
-	l.timer = e.startTimerLocked(ref)
+	ref := e.disp.stopTimerLocked(l.timer)
+	ref.due = e.disp.leaseTimeLocked() + clock.CeilMillis(d) // never shorter than asked
+	l.timer = e.disp.startTimerLocked(ref)
 	return nil
 }
 
 // leaseExpiredLocked handles a lease that ended unacknowledged.
-func (e *Engine) leaseExpiredLocked(ref timerRef) {
-	g := e.cons.groupsByID[ref.group]
+func (c *consumers) leaseExpiredLocked(ref timerRef) {
+	g := c.byIDLocked(ref.group)
 	if g == nil {
 		return
 	}
@@ -224,30 +224,30 @@ func (e *Engine) leaseExpiredLocked(ref timerRef) {
 	}
 	gq.setLease(ref.offset, nil)
 	// The backoff counts from when the lease ended, not from when the loop noticed.
-	e.failedLocked(g, gq, ref.queue, ref.offset, l.attempt, 0, ref.due)
+	c.failedLocked(g, gq, ref.queue, ref.offset, l.attempt, 0, ref.due)
 }
 
 // failedLocked schedules a redelivery or a dead-lettering.
-func (e *Engine) failedLocked(g *group, gq *groupQueue, q uint16, off uint64, attempt uint32, delay time.Duration, from int64) {
+func (c *consumers) failedLocked(g *group, gq *groupQueue, q uint16, off uint64, attempt uint32, delay time.Duration, from int64) {
 	if int(attempt) >= g.cfg.MaxAttempts {
-		e.cons.deadLetters = append(e.cons.deadLetters, deadLetter{g: g, queue: q, offset: off, attempt: attempt})
-		e.kickLoop()
+		c.addDeadLettersLocked(deadLetter{g: g, queue: q, offset: off, attempt: attempt})
+		c.eng.life.kickLoop()
 		return
 	}
 	if delay == 0 {
 		delay = g.cfg.Backoff(attempt)
 	}
-	gq.setRetry(off, e.startTimerLocked(timerRef{kind: refRetry, due: from + clock.CeilMillis(delay), group: g.id, queue: q, offset: off}))
+	gq.setRetry(off, c.eng.disp.startTimerLocked(timerRef{kind: refRetry, due: from + clock.CeilMillis(delay), group: g.id, queue: q, offset: off}))
 }
 
 // retryReadyLocked makes a message whose backoff ended receivable again.
-func (e *Engine) retryReadyLocked(ref timerRef) {
-	g := e.cons.groupsByID[ref.group]
+func (c *consumers) retryReadyLocked(ref timerRef) {
+	g := c.byIDLocked(ref.group)
 	if g == nil {
 		return
 	}
 	gq := g.queues[ref.queue]
 	gq.setRetry(ref.offset, timerHandle{})
 	gq.ready = append(gq.ready, ref.offset)
-	e.notifyVisibleLocked()
+	c.eng.life.notifyVisibleLocked()
 }

@@ -96,11 +96,11 @@ func (e *Engine) Backup(ctx context.Context, dir string) (BackupInfo, error) {
 func (e *Engine) BackupWith(ctx context.Context, dir string, extra map[string][]byte) (BackupInfo, error) {
 	start := time.Now()
 	info := BackupInfo{Dir: dir}
-	if err := e.checkTarget(dir); err != nil {
+	if err := checkBackupTarget(e.opts.FS, e.opts.Dir, dir); err != nil {
 		return info, err
 	}
 	e.mu.Lock()
-	closed := e.life.closed
+	closed := e.life.closedLocked()
 	e.mu.Unlock()
 	if closed {
 		return info, errs.New(errs.Unavailable, "the broker is shutting down")
@@ -112,7 +112,7 @@ func (e *Engine) BackupWith(ctx context.Context, dir string, extra map[string][]
 	if err := checkEmptyTarget(e.opts.FS, dir); err != nil {
 		return info, err
 	}
-	st, pause, err := e.checkpointLocked()
+	st, pause, err := e.ckpt.checkpointLocked()
 	info.Pause = pause
 	if err != nil {
 		return info, fmt.Errorf("backup: checkpoint: %w", err)
@@ -128,7 +128,7 @@ func (e *Engine) BackupWith(ctx context.Context, dir string, extra map[string][]
 		e.opts.Logger.Info("removed what earlier backups cut short left", "dir", dir, "removed", n)
 	}
 	err = c.into(dir, func(tmp string) error {
-		if err := e.copyLive(c, tmp, commitlog.Pos(info.LogHead)); err != nil {
+		if err := e.ckpt.copyLive(c, tmp, commitlog.Pos(info.LogHead)); err != nil {
 			return err
 		}
 		return c.put(tmp, extra)
@@ -142,17 +142,18 @@ func (e *Engine) BackupWith(ctx context.Context, dir string, extra map[string][]
 	return info, nil
 }
 
-// checkTarget validates a backup's directory.
-func (e *Engine) checkTarget(dir string) error {
+// checkBackupTarget validates a backup's directory, dir, for the data
+// directory dataDir.
+func checkBackupTarget(fs vfs.FS, dataDir, dir string) error {
 	if !filepath.IsAbs(dir) {
 		return errs.New(errs.InvalidArgument, "backup directory %q is not an absolute path", dir)
 	}
 	dir = filepath.Clean(dir)
-	data, err := filepath.Abs(e.opts.Dir)
+	data, err := filepath.Abs(dataDir)
 	if err == nil && (dir == data || strings.HasPrefix(dir, data+string(filepath.Separator))) {
 		return errs.New(errs.InvalidArgument, "backup directory %q is inside the data directory", dir)
 	}
-	return checkEmptyTarget(e.opts.FS, dir)
+	return checkEmptyTarget(fs, dir)
 }
 
 // checkEmptyTarget accepts a directory that does not exist, or is empty,
@@ -175,8 +176,8 @@ func checkEmptyTarget(fs vfs.FS, dir string) error {
 
 // copyLive copies the live data directory into tmp: the log up to head,
 // then the rest as it is (gate.serial held: see the comment at the top).
-func (e *Engine) copyLive(c *copier, tmp string, head commitlog.Pos) error {
-	src := e.opts.Dir
+func (k *checkpointer) copyLive(c *copier, tmp string, head commitlog.Pos) error {
+	src := k.eng.opts.Dir
 	for _, name := range []string{identityFile, checkpointFile} {
 		if err := c.file(path.Join(src, name), path.Join(tmp, name), -1); err != nil {
 			return err
@@ -185,7 +186,7 @@ func (e *Engine) copyLive(c *copier, tmp string, head commitlog.Pos) error {
 	if err := c.mkdir(path.Join(tmp, "log")); err != nil {
 		return err
 	}
-	segs := e.clog.Segments()
+	segs := k.eng.clog.Segments()
 	for i, s := range segs {
 		if s.Base > head {
 			break
@@ -198,7 +199,7 @@ func (e *Engine) copyLive(c *copier, tmp string, head commitlog.Pos) error {
 			// Its sum file, if it has one (commitlog/sum.go): immutable
 			// like the segment, and the restored broker's scrub uses it.
 			sum := commitlog.SumFileName(s.Name)
-			if f, err := e.opts.FS.Open(path.Join(src, "log", sum)); err == nil {
+			if f, err := k.eng.opts.FS.Open(path.Join(src, "log", sum)); err == nil {
 				f.Close()
 				if err := c.link(path.Join(src, "log", sum), path.Join(tmp, "log", sum)); err != nil {
 					return err
@@ -211,12 +212,12 @@ func (e *Engine) copyLive(c *copier, tmp string, head commitlog.Pos) error {
 		}
 	}
 	// Queue indexes only grow; a partial entry at the end is left out.
-	topics, err := e.opts.FS.List(path.Join(src, "queues"))
+	topics, err := k.eng.opts.FS.List(path.Join(src, "queues"))
 	if err != nil && !vfs.IsNotExist(err) {
 		return err
 	}
 	for _, t := range topics {
-		files, err := e.opts.FS.List(path.Join(src, "queues", t))
+		files, err := k.eng.opts.FS.List(path.Join(src, "queues", t))
 		if err != nil {
 			return err
 		}

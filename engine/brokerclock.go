@@ -6,12 +6,12 @@ import (
 	"github.com/hourglass-mq/hourglass/clock"
 )
 
-// initClock starts the broker clock at the wall clock; recovery raises it
-// to the durable high-water mark.
-func (e *Engine) initClock() {
-	e.clock = clock.NewBroker(e.opts.Clock, e.opts.ClockJumpThreshold, func(by time.Duration) {
-		e.stats.ClockJumps.Add(1)
-		e.opts.Logger.Warn("wall clock jumped", "by", by)
+// newBrokerClock starts the broker clock at the wall clock; recovery
+// raises it to the durable high-water mark. Jumps are counted and logged.
+func newBrokerClock(opts *Options, stats *Stats) *clock.Broker {
+	return clock.NewBroker(opts.Clock, opts.ClockJumpThreshold, func(by time.Duration) {
+		stats.ClockJumps.Add(1)
+		opts.Logger.Warn("wall clock jumped", "by", by)
 	})
 }
 

@@ -35,7 +35,7 @@ func TestRateBurst(t *testing.T) {
 		o.DispatchBatch = batch
 		o.SegmentBytes = 64 << 20
 	})
-	if got := int(h.e.rateBurst()); got != burst {
+	if got := int(h.e.disp.rateBurst()); got != burst {
 		t.Fatalf("rateBurst %d, want %d", got, burst)
 	}
 	at := h.e.Now() + 1000
@@ -96,23 +96,23 @@ func TestTokenWait(t *testing.T) {
 	defer func() { e.disp.inflight, e.disp.tokens = saved, savedTokens }()
 
 	e.disp.inflight = []fireEntry{{pos: 1}}
-	if ms, ok := e.tokenWaitLocked(e.Now()); ok {
+	if ms, ok := e.disp.tokenWaitLocked(e.Now()); ok {
 		t.Fatalf("a fire in flight: wait %d ms for tokens, want no wake-up", ms)
 	}
 	e.disp.inflight = nil
-	e.disp.tokens = e.rateBurst() // full: the wait came out negative before
-	if ms, ok := e.tokenWaitLocked(e.Now()); !ok || ms != 1 {
+	e.disp.tokens = e.disp.rateBurst() // full: the wait came out negative before
+	if ms, ok := e.disp.tokenWaitLocked(e.Now()); !ok || ms != 1 {
 		t.Fatalf("full bucket: wait %d ms (%v), want 1", ms, ok)
 	}
 	e.disp.tokens = -100 // after a failed fire's back-off
 	// Nothing is staged, so a useful batch is 0 messages: 100 tokens to go
 	// at 10/ms is 10 ms, plus one.
-	if ms, ok := e.tokenWaitLocked(e.Now()); !ok || ms != 11 {
+	if ms, ok := e.disp.tokenWaitLocked(e.Now()); !ok || ms != 11 {
 		t.Fatalf("100 tokens short at 10,000/s: wait %d ms (%v), want 11", ms, ok)
 	}
 	e.opts.DispatchRate = -1
 	defer func() { e.opts.DispatchRate = 10000 }()
-	if ms, ok := e.tokenWaitLocked(e.Now()); ok {
+	if ms, ok := e.disp.tokenWaitLocked(e.Now()); ok {
 		t.Fatalf("unbounded: wait %d ms for tokens, want none", ms)
 	}
 }

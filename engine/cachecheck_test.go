@@ -108,7 +108,7 @@ func TestTimerRebuildSpills(t *testing.T) {
 		t.Fatalf("%d rebuilds, want 1", got)
 	}
 	h.e.mu.Lock()
-	runs, buffered := h.e.disp.timers.Runs(), h.e.disp.timers.Buffered()
+	runs, buffered := h.e.disp.store().Runs(), h.e.disp.store().Buffered()
 	h.e.mu.Unlock()
 	if runs == 0 || buffered >= timerSpillBytes {
 		t.Fatalf("after the rebuild: %d runs, %d bytes in memory; want runs and less than %d", runs, buffered, timerSpillBytes)

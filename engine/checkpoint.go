@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"maps"
 	"path"
 	"time"
 
@@ -33,20 +32,30 @@ func readAll(fs vfs.FS, name string) ([]byte, error) {
 	return b, nil
 }
 
-// checkpointer writes a checkpoint every CheckpointInterval.
-func (e *Engine) checkpointer() {
-	defer close(e.life.ckptDone)
-	trickle, stop := e.trickleTicks()
+// checkpointer writes the checkpoints: every CheckpointInterval in a
+// goroutine of its own (run), and when Close, Backup or a test asks
+// (Engine.checkpoint). One at a time: gate.serial. It captures every
+// part's state under the exclusive gate and mu, makes the caches durable
+// outside the locks, writes the checkpoint, and then lets retention go.
+type checkpointer struct {
+	eng *Engine
+}
+
+// run writes a checkpoint every CheckpointInterval until the engine
+// closes or fails.
+func (k *checkpointer) run() {
+	defer k.eng.life.checkpointerExited()
+	trickle, stop := k.trickleTicks()
 	defer stop()
 	for {
-		if !e.waitCheckpoint(e.opts.Clock.NewTimer(e.opts.CheckpointInterval), trickle) {
+		if !k.waitCheckpoint(k.eng.opts.Clock.NewTimer(k.eng.opts.CheckpointInterval), trickle) {
 			return
 		}
-		err := e.checkpoint()
-		e.side.health.checkpointDone(err, e.Now())
+		err := k.eng.checkpoint()
+		k.eng.side.health.checkpointDone(err, k.eng.Now())
 		if err != nil {
-			e.opts.Logger.Error("checkpoint failed", "err", err)
-			e.stats.CheckpointErrors.Add(1)
+			k.eng.opts.Logger.Error("checkpoint failed", "err", err)
+			k.eng.stats.CheckpointErrors.Add(1)
 		}
 	}
 }
@@ -59,53 +68,53 @@ func (e *Engine) checkpoint() error {
 	// One checkpoint at a time: the timer store allows one sync job.
 	e.gate.serial.Lock()
 	defer e.gate.serial.Unlock()
-	_, _, err := e.checkpointLocked()
+	_, _, err := e.ckpt.checkpointLocked()
 	return err
 }
 
 // checkpointLocked is checkpoint for a caller that holds gate.serial (Backup
 // holds it across the checkpoint and its copy). It returns the state it
 // made durable and how long it held the gate (sends wait that long).
-func (e *Engine) checkpointLocked() (st *checkpointState, pause time.Duration, err error) {
+func (k *checkpointer) checkpointLocked() (st *checkpointState, pause time.Duration, err error) {
 	start := time.Now()
-	e.gate.Lock()
+	k.eng.gate.Lock()
 	locked := time.Now()
-	e.mu.Lock()
-	c, err := e.captureLocked(e.gate.Unlock)
-	e.mu.Unlock()
+	k.eng.mu.Lock()
+	c, err := k.captureLocked(k.eng.gate.Unlock)
+	k.eng.mu.Unlock()
 	pause = time.Since(start)
-	e.stats.CheckpointGateWaitSeconds.Observe(locked.Sub(start).Seconds())
-	e.stats.CheckpointCaptureSeconds.Observe((pause - locked.Sub(start)).Seconds())
+	k.eng.stats.CheckpointGateWaitSeconds.Observe(locked.Sub(start).Seconds())
+	k.eng.stats.CheckpointCaptureSeconds.Observe((pause - locked.Sub(start)).Seconds())
 	if err != nil {
 		return nil, pause, err
 	}
 	// Everything below runs without the locks: sends, fires and acks do
 	// not wait for the checkpoint's fsyncs.
-	if err := e.writeCaches(c); err != nil {
+	if err := k.writeCaches(c); err != nil {
 		return nil, pause, err
 	}
 	data, err := encodeCheckpoint(c.st)
 	if err != nil {
 		return nil, pause, err
 	}
-	if err := writeFileAtomic(e.opts.FS, e.opts.Dir, checkpointFile, data); err != nil {
+	if err := writeFileAtomic(k.eng.opts.FS, k.eng.opts.Dir, checkpointFile, data); err != nil {
 		return nil, pause, err
 	}
 	// The new checkpoint no longer lists the runs a merge replaced.
-	if err := e.keys.Release(c.keyJob); err != nil {
-		e.opts.Logger.Warn("removing replaced key index runs failed", "err", err)
+	if err := k.eng.keys.Release(c.keyJob); err != nil {
+		k.eng.opts.Logger.Warn("removing replaced key index runs failed", "err", err)
 	}
 	// The files go outside the lock: unlinking a large run frees its
 	// blocks, journal work no send should wait for under mu.
-	e.mu.Lock()
-	release := e.disp.timers.Release()
-	e.mu.Unlock()
+	k.eng.mu.Lock()
+	release := k.eng.disp.store().Release()
+	k.eng.mu.Unlock()
 	if err := release(); err != nil {
-		e.opts.Logger.Warn("removing replaced timer index runs failed", "err", err)
+		k.eng.opts.Logger.Warn("removing replaced timer index runs failed", "err", err)
 	}
-	e.stats.Checkpoints.Add(1)
-	e.stats.CheckpointSeconds.Observe(time.Since(start).Seconds())
-	e.retain(c.st)
+	k.eng.stats.Checkpoints.Add(1)
+	k.eng.stats.CheckpointSeconds.Observe(time.Since(start).Seconds())
+	k.retain(c.st)
 	return c.st, pause, nil
 }
 
@@ -128,33 +137,31 @@ type ckptCapture struct {
 // while the capture goes on, but none can apply its effect before mu is
 // released, so the state captured is still exactly that of the records
 // before the position. Everything captured is changed only under mu.
-func (e *Engine) captureLocked(openGate func()) (*ckptCapture, error) {
+func (k *checkpointer) captureLocked(openGate func()) (*ckptCapture, error) {
 	opened := false
 	defer func() {
 		if !opened {
 			openGate()
 		}
 	}()
-	if e.life.failed != nil {
+	if err := k.eng.life.failureLocked(); err != nil {
 		// No checkpoint after a fatal failure: the last durable one and
 		// the log are the truth.
-		return nil, e.life.failed
+		return nil, err
 	}
-	if err := e.retryIndexesLocked(); err != nil {
+	if err := k.retryIndexesLocked(); err != nil {
 		return nil, err
 	}
 	c := &ckptCapture{st: &checkpointState{
-		Incarnation: e.ids.incarn,
-		LogPos:      uint64(e.clog.Head()),
-		Frontier:    e.frontierLocked(),
-		Written:     e.Now(),
-		Reloc:       maps.Clone(e.segs.reloc),
-		SegPending:  maps.Clone(e.segs.pending),
-		SegLast:     maps.Clone(e.segs.last),
+		Incarnation: k.eng.ids.incarn,
+		LogPos:      uint64(k.eng.clog.Head()),
+		Frontier:    k.eng.disp.frontierLocked(),
+		Written:     k.eng.Now(),
 	}}
+	c.st.Reloc, c.st.SegPending, c.st.SegLast = k.eng.segs.captureLocked()
 	openGate()
 	opened = true
-	for _, t := range e.cat.topicsByID {
+	for _, t := range k.eng.cat.topicsByID {
 		ct := checkpointTopic{ID: t.id, Name: t.name, Pending: t.pending}
 		if t.fifo {
 			ct.Flags |= topicFIFO
@@ -165,20 +172,20 @@ func (e *Engine) captureLocked(openGate func()) (*ckptCapture, error) {
 		}
 		c.st.Topics = append(c.st.Topics, ct)
 	}
-	c.st.Groups = e.captureGroupsLocked()
+	c.st.Groups = k.captureGroupsLocked()
 	// The key index freezes what was Put so far; its job writes it as a
 	// run file outside the locks.
 	var err error
-	if c.keyJob, err = e.keys.Prepare(); err != nil {
-		return nil, e.cacheErrLocked("key index", err)
+	if c.keyJob, err = k.eng.keys.Prepare(); err != nil {
+		return nil, k.eng.life.cacheErrLocked("key index", err)
 	}
 	// The timer index freezes what was Added so far, in one step whatever
 	// its size; its job writes it as one run file outside the locks.
-	if c.timerJob, err = e.disp.timers.Prepare(); err != nil {
-		e.keys.Complete(c.keyJob, err) // its frozen entries wait for the next job
-		return nil, e.cacheErrLocked("timer index", err)
+	if c.timerJob, err = k.eng.disp.store().Prepare(); err != nil {
+		k.eng.keys.Complete(c.keyJob, err) // its frozen entries wait for the next job
+		return nil, k.eng.life.cacheErrLocked("timer index", err)
 	}
-	c.ovJob, c.st.OverlayFiles = e.ovl.journal.prepare()
+	c.ovJob, c.st.OverlayFiles = k.eng.ovl.prepareJournal()
 	return c, nil
 }
 
@@ -186,9 +193,9 @@ func (e *Engine) captureLocked(openGate func()) (*ckptCapture, error) {
 // full disk): their fire records lie before the log position a checkpoint
 // captures, so they must be written first, or the checkpoint refused, so
 // that recovery still replays those records.
-func (e *Engine) retryIndexesLocked() error {
+func (k *checkpointer) retryIndexesLocked() error {
 	retried := false
-	for _, t := range e.cat.topicsByID {
+	for _, t := range k.eng.cat.topicsByID {
 		for _, q := range t.queues {
 			if q.Unwritten() == 0 {
 				continue
@@ -200,16 +207,16 @@ func (e *Engine) retryIndexesLocked() error {
 		}
 	}
 	if retried {
-		e.notifyVisibleLocked()
+		k.eng.life.notifyVisibleLocked()
 	}
 	return nil
 }
 
 // captureGroupsLocked copies every group's progress; MaxUnackedSpan
 // bounds its size.
-func (e *Engine) captureGroupsLocked() []checkpointGroup {
+func (k *checkpointer) captureGroupsLocked() []checkpointGroup {
 	var out []checkpointGroup
-	for _, g := range e.cons.groupsByID {
+	k.eng.cons.eachLocked(func(g *group) {
 		cg := checkpointGroup{ID: g.id, Topic: g.topic.id, Name: g.name, Config: g.cfg}
 		for _, gq := range g.queues {
 			cq := checkpointGroupQueue{Acked: gq.acked, Attempts: map[uint64]uint32{}}
@@ -224,7 +231,7 @@ func (e *Engine) captureGroupsLocked() []checkpointGroup {
 			cg.Queues = append(cg.Queues, cq)
 		}
 		out = append(out, cg)
-	}
+	})
 	return out
 }
 
@@ -235,7 +242,7 @@ var errCheckpointCut = errors.New("engine: the checkpoint failed before the time
 // writeCaches makes durable what the capture vouches for: the log up to
 // its position, then the key index, overlay journal, timer buckets, queue
 // indexes and their directories. A failed fsync stops the engine (fail.go).
-func (e *Engine) writeCaches(c *ckptCapture) error {
+func (k *checkpointer) writeCaches(c *ckptCapture) error {
 	// The checkpoint tells recovery that the log holds everything before
 	// LogPos, and the caches point at those records: under async flush
 	// both are true only once the log is synced. A sync now covers at
@@ -243,45 +250,45 @@ func (e *Engine) writeCaches(c *ckptCapture) error {
 	timersDone := false
 	defer func() {
 		if !timersDone { // its frozen entries wait for the next job
-			e.mu.Lock()
-			e.disp.timers.Complete(c.timerJob, errCheckpointCut)
-			e.mu.Unlock()
+			k.eng.mu.Lock()
+			k.eng.disp.store().Complete(c.timerJob, errCheckpointCut)
+			k.eng.mu.Unlock()
 		}
 	}()
-	err := e.clog.Sync()
+	err := k.eng.clog.Sync()
 	if err != nil {
-		e.keys.Complete(c.keyJob, err) // its frozen entries wait for the next job
-		return e.storageErr(fmt.Errorf("sync commit log: %w", err))
+		k.eng.keys.Complete(c.keyJob, err) // its frozen entries wait for the next job
+		return k.eng.life.storageErr(fmt.Errorf("sync commit log: %w", err))
 	}
 	kerr := c.keyJob.Run()
-	if c.st.KeyState, err = e.keys.Complete(c.keyJob, kerr); err != nil {
-		return e.cacheErr("write the key index", err)
+	if c.st.KeyState, err = k.eng.keys.Complete(c.keyJob, kerr); err != nil {
+		return k.eng.life.cacheErr("write the key index", err)
 	}
 	if err := c.ovJob.run(); err != nil {
-		return e.fail(fmt.Errorf("write and sync the overlay journal: %w", err))
+		return k.eng.life.fail(fmt.Errorf("write and sync the overlay journal: %w", err))
 	}
 	err = c.timerJob.Run()
-	e.mu.Lock()
-	c.st.TimerState, err = e.disp.timers.Complete(c.timerJob, err)
-	e.mu.Unlock()
+	k.eng.mu.Lock()
+	c.st.TimerState, err = k.eng.disp.store().Complete(c.timerJob, err)
+	k.eng.mu.Unlock()
 	timersDone = true
 	if err != nil {
-		return e.cacheErr("write and sync the timer index", err)
+		return k.eng.life.cacheErr("write and sync the timer index", err)
 	}
 	// The caches only grow after the capture; syncing more than was
 	// captured is harmless.
 	for _, s := range c.toSync {
 		if err := s.Sync(); err != nil {
-			return e.cacheErr("sync a queue index", err)
+			return k.eng.life.cacheErr("sync a queue index", err)
 		}
 	}
-	dirs := []string{e.opts.Dir, path.Join(e.opts.Dir, "queues")}
+	dirs := []string{k.eng.opts.Dir, path.Join(k.eng.opts.Dir, "queues")}
 	for _, t := range c.st.Topics {
-		dirs = append(dirs, path.Join(e.opts.Dir, "queues", fmt.Sprint(t.ID)))
+		dirs = append(dirs, path.Join(k.eng.opts.Dir, "queues", fmt.Sprint(t.ID)))
 	}
 	for _, d := range dirs {
-		if err := e.opts.FS.SyncDir(d); err != nil {
-			return e.cacheErr("sync directory "+d, err)
+		if err := k.eng.opts.FS.SyncDir(d); err != nil {
+			return k.eng.life.cacheErr("sync directory "+d, err)
 		}
 	}
 	return nil

@@ -27,31 +27,23 @@ const DefaultCompactMaxPending = 10000
 
 var errGone = errors.New("engine: message record no longer exists")
 
-// physLocked returns the log position of the current copy of the message
-// whose identity is pos.
-func (e *Engine) physLocked(pos uint64) uint64 {
-	if p, ok := e.segs.reloc[pos]; ok {
-		return p
-	}
-	return pos
-}
-
 // readStored reads the message whose identity is pos, following a move.
 // It returns errGone when retention removed it and another error when pos
 // is not a message.
 func (e *Engine) readStored(pos uint64) (*message.Stored, int, error) {
 	e.mu.Lock()
-	phys := e.physLocked(pos)
+	phys := e.segs.physLocked(pos)
 	e.mu.Unlock()
-	return e.readStoredAt(phys)
+	return readStoredAt(e.clog, phys)
 }
 
-// readStoredAt reads the message record (original or moved copy) at phys.
-func (e *Engine) readStoredAt(phys uint64) (*message.Stored, int, error) {
-	if phys < uint64(e.clog.Start()) {
+// readStoredAt reads the message record (original or moved copy) at phys
+// in log.
+func readStoredAt(log *commitlog.Log, phys uint64) (*message.Stored, int, error) {
+	if phys < uint64(log.Start()) {
 		return nil, 0, errGone
 	}
-	rec, _, err := e.clog.Read(commitlog.Pos(phys))
+	rec, _, err := log.Read(commitlog.Pos(phys))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -72,11 +64,9 @@ func (e *Engine) readStoredAt(phys uint64) (*message.Stored, int, error) {
 
 // applyMovedLocked records that the message orig now lives at newPos.
 func (e *Engine) applyMovedLocked(orig, newPos uint64) {
-	e.segs.pending[e.segOfLocked(e.physLocked(orig))]--
-	e.segs.pending[e.segOfLocked(newPos)]++
-	e.segs.reloc[orig] = newPos
+	e.segs.movedLocked(orig, newPos)
 	// The entry now belongs with the copy's segment: the old one goes.
-	e.journalLocked(orig)
+	e.ovl.journalLocked(orig)
 }
 
 // movable is a message record found in a segment being compacted.
@@ -88,11 +78,11 @@ type movable struct {
 
 // compact moves the pending messages of segment seg to the head of the log.
 // It reports how many it moved; the segment is deleted by a later retain.
-func (e *Engine) compact(seg commitlog.Segment) (int, error) {
+func (k *checkpointer) compact(seg commitlog.Segment) (int, error) {
 	// Read the segment without the lock: it is sealed.
 	var cands []movable
 	stop := errors.New("stop")
-	err := e.clog.Scan(seg.Base, func(pos commitlog.Pos, rec commitlog.Record) error {
+	err := k.eng.clog.Scan(seg.Base, func(pos commitlog.Pos, rec commitlog.Record) error {
 		if pos >= seg.End {
 			return stop
 		}
@@ -119,29 +109,26 @@ func (e *Engine) compact(seg commitlog.Segment) (int, error) {
 	if err != nil && err != stop {
 		return 0, err
 	}
-	e.gate.RLock()
-	defer e.gate.RUnlock()
+	k.eng.gate.RLock()
+	defer k.eng.gate.RUnlock()
 	// The lock is held across the append so that nothing fires, is
 	// cancelled or moves meanwhile; this runs once per old segment.
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	k.eng.mu.Lock()
+	defer k.eng.mu.Unlock()
 	var recs []commitlog.Record
 	var origs []uint64
 	for _, m := range cands {
-		if e.physLocked(m.orig) < uint64(seg.Base) || e.physLocked(m.orig) >= uint64(seg.End) {
+		if k.eng.segs.physLocked(m.orig) < uint64(seg.Base) || k.eng.segs.physLocked(m.orig) >= uint64(seg.End) {
 			continue // a copy elsewhere is current
 		}
 		due := m.due
-		if ov := e.ovl.entries[m.orig]; ov != nil {
+		if ov := k.eng.ovl.get(m.orig); ov != nil {
 			if ov.Cancelled || ov.Fired {
 				continue
 			}
 			due = ov.Due
 		}
-		t := e.disp.near.get(m.orig)
-		pending := t != nil && t.Scheduled() ||
-			(due >= e.disp.loadedUntil && t == nil && !e.takenLocked(m.orig) && !e.firedAtRecoveryLocked(m.orig, due))
-		if !pending {
+		if !k.eng.disp.waitingLocked(m.orig, due) {
 			continue
 		}
 		b := binary.LittleEndian.AppendUint64(make([]byte, 0, 8+len(m.payload)), m.orig)
@@ -151,13 +138,13 @@ func (e *Engine) compact(seg commitlog.Segment) (int, error) {
 	if len(recs) == 0 {
 		return 0, nil
 	}
-	pos, err := e.clog.Append(recs...)
+	pos, err := k.eng.clog.Append(recs...)
 	if err != nil {
 		return 0, err
 	}
 	for i, o := range origs {
-		e.applyMovedLocked(o, uint64(pos[i]))
+		k.eng.applyMovedLocked(o, uint64(pos[i]))
 	}
-	e.stats.Compacted.Add(uint64(len(recs)))
+	k.eng.stats.Compacted.Add(uint64(len(recs)))
 	return len(recs), nil
 }

@@ -84,7 +84,7 @@ func isNotARecord(err error) bool {
 // stateLocked derives the state and effective due time of the message at pos.
 func (e *Engine) stateLocked(pos uint64, s *message.Stored) (State, int64, int64) {
 	due, timer := s.Due, fireAt(s) // a windowed message's timer is later (window.go)
-	if ov := e.ovl.entries[pos]; ov != nil {
+	if ov := e.ovl.get(pos); ov != nil {
 		due, timer = ov.Due, ov.Due
 		switch {
 		case ov.Cancelled:
@@ -93,29 +93,7 @@ func (e *Engine) stateLocked(pos uint64, s *message.Stored) (State, int64, int64
 			return StateVisible, due, ov.Visible
 		}
 	}
-	// One lookup: in the wheel, or staged before its time (stagedLocked),
-	// is pending; held otherwise, or taken for a fire, is due.
-	t := e.disp.near.get(pos)
-	switch {
-	case t != nil && (t.Scheduled() || timer > e.Now()):
-		return StatePending, due, 0
-	case t != nil, e.takenLocked(pos):
-		return StateDue, due, 0
-	case timer >= e.disp.loadedUntil && !e.firedAtRecoveryLocked(pos, timer):
-		return StatePending, due, 0
-	}
-	return StateVisible, due, 0
-}
-
-// firedAtRecoveryLocked reports whether recovery knows the message at pos,
-// whose timer is at timer and has no overlay entry, to have fired before
-// the restart: the rule by which the loader skips its bucket entry
-// (validFromLocked). After a restart the buckets load again from the
-// earliest replayed due time, which may lie far behind messages that have
-// fired; until their bucket is loaded, "timer at or after loadedUntil" does
-// not mean pending for them.
-func (e *Engine) firedAtRecoveryLocked(pos uint64, timer int64) bool {
-	return e.disp.firedSince[pos] || timer <= e.disp.recF && pos < e.disp.recL
+	return e.disp.stateLocked(pos, timer), due, 0
 }
 
 // Inspect tells the state of a message by ID.
@@ -212,10 +190,10 @@ func (e *Engine) change(ctx context.Context, id message.ID, w *message.When, ifD
 	}
 	// Where the timer goes back to if the append fails.
 	back := timerRef{pos: id.Pos, due: due, topic: top.id, queue: uint16(s.Queue)}
-	if e.ovl.entries[id.Pos] == nil {
+	if !e.ovl.has(id.Pos) {
 		back = messageRef(id.Pos, s, top)
 	}
-	h := e.holdLocked(id.Pos, due, w == nil, newDue)
+	h := e.disp.holdLocked(id.Pos, due, w == nil, newDue)
 	e.mu.Unlock()
 
 	rec := encodePos(recCancel, id.Pos, 0)
@@ -227,21 +205,21 @@ func (e *Engine) change(ctx context.Context, id message.ID, w *message.When, ifD
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if aerr != nil {
-		e.unholdLocked(h, back)
-		return 0, e.storageErr(aerr)
+		e.disp.unholdLocked(h, back)
+		return 0, e.life.storageErr(aerr)
 	}
 	if h.timer != nil {
-		e.recycleTimerLocked(h.timer)
+		e.disp.recycleTimerLocked(h.timer)
 	}
 	e.applyChangeLocked(id.Pos, s, top, w == nil, newDue)
-	e.forecastChangeLocked(top.id, back.due, w == nil, newDue) // the timer's time (window.go)
+	e.side.fc.changed(top.id, back.due, w == nil, newDue) // the timer's time (window.go)
 	if w == nil {
 		e.stats.Cancelled.Add(1)
 		top.cancelled++
 		return 0, nil
 	}
 	e.stats.Rescheduled.Add(1)
-	e.kickLoop()
+	e.life.kickLoop()
 	return newDue, nil
 }
 
@@ -249,14 +227,14 @@ func (e *Engine) change(ctx context.Context, id message.ID, w *message.When, ifD
 // topic exists, it is pending, and its due time is ifDue when that is not
 // 0. It returns the topic and the current due time.
 func (e *Engine) changeableLocked(id message.ID, s *message.Stored, ifDue int64) (*topic, int64, error) {
-	if err := e.unavailableLocked(); err != nil {
+	if err := e.life.unavailableLocked(); err != nil {
 		return nil, 0, err
 	}
 	top := e.cat.topic(s.Topic)
 	if top == nil {
 		return nil, 0, errs.New(errs.NotFound, "message %s does not exist", id)
 	}
-	if ov := e.ovl.entries[id.Pos]; ov != nil && ov.Changing {
+	if ov := e.ovl.get(id.Pos); ov != nil && ov.Changing {
 		// Two changes in flight could apply in another order than the
 		// log's, and replay would then disagree with what was answered.
 		return nil, 0, errs.New(errs.FailedPrecondition, "message %s is being changed by another call; retry once it returns", id)
@@ -288,82 +266,21 @@ type hold struct {
 	hadPrev bool
 }
 
-// holdLocked takes the message at pos out of the wheel and marks it
-// cancelled or moved in the overlay, so that it cannot fire (or be loaded
-// from its bucket) while its change is written.
-func (e *Engine) holdLocked(pos uint64, due int64, cancel bool, newDue int64) hold {
-	h := hold{pos: pos}
-	if prev, ok := e.ovl.entries[pos]; ok {
-		h.prev, h.hadPrev = *prev, true
-	}
-	// A timer in the wheel leaves it. A staged one (changeableLocked let
-	// it through: it is not due) leaves near, which makes its heap entry
-	// stale from now on. unholdLocked puts either back if the change
-	// fails. A taken one is not in near (changeableLocked refuses it).
-	if t := e.disp.near.get(pos); t != nil {
-		if t.Scheduled() {
-			e.disp.wheel.Cancel(t)
-		}
-		e.disp.near.del(pos)
-		h.timer = t
-	}
-	// Changing keeps the loader from scheduling a bucket entry of the
-	// message while the change is written: one that matches the new due
-	// time (a reschedule to the time it already had, or back to an earlier
-	// one) would otherwise be scheduled beside the timer the change adds,
-	// and the message would fire twice.
-	h.ov = &overlayEntry{Due: due, Cancelled: cancel, Changing: true}
-	if !cancel {
-		h.ov.Due = newDue
-	}
-	e.ovl.entries[pos] = h.ov
-	return h
-}
-
-// unholdLocked undoes holdLocked after a failed append: the overlay entry
-// is what it was and the timer ref is back where it belongs.
-func (e *Engine) unholdLocked(h hold, ref timerRef) {
-	if h.hadPrev {
-		*h.ov = h.prev
-	} else {
-		delete(e.ovl.entries, h.pos)
-	}
-	if h.timer != nil {
-		e.recycleTimerLocked(h.timer)
-		e.scheduleLocked(ref)
-		return
-	}
-	// Its bucket may have been loaded (and this entry skipped) while the
-	// change was being written.
-	e.placeTimerLocked(ref)
-}
-
 // applyChangeLocked applies a durable cancel (or a reschedule to due) of
 // the message s at pos, of topic top: the one apply of change records, live
 // (after the append) and at replay. Live, change has set the overlay entry
 // already, before its append, so that the message cannot fire meanwhile;
 // setting it again is a no-op.
 func (e *Engine) applyChangeLocked(pos uint64, s *message.Stored, top *topic, cancel bool, due int64) {
-	ov := e.ovl.entries[pos]
-	if ov == nil {
-		ov = &overlayEntry{Due: s.Due}
-		e.ovl.entries[pos] = ov
-	}
-	ov.Changing = false
+	e.ovl.applyChangeLocked(pos, s.Due, cancel, due)
 	if cancel {
-		ov.Cancelled = true
-	} else {
-		ov.Due = due
-	}
-	e.journalLocked(pos)
-	if cancel {
-		delete(e.cons.forGroup, pos)
-		e.segs.pending[e.segOfLocked(e.physLocked(pos))]--
+		e.cons.forgetForGroupLocked(pos)
+		e.segs.cancelledLocked(pos)
 		e.stats.Pending.Add(-1)
 		top.pending--
 		return
 	}
-	e.addTimerLocked(timerRef{pos: pos, due: due, topic: top.id, queue: uint16(s.Queue)})
+	e.disp.addTimerLocked(timerRef{pos: pos, due: due, topic: top.id, queue: uint16(s.Queue)})
 }
 
 func fmtMs(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano) }

@@ -3,12 +3,11 @@ package engine
 import (
 	"cmp"
 	"fmt"
-	"path"
+	"log/slog"
 	"slices"
 	"sync"
 
 	"github.com/hourglass-mq/hourglass/commitlog"
-	"github.com/hourglass-mq/hourglass/errs"
 )
 
 // Damaged records (issue 29).
@@ -209,17 +208,6 @@ func (e *Engine) Damage() DamageReport {
 	return r
 }
 
-// segmentOf names the log segment holding pos, or "".
-func (e *Engine) segmentOf(pos uint64) string {
-	segs := e.clog.Segments()
-	for i := len(segs) - 1; i >= 0; i-- {
-		if segs[i].Base <= commitlog.Pos(pos) && commitlog.Pos(pos) < segs[i].End {
-			return path.Join("log", segs[i].Name)
-		}
-	}
-	return ""
-}
-
 // damagedHandout is a handout whose record failed validation.
 type damagedHandout struct {
 	handout
@@ -227,82 +215,28 @@ type damagedHandout struct {
 	err error
 }
 
-// setAsideHandouts writes the set-aside record of bad (handouts whose
-// records failed validation), applies it, and returns the data_loss error
-// the receive answers. The caller holds gate shared and has given the
-// group's other handouts back. If the record cannot be written, the
-// damaged handouts are given back too and the receive answers the storage
-// error: the next one meets them again.
-func (e *Engine) setAsideHandouts(g *group, bad []damagedHandout) error {
-	rec := encodeSetAside(g.id, bad)
-	_, err := e.clog.Append(rec)
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if err != nil {
-		for _, b := range bad {
-			if e.takeBackLocked(g, b.handout) {
-				g.queues[b.queue].ready = append(g.queues[b.queue].ready, b.offset)
-			}
-		}
-		return e.storageErr(err)
-	}
-	for _, b := range bad {
-		e.takeBackLocked(g, b.handout)
-		g.queues[b.queue].markDone(b.offset)
-	}
-	first := bad[0]
-	for _, b := range bad {
-		e.side.dmg.addSetAside(SetAside{Pos: b.pos, Segment: e.segmentOf(b.pos), Topic: g.topic.name, Group: g.name,
-			Queue: int(b.queue), Offset: b.offset, Reason: b.err.Error()})
-	}
-	e.opts.Logger.Error("damaged message records set aside: the group passes over them", "topic", g.topic.name, "group", g.name,
-		"messages", len(bad), "first_pos", first.pos, "err", first.err)
-	return errs.Wrap(errs.DataLoss, first.err,
-		"%d message(s) of topic %s could not be read for group %s: the record at log position %d (queue %d, offset %d) is damaged; it was set aside (GET /v1/admin/damage, hourglass check lists it) and the next receive gets the messages after it",
-		len(bad), g.topic.name, g.name, first.pos, first.queue, first.offset)
-}
-
-// setAsideDeadLetter sets aside, for j's group, the message j was to move
-// to the dead-letter topic, whose record at pos is damaged: there is
-// nothing to copy. Like a set-aside at a receive, it marks the offset
-// done and the report lists it.
-func (e *Engine) setAsideDeadLetter(j deadLetter, pos uint64, cause error) error {
-	bad := []damagedHandout{{handout: handout{queue: j.queue, offset: j.offset}, pos: pos, err: cause}}
-	e.gate.RLock()
-	defer e.gate.RUnlock()
-	if _, err := e.clog.Append(encodeSetAside(j.g.id, bad)); err != nil {
-		return e.storageErr(err)
-	}
-	e.mu.Lock()
-	j.g.queues[j.queue].markDone(j.offset)
-	e.mu.Unlock()
-	e.side.dmg.addSetAside(SetAside{Pos: pos, Segment: e.segmentOf(pos), Topic: j.g.topic.name, Group: j.g.name,
-		Queue: int(j.queue), Offset: j.offset, Reason: cause.Error()})
-	e.opts.Logger.Error("a message to dead-letter has a damaged record: set aside instead", "topic", j.g.topic.name, "group", j.g.name, "pos", pos, "err", cause)
-	return nil
-}
-
 // passedOver reports a damaged message record an offset read (ReadQueue)
-// passed over: it has no group to set it aside for.
-func (e *Engine) passedOver(pos uint64, topic string, queue int, offset uint64, err error) {
-	e.side.dmg.mu.Lock()
-	seen := e.side.dmg.passed[pos]
-	e.side.dmg.mu.Unlock()
+// passed over: it has no group to set it aside for. log and segmentOf are
+// the engine's logger and its naming of the segment holding a position.
+func (d *damageState) passedOver(log *slog.Logger, segmentOf func(uint64) string, pos uint64, topic string, queue int, offset uint64, err error) {
+	d.mu.Lock()
+	seen := d.passed[pos]
+	d.mu.Unlock()
 	if seen {
 		return
 	}
-	e.opts.Logger.Error("an offset read passed over a damaged message record", "topic", topic, "queue", queue, "offset", offset, "pos", pos, "err", err)
-	e.side.dmg.addSetAside(SetAside{Pos: pos, Segment: e.segmentOf(pos), Topic: topic, Queue: queue, Offset: offset, Reason: err.Error()})
+	log.Error("an offset read passed over a damaged message record", "topic", topic, "queue", queue, "offset", offset, "pos", pos, "err", err)
+	d.addSetAside(SetAside{Pos: pos, Segment: segmentOf(pos), Topic: topic, Queue: queue, Offset: offset, Reason: err.Error()})
 }
 
 // replaySetAsideLocked applies a set-aside record at recovery: the
 // offsets are done, and the report lists them.
-func (e *Engine) replaySetAsideLocked(pos uint64, rec commitlog.Record) error {
+func (r *recovery) replaySetAsideLocked(pos uint64, rec commitlog.Record) error {
 	gid, items, err := decodeSetAside(rec.Payload)
 	if err != nil {
 		return err
 	}
-	g := e.cons.groupsByID[gid]
+	g := r.eng.cons.byIDLocked(gid)
 	if g == nil {
 		return fmt.Errorf("set-aside record at %d names unknown group %d", pos, gid)
 	}
@@ -311,7 +245,7 @@ func (e *Engine) replaySetAsideLocked(pos uint64, rec commitlog.Record) error {
 			return fmt.Errorf("set-aside record at %d names queue %d of %d", pos, it.queue, len(g.queues))
 		}
 		g.queues[it.queue].markDone(it.offset)
-		e.side.dmg.addSetAside(SetAside{Pos: it.pos, Segment: e.segmentOf(it.pos), Topic: g.topic.name, Group: g.name, Queue: int(it.queue), Offset: it.offset})
+		r.eng.side.dmg.addSetAside(SetAside{Pos: it.pos, Segment: r.eng.segs.segmentOf(it.pos), Topic: g.topic.name, Group: g.name, Queue: int(it.queue), Offset: it.offset})
 	}
 	return nil
 }

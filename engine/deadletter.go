@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hourglass-mq/hourglass/commitlog"
 	"github.com/hourglass-mq/hourglass/errs"
@@ -46,37 +47,35 @@ func reservedTopic(name string) error {
 
 // moveDeadLetters copies messages that ran out of attempts to their
 // group's dead-letter topic and acks them in the group, in one write.
-func (e *Engine) moveDeadLetters() {
-	e.mu.Lock()
-	jobs := e.cons.deadLetters
-	e.cons.deadLetters = nil
-	e.mu.Unlock()
+func (c *consumers) moveDeadLetters() {
+	c.eng.mu.Lock()
+	jobs := c.takeDeadLettersLocked()
+	c.eng.mu.Unlock()
 	var retry []deadLetter
 	for _, j := range jobs {
-		if err := e.moveDeadLetter(j); err != nil {
-			e.opts.Logger.Error("dead-lettering failed; will retry", "topic", j.g.topic.name, "group", j.g.name, "err", err)
+		if err := c.moveDeadLetter(j); err != nil {
+			c.eng.opts.Logger.Error("dead-lettering failed; will retry", "topic", j.g.topic.name, "group", j.g.name, "err", err)
 			retry = append(retry, j)
 		}
 	}
 	if len(retry) > 0 {
-		e.retryDeadLetters(retry...)
+		c.retryDeadLetters(retry...)
 	}
 }
 
 // retryDeadLetters gives moves that failed back to the loop, which tries
 // them again after a pause: not at once, so as not to spin on a failing
 // disk.
-func (e *Engine) retryDeadLetters(jobs ...deadLetter) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.cons.deadLetters = append(e.cons.deadLetters, jobs...)
-	e.cons.deadLetterAfter = e.Now() + 1000
+func (c *consumers) retryDeadLetters(jobs ...deadLetter) {
+	c.eng.mu.Lock()
+	defer c.eng.mu.Unlock()
+	c.retryDeadLettersLocked(c.eng.Now(), time.Second, jobs)
 }
 
-func (e *Engine) moveDeadLetter(j deadLetter) error {
-	e.mu.Lock()
+func (c *consumers) moveDeadLetter(j deadLetter) error {
+	c.eng.mu.Lock()
 	n := j.g.topic.queues[j.queue].Len()
-	e.mu.Unlock()
+	c.eng.mu.Unlock()
 	en, err := j.g.topic.queues[j.queue].Read(j.offset, 1, n)
 	if err != nil || len(en) != 1 {
 		return errs.Wrap(errs.Internal, err, "read queue entry")
@@ -85,11 +84,11 @@ func (e *Engine) moveDeadLetter(j deadLetter) error {
 	var s *message.Stored
 	// Dead-letter topics are created whatever NoAutoCreate says: the group
 	// exists, so its dead letters must have somewhere to go.
-	e.mu.Lock()
-	dlq := e.cat.topic(j.g.dlq)
-	e.mu.Unlock()
+	c.eng.mu.Lock()
+	dlq := c.eng.cat.topic(j.g.dlq)
+	c.eng.mu.Unlock()
 	if dlq == nil {
-		t, err := e.createTopic(j.g.dlq, TopicConfig{}, true)
+		t, err := c.eng.cat.createTopic(j.g.dlq, TopicConfig{}, true)
 		if errs.CodeOf(err) == errs.AlreadyExists {
 			err = nil
 		}
@@ -103,15 +102,15 @@ func (e *Engine) moveDeadLetter(j deadLetter) error {
 	// retried, instead of acking it with nothing in the dead-letter topic.
 	// A damaged record has nothing to copy, ever: it is set aside, as a
 	// receive that meets one does (damage.go), not retried for ever.
-	s, _, err = e.readStored(en[0].Pos)
+	s, _, err = c.eng.readStored(en[0].Pos)
 	if _, ok := commitlog.DamagedAt(err); ok {
-		return e.setAsideDeadLetter(j, en[0].Pos, err)
+		return c.setAsideDeadLetter(j, en[0].Pos, err)
 	}
 	switch {
 	case errors.Is(err, errGone):
 		s = nil
 	case err != nil:
-		e.stats.ReadErrors.Add(1)
+		c.eng.stats.ReadErrors.Add(1)
 		return errs.Wrap(errs.Unavailable, err, "read the message to dead-letter")
 	default:
 		props := map[string]string{}
@@ -119,33 +118,33 @@ func (e *Engine) moveDeadLetter(j deadLetter) error {
 			props[k] = v
 		}
 		props["hourglass-origin-topic"] = s.Topic
-		props["hourglass-origin-id"] = e.ids.seal.ID(en[0].Pos, s.Nonce).String()
+		props["hourglass-origin-id"] = c.eng.ids.seal.ID(en[0].Pos, s.Nonce).String()
 		props["hourglass-attempts"] = strconv.Itoa(int(j.attempt))
 		if j.reason != "" {
 			props[DeadReasonProperty] = j.reason
 		}
 		m := message.Message{Topic: dlq.name, Key: s.Key, Tag: s.Tag, Group: s.Group, Properties: props, Body: s.Body}
-		s = &message.Stored{Message: m, Due: e.Now(), Sent: e.Now(), Queue: pickQueue(dlq, &m), Nonce: e.ids.nonce.Add(1)}
+		s = &message.Stored{Message: m, Due: c.eng.Now(), Sent: c.eng.Now(), Queue: pickQueue(dlq, &m), Nonce: c.eng.ids.nonce.Add(1)}
 		recs = append(recs, commitlog.Record{Type: recMessage, Payload: message.Encode(nil, s)})
 	}
 	recs = append(recs, encodeProgress(recAck, j.g.id, []progressItem{{queue: j.queue, offset: j.offset}}))
-	e.gate.RLock()
-	defer e.gate.RUnlock()
-	pos, err := e.clog.Append(recs...)
+	c.eng.gate.RLock()
+	defer c.eng.gate.RUnlock()
+	pos, err := c.eng.clog.Append(recs...)
 	if err != nil {
-		return e.storageErr(err)
+		return c.eng.life.storageErr(err)
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	c.eng.mu.Lock()
+	defer c.eng.mu.Unlock()
 	if s != nil {
-		e.applyMessageLocked(uint64(pos[0]), s, dlq)
+		c.eng.applyMessageLocked(uint64(pos[0]), s, dlq)
 	}
 	j.g.queues[j.queue].markDone(j.offset)
 	j.g.deadLettered++
 	if j.reason == ReasonExpired {
-		e.stats.Expired.Add(1)
+		c.eng.stats.Expired.Add(1)
 	}
-	e.kickLoop()
+	c.eng.life.kickLoop()
 	return nil
 }
 
@@ -188,25 +187,25 @@ func (e *Engine) DeadLetterAttempts(ctx context.Context, topic, name, receipt st
 		return errs.New(errs.InvalidArgument, "reported delivery attempts %d is not in [0, %d]", attempts, MaxReportedAttempts)
 	}
 	e.mu.Lock()
-	if err := e.unavailableLocked(); err != nil {
+	if err := e.life.unavailableLocked(); err != nil {
 		e.mu.Unlock()
 		return err
 	}
-	g, gq, q, off, l, err := e.leaseLocked(topic, name, receipt)
+	g, gq, q, off, l, err := e.cons.leaseLocked(topic, name, receipt)
 	if err != nil {
-		done := g != nil && e.finishedLocked(g, receipt)
+		done := g != nil && e.cons.finishedLocked(g, receipt)
 		e.mu.Unlock()
 		if done {
 			return nil
 		}
 		return err
 	}
-	e.stopTimerLocked(l.timer)
+	e.disp.stopTimerLocked(l.timer)
 	gq.setLease(off, nil)
 	e.mu.Unlock()
 	j := deadLetter{g: g, queue: q, offset: off, attempt: max(l.attempt, uint32(attempts)), reason: ReasonGivenUp}
-	if err := e.moveDeadLetter(j); err != nil {
-		e.retryDeadLetters(j)
+	if err := e.cons.moveDeadLetter(j); err != nil {
+		e.cons.retryDeadLetters(j)
 		return err
 	}
 	return nil
@@ -214,8 +213,8 @@ func (e *Engine) DeadLetterAttempts(ctx context.Context, topic, name, receipt st
 
 // finishedLocked reports whether a genuine receipt of g names a message the
 // group is done with.
-func (e *Engine) finishedLocked(g *group, receipt string) bool {
-	q, off, _, err := e.decodeReceipt(g.id, receipt)
+func (c *consumers) finishedLocked(g *group, receipt string) bool {
+	q, off, _, err := c.eng.ids.decodeReceipt(g.id, receipt)
 	if err != nil || int(q) >= len(g.queues) {
 		return false
 	}

@@ -22,7 +22,7 @@ func (e *Engine) SendDeadLetters(ctx context.Context, reqs []SendRequest) ([]Rec
 		if e.cat.topic(name) != nil {
 			continue
 		}
-		if _, err := e.createTopic(name, TopicConfig{Queues: 1}, true); err != nil && errs.CodeOf(err) != errs.AlreadyExists {
+		if _, err := e.cat.createTopic(name, TopicConfig{Queues: 1}, true); err != nil && errs.CodeOf(err) != errs.AlreadyExists {
 			return nil, err
 		}
 	}

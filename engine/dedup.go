@@ -85,11 +85,11 @@ func (p DedupPolicy) windowMs() int64 {
 }
 
 // dedupPolicy is the policy of a topic.
-func (e *Engine) dedupPolicy(topic string) DedupPolicy {
-	if p, ok := e.opts.DedupTopics[topic]; ok {
+func (o *Options) dedupPolicy(topic string) DedupPolicy {
+	if p, ok := o.DedupTopics[topic]; ok {
 		return p
 	}
-	return e.opts.Dedup
+	return o.Dedup
 }
 
 // dedupHash identifies a (topic, dedup ID) pair in the key index; the
@@ -134,6 +134,7 @@ func requestHash(m *message.Message, w message.When, ignore []string) uint64 {
 // with a channel closed when its send is done. It has its own lock, taken
 // alone.
 type dedupClaims struct {
+	eng  *Engine // whose key index and log the checks read
 	mu   sync.Mutex
 	held map[uint64]chan struct{}
 }
@@ -190,7 +191,7 @@ func (p *dedupPlan) stores(i int) bool { return p == nil || p.dup[i] == nil && p
 // request, whether it repeats a message whose window still holds. It
 // returns nil when no request has a dedup ID. The caller must call
 // release once its stored messages are applied (or it gave up).
-func (e *Engine) dedupCheck(ctx context.Context, stored []*message.Stored, now int64) (*dedupPlan, func(), error) {
+func (dc *dedupClaims) dedupCheck(ctx context.Context, stored []*message.Stored, now int64) (*dedupPlan, func(), error) {
 	var hs []uint64
 	for _, s := range stored {
 		if s.DedupID != "" {
@@ -202,7 +203,7 @@ func (e *Engine) dedupCheck(ctx context.Context, stored []*message.Stored, now i
 	}
 	slices.Sort(hs)
 	hs = slices.Compact(hs)
-	release, err := e.side.dedup.claim(ctx, hs)
+	release, err := dc.claim(ctx, hs)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -216,7 +217,7 @@ func (e *Engine) dedupCheck(ctx context.Context, stored []*message.Stored, now i
 		h := dedupHash(s.Topic, s.DedupID)
 		if j, ok := first[h]; ok {
 			if stored[j].DedupID == s.DedupID {
-				if stored[j].DedupHash != s.DedupHash && !e.dedupPolicy(s.Topic).FirstWins {
+				if stored[j].DedupHash != s.DedupHash && !dc.eng.opts.dedupPolicy(s.Topic).FirstWins {
 					release()
 					return nil, nil, batchErr(len(stored), i, errs.New(errs.AlreadyExists,
 						"dedup_id %q repeats message %d of this batch with a different body or delivery time", s.DedupID, j))
@@ -225,7 +226,7 @@ func (e *Engine) dedupCheck(ctx context.Context, stored []*message.Stored, now i
 				continue
 			}
 		}
-		rc, err := e.findDedup(s, h, now)
+		rc, err := dc.findDedup(s, h, now)
 		if err != nil {
 			release()
 			return nil, nil, batchErr(len(stored), i, err)
@@ -244,15 +245,15 @@ func (e *Engine) dedupCheck(ctx context.Context, stored []*message.Stored, now i
 // findDedup looks for the message whose dedup window s falls in. It
 // returns its receipt (Duplicate set) when s repeats it, an AlreadyExists
 // error naming it when s conflicts with it, and nil when there is none.
-func (e *Engine) findDedup(s *message.Stored, h uint64, now int64) (*Receipt, error) {
-	pos, ok, err := e.keys.Get(h)
+func (dc *dedupClaims) findDedup(s *message.Stored, h uint64, now int64) (*Receipt, error) {
+	pos, ok, err := dc.eng.keys.Get(h)
 	if err != nil {
 		return nil, errs.Wrap(errs.Unavailable, err, "dedup_id %q could not be looked up", s.DedupID)
 	}
 	if !ok {
 		return nil, nil
 	}
-	first, _, err := e.readStored(pos)
+	first, _, err := dc.eng.readStored(pos)
 	switch {
 	case errors.Is(err, errGone) || isNotARecord(err):
 		return nil, nil // removed by retention: its window has ended
@@ -261,9 +262,9 @@ func (e *Engine) findDedup(s *message.Stored, h uint64, now int64) (*Receipt, er
 	case first.Topic != s.Topic || first.DedupID != s.DedupID:
 		return nil, nil // another ID of the same hash
 	}
-	e.mu.Lock()
-	st, due, _ := e.stateLocked(pos, first)
-	e.mu.Unlock()
+	dc.eng.mu.Lock()
+	st, due, _ := dc.eng.stateLocked(pos, first)
+	dc.eng.mu.Unlock()
 	live := now < first.Sent+first.DedupWindow
 	if first.DedupWindow == message.DedupUntilDelivered {
 		live = st == StatePending || st == StateDue
@@ -271,12 +272,12 @@ func (e *Engine) findDedup(s *message.Stored, h uint64, now int64) (*Receipt, er
 	if !live {
 		return nil, nil
 	}
-	id := e.ids.seal.ID(pos, first.Nonce)
-	if first.DedupHash != s.DedupHash && !e.dedupPolicy(s.Topic).FirstWins {
-		e.stats.DedupConflicts.Add(1)
+	id := dc.eng.ids.seal.ID(pos, first.Nonce)
+	if first.DedupHash != s.DedupHash && !dc.eng.opts.dedupPolicy(s.Topic).FirstWins {
+		dc.eng.stats.DedupConflicts.Add(1)
 		return nil, &errs.Error{Code: errs.AlreadyExists, Ref: id.String(),
 			Msg: "dedup_id " + strconv.Quote(s.DedupID) + " was used by message " + id.String() + " with a different body or delivery time"}
 	}
-	e.stats.DedupHits.Add(1)
+	dc.eng.stats.DedupHits.Add(1)
 	return &Receipt{ID: id, Topic: first.Topic, Queue: first.Queue, Due: due, Duplicate: true}, nil
 }

@@ -31,7 +31,7 @@ type TopicStats struct {
 	Groups                 []GroupInfo
 }
 
-func (e *Engine) groupInfoLocked(g *group) GroupInfo {
+func (c *consumers) groupInfoLocked(g *group) GroupInfo {
 	gi := GroupInfo{Topic: g.topic.name, Name: g.name, Config: g.cfg, DeadLetterTopic: g.dlq,
 		Delivered: g.delivered, Acked: g.acked, Redelivered: g.redelivered, DeadLettered: g.deadLettered}
 	for i, gq := range g.queues {
@@ -48,16 +48,16 @@ func (e *Engine) Groups(topic string) ([]GroupInfo, error) {
 	if e.cat.topic(topic) == nil {
 		return nil, errs.New(errs.NotFound, "topic %q does not exist", topic)
 	}
-	return e.groupsLocked(topic), nil
+	return e.cons.groupsLocked(topic), nil
 }
 
-func (e *Engine) groupsLocked(topic string) []GroupInfo {
+func (c *consumers) groupsLocked(topic string) []GroupInfo {
 	var out []GroupInfo
-	for _, g := range e.cons.groupsByID {
+	c.eachLocked(func(g *group) {
 		if g.topic.name == topic && !g.internal {
-			out = append(out, e.groupInfoLocked(g))
+			out = append(out, c.groupInfoLocked(g))
 		}
-	}
+	})
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
@@ -71,7 +71,7 @@ func (e *Engine) DescribeTopic(name string) (TopicStats, error) {
 		return TopicStats{}, errs.New(errs.NotFound, "topic %q does not exist", name)
 	}
 	ts := TopicStats{TopicInfo: TopicInfo{Name: t.name, Queues: len(t.queues), FIFO: t.fifo},
-		Pending: t.pending, Sent: t.sent, Fired: t.fired, Cancelled: t.cancelled, Groups: e.groupsLocked(name)}
+		Pending: t.pending, Sent: t.sent, Fired: t.fired, Cancelled: t.cancelled, Groups: e.cons.groupsLocked(name)}
 	for _, q := range t.queues {
 		ts.Lengths = append(ts.Lengths, q.Len())
 		ts.Visible += q.Len()

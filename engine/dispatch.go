@@ -3,6 +3,8 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"runtime"
+	"time"
 
 	"github.com/hourglass-mq/hourglass/timerstore"
 )
@@ -184,23 +186,6 @@ func (d *dueSet) take(n int, now int64, near *nearIndex, taken map[uint64]struct
 // idle; each later batch may be twice the one before, up to DispatchBatch.
 const firstBatch = 256
 
-// batchSizeLocked bounds the next fire batch, upTo being the time up to
-// which messages may be taken: DispatchBatch, but at most twice the last
-// batch since the dispatcher was idle (starting at firstBatch), and at
-// most a quarter of DispatchBatch while more than one topic has messages
-// due. Both bound what a message waits for: the first of a herd waits for
-// a fire record of firstBatch, and another topic's for the fire in flight
-// and its own, each short while topics share the rate.
-func (e *Engine) batchSizeLocked(upTo int64) int {
-	d := e.disp
-	n := min(e.opts.DispatchBatch, max(d.batchRamp, firstBatch))
-	d.batchRamp = min(2*n, e.opts.DispatchBatch)
-	if d.due.readyTopics(upTo) > 1 {
-		n = min(n, max(1, e.opts.DispatchBatch/4))
-	}
-	return n
-}
-
 // readyTopics counts the topics with a message due at now (stale entries
 // too), stopping at 2: all batchSizeLocked needs to know.
 func (d *dueSet) readyTopics(now int64) int {
@@ -236,13 +221,39 @@ type bucketLoad struct {
 	delta   []timerRef
 }
 
+// timerHandle is a lease or retry timer of a consumer group. The groups
+// reach the dispatcher's wheel only through it (startTimerLocked,
+// stopTimerLocked), never through the wheel's own types.
+type timerHandle struct{ t *wheelTimer }
+
+// running reports whether the handle holds a timer.
+func (h timerHandle) running() bool { return h.t != nil }
+
+// ref is what the timer was started with.
+func (h timerHandle) ref() timerRef { return h.t.Value }
+
+// batchSizeLocked bounds the next fire batch, upTo being the time up to
+// which messages may be taken: DispatchBatch, but at most twice the last
+// batch since the dispatcher was idle (starting at firstBatch), and at
+// most a quarter of DispatchBatch while more than one topic has messages
+// due. Both bound what a message waits for: the first of a herd waits for
+// a fire record of firstBatch, and another topic's for the fire in flight
+// and its own, each short while topics share the rate.
+func (d *dispatcher) batchSizeLocked(upTo int64) int {
+	n := min(d.eng.opts.DispatchBatch, max(d.batchRamp, firstBatch))
+	d.batchRamp = min(2*n, d.eng.opts.DispatchBatch)
+	if d.due.readyTopics(upTo) > 1 {
+		n = min(n, max(1, d.eng.opts.DispatchBatch/4))
+	}
+	return n
+}
+
 // stepLoadLocked moves bucket loading forward by one bounded step: start
 // the next load, or schedule a chunk of a load that was read, or finish
 // one. It returns whether it has more to do right away.
-func (e *Engine) stepLoadLocked(now int64) bool {
-	d := e.disp
+func (d *dispatcher) stepLoadLocked(now int64) bool {
 	width := d.timers.Width()
-	target := d.timers.BucketOf(now+e.opts.Lookahead.Milliseconds()) + width
+	target := d.timers.BucketOf(now+d.eng.opts.Lookahead.Milliseconds()) + width
 	ld := d.load
 	if ld == nil {
 		if now < d.loadRetryAt {
@@ -263,10 +274,10 @@ func (e *Engine) stepLoadLocked(now int64) bool {
 		plan := d.timers.LoadPlan(b)
 		go func() {
 			entries, err := plan.Read()
-			e.mu.Lock()
+			d.eng.mu.Lock()
 			ld.entries, ld.err, ld.ready = entries, err, true
-			e.mu.Unlock()
-			e.kickLoop()
+			d.eng.mu.Unlock()
+			d.eng.life.kickLoop()
 		}()
 		return false
 	}
@@ -279,19 +290,19 @@ func (e *Engine) stepLoadLocked(now int64) bool {
 		if errors.Is(ld.err, timerstore.ErrCorrupt) {
 			// Damage found while running: stop, and let the restart's
 			// recovery rebuild the index from the log (checkTimers).
-			e.failLocked(fmt.Errorf("timer bucket %s: %w", fmtMs(ld.bucket), ld.err))
+			d.eng.life.failLocked(fmt.Errorf("timer bucket %s: %w", fmtMs(ld.bucket), ld.err))
 			return false
 		}
 		// Do not advance past a bucket we could not read: retry after a pause.
-		e.opts.Logger.Error("timer bucket load failed", "bucket", fmtMs(ld.bucket), "err", ld.err)
-		e.stats.TimerLoadErrors.Add(1)
+		d.eng.opts.Logger.Error("timer bucket load failed", "bucket", fmtMs(ld.bucket), "err", ld.err)
+		d.eng.stats.TimerLoadErrors.Add(1)
 		d.loadRetryAt = now + 1000
 		return false
 	}
 	stop := min(len(ld.entries), ld.next+loadChunk)
 	for _, en := range ld.entries[ld.next:stop] {
-		if (en.Kind == kindMessage || en.Kind == kindWindowed) && e.validLocked(en.Pos, en.Due) {
-			e.scheduleLocked(timerRef{pos: en.Pos, due: en.Due, topic: en.Topic, queue: en.Queue, windowed: en.Kind == kindWindowed})
+		if (en.Kind == kindMessage || en.Kind == kindWindowed) && d.validLocked(en.Pos, en.Due) {
+			d.scheduleLocked(timerRef{pos: en.Pos, due: en.Due, topic: en.Topic, queue: en.Queue, windowed: en.Kind == kindWindowed})
 		}
 	}
 	ld.next = stop
@@ -303,35 +314,91 @@ func (e *Engine) stepLoadLocked(now int64) bool {
 	d.load = nil
 	d.loadedUntil = max(d.loadedUntil, ld.end)
 	for _, r := range ld.delta {
-		if e.validLocked(r.pos, r.due) {
-			e.scheduleLocked(r)
+		if d.validLocked(r.pos, r.due) {
+			d.scheduleLocked(r)
 		}
 	}
 	return true
 }
 
-// timerHandle is a lease or retry timer of a consumer group. The groups
-// reach the dispatcher's wheel only through it (startTimerLocked,
-// stopTimerLocked), never through the wheel's own types.
-type timerHandle struct{ t *wheelTimer }
-
-// running reports whether the handle holds a timer.
-func (h timerHandle) running() bool { return h.t != nil }
-
-// ref is what the timer was started with.
-func (h timerHandle) ref() timerRef { return h.t.Value }
-
 // startTimerLocked starts a lease or retry timer; one already due fires at
 // the next turn of the loop.
-func (e *Engine) startTimerLocked(ref timerRef) timerHandle {
-	return timerHandle{e.addWheelLocked(ref)}
+func (d *dispatcher) startTimerLocked(ref timerRef) timerHandle {
+	return timerHandle{d.addWheelLocked(ref)}
 }
 
 // stopTimerLocked stops a timer that has not fired and recycles it. It
 // returns what the timer was started with.
-func (e *Engine) stopTimerLocked(h timerHandle) timerRef {
+func (d *dispatcher) stopTimerLocked(h timerHandle) timerRef {
 	ref := h.t.Value
-	e.disp.leases.Cancel(h.t)
-	e.recycleTimerLocked(h.t)
+	d.leases.Cancel(h.t)
+	d.recycleTimerLocked(h.t)
 	return ref
+}
+
+// loop is the one goroutine that advances time: it loads buckets, advances
+// the wheel and writes fire records. It owns nothing else; all state it
+// touches is under mu.
+func (d *dispatcher) loop() {
+	defer d.eng.life.loopExited()
+	defer d.waitFires() // no fire outlives the loop
+	for {
+		d.eng.mu.Lock()
+		if d.eng.life.failureLocked() != nil {
+			// Stopped: nothing more becomes visible.
+			d.eng.mu.Unlock()
+			<-d.eng.life.stopping()
+			return
+		}
+		// base first: a clock moved between the two readings then shows
+		// as a move after the timer starts, not as one already in base.
+		base := d.eng.opts.Clock.Since()
+		now := d.eng.Now()
+		busy := d.stepLoadLocked(now)
+		if d.advanceLocked(now) {
+			busy = true
+		}
+		batch := d.takeBatchLocked(now)
+		wait := d.waitLocked(now)
+		dead := d.eng.cons.deadLettersDueLocked(now)
+		d.eng.mu.Unlock()
+		if dead {
+			d.eng.cons.moveDeadLetters()
+		}
+		if len(batch) > 0 {
+			// The fire record's fsync runs beside the loop, which goes on
+			// expiring and loading meanwhile: a herd's expiry does not wait
+			// for its fires, so another topic's message due just after the
+			// herd reaches its heap (and its fair share) at once. One fire
+			// at a time (takeBatchLocked), so fires apply in log order.
+			d.goFire(func() {
+				d.eng.fire(batch, now)
+				d.eng.life.kickLoop()
+			})
+			continue
+		}
+		if busy {
+			// More bounded steps to do at once; let the goroutines that
+			// waited for the lock during this one run first.
+			runtime.Gosched()
+			continue
+		}
+		timer := d.eng.opts.Clock.NewTimer(wait)
+		if d.eng.opts.Clock.Since()-base >= time.Millisecond {
+			// The clock moved on between computing wait and starting the
+			// timer (a preempted loop; a test's clock advanced): the timer
+			// would fire that much too late, or, on a manual clock, never.
+			// Compute again.
+			timer.Stop()
+			continue
+		}
+		select {
+		case <-timer.C():
+		case <-d.eng.life.kicked():
+			timer.Stop()
+		case <-d.eng.life.stopping():
+			timer.Stop()
+			return
+		}
+	}
 }

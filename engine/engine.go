@@ -49,7 +49,6 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
-	"io"
 	"math"
 	"path"
 	"sync"
@@ -58,11 +57,9 @@ import (
 
 	"github.com/hourglass-mq/hourglass/clock"
 	"github.com/hourglass-mq/hourglass/commitlog"
-	"github.com/hourglass-mq/hourglass/errs"
 	"github.com/hourglass-mq/hourglass/keyindex"
 	"github.com/hourglass-mq/hourglass/message"
 	"github.com/hourglass-mq/hourglass/queueindex"
-	"github.com/hourglass-mq/hourglass/timerstore"
 	"github.com/hourglass-mq/hourglass/timewheel"
 )
 
@@ -90,22 +87,6 @@ const (
 )
 
 type wheelTimer = timewheel.Timer[timerRef]
-
-// overlayEntry remembers a message whose timer no longer matches its
-// record: rescheduled, cancelled or already fired after a reschedule. It is
-// kept while the message's record is retained, so that stale bucket entries
-// are skipped and Inspect tells the truth.
-type overlayEntry struct {
-	Due       int64 // effective due time
-	Cancelled bool
-	Fired     bool
-	Visible   int64 // when it became visible, if Fired
-	// Changing is set while a cancel or reschedule of the message is
-	// being written (control.go: from holdLocked until applyChangeLocked
-	// or unholdLocked). No timer of the message may be scheduled then, and
-	// no other change may start: never journaled.
-	Changing bool
-}
 
 // topic is one topic and its queue indexes.
 type topic struct {
@@ -140,6 +121,7 @@ type Engine struct {
 	segs  *segTable       // per-segment accounting and moved messages
 	disp  *dispatcher     // timers: wheel, buckets, due heap, rate limit, in-flight fires
 	side  *sideIndexes    // dedup claims and the forecast, each with its own lock
+	ckpt  *checkpointer   // writes the checkpoints; see checkpointer
 }
 
 // idents seals message IDs and lease receipts. seal uses the directory's
@@ -152,26 +134,11 @@ type idents struct {
 	nonce    atomic.Uint64 // the last nonce given to a message
 }
 
-// lifecycle is the engine's run state. closed, failed and visibleCh are
-// guarded by Engine.mu; the channels are made once at Open.
-type lifecycle struct {
-	closed    bool
-	failed    error         // the fatal storage failure, if any (see fail.go)
-	failedCh  chan struct{} // closed when failed is set
-	visibleCh chan struct{} // closed and replaced when messages become visible
-	kick      chan struct{} // wakes the dispatch loop
-	ckptNow   chan struct{} // asks the checkpointer to run now
-	done      chan struct{} // closed by Close
-	loopDone  chan struct{}
-	ckptDone  chan struct{}
-	scrubDone chan struct{} // closed when the scrubber ends (at once if it is off)
-	lock      io.Closer     // the data directory's lock, released by Close
-}
-
 // catalog holds the topics. Guarded by Engine.mu, except createMu, which
 // serialises creation (of topics and groups) and is taken before gate, and
 // byName, which is read without a lock.
 type catalog struct {
+	eng      *Engine // for its options: where the queue indexes live
 	createMu sync.Mutex
 	// byName holds the topics by name. It is written under mu
 	// (installTopicLocked) and read without it, so that a send finds its
@@ -188,84 +155,6 @@ func (c *catalog) topic(name string) *topic {
 		return v.(*topic)
 	}
 	return nil
-}
-
-// consumers holds the consumer groups and what they wait for. Guarded by
-// Engine.mu, except that groups is read without it.
-type consumers struct {
-	// groups holds the groups by topic and name (groupKey). It is written
-	// under mu (applyGroupLocked) and read without it, so that a receive
-	// finds its group without queueing for the engine's lock once more. A
-	// group is never removed: a group found stays the group of its name.
-	groups          sync.Map // groupKey -> *group
-	groupsByID      map[uint32]*group
-	nextGroupID     uint32
-	leaseSeq        uint32
-	deadLetters     []deadLetter      // waiting to be moved by the loop
-	deadLetterAfter int64             // no dead-lettering before this (after a failure)
-	forGroup        map[uint64]uint32 // messages for one group falling due soon: position -> group (forgroup.go)
-}
-
-// group returns the group of topic and name, or nil; no lock needed.
-func (c *consumers) group(topic, name string) *group {
-	if v, ok := c.groups.Load(groupKey(topic, name)); ok {
-		return v.(*group)
-	}
-	return nil
-}
-
-// overlayState remembers messages whose timer no longer matches their
-// record, and journals every change (overlay.go). Guarded by Engine.mu.
-type overlayState struct {
-	entries map[uint64]*overlayEntry
-	journal *overlayJournal
-}
-
-// segTable is the per-segment accounting retention decides by, and the
-// map of moved messages (compact.go). Guarded by Engine.mu.
-type segTable struct {
-	pending map[uint64]int64  // segment base -> pending messages in it
-	last    map[uint64]int64  // segment base -> latest visible time of its messages
-	reloc   map[uint64]uint64 // moved messages: identity -> current copy
-	bases   []uint64          // cached segment bases, ascending
-	head    uint64            // log head when bases was read
-}
-
-// dispatcher owns everything between a timer and its fire record: the
-// on-disk buckets, the in-memory wheel of the near window, the heap of due
-// messages, the rate limiter and the batch being fired. Guarded by
-// Engine.mu.
-type dispatcher struct {
-	timers      *timerstore.Store
-	spillOff    bool                       // recovery stopped writing timers out (spillTimers)
-	wheel       *timewheel.Wheel[timerRef] // message timers, expired up to stageAhead early
-	leases      *timewheel.Wheel[timerRef] // lease and retry timers, expired at their time
-	near        nearIndex                  // message timers in the wheel or staged, by pos (dueSet, near.go)
-	taken       map[uint64]struct{}        // positions taken for the fire record being written (dueSet)
-	free        []*wheelTimer              // recycled timers
-	loadedUntil int64                      // buckets starting before this are in the wheel
-	lastAdvance int64                      // message wheel time: every timer due <= this has left it
-	advancing   bool                       // the last AdvanceN of the message wheel stopped on its budget
-	leaseAt     int64                      // lease wheel time, never past the broker clock
-	leasing     bool                       // the last AdvanceN of the lease wheel stopped on its budget
-	due         dueSet                     // staged and due, waiting for a fire record, per topic
-	load        *bucketLoad                // the bucket being loaded, if any (dispatch.go)
-	loadRetryAt int64                      // no bucket load before this (after a read error)
-	fireRetryAt int64                      // no fire before this (after a failed fire record)
-	fireBackoff int64                      // ms, doubled by each failed fire in a row, 0 after one that succeeds
-	inflight    []fireEntry                // in the fire record being written
-	fires       sync.WaitGroup             // the fire in flight, if any (not under mu)
-	batchRamp   int                        // the next fire batch's bound since the dispatcher was idle (batchSizeLocked)
-	tokens      float64                    // dispatch rate limiter
-	tokensAt    int64
-	// Recovery filter: entries registered before recL and due at or
-	// before recF are visible already; firedSince lists positions made
-	// visible by fire records replayed after recL.
-	recL         uint64
-	recF         int64
-	firedSince   map[uint64]bool
-	firedSinceTo int64
-	replayHWM    int64 // latest broker time a replayed record carries
 }
 
 // logRecordBound is the commit log's bound on a record: its format limit.
@@ -292,22 +181,15 @@ func Open(opts Options) (*Engine, error) {
 		ids:   &idents{},
 		gate:  &ckptGate{},
 		side:  &sideIndexes{},
-		life: &lifecycle{
-			visibleCh: make(chan struct{}),
-			kick:      make(chan struct{}, 1),
-			ckptNow:   make(chan struct{}, 1),
-			failedCh:  make(chan struct{}),
-			done:      make(chan struct{}),
-			loopDone:  make(chan struct{}),
-			ckptDone:  make(chan struct{}),
-			scrubDone: make(chan struct{}),
-		},
-		cat:  &catalog{topicsByID: map[uint32]*topic{}, nextTopicID: 1},
-		cons: &consumers{groupsByID: map[uint32]*group{}, nextGroupID: 1},
-		ovl:  &overlayState{entries: map[uint64]*overlayEntry{}},
-		segs: &segTable{pending: map[uint64]int64{}, last: map[uint64]int64{}, reloc: map[uint64]uint64{}},
-		disp: &dispatcher{near: newNearIndex(), taken: map[uint64]struct{}{}, firedSince: map[uint64]bool{}},
 	}
+	e.life = newLifecycle(e)
+	e.disp = newDispatcher(e)
+	e.side.scrub.eng = e
+	e.side.dedup.eng = e
+	e.cons = newConsumers(e)
+	e.ckpt = &checkpointer{eng: e}
+	e.cat = &catalog{eng: e, topicsByID: map[uint32]*topic{}, nextTopicID: 1}
+	e.ovl = newOverlayState(func(pos uint64) uint64 { return e.segs.segOfLocked(e.segs.physLocked(pos)) })
 	// The checkpoint syncs these directories, so they exist from the start.
 	if err := e.opts.FS.MkdirAll(path.Join(opts.Dir, "queues")); err != nil {
 		return nil, err
@@ -326,7 +208,7 @@ func Open(opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := e.initSeals(id); err != nil {
+	if err := e.ids.init(id); err != nil {
 		return nil, err
 	}
 	e.clog, err = commitlog.Open(commitlog.Options{
@@ -343,11 +225,10 @@ func Open(opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("engine: open commit log: %w", err)
 	}
-	e.initClock()
+	e.segs = newSegTable(e.clog)
+	e.clock = newBrokerClock(&e.opts, e.stats)
 	if err := e.recover(); err != nil {
-		if e.disp.timers != nil {
-			e.disp.timers.Close()
-		}
+		e.disp.closeStore()
 		e.clog.Close()
 		return nil, fmt.Errorf("engine: recovery: %w", err)
 	}
@@ -356,8 +237,9 @@ func Open(opts Options) (*Engine, error) {
 	e.opts.Logger.Info("engine recovered", "dir", opts.Dir, "took", took,
 		"log_start", e.clog.Start(), "log_head", e.clog.Head(),
 		"pending", e.stats.Pending.Load(), "replayed", e.stats.Replayed.Load())
-	e.life.lock, ok = lock, true
-	e.startBackground()
+	e.life.setLock(lock)
+	ok = true
+	e.life.startBackground()
 	return e, nil
 }
 
@@ -366,20 +248,20 @@ func Open(opts Options) (*Engine, error) {
 // loss reuses a log position, the new record's nonce differs from the lost
 // one's (with probability 1 - 2^-64), so the lost message's ID does not
 // verify against it.
-func (e *Engine) initSeals(id *identity) error {
+func (ids *idents) init(id *identity) error {
 	var err error
-	if e.ids.seal, err = message.NewSealer(id.key[:]); err != nil {
+	if ids.seal, err = message.NewSealer(id.key[:]); err != nil {
 		return err
 	}
 	var b [message.SealKeySize + 8]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return err
 	}
-	if e.ids.receipts, err = message.NewSealer(b[:message.SealKeySize]); err != nil {
+	if ids.receipts, err = message.NewSealer(b[:message.SealKeySize]); err != nil {
 		return err
 	}
-	e.ids.nonce.Store(binary.LittleEndian.Uint64(b[message.SealKeySize:]))
-	e.ids.incarn = id.dirTag()
+	ids.nonce.Store(binary.LittleEndian.Uint64(b[message.SealKeySize:]))
+	ids.incarn = id.dirTag()
 	return nil
 }
 
@@ -387,16 +269,12 @@ func (e *Engine) initSeals(id *identity) error {
 // It is idempotent. Sends that race with Close fail with Unavailable.
 func (e *Engine) Close() error {
 	e.mu.Lock()
-	if e.life.closed {
-		e.mu.Unlock()
+	first := e.life.closeLocked()
+	e.mu.Unlock()
+	if !first {
 		return nil
 	}
-	e.life.closed = true
-	e.mu.Unlock()
-	close(e.life.done)
-	<-e.life.loopDone
-	<-e.life.ckptDone
-	<-e.life.scrubDone
+	e.life.stopAndWait()
 	err := e.checkpoint()
 	e.mu.Lock()
 	for _, t := range e.cat.topicsByID {
@@ -407,39 +285,13 @@ func (e *Engine) Close() error {
 	if e.keys != nil {
 		e.keys.Close()
 	}
-	if e.disp.timers != nil {
-		e.disp.timers.Close()
-	}
+	e.disp.closeStore()
 	e.mu.Unlock()
 	if cerr := e.clog.Close(); err == nil {
 		err = cerr
 	}
-	e.life.lock.Close() // last: nothing of this engine touches the directory after it
+	e.life.releaseLock() // last: nothing of this engine touches the directory after it
 	return err
-}
-
-func (e *Engine) unavailableLocked() error {
-	if e.life.failed != nil {
-		return e.failedErrLocked()
-	}
-	if e.life.closed {
-		return errs.New(errs.Unavailable, "broker is shutting down")
-	}
-	return nil
-}
-
-// kickLoop wakes the dispatch loop without blocking.
-func (e *Engine) kickLoop() {
-	select {
-	case e.life.kick <- struct{}{}:
-	default:
-	}
-}
-
-// notifyVisibleLocked wakes every waiter of VisibleSignal.
-func (e *Engine) notifyVisibleLocked() {
-	close(e.life.visibleCh)
-	e.life.visibleCh = make(chan struct{})
 }
 
 // VisibleSignal returns a channel that is closed the next time messages
@@ -447,33 +299,5 @@ func (e *Engine) notifyVisibleLocked() {
 func (e *Engine) VisibleSignal() <-chan struct{} {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.life.visibleCh
-}
-
-// segOfLocked returns the base of the commit-log segment holding pos.
-func (e *Engine) segOfLocked(pos uint64) uint64 {
-	n := len(e.segs.bases)
-	if n == 0 || pos >= e.segs.head {
-		// pos may be in a segment created since the cache was made.
-		e.segs.head = uint64(e.clog.Head())
-		segs := e.clog.Segments()
-		e.segs.bases = e.segs.bases[:0]
-		for _, s := range segs {
-			e.segs.bases = append(e.segs.bases, uint64(s.Base))
-		}
-		n = len(e.segs.bases)
-	}
-	lo, hi := 0, n
-	for lo < hi {
-		m := (lo + hi) / 2
-		if e.segs.bases[m] <= pos {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	if lo == 0 {
-		return 0
-	}
-	return e.segs.bases[lo-1]
+	return e.life.visibleLocked()
 }

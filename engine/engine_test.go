@@ -105,7 +105,7 @@ func (h *harness) waitVisible(topic string, n int) []Visible {
 		// read the time before an Advance arms its timer after it, for the
 		// old interval. Wake it as waitSettled does.
 		if time.Now().After(nudge) {
-			h.e.kickLoop()
+			h.e.life.kickLoop()
 			nudge = time.Now().Add(20 * time.Millisecond)
 		}
 		time.Sleep(time.Millisecond)

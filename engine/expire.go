@@ -26,12 +26,12 @@ const DeadReasonProperty = "hourglass-dead-reason"
 // expireHandoutsLocked takes back the leases of handouts found expired and queues
 // them for the dead-letter topic. They are neither ready nor leased
 // meanwhile, so no receive hands them out again in this process.
-func (e *Engine) expireHandoutsLocked(g *group, hs []handout) {
+func (c *consumers) expireHandoutsLocked(g *group, hs []handout) {
 	for _, h := range hs {
-		if !e.takeBackLocked(g, h) {
+		if !c.takeBackLocked(g, h) {
 			continue
 		}
-		e.cons.deadLetters = append(e.cons.deadLetters, deadLetter{g: g, queue: h.queue, offset: h.offset, attempt: h.attempt - 1, reason: ReasonExpired})
+		c.addDeadLettersLocked(deadLetter{g: g, queue: h.queue, offset: h.offset, attempt: h.attempt - 1, reason: ReasonExpired})
 	}
-	e.kickLoop()
+	c.eng.life.kickLoop()
 }

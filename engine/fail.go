@@ -6,7 +6,6 @@ import (
 	"syscall"
 
 	"github.com/hourglass-mq/hourglass/commitlog"
-	"github.com/hourglass-mq/hourglass/errs"
 	"github.com/hourglass-mq/hourglass/keyindex"
 	"github.com/hourglass-mq/hourglass/timerstore"
 )
@@ -33,58 +32,44 @@ import (
 
 // fail records the engine's first fatal storage error and stops it. It
 // returns err for the caller's convenience.
-func (e *Engine) fail(err error) error {
-	e.mu.Lock()
-	first := e.setFailedLocked(err)
-	e.mu.Unlock()
+func (l *lifecycle) fail(err error) error {
+	l.eng.mu.Lock()
+	first := l.setFailedLocked(err)
+	l.eng.mu.Unlock()
 	if first {
-		e.stats.Failed.Store(true)
-		e.opts.Logger.Error("storage failed: the broker stops; restart it to recover from the commit log", "err", err)
-		e.kickLoop()
+		l.eng.stats.Failed.Store(true)
+		l.eng.opts.Logger.Error("storage failed: the broker stops; restart it to recover from the commit log", "err", err)
+		l.kickLoop()
 	}
 	return err
 }
 
 // failLocked is fail for a caller holding mu.
-func (e *Engine) failLocked(err error) {
-	if e.setFailedLocked(err) {
-		e.stats.Failed.Store(true)
-		e.opts.Logger.Error("storage failed: the broker stops; restart it to recover from the commit log", "err", err)
-		e.kickLoop()
+func (l *lifecycle) failLocked(err error) {
+	if l.setFailedLocked(err) {
+		l.eng.stats.Failed.Store(true)
+		l.eng.opts.Logger.Error("storage failed: the broker stops; restart it to recover from the commit log", "err", err)
+		l.kickLoop()
 	}
-}
-
-func (e *Engine) setFailedLocked(err error) bool {
-	if e.life.failed != nil {
-		return false
-	}
-	e.life.failed = err
-	close(e.life.failedCh)
-	return true
 }
 
 // Failed is closed when the engine stopped after a storage failure; Err
 // then says why. A server should stop and be restarted: recovery rebuilds
 // the state from what is durable.
-func (e *Engine) Failed() <-chan struct{} { return e.life.failedCh }
+func (e *Engine) Failed() <-chan struct{} { return e.life.failedSignal() }
 
 // Err returns the storage failure that stopped the engine, or nil.
 func (e *Engine) Err() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.life.failed
-}
-
-// failedErrLocked is what operations return after a fatal failure.
-func (e *Engine) failedErrLocked() error {
-	return errs.Wrap(errs.Unavailable, e.life.failed, "the broker stopped after a storage failure; restart it to recover from the commit log")
+	return e.life.failureLocked()
 }
 
 // storageErr classifies a commit-log failure for the caller, stopping the
 // engine when the log says it failed for good.
-func (e *Engine) storageErr(err error) error {
+func (l *lifecycle) storageErr(err error) error {
 	if errors.Is(err, commitlog.ErrFailed) {
-		e.fail(err)
+		l.fail(err)
 	}
 	return storageErr(err)
 }
@@ -93,23 +78,23 @@ func (e *Engine) storageErr(err error) error {
 // checkpoint: a full disk fails this checkpoint only (nothing is recorded
 // past what is durable, and the next one retries), anything else stops the
 // engine, since a failed fsync may have dropped pages (see above).
-func (e *Engine) cacheErr(what string, err error) error {
+func (l *lifecycle) cacheErr(what string, err error) error {
 	err = fmt.Errorf("%s: %w", what, err)
 	if errors.Is(err, syscall.ENOSPC) {
 		return err
 	}
-	return e.fail(err)
+	return l.fail(err)
 }
 
 // cacheErrLocked is cacheErr for a caller holding mu (the capture). A
 // cache closed by Close, or busy with another job, is no storage failure:
 // a Backup that waited for the checkpoint lock behind Close meets it.
-func (e *Engine) cacheErrLocked(what string, err error) error {
+func (l *lifecycle) cacheErrLocked(what string, err error) error {
 	err = fmt.Errorf("%s: %w", what, err)
 	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, keyindex.ErrClosed) || errors.Is(err, keyindex.ErrBusy) ||
 		errors.Is(err, timerstore.ErrClosed) || errors.Is(err, timerstore.ErrBusy) {
 		return err
 	}
-	e.failLocked(err)
+	l.failLocked(err)
 	return err
 }

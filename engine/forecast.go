@@ -52,19 +52,20 @@ func (f *forecastState) addLocked(tid uint32, due, delta int64) {
 	}
 }
 
-// forecastAddLocked counts a message sent to topic tid, due at due.
-func (e *Engine) forecastAddLocked(tid uint32, due int64) {
-	if f := e.side.fc; f != nil {
+// sent counts a message sent to topic tid, due at due. Under Engine.mu;
+// a nil f (before recovery starts counting) counts nothing.
+func (f *forecastState) sent(tid uint32, due int64) {
+	if f != nil {
 		f.mu.Lock()
 		f.addLocked(tid, due, 1)
 		f.mu.Unlock()
 	}
 }
 
-// forecastChangeLocked moves a message of topic tid out of its bucket at
-// due: cancelled, or rescheduled to newDue.
-func (e *Engine) forecastChangeLocked(tid uint32, due int64, cancel bool, newDue int64) {
-	if f := e.side.fc; f != nil {
+// changed moves a message of topic tid out of its bucket at due:
+// cancelled, or rescheduled to newDue. Under Engine.mu.
+func (f *forecastState) changed(tid uint32, due int64, cancel bool, newDue int64) {
+	if f != nil {
 		f.mu.Lock()
 		f.addLocked(tid, due, -1)
 		if !cancel {
@@ -74,9 +75,10 @@ func (e *Engine) forecastChangeLocked(tid uint32, due int64, cancel bool, newDue
 	}
 }
 
-// forecastFiredLocked takes the messages of a fire out of their buckets.
-func (e *Engine) forecastFiredLocked(batch []fireEntry) {
-	if f := e.side.fc; f != nil {
+// fired takes the messages of a fire out of their buckets. Under
+// Engine.mu.
+func (f *forecastState) fired(batch []fireEntry) {
+	if f != nil {
 		f.mu.Lock()
 		for _, fe := range batch {
 			f.addLocked(fe.topic, fe.due, -1)
@@ -92,11 +94,11 @@ func (e *Engine) forecastFiredLocked(batch []fireEntry) {
 // (applyMessageLocked, replayChangeLocked, applyFireLocked). The recovery
 // filter is set here already, so that validLocked answers as of the
 // checkpoint.
-func (e *Engine) startForecastLocked(st *checkpointState) {
-	e.side.fc = newForecastState()
-	e.disp.recL, e.disp.recF = st.LogPos, st.Frontier
-	e.side.fc.recount = &recount{seen: map[uint64]bool{}, byTopic: map[uint32]*[60]int64{}, minute: math.MinInt64,
-		logStart: uint64(e.clog.Start())}
+func (r *recovery) startForecastLocked(st *checkpointState) {
+	r.eng.side.fc = newForecastState()
+	r.eng.disp.setRecoveryFilter(st.LogPos, st.Frontier)
+	r.eng.side.fc.recount = &recount{seen: map[uint64]bool{}, byTopic: map[uint32]*[60]int64{}, minute: math.MinInt64,
+		logStart: uint64(r.eng.clog.Start())}
 }
 
 // recount gathers recovery's count of the timer bucket entries a minute
@@ -117,12 +119,12 @@ type recount struct {
 // or cancelled messages and those already visible fail validLocked. A
 // rescheduled message may have two identical entries (moved away and back);
 // it counts once (only messages with an overlay entry can have them).
-func (e *Engine) countTimerLocked(en timerstore.Entry) {
-	rc := e.side.fc.recount
-	if (en.Kind != kindMessage && en.Kind != kindWindowed) || !e.validFromLocked(en.Pos, en.Due, rc.logStart) {
+func (r *recovery) countTimerLocked(en timerstore.Entry) {
+	rc := r.eng.side.fc.recount
+	if (en.Kind != kindMessage && en.Kind != kindWindowed) || !r.eng.disp.validFromLocked(en.Pos, en.Due, rc.logStart) {
 		return
 	}
-	if e.ovl.entries[en.Pos] != nil {
+	if r.eng.ovl.has(en.Pos) {
 		if rc.seen[en.Pos] {
 			return
 		}
@@ -134,7 +136,7 @@ func (e *Engine) countTimerLocked(en timerstore.Entry) {
 		mi--
 	}
 	if mi != rc.minute {
-		e.flushRecountLocked()
+		r.eng.side.fc.flushRecount()
 		rc.minute = mi
 	}
 	if rc.cur == nil || rc.topic != en.Topic {
@@ -147,39 +149,35 @@ func (e *Engine) countTimerLocked(en timerstore.Entry) {
 	rc.cur[sec-mi*60]++
 }
 
-// flushRecountLocked adds the minute gathered to the counts.
-func (e *Engine) flushRecountLocked() {
-	rc := e.side.fc.recount
+// flushRecount adds the minute gathered to the counts.
+func (f *forecastState) flushRecount() {
+	rc := f.recount
 	for tid, n := range rc.byTopic {
-		e.side.fc.all.AddMinute(rc.minute, n)
-		c := e.side.fc.byTopic[tid]
+		f.all.AddMinute(rc.minute, n)
+		c := f.byTopic[tid]
 		if c == nil {
 			c = forecast.New()
-			e.side.fc.byTopic[tid] = c
+			f.byTopic[tid] = c
 		}
 		c.AddMinute(rc.minute, n)
 		if c.Total() == 0 {
-			delete(e.side.fc.byTopic, tid)
+			delete(f.byTopic, tid)
 		}
 		*n = [60]int64{}
 	}
 }
 
-// finishRecountLocked ends recovery's counting of the buckets; called
-// after the verification, before replay.
-func (e *Engine) finishRecountLocked() {
-	if e.side.fc.recount != nil {
-		e.flushRecountLocked()
-		e.side.fc.recount = nil
+// finishRecount ends recovery's counting of the buckets; called after the
+// verification, before replay.
+func (f *forecastState) finishRecount() {
+	if f.recount != nil {
+		f.flushRecount()
+		f.recount = nil
 	}
 }
 
-// checkForecastLocked checks the invariant at the end of recovery.
-func (e *Engine) checkForecastLocked() {
-	if n, want := e.side.fc.all.Total(), e.stats.Pending.Load(); n != want {
-		e.opts.Logger.Warn("forecast counts disagree with the pending count", "counted", n, "pending", want)
-	}
-}
+// total is the number of messages counted, of every topic.
+func (f *forecastState) total() int64 { return f.all.Total() }
 
 // Forecast counts the pending messages of topic ("" for every topic) that
 // fall due in each bucket [start, start+step) from from to to (Unix ms).
@@ -193,7 +191,7 @@ func (e *Engine) Forecast(topic string, from, to int64, step time.Duration) ([]f
 	if err != nil {
 		return nil, errs.New(errs.InvalidArgument, "%s", err.Error())
 	}
-	tid, err := e.forecastTopic(topic)
+	tid, err := e.cat.forecastTopic(topic)
 	if err != nil {
 		return nil, err
 	}
@@ -223,13 +221,13 @@ func (e *Engine) Forecast(topic string, from, to int64, step time.Duration) ([]f
 var noCounts = forecast.New()
 
 // forecastTopic returns the id of a topic ("" for all: 0).
-func (e *Engine) forecastTopic(topic string) (uint32, error) {
+func (c *catalog) forecastTopic(topic string) (uint32, error) {
 	if topic == "" {
 		return 0, nil
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	t := e.cat.topic(topic)
+	c.eng.mu.Lock()
+	defer c.eng.mu.Unlock()
+	t := c.topic(topic)
 	if t == nil {
 		return 0, errs.New(errs.NotFound, "topic %q does not exist", topic)
 	}

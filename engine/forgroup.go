@@ -53,9 +53,9 @@ func isEngineGroup(topic, name string) bool {
 
 // userGroupsLocked counts the groups that MaxGroups bounds: all but the
 // engine's own.
-func (e *Engine) userGroupsLocked() int {
+func (c *consumers) userGroupsLocked() int {
 	n := 0
-	for _, g := range e.cons.groupsByID {
+	for _, g := range c.groupsByID {
 		if !g.internal {
 			n++
 		}
@@ -73,7 +73,7 @@ func (e *Engine) EngineGroups() []GroupInfo {
 	var out []GroupInfo
 	for _, g := range e.cons.groupsByID {
 		if g.internal {
-			out = append(out, e.groupInfoLocked(g))
+			out = append(out, e.cons.groupInfoLocked(g))
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Topic < out[j].Topic })
@@ -82,7 +82,7 @@ func (e *Engine) EngineGroups() []GroupInfo {
 
 // checkForGroup validates a send's ForGroup: the group must exist on the
 // message's topic, and be a client's group.
-func (e *Engine) checkForGroup(r *SendRequest, t *topic) error {
+func (c *consumers) checkForGroup(r *SendRequest, t *topic) error {
 	if r.ForGroup == "" {
 		return nil
 	}
@@ -92,7 +92,7 @@ func (e *Engine) checkForGroup(r *SendRequest, t *topic) error {
 	if t == nil {
 		return errs.New(errs.NotFound, "topic %q does not exist, so neither does group %q the message is for", r.Message.Topic, r.ForGroup)
 	}
-	if g := e.cons.group(t.name, r.ForGroup); g == nil || g.internal {
+	if g := c.group(t.name, r.ForGroup); g == nil || g.internal {
 		return errs.New(errs.NotFound, "group %q of topic %q, which the message is for, does not exist", r.ForGroup, t.name)
 	}
 	return nil
@@ -100,34 +100,34 @@ func (e *Engine) checkForGroup(r *SendRequest, t *topic) error {
 
 // noteForGroupLocked remembers a message for one group whose timer falls
 // due soon, for the other groups to pass over its entry when it fires.
-func (e *Engine) noteForGroupLocked(ref timerRef, s *message.Stored, t *topic) {
-	g := e.cons.group(t.name, s.ForGroup)
-	if g == nil || ref.due > e.Now()+e.opts.BucketWidth.Milliseconds() {
+func (c *consumers) noteForGroupLocked(ref timerRef, s *message.Stored, t *topic) {
+	g := c.group(t.name, s.ForGroup)
+	if g == nil || ref.due > c.eng.Now()+c.eng.opts.BucketWidth.Milliseconds() {
 		return
 	}
-	if e.cons.forGroup == nil {
-		e.cons.forGroup = map[uint64]uint32{}
+	if c.forGroup == nil {
+		c.forGroup = map[uint64]uint32{}
 	}
-	e.cons.forGroup[ref.pos] = g.id
+	c.forGroup[ref.pos] = g.id
 }
 
 // passOverLocked marks, in every group of t but the one it is for, the
 // offset of each entry of es that is for one group; first is the offset of
 // es[0] in queue q. ok is false when the entries did not reach the index:
 // they are forgotten here and left to deliver's check.
-func (e *Engine) passOverLocked(t *topic, q uint16, first uint64, es []queueindex.Entry, ok bool) {
+func (c *consumers) passOverLocked(t *topic, q uint16, first uint64, es []queueindex.Entry, ok bool) {
 	var others []*group
 	for i, en := range es {
-		gid, found := e.cons.forGroup[en.Pos]
+		gid, found := c.forGroup[en.Pos]
 		if !found {
 			continue
 		}
-		delete(e.cons.forGroup, en.Pos)
+		delete(c.forGroup, en.Pos)
 		if !ok {
 			continue
 		}
 		if others == nil {
-			for _, g := range e.cons.groupsByID {
+			for _, g := range c.groupsByID {
 				if g.topic == t {
 					others = append(others, g)
 				}
@@ -136,7 +136,7 @@ func (e *Engine) passOverLocked(t *topic, q uint16, first uint64, es []queueinde
 		off := first + uint64(i)
 		for _, g := range others {
 			gq := g.queues[q]
-			if g.id != gid && off < gq.acked+uint64(e.opts.MaxUnackedSpan) {
+			if g.id != gid && off < gq.acked+uint64(c.eng.opts.MaxUnackedSpan) {
 				gq.markDone(off)
 			}
 		}

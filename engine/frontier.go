@@ -7,5 +7,5 @@ package engine
 func (e *Engine) Frontier() int64 {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.frontierLocked()
+	return e.disp.frontierLocked()
 }

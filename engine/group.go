@@ -102,7 +102,7 @@ func groupKey(topic, name string) string { return topic + "\x00" + name }
 // CreateGroup durably creates a consumer group of a topic; it starts at
 // the first message of every queue.
 func (e *Engine) CreateGroup(topic, name string, cfg GroupConfig) error {
-	_, err := e.createGroup(topic, name, cfg, false, false)
+	_, err := e.cons.createGroup(topic, name, cfg, false, false)
 	return err
 }
 
@@ -110,7 +110,7 @@ func (e *Engine) CreateGroup(topic, name string, cfg GroupConfig) error {
 // internal is the engine's own group (a redrive's reader of a dead-letter
 // topic, one a dead-letter topic): it is not refused by MaxGroups or a
 // dead-letter name that collides, so a redrive never strands dead letters.
-func (e *Engine) createGroup(topicName, name string, cfg GroupConfig, existingOK, internal bool) (*group, error) {
+func (c *consumers) createGroup(topicName, name string, cfg GroupConfig, existingOK, internal bool) (*group, error) {
 	if err := message.ValidateTopic(topicName); err != nil {
 		return nil, err
 	}
@@ -131,7 +131,7 @@ func (e *Engine) createGroup(topicName, name string, cfg GroupConfig, existingOK
 	// CreateGroup has no such step: it takes mu below, so that a closed
 	// engine answers Unavailable, not AlreadyExists.
 	if existingOK {
-		if g := e.cons.group(topicName, name); g != nil {
+		if g := c.group(topicName, name); g != nil {
 			return g, nil
 		}
 	}
@@ -141,30 +141,30 @@ func (e *Engine) createGroup(topicName, name string, cfg GroupConfig, existingOK
 	if err := message.ValidateTopic(DeadLetterTopic(topicName, name)); err != nil && !internal {
 		return nil, errs.New(errs.InvalidArgument, "topic and group names together are too long for the dead-letter topic")
 	}
-	e.mu.Lock()
-	if err := e.unavailableLocked(); err != nil {
-		e.mu.Unlock()
+	c.eng.mu.Lock()
+	if err := c.eng.life.unavailableLocked(); err != nil {
+		c.eng.mu.Unlock()
 		return nil, err
 	}
-	if g := e.cons.group(topicName, name); g != nil {
-		e.mu.Unlock()
+	if g := c.group(topicName, name); g != nil {
+		c.eng.mu.Unlock()
 		if existingOK {
 			return g, nil
 		}
 		return g, errs.New(errs.AlreadyExists, "group %q of topic %q exists", name, topicName)
 	}
-	e.mu.Unlock()
+	c.eng.mu.Unlock()
 	// Creation: serialised by createMu, the record's fsync without mu (see
 	// createTopic).
-	e.cat.createMu.Lock()
-	defer e.cat.createMu.Unlock()
-	e.gate.RLock()
-	defer e.gate.RUnlock()
-	e.mu.Lock()
-	t := e.cat.topic(topicName)
-	g := e.cons.group(topicName, name)
-	id := e.cons.nextGroupID
-	e.mu.Unlock()
+	c.eng.cat.createMu.Lock()
+	defer c.eng.cat.createMu.Unlock()
+	c.eng.gate.RLock()
+	defer c.eng.gate.RUnlock()
+	c.eng.mu.Lock()
+	t := c.eng.cat.topic(topicName)
+	g := c.group(topicName, name)
+	id := c.nextIDLocked()
+	c.eng.mu.Unlock()
 	switch {
 	case t == nil:
 		return nil, errs.New(errs.NotFound, "topic %q does not exist", topicName)
@@ -174,47 +174,35 @@ func (e *Engine) createGroup(topicName, name string, cfg GroupConfig, existingOK
 		return g, errs.New(errs.AlreadyExists, "group %q of topic %q exists", name, topicName)
 	}
 	if !internal {
-		if err := e.roomForGroup(topicName, name); err != nil {
+		if err := c.roomForGroup(topicName, name); err != nil {
 			return nil, err
 		}
 	}
-	if _, err := e.clog.Append(encodeGroup(id, t.id, cfg, name)); err != nil {
-		return nil, e.storageErr(err)
+	if _, err := c.eng.clog.Append(encodeGroup(id, t.id, cfg, name)); err != nil {
+		return nil, c.eng.life.storageErr(err)
 	}
-	e.mu.Lock()
-	g = e.applyGroupLocked(id, t, cfg, name)
-	e.mu.Unlock()
-	e.opts.Logger.Info("group created", "topic", topicName, "group", name)
+	c.eng.mu.Lock()
+	g = c.installLocked(id, t, cfg, name)
+	c.eng.mu.Unlock()
+	c.eng.opts.Logger.Info("group created", "topic", topicName, "group", name)
 	return g, nil
 }
 
 // roomForGroup refuses a new group past MaxGroups, or one whose
 // dead-letter topic would be another group's (DeadLetterTopic). The caller
 // holds createMu, so no other group appears meanwhile.
-func (e *Engine) roomForGroup(topicName, name string) error {
+func (c *consumers) roomForGroup(topicName, name string) error {
 	dlq := DeadLetterTopic(topicName, name)
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if n := e.userGroupsLocked(); n >= e.opts.MaxGroups {
-		return errs.New(errs.ResourceExhausted, "there are %d groups; the limit is %d", n, e.opts.MaxGroups)
+	c.eng.mu.Lock()
+	defer c.eng.mu.Unlock()
+	if n := c.userGroupsLocked(); n >= c.eng.opts.MaxGroups {
+		return errs.New(errs.ResourceExhausted, "there are %d groups; the limit is %d", n, c.eng.opts.MaxGroups)
 	}
-	for _, o := range e.cons.groupsByID {
-		if o.dlq == dlq {
-			return errs.New(errs.FailedPrecondition, "group %q of topic %q would share its dead-letter topic %q with group %q of topic %q; choose another group name", name, topicName, dlq, o.name, o.topic.name)
+	var err error
+	c.eachLocked(func(o *group) {
+		if err == nil && o.dlq == dlq {
+			err = errs.New(errs.FailedPrecondition, "group %q of topic %q would share its dead-letter topic %q with group %q of topic %q; choose another group name", name, topicName, dlq, o.name, o.topic.name)
 		}
-	}
-	return nil
-}
-
-func (e *Engine) applyGroupLocked(id uint32, t *topic, cfg GroupConfig, name string) *group {
-	g := &group{id: id, name: name, topic: t, cfg: cfg, dlq: DeadLetterTopic(t.name, name), internal: isEngineGroup(t.name, name)}
-	for range t.queues {
-		g.queues = append(g.queues, newGroupQueue())
-	}
-	e.cons.groups.Store(groupKey(t.name, name), g)
-	e.cons.groupsByID[id] = g
-	if id >= e.cons.nextGroupID {
-		e.cons.nextGroupID = id + 1
-	}
-	return g
+	})
+	return err
 }

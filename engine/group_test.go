@@ -343,7 +343,7 @@ func TestGroupLookupTakesNoLock(t *testing.T) {
 		var g *group
 		runHoldingLock(t, h.e, phase+": the lookup of an existing group", func() {
 			var err error
-			if g, err = h.e.createGroup("jobs", "w", GroupConfig{}, true, false); err != nil {
+			if g, err = h.e.cons.createGroup("jobs", "w", GroupConfig{}, true, false); err != nil {
 				t.Error(err)
 			}
 		})

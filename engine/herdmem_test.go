@@ -64,8 +64,8 @@ func TestHerdSharesTheDispatchRate(t *testing.T) {
 	// At most the bucket's depth (rateBurst, 1,000 here) and the rate over
 	// the 21 ms the clock moved past the instant (it was 20 ms here until a
 	// run took 1,206: the loop had taken the last millisecond's tokens).
-	if n, limit := len(h.visible("herd")), int(h.e.rateBurst())+steps*rate/1000; n > limit {
+	if n, limit := len(h.visible("herd")), int(h.e.disp.rateBurst())+steps*rate/1000; n > limit {
 		t.Fatalf("%d of the herd visible %d ms after its instant at %d/s: more than the bucket (%d) and the rate allow (%d)",
-			n, steps, rate, int(h.e.rateBurst()), limit)
+			n, steps, rate, int(h.e.disp.rateBurst()), limit)
 	}
 }

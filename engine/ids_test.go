@@ -151,13 +151,13 @@ func TestForeignReceipts(t *testing.T) {
 	h.send("t", "", message.When{})
 	rs := h.receiveN("t", "g", 1, time.Minute)
 	real := rs[0].Receipt
-	q, off, seq, err := h.e.decodeReceipt(h.e.cons.group("t", "g").id, real)
+	q, off, seq, err := h.e.ids.decodeReceipt(h.e.cons.group("t", "g").id, real)
 	if err != nil {
 		t.Fatal(err)
 	}
 	forged := []string{
-		h.e.encodeReceipt(h.e.cons.group("t", "g").id+1, q, off, seq), // another group's key input
-		h.e.encodeReceipt(h.e.cons.group("t", "g").id, q, off, seq+1),
+		h.e.ids.encodeReceipt(h.e.cons.group("t", "g").id+1, q, off, seq), // another group's key input
+		h.e.ids.encodeReceipt(h.e.cons.group("t", "g").id, q, off, seq+1),
 		flipTag(t, real), // its own, with one bit of its tag changed
 	}
 	for _, r := range forged {

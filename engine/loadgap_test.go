@@ -55,7 +55,7 @@ func TestWheelWaitsForUnloadedBuckets(t *testing.T) {
 		t.Fatalf("the loop never read the second bucket: %s", engineState(e))
 	}
 	e.mu.Lock()
-	f := e.frontierLocked()
+	f := e.disp.frontierLocked()
 	e.mu.Unlock()
 	if f >= start+11_200 {
 		t.Errorf("frontier %d passed the unloaded message due %d: %s", f, start+11_200, engineState(e))

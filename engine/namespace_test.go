@@ -279,7 +279,7 @@ func TestCreateMissingCountsATopicMadeMeanwhile(t *testing.T) {
 		t.Fatal(err)
 	}
 	stored, tops := []*message.Stored{s}, []*topic{nil}
-	if err := h.e.createMissing(reqs, stored, tops, []string{"x"}); err != nil {
+	if err := h.e.cat.createMissing(reqs, stored, tops, []string{"x"}); err != nil {
 		t.Fatalf("the batch's topic, made meanwhile at the last slot: %v", err)
 	}
 	if tops[0] == nil || tops[0].name != "x" {

@@ -235,10 +235,3 @@ func (j *overlayJournal) load(keep map[uint64]int64, logStart uint64, apply func
 	}
 	return nil
 }
-
-// journalLocked journals the overlay entry of pos, if it has one.
-func (e *Engine) journalLocked(pos uint64) {
-	if ov := e.ovl.entries[pos]; ov != nil && e.ovl.journal != nil {
-		e.ovl.journal.add(e.segOfLocked(e.physLocked(pos)), pos, ov)
-	}
-}

@@ -263,7 +263,7 @@ func waitDeadLettersMoved(e *Engine) error {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		e.mu.Lock()
-		n := len(e.cons.deadLetters)
+		n := e.cons.deadLettersWaiting()
 		e.mu.Unlock()
 		if n == 0 {
 			break
@@ -271,7 +271,7 @@ func waitDeadLettersMoved(e *Engine) error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%d dead letters never moved", n)
 		}
-		e.kickLoop()
+		e.life.kickLoop()
 		time.Sleep(100 * time.Microsecond)
 	}
 	return nil
@@ -380,7 +380,7 @@ func waitAdvanced(e *Engine, t int64) bool {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		e.mu.Lock()
-		done := e.disp.leaseAt >= t
+		done := e.disp.leaseWheelTime() >= t
 		e.mu.Unlock()
 		if done {
 			return true
@@ -388,7 +388,7 @@ func waitAdvanced(e *Engine, t int64) bool {
 		if time.Now().After(deadline) {
 			return false
 		}
-		e.kickLoop()
+		e.life.kickLoop()
 		time.Sleep(100 * time.Microsecond)
 	}
 }

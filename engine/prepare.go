@@ -37,7 +37,7 @@ func (e *Engine) prepareBatch(reqs []SendRequest, now, wall int64, internal bool
 		stored[i], tops[i] = s, t
 	}
 	if len(missing) > 0 {
-		if err := e.createMissing(reqs, stored, tops, missing); err != nil {
+		if err := e.cat.createMissing(reqs, stored, tops, missing); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -96,11 +96,11 @@ func (e *Engine) checkRequest(r *SendRequest, now, wall int64, internal bool, la
 	if t == nil && e.opts.NoAutoCreate {
 		return nil, nil, errs.New(errs.NotFound, "topic %q does not exist (auto-create is off)", name)
 	}
-	if err := e.checkForGroup(r, t); err != nil {
+	if err := e.cons.checkForGroup(r, t); err != nil {
 		return nil, nil, err
 	}
 	s := &message.Stored{Message: r.Message, Due: due, Sent: now, Nonce: e.ids.nonce.Add(1), ForGroup: r.ForGroup}
-	if err := e.schedulingFields(s, r, now); err != nil {
+	if err := e.opts.schedulingFields(s, r, now); err != nil {
 		return nil, nil, heldHint(err, now, wall)
 	}
 	if t != nil {
@@ -114,7 +114,7 @@ func (e *Engine) checkRequest(r *SendRequest, now, wall int64, internal bool, la
 // createMissing creates the batch's new topics (auto-create) and gives
 // their requests the topic, checked as checkRequest checks an existing one
 // (another client may have created it first, as FIFO).
-func (e *Engine) createMissing(reqs []SendRequest, stored []*message.Stored, tops []*topic, missing []string) error {
+func (c *catalog) createMissing(reqs []SendRequest, stored []*message.Stored, tops []*topic, missing []string) error {
 	first := func(name string) int { // the index of the first request naming it
 		return slices.IndexFunc(stored, func(s *message.Stored) bool { return s.Topic == name })
 	}
@@ -122,22 +122,22 @@ func (e *Engine) createMissing(reqs []SendRequest, stored []*message.Stored, top
 	// take the room meanwhile: then the batch fails with topics made).
 	// Only the names still missing count: another sender may have made
 	// one since the batch was checked.
-	e.mu.Lock()
-	n := e.userTopicsLocked()
+	c.eng.mu.Lock()
+	n := c.userTopicsLocked()
 	var still []string
 	for _, name := range missing {
-		if e.cat.topic(name) == nil {
+		if c.topic(name) == nil {
 			still = append(still, name)
 		}
 	}
-	e.mu.Unlock()
-	if n+len(still) > e.opts.MaxTopics {
-		return batchErr(len(reqs), first(still[max(0, e.opts.MaxTopics-n)]), errs.New(errs.ResourceExhausted,
-			"there are %d topics; the limit is %d, and the batch names %d new ones", n, e.opts.MaxTopics, len(still)))
+	c.eng.mu.Unlock()
+	if n+len(still) > c.eng.opts.MaxTopics {
+		return batchErr(len(reqs), first(still[max(0, c.eng.opts.MaxTopics-n)]), errs.New(errs.ResourceExhausted,
+			"there are %d topics; the limit is %d, and the batch names %d new ones", n, c.eng.opts.MaxTopics, len(still)))
 	}
 	byName := make(map[string]*topic, len(missing))
 	for _, name := range missing {
-		t, err := e.topicFor(name)
+		t, err := c.topicFor(name)
 		if err != nil {
 			return batchErr(len(reqs), first(name), err)
 		}
@@ -157,16 +157,16 @@ func (e *Engine) createMissing(reqs []SendRequest, stored []*message.Stored, top
 
 // topicFor returns the topic, creating it durably when auto-create is on.
 // The caller has validated the name and checked the reserved namespace.
-func (e *Engine) topicFor(name string) (*topic, error) {
-	if t := e.cat.topic(name); t != nil {
+func (c *catalog) topicFor(name string) (*topic, error) {
+	if t := c.topic(name); t != nil {
 		return t, nil
 	}
-	if e.opts.NoAutoCreate {
+	if c.eng.opts.NoAutoCreate {
 		return nil, errs.New(errs.NotFound, "topic %q does not exist (auto-create is off)", name)
 	}
-	t, err := e.createTopic(name, TopicConfig{}, false)
+	t, err := c.createTopic(name, TopicConfig{}, false)
 	if errs.CodeOf(err) == errs.AlreadyExists {
-		return e.cat.topic(name), nil
+		return c.topic(name), nil
 	}
 	return t, err
 }

@@ -198,7 +198,7 @@ func TestEmptyTakeAllocatesNothing(t *testing.T) {
 	defer h.e.mu.Unlock()
 	g := h.e.cons.group("f", "g")
 	allocs := testing.AllocsPerRun(20, func() {
-		if hs := h.e.takeLocked(g, 1000, time.Minute); len(hs) != 0 {
+		if hs := h.e.cons.takeLocked(g, 1000, time.Minute); len(hs) != 0 {
 			t.Fatalf("a FIFO queue with a message in flight handed out %d", len(hs))
 		}
 	})

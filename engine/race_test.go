@@ -170,13 +170,11 @@ func (r *raceRig) check(step string, at int64) {
 func inFlight(e *Engine, pos uint64) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.takenLocked(pos) {
+	if e.disp.takenLocked(pos) {
 		return true
 	}
-	for _, fe := range e.disp.inflight {
-		if fe.pos == pos {
-			return true
-		}
+	if e.disp.inflightHas(pos) {
+		return true
 	}
 	return false
 }
@@ -207,14 +205,14 @@ func (r *raceRig) holdChangeAcrossDue(victim, witness message.ID, change func() 
 		if time.Now().After(deadline) {
 			r.t.Fatalf("the loop did not take the witness message due before %d: %s", r.now(), engineState(r.e))
 		}
-		r.e.kickLoop()
+		r.e.life.kickLoop()
 		time.Sleep(100 * time.Microsecond)
 	}
 	if inFlight(r.e, victim.Pos) {
 		r.t.Errorf("the message was dispatched while its change was being made durable")
 	}
 	r.e.mu.Lock()
-	inWheel := r.e.disp.near.has(victim.Pos)
+	inWheel := r.e.disp.holds(victim.Pos)
 	r.e.mu.Unlock()
 	if inWheel {
 		r.t.Errorf("the message is still in the wheel while its change is being made durable")

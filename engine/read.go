@@ -76,7 +76,7 @@ func (e *Engine) ReadQueue(topic string, queue int, from uint64, max int) ([]Vis
 			// No group to set it aside for: passed over, as a removed
 			// record is, and reported (damage.go), so that an offset
 			// reader (a RocketMQ pull) is not stuck on it for ever.
-			e.passedOver(en.Pos, topic, queue, from+uint64(i), err)
+			e.side.dmg.passedOver(e.opts.Logger, e.segs.segmentOf, en.Pos, topic, queue, from+uint64(i), err)
 			continue
 		}
 		if err != nil {

@@ -47,24 +47,24 @@ func handoutEntries(t *topic, hs []handout) ([]queueindex.Entry, error) {
 // record (errGone for readStored) or it is damaged: then damaged[i] holds
 // the validation error (commitlog.DamagedAt). err is a read error (which
 // may pass) or a record that validates but does not decode.
-func (e *Engine) readStoredEach(pos []uint64) (stored []*message.Stored, damaged map[int]error, err error) {
+func (c *consumers) readStoredEach(pos []uint64) (stored []*message.Stored, damaged map[int]error, err error) {
 	stored = make([]*message.Stored, len(pos))
 	phys := make([]commitlog.Pos, 0, len(pos))
 	at := make([]int, 0, len(pos)) // index in pos of each phys
-	start := uint64(e.clog.Start())
-	e.mu.Lock()
+	start := uint64(c.eng.clog.Start())
+	c.eng.mu.Lock()
 	for i, p := range pos {
-		if ph := e.physLocked(p); ph >= start {
+		if ph := c.eng.segs.physLocked(p); ph >= start {
 			phys = append(phys, commitlog.Pos(ph))
 			at = append(at, i)
 		}
 	}
-	e.mu.Unlock()
+	c.eng.mu.Unlock()
 	// The batch is handed out together: its messages share an arena.
 	var arena message.Arena
 	arena.Reserve(len(phys))
 	for {
-		err = e.clog.ReadEach(phys, func(k int, rec commitlog.Record) error {
+		err = c.eng.clog.ReadEach(phys, func(k int, rec commitlog.Record) error {
 			payload := rec.Payload
 			switch rec.Type {
 			case recMessage:

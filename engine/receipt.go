@@ -19,21 +19,21 @@ const receiptLen = 2 + 8 + 4 + 8
 // length is no receipt, which a caller may refuse before asking.
 const ReceiptChars = (receiptLen*8 + 5) / 6
 
-func (e *Engine) receiptTag(gid uint32, queue uint16, offset uint64, seq uint32) uint64 {
-	return e.ids.receipts.Tag(offset, uint64(gid)<<32|uint64(seq)^uint64(queue)<<16)
+func (ids *idents) receiptTag(gid uint32, queue uint16, offset uint64, seq uint32) uint64 {
+	return ids.receipts.Tag(offset, uint64(gid)<<32|uint64(seq)^uint64(queue)<<16)
 }
 
-func (e *Engine) encodeReceipt(gid uint32, queue uint16, offset uint64, seq uint32) string {
+func (ids *idents) encodeReceipt(gid uint32, queue uint16, offset uint64, seq uint32) string {
 	var b [receiptLen]byte
 	binary.BigEndian.PutUint16(b[:], queue)
 	binary.BigEndian.PutUint64(b[2:], offset)
 	binary.BigEndian.PutUint32(b[10:], seq)
-	binary.BigEndian.PutUint64(b[14:], e.receiptTag(gid, queue, offset, seq))
+	binary.BigEndian.PutUint64(b[14:], ids.receiptTag(gid, queue, offset, seq))
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
 // decodeReceipt parses a receipt of group gid and checks its tag.
-func (e *Engine) decodeReceipt(gid uint32, s string) (queue uint16, offset uint64, seq uint32, err error) {
+func (ids *idents) decodeReceipt(gid uint32, s string) (queue uint16, offset uint64, seq uint32, err error) {
 	// Decoded into an array: a consumer's acks are up to 1000 receipts a
 	// request, and DecodeString allocated for each.
 	var arr [receiptLen]byte
@@ -42,7 +42,7 @@ func (e *Engine) decodeReceipt(gid uint32, s string) (queue uint16, offset uint6
 		return 0, 0, 0, errs.New(errs.InvalidArgument, "receipt %q is malformed", s)
 	}
 	queue, offset, seq = binary.BigEndian.Uint16(b), binary.BigEndian.Uint64(b[2:]), binary.BigEndian.Uint32(b[10:])
-	if binary.BigEndian.Uint64(b[14:]) != e.receiptTag(gid, queue, offset, seq) {
+	if binary.BigEndian.Uint64(b[14:]) != ids.receiptTag(gid, queue, offset, seq) {
 		return 0, 0, 0, errs.New(errs.NotFound, "receipt %q is unknown or its lease has ended", s)
 	}
 	return queue, offset, seq, nil

@@ -55,12 +55,12 @@ type handout struct {
 // (created on first use) under a lease, waiting up to Wait for one, after
 // acknowledging the receipts of req.Ack (see ReceiveRequest.Ack).
 func (e *Engine) Receive(ctx context.Context, req ReceiveRequest) ([]Received, error) {
-	return e.receiveAs(ctx, req, false)
+	return e.cons.receiveAs(ctx, req, false)
 }
 
 // receiveAs is Receive; internal is the engine's own receive (a redrive's
 // reader), which may use the engine's own group.
-func (e *Engine) receiveAs(ctx context.Context, req ReceiveRequest, internal bool) ([]Received, error) {
+func (c *consumers) receiveAs(ctx context.Context, req ReceiveRequest, internal bool) ([]Received, error) {
 	if req.Max == 0 {
 		req.Max = DefaultReceive
 	}
@@ -77,52 +77,52 @@ func (e *Engine) receiveAs(ctx context.Context, req ReceiveRequest, internal boo
 	case len(req.Ack) > MaxReceive:
 		return nil, errs.New(errs.TooLarge, "%d receipts to ack; the limit is %d", len(req.Ack), MaxReceive)
 	}
-	g, err := e.createGroup(req.Topic, req.Group, GroupConfig{}, true, internal)
+	g, err := c.createGroup(req.Topic, req.Group, GroupConfig{}, true, internal)
 	if err != nil {
 		return nil, err
 	}
 	if len(req.Ack) > 0 {
-		out, done, err := e.receiveAcking(g, req)
+		out, done, err := c.receiveAcking(g, req)
 		if done || err != nil {
 			return out, err
 		}
 		// The acks are made: a failure from here on must not say otherwise.
-		out, err = e.receive(ctx, g, req)
+		out, err = c.receive(ctx, g, req)
 		if err != nil {
 			if ctx.Err() == nil {
-				e.opts.Logger.Warn("receive failed after its acks were made", "topic", req.Topic, "group", req.Group, "err", err)
+				c.eng.opts.Logger.Warn("receive failed after its acks were made", "topic", req.Topic, "group", req.Group, "err", err)
 			}
 			return nil, nil
 		}
 		return out, nil
 	}
-	return e.receive(ctx, g, req)
+	return c.receive(ctx, g, req)
 }
 
 // receiveAcking is the first turn of a receive that carries acks: it
 // checks them and leases in one critical section. With messages to hand
 // out, the acks are written with their attempt record (done). Without,
 // they are made alone and the caller goes on to wait (not done).
-func (e *Engine) receiveAcking(g *group, req ReceiveRequest) (out []Received, done bool, err error) {
-	e.mu.Lock()
-	if err := e.unavailableLocked(); err != nil {
-		e.mu.Unlock()
+func (c *consumers) receiveAcking(g *group, req ReceiveRequest) (out []Received, done bool, err error) {
+	c.eng.mu.Lock()
+	if err := c.eng.life.unavailableLocked(); err != nil {
+		c.eng.mu.Unlock()
 		return nil, true, err
 	}
-	a, err := e.stopAckedLocked(req.Topic, req.Group, req.Ack)
+	a, err := c.stopAckedLocked(req.Topic, req.Group, req.Ack)
 	if err != nil {
-		e.mu.Unlock()
+		c.eng.mu.Unlock()
 		return nil, true, err
 	}
-	hs := e.takeLocked(g, req.Max, req.Invisible)
-	e.mu.Unlock()
+	hs := c.takeLocked(g, req.Max, req.Invisible)
+	c.eng.mu.Unlock()
 	if len(hs) == 0 {
-		e.gate.RLock()
-		defer e.gate.RUnlock()
-		err := e.commitAcks(a)
+		c.eng.gate.RLock()
+		defer c.eng.gate.RUnlock()
+		err := c.commitAcks(a)
 		return nil, err != nil, err
 	}
-	out, err = e.deliver(g, hs, a)
+	out, err = c.deliver(g, hs, a)
 	if err != nil {
 		return nil, true, err
 	}
@@ -132,11 +132,11 @@ func (e *Engine) receiveAcking(g *group, req ReceiveRequest) (out []Received, do
 
 // receive is Receive's lease-or-wait loop, for a checked request whose
 // acks (if any) are made.
-func (e *Engine) receive(ctx context.Context, g *group, req ReceiveRequest) ([]Received, error) {
+func (c *consumers) receive(ctx context.Context, g *group, req ReceiveRequest) ([]Received, error) {
 	var deadline <-chan time.Time
 	if req.Wait > 0 {
 		// The injected clock: tests advance it instead of sleeping.
-		t := e.opts.Clock.NewTimer(req.Wait)
+		t := c.eng.opts.Clock.NewTimer(req.Wait)
 		defer t.Stop()
 		deadline = t.C()
 	}
@@ -150,17 +150,17 @@ func (e *Engine) receive(ctx context.Context, g *group, req ReceiveRequest) ([]R
 	var poll <-chan time.Time
 	var endOfWait int64
 	for {
-		e.mu.Lock()
-		if err := e.unavailableLocked(); err != nil {
-			e.mu.Unlock()
+		c.eng.mu.Lock()
+		if err := c.eng.life.unavailableLocked(); err != nil {
+			c.eng.mu.Unlock()
 			return nil, err
 		}
-		hs := e.takeLocked(g, req.Max, req.Invisible)
-		signal := e.life.visibleCh
-		behind := catchUp != nil && e.frontierLocked() < endOfWait
-		e.mu.Unlock()
+		hs := c.takeLocked(g, req.Max, req.Invisible)
+		signal := c.eng.life.visibleLocked()
+		behind := catchUp != nil && c.eng.disp.frontierLocked() < endOfWait
+		c.eng.mu.Unlock()
 		if len(hs) > 0 {
-			out, err := e.deliver(g, hs, nil)
+			out, err := c.deliver(g, hs, nil)
 			if err != nil || len(out) > 0 || (deadline == nil && catchUp == nil) {
 				return out, err
 			}
@@ -180,17 +180,17 @@ func (e *Engine) receive(ctx context.Context, g *group, req ReceiveRequest) ([]R
 		// take before the empty answer (the loop's top returns when
 		// neither is left), never by the empty answer directly.
 		case <-deadline:
-			deadline, endOfWait = nil, e.Now()
-			if e.Frontier() >= endOfWait {
+			deadline, endOfWait = nil, c.eng.Now()
+			if c.eng.Frontier() >= endOfWait {
 				continue
 			}
-			e.kickLoop()
+			c.eng.life.kickLoop()
 			catchUp, poll = time.After(time.Second), time.After(2*time.Millisecond)
 		case <-catchUp:
 			catchUp, poll = nil, nil
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-e.life.done:
+		case <-c.eng.life.stopping():
 			return nil, errs.New(errs.Unavailable, "broker is shutting down")
 		}
 	}
@@ -199,10 +199,10 @@ func (e *Engine) receive(ctx context.Context, g *group, req ReceiveRequest) ([]R
 // takeLocked leases up to max messages of g: redeliveries first, then new
 // ones, queues in turn. In a FIFO topic a queue with a message in flight or
 // in backoff hands out nothing, and at most one message at a time.
-func (e *Engine) takeLocked(g *group, max int, invisible time.Duration) []handout {
+func (c *consumers) takeLocked(g *group, max int, invisible time.Duration) []handout {
 	nq := len(g.queues)
-	hs := make([]handout, 0, e.handoutRoomLocked(g, max))
-	expires := e.lastAdvanceOrNow() + clock.CeilMillis(invisible) // 1.5 ms lasts 2, never 1
+	hs := make([]handout, 0, c.handoutRoomLocked(g, max))
+	expires := c.eng.disp.leaseTimeLocked() + clock.CeilMillis(invisible) // 1.5 ms lasts 2, never 1
 	for i := 0; i < nq && len(hs) < max; i++ {
 		qi := (g.rr + i) % nq
 		gq := g.queues[qi]
@@ -215,11 +215,11 @@ func (e *Engine) takeLocked(g *group, max int, invisible time.Duration) []handou
 			limit = 1
 		}
 		take := func(off uint64) {
-			e.cons.leaseSeq++
+			seq := c.nextLeaseSeqLocked()
 			att := gq.attemptsOf(off) + 1
 			gq.setAttempts(off, att)
-			l := &lease{seq: e.cons.leaseSeq, attempt: att}
-			l.timer = e.startTimerLocked(timerRef{kind: refLease, due: expires, group: g.id, queue: uint16(qi), offset: off, seq: l.seq})
+			l := &lease{seq: seq, attempt: att}
+			l.timer = c.eng.disp.startTimerLocked(timerRef{kind: refLease, due: expires, group: g.id, queue: uint16(qi), offset: off, seq: l.seq})
 			gq.setLease(off, l)
 			hs = append(hs, handout{queue: uint16(qi), offset: off, attempt: att, seq: l.seq, n: n})
 			limit--
@@ -238,7 +238,7 @@ func (e *Engine) takeLocked(g *group, max int, invisible time.Duration) []handou
 		// Offsets are handed out only within MaxUnackedSpan of the oldest
 		// one not yet done, so that done and attempts stay bounded (in
 		// memory and in the checkpoint) even behind a stuck message.
-		end := min(n, gq.acked+uint64(e.opts.MaxUnackedSpan))
+		end := min(n, gq.acked+uint64(c.eng.opts.MaxUnackedSpan))
 		for limit > 0 && gq.next < end {
 			off := gq.next
 			gq.next++
@@ -257,7 +257,7 @@ func (e *Engine) takeLocked(g *group, max int, invisible time.Duration) []handou
 // doubling, and without allocating for a take that finds nothing: in a
 // FIFO topic one a free queue, otherwise the ready redeliveries and the
 // new offsets within MaxUnackedSpan.
-func (e *Engine) handoutRoomLocked(g *group, max int) int {
+func (c *consumers) handoutRoomLocked(g *group, max int) int {
 	n := 0
 	for qi, gq := range g.queues {
 		switch {
@@ -266,7 +266,7 @@ func (e *Engine) handoutRoomLocked(g *group, max int) int {
 				n++
 			}
 		default:
-			end := min(g.topic.queues[qi].Len(), gq.acked+uint64(e.opts.MaxUnackedSpan))
+			end := min(g.topic.queues[qi].Len(), gq.acked+uint64(c.eng.opts.MaxUnackedSpan))
 			n += len(gq.ready)
 			if end > gq.next {
 				n += int(min(end-gq.next, uint64(max)))
@@ -279,11 +279,6 @@ func (e *Engine) handoutRoomLocked(g *group, max int) int {
 	return n
 }
 
-// lastAdvanceOrNow is the lease wheel's time, the base of lease deadlines.
-func (e *Engine) lastAdvanceOrNow() int64 {
-	return max(e.disp.leaseAt, e.Now())
-}
-
 // deliver reads the handed-out messages and records the attempts, with
 // the acks a (if not nil) in the same append. If a read fails, nothing is
 // handed out: the leases are given back (and a's restored) and the caller
@@ -291,44 +286,44 @@ func (e *Engine) lastAdvanceOrNow() int64 {
 // receive. A record that retention removed is skipped (and marked done).
 // A record that fails validation is set aside (damage.go): the others are
 // given back, a's restored, and the caller gets DataLoss.
-func (e *Engine) deliver(g *group, hs []handout, a *ackBatch) ([]Received, error) {
-	out, items, skip, expired, bad, err := e.readHandouts(g, hs)
+func (c *consumers) deliver(g *group, hs []handout, a *ackBatch) ([]Received, error) {
+	out, items, skip, expired, bad, err := c.readHandouts(g, hs)
 	if err != nil || len(bad) > 0 {
 		// The damaged ones keep their leases until they are set aside, so
 		// that no other receive meets them meanwhile.
-		e.mu.Lock()
-		e.giveBackLocked(g, withoutBad(hs, bad))
+		c.eng.mu.Lock()
+		c.giveBackLocked(g, withoutBad(hs, bad))
 		if a != nil {
-			a.restoreLocked(e)
+			a.restoreLocked(c.eng)
 		}
-		e.mu.Unlock()
+		c.eng.mu.Unlock()
 		if err != nil {
-			e.stats.ReadErrors.Add(1)
+			c.eng.stats.ReadErrors.Add(1)
 			return nil, errs.Wrap(errs.Unavailable, err, "read topic %s", g.topic.name)
 		}
-		e.gate.RLock()
-		defer e.gate.RUnlock()
-		return nil, e.setAsideHandouts(g, bad)
+		c.eng.gate.RLock()
+		defer c.eng.gate.RUnlock()
+		return nil, c.setAsideHandouts(g, bad)
 	}
-	e.gate.RLock()
-	defer e.gate.RUnlock()
-	if err := e.appendDelivery(g, hs, a, items); err != nil {
+	c.eng.gate.RLock()
+	defer c.eng.gate.RUnlock()
+	if err := c.appendDelivery(g, hs, a, items); err != nil {
 		return nil, err
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	c.eng.mu.Lock()
+	defer c.eng.mu.Unlock()
 	if a != nil {
-		a.doneLocked(e)
+		a.doneLocked(c.eng)
 	}
 	if len(expired) > 0 {
-		e.expireHandoutsLocked(g, expired)
+		c.expireHandoutsLocked(g, expired)
 	}
 	gone := 0
 	for _, sk := range skip {
 		h := sk.handout
 		gq := g.queues[h.queue]
 		if l := gq.leaseOf(h.offset); l != nil && l.seq == h.seq {
-			e.stopTimerLocked(l.timer)
+			c.eng.disp.stopTimerLocked(l.timer)
 			gq.setLease(h.offset, nil)
 		}
 		gq.markDone(h.offset)
@@ -342,8 +337,8 @@ func (e *Engine) deliver(g *group, hs []handout, a *ackBatch) ([]Received, error
 		}
 	}
 	if gone > 0 {
-		e.stats.RetentionSkipped.Add(uint64(gone))
-		e.opts.Logger.Warn("messages removed by retention before the group received them were skipped", "topic", g.topic.name, "group", g.name, "messages", gone)
+		c.eng.stats.RetentionSkipped.Add(uint64(gone))
+		c.eng.opts.Logger.Warn("messages removed by retention before the group received them were skipped", "topic", g.topic.name, "group", g.name, "messages", gone)
 	}
 	return out, nil
 }
@@ -361,7 +356,7 @@ type skipped struct {
 // messages are still handed out: delivery is at least once. If it carries
 // acks, its failure fails the receive: the acks' leases are restored and
 // the handouts given back, so that nothing is acked and nothing leased.
-func (e *Engine) appendDelivery(g *group, hs []handout, a *ackBatch, items []progressItem) error {
+func (c *consumers) appendDelivery(g *group, hs []handout, a *ackBatch, items []progressItem) error {
 	recs := make([]commitlog.Record, 0, 2)
 	if a != nil {
 		recs = append(recs, a.record())
@@ -372,26 +367,26 @@ func (e *Engine) appendDelivery(g *group, hs []handout, a *ackBatch, items []pro
 	if len(recs) == 0 {
 		return nil
 	}
-	_, err := e.clog.Append(recs...)
+	_, err := c.eng.clog.Append(recs...)
 	switch {
 	case err == nil:
 		return nil
 	case a == nil:
-		e.opts.Logger.Warn("attempt record write failed", "err", err)
+		c.eng.opts.Logger.Warn("attempt record write failed", "err", err)
 		return nil
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	a.restoreLocked(e)
-	e.giveBackLocked(g, hs)
-	return e.storageErr(err)
+	c.eng.mu.Lock()
+	defer c.eng.mu.Unlock()
+	a.restoreLocked(c.eng)
+	c.giveBackLocked(g, hs)
+	return c.eng.life.storageErr(err)
 }
 
 // readHandouts reads the records of hs and sorts them into messages to
 // hand out (with their attempt items), messages to pass over (records
 // retention removed, messages for another group: skip), messages past
 // their deadline (expired) and damaged records (bad).
-func (e *Engine) readHandouts(g *group, hs []handout) (out []Received, items []progressItem, skip []skipped, expired []handout, bad []damagedHandout, err error) {
+func (c *consumers) readHandouts(g *group, hs []handout) (out []Received, items []progressItem, skip []skipped, expired []handout, bad []damagedHandout, err error) {
 	entries, err := handoutEntries(g.topic, hs)
 	if err != nil {
 		return nil, nil, nil, nil, nil, err
@@ -400,13 +395,13 @@ func (e *Engine) readHandouts(g *group, hs []handout) (out []Received, items []p
 	for i, en := range entries {
 		pos[i] = en.Pos
 	}
-	stored, damaged, err := e.readStoredEach(pos)
+	stored, damaged, err := c.readStoredEach(pos)
 	if err != nil {
 		return nil, nil, nil, nil, nil, err
 	}
 	out = make([]Received, 0, len(hs))
 	items = make([]progressItem, 0, len(hs))
-	now := e.Now()
+	now := c.eng.Now()
 	for i, h := range hs {
 		en, s := entries[i], stored[i]
 		switch {
@@ -424,8 +419,8 @@ func (e *Engine) readHandouts(g *group, hs []handout) (out []Received, items []p
 			continue
 		}
 		out = append(out, Received{
-			Visible: Visible{ID: e.ids.seal.ID(en.Pos, s.Nonce), Offset: h.offset, Due: en.Due, Visible: en.Visible, Message: s},
-			Receipt: e.encodeReceipt(g.id, h.queue, h.offset, h.seq), Attempt: int(h.attempt), Queue: int(h.queue),
+			Visible: Visible{ID: c.eng.ids.seal.ID(en.Pos, s.Nonce), Offset: h.offset, Due: en.Due, Visible: en.Visible, Message: s},
+			Receipt: c.eng.ids.encodeReceipt(g.id, h.queue, h.offset, h.seq), Attempt: int(h.attempt), Queue: int(h.queue),
 		})
 		items = append(items, progressItem{queue: h.queue, offset: h.offset, attempt: h.attempt})
 	}
@@ -449,9 +444,9 @@ func withoutBad(hs []handout, bad []damagedHandout) []handout {
 
 // giveBackLocked undoes a handout that could not be delivered: the leases
 // end, the attempt counts go back, and the offsets are ready again at once.
-func (e *Engine) giveBackLocked(g *group, hs []handout) {
+func (c *consumers) giveBackLocked(g *group, hs []handout) {
 	for _, h := range hs {
-		if e.takeBackLocked(g, h) {
+		if c.takeBackLocked(g, h) {
 			g.queues[h.queue].ready = append(g.queues[h.queue].ready, h.offset)
 		}
 	}
@@ -460,13 +455,13 @@ func (e *Engine) giveBackLocked(g *group, hs []handout) {
 // takeBackLocked undoes the lease of a handout, if it still holds it: the
 // lease ends and the attempt count and counters go back. It reports
 // whether it did.
-func (e *Engine) takeBackLocked(g *group, h handout) bool {
+func (c *consumers) takeBackLocked(g *group, h handout) bool {
 	gq := g.queues[h.queue]
 	l := gq.leaseOf(h.offset)
 	if l == nil || l.seq != h.seq {
 		return false
 	}
-	e.stopTimerLocked(l.timer)
+	c.eng.disp.stopTimerLocked(l.timer)
 	gq.setLease(h.offset, nil)
 	if h.attempt <= 1 {
 		gq.setAttempts(h.offset, 0)

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"path"
 
@@ -12,40 +11,46 @@ import (
 	"github.com/hourglass-mq/hourglass/keyindex"
 	"github.com/hourglass-mq/hourglass/message"
 	"github.com/hourglass-mq/hourglass/timerstore"
-	"github.com/hourglass-mq/hourglass/timewheel"
 	"github.com/hourglass-mq/hourglass/vfs"
 )
+
+// recovery is the engine's start from its directory, at Open: it runs
+// once, alone, before the loop and the checkpointer start, and brings
+// every part to the state the checkpoint and the log after it describe.
+type recovery struct {
+	eng *Engine
+}
 
 // recover loads the checkpoint, truncates the caches to it, replays the
 // log after it and sets the wheel up at the fire frontier.
 func (e *Engine) recover() error {
-	st, err := e.loadCheckpoint()
+	r := &recovery{eng: e}
+	st, err := r.loadCheckpoint()
 	if err != nil {
 		return err
 	}
-	if err := e.restoreState(st); err != nil {
+	if err := r.restoreState(st); err != nil {
 		return err
 	}
-	if err := e.markVisibleAboveFrontier(st.Frontier); err != nil {
+	if err := r.markVisibleAboveFrontier(st.Frontier); err != nil {
 		return err
 	}
-	if err := e.openKeys(st.KeyState, st.LogPos); err != nil {
+	if err := r.openKeys(st.KeyState, st.LogPos); err != nil {
 		return err
 	}
-	if err := e.openTimers(st); err != nil {
+	if err := r.openTimers(st); err != nil {
 		return err
 	}
 	// Replay: every timer goes to the buckets (loadedUntil is -inf).
-	e.disp.loadedUntil = math.MinInt64
-	e.disp.lastAdvance = math.MinInt64
+	e.disp.startReplay()
 	minDue := int64(math.MaxInt64)
 	replayed := 0
 	err = e.clog.Scan(commitlog.Pos(st.LogPos), func(pos commitlog.Pos, rec commitlog.Record) error {
 		replayed++
-		if err := e.replayLocked(uint64(pos), rec, &minDue); err != nil {
+		if err := r.replayLocked(uint64(pos), rec, &minDue); err != nil {
 			return err
 		}
-		e.spillTimers()
+		e.disp.spillTimers()
 		return nil
 	})
 	if bad, ok := commitlog.DamagedAt(err); ok {
@@ -53,22 +58,25 @@ func (e *Engine) recover() error {
 			"this is media damage, not a torn write, and nothing was changed; stop here and run `hourglass repair --data-dir %s`, "+
 			"which quarantines the damaged bytes and keeps every record after them (a message in them is lost, and a fire, ack "+
 			"or change in them is not applied: its messages fire again, are redelivered or keep their old due time): %w",
-			st.LogPos, e.segmentOf(uint64(bad)), bad, e.opts.Dir, err)
+			st.LogPos, e.segs.segmentOf(uint64(bad)), bad, e.opts.Dir, err)
 	}
 	if err != nil {
 		return fmt.Errorf("replay from %d: %w", st.LogPos, err)
 	}
 	e.stats.Replayed.Store(uint64(replayed))
-	e.startDispatch(st, minDue)
-	e.checkForecastLocked()
+	r.startDispatch(st, minDue)
+	// The forecast's invariant: it counts what is pending.
+	if n, want := e.side.fc.total(), e.stats.Pending.Load(); n != want {
+		e.opts.Logger.Warn("forecast counts disagree with the pending count", "counted", n, "pending", want)
+	}
 	return nil
 }
 
 // loadCheckpoint reads the checkpoint, or returns the start state of a
 // directory that has none.
-func (e *Engine) loadCheckpoint() (*checkpointState, error) {
-	st := &checkpointState{LogPos: uint64(e.clog.Start()), Frontier: math.MinInt64 / 2}
-	b, err := readAll(e.opts.FS, path.Join(e.opts.Dir, checkpointFile))
+func (r *recovery) loadCheckpoint() (*checkpointState, error) {
+	st := &checkpointState{LogPos: uint64(r.eng.clog.Start()), Frontier: math.MinInt64 / 2}
+	b, err := readAll(r.eng.opts.FS, path.Join(r.eng.opts.Dir, checkpointFile))
 	switch {
 	case vfs.IsNotExist(err):
 		return st, nil
@@ -78,41 +86,35 @@ func (e *Engine) loadCheckpoint() (*checkpointState, error) {
 	if st, err = decodeCheckpoint(b); err != nil {
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
-	if st.Incarnation != e.ids.incarn {
-		return nil, fmt.Errorf("checkpoint belongs to incarnation %08x, the directory is %08x", st.Incarnation, e.ids.incarn)
+	if st.Incarnation != r.eng.ids.incarn {
+		return nil, fmt.Errorf("checkpoint belongs to incarnation %08x, the directory is %08x", st.Incarnation, r.eng.ids.incarn)
 	}
-	if st.LogPos < uint64(e.clog.Start()) || st.LogPos > uint64(e.clog.Head()) {
-		return nil, fmt.Errorf("checkpoint log position %d is outside the log [%d, %d]: the log is older than the checkpoint (a directory copied while its broker ran, or log segments lost); restore a backup (hourglass restore), or see hourglass check", st.LogPos, e.clog.Start(), e.clog.Head())
+	if st.LogPos < uint64(r.eng.clog.Start()) || st.LogPos > uint64(r.eng.clog.Head()) {
+		return nil, fmt.Errorf("checkpoint log position %d is outside the log [%d, %d]: the log is older than the checkpoint (a directory copied while its broker ran, or log segments lost); restore a backup (hourglass restore), or see hourglass check", st.LogPos, r.eng.clog.Start(), r.eng.clog.Head())
 	}
 	return st, nil
 }
 
 // restoreState puts back what the checkpoint recorded: the overlay (from
 // its journal), per-segment accounting, topics and groups.
-func (e *Engine) restoreState(st *checkpointState) error {
-	var err error
-	if e.ovl.journal, err = newOverlayJournal(e.opts.FS, e.opts.Dir); err != nil {
+func (r *recovery) restoreState(st *checkpointState) error {
+	if err := r.eng.ovl.open(r.eng.opts.FS, r.eng.opts.Dir, st.OverlayFiles, uint64(r.eng.clog.Start())); err != nil {
 		return err
 	}
-	if err := e.ovl.journal.load(st.OverlayFiles, uint64(e.clog.Start()), func(pos uint64, ov overlayEntry) { e.ovl.entries[pos] = &ov }); err != nil {
-		return err
-	}
-	maps.Copy(e.segs.pending, st.SegPending)
-	maps.Copy(e.segs.reloc, st.Reloc)
-	maps.Copy(e.segs.last, st.SegLast)
+	r.eng.segs.restore(st.Reloc, st.SegPending, st.SegLast)
 	for _, t := range st.Topics {
-		tp, err := e.applyTopicLocked(t.ID, len(t.Entries), t.Flags, t.Name, t.Entries)
+		tp, err := r.eng.cat.applyTopicLocked(t.ID, len(t.Entries), t.Flags, t.Name, t.Entries)
 		if err != nil {
 			return err
 		}
 		tp.pending = t.Pending
 	}
 	for _, cg := range st.Groups {
-		t := e.cat.topicsByID[cg.Topic]
+		t := r.eng.cat.topicsByID[cg.Topic]
 		if t == nil {
 			return fmt.Errorf("checkpoint group %q names unknown topic %d", cg.Name, cg.Topic)
 		}
-		g := e.applyGroupLocked(cg.ID, t, cg.Config, cg.Name)
+		g := r.eng.cons.installLocked(cg.ID, t, cg.Config, cg.Name)
 		for i, cq := range cg.Queues {
 			if i >= len(g.queues) {
 				break
@@ -135,24 +137,14 @@ func (e *Engine) restoreState(st *checkpointState) error {
 // startDispatch sets the dispatcher up after replay: the recovery filter,
 // the broker clock's floor, and the wheel at the fire frontier (or just
 // before the earliest replayed due time).
-func (e *Engine) startDispatch(st *checkpointState, minDue int64) {
-	e.disp.recL, e.disp.recF = st.LogPos, st.Frontier
+func (r *recovery) startDispatch(st *checkpointState, minDue int64) {
+	r.eng.disp.setRecoveryFilter(st.LogPos, st.Frontier)
 	// The broker clock must not run backwards across the restart: raise it
 	// to the latest time the durable state shows it had reached.
-	e.clock.Raise(max(st.Written, st.Frontier, e.disp.replayHWM))
+	r.eng.clock.Raise(max(st.Written, st.Frontier, r.eng.disp.replayHighWater()))
 	start := max(0, min(st.Frontier, minDue-1))
-	e.disp.wheel = timewheel.New[timerRef](1, 512, start)
-	e.disp.lastAdvance = start
-	e.disp.leases = timewheel.New[timerRef](1, 512, start)
-	e.disp.leaseAt = start
-	e.disp.loadedUntil = e.disp.timers.BucketOf(start + 1)
-	e.disp.tokensAt = e.Now()
-	e.disp.tokens = e.rateBurst()
-	var pending int64
-	for _, n := range e.segs.pending {
-		pending += n
-	}
-	e.stats.Pending.Store(pending)
+	r.eng.disp.start(start)
+	r.eng.stats.Pending.Store(r.eng.segs.pendingTotal())
 }
 
 // markVisibleAboveFrontier adds to firedSince the messages the queue
@@ -166,9 +158,9 @@ func (e *Engine) startDispatch(st *checkpointState, minDue int64) {
 // Visible times never decrease along a queue index, so each is read
 // backwards only until an entry that became visible at or before the
 // frontier: that one and all before it were due at or before it too.
-func (e *Engine) markVisibleAboveFrontier(frontier int64) error {
+func (r *recovery) markVisibleAboveFrontier(frontier int64) error {
 	const chunk = 1024
-	for _, t := range e.cat.topicsByID {
+	for _, t := range r.eng.cat.topicsByID {
 		for _, q := range t.queues {
 		scan:
 			for end := q.Len(); end > 0; {
@@ -182,8 +174,7 @@ func (e *Engine) markVisibleAboveFrontier(frontier int64) error {
 						break scan
 					}
 					if es[i].Due > frontier {
-						e.disp.firedSince[es[i].Pos] = true
-						e.disp.firedSinceTo = max(e.disp.firedSinceTo, es[i].Due+1)
+						r.eng.disp.markFiredSince(es[i].Pos, es[i].Due)
 					}
 				}
 				end = from
@@ -197,34 +188,31 @@ func (e *Engine) markVisibleAboveFrontier(frontier int64) error {
 // keyindex checks every run file it lists. A damaged index is rebuilt from
 // the log: every retained message record before the checkpoint's position
 // (replay adds the keys of what follows).
-func (e *Engine) openKeys(state []byte, logPos uint64) error {
-	name := path.Join(e.opts.Dir, "keys")
+func (r *recovery) openKeys(state []byte, logPos uint64) error {
+	name := path.Join(r.eng.opts.Dir, "keys")
 	// Moved messages keep their old position as identity (compact.go):
 	// their keys must survive merges.
-	start := uint64(e.clog.Start())
-	for orig := range e.segs.reloc {
-		start = min(start, orig)
-	}
-	x, err := keyindex.Open(e.opts.FS, name, state, start)
+	start := r.eng.segs.lowestIdentity(uint64(r.eng.clog.Start()))
+	x, err := keyindex.Open(r.eng.opts.FS, name, state, start)
 	if err == nil {
-		e.keys = x
+		r.eng.keys = x
 		return nil
 	}
 	if !errors.Is(err, keyindex.ErrCorrupt) {
 		return err
 	}
-	e.opts.Logger.Warn("key index damaged; rebuilding it from the commit log", "err", err)
-	e.stats.CacheRebuilds.Add(1)
-	if x, err = keyindex.Open(e.opts.FS, name, nil, start); err != nil {
+	r.eng.opts.Logger.Warn("key index damaged; rebuilding it from the commit log", "err", err)
+	r.eng.stats.CacheRebuilds.Add(1)
+	if x, err = keyindex.Open(r.eng.opts.FS, name, nil, start); err != nil {
 		return err
 	}
-	e.keys = x
-	err = e.scanMessages(logPos, func(orig uint64, s *message.Stored) error {
+	r.eng.keys = x
+	err = r.scanMessages(logPos, func(orig uint64, s *message.Stored) error {
 		if s.Key != "" {
-			e.keys.Put(keyHash(s.Topic, s.Key), orig)
+			r.eng.keys.Put(keyHash(s.Topic, s.Key), orig)
 		}
 		if s.DedupID != "" {
-			e.keys.Put(dedupHash(s.Topic, s.DedupID), orig)
+			r.eng.keys.Put(dedupHash(s.Topic, s.DedupID), orig)
 		}
 		return nil
 	})
@@ -244,36 +232,40 @@ var errStopScan = errors.New("engine: stop scan")
 // every retained record before the checkpoint's position; replay adds what
 // follows it), as is the index of a version 2 checkpoint, which was kept in
 // the layout before runs.
-func (e *Engine) openTimers(st *checkpointState) error {
-	dir, width := path.Join(e.opts.Dir, "timers"), e.opts.BucketWidth.Milliseconds()
+func (r *recovery) openTimers(st *checkpointState) error {
+	dir, width := path.Join(r.eng.opts.Dir, "timers"), r.eng.opts.BucketWidth.Milliseconds()
 	var err error
 	if !st.timersLegacy {
-		e.startForecastLocked(st)
-		e.disp.timers, err = timerstore.Open(e.opts.FS, dir, width, st.TimerState, e.countTimerLocked)
+		r.startForecastLocked(st)
+		var ts *timerstore.Store
+		ts, err = timerstore.Open(r.eng.opts.FS, dir, width, st.TimerState, r.countTimerLocked)
 		if err == nil {
-			e.finishRecountLocked()
+			r.eng.disp.setStore(ts)
+			r.eng.side.fc.finishRecount()
 			return nil
 		}
 		if !errors.Is(err, timerstore.ErrCorrupt) {
 			return fmt.Errorf("timer index: %w", err)
 		}
-		e.opts.Logger.Warn("timer index damaged; rebuilding it from the commit log", "err", err)
-		e.stats.CacheRebuilds.Add(1)
+		r.eng.opts.Logger.Warn("timer index damaged; rebuilding it from the commit log", "err", err)
+		r.eng.stats.CacheRebuilds.Add(1)
 	} else {
-		e.opts.Logger.Info("timer index in the layout of an older hourglass (one file per bucket); rebuilding it from the commit log")
+		r.eng.opts.Logger.Info("timer index in the layout of an older hourglass (one file per bucket); rebuilding it from the commit log")
 	}
 	// A nil state deletes every file of the directory.
-	if e.disp.timers, err = timerstore.Open(e.opts.FS, dir, width, nil, nil); err != nil {
+	ts, err := timerstore.Open(r.eng.opts.FS, dir, width, nil, nil)
+	if err != nil {
 		return fmt.Errorf("reset the timer index: %w", err)
 	}
-	e.startForecastLocked(st) // count again, from the log
-	err = e.scanMessages(st.LogPos, func(orig uint64, s *message.Stored) error {
-		t := e.cat.topic(s.Topic)
+	r.eng.disp.setStore(ts)
+	r.startForecastLocked(st) // count again, from the log
+	err = r.scanMessages(st.LogPos, func(orig uint64, s *message.Stored) error {
+		t := r.eng.cat.topic(s.Topic)
 		if t == nil {
 			return fmt.Errorf("message %d names unknown topic %q", orig, s.Topic)
 		}
 		ref := messageRef(orig, s, t)
-		if ov := e.ovl.entries[orig]; ov != nil {
+		if ov := r.eng.ovl.get(orig); ov != nil {
 			if ov.Cancelled || ov.Fired {
 				return nil
 			}
@@ -282,15 +274,15 @@ func (e *Engine) openTimers(st *checkpointState) error {
 		// Entries due at or before the frontier are filtered as visible when
 		// loaded, like any other (validLocked).
 		en := timerstore.Entry{Due: ref.due, Pos: orig, Topic: t.id, Queue: uint16(s.Queue), Kind: ref.timerKind()}
-		e.countTimerLocked(en)
-		e.disp.timers.Add(en)
-		e.spillTimers()
+		r.countTimerLocked(en)
+		r.eng.disp.store().Add(en)
+		r.eng.disp.spillTimers()
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("rebuild the timer index from the log: %w", err)
 	}
-	e.finishRecountLocked()
+	r.eng.side.fc.finishRecount()
 	return nil
 }
 
@@ -298,42 +290,11 @@ func (e *Engine) openTimers(st *checkpointState) error {
 // memory before it writes them out (a variable for tests).
 var timerSpillBytes = timerstore.FlushThreshold
 
-// spillTimers writes the timer index's memtable out as a run once it holds
-// timerSpillBytes, during recovery: a rebuild Adds a timer for every
-// retained message and a replay one for every send after the checkpoint,
-// before any checkpoint can write them, and a long log would otherwise be
-// held in memory whole. The run set is recorded by the first checkpoint,
-// which lists the run; a crash before it leaves the run unlisted, and the
-// next Open deletes it.
-//
-// A spill that fails (a full disk, a failed write or fsync) does not stop
-// the recovery: the entries stay in memory, as without spills, the job's
-// file is gone, and no further spill is tried; the first checkpoint writes
-// them and reports its own failure. Runs a spill merged away that no
-// durable checkpoint lists are deleted at once.
-func (e *Engine) spillTimers() {
-	if e.disp.spillOff || e.disp.timers.Buffered() < timerSpillBytes {
-		return
-	}
-	j, err := e.disp.timers.Prepare()
-	if err == nil {
-		_, err = e.disp.timers.Complete(j, j.Run())
-	}
-	if err != nil {
-		e.disp.spillOff = true
-		e.opts.Logger.Warn("recovery could not write timers out as it went; keeping them in memory until the first checkpoint", "err", err)
-		return
-	}
-	if err := e.disp.timers.DropUnlisted()(); err != nil {
-		e.opts.Logger.Warn("removing timer runs a recovery spill replaced failed; the next start removes them", "err", err)
-	}
-}
-
 // scanMessages calls fn with every retained message record (original or
 // moved copy, by identity) before the log position until, in log order: the
 // rebuilds of damaged caches read the log through it.
-func (e *Engine) scanMessages(until uint64, fn func(orig uint64, s *message.Stored) error) error {
-	err := e.clog.Scan(e.clog.Start(), func(pos commitlog.Pos, rec commitlog.Record) error {
+func (r *recovery) scanMessages(until uint64, fn func(orig uint64, s *message.Stored) error) error {
+	err := r.eng.clog.Scan(r.eng.clog.Start(), func(pos commitlog.Pos, rec commitlog.Record) error {
 		if uint64(pos) >= until {
 			return errStopScan
 		}

@@ -112,10 +112,9 @@ func checkFiredBeforeCheckpoint(t *testing.T, img *vfs.Mem, opts Options, early 
 		t.Fatal(err)
 	}
 	r.mu.Lock()
-	was := r.disp.loadedUntil
-	r.disp.loadedUntil = r.disp.timers.BucketOf(start - 60_000)
+	was := r.disp.setLoadedUntil(r.disp.store().BucketOf(start - 60_000))
 	st, _, _ := r.stateLocked(early.Pos, s)
-	r.disp.loadedUntil = was
+	r.disp.setLoadedUntil(was)
 	r.mu.Unlock()
 	if st != StateVisible {
 		t.Errorf("early fired before the checkpoint; with the buckets loading from long before it, it says %v", st)

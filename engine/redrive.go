@@ -32,11 +32,11 @@ func (e *Engine) Redrive(ctx context.Context, topic, group string, max int) (int
 	}
 	// The redrive's reader is the engine's own group: made here, so that
 	// the receive below finds it, past MaxGroups if need be.
-	if _, err := e.createGroup(g.dlq, redriveGroup, GroupConfig{}, true, true); err != nil {
+	if _, err := e.cons.createGroup(g.dlq, redriveGroup, GroupConfig{}, true, true); err != nil {
 		return 0, err
 	}
 	// At most a batch: the redrive sends what it reads as one.
-	got, err := e.receiveAs(ctx, ReceiveRequest{Topic: g.dlq, Group: redriveGroup, Max: min(max, e.opts.MaxBatch), Invisible: time.Minute}, true)
+	got, err := e.cons.receiveAs(ctx, ReceiveRequest{Topic: g.dlq, Group: redriveGroup, Max: min(max, e.opts.MaxBatch), Invisible: time.Minute}, true)
 	if err != nil || len(got) == 0 {
 		return 0, err
 	}
@@ -54,14 +54,14 @@ func (e *Engine) Redrive(ctx context.Context, topic, group string, max int) (int
 		reqs[i] = SendRequest{Message: m, ForGroup: group}
 		receipts[i] = r.Receipt
 	}
-	if err := e.redriveBatch(ctx, g, reqs, receipts); err != nil {
+	if err := e.cons.redriveBatch(ctx, g, reqs, receipts); err != nil {
 		if !errs.PerMessage(err) {
 			// Give the leases back: the next redrive reads them at once
 			// instead of after the minute's lease.
 			e.Release(g.dlq, redriveGroup, receipts)
 			return 0, err
 		}
-		return e.redriveEach(ctx, g, reqs, receipts)
+		return e.cons.redriveEach(ctx, g, reqs, receipts)
 	}
 	return len(got), nil
 }
@@ -69,21 +69,21 @@ func (e *Engine) Redrive(ctx context.Context, topic, group string, max int) (int
 // redriveBatch sends reqs and acks their dead letters (receipts of the
 // redrive's reader) in one append. On an error nothing is written and the
 // leases are as they were.
-func (e *Engine) redriveBatch(ctx context.Context, g *group, reqs []SendRequest, receipts []string) error {
-	e.mu.Lock()
-	if err := e.unavailableLocked(); err != nil {
-		e.mu.Unlock()
+func (c *consumers) redriveBatch(ctx context.Context, g *group, reqs []SendRequest, receipts []string) error {
+	c.eng.mu.Lock()
+	if err := c.eng.life.unavailableLocked(); err != nil {
+		c.eng.mu.Unlock()
 		return err
 	}
-	a, err := e.stopAckedLocked(g.dlq, redriveGroup, receipts)
-	e.mu.Unlock()
+	a, err := c.stopAckedLocked(g.dlq, redriveGroup, receipts)
+	c.eng.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	if _, err := e.sendBatch(ctx, reqs, true, a); err != nil {
-		e.mu.Lock()
-		a.restoreLocked(e)
-		e.mu.Unlock()
+	if _, err := c.eng.sendBatch(ctx, reqs, true, a); err != nil {
+		c.eng.mu.Lock()
+		a.restoreLocked(c.eng)
+		c.eng.mu.Unlock()
 		return err
 	}
 	return nil
@@ -95,12 +95,12 @@ func (e *Engine) redriveBatch(ctx context.Context, g *group, reqs []SendRequest,
 // lease given back with its attempts unchanged, instead of failing every
 // batch that holds it. It returns how many moved, and the first refusal
 // when none did.
-func (e *Engine) redriveEach(ctx context.Context, g *group, reqs []SendRequest, receipts []string) (int, error) {
+func (c *consumers) redriveEach(ctx context.Context, g *group, reqs []SendRequest, receipts []string) (int, error) {
 	moved := 0
 	var first error
 	for i := range reqs {
-		if err := e.redriveBatch(ctx, g, reqs[i:i+1], receipts[i:i+1]); err != nil {
-			e.Release(g.dlq, redriveGroup, receipts[i:i+1])
+		if err := c.redriveBatch(ctx, g, reqs[i:i+1], receipts[i:i+1]); err != nil {
+			c.eng.Release(g.dlq, redriveGroup, receipts[i:i+1])
 			first = cmp.Or(first, err)
 			continue
 		}
@@ -110,7 +110,7 @@ func (e *Engine) redriveEach(ctx context.Context, g *group, reqs []SendRequest, 
 		return 0, first
 	}
 	if moved < len(reqs) {
-		e.opts.Logger.Warn("redrive left dead letters that the limits refuse", "topic", g.topic.name, "group", g.name, "left", len(reqs)-moved, "err", first)
+		c.eng.opts.Logger.Warn("redrive left dead letters that the limits refuse", "topic", g.topic.name, "group", g.name, "left", len(reqs)-moved, "err", first)
 	}
 	return moved, nil
 }

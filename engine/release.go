@@ -15,7 +15,7 @@ package engine
 func (e *Engine) Release(topic, group string, receipts []string) int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.unavailableLocked() != nil {
+	if e.life.unavailableLocked() != nil {
 		return 0
 	}
 	g := e.cons.group(topic, group)
@@ -24,7 +24,7 @@ func (e *Engine) Release(topic, group string, receipts []string) int {
 	}
 	n := 0
 	for _, r := range receipts {
-		q, off, seq, err := e.decodeReceipt(g.id, r)
+		q, off, seq, err := e.ids.decodeReceipt(g.id, r)
 		if err != nil || int(q) >= len(g.queues) {
 			continue
 		}
@@ -33,13 +33,13 @@ func (e *Engine) Release(topic, group string, receipts []string) int {
 		if l == nil || l.seq != seq {
 			continue
 		}
-		if e.takeBackLocked(g, handout{queue: q, offset: off, attempt: l.attempt, seq: seq}) {
+		if e.cons.takeBackLocked(g, handout{queue: q, offset: off, attempt: l.attempt, seq: seq}) {
 			gq.ready = append(gq.ready, off)
 			n++
 		}
 	}
 	if n > 0 {
-		e.notifyVisibleLocked()
+		e.life.notifyVisibleLocked()
 	}
 	return n
 }

@@ -10,56 +10,55 @@ import (
 
 // replayLocked applies one record after the checkpoint. Caller holds no
 // locks (recovery is single-threaded), the name says what it touches.
-func (e *Engine) replayLocked(pos uint64, rec commitlog.Record, minDue *int64) error {
+func (r *recovery) replayLocked(pos uint64, rec commitlog.Record, minDue *int64) error {
 	switch rec.Type {
 	case recTopic:
 		id, queues, flags, name, err := decodeTopic(rec.Payload)
 		if err != nil {
 			return err
 		}
-		if _, ok := e.cat.topicsByID[id]; !ok {
-			if _, err := e.applyTopicLocked(id, queues, flags, name, nil); err != nil {
+		if _, ok := r.eng.cat.topicsByID[id]; !ok {
+			if _, err := r.eng.cat.applyTopicLocked(id, queues, flags, name, nil); err != nil {
 				return err
 			}
 		}
 	case recMessage:
-		return e.replayMessageLocked(pos, rec.Payload, minDue)
+		return r.replayMessageLocked(pos, rec.Payload, minDue)
 	case recCancel, recReschedule:
-		return e.replayChangeLocked(pos, rec, minDue)
+		return r.replayChangeLocked(pos, rec, minDue)
 	case recFire:
 		visible, es, err := decodeFire(rec.Payload)
 		if err != nil {
 			return err
 		}
 		for _, fe := range es {
-			if e.ovl.entries[fe.pos] == nil {
-				e.disp.firedSince[fe.pos] = true
-				e.disp.firedSinceTo = max(e.disp.firedSinceTo, fe.due+1)
+			if !r.eng.ovl.has(fe.pos) {
+				r.eng.disp.markFiredSince(fe.pos, fe.due)
 			}
 		}
-		e.applyFireLocked(visible, es, false)
-		e.disp.replayHWM = max(e.disp.replayHWM, visible)
+		r.eng.applyFireLocked(visible, es, false)
+		r.eng.disp.noteReplayed(visible)
 	case recMoved:
 		if len(rec.Payload) < 8 {
 			return errBadPayload
 		}
-		e.applyMovedLocked(binary.LittleEndian.Uint64(rec.Payload), pos)
+		r.eng.applyMovedLocked(binary.LittleEndian.Uint64(rec.Payload), pos)
 	case recGroup:
 		id, tid, cfg, name, err := decodeGroup(rec.Payload)
 		if err != nil {
 			return err
 		}
-		t := e.cat.topicsByID[tid]
+		t := r.eng.cat.topicsByID[tid]
 		if t == nil {
 			return fmt.Errorf("group at %d names unknown topic %d", pos, tid)
 		}
-		if e.cons.groupsByID[id] == nil {
-			e.applyGroupLocked(id, t, cfg, name)
+		if r.eng.cons.byIDLocked(id) == nil {
+			r.eng.cons.installLocked(id, t, cfg, name)
 		}
 	case recAck, recAttempt:
-		return e.replayProgressLocked(pos, rec)
+		return r.replayProgressLocked(pos, rec)
 	case recSetAside:
-		return e.replaySetAsideLocked(pos, rec)
+		return r.replaySetAsideLocked(pos, rec)
 	default:
 		// Unknown types are written by a newer version; refuse rather than
 		// silently drop state.
@@ -68,39 +67,39 @@ func (e *Engine) replayLocked(pos uint64, rec commitlog.Record, minDue *int64) e
 	return nil
 }
 
-func (e *Engine) replayMessageLocked(pos uint64, payload []byte, minDue *int64) error {
+func (r *recovery) replayMessageLocked(pos uint64, payload []byte, minDue *int64) error {
 	s, err := message.Decode(payload)
 	if err != nil {
 		return fmt.Errorf("message at %d: %w", pos, err)
 	}
-	t := e.cat.topic(s.Topic)
+	t := r.eng.cat.topic(s.Topic)
 	if t == nil {
 		return fmt.Errorf("message at %d names unknown topic %q", pos, s.Topic)
 	}
-	e.applyMessageLocked(pos, s, t)
+	r.eng.applyMessageLocked(pos, s, t)
 	*minDue = min(*minDue, s.Due)
-	e.disp.replayHWM = max(e.disp.replayHWM, s.Sent)
+	r.eng.disp.noteReplayed(s.Sent)
 	return nil
 }
 
-func (e *Engine) replayChangeLocked(pos uint64, rec commitlog.Record, minDue *int64) error {
+func (r *recovery) replayChangeLocked(pos uint64, rec commitlog.Record, minDue *int64) error {
 	p, due, err := decodePos(rec.Payload)
 	if err != nil {
 		return err
 	}
-	s, _, err := e.readStored(p)
+	s, _, err := r.eng.readStored(p)
 	if _, ok := commitlog.DamagedAt(err); ok {
 		// The message's record was damaged and repair quarantined it (a
 		// skip frame): the message is lost, and so is what its topic and
 		// timer were. Nothing is left to change; refusing would keep the
 		// broker down for ever.
-		e.opts.Logger.Warn("a cancel or reschedule names a message whose record is damaged: not applied", "change_pos", pos, "message_pos", p, "err", err)
+		r.eng.opts.Logger.Warn("a cancel or reschedule names a message whose record is damaged: not applied", "change_pos", pos, "message_pos", p, "err", err)
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("change at %d of %d: %w", pos, p, err)
 	}
-	t := e.cat.topic(s.Topic)
+	t := r.eng.cat.topic(s.Topic)
 	if t == nil {
 		return fmt.Errorf("change at %d of %d names unknown topic %q", pos, p, s.Topic)
 	}
@@ -110,22 +109,22 @@ func (e *Engine) replayChangeLocked(pos uint64, rec commitlog.Record, minDue *in
 	// The forecast counted the message at its timer's time: a windowed
 	// message's fire time until a change sets an exact one (window.go).
 	old := fireAt(s)
-	if ov := e.ovl.entries[p]; ov != nil {
+	if ov := r.eng.ovl.get(p); ov != nil {
 		old = ov.Due
 	}
-	e.applyChangeLocked(p, s, t, rec.Type == recCancel, due)
-	e.forecastChangeLocked(t.id, old, rec.Type == recCancel, due)
+	r.eng.applyChangeLocked(p, s, t, rec.Type == recCancel, due)
+	r.eng.side.fc.changed(t.id, old, rec.Type == recCancel, due)
 	return nil
 }
 
 // replayProgressLocked applies an ack or attempt record. Attempts only
 // ever go up, and nothing below a queue's acked offset changes.
-func (e *Engine) replayProgressLocked(pos uint64, rec commitlog.Record) error {
+func (r *recovery) replayProgressLocked(pos uint64, rec commitlog.Record) error {
 	gid, items, err := decodeProgress(rec.Type, rec.Payload)
 	if err != nil {
 		return err
 	}
-	g := e.cons.groupsByID[gid]
+	g := r.eng.cons.byIDLocked(gid)
 	if g == nil {
 		return fmt.Errorf("progress at %d names unknown group %d", pos, gid)
 	}

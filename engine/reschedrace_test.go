@@ -47,7 +47,7 @@ func TestRescheduleToItsOwnTimeWhileItsBucketLoads(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		r.e.mu.Lock()
-		loaded := r.e.disp.loadedUntil > due && r.e.disp.load == nil
+		loaded := r.e.disp.loadedPast(due)
 		r.e.mu.Unlock()
 		if loaded {
 			break
@@ -55,7 +55,7 @@ func TestRescheduleToItsOwnTimeWhileItsBucketLoads(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the bucket of %d was not loaded: %s", due, engineState(r.e))
 		}
-		r.e.kickLoop()
+		r.e.life.kickLoop()
 		time.Sleep(100 * time.Microsecond)
 	}
 	close(r.gate.release)

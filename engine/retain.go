@@ -3,76 +3,60 @@ package engine
 import "github.com/hourglass-mq/hourglass/commitlog"
 
 // retain removes what the durable checkpoint st no longer needs.
-func (e *Engine) retain(st *checkpointState) {
-	e.mu.Lock()
-	// Loaded buckets that end at or before the frontier hold only timers
-	// that are visible, or that recovery re-adds from the log after LogPos.
-	limit := min(st.Frontier, e.disp.loadedUntil)
-	e.disp.timers.Remove(limit)
+func (k *checkpointer) retain(st *checkpointState) {
+	k.eng.mu.Lock()
+	k.eng.disp.removeVisibleLocked(st.Frontier)
 	// A segment may go when replay no longer needs it, no pending message
 	// is in it, and its newest visible message is older than Retention.
-	segs := e.clog.Segments()
+	segs := k.eng.clog.Segments()
 	cut := commitlog.Pos(0)
-	now := e.Now()
+	now := k.eng.Now()
 	var pinned *commitlog.Segment // the first segment kept only by pending messages
 	for i, s := range segs {
-		if i == len(segs)-1 || uint64(s.End) > st.LogPos ||
-			now-e.segs.last[uint64(s.Base)] < e.opts.Retention.Milliseconds() {
+		n, young := k.eng.segs.retainable(uint64(s.Base), now, k.eng.opts.Retention.Milliseconds())
+		if i == len(segs)-1 || uint64(s.End) > st.LogPos || young {
 			break
 		}
-		if n := e.segs.pending[uint64(s.Base)]; n > 0 {
-			if n <= int64(e.opts.CompactMaxPending) {
+		if n > 0 {
+			if n <= int64(k.eng.opts.CompactMaxPending) {
 				pinned = &segs[i]
 			}
 			break
 		}
 		cut = s.End
 	}
-	e.mu.Unlock()
+	k.eng.mu.Unlock()
 	if pinned != nil {
 		// Move its pending messages forward; a later retain deletes it.
-		n, err := e.compact(*pinned)
+		n, err := k.compact(*pinned)
 		if err != nil {
-			e.opts.Logger.Error("compaction failed", "segment", pinned.Name, "err", err)
+			k.eng.opts.Logger.Error("compaction failed", "segment", pinned.Name, "err", err)
 		} else if n > 0 {
-			e.opts.Logger.Info("compacted pending messages out of an old segment", "segment", pinned.Name, "moved", n)
+			k.eng.opts.Logger.Info("compacted pending messages out of an old segment", "segment", pinned.Name, "moved", n)
 		}
 	}
 	if cut == 0 {
 		return
 	}
-	n, err := e.clog.DeleteBefore(cut)
+	n, err := k.eng.clog.DeleteBefore(cut)
 	if err != nil {
-		e.opts.Logger.Error("segment removal failed", "err", err)
+		k.eng.opts.Logger.Error("segment removal failed", "err", err)
 		return
 	}
-	e.mu.Lock()
-	for _, s := range segs[:n] {
-		delete(e.segs.pending, uint64(s.Base))
-		delete(e.segs.last, uint64(s.Base))
-		if err := e.ovl.journal.remove(uint64(s.Base)); err != nil {
-			e.opts.Logger.Error("overlay journal removal failed", "segment", s.Name, "err", err)
+	k.eng.mu.Lock()
+	bases := make([]uint64, n)
+	for i, s := range segs[:n] {
+		bases[i] = uint64(s.Base)
+		if err := k.eng.ovl.dropSegmentLocked(uint64(s.Base)); err != nil {
+			k.eng.opts.Logger.Error("overlay journal removal failed", "segment", s.Name, "err", err)
 		}
 	}
-	for p := range e.ovl.entries {
-		if e.physLocked(p) < uint64(cut) {
-			delete(e.ovl.entries, p)
-		}
-	}
+	k.eng.ovl.dropLocked(func(p uint64) bool { return k.eng.segs.physLocked(p) < uint64(cut) })
 	// Keys below the cut may go, except those of moved messages, whose
 	// identity stays their old position (compact.go).
-	minKey := uint64(cut)
-	for orig := range e.segs.reloc {
-		minKey = min(minKey, orig)
-	}
-	e.keys.SetMinPos(minKey)
-	for orig, p := range e.segs.reloc {
-		if p < uint64(cut) {
-			delete(e.segs.reloc, orig)
-		}
-	}
-	e.segs.bases = nil
-	e.mu.Unlock()
-	e.stats.SegmentsDeleted.Add(uint64(n))
-	e.opts.Logger.Info("retention removed segments", "segments", n, "before", cut)
+	k.eng.keys.SetMinPos(k.eng.segs.lowestIdentity(uint64(cut)))
+	k.eng.segs.droppedLocked(bases, uint64(cut))
+	k.eng.mu.Unlock()
+	k.eng.stats.SegmentsDeleted.Add(uint64(n))
+	k.eng.opts.Logger.Info("retention removed segments", "segments", n, "before", cut)
 }

@@ -58,6 +58,7 @@ type ScrubStatus struct {
 // scrubState is the scrub's own state, under its own lock; run serialises
 // passes (the background one and ScrubNow).
 type scrubState struct {
+	eng      *Engine // whose log it scrubs
 	run      sync.Mutex
 	mu       sync.Mutex
 	passes   uint64
@@ -78,53 +79,39 @@ func (e *Engine) Scrub() ScrubStatus {
 // configured rate and returns when it is done, or when ctx ends or the
 // engine closes (with that error). It waits for a pass already running.
 func (e *Engine) ScrubNow(ctx context.Context) error {
-	return e.scrubPass(ctx)
-}
-
-// startBackground starts the engine's goroutines once recovery is done:
-// the dispatch loop, the checkpointer and the scrubber. Close stops them
-// (life.done) and waits for each.
-func (e *Engine) startBackground() {
-	go e.loop()
-	go e.checkpointer()
-	if e.opts.ScrubRate > 0 {
-		go e.scrubber()
-	} else {
-		close(e.life.scrubDone)
-	}
+	return e.side.scrub.scrubPass(ctx)
 }
 
 // scrubber runs passes until the engine closes.
-func (e *Engine) scrubber() {
-	defer close(e.life.scrubDone)
-	wait := e.opts.ScrubDelay
+func (s *scrubState) scrubber() {
+	defer s.eng.life.scrubberExited()
+	wait := s.eng.opts.ScrubDelay
 	for {
 		t := time.NewTimer(wait)
 		select {
-		case <-e.life.done:
+		case <-s.eng.life.stopping():
 			t.Stop()
 			return
 		case <-t.C:
 		}
-		if err := e.scrubPass(context.Background()); errors.Is(err, errScrubStopped) {
+		if err := s.scrubPass(context.Background()); errors.Is(err, errScrubStopped) {
 			return
 		}
-		wait = e.opts.ScrubInterval
+		wait = s.eng.opts.ScrubInterval
 	}
 }
 
 // scrubPass scrubs every sealed segment once.
-func (e *Engine) scrubPass(ctx context.Context) error {
-	s := &e.side.scrub
+func (s *scrubState) scrubPass(ctx context.Context) error {
 	s.run.Lock()
 	defer s.run.Unlock()
-	segs := e.clog.Segments()
-	e.side.dmg.dropBefore(e.clog.Start())
-	p := pacer{rate: e.opts.ScrubRate, start: time.Now(), ctx: ctx, done: e.life.done}
+	segs := s.eng.clog.Segments()
+	s.eng.side.dmg.dropBefore(s.eng.clog.Start())
+	p := pacer{rate: s.eng.opts.ScrubRate, start: time.Now(), ctx: ctx, done: s.eng.life.stopping()}
 	var lastErr string
 	for _, seg := range segs[:len(segs)-1] {
-		res, err := e.clog.Scrub(seg.Base, p.pace)
-		e.stats.ScrubBytes.Add(uint64(res.Bytes))
+		res, err := s.eng.clog.Scrub(seg.Base, p.pace)
+		s.eng.stats.ScrubBytes.Add(uint64(res.Bytes))
 		switch {
 		case errors.Is(err, errScrubStopped), ctx.Err() != nil:
 			if ctx.Err() != nil {
@@ -135,18 +122,18 @@ func (e *Engine) scrubPass(ctx context.Context) error {
 			continue // deleted by retention meanwhile, or the log closed
 		case err != nil:
 			lastErr = err.Error()
-			e.opts.Logger.Warn("scrub could not read a segment; it is tried again at the next pass", "segment", seg.Name, "err", err)
+			s.eng.opts.Logger.Warn("scrub could not read a segment; it is tried again at the next pass", "segment", seg.Name, "err", err)
 			continue
 		}
 		if len(res.Damage) > 0 {
-			e.opts.Logger.Error("scrub found damage in a sealed log segment", "segment", res.Segment, "ranges", len(res.Damage),
+			s.eng.opts.Logger.Error("scrub found damage in a sealed log segment", "segment", res.Segment, "ranges", len(res.Damage),
 				"first_pos", res.Damage[0].Pos, "reason", res.Damage[0].Reason)
 		}
-		e.side.dmg.setRanges(res.Segment, res.Damage)
+		s.eng.side.dmg.setRanges(res.Segment, res.Damage)
 	}
 	s.mu.Lock()
 	s.passes++
-	s.lastPass = e.Now()
+	s.lastPass = s.eng.Now()
 	s.lastErr = lastErr
 	s.mu.Unlock()
 	return nil

@@ -11,7 +11,6 @@ import (
 	"github.com/hourglass-mq/hourglass/errs"
 	"github.com/hourglass-mq/hourglass/message"
 	"github.com/hourglass-mq/hourglass/queueindex"
-	"github.com/hourglass-mq/hourglass/timerstore"
 )
 
 // SendRequest is one message to send and when to deliver it.
@@ -97,7 +96,7 @@ func (e *Engine) sendBatch(ctx context.Context, reqs []SendRequest, internal boo
 
 	// Dedup IDs are claimed before gate: a send waiting for another send of
 	// its ID holds nothing a checkpoint or an appender needs (dedup.go).
-	plan, release, err := e.dedupCheck(ctx, stored, now)
+	plan, release, err := e.side.dedup.dedupCheck(ctx, stored, now)
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +110,7 @@ func (e *Engine) sendBatch(ctx context.Context, reqs []SendRequest, internal boo
 	if len(recs) == 0 && a == nil {
 		// Only duplicates: nothing to write, but a stopped engine answers
 		// no send, not even with an earlier receipt.
-		if err := e.checkOpen(); err != nil {
+		if err := e.life.available(); err != nil {
 			return nil, err
 		}
 		for i := range out {
@@ -122,12 +121,12 @@ func (e *Engine) sendBatch(ctx context.Context, reqs []SendRequest, internal boo
 
 	e.gate.RLock()
 	defer e.gate.RUnlock()
-	if err := e.checkOpen(); err != nil {
+	if err := e.life.available(); err != nil {
 		return nil, err
 	}
 	pos, err := e.clog.Append(a.appendRecord(recs)...)
 	if err != nil {
-		return nil, e.storageErr(err)
+		return nil, e.life.storageErr(err)
 	}
 	e.mu.Lock()
 	a.doneLocked(e) // a nil a does nothing
@@ -152,22 +151,22 @@ func (e *Engine) sendBatch(ctx context.Context, reqs []SendRequest, internal boo
 		}
 	}
 	e.stats.Sent.Add(uint64(k))
-	e.kickLoop()
+	e.life.kickLoop()
 	return out, nil
 }
 
 // schedulingFields validates and fills in what a send asks beyond its due
 // time: dedup ID, deadline and tolerance window.
-func (e *Engine) schedulingFields(s *message.Stored, r *SendRequest, now int64) error {
+func (o *Options) schedulingFields(s *message.Stored, r *SendRequest, now int64) error {
 	if err := message.ValidateDedupID(s.DedupID); err != nil {
 		return err
 	}
 	if s.DedupID != "" {
 		s.DedupHash = requestHash(&r.Message, r.When, r.DedupIgnore)
-		s.DedupWindow = e.dedupPolicy(s.Topic).windowMs()
+		s.DedupWindow = o.dedupPolicy(s.Topic).windowMs()
 	}
 	var err error
-	s.Deadline, s.Window, err = e.opts.Limits.Expiry(r.When, s.Due, now)
+	s.Deadline, s.Window, err = o.Limits.Expiry(r.When, s.Due, now)
 	return err
 }
 
@@ -199,12 +198,6 @@ func storageErr(err error) error {
 	return errs.Wrap(errs.Unavailable, err, "storage failed: nothing was written")
 }
 
-func (e *Engine) checkOpen() error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.unavailableLocked()
-}
-
 // pickQueue spreads messages over queues: by group or key when given, so one
 // group's messages stay in one queue (and in order), else round robin.
 func pickQueue(t *topic, m *message.Message) int {
@@ -232,75 +225,32 @@ func keyHash(topic, key string) uint64 { return hash64(topic + "\x00" + key) }
 
 // applyMessageLocked registers a durably written message: key index, timer
 // index, and the wheel when its bucket is loaded.
+//
+// The latest message of a key is the one latest in the log, i.e. at the
+// greatest position: concurrent senders apply in lock order, which is not
+// log order, so the key index keeps the greatest position (keyindex.Put),
+// live and at replay alike. Put only buffers: the file is written by the
+// checkpoint.
 func (e *Engine) applyMessageLocked(pos uint64, s *message.Stored, t *topic) {
 	if s.Key != "" {
-		e.addKeyLocked(keyHash(s.Topic, s.Key), pos)
+		e.keys.Put(keyHash(s.Topic, s.Key), pos)
 	}
 	if s.DedupID != "" {
-		e.addKeyLocked(dedupHash(s.Topic, s.DedupID), pos)
+		e.keys.Put(dedupHash(s.Topic, s.DedupID), pos)
 	}
 	// The forecast counts a message at its timer's time: a windowed
 	// message's fire time (window.go), which fire and change take it from.
 	ref := messageRef(pos, s, t)
 	if s.ForGroup != "" {
-		e.noteForGroupLocked(ref, s, t)
+		e.cons.noteForGroupLocked(ref, s, t)
 	}
-	e.addTimerLocked(ref)
-	e.forecastAddLocked(t.id, ref.due)
-	e.segs.pending[e.segOfLocked(pos)]++
+	e.disp.addTimerLocked(ref)
+	e.side.fc.sent(t.id, ref.due)
+	e.segs.addedLocked(pos)
 	e.stats.Pending.Add(1)
 	t.pending++
 	t.sent++
 }
-
-// addTimerLocked adds a timer to the timer index (the next checkpoint
-// makes it durable) and, if its bucket is already in the wheel, schedules
-// it there too.
-func (e *Engine) addTimerLocked(ref timerRef) {
-	e.disp.timers.Add(timerstore.Entry{Due: ref.due, Pos: ref.pos, Topic: ref.topic, Queue: ref.queue, Kind: ref.timerKind()})
-	e.placeTimerLocked(ref)
-	if e.disp.timers.Buffered() >= timerstore.FlushThreshold {
-		select {
-		case e.life.ckptNow <- struct{}{}:
-		default:
-		}
-	}
-}
-
-// placeTimerLocked puts a timer whose entry is in its bucket where the
-// dispatcher will find it: in the wheel if its bucket is loaded, in the
-// delta of a load in progress if its bucket is loading (dispatch.go), or
-// nowhere yet (its bucket will be loaded).
-func (e *Engine) placeTimerLocked(ref timerRef) {
-	switch ld := e.disp.load; {
-	case ref.due < e.disp.loadedUntil:
-		e.scheduleLocked(ref)
-	case ld != nil && ref.due < ld.end:
-		ld.delta = append(ld.delta, ref)
-	}
-}
-
-// scheduleLocked puts a timer in the wheel, or stages it straight in the
-// dispatch heap when the wheel has already passed its due time or it is due
-// within stageAhead: then a wheel busy with a herd's tick does not hold it
-// (takeBatchLocked keeps due order against what is still in the wheel).
-func (e *Engine) scheduleLocked(ref timerRef) {
-	if ref.due <= e.disp.lastAdvance || ref.due <= e.Now()+stageAhead {
-		e.pushDispatchLocked(ref)
-		return
-	}
-	t := e.newTimerLocked(ref)
-	e.disp.wheel.Add(t, ref.due)
-	e.disp.near.put(ref.pos, t)
-}
-
-// addKeyLocked records that the message at pos carries key hash h. The
-// latest message of a key is the one latest in the log, i.e. at the
-// greatest position: concurrent senders apply in lock order, which is not
-// log order, so the index keeps the greatest position (keyindex.Put), live
-// and at replay alike. Put only buffers: the file is written by the
-// checkpoint.
-func (e *Engine) addKeyLocked(h, pos uint64) { e.keys.Put(h, pos) }
 
 // TopicConfig configures a new topic; zero values mean defaults.
 type TopicConfig struct {
@@ -313,14 +263,14 @@ type TopicConfig struct {
 // CreateTopic durably creates a topic. It fails with AlreadyExists if the
 // topic exists.
 func (e *Engine) CreateTopic(name string, cfg TopicConfig) error {
-	_, err := e.createTopic(name, cfg, false)
+	_, err := e.cat.createTopic(name, cfg, false)
 	return err
 }
 
 // createTopic creates a topic; internal is the engine's own creation of a
 // dead-letter topic, which may use the reserved prefix and does not count
 // against MaxTopics.
-func (e *Engine) createTopic(name string, cfg TopicConfig, internal bool) (*topic, error) {
+func (c *catalog) createTopic(name string, cfg TopicConfig, internal bool) (*topic, error) {
 	if err := message.ValidateTopic(name); err != nil {
 		return nil, err
 	}
@@ -330,10 +280,10 @@ func (e *Engine) createTopic(name string, cfg TopicConfig, internal bool) (*topi
 		}
 	}
 	if cfg.Queues == 0 {
-		cfg.Queues = e.opts.DefaultQueues
+		cfg.Queues = c.eng.opts.DefaultQueues
 	}
-	if cfg.Queues < 1 || cfg.Queues > e.opts.MaxQueues {
-		return nil, errs.New(errs.InvalidArgument, "queues %d is not in [1, %d]", cfg.Queues, e.opts.MaxQueues)
+	if cfg.Queues < 1 || cfg.Queues > c.eng.opts.MaxQueues {
+		return nil, errs.New(errs.InvalidArgument, "queues %d is not in [1, %d]", cfg.Queues, c.eng.opts.MaxQueues)
 	}
 	var flags uint8
 	if cfg.FIFO {
@@ -343,56 +293,56 @@ func (e *Engine) createTopic(name string, cfg TopicConfig, internal bool) (*topi
 	// cannot both append a topic record; the record's fsync and the queue
 	// index files are written without mu, so sends, fires and acks of other
 	// topics do not wait for them.
-	e.cat.createMu.Lock()
-	defer e.cat.createMu.Unlock()
-	e.gate.RLock()
-	defer e.gate.RUnlock()
-	e.mu.Lock()
-	if err := e.unavailableLocked(); err != nil {
-		e.mu.Unlock()
+	c.createMu.Lock()
+	defer c.createMu.Unlock()
+	c.eng.gate.RLock()
+	defer c.eng.gate.RUnlock()
+	c.eng.mu.Lock()
+	if err := c.eng.life.unavailableLocked(); err != nil {
+		c.eng.mu.Unlock()
 		return nil, err
 	}
-	if t := e.cat.topic(name); t != nil {
-		e.mu.Unlock()
+	if t := c.topic(name); t != nil {
+		c.eng.mu.Unlock()
 		return t, errs.New(errs.AlreadyExists, "topic %q exists", name)
 	}
-	if n := e.userTopicsLocked(); !internal && n >= e.opts.MaxTopics {
-		e.mu.Unlock()
-		return nil, errs.New(errs.ResourceExhausted, "there are %d topics; the limit is %d", n, e.opts.MaxTopics)
+	if n := c.userTopicsLocked(); !internal && n >= c.eng.opts.MaxTopics {
+		c.eng.mu.Unlock()
+		return nil, errs.New(errs.ResourceExhausted, "there are %d topics; the limit is %d", n, c.eng.opts.MaxTopics)
 	}
-	id := e.cat.nextTopicID
-	e.mu.Unlock()
-	t, err := e.openTopic(id, cfg.Queues, flags, name, nil)
+	id := c.nextTopicID
+	c.eng.mu.Unlock()
+	t, err := c.openTopic(id, cfg.Queues, flags, name, nil)
 	if err != nil {
 		return nil, errs.Wrap(errs.Unavailable, err, "create topic %q", name)
 	}
-	if _, err := e.clog.Append(encodeTopic(id, cfg.Queues, flags, name)); err != nil {
+	if _, err := c.eng.clog.Append(encodeTopic(id, cfg.Queues, flags, name)); err != nil {
 		t.close()
-		return nil, e.storageErr(err)
+		return nil, c.eng.life.storageErr(err)
 	}
-	e.mu.Lock()
-	e.installTopicLocked(t)
-	e.mu.Unlock()
-	e.opts.Logger.Info("topic created", "topic", name, "queues", cfg.Queues, "fifo", cfg.FIFO)
+	c.eng.mu.Lock()
+	c.installTopicLocked(t)
+	c.eng.mu.Unlock()
+	c.eng.opts.Logger.Info("topic created", "topic", name, "queues", cfg.Queues, "fifo", cfg.FIFO)
 	return t, nil
 }
 
 // applyTopicLocked opens a topic's queue indexes and installs it (replay
 // and recovery, which run alone).
-func (e *Engine) applyTopicLocked(id uint32, queues int, flags uint8, name string, keep []int64) (*topic, error) {
-	t, err := e.openTopic(id, queues, flags, name, keep)
+func (c *catalog) applyTopicLocked(id uint32, queues int, flags uint8, name string, keep []int64) (*topic, error) {
+	t, err := c.openTopic(id, queues, flags, name, keep)
 	if err != nil {
 		return nil, err
 	}
-	e.installTopicLocked(t)
+	c.installTopicLocked(t)
 	return t, nil
 }
 
 // userTopicsLocked counts the topics MaxTopics bounds: all but the
 // dead-letter topics.
-func (e *Engine) userTopicsLocked() int {
+func (c *catalog) userTopicsLocked() int {
 	n := 0
-	for _, t := range e.cat.topicsByID {
+	for _, t := range c.topicsByID {
 		if !IsDeadLetterTopic(t.name) {
 			n++
 		}
@@ -401,11 +351,11 @@ func (e *Engine) userTopicsLocked() int {
 }
 
 // installTopicLocked makes an opened topic known.
-func (e *Engine) installTopicLocked(t *topic) {
-	e.cat.byName.Store(t.name, t)
-	e.cat.topicsByID[t.id] = t
-	if t.id >= e.cat.nextTopicID {
-		e.cat.nextTopicID = t.id + 1
+func (c *catalog) installTopicLocked(t *topic) {
+	c.byName.Store(t.name, t)
+	c.topicsByID[t.id] = t
+	if t.id >= c.nextTopicID {
+		c.nextTopicID = t.id + 1
 	}
 }
 
@@ -418,10 +368,10 @@ func (t *topic) close() {
 // openTopic opens a topic's queue index files (no lock needed: the files
 // are the topic's alone). keep is the number of index entries the
 // checkpoint recorded per queue (nil: 0 for all).
-func (e *Engine) openTopic(id uint32, queues int, flags uint8, name string, keep []int64) (*topic, error) {
+func (c *catalog) openTopic(id uint32, queues int, flags uint8, name string, keep []int64) (*topic, error) {
 	t := &topic{id: id, name: name, fifo: flags&topicFIFO != 0}
-	dir := path.Join(e.opts.Dir, "queues", strconv.FormatUint(uint64(id), 10))
-	if err := e.opts.FS.MkdirAll(dir); err != nil {
+	dir := path.Join(c.eng.opts.Dir, "queues", strconv.FormatUint(uint64(id), 10))
+	if err := c.eng.opts.FS.MkdirAll(dir); err != nil {
 		return nil, err
 	}
 	for q := 0; q < queues; q++ {
@@ -429,7 +379,7 @@ func (e *Engine) openTopic(id uint32, queues int, flags uint8, name string, keep
 		if q < len(keep) {
 			k = keep[q]
 		}
-		x, err := queueindex.Open(e.opts.FS, path.Join(dir, strconv.Itoa(q)+".qi"), k)
+		x, err := queueindex.Open(c.eng.opts.FS, path.Join(dir, strconv.Itoa(q)+".qi"), k)
 		if err != nil {
 			t.close()
 			return nil, err

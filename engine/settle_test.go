@@ -64,7 +64,7 @@ var nudges atomic.Int64
 // reaches them (see waitSettled).
 func waitParked(e *Engine, clk *clock.Fake) {
 	deadline := time.Now().Add(time.Second)
-	for (clk.Waiters() < 2 || len(e.life.kick) > 0 || firing(e)) && time.Now().Before(deadline) {
+	for (clk.Waiters() < 2 || e.life.kickPending() || firing(e)) && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Microsecond)
 	}
 }
@@ -86,7 +86,7 @@ func waitSettled(e *Engine, t int64, timeout time.Duration) bool {
 			return false
 		}
 		if now.After(nudge) {
-			e.kickLoop()
+			e.life.kickLoop()
 			nudges.Add(1)
 			nudge = now.Add(20 * time.Millisecond)
 		}

@@ -31,9 +31,9 @@ func (d *dueSet) nextAfter(now int64) (int64, bool) {
 // most firstBatch while several have, so that a message of another topic
 // waits for no more than firstBatch tokens (1.3 ms at the default rate)
 // and the fire in flight, where it waited for a full batch's tokens.
-func (e *Engine) tokenWantLocked(now int64) int {
-	want := min(e.opts.DispatchBatch, e.disp.due.len())
-	if e.disp.due.readyTopics(now) > 1 {
+func (d *dispatcher) tokenWantLocked(now int64) int {
+	want := min(d.eng.opts.DispatchBatch, d.due.len())
+	if d.due.readyTopics(now) > 1 {
 		want = min(want, firstBatch)
 	}
 	return want

@@ -43,7 +43,7 @@ func herdAndOther(t *testing.T, rate, batch, n int, after int64, steps int) (*ha
 	other := h.send("other", "", message.When{At: at + after})
 	waitParked(h.e, h.clk)
 	h.clk.Advance(1000 * time.Millisecond)
-	waitVisible(h, "herd", int(h.e.rateBurst()))
+	waitVisible(h, "herd", int(h.e.disp.rateBurst()))
 	for i := 0; i < steps; i++ {
 		waitParked(h.e, h.clk)
 		h.clk.Advance(time.Millisecond)
@@ -89,12 +89,12 @@ func TestTokenWantSeveralTopics(t *testing.T) {
 		e.disp.due.push(1, dueEntry{due: now - 1, pos: uint64(i + 1), seq: uint32(i + 1)})
 	}
 	// 1,000 tokens at 10 a ms: 100 ms, plus one.
-	if ms, ok := e.tokenWaitLocked(now); !ok || ms != 101 {
+	if ms, ok := e.disp.tokenWaitLocked(now); !ok || ms != 101 {
 		t.Fatalf("one topic due: wait %d ms (%v), want 101", ms, ok)
 	}
 	e.disp.due.push(2, dueEntry{due: now, pos: 5000, seq: 5000})
 	// 256 tokens: 25.6 ms, plus one.
-	if ms, ok := e.tokenWaitLocked(now); !ok || ms != 26 {
+	if ms, ok := e.disp.tokenWaitLocked(now); !ok || ms != 26 {
 		t.Fatalf("two topics due: wait %d ms (%v), want 26", ms, ok)
 	}
 }

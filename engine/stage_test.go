@@ -16,7 +16,7 @@ func waitStaged(t *testing.T, e *Engine, pos uint64) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		e.mu.Lock()
-		staged := e.stagedLocked(pos, e.Now()+1)
+		staged := e.disp.stagedLocked(pos, e.Now()+1)
 		e.mu.Unlock()
 		if staged {
 			return
@@ -24,7 +24,7 @@ func waitStaged(t *testing.T, e *Engine, pos uint64) {
 		if time.Now().After(deadline) {
 			t.Fatalf("message %d was not staged: %s", pos, engineState(e))
 		}
-		e.kickLoop()
+		e.life.kickLoop()
 		time.Sleep(100 * time.Microsecond)
 	}
 }
@@ -122,7 +122,7 @@ func TestFireBatchSize(t *testing.T) {
 	h.e.disp.batchRamp = 0
 	var got []int
 	for i := 0; i < 6; i++ {
-		got = append(got, h.e.batchSizeLocked(at))
+		got = append(got, h.e.disp.batchSizeLocked(at))
 	}
 	full := h.e.opts.DispatchBatch
 	if want := []int{firstBatch, 2 * firstBatch, 4 * firstBatch, 8 * firstBatch, full, full}; !slices.Equal(got, want) {
@@ -130,11 +130,11 @@ func TestFireBatchSize(t *testing.T) {
 	}
 	// A second topic due: a quarter of DispatchBatch at most.
 	h.e.disp.due.push(99, dueEntry{due: at, pos: 1 << 62, seq: 0})
-	if n := h.e.batchSizeLocked(at); n != full/4 {
+	if n := h.e.disp.batchSizeLocked(at); n != full/4 {
 		t.Fatalf("batch size with two topics due: %d, want %d", n, full/4)
 	}
 	// The entry of topic 99 is stale (no timer): take drops it.
-	if out := h.e.disp.due.take(full, at-1, &h.e.disp.near, h.e.disp.taken, h.e.recycleTimerLocked, nil); len(out) != 0 {
+	if out := h.e.disp.due.take(full, at-1, &h.e.disp.near, h.e.disp.taken, h.e.disp.recycleTimerLocked, nil); len(out) != 0 {
 		t.Fatalf("took %d entries before their due time", len(out))
 	}
 }

@@ -16,7 +16,7 @@ func waitLeaseWheel(h *harness, t int64) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		h.e.mu.Lock()
-		at, busy := h.e.disp.leaseAt, h.e.disp.leasing
+		at, busy := h.e.disp.leaseWheel()
 		h.e.mu.Unlock()
 		if at >= t && !busy {
 			return
@@ -24,7 +24,7 @@ func waitLeaseWheel(h *harness, t int64) {
 		if time.Now().After(deadline) {
 			h.t.Fatalf("the lease wheel did not reach %d (at %d)", t, at)
 		}
-		h.e.kickLoop()
+		h.e.life.kickLoop()
 		time.Sleep(200 * time.Microsecond)
 	}
 }

@@ -22,7 +22,7 @@ func TestTopicLookupTakesNoLock(t *testing.T) {
 		var top *topic
 		runHoldingLock(t, h.e, phase+": the lookup of an existing topic", func() {
 			var err error
-			if top, err = h.e.topicFor("jobs"); err != nil {
+			if top, err = h.e.cat.topicFor("jobs"); err != nil {
 				t.Error(err)
 			}
 		})

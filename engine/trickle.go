@@ -19,8 +19,8 @@ import (
 
 // trickleEvery is how often the checkpointer starts the write-out of the
 // queue indexes: a tenth of the checkpoint interval, between 50 and 500 ms.
-func (e *Engine) trickleEvery() time.Duration {
-	return min(max(e.opts.CheckpointInterval/10, 50*time.Millisecond), 500*time.Millisecond)
+func (k *checkpointer) trickleEvery() time.Duration {
+	return min(max(k.eng.opts.CheckpointInterval/10, 50*time.Millisecond), 500*time.Millisecond)
 }
 
 // trickleTicks returns the channel the checkpointer trickles on and the
@@ -29,11 +29,11 @@ func (e *Engine) trickleEvery() time.Duration {
 // clock says (a test's fake clock then also sees no extra timer). Only
 // vfs.OS has a write-out to start; on any other filesystem the channel is
 // nil and never ticks.
-func (e *Engine) trickleTicks() (<-chan time.Time, func()) {
-	if e.opts.FS != vfs.OS {
+func (k *checkpointer) trickleTicks() (<-chan time.Time, func()) {
+	if k.eng.opts.FS != vfs.OS {
 		return nil, func() {}
 	}
-	tk := time.NewTicker(e.trickleEvery())
+	tk := time.NewTicker(k.trickleEvery())
 	return tk.C, tk.Stop
 }
 
@@ -41,21 +41,21 @@ func (e *Engine) trickleTicks() (<-chan time.Time, func()) {
 // or one is asked for), starting the queue indexes' write-out at every
 // tick of trickle meanwhile. It returns false when the engine is closing
 // or has failed: no checkpoint then.
-func (e *Engine) waitCheckpoint(t clock.Timer, trickle <-chan time.Time) bool {
+func (k *checkpointer) waitCheckpoint(t clock.Timer, trickle <-chan time.Time) bool {
 	defer t.Stop()
 	for {
 		select {
-		case <-e.life.done:
+		case <-k.eng.life.stopping():
 			return false
-		case <-e.life.failedCh:
+		case <-k.eng.life.failedSignal():
 			// No checkpoint after a fatal failure (fail.go).
 			return false
 		case <-t.C():
 			return true
-		case <-e.life.ckptNow:
+		case <-k.eng.life.checkpointAsked():
 			return true
 		case <-trickle:
-			e.trickleQueues()
+			k.trickleQueues()
 		}
 	}
 }
@@ -63,16 +63,16 @@ func (e *Engine) waitCheckpoint(t clock.Timer, trickle <-chan time.Time) bool {
 // trickleQueues starts the write-out of every queue index's new entries,
 // outside the engine's lock. A failed write-out is only logged: the
 // checkpoint's Sync of the same index reports it and stops the engine.
-func (e *Engine) trickleQueues() {
-	e.mu.Lock()
+func (k *checkpointer) trickleQueues() {
+	k.eng.mu.Lock()
 	var qs []*queueindex.Index
-	for _, t := range e.cat.topicsByID {
+	for _, t := range k.eng.cat.topicsByID {
 		qs = append(qs, t.queues...)
 	}
-	e.mu.Unlock()
+	k.eng.mu.Unlock()
 	for _, q := range qs {
 		if err := q.StartWriteback(); err != nil {
-			e.opts.Logger.Warn("starting a queue index's write-out failed", "err", err)
+			k.eng.opts.Logger.Warn("starting a queue index's write-out failed", "err", err)
 		}
 	}
 }

@@ -70,25 +70,3 @@ func (r timerRef) timerKind() uint8 {
 	}
 	return kindMessage
 }
-
-// windowMissed counts the fired messages of batch, made visible at
-// visible, whose tolerance window had ended. Only windowed messages that
-// fire late at all are read; a read error is logged, not counted. Called
-// without locks.
-func (e *Engine) windowMissed(batch []fireEntry, visible int64) uint64 {
-	var n uint64
-	for _, fe := range batch {
-		if !fe.windowed || visible <= fe.due {
-			continue
-		}
-		s, _, err := e.readStored(fe.pos)
-		if err != nil {
-			e.opts.Logger.Warn("window check: message unreadable", "pos", fe.pos, "err", err)
-			continue
-		}
-		if visible > windowEnd(s) {
-			n++
-		}
-	}
-	return n
-}
