@@ -46,6 +46,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"hash/fnv"
 	"slices"
 	"sort"
 	"strconv"
@@ -281,3 +282,12 @@ func (dc *dedupClaims) findDedup(s *message.Stored, h uint64, now int64) (*Recei
 	dc.eng.stats.DedupHits.Add(1)
 	return &Receipt{ID: id, Topic: first.Topic, Queue: first.Queue, Due: due, Duplicate: true}, nil
 }
+
+func hash64(s string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(s))
+	return h.Sum64()
+}
+
+// keyHash identifies a (topic, key) pair in the key index.
+func keyHash(topic, key string) uint64 { return hash64(topic + "\x00" + key) }

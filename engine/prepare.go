@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/hourglass-mq/hourglass/errs"
@@ -198,4 +199,46 @@ func heldHint(err error, now, wall int64) error {
 	msg := fmt.Sprintf("%s; the broker's clock holds at %s, %v ahead of the wall clock, which stepped back: it moves again when the wall clock reaches it",
 		he.Msg, fmtMs(now), time.Duration(now-wall)*time.Millisecond)
 	return &errs.Error{Code: he.Code, Msg: msg, Err: he.Err, Ref: he.Ref}
+}
+
+// schedulingFields validates and fills in what a send asks beyond its due
+// time: dedup ID, deadline and tolerance window.
+func (o *Options) schedulingFields(s *message.Stored, r *SendRequest, now int64) error {
+	if err := message.ValidateDedupID(s.DedupID); err != nil {
+		return err
+	}
+	if s.DedupID != "" {
+		s.DedupHash = requestHash(&r.Message, r.When, r.DedupIgnore)
+		s.DedupWindow = o.dedupPolicy(s.Topic).windowMs()
+	}
+	var err error
+	s.Deadline, s.Window, err = o.Limits.Expiry(r.When, s.Due, now)
+	return err
+}
+
+func batchErr(n, i int, err error) error {
+	if n == 1 {
+		return err
+	}
+	var he *errs.Error
+	if errors.As(err, &he) {
+		return &errs.Error{Code: he.Code, Msg: "message " + strconv.Itoa(i) + ": " + he.Msg, Err: he.Err, Ref: he.Ref}
+	}
+	return err
+}
+
+// pickQueue spreads messages over queues: by group or key when given, so one
+// group's messages stay in one queue (and in order), else round robin.
+func pickQueue(t *topic, m *message.Message) int {
+	n := len(t.queues)
+	if n == 1 {
+		return 0
+	}
+	switch {
+	case m.Group != "":
+		return int(hash64(m.Group) % uint64(n))
+	case m.Key != "":
+		return int(hash64(m.Key) % uint64(n))
+	}
+	return int(t.rr.Add(1) % uint32(n))
 }

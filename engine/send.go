@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"hash/fnv"
 	"path"
 	"strconv"
 
@@ -155,32 +154,6 @@ func (e *Engine) sendBatch(ctx context.Context, reqs []SendRequest, internal boo
 	return out, nil
 }
 
-// schedulingFields validates and fills in what a send asks beyond its due
-// time: dedup ID, deadline and tolerance window.
-func (o *Options) schedulingFields(s *message.Stored, r *SendRequest, now int64) error {
-	if err := message.ValidateDedupID(s.DedupID); err != nil {
-		return err
-	}
-	if s.DedupID != "" {
-		s.DedupHash = requestHash(&r.Message, r.When, r.DedupIgnore)
-		s.DedupWindow = o.dedupPolicy(s.Topic).windowMs()
-	}
-	var err error
-	s.Deadline, s.Window, err = o.Limits.Expiry(r.When, s.Due, now)
-	return err
-}
-
-func batchErr(n, i int, err error) error {
-	if n == 1 {
-		return err
-	}
-	var he *errs.Error
-	if errors.As(err, &he) {
-		return &errs.Error{Code: he.Code, Msg: "message " + strconv.Itoa(i) + ": " + he.Msg, Err: he.Err, Ref: he.Ref}
-	}
-	return err
-}
-
 // storageErr classifies a commit-log failure for the caller: a send, an
 // ack, a cancel or any other write, so its words name none of them.
 func storageErr(err error) error {
@@ -197,31 +170,6 @@ func storageErr(err error) error {
 	}
 	return errs.Wrap(errs.Unavailable, err, "storage failed: nothing was written")
 }
-
-// pickQueue spreads messages over queues: by group or key when given, so one
-// group's messages stay in one queue (and in order), else round robin.
-func pickQueue(t *topic, m *message.Message) int {
-	n := len(t.queues)
-	if n == 1 {
-		return 0
-	}
-	switch {
-	case m.Group != "":
-		return int(hash64(m.Group) % uint64(n))
-	case m.Key != "":
-		return int(hash64(m.Key) % uint64(n))
-	}
-	return int(t.rr.Add(1) % uint32(n))
-}
-
-func hash64(s string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(s))
-	return h.Sum64()
-}
-
-// keyHash identifies a (topic, key) pair in the key index.
-func keyHash(topic, key string) uint64 { return hash64(topic + "\x00" + key) }
 
 // applyMessageLocked registers a durably written message: key index, timer
 // index, and the wheel when its bucket is loaded.
