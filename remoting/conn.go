@@ -15,7 +15,8 @@ import (
 // which serialises frames. Memory is bounded: one frame being read, and
 // the frames being handled hold at most budget bytes (the reader waits
 // for handlers to finish before it reads more), and at most maxInflight
-// of them.
+// of them; of the answers, at most maxPullsAnswering pulls' messages
+// (the largest answers) are being read or wait to be written at once.
 type conn struct {
 	s  *Server
 	nc net.Conn
@@ -31,13 +32,43 @@ type conn struct {
 	used     int // bytes of frames being handled
 	inflight int
 	budget   int
+
+	// answering holds a token per pull that is reading messages or whose
+	// answer with messages is not written yet: a connection's pulls hold
+	// at most maxPullsAnswering answers (each up to maxPullBytes and one
+	// message) however many it sends without reading the answers.
+	answering chan struct{}
+	// heldMax is the most tokens of answering held at once (for tests).
+	heldMax atomic.Int32
 }
+
+// maxPullsAnswering bounds a connection's pulls reading or answering
+// messages at once; its other pulls wait (a long poll holds no token).
+const maxPullsAnswering = 4
 
 func newConn(s *Server, nc net.Conn) *conn {
 	c := &conn{s: s, nc: nc, local: nc.LocalAddr().String(), budget: 2*s.lim.MaxFrame + 1<<20}
 	c.bcond = sync.NewCond(&c.bmu)
+	c.answering = make(chan struct{}, maxPullsAnswering)
 	return c
 }
+
+// holdAnswer takes a token of answering; false when the server closes
+// first.
+func (c *conn) holdAnswer(done <-chan struct{}) bool {
+	select {
+	case c.answering <- struct{}{}:
+		n := int32(len(c.answering))
+		for m := c.heldMax.Load(); n > m && !c.heldMax.CompareAndSwap(m, n); m = c.heldMax.Load() {
+		}
+		return true
+	case <-done:
+		return false
+	}
+}
+
+// releaseAnswer returns a token of answering.
+func (c *conn) releaseAnswer() { <-c.answering }
 
 // serve reads requests until the connection ends or a frame is malformed.
 func (c *conn) serve() {
@@ -155,6 +186,9 @@ func (c *conn) handle(req *Command) {
 		}
 		return c.s.dispatch(c, req)
 	}()
+	if resp != nil && resp.release != nil {
+		defer resp.release()
+	}
 	if resp == nil || req.isOneway() {
 		return
 	}

@@ -46,6 +46,9 @@ type Command struct {
 	// response goes out) in: serializeJSON or serializeRocketMQ.
 	Serialize byte   `json:"-"`
 	Body      []byte `json:"-"`
+	// release, when set on a response, is called once it is written or
+	// dropped: what its handler holds of the connection until then.
+	release func()
 }
 
 // Limits bound what one frame may hold.

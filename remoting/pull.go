@@ -95,12 +95,29 @@ func (s *Server) pull(c *conn, req *Command) *Command {
 		wait = min(max(p.suspend, 0), s.opts.MaxLongPoll)
 	}
 	deadline := time.Now().Add(wait)
+	holding := false
+	defer func() {
+		if holding { // pullOnce panicked: the token goes back
+			c.releaseAnswer()
+		}
+	}()
 	for {
 		signal := s.eng.VisibleSignal() // before the read: a message made visible after it wakes us
+		if !c.holdAnswer(s.done) {
+			return errResp(respSystemBusy, "the broker is closing")
+		}
+		holding = true
 		resp, found := s.pullOnce(c, p, filter)
+		holding = false
 		if found || !time.Now().Before(deadline) {
+			if len(resp.Body) > 0 {
+				resp.release = c.releaseAnswer // held until the answer is written
+			} else {
+				c.releaseAnswer()
+			}
 			return resp
 		}
+		c.releaseAnswer()
 		t := time.NewTimer(time.Until(deadline))
 		select {
 		case <-signal:
