@@ -47,9 +47,9 @@ func (s *Server) dispatch(c *conn, req *Command) *Command {
 	case codeEndTransaction:
 		return s.endTransaction(req)
 	case codeViewMessageByID:
-		return s.viewMessage(c, req)
+		return s.holdingAnswer(c, func() *Command { return s.viewMessage(c, req) })
 	case codeQueryMessage:
-		return s.queryMessage(c, req)
+		return s.holdingAnswer(c, func() *Command { return s.queryMessage(c, req) })
 	}
 	return s.unsupported(req)
 }

@@ -85,3 +85,59 @@ func TestUnreadPullsBounded(t *testing.T) {
 		t.Fatalf("%d pull answers held at once, the bound is %d", m, maxPullsAnswering)
 	}
 }
+
+// TestUnreadViewsBounded: views of a large message by ID that the client
+// does not read hold at most maxPullsAnswering answers too.
+func TestUnreadViewsBounded(t *testing.T) {
+	b := startTest(t, nil)
+	const size, views = 2 << 20, 64
+	send := &Command{Code: codeSendMessage, Body: bytes.Repeat([]byte{'x'}, size),
+		ExtFields: map[string]string{"producerGroup": "p", "topic": "big", "queueId": "0"}}
+	resp := b.request(t, send)
+	if resp.Code != respSuccess {
+		t.Fatalf("send: %d %q", resp.Code, resp.Remark)
+	}
+	h, ok := handleOf(resp.ExtFields["msgId"])
+	if !ok {
+		t.Fatalf("msgId %q is not an offset message ID", resp.ExtFields["msgId"])
+	}
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	nc, err := net.Dial("tcp", b.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.(*net.TCPConn).SetReadBuffer(4 << 10)
+	for i := 0; i < views; i++ {
+		req := &Command{Code: codeViewMessageByID, Opaque: int32(i),
+			ExtFields: map[string]string{"offset": strconv.FormatInt(int64(h), 10)}}
+		out, _ := req.encode()
+		if _, err := nc.Write(out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var sc *conn
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		b.srv.mu.Lock()
+		for c := range b.srv.conns {
+			sc = c
+		}
+		b.srv.mu.Unlock()
+		if b.srv.Requests(codeViewMessageByID) == views && sc != nil && len(sc.answering) == maxPullsAnswering {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d views dispatched; %d answers held", b.srv.Requests(codeViewMessageByID), len(sc.answering))
+		}
+	}
+	runtime.GC()
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	// Held: 4 answers, each with its message read, peeked, encoded and
+	// framed (about 8 MiB), against over 300 MiB for an answer per view.
+	if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > 40*size {
+		t.Fatalf("the heap grew by %d MiB for %d unread views of a %d MiB message", grew>>20, views, size>>20)
+	}
+}

@@ -48,6 +48,28 @@ func (s *Server) viewMessage(c *conn, req *Command) *Command {
 	return s.byHandle(c, uint64(h), req.ExtFields["topic"])
 }
 
+// holdingAnswer answers a request that reads whole messages (a view or a
+// query) with a token of the connection's answers held, as a pull's
+// messages are: from before the first read until an answer with a
+// message is written, so a client that sends many and reads none holds
+// at most maxPullsAnswering messages.
+func (s *Server) holdingAnswer(c *conn, answer func() *Command) *Command {
+	if !c.holdAnswer(s.done) {
+		return errResp(respSystemBusy, "the broker is closing")
+	}
+	held := true
+	defer func() {
+		if held { // no message in the answer (an error, a panic)
+			c.releaseAnswer()
+		}
+	}()
+	resp := answer()
+	if resp != nil && len(resp.Body) > 0 {
+		resp.release, held = c.releaseAnswer, false // until the answer is written
+	}
+	return resp
+}
+
 // byHandle answers with the message of a handle, or QUERY_NOT_FOUND.
 func (s *Server) byHandle(c *conn, h uint64, topic string) *Command {
 	id, err := s.eng.MessageAt(s.handles.open(h))
