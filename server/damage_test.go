@@ -28,40 +28,10 @@ import (
 // next receives get every other message, and the damage report lists the
 // message set aside.
 func TestDamageOverHTTP(t *testing.T) {
-	fs := vfs.NewMem()
-	cfg := DefaultConfig()
-	cfg.DataDir = "/data"
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	eo := cfg.EngineOptions(logger)
-	eo.FS, eo.SegmentBytes, eo.ScrubRate = fs, 4096, 1<<40
-	eo.ScrubDelay = time.Hour // the passes are the test's own (ScrubNow)
-	eng, err := engine.Open(eo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 60; i++ {
-		if _, err := eng.Send(context.Background(), message.Message{Topic: "t", Body: []byte(fmt.Sprintf("body %d", i))}, message.When{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// Every message visible before the close: one still pending at the
-	// close's checkpoint could be compacted forward (a moved copy), and
-	// the damage would miss the copy that is read.
-	for deadline := time.Now().Add(10 * time.Second); eng.Stats().Fired.Load() < 60 && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
-	}
-	if err := eng.Close(); err != nil {
-		t.Fatal(err)
-	}
-	pos, seg := damageSealed(t, fs, "/data/log", 9)
-
-	eng, err = engine.Open(eo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
-	srv := httptest.NewServer(New(eng, cfg, logger, nil))
-	defer srv.Close()
+	eng, srv, pos, seg := damagedBroker(t, func(eo *engine.Options) {
+		eo.ScrubRate = 1 << 40
+		eo.ScrubDelay = time.Hour // the passes are the test's own (ScrubNow)
+	})
 	if err := eng.ScrubNow(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -160,36 +130,7 @@ func getJSON(t *testing.T, url string, out any) {
 // reads the topic and without an operator asking for a pass. At def821c it
 // answered ok until a consumer met the damage.
 func TestServeScrubsSoonAfterStart(t *testing.T) {
-	fs := vfs.NewMem()
-	cfg := DefaultConfig()
-	cfg.DataDir = "/data"
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	eo := cfg.EngineOptions(logger)
-	eo.FS, eo.SegmentBytes = fs, 4096
-	eng, err := engine.Open(eo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 60; i++ {
-		if _, err := eng.Send(context.Background(), message.Message{Topic: "t", Body: []byte(fmt.Sprintf("body %d", i))}, message.When{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for deadline := time.Now().Add(10 * time.Second); eng.Stats().Fired.Load() < 60 && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
-	}
-	if err := eng.Close(); err != nil {
-		t.Fatal(err)
-	}
-	_, seg := damageSealed(t, fs, "/data/log", 9)
-
-	eng, err = engine.Open(eo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
-	srv := httptest.NewServer(New(eng, cfg, logger, nil))
-	defer srv.Close()
+	eng, srv, _, seg := damagedBroker(t, nil)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		code, h := getHealth(t, srv.URL)
@@ -201,4 +142,49 @@ func TestServeScrubsSoonAfterStart(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// damagedBroker fills a broker's log with 60 visible messages in 4 KiB
+// segments, closes it, overwrites 4 bytes of the ninth sealed record
+// (damageSealed), and opens it again behind an HTTP server, with serve's
+// default settings changed by edit. It returns the damaged position and
+// segment; the broker and server close with the test.
+func damagedBroker(t *testing.T, edit func(*engine.Options)) (*engine.Engine, *httptest.Server, uint64, string) {
+	t.Helper()
+	fs := vfs.NewMem()
+	cfg := DefaultConfig()
+	cfg.DataDir = "/data"
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	eo := cfg.EngineOptions(logger)
+	eo.FS, eo.SegmentBytes = fs, 4096
+	if edit != nil {
+		edit(&eo)
+	}
+	eng, err := engine.Open(eo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 60; i++ {
+		if _, err := eng.Send(context.Background(), message.Message{Topic: "t", Body: []byte(fmt.Sprintf("body %d", i))}, message.When{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Every message visible before the close: one still pending at the
+	// close's checkpoint could be compacted forward (a moved copy), and
+	// the damage would miss the copy that is read.
+	for deadline := time.Now().Add(10 * time.Second); eng.Stats().Fired.Load() < 60 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	if err := eng.Close(); err != nil {
+		t.Fatal(err)
+	}
+	pos, seg := damageSealed(t, fs, "/data/log", 9)
+	eng, err = engine.Open(eo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	srv := httptest.NewServer(New(eng, cfg, logger, nil))
+	t.Cleanup(srv.Close)
+	return eng, srv, pos, seg
 }
