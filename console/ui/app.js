@@ -384,6 +384,11 @@
       for (const g of t.groups) {
         const dead = g.dead_lettered;
         const btn = el("button", { type: "button", class: "quiet" }, "Redrive…");
+        if (!dead) {
+          // Nothing was ever dead-lettered: there is nothing to move back.
+          btn.disabled = true;
+          btn.title = "This group has no dead letters.";
+        }
         btn.addEventListener("click", () => redrive(g));
         grows.push(el("tr", { "data-group": g.topic + "/" + g.name }, el("td", {}, g.topic), el("th", { scope: "row" }, g.name),
           el("td", { class: "num" }, fmtInt(g.backlog)), el("td", { class: "num" }, fmtInt(g.in_flight)),

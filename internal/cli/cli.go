@@ -10,6 +10,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -17,6 +18,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"regexp"
 	"sort"
 	"strings"
 	"syscall"
@@ -112,6 +114,11 @@ func (a *App) Run(ctx context.Context, args []string) int {
 	}
 	name := args[0]
 	switch name {
+	case "--version", "-version", "-v":
+		// The spelling people try first; the command is "version".
+		if c := lookup("version"); c != nil {
+			return c.run(ctx, a, c, args[1:])
+		}
 	case "help", "-h", "-help", "--help":
 		if len(args) > 1 {
 			if c := lookup(args[1]); c != nil {
@@ -199,7 +206,7 @@ func hasFlags(fs *flag.FlagSet) bool {
 // package has printed the error and the usage).
 func parseFlags(fs *flag.FlagSet, args []string) (pos []string, code int, ok bool) {
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := parseQuiet(fs, args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, ExitOK, false
 			}
@@ -220,15 +227,70 @@ func parseFlags(fs *flag.FlagSet, args []string) (pos []string, code int, ok boo
 	}
 }
 
+// parseQuiet is fs.Parse, except that a bad flag prints one line naming
+// the mistake and where to find the usage, not the whole flag list: a
+// typo in "--delay 5x" should not scroll the error off the screen. Asked
+// for with --help, the usage is printed in full.
+func parseQuiet(fs *flag.FlagSet, args []string) error {
+	out := fs.Output()
+	var buf bytes.Buffer
+	fs.SetOutput(&buf)
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	switch {
+	case err == nil:
+	case errors.Is(err, flag.ErrHelp):
+		out.Write(buf.Bytes())
+	default:
+		fmt.Fprintf(out, "%s: %s\nrun '%s --help' for usage\n", fs.Name(), explainFlagError(fs, err), fs.Name())
+	}
+	return err
+}
+
+// badValue matches the flag package's error for a value its type refused.
+var badValue = regexp.MustCompile(`^invalid value "(.*)" for flag -([^:]+): parse error$`)
+
+// explainFlagError replaces the flag package's bare "parse error" for a
+// number or duration with what the flag wants.
+func explainFlagError(fs *flag.FlagSet, err error) string {
+	m := badValue.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err.Error()
+	}
+	f := fs.Lookup(m[2])
+	if f == nil {
+		return err.Error()
+	}
+	want := "a value of another form"
+	if g, ok := f.Value.(flag.Getter); ok {
+		switch g.Get().(type) {
+		case time.Duration:
+			want = "a duration such as 500ms, 10s, 30m or 1h30m"
+		case int, int64, uint, uint64:
+			want = "a whole number"
+		case float64:
+			want = "a number"
+		case bool:
+			want = "true or false"
+		}
+	}
+	return fmt.Sprintf("invalid value %q for flag -%s: want %s", m[1], m[2], want)
+}
+
 // usageError reports a command-line mistake and returns ExitUsage.
 func (a *App) usageError(c *command, format string, args ...any) int {
 	fmt.Fprintf(a.Stderr, "hourglass %s: %s\nrun 'hourglass %s --help' for usage\n", c.name, fmt.Sprintf(format, args...), c.name)
 	return ExitUsage
 }
 
-// failed reports an operation's error and returns ExitFailed.
+// failed reports an operation's error and returns ExitFailed. A refused
+// connection gets a hint: the usual cause is a broker that is not running,
+// or one listening elsewhere than --server.
 func (a *App) failed(c *command, err error) int {
 	fmt.Fprintf(a.Stderr, "hourglass %s: %v\n", c.name, err)
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		fmt.Fprintf(a.Stderr, "hint: no broker answers there; is one running ('hourglass serve')? --server or $HOURGLASS_SERVER names where it listens\n")
+	}
 	return ExitFailed
 }
 

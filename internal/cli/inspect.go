@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"time"
 
 	"github.com/hourglass-mq/hourglass/client"
 )
@@ -101,6 +102,22 @@ func (a *App) printInfo(in client.Info) {
 	field(w, "sent", a.when(in.Sent))
 	if in.Visible != 0 {
 		field(w, "visible", fmt.Sprintf("%s (%s late)", in.Visible, roundDuration(in.Visible.Time().Sub(in.Due.Time()))))
+	}
+	if in.Deadline != 0 {
+		d := a.when(in.Deadline)
+		if a.Now != nil && !a.Now().Before(in.Deadline.Time()) {
+			// The state above is the topic's; each group that had not
+			// received the message by then dead-letters it (reason
+			// expired) instead of handing it out.
+			d += " (passed: groups that had not received it dead-letter it, reason expired)"
+		}
+		field(w, "deadline", d)
+	}
+	if in.Window != 0 {
+		field(w, "window", (time.Duration(in.Window) * time.Millisecond).String())
+	}
+	if in.DedupID != "" {
+		field(w, "dedup id", in.DedupID)
 	}
 	field(w, "body", fmt.Sprintf("%d bytes", in.BodyBytes))
 	if len(in.Properties) > 0 {

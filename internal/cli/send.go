@@ -21,7 +21,7 @@ Prints the message ID (for inspect, cancel and reschedule) and when it falls
 due. Example:
   hourglass send --topic orders --delay 30m --key order-123 'close unpaid order 123'
   hourglass send --topic orders --dedup-id pay-42 'charge 42'   # safe to repeat
-  hourglass send --topic offers --delay 1h --ttl 2h 'flash sale'  # expired after 3h
+  hourglass send --topic offers --delay 1h --ttl 2h 'flash sale'  # due in 1h; expires 2h after the send
   hourglass send --topic mail --at 2030-01-02T20:00:00Z --window 60s 'newsletter'`,
 		run: runSend,
 	}
@@ -37,7 +37,7 @@ func runSend(ctx context.Context, a *App, c *command, args []string) int {
 	group := fs.String("group", "", "FIFO message group (messages of one group are delivered in order)")
 	dedup := fs.String("dedup-id", "", "idempotency key: a resend with the same ID stores nothing and prints the first message's ID")
 	deadline := fs.String("deadline", "", "deliver no later than this time (RFC 3339 or Unix ms), else dead-letter it as expired")
-	ttl := fs.Duration("ttl", 0, "the deadline as a duration from now, e.g. 2h")
+	ttl := fs.Duration("ttl", 0, "the deadline as a duration from the send (not from the due time), e.g. 2h")
 	window := fs.Duration("window", 0, "tolerance: the broker may deliver at any time in [due, due+window], e.g. 10s")
 	props := propsFlag{}
 	fs.Var(props, "prop", "property name=value (repeatable)")
