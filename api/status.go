@@ -15,6 +15,7 @@ var statuses = []struct {
 }{
 	{errs.InvalidArgument, http.StatusBadRequest},
 	{errs.Unauthenticated, http.StatusUnauthorized},
+	{errs.PermissionDenied, http.StatusForbidden},
 	{errs.NotFound, http.StatusNotFound},
 	{errs.FailedPrecondition, http.StatusConflict},
 	{errs.AlreadyExists, http.StatusConflict},
@@ -29,7 +30,6 @@ var statuses = []struct {
 // proxyStatuses are statuses hourglass never sends but a proxy in front
 // of it may; they read back as the code whose meaning they share.
 var proxyStatuses = map[int]errs.Code{
-	http.StatusForbidden:      errs.Unauthenticated,
 	http.StatusBadGateway:     errs.Unavailable,
 	http.StatusGatewayTimeout: errs.Unavailable,
 }

@@ -121,6 +121,11 @@ func IsDataLoss(err error) bool { return hasCode(err, errs.DataLoss) }
 // IsUnauthenticated reports a missing or wrong token.
 func IsUnauthenticated(err error) bool { return hasCode(err, errs.Unauthenticated) }
 
+// IsPermissionDenied reports a permission_denied error (403): the
+// credentials are valid but their principal's rules do not allow the
+// action on the resource.
+func IsPermissionDenied(err error) bool { return hasCode(err, errs.PermissionDenied) }
+
 // readError turns a non-2xx response into an *Error.
 func readError(resp *http.Response) error {
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))

@@ -34,6 +34,10 @@ const (
 	Unavailable Code = "unavailable"
 	// Unauthenticated: a missing or wrong API token.
 	Unauthenticated Code = "unauthenticated"
+	// PermissionDenied: the credentials are valid, but their principal may
+	// not do this action on this resource (package access). The message
+	// names the action and the resource, never whether the resource exists.
+	PermissionDenied Code = "permission_denied"
 	// Internal: a bug or an unexpected storage error.
 	Internal Code = "internal"
 	// DataLoss: a stored record is damaged (its checksum fails) and cannot
@@ -117,5 +121,6 @@ var (
 	ErrExhausted       = &Error{Code: ResourceExhausted}
 	ErrUnavailable     = &Error{Code: Unavailable}
 	ErrUnauthenticated = &Error{Code: Unauthenticated}
+	ErrPermission      = &Error{Code: PermissionDenied}
 	ErrDataLoss        = &Error{Code: DataLoss}
 )

@@ -98,6 +98,7 @@ func commands() []*command {
 		repairCommand(),
 		checkCommand(),
 		backupCommand(),
+		principalCommand(),
 		restoreCommand(),
 		benchCommand(),
 		kafkaCommand(),
