@@ -30,7 +30,7 @@ func startBroker() (url string, stop func()) {
 	if err != nil {
 		panic(err)
 	}
-	h := server.New(eng, server.DefaultConfig(), logger, nil)
+	h := server.New(eng, server.DefaultOptions(), logger, nil)
 	srv := httptest.NewServer(h)
 	return srv.URL, func() {
 		h.Drain()

@@ -35,8 +35,8 @@ import (
 	"time"
 
 	"github.com/hourglass-mq/hourglass/api"
+	"github.com/hourglass-mq/hourglass/broker"
 	"github.com/hourglass-mq/hourglass/client"
-	"github.com/hourglass-mq/hourglass/server"
 )
 
 // Server is a broker running in the test's process.
@@ -46,11 +46,11 @@ type Server struct {
 	// Client is a client connected to URL.
 	Client *client.Client
 	// Config is the configuration the broker runs with.
-	Config server.Config
+	Config broker.Config
 
 	tb   testing.TB // nil for Start
 	http *httptest.Server
-	b    *server.Embedded
+	b    *broker.Embedded
 	dir  string
 	once sync.Once
 	err  error
@@ -61,7 +61,7 @@ type Option func(*options)
 
 type options struct {
 	logger *slog.Logger
-	config func(*server.Config)
+	config func(*broker.Config)
 }
 
 // WithLogger sends the broker's logs to l; by default they are discarded.
@@ -70,7 +70,7 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l 
 // WithConfig lets f change the broker's configuration (limits, dispatch
 // rate, ...) before it starts. The data directory and the clock are the
 // package's: changes to them are overwritten.
-func WithConfig(f func(*server.Config)) Option { return func(o *options) { o.config = f } }
+func WithConfig(f func(*broker.Config)) Option { return func(o *options) { o.config = f } }
 
 // NewServer starts a broker for tb and closes it at tb's cleanup. It fails
 // tb if the broker cannot start.
@@ -100,7 +100,7 @@ func Start(opts ...Option) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := server.DefaultConfig()
+	cfg := broker.DefaultConfig()
 	// A test broker needs no fsync per send: nothing here must survive a
 	// power loss, and sends are faster without it.
 	cfg.Flush = "async"
@@ -109,7 +109,7 @@ func Start(opts ...Option) (*Server, error) {
 	}
 	cfg.DataDir = dir
 	cfg.Clock = api.ClockVirtual
-	b, err := server.OpenEmbedded(cfg, o.logger)
+	b, err := broker.OpenEmbedded(cfg, o.logger)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err

@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	gstatus "google.golang.org/grpc/status"
 
-	"github.com/hourglass-mq/hourglass/server"
+	hgbroker "github.com/hourglass-mq/hourglass/broker"
 )
 
 // TestAuthVerifiesSignatures: with an auth token, the official client
@@ -19,7 +19,7 @@ import (
 // signed with another secret are refused with Unauthenticated, at once.
 func TestAuthVerifiesSignatures(t *testing.T) {
 	t.Parallel()
-	b := startBroker(t, func(c *server.Config) { c.AuthToken = "s3cret-token" })
+	b := startBroker(t, func(c *hgbroker.Config) { c.AuthToken = "s3cret-token" })
 	p, err := rmq.NewProducer(&rmq.Config{Endpoint: b.grpc,
 		Credentials: &credentials.SessionCredentials{AccessKey: "app", AccessSecret: "s3cret-token"}}, rmq.WithTopics("paid"))
 	if err != nil {

@@ -18,8 +18,8 @@ import (
 	"github.com/apache/rocketmq-clients/golang/v5/credentials"
 	pb "github.com/apache/rocketmq-clients/golang/v5/protocol/v2"
 
+	hgbroker "github.com/hourglass-mq/hourglass/broker"
 	"github.com/hourglass-mq/hourglass/clock"
-	"github.com/hourglass-mq/hourglass/server"
 )
 
 // TestMain turns the official client's file logging into errors on the
@@ -47,7 +47,7 @@ type addrCatcher struct {
 
 func (h *addrCatcher) Enabled(context.Context, slog.Level) bool { return true }
 func (h *addrCatcher) Handle(_ context.Context, r slog.Record) error {
-	if r.Message == server.GRPCListeningMsg {
+	if r.Message == hgbroker.GRPCListeningMsg {
 		r.Attrs(func(a slog.Attr) bool {
 			if a.Key == "addr" {
 				h.mu.Lock()
@@ -67,12 +67,12 @@ type broker struct {
 	grpc, http, dataDir string
 }
 
-// launch runs server.Run on free ports, plaintext gRPC unless edit says
+// launch runs hgbroker.Run on free ports, plaintext gRPC unless edit says
 // otherwise, and returns the broker and the function that shuts it down
 // and returns Run's result (it fails the test after 8 s).
-func launch(t *testing.T, edit func(*server.Config)) (broker, func() error) {
+func launch(t *testing.T, edit func(*hgbroker.Config)) (broker, func() error) {
 	t.Helper()
-	cfg := server.DefaultConfig()
+	cfg := hgbroker.DefaultConfig()
 	cfg.DataDir = t.TempDir()
 	cfg.Listen = "127.0.0.1:0"
 	cfg.GRPCListen = "127.0.0.1:0"
@@ -85,7 +85,7 @@ func launch(t *testing.T, edit func(*server.Config)) (broker, func() error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
-	go func() { done <- server.Run(ctx, cfg, slog.New(h), func(a string) { ready <- a }) }()
+	go func() { done <- hgbroker.Run(ctx, cfg, slog.New(h), func(a string) { ready <- a }) }()
 	var b broker
 	select {
 	case b.http = <-ready:
@@ -118,12 +118,12 @@ func launch(t *testing.T, edit func(*server.Config)) (broker, func() error) {
 }
 
 // startBroker launches a broker that stops when the test ends.
-func startBroker(t *testing.T, edit func(*server.Config)) broker {
+func startBroker(t *testing.T, edit func(*hgbroker.Config)) broker {
 	t.Helper()
 	b, stop := launch(t, edit)
 	t.Cleanup(func() {
 		if err := stop(); err != nil {
-			t.Errorf("server.Run: %v", err)
+			t.Errorf("hgbroker.Run: %v", err)
 		}
 	})
 	return b
@@ -359,7 +359,7 @@ func TestInvisibleDurationExpiryRedelivers(t *testing.T) {
 
 func TestDelayBeyondMaximumIsRefused(t *testing.T) {
 	t.Parallel()
-	b := startBroker(t, func(c *server.Config) { c.MaxDelay = time.Hour; c.DelayLevels = []time.Duration{time.Second} })
+	b := startBroker(t, func(c *hgbroker.Config) { c.MaxDelay = time.Hour; c.DelayLevels = []time.Duration{time.Second} })
 	p := newProducer(t, b, "timeouts")
 	msg := &rmq.Message{Topic: "timeouts", Body: []byte("too late")}
 	msg.SetDelayTimestamp(time.Now().Add(2 * time.Hour))
@@ -404,7 +404,7 @@ func TestFIFOOrderWithinGroup(t *testing.T) {
 func TestTLSWithClientDefaults(t *testing.T) {
 	rmq.EnableSsl = true
 	defer func() { rmq.EnableSsl = false }()
-	b := startBroker(t, func(c *server.Config) { c.GRPCPlaintext = false })
+	b := startBroker(t, func(c *hgbroker.Config) { c.GRPCPlaintext = false })
 	if _, err := os.Stat(b.dataDir + "/grpc-tls/cert.pem"); err != nil {
 		t.Fatalf("no self-signed certificate in the data directory: %v", err)
 	}

@@ -10,7 +10,7 @@ import (
 	rmq "github.com/apache/rocketmq-clients/golang/v5"
 	pb "github.com/apache/rocketmq-clients/golang/v5/protocol/v2"
 
-	"github.com/hourglass-mq/hourglass/server"
+	hgbroker "github.com/hourglass-mq/hourglass/broker"
 )
 
 // propsMessage is a message with n user properties and two keys.
@@ -59,7 +59,7 @@ func TestUserPropertiesUpToRocketMQsLimit(t *testing.T) {
 // for RocketMQ clients as for every other.
 func TestMaxPropertiesSetting(t *testing.T) {
 	t.Parallel()
-	b := startBroker(t, func(c *server.Config) { c.MaxProperties = 300 })
+	b := startBroker(t, func(c *hgbroker.Config) { c.MaxProperties = 300 })
 	p := newProducer(t, b, "props")
 	if _, err := p.Send(context.Background(), propsMessage("props", 300)); err != nil {
 		t.Fatalf("300 user properties under -max-properties 300: %v", err)

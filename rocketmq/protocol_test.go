@@ -17,8 +17,8 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	hgbroker "github.com/hourglass-mq/hourglass/broker"
 	"github.com/hourglass-mq/hourglass/engine"
-	"github.com/hourglass-mq/hourglass/server"
 )
 
 // dial returns a raw protocol client of the broker, for what the official
@@ -188,7 +188,7 @@ func checkReceiveDigestAndSQL(ctx context.Context, t *testing.T, c pb.MessagingS
 func TestTelemetrySettingsAndShutdown(t *testing.T) {
 	t.Parallel()
 	// A drain longer than the test allows: the streams must end by themselves.
-	b, stop := launch(t, func(c *server.Config) { c.DrainTimeout = 30 * time.Second })
+	b, stop := launch(t, func(c *hgbroker.Config) { c.DrainTimeout = 30 * time.Second })
 	c := dial(t, b.grpc)
 	rctx := bounded(t)
 	tel, err := c.Telemetry(rctx)
@@ -206,7 +206,7 @@ func TestTelemetrySettingsAndShutdown(t *testing.T) {
 		return r.GetSettings()
 	}
 	pub := ask(&pb.Settings{PubSub: &pb.Settings_Publishing{Publishing: &pb.Publishing{}}})
-	if pub.GetPublishing().GetMaxBodySize() != int32(server.DefaultConfig().MaxBodyBytes) || !pub.GetPublishing().GetValidateMessageType() {
+	if pub.GetPublishing().GetMaxBodySize() != int32(hgbroker.DefaultConfig().MaxBodyBytes) || !pub.GetPublishing().GetValidateMessageType() {
 		t.Errorf("publishing settings %v", pub)
 	}
 	// The producer's own backoff policy comes back to a Java client (which

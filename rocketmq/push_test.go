@@ -16,16 +16,16 @@ import (
 
 	rmq "github.com/apache/rocketmq-clients/golang/v5"
 
+	hgbroker "github.com/hourglass-mq/hourglass/broker"
 	"github.com/hourglass-mq/hourglass/client"
 	"github.com/hourglass-mq/hourglass/engine"
-	"github.com/hourglass-mq/hourglass/server"
 )
 
 func TestPushConsumerReceivesDelayed(t *testing.T) {
 	t.Parallel()
 	// A short long poll: the client's GracefulStop waits for its receives
 	// in flight to end (up to the long poll plus its request timeout).
-	b := startBroker(t, func(c *server.Config) { c.GRPCLongPoll = time.Second })
+	b := startBroker(t, func(c *hgbroker.Config) { c.GRPCLongPoll = time.Second })
 	p := newProducer(t, b, "reminders")
 	got := make(chan *rmq.MessageView, 16)
 	pc, err := rmq.NewPushConsumer(&rmq.Config{Endpoint: b.grpc, ConsumerGroup: "notifier", Credentials: creds()},
@@ -67,7 +67,7 @@ func TestPushConsumerReceivesDelayed(t *testing.T) {
 // delivery.
 func TestPushConsumerForwardsFIFOToDeadLetters(t *testing.T) {
 	t.Parallel()
-	b := startBroker(t, func(c *server.Config) { c.GRPCLongPoll = time.Second })
+	b := startBroker(t, func(c *hgbroker.Config) { c.GRPCLongPoll = time.Second })
 	hc := client.New("http://" + b.http)
 	ctx := context.Background()
 	if _, err := hc.CreateTopic(ctx, "orders", client.TopicConfig{FIFO: true, Queues: 1}); err != nil {

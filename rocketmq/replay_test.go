@@ -14,7 +14,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	gstatus "google.golang.org/grpc/status"
 
-	"github.com/hourglass-mq/hourglass/server"
+	hgbroker "github.com/hourglass-mq/hourglass/broker"
 )
 
 // signedAt is a call context signed as the official clients sign: an
@@ -38,7 +38,7 @@ func signedAt(t *testing.T, secret string, at time.Time) context.Context {
 func TestCapturedSignatureReplayWindow(t *testing.T) {
 	t.Parallel()
 	const secret = "s3cret-token"
-	b := startBroker(t, func(c *server.Config) { c.AuthToken = secret })
+	b := startBroker(t, func(c *hgbroker.Config) { c.AuthToken = secret })
 	c := dial(t, b.grpc)
 	heartbeat := func(ctx context.Context) error {
 		_, err := c.Heartbeat(ctx, &pb.HeartbeatRequest{})
@@ -59,7 +59,7 @@ func TestCapturedSignatureReplayWindow(t *testing.T) {
 		t.Errorf("a forged signature: %v; want Unauthenticated that tells nothing of the clock", err)
 	}
 
-	wide := startBroker(t, func(c *server.Config) { c.AuthToken = secret; c.GRPCSignatureSkew = 5 * time.Minute })
+	wide := startBroker(t, func(c *hgbroker.Config) { c.AuthToken = secret; c.GRPCSignatureSkew = 5 * time.Minute })
 	wc := dial(t, wide.grpc)
 	if _, err := wc.Heartbeat(signedAt(t, secret, now.Add(-2*time.Minute)), &pb.HeartbeatRequest{}); err != nil {
 		t.Errorf("a signature 2 minutes old under -grpc-signature-skew 5m: %v", err)

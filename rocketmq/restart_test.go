@@ -8,7 +8,7 @@ import (
 	rmq "github.com/apache/rocketmq-clients/golang/v5"
 	pb "github.com/apache/rocketmq-clients/golang/v5/protocol/v2"
 
-	"github.com/hourglass-mq/hourglass/server"
+	hgbroker "github.com/hourglass-mq/hourglass/broker"
 )
 
 // TestRestartKeepsDelayedAndRefusesOldReceipts: a delayed message pending
@@ -17,7 +17,7 @@ import (
 func TestRestartKeepsDelayedAndRefusesOldReceipts(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	onDir := func(c *server.Config) { c.DataDir = dir }
+	onDir := func(c *hgbroker.Config) { c.DataDir = dir }
 	b1, stop1 := launch(t, onDir)
 	p, err := rmq.NewProducer(&rmq.Config{Endpoint: b1.grpc, Credentials: creds()}, rmq.WithTopics("timeouts"))
 	if err != nil {

@@ -214,11 +214,11 @@ func benchBackends(b *testing.B, run func(b *testing.B, be backend, eng *engine.
 
 // benchEngine opens an engine with the server's defaults on a real
 // directory, closed when b ends.
-func benchEngine(b *testing.B) (Config, *slog.Logger, *engine.Engine) {
-	cfg := DefaultConfig()
+func benchEngine(b *testing.B) (Options, *slog.Logger, *engine.Engine) {
+	cfg := DefaultOptions()
 	cfg.DataDir = b.TempDir()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	eng, err := engine.Open(cfg.EngineOptions(logger))
+	eng, err := engine.Open(serveEngineOptions(cfg.DataDir, logger))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -5,14 +5,17 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hourglass-mq/hourglass/api"
+	"github.com/hourglass-mq/hourglass/clock"
+	"github.com/hourglass-mq/hourglass/commitlog"
+	"github.com/hourglass-mq/hourglass/engine"
+	"github.com/hourglass-mq/hourglass/schedule"
 )
 
 // newVirtualServer is the HTTP API of an embedded broker on the virtual
@@ -24,23 +27,37 @@ func newVirtualServer(t *testing.T, dir string) *testServer {
 }
 
 // openVirtual is newVirtualServer that also returns its close function
-// (idempotent; also run at cleanup), for restarts.
+// (idempotent; also run at cleanup), for restarts. It opens what a broker
+// on -clock virtual opens (package broker): the engine on a virtual clock
+// that starts at the real time, and the schedules on that clock.
 func openVirtual(t *testing.T, dir string) (*testServer, func()) {
 	t.Helper()
-	cfg := DefaultConfig()
-	cfg.DataDir = dir
-	cfg.Clock = api.ClockVirtual
-	cfg.Flush = "async"
-	b, err := OpenEmbedded(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	opts := DefaultOptions()
+	opts.DataDir = dir
+	opts.Virtual = clock.NewVirtual(time.Now())
+	eo := serveEngineOptions(dir, logger)
+	eo.Clock, eo.Flush = opts.Virtual, commitlog.FlushAsync
+	eng, err := engine.Open(eo)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := &testServer{t: t, cfg: cfg, eng: b.Engine, h: b.Handler, srv: httptest.NewServer(b.Handler)}
+	opts.Schedules, err = schedule.Open(schedule.Options{Dir: filepath.Join(dir, "schedules"), Broker: eng,
+		Clock: eo.Clock, MaxBatch: opts.MaxBatch, MaxBytes: 256 << 20, Limits: eo.Limits, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := New(eng, opts, logger, nil)
+	ts := &testServer{t: t, opts: opts, eng: eng, h: h, srv: httptest.NewServer(h)}
 	var once sync.Once
 	closeAll := func() {
 		once.Do(func() {
 			ts.srv.Close()
-			if err := b.Close(); err != nil {
+			h.Drain()
+			if err := opts.Schedules.Close(); err != nil {
+				t.Errorf("close the schedules: %v", err)
+			}
+			if err := eng.Close(); err != nil {
 				t.Errorf("close: %v", err)
 			}
 		})
@@ -116,37 +133,6 @@ func TestSystemClockRefusesAdvance(t *testing.T) {
 	ts.call("GET", "/v1/clock", nil, http.StatusOK, &ct)
 	if ct.Mode != api.ClockSystem || ct.Now == 0 {
 		t.Fatalf("GET /v1/clock on the system clock: %+v", ct)
-	}
-}
-
-// TestClockModeOfDataDir: a directory belongs to the clock it was made
-// with; neither broker opens the other's.
-func TestClockModeOfDataDir(t *testing.T) {
-	virt := filepath.Join(t.TempDir(), "new")
-	if err := checkClockMode(virt, api.ClockVirtual); err != nil {
-		t.Fatalf("virtual on a missing directory: %v", err)
-	}
-	if _, err := os.Stat(filepath.Join(virt, virtualMarker)); err != nil {
-		t.Fatalf("no marker written: %v", err)
-	}
-	if err := checkClockMode(virt, api.ClockVirtual); err != nil {
-		t.Fatalf("virtual on its own directory: %v", err)
-	}
-	if err := checkClockMode(virt, api.ClockSystem); err == nil || !strings.Contains(err.Error(), "virtual clock") {
-		t.Fatalf("system clock on a virtual directory: %v, want a refusal", err)
-	}
-	real := t.TempDir()
-	if err := os.WriteFile(filepath.Join(real, "IDENTITY"), []byte("x"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := checkClockMode(real, api.ClockSystem); err != nil {
-		t.Fatalf("system on a system directory: %v", err)
-	}
-	if err := checkClockMode(real, api.ClockVirtual); err == nil || !strings.Contains(err.Error(), "not empty") {
-		t.Fatalf("virtual on a system directory: %v, want a refusal", err)
-	}
-	if _, err := os.Stat(filepath.Join(real, virtualMarker)); err == nil {
-		t.Fatal("a refused directory was marked")
 	}
 }
 

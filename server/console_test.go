@@ -12,7 +12,7 @@ import (
 // (its files hold no data), with a self-only Content-Security-Policy,
 // while the API it calls still needs the token.
 func TestConsoleFiles(t *testing.T) {
-	ts := newTestServer(t, withConfig(func(c *Config) { c.AuthToken = "s3cret" }))
+	ts := newTestServer(t, withOptions(func(c *Options) { c.AuthToken = "s3cret" }))
 	for path, want := range map[string]string{
 		"/ui/":            "<title>hourglass console</title>",
 		"/ui/app.js":      "sessionStorage",

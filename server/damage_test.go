@@ -152,10 +152,10 @@ func TestServeScrubsSoonAfterStart(t *testing.T) {
 func damagedBroker(t *testing.T, edit func(*engine.Options)) (*engine.Engine, *httptest.Server, uint64, string) {
 	t.Helper()
 	fs := vfs.NewMem()
-	cfg := DefaultConfig()
+	cfg := DefaultOptions()
 	cfg.DataDir = "/data"
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	eo := cfg.EngineOptions(logger)
+	eo := serveEngineOptions(cfg.DataDir, logger)
 	eo.FS, eo.SegmentBytes = fs, 4096
 	if edit != nil {
 		edit(&eo)

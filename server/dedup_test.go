@@ -4,12 +4,16 @@ import (
 	"encoding/json"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/hourglass-mq/hourglass/api"
+	"github.com/hourglass-mq/hourglass/engine"
 )
 
 func TestHTTPDedup(t *testing.T) {
-	ts := newTestServer(t, withConfig(func(c *Config) { c.DedupTopics = "lax=1h+first-wins" }))
+	ts := newTestServer(t, withEngine(func(o *engine.Options) {
+		o.DedupTopics = map[string]engine.DedupPolicy{"lax": {Window: time.Hour, FirstWins: true}}
+	}))
 	var first, again api.Receipt
 	ts.call("POST", "/v1/topics/t/messages", map[string]any{"body": "a", "delay": "1m", "dedup_id": "op-1"}, http.StatusOK, &first)
 	ts.call("POST", "/v1/topics/t/messages", map[string]any{"body": "a", "delay": "1m", "dedup_id": "op-1"}, http.StatusOK, &again)
@@ -43,21 +47,4 @@ func TestHTTPDedup(t *testing.T) {
 		long[i] = 'x'
 	}
 	ts.wantError(ts.do("POST", "/v1/topics/t/messages", map[string]any{"body": "a", "dedup_id": string(long)}), http.StatusBadRequest, "invalid_argument")
-}
-
-func TestDedupConfig(t *testing.T) {
-	for _, s := range []string{"", "0s", "-1h", "soon", "1h+last-wins"} {
-		if _, err := parseDedupPolicy(s); err == nil {
-			t.Errorf("policy %q accepted", s)
-		}
-	}
-	for _, s := range []string{"t", "t=", "../x=1h", "a=1h,b"} {
-		if _, err := parseDedupTopics(s); err == nil {
-			t.Errorf("topics %q accepted", s)
-		}
-	}
-	m, err := parseDedupTopics("a=delivered+first-wins,b=5m")
-	if err != nil || !m["a"].UntilDelivered || !m["a"].FirstWins || m["b"].Window.Minutes() != 5 {
-		t.Fatalf("%+v %v", m, err)
-	}
 }

@@ -37,10 +37,10 @@ func getHealth(t *testing.T, url string) (int, api.Health) {
 // space is back and the messages are visible.
 func TestHealthzDegradedWhileFiresFail(t *testing.T) {
 	ff := vfs.NewFaulty(vfs.NewMem())
-	cfg := DefaultConfig()
+	cfg := DefaultOptions()
 	cfg.DataDir = "/data"
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	eo := cfg.EngineOptions(logger)
+	eo := serveEngineOptions(cfg.DataDir, logger)
 	eo.FS = ff
 	eng, err := engine.Open(eo)
 	if err != nil {

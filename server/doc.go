@@ -1,6 +1,8 @@
-// Package server runs hourglass as a network service: its configuration
-// (flags, environment, config file), the HTTP/JSON API v1 over the engine,
-// and the process lifecycle (listen, serve, drain, close).
+// Package server is the HTTP/JSON API v1 over the engine: its routes, its
+// strict decoding of requests, authentication, and the bounds of every
+// connection (NewHTTPServer). It opens nothing and listens nowhere: package
+// broker opens the engine and the parts beside it, builds the Handler with
+// Options, and runs the listeners.
 //
 // The API is documented in docs/openapi.yaml; its JSON shapes and the
 // error code <-> status table are package api, shared with the Go client.

@@ -2,6 +2,7 @@ package server
 
 import (
 	"github.com/hourglass-mq/hourglass/api"
+	"github.com/hourglass-mq/hourglass/engine"
 	"net/http"
 	"strconv"
 	"strings"
@@ -12,12 +13,13 @@ import (
 // TestBadInput checks that every kind of bad request gets the documented
 // status, code and a message naming the problem.
 func TestBadInput(t *testing.T) {
-	ts := newTestServer(t, withConfig(func(c *Config) {
-		c.MaxBodyBytes = 1024
+	ts := newTestServer(t, withOptions(func(c *Options) {
 		c.MaxRequestBytes = 70000
 		c.MaxBatch = 3
-		c.MaxDelay = 24 * time.Hour
-		c.DelayLevels = []time.Duration{time.Second, time.Minute}
+	}), withEngine(func(o *engine.Options) {
+		o.Limits.MaxBodyBytes = 1024
+		o.Limits.MaxDelay = 24 * time.Hour
+		o.Limits.DelayLevels = []time.Duration{time.Second, time.Minute}
 	}))
 	ts.call("PUT", "/v1/topics/t", nil, http.StatusCreated, nil)
 	ts.call("PUT", "/v1/topics/t/groups/g", nil, http.StatusCreated, nil)
@@ -112,7 +114,8 @@ func TestMethodNotAllowed(t *testing.T) {
 }
 
 func TestUnknownTopicWithoutAutoCreate(t *testing.T) {
-	ts := newTestServer(t, withConfig(func(c *Config) { c.AutoCreateTopics = false }))
+	ts := newTestServer(t, withOptions(func(c *Options) { c.AutoCreateTopics = false }),
+		withEngine(func(o *engine.Options) { o.NoAutoCreate = true }))
 	r := ts.do("POST", "/v1/topics/nope/messages", `{"body":"x"}`)
 	ts.wantError(r, http.StatusNotFound, "not_found")
 	if !strings.Contains(r.errorMessage(), "auto-create") {
@@ -137,7 +140,7 @@ func TestUnknownTopicWithoutAutoCreate(t *testing.T) {
 }
 
 func TestAuth(t *testing.T) {
-	ts := newTestServer(t, withConfig(func(c *Config) { c.AuthToken = "s3cret" }))
+	ts := newTestServer(t, withOptions(func(c *Options) { c.AuthToken = "s3cret" }))
 	for _, hdr := range [][]string{nil, {"Authorization", "Bearer wrong"}, {"Authorization", "s3cret"}, {"Authorization", "Basic s3cret"}} {
 		r := ts.do("GET", "/v1/topics", nil, hdr...)
 		ts.wantError(r, http.StatusUnauthorized, "unauthenticated")

@@ -20,10 +20,10 @@ import (
 // cause, so that a supervisor or a load balancer sees it.
 func TestHealthzAfterStorageFailure(t *testing.T) {
 	ff := vfs.NewFaulty(vfs.NewMem())
-	cfg := DefaultConfig()
+	cfg := DefaultOptions()
 	cfg.DataDir = "/data"
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	eo := cfg.EngineOptions(logger)
+	eo := serveEngineOptions(cfg.DataDir, logger)
 	eo.FS = ff
 	eng, err := engine.Open(eo)
 	if err != nil {

@@ -21,51 +21,62 @@ import (
 // testServer is the HTTP API over an engine on an in-memory filesystem,
 // served by httptest on a loopback port.
 type testServer struct {
-	t   *testing.T
-	cfg Config
-	eng *engine.Engine
-	h   *Handler
-	srv *httptest.Server
-	clk *clock.Fake // nil when the real clock is used
+	t    *testing.T
+	opts Options
+	eng  *engine.Engine
+	h    *Handler
+	srv  *httptest.Server
+	clk  *clock.Fake // nil when the real clock is used
 }
 
-type serverOption func(*Config, *engine.Options)
+// serverOption changes a test server's HTTP options or its engine's.
+type serverOption func(*Options, *engine.Options)
 
 // withFakeClock drives the engine by a manual clock.
 func withFakeClock(clk *clock.Fake) serverOption {
-	return func(_ *Config, o *engine.Options) { o.Clock = clk }
+	return func(_ *Options, o *engine.Options) { o.Clock = clk }
 }
 
-func withConfig(f func(*Config)) serverOption {
-	return func(c *Config, _ *engine.Options) { f(c) }
+// withOptions changes the HTTP API's options.
+func withOptions(f func(*Options)) serverOption {
+	return func(o *Options, _ *engine.Options) { f(o) }
+}
+
+// withEngine changes the engine's options.
+func withEngine(f func(*engine.Options)) serverOption {
+	return func(_ *Options, o *engine.Options) { f(o) }
+}
+
+// serveEngineOptions are the engine options `hourglass serve` opens with
+// by default: the engine's own defaults, but the first scrub pass a second
+// after the start (broker's TestDefaultsAreTheEngines holds serve to
+// exactly this).
+func serveEngineOptions(dir string, logger *slog.Logger) engine.Options {
+	o := engine.NewOptions(dir)
+	o.Logger = logger
+	o.ScrubDelay = time.Second
+	return o
 }
 
 func newTestServer(t *testing.T, opts ...serverOption) *testServer {
 	t.Helper()
-	cfg := DefaultConfig()
-	cfg.DataDir = "/data"
-	var probe engine.Options
-	for _, o := range opts {
-		o(&cfg, &probe)
-	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
+	so := DefaultOptions()
+	so.DataDir = "/data"
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	eo := cfg.EngineOptions(logger)
+	eo := serveEngineOptions(so.DataDir, logger)
 	eo.FS = vfs.NewMem()
 	for _, o := range opts {
-		o(&cfg, &eo)
+		o(&so, &eo)
 	}
 	eng, err := engine.Open(eo)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := &testServer{t: t, cfg: cfg, eng: eng}
+	ts := &testServer{t: t, opts: so, eng: eng}
 	if c, ok := eo.Clock.(*clock.Fake); ok {
 		ts.clk = c
 	}
-	ts.h = New(eng, cfg, logger, metrics.Handler(eng))
+	ts.h = New(eng, so, logger, metrics.Handler(eng))
 	ts.srv = httptest.NewServer(ts.h)
 	t.Cleanup(func() {
 		ts.h.Drain()

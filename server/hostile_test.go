@@ -144,12 +144,12 @@ func TestStrictInputStillAccepts(t *testing.T) {
 // -read-header-timeout. A long poll is not cut by -read-timeout.
 func TestSlowBodyIsCutOff(t *testing.T) {
 	const readTimeout = 300 * time.Millisecond
-	ts := newTestServer(t, withConfig(func(c *Config) {
+	ts := newTestServer(t, withOptions(func(c *Options) {
 		c.ReadHeaderTimeout = readTimeout
 		c.ReadTimeout = readTimeout
 	}))
 	ts.call("PUT", "/v1/topics/t", nil, http.StatusCreated, nil)
-	srv := ts.cfg.httpServer(ts.h, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	srv := NewHTTPServer(ts.h, ts.opts, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -245,8 +245,8 @@ func slowClient(t *testing.T, addr, prefix string) (net.Conn, time.Time) {
 // TestHTTPServerBoundsEveryConnection: Run's server carries every limit of
 // the configuration.
 func TestHTTPServerBoundsEveryConnection(t *testing.T) {
-	cfg := DefaultConfig()
-	srv := cfg.httpServer(http.NotFoundHandler(), slog.Default())
+	cfg := DefaultOptions()
+	srv := NewHTTPServer(http.NotFoundHandler(), cfg, slog.Default())
 	if srv.ReadHeaderTimeout <= 0 || srv.ReadTimeout <= 0 || srv.WriteTimeout < MinWriteTimeout ||
 		srv.IdleTimeout <= 0 || srv.MaxHeaderBytes < 200<<10 {
 		t.Fatalf("unbounded server: %+v", srv)

@@ -22,21 +22,22 @@ import (
 // Handler serves the HTTP API over one engine. Create it with New.
 type Handler struct {
 	eng     *engine.Engine
-	cfg     Config
+	opts    Options
 	log     *slog.Logger
 	mux     *http.ServeMux
 	metrics http.Handler
 	// virtual is the broker's virtual clock (-clock virtual); nil on the
-	// system clock. Set by core.attach before the handler serves.
+	// system clock.
 	virtual *clock.Virtual
-	// schedules runs the recurring schedules. Set by core.attach.
+	// schedules runs the recurring schedules; nil when the broker runs
+	// none.
 	schedules *schedule.Runner
 
 	// draining is cancelled by Drain: long-poll receives end at once.
 	draining context.Context
 	drain    context.CancelFunc
 	// streams holds a token for every streaming receive open (at most
-	// cfg.MaxStreams), taken until its handler returns, so that the
+	// opts.MaxStreams), taken until its handler returns, so that the
 	// broker's shutdown can wait for them to give back what they leased
 	// ahead before it closes the engine (WaitStreams).
 	streams chan struct{}
@@ -85,16 +86,17 @@ var routes = []route{
 	{"GET", "/v1/messages/{id}/preview", (*Handler).preview},
 }
 
-// New returns the HTTP API of eng configured by cfg (limits, auth token).
-// metrics serves GET /metrics (nil: 404). The caller owns eng and closes
-// it after the server has stopped.
-func New(eng *engine.Engine, cfg Config, logger *slog.Logger, metrics http.Handler) *Handler {
+// New returns the HTTP API of eng configured by opts (limits, auth token,
+// the virtual clock and the schedules). metrics serves GET /metrics (nil:
+// 404). The caller owns eng and closes it after the server has stopped.
+func New(eng *engine.Engine, opts Options, logger *slog.Logger, metrics http.Handler) *Handler {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	h := &Handler{eng: eng, cfg: cfg, log: logger, mux: http.NewServeMux(), metrics: metrics}
+	h := &Handler{eng: eng, opts: opts, log: logger, mux: http.NewServeMux(), metrics: metrics,
+		virtual: opts.Virtual, schedules: opts.Schedules}
 	h.draining, h.drain = context.WithCancel(context.Background())
-	h.streams = make(chan struct{}, max(cfg.MaxStreams, 1))
+	h.streams = make(chan struct{}, max(opts.MaxStreams, 1))
 	for _, rt := range routes {
 		serve, wild := rt.serve, wildcards(rt.path)
 		h.mux.HandleFunc(rt.method+" "+rt.path, func(w http.ResponseWriter, r *http.Request) {
@@ -154,13 +156,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.writeError(rec, err)
 		return
 	}
-	if h.cfg.AuthToken != "" && !open && !h.authorized(r, h.cfg.AuthToken) {
+	if h.opts.AuthToken != "" && !open && !h.authorized(r, h.opts.AuthToken) {
 		closeUnread(rec, r)
 		rec.Header().Set("WWW-Authenticate", `Bearer realm="hourglass"`)
 		h.writeError(rec, errs.New(errs.Unauthenticated, "a valid bearer token is required: send the header Authorization: Bearer <token>"))
 		return
 	}
-	if metrics && h.cfg.MetricsToken != "" && !h.authorized(r, h.cfg.MetricsToken) && (h.cfg.AuthToken == "" || !h.authorized(r, h.cfg.AuthToken)) {
+	if metrics && h.opts.MetricsToken != "" && !h.authorized(r, h.opts.MetricsToken) && (h.opts.AuthToken == "" || !h.authorized(r, h.opts.AuthToken)) {
 		closeUnread(rec, r)
 		rec.Header().Set("WWW-Authenticate", `Bearer realm="hourglass-metrics"`)
 		h.writeError(rec, errs.New(errs.Unauthenticated, "/metrics needs a bearer token (-metrics-token, or -auth-token): send the header Authorization: Bearer <token>"))

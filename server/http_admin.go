@@ -13,7 +13,7 @@ import (
 )
 
 // backup serves POST /v1/admin/backup: an online backup of the data
-// directory into a new directory inside Config.BackupDir, on the broker's
+// directory into a new directory inside Options.BackupDir, on the broker's
 // machine (engine.Backup). Like every /v1 route it needs the token when
 // one is set.
 func (h *Handler) backup(w http.ResponseWriter, r *http.Request) {
@@ -22,7 +22,7 @@ func (h *Handler) backup(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, err)
 		return
 	}
-	if h.cfg.BackupDir == "" {
+	if h.opts.BackupDir == "" {
 		h.writeError(w, errs.New(errs.FailedPrecondition, "backups are disabled: start hourglass serve with --backup-dir DIR, the directory backups may be written in"))
 		return
 	}
@@ -30,7 +30,7 @@ func (h *Handler) backup(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, errs.New(errs.InvalidArgument, "dir: %q is not an absolute path", in.Dir))
 		return
 	}
-	root, dir := filepath.Clean(h.cfg.BackupDir), filepath.Clean(in.Dir)
+	root, dir := filepath.Clean(h.opts.BackupDir), filepath.Clean(in.Dir)
 	if !strings.HasPrefix(dir, root+string(filepath.Separator)) || !insideResolved(root, dir) {
 		h.writeError(w, errs.New(errs.InvalidArgument, "dir: %q is not inside the backup directory %q (--backup-dir)", in.Dir, root))
 		return
@@ -43,7 +43,7 @@ func (h *Handler) backup(w http.ResponseWriter, r *http.Request) {
 	// then in that log, and one sent after is past the journal's progress,
 	// where a restore's runner looks for it. They go into the copy before
 	// its rename, so no crash leaves a backup without them.
-	state, err := readServerState(h.cfg.DataDir)
+	state, err := readStateFiles(h.opts.DataDir, h.opts.StateFiles)
 	if err != nil {
 		h.writeError(w, err)
 		return
@@ -81,22 +81,12 @@ func insideResolved(root, dir string) bool {
 	return parent == rr || strings.HasPrefix(parent, rr+string(filepath.Separator))
 }
 
-// serverState lists the files of the data directory that the server, not
-// the engine, writes: the schedules' journal, the virtual-clock marker,
-// the remoting protocol's consumer offsets (a file replaced whole by
-// rename, so a read sees one version) and the key of its message handles
-// (so that offset message IDs handed out before still name their messages). A backup carries them so that a
-// restore keeps its schedules and offsets and stays tied to its clock mode
-// (restore copies the whole backup tree).
-var serverState = []string{filepath.Join("schedules", "journal"), virtualMarker,
-	filepath.Join("remoting", "consumer-offsets"), filepath.Join("remoting", "handle-key")}
-
-// readServerState reads serverState from dataDir, for the backup to carry.
-// A schedule change racing the read may leave a torn last journal record,
-// which the journal's reader cuts.
-func readServerState(dataDir string) (map[string][]byte, error) {
+// readStateFiles reads the files of names (relative to dataDir) that
+// exist, for the backup to carry. A schedule change racing the read may
+// leave a torn last journal record, which the journal's reader cuts.
+func readStateFiles(dataDir string, names []string) (map[string][]byte, error) {
 	out := map[string][]byte{}
-	for _, rel := range serverState {
+	for _, rel := range names {
 		b, err := os.ReadFile(filepath.Join(dataDir, rel))
 		if os.IsNotExist(err) {
 			continue

@@ -25,8 +25,8 @@ func TestBackupRoute(t *testing.T) {
 	if r := off.do("POST", "/v1/admin/backup", map[string]any{"dir": filepath.Join(backups, "b")}); r.status != http.StatusConflict || r.errorCode() != "failed_precondition" {
 		t.Fatalf("backup without --backup-dir: %d %s", r.status, r.body)
 	}
-	ts := newTestServer(t, withConfig(func(c *Config) { c.BackupDir = backups; c.AuthToken = "tok" }),
-		func(_ *Config, o *engine.Options) { o.FS, o.Dir = vfs.OS, filepath.Join(root, "data") })
+	ts := newTestServer(t, withOptions(func(c *Options) { c.BackupDir = backups; c.AuthToken = "tok" }),
+		func(_ *Options, o *engine.Options) { o.FS, o.Dir = vfs.OS, filepath.Join(root, "data") })
 	auth := []string{"Authorization", "Bearer tok"}
 	if r := ts.do("POST", "/v1/admin/backup", map[string]any{"dir": filepath.Join(backups, "b")}); r.status != http.StatusUnauthorized {
 		t.Fatalf("backup without the token: %d %s", r.status, r.body)
@@ -66,11 +66,13 @@ func TestBackupRoute(t *testing.T) {
 	}
 }
 
-// TestBackupCarriesServerState: the schedules' journal and the
-// virtual-clock marker, which the server writes beside the engine's files,
-// are in a backup, byte for byte, written before the backup is renamed
-// into place (a review found a crash could leave a backup without them).
+// TestBackupCarriesServerState: the files the broker writes beside the
+// engine's (Options.StateFiles: here a journal and a marker) are in a
+// backup, byte for byte, written before the backup is renamed into place
+// (a review found a crash could leave a backup without them).
 func TestBackupCarriesServerState(t *testing.T) {
+	const virtualMarker = "VIRTUAL_CLOCK"
+	files := []string{filepath.Join("schedules", "journal"), virtualMarker}
 	data, root := t.TempDir(), t.TempDir()
 	eng, err := engine.Open(engine.Options{Dir: data})
 	if err != nil {
@@ -81,7 +83,7 @@ func TestBackupCarriesServerState(t *testing.T) {
 	os.MkdirAll(filepath.Join(data, "schedules"), 0o755)
 	os.WriteFile(filepath.Join(data, "schedules", "journal"), journal, 0o644)
 	os.WriteFile(filepath.Join(data, virtualMarker), []byte("v"), 0o644)
-	state, err := readServerState(data)
+	state, err := readStateFiles(data, files)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +98,7 @@ func TestBackupCarriesServerState(t *testing.T) {
 		t.Errorf("virtual-clock marker in the backup: %v", err)
 	}
 	// A data directory without them: nothing to carry, no error.
-	if st, err := readServerState(t.TempDir()); err != nil || len(st) != 0 {
+	if st, err := readStateFiles(t.TempDir(), files); err != nil || len(st) != 0 {
 		t.Errorf("without schedules or marker: %v %v", st, err)
 	}
 }

@@ -37,21 +37,21 @@ func (h *Handler) decode(w http.ResponseWriter, r *http.Request, v any, optional
 // readBody reads the request body for decode, with its limits and errors,
 // and sets the write deadline.
 func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	body, err := readAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxRequestBytes), r.ContentLength)
+	body, err := readAll(http.MaxBytesReader(w, r.Body, h.opts.MaxRequestBytes), r.ContentLength)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			return nil, errs.New(errs.TooLarge, "request body exceeds the limit of %d bytes (-max-request-bytes)", tooBig.Limit)
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return nil, errs.New(errs.InvalidArgument, "the request body did not arrive within -read-timeout %v", h.cfg.ReadTimeout)
+			return nil, errs.New(errs.InvalidArgument, "the request body did not arrive within -read-timeout %v", h.opts.ReadTimeout)
 		}
 		return nil, errs.Wrap(errs.InvalidArgument, err, "cannot read the request body")
 	}
-	if h.cfg.WriteTimeout > 0 {
+	if h.opts.WriteTimeout > 0 {
 		// Not supported only under a test's ResponseWriter; then no
 		// deadline was set either.
-		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(h.cfg.WriteTimeout))
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(h.opts.WriteTimeout))
 	}
 	return body, nil
 }

@@ -84,8 +84,8 @@ func (h *Handler) sendBatch(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, errs.New(errs.InvalidArgument, "messages is empty; a batch needs at least one message"))
 		return
 	}
-	if len(in.Messages) > h.cfg.MaxBatch {
-		h.writeError(w, errs.New(errs.TooLarge, "batch has %d messages; the limit is %d (-max-batch)", len(in.Messages), h.cfg.MaxBatch))
+	if len(in.Messages) > h.opts.MaxBatch {
+		h.writeError(w, errs.New(errs.TooLarge, "batch has %d messages; the limit is %d (-max-batch)", len(in.Messages), h.opts.MaxBatch))
 		return
 	}
 	topic := pathTopic(r)

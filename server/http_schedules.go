@@ -16,8 +16,8 @@ func pathSchedule(r *http.Request) (string, error) {
 	return id, message.ValidateName("schedule id", id)
 }
 
-// noSchedules refuses schedule requests on a handler made by New alone,
-// without the core that runs the schedules (some tests build one).
+// noSchedules refuses schedule requests on a handler given no runner
+// (Options.Schedules; some tests build one).
 func (h *Handler) noSchedules(w http.ResponseWriter) bool {
 	if h.schedules != nil {
 		return false
@@ -74,7 +74,7 @@ func (h *Handler) createSchedule(w http.ResponseWriter, r *http.Request) {
 	if t, err := h.eng.DescribeTopic(in.Topic); err == nil && t.FIFO {
 		h.writeError(w, errs.New(errs.InvalidArgument, "topic %q is a FIFO topic; schedules send to normal topics only", in.Topic))
 		return
-	} else if err != nil && !h.cfg.AutoCreateTopics {
+	} else if err != nil && !h.opts.AutoCreateTopics {
 		h.writeError(w, errs.New(errs.NotFound, "topic %q does not exist and the broker does not create topics on first send", in.Topic))
 		return
 	}

@@ -110,7 +110,7 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, errs.Wrap(errs.Internal, err, "this connection cannot stream both ways"))
 		return
 	}
-	out := &lineWriter{h: h, w: w, rc: rc, timeout: h.cfg.WriteTimeout, chunked: r.ProtoAtLeast(1, 1)}
+	out := &lineWriter{h: h, w: w, rc: rc, timeout: h.opts.WriteTimeout, chunked: r.ProtoAtLeast(1, 1)}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	stop := context.AfterFunc(h.draining, cancel)
@@ -301,7 +301,7 @@ func (h *Handler) streamAcks(r *http.Request, rc *http.ResponseController, st *s
 func (h *Handler) readAckLines(ctx context.Context, r *http.Request, lines chan<- []string, queue *ackQueue) (eof bool, err error) {
 	body := &errReader{r: r.Body}
 	sc := bufio.NewScanner(body)
-	limit := int(min(h.cfg.MaxRequestBytes, maxAckLine))
+	limit := int(min(h.opts.MaxRequestBytes, maxAckLine))
 	sc.Buffer(make([]byte, 0, min(limit, 4<<10)), limit)
 	sc.Split(func(data []byte, atEOF bool) (int, []byte, error) {
 		// A read that failed hands the scanner what it has as a last

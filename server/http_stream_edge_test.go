@@ -188,7 +188,7 @@ func TestStreamHalfCloseAfterTheBody(t *testing.T) {
 func TestStreamIdleLongerThanTheWriteTimeout(t *testing.T) {
 	ts := newTestServer(t)
 	ts.visible("t", 1)
-	cfg := ts.cfg
+	cfg := ts.opts
 	cfg.WriteTimeout = 200 * time.Millisecond
 	h := New(ts.eng, cfg, nil, nil)
 	srv := httptest.NewServer(h)

@@ -31,7 +31,7 @@ func dialStream(t *testing.T, srvURL, head, body string) net.Conn {
 // At -max-streams a further stream is refused with resource_exhausted;
 // once one ends, a stream opens again.
 func TestStreamLimit(t *testing.T) {
-	ts := newTestServer(t, withConfig(func(c *Config) { c.MaxStreams = 1 }))
+	ts := newTestServer(t, withOptions(func(c *Options) { c.MaxStreams = 1 }))
 	ts.visible("t", 0)
 	conn := dialStream(t, ts.srv.URL, "Transfer-Encoding: chunked\r\n", "")
 	deadline := time.Now().Add(10 * time.Second)
@@ -63,13 +63,13 @@ func TestStreamFixedLengthBodyKeepsTheReadTimeout(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			ts := newTestServer(t)
 			ts.visible("t", 0)
-			cfg := ts.cfg
+			cfg := ts.opts
 			cfg.ReadTimeout = time.Hour
 			if how == "read timeout" {
 				cfg.ReadTimeout = 300 * time.Millisecond
 			}
 			srv := httptest.NewUnstartedServer(ts.h)
-			srv.Config = cfg.httpServer(ts.h, ts.h.log)
+			srv.Config = NewHTTPServer(ts.h, cfg, ts.h.log)
 			srv.Start()
 			defer srv.Close()
 			conn := dialStream(t, srv.URL, "Content-Length: 100000\r\n", `{"ack":[`)

@@ -334,7 +334,7 @@ func TestStreamErrorEndsAWholeResponse(t *testing.T) {
 // that body to its end first, so a streaming client saw the refusal only
 // when the read timeout cut it (a minute by default; never here).
 func TestStreamRefusalDoesNotWaitForTheBody(t *testing.T) {
-	ts := newTestServer(t, withConfig(func(c *Config) { c.MaxStreams = 1; c.AuthToken = "" }))
+	ts := newTestServer(t, withOptions(func(c *Options) { c.MaxStreams = 1; c.AuthToken = "" }))
 	ts.visible("t", 1) // the first stream's answer starts with it
 	open := func(path string) (*http.Response, *io.PipeWriter, error) {
 		pr, pw := io.Pipe()
@@ -373,7 +373,7 @@ func TestStreamRefusalDoesNotWaitForTheBody(t *testing.T) {
 
 // The same for a stream refused by the token check, before any route.
 func TestStreamAuthRefusalDoesNotWaitForTheBody(t *testing.T) {
-	ts := newTestServer(t, withConfig(func(c *Config) { c.AuthToken = "secret" }))
+	ts := newTestServer(t, withOptions(func(c *Options) { c.AuthToken = "secret" }))
 	pr, pw := io.Pipe()
 	defer pw.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

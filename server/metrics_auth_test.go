@@ -13,7 +13,7 @@ import (
 // nothing else, /healthz stays open, and /v1 keeps its own rule.
 func TestMetricsToken(t *testing.T) {
 	for _, auth := range []string{"", "s3cret"} {
-		ts := newTestServer(t, withConfig(func(c *Config) { c.MetricsToken = "scrape-me"; c.AuthToken = auth }))
+		ts := newTestServer(t, withOptions(func(c *Options) { c.MetricsToken = "scrape-me"; c.AuthToken = auth }))
 		if _, err := ts.eng.Send(t.Context(), message.Message{Topic: "payroll", Body: []byte("x")}, message.When{}); err != nil {
 			t.Fatal(err)
 		}

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hourglass-mq/hourglass/broker"
 	"github.com/hourglass-mq/hourglass/engine"
 	"github.com/hourglass-mq/hourglass/message"
 	"github.com/hourglass-mq/hourglass/metrics"
@@ -57,7 +58,7 @@ var selector = regexp.MustCompile(`([a-zA-Z_:][a-zA-Z0-9_:]*)\s*\{`)
 // the series /metrics serves.
 func scrapedNames(t *testing.T) map[string]bool {
 	t.Helper()
-	cfg := server.DefaultConfig()
+	cfg := broker.DefaultConfig()
 	cfg.DataDir = "/data"
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	eo := cfg.EngineOptions(logger)
@@ -66,7 +67,7 @@ func scrapedNames(t *testing.T) map[string]bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := server.New(eng, cfg, logger, metrics.Handler(eng))
+	h := server.New(eng, cfg.ServerOptions(), logger, metrics.Handler(eng))
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() {
 		h.Drain()

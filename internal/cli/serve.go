@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/hourglass-mq/hourglass/broker"
 	"github.com/hourglass-mq/hourglass/internal/gcfloor"
 	"github.com/hourglass-mq/hourglass/internal/sdnotify"
-	"github.com/hourglass-mq/hourglass/server"
 )
 
 func serveCommand() *command {
@@ -36,7 +36,7 @@ const heapGoalFloor = 128 << 20
 
 func runServe(ctx context.Context, a *App, c *command, args []string) int {
 	fs := a.newFlagSet(c)
-	cfg := server.DefaultConfig()
+	cfg := broker.DefaultConfig()
 	cfg.RegisterFlags(fs)
 	pos, code, ok := parseFlags(fs, args)
 	if !ok {
@@ -67,7 +67,7 @@ func runServe(ctx context.Context, a *App, c *command, args []string) int {
 	}
 	stopped := make(chan struct{})
 	defer close(stopped)
-	err := server.Run(ctx, cfg, logger, func(addr string) {
+	err := broker.Run(ctx, cfg, logger, func(addr string) {
 		fmt.Fprintf(a.Stdout, "listening on http://%s\n", addr)
 		notify(sdnotify.Ready)
 		go func() {

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hourglass-mq/hourglass/server"
+	"github.com/hourglass-mq/hourglass/broker"
 )
 
 // startServer runs a real broker in-process on a free loopback port with
@@ -21,21 +21,21 @@ import (
 // gracefully, when the test ends.
 func startServer(t *testing.T) string {
 	t.Helper()
-	cfg := server.DefaultConfig()
+	cfg := broker.DefaultConfig()
 	cfg.DataDir = t.TempDir()
 	cfg.Listen = "127.0.0.1:0"
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ctx, cancel := context.WithCancel(context.Background())
 	addr := make(chan string, 1)
 	done := make(chan error, 1)
-	go func() { done <- server.Run(ctx, cfg, logger, func(a string) { addr <- a }) }()
+	go func() { done <- broker.Run(ctx, cfg, logger, func(a string) { addr <- a }) }()
 	var url string
 	select {
 	case a := <-addr:
 		url = "http://" + a
 	case err := <-done:
 		cancel()
-		t.Fatalf("server.Run: %v", err)
+		t.Fatalf("broker.Run: %v", err)
 	case <-time.After(30 * time.Second):
 		cancel()
 		t.Fatal("the server did not start within 30s")
@@ -43,7 +43,7 @@ func startServer(t *testing.T) string {
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
-			t.Errorf("server.Run: %v", err)
+			t.Errorf("broker.Run: %v", err)
 		}
 	})
 	return url

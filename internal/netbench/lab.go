@@ -11,9 +11,9 @@ import (
 
 	rmq "github.com/apache/rocketmq-clients/golang/v5"
 
+	"github.com/hourglass-mq/hourglass/broker"
 	"github.com/hourglass-mq/hourglass/client"
 	"github.com/hourglass-mq/hourglass/engine"
-	"github.com/hourglass-mq/hourglass/server"
 )
 
 // lab is the in-process engine and the broker on loopback, side by side.
@@ -28,7 +28,7 @@ type lab struct {
 	topicN  int // numbers the topics, one fresh topic per side
 }
 
-// addrCatcher keeps the gRPC address server.Run logs.
+// addrCatcher keeps the gRPC address broker.Run logs.
 type addrCatcher struct {
 	slog.Handler
 	mu   sync.Mutex
@@ -36,7 +36,7 @@ type addrCatcher struct {
 }
 
 func (h *addrCatcher) Handle(ctx context.Context, r slog.Record) error {
-	if r.Message == server.GRPCListeningMsg {
+	if r.Message == broker.GRPCListeningMsg {
 		r.Attrs(func(a slog.Attr) bool {
 			if a.Key == "addr" {
 				h.mu.Lock()
@@ -58,7 +58,7 @@ func openLab(c config, dir string, quiet *slog.Logger) (*lab, error) {
 	for i := range l.body {
 		l.body[i] = byte('a' + i%26)
 	}
-	ecfg := server.DefaultConfig()
+	ecfg := broker.DefaultConfig()
 	ecfg.DataDir = filepath.Join(dir, "engine")
 	eng, err := engine.Open(ecfg.EngineOptions(quiet))
 	if err != nil {
@@ -66,7 +66,7 @@ func openLab(c config, dir string, quiet *slog.Logger) (*lab, error) {
 	}
 	l.eng = eng
 
-	cfg := server.DefaultConfig()
+	cfg := broker.DefaultConfig()
 	cfg.DataDir = filepath.Join(dir, "broker")
 	cfg.Listen = "127.0.0.1:0"
 	cfg.GRPCListen = "127.0.0.1:0"
@@ -77,7 +77,7 @@ func openLab(c config, dir string, quiet *slog.Logger) (*lab, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
-	go func() { done <- server.Run(ctx, cfg, slog.New(h), func(a string) { ready <- a }) }()
+	go func() { done <- broker.Run(ctx, cfg, slog.New(h), func(a string) { ready <- a }) }()
 	var addr string
 	select {
 	case addr = <-ready:

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hourglass-mq/hourglass/broker"
 	"github.com/hourglass-mq/hourglass/internal/loadtest"
-	"github.com/hourglass-mq/hourglass/server"
 )
 
 func TestBodyRoundTrip(t *testing.T) {
@@ -130,7 +130,7 @@ func (r logRecords) grpcAddr() string {
 		select {
 		case line := <-r:
 			var rec struct{ Msg, Addr string }
-			if json.Unmarshal(line, &rec) == nil && rec.Msg == server.GRPCListeningMsg {
+			if json.Unmarshal(line, &rec) == nil && rec.Msg == broker.GRPCListeningMsg {
 				return rec.Addr
 			}
 		default:
@@ -144,7 +144,7 @@ func (r logRecords) grpcAddr() string {
 // the report holds the figures the summary reads, the broker side too.
 func TestRunAgainstHourglass(t *testing.T) {
 	t.Setenv("rocketmq.client.logRoot", t.TempDir())
-	cfg := server.DefaultConfig()
+	cfg := broker.DefaultConfig()
 	cfg.DataDir = t.TempDir()
 	cfg.Listen, cfg.GRPCListen, cfg.GRPCPlaintext = "127.0.0.1:0", "127.0.0.1:0", true
 	cfg.DrainTimeout = time.Second
@@ -152,7 +152,7 @@ func TestRunAgainstHourglass(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ready, done := make(chan string, 1), make(chan error, 1)
 	go func() {
-		done <- server.Run(ctx, cfg, slog.New(slog.NewJSONHandler(logs, nil)), func(a string) { ready <- a })
+		done <- broker.Run(ctx, cfg, slog.New(slog.NewJSONHandler(logs, nil)), func(a string) { ready <- a })
 	}()
 	t.Cleanup(func() {
 		cancel()

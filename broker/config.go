@@ -1,4 +1,4 @@
-package server
+package broker
 
 import (
 	"flag"
@@ -12,6 +12,7 @@ import (
 	"github.com/hourglass-mq/hourglass/commitlog"
 	"github.com/hourglass-mq/hourglass/engine"
 	"github.com/hourglass-mq/hourglass/rocketmq"
+	"github.com/hourglass-mq/hourglass/server"
 )
 
 // Config is every setting of a hourglass server. Each field is also a
@@ -215,10 +216,12 @@ type Config struct {
 }
 
 // DefaultConfig returns the defaults. Those of engine settings are the
-// engine's own (engine.NewOptions), so that the two cannot disagree; the
-// server restates only its own (listening, HTTP limits, logging).
+// engine's own (engine.NewOptions), and those of the HTTP API the API's
+// (server.DefaultOptions), so that they cannot disagree; the broker
+// restates only its own (listening, logging, the adapters' addresses).
 func DefaultConfig() Config {
 	eng := engine.NewOptions("")
+	web := server.DefaultOptions()
 	flush := "sync"
 	if eng.Flush == commitlog.FlushAsync {
 		flush = "async"
@@ -243,9 +246,9 @@ func DefaultConfig() Config {
 		MaxTopics:          eng.MaxTopics,
 		MaxGroups:          eng.MaxGroups,
 		MaxScheduleBytes:   256 << 20,
-		MaxBatch:           eng.MaxBatch,
-		MaxRequestBytes:    8 << 20,
-		MaxStreams:         1000,
+		MaxBatch:           web.MaxBatch,
+		MaxRequestBytes:    web.MaxRequestBytes,
+		MaxStreams:         web.MaxStreams,
 		DispatchRate:       eng.DispatchRate,
 		CheckpointInterval: eng.CheckpointInterval,
 		Retention:          eng.Retention,
@@ -253,11 +256,11 @@ func DefaultConfig() Config {
 		ScrubInterval:      eng.ScrubInterval,
 		ScrubDelay:         time.Second,
 		DedupWindow:        engine.DefaultDedupWindow.String(),
-		ReadHeaderTimeout:  10 * time.Second,
-		ReadTimeout:        time.Minute,
-		WriteTimeout:       time.Minute,
-		IdleTimeout:        2 * time.Minute,
-		MaxHeaderBytes:     256 << 10,
+		ReadHeaderTimeout:  web.ReadHeaderTimeout,
+		ReadTimeout:        web.ReadTimeout,
+		WriteTimeout:       web.WriteTimeout,
+		IdleTimeout:        web.IdleTimeout,
+		MaxHeaderBytes:     web.MaxHeaderBytes,
 		DrainTimeout:       15 * time.Second,
 		LogLevel:           "info",
 		LogFormat:          "text",
@@ -337,10 +340,6 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	}
 }
 
-// MinWriteTimeout is the smallest WriteTimeout accepted: the longest
-// long-poll wait plus a margin to answer it.
-const MinWriteTimeout = engine.MaxReceiveWait + 5*time.Second
-
 // minRequestBytes is the smallest request limit that carries one body of
 // maxBody bytes as base64 plus 64 KiB of headers and JSON.
 func minRequestBytes(maxBody int64) int64 {
@@ -383,6 +382,20 @@ func (c Config) NewLogger(w io.Writer) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// ServerOptions maps c onto the HTTP API's options; the parts the core
+// runs beside the engine (the virtual clock, the schedules) are added by
+// the caller that opened them.
+func (c Config) ServerOptions() server.Options {
+	return server.Options{
+		DataDir: c.DataDir, StateFiles: stateFiles, BackupDir: c.BackupDir,
+		AuthToken: c.AuthToken, MetricsToken: c.MetricsToken,
+		AutoCreateTopics: c.AutoCreateTopics, MaxBatch: c.MaxBatch, MaxStreams: c.MaxStreams,
+		MaxRequestBytes:   c.MaxRequestBytes,
+		ReadHeaderTimeout: c.ReadHeaderTimeout, ReadTimeout: c.ReadTimeout,
+		WriteTimeout: c.WriteTimeout, IdleTimeout: c.IdleTimeout, MaxHeaderBytes: c.MaxHeaderBytes,
+	}
 }
 
 // EngineOptions maps c onto the engine's options; logger receives the

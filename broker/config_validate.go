@@ -1,4 +1,4 @@
-package server
+package broker
 
 import (
 	"errors"
@@ -13,6 +13,7 @@ import (
 	"github.com/hourglass-mq/hourglass/api"
 	"github.com/hourglass-mq/hourglass/engine"
 	"github.com/hourglass-mq/hourglass/message"
+	"github.com/hourglass-mq/hourglass/server"
 )
 
 // validateLimits checks the message limits: body size, property count,
@@ -144,8 +145,8 @@ func (c Config) validateConnections(bad func(format string, args ...any)) {
 	if c.ReadTimeout < c.ReadHeaderTimeout {
 		bad("-read-timeout %v must be at least -read-header-timeout %v (it covers the headers too)", c.ReadTimeout, c.ReadHeaderTimeout)
 	}
-	if c.WriteTimeout < MinWriteTimeout {
-		bad("-write-timeout %v must be at least %v: the longest long-poll wait (%v) plus %v to answer", c.WriteTimeout, MinWriteTimeout, engine.MaxReceiveWait, MinWriteTimeout-engine.MaxReceiveWait)
+	if c.WriteTimeout < server.MinWriteTimeout {
+		bad("-write-timeout %v must be at least %v: the longest long-poll wait (%v) plus %v to answer", c.WriteTimeout, server.MinWriteTimeout, engine.MaxReceiveWait, server.MinWriteTimeout-engine.MaxReceiveWait)
 	}
 	if c.IdleTimeout <= 0 {
 		bad("-idle-timeout %v must be positive", c.IdleTimeout)

@@ -1,4 +1,4 @@
-package server
+package broker
 
 import (
 	"errors"
@@ -14,6 +14,7 @@ import (
 	"github.com/hourglass-mq/hourglass/clock"
 	"github.com/hourglass-mq/hourglass/engine"
 	"github.com/hourglass-mq/hourglass/schedule"
+	"github.com/hourglass-mq/hourglass/server"
 )
 
 // core is what a broker runs besides its listeners: the engine and the
@@ -67,8 +68,13 @@ func openCore(cfg Config, logger *slog.Logger) (*core, error) {
 	return c, nil
 }
 
-// attach gives h what the core runs beside the engine.
-func (c *core) attach(h *Handler) { h.virtual, h.schedules = c.virtual, c.schedules }
+// serverOptions are cfg's options of the HTTP API with what the core
+// runs beside the engine.
+func (c *core) serverOptions(cfg Config) server.Options {
+	o := cfg.ServerOptions()
+	o.Virtual, o.Schedules = c.virtual, c.schedules
+	return o
+}
 
 // close stops the schedules, then closes the engine.
 func (c *core) close() error {
@@ -78,6 +84,17 @@ func (c *core) close() error {
 	}
 	return serr
 }
+
+// stateFiles are the files of the data directory that the broker, not the
+// engine, writes: the schedules' journal, the virtual-clock marker, the
+// remoting protocol's consumer offsets (a file replaced whole by rename,
+// so a read sees one version) and the key of its message handles (so that
+// offset message IDs handed out before still name their messages). A
+// backup carries them (server.Options.StateFiles) so that a restore keeps
+// its schedules and offsets and stays tied to its clock mode (restore
+// copies the whole backup tree).
+var stateFiles = []string{filepath.Join("schedules", "journal"), virtualMarker,
+	filepath.Join("remoting", "consumer-offsets"), filepath.Join("remoting", "handle-key")}
 
 // virtualMarker is the file that ties a data directory to the virtual
 // clock. It is written (and made durable) before the engine writes
@@ -168,7 +185,7 @@ func writeMarker(dir, marker string) error {
 // hourglasstest mounts it on an httptest server for users' tests.
 type Embedded struct {
 	// Handler is the HTTP API.
-	Handler *Handler
+	Handler *server.Handler
 	// Engine is the broker core, for callers that need more than HTTP.
 	Engine *engine.Engine
 	core   *core
@@ -187,8 +204,7 @@ func OpenEmbedded(cfg Config, logger *slog.Logger) (*Embedded, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := New(c.eng, cfg, logger, nil)
-	c.attach(h)
+	h := server.New(c.eng, c.serverOptions(cfg), logger, nil)
 	return &Embedded{Handler: h, Engine: c.eng, core: c}, nil
 }
 

@@ -1,4 +1,4 @@
-package server
+package broker
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hourglass-mq/hourglass/engine"
+	"github.com/hourglass-mq/hourglass/server"
 )
 
 // Run opens the engine in cfg.DataDir, listens on cfg.Listen and serves the
@@ -40,9 +41,9 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, ready func(addr s
 		c.close()
 		return err
 	}
-	h := New(eng, cfg, logger, metricsHandler(eng, g))
-	c.attach(h)
-	srv := cfg.httpServer(h, logger)
+	opts := c.serverOptions(cfg)
+	h := server.New(eng, opts, logger, metricsHandler(eng, g))
+	srv := server.NewHTTPServer(h, opts, logger)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	addr := ln.Addr().String()
@@ -152,20 +153,5 @@ func waitStop(ctx context.Context, serveErr *chan error, g *grpcService, rm *rem
 		// so that its supervisor restarts it, and recovery rebuilds the
 		// state from what is durable.
 		return fmt.Errorf("storage failed, restart the broker to recover from the commit log: %w", eng.Err())
-	}
-}
-
-// httpServer returns the server of h with every connection bounded by c:
-// the time to send headers and a whole request, to handle and answer it,
-// to wait idle between requests, and the size of the headers.
-func (c Config) httpServer(h http.Handler, logger *slog.Logger) *http.Server {
-	return &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: c.ReadHeaderTimeout,
-		ReadTimeout:       c.ReadTimeout,
-		WriteTimeout:      c.WriteTimeout,
-		IdleTimeout:       c.IdleTimeout,
-		MaxHeaderBytes:    int(c.MaxHeaderBytes),
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 }

@@ -1,4 +1,4 @@
-package server
+package broker
 
 import (
 	"context"
@@ -51,16 +51,12 @@ func TestRunLifecycle(t *testing.T) {
 		polled <- resp.StatusCode
 	}()
 	// Wait until the long poll has created its group, then stop.
-	eventually(t, 10*time.Second, "the long poll to start", func() bool {
-		resp, err := client.Get(base + "/v1/topics/life/groups")
-		if err != nil {
-			return false
+	for deadline := time.Now().Add(10 * time.Second); groupCount(t, client, base+"/v1/topics/life/groups") != 1; {
+		if time.Now().After(deadline) {
+			t.Fatal("the long poll did not start within 10s")
 		}
-		defer resp.Body.Close()
-		var gl api.GroupList
-		json.NewDecoder(resp.Body).Decode(&gl)
-		return len(gl.Groups) == 1
-	})
+		time.Sleep(2 * time.Millisecond)
+	}
 	cancel()
 	select {
 	case err := <-runErr:
@@ -90,6 +86,21 @@ func TestRunLifecycle(t *testing.T) {
 	if err != nil || info.State != engine.StatePending {
 		t.Fatalf("after restart: %+v, %v", info, err)
 	}
+}
+
+// groupCount is the number of groups GET url lists; -1 when it fails.
+func groupCount(t *testing.T, client *http.Client, url string) int {
+	t.Helper()
+	resp, err := client.Get(url)
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	var gl api.GroupList
+	if json.NewDecoder(resp.Body).Decode(&gl) != nil {
+		return -1
+	}
+	return len(gl.Groups)
 }
 
 // startRun starts Run until ctx ends and returns its base URL, once it
