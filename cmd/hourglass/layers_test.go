@@ -4,6 +4,7 @@ import (
 	"go/parser"
 	"go/token"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -93,4 +94,76 @@ func TestOnlyStorageToolingImportsCommitlog(t *testing.T) {
 	if got := importers(t, root, "engine", pkg); len(got) == 0 || !strings.HasPrefix(got[0], "engine/") {
 		t.Fatalf("the engine imports commitlog, but the check found %v", got)
 	}
+}
+
+// devOnly are the developer's benchmark commands: each its own main, run
+// from a checkout (Makefile, scripts/), never part of the shipped binary.
+// The operator's acceptance test, `hourglass bench` (internal/loadtest),
+// is not among them.
+var devOnly = []string{
+	"internal/enginebench", "internal/rmqbench", "internal/schedbench",
+	"internal/kafkabench", "internal/netbench",
+}
+
+// TestShippedBinaryLinksNoDevTools: `go list -deps ./cmd/hourglass` (the
+// packages the shipped binary links) holds none of the developer's
+// benchmark commands, and every command under internal/ is listed in
+// devOnly, so that a new one is judged here rather than slipping in.
+func TestShippedBinaryLinksNoDevTools(t *testing.T) {
+	root := repoRoot(t)
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is needed to list the binary's packages: %v", err)
+	}
+	cmd := exec.Command(goBin, "list", "-deps", "./cmd/hourglass")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps ./cmd/hourglass: %v", err)
+	}
+	const module = "github.com/hourglass-mq/hourglass/"
+	linked := map[string]bool{}
+	for _, p := range strings.Fields(string(out)) {
+		linked[strings.TrimPrefix(p, module)] = true
+	}
+	if !linked["internal/loadtest"] || !linked["broker"] {
+		t.Fatalf("the shipped binary does not link hourglass bench or the broker: the listing is wrong:\n%s", out)
+	}
+	for _, p := range devOnly {
+		if linked[p] {
+			t.Errorf("the shipped binary links %s, a developer's benchmark", p)
+		}
+		if _, err := os.Stat(filepath.Join(root, p)); err != nil {
+			t.Errorf("devOnly lists %s, which is gone: %v", p, err)
+		}
+	}
+	listed := map[string]bool{}
+	for _, p := range devOnly {
+		listed[p] = true
+	}
+	dirs, _ := filepath.Glob(filepath.Join(root, "internal", "*"))
+	for _, d := range dirs {
+		rel, _ := filepath.Rel(root, d)
+		rel = filepath.ToSlash(rel)
+		if isMain(t, d) && !listed[rel] {
+			t.Errorf("%s is a command under internal/ that devOnly does not list: add it there (or move it)", rel)
+		}
+	}
+}
+
+// isMain reports whether dir holds a main package.
+func isMain(t *testing.T, dir string) bool {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		parsed, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.PackageClauseOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return parsed.Name.Name == "main"
+	}
+	return false
 }
