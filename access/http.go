@@ -19,7 +19,7 @@ func (s *Store) FromRequest(r *http.Request) (*Principal, error) {
 	if s.Open() {
 		return Anonymous, nil
 	}
-	return s.authenticate(r)
+	return s.authenticate(r, false)
 }
 
 // FromMetricsRequest is FromRequest for /metrics, which is open while
@@ -28,16 +28,18 @@ func (s *Store) FromMetricsRequest(r *http.Request) (*Principal, error) {
 	if s.MetricsOpen() {
 		return Anonymous, nil
 	}
-	return s.authenticate(r)
+	return s.authenticate(r, true)
 }
 
-func (s *Store) authenticate(r *http.Request) (*Principal, error) {
+// authenticate finds the request's principal; the -metrics-token counts
+// only when metrics is true.
+func (s *Store) authenticate(r *http.Request, metrics bool) (*Principal, error) {
 	if h := r.Header.Get("Authorization"); h != "" {
 		scheme, cred, _ := strings.Cut(h, " ")
 		cred = strings.TrimSpace(cred)
 		switch {
 		case strings.EqualFold(scheme, "Bearer"):
-			return s.Bearer(cred)
+			return s.bearer(cred, metrics)
 		case strings.EqualFold(scheme, "Basic"):
 			name, secret, ok := r.BasicAuth()
 			if !ok {

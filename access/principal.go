@@ -111,3 +111,26 @@ func (p *Principal) SeesGroup(t, g string) bool {
 	return p.Allowed(Receive, ConsumerResource(t, g)) || p.Allowed(Admin, GroupResource(t, g)) ||
 		p.Allowed(Manage, t) || p.Allowed(Admin, TopicResource(t))
 }
+
+// ConsumesGroup reports whether the principal may receive as group g of
+// some topic: what a request that names only the group needs (RocketMQ's
+// retry topic %RETRY%g, a send-back, a group's member list). Topic names
+// hold no '/', so a rule's pattern splits at its first '/'.
+func (p *Principal) ConsumesGroup(g string) bool {
+	for _, r := range p.rules {
+		if r.Action != Receive {
+			continue
+		}
+		pre, prefix := strings.CutSuffix(r.Pattern, "*")
+		_, rest, slash := strings.Cut(pre, "/")
+		switch {
+		case !prefix:
+			if slash && rest == g {
+				return true
+			}
+		case !slash || strings.HasPrefix(g, rest):
+			return true
+		}
+	}
+	return false
+}

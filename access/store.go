@@ -182,14 +182,18 @@ var (
 
 // Bearer returns the principal of a bearer credential: the -auth-token,
 // the -metrics-token, or "name:secret" of a file principal.
-func (s *Store) Bearer(cred string) (*Principal, error) {
+func (s *Store) Bearer(cred string) (*Principal, error) { return s.bearer(cred, true) }
+
+// bearer is Bearer; the -metrics-token counts only when metrics is true
+// (on /metrics: it opens nothing else, as before principals existed).
+func (s *Store) bearer(cred string, metrics bool) (*Principal, error) {
 	if cred == "" {
 		return nil, ErrNoCredentials
 	}
 	if s.token != nil && subtle.ConstantTimeCompare([]byte(cred), []byte(s.opts.AuthToken)) == 1 {
 		return s.token, nil
 	}
-	if s.metrics != nil && subtle.ConstantTimeCompare([]byte(cred), []byte(s.opts.MetricsToken)) == 1 {
+	if metrics && s.metrics != nil && subtle.ConstantTimeCompare([]byte(cred), []byte(s.opts.MetricsToken)) == 1 {
 		return s.metrics, nil
 	}
 	name, secret, ok := strings.Cut(cred, ":")

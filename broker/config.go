@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hourglass-mq/hourglass/api"
+	"github.com/hourglass-mq/hourglass/commitlog"
 	"github.com/hourglass-mq/hourglass/engine"
 	"github.com/hourglass-mq/hourglass/rocketmq"
 	"github.com/hourglass-mq/hourglass/server"
@@ -81,6 +82,32 @@ type Config struct {
 	// A token of its own lets Prometheus read metrics without the power
 	// to send, receive or cancel that AuthToken gives.
 	MetricsToken string
+	// Credentials is the credentials file of the principals and their
+	// rules (flag -credentials; package access); empty means none. It is
+	// reread when it changes; a bad file keeps the rules in force.
+	Credentials string
+	// CredentialsKeyFile is the key file the principals' secrets derive
+	// from, needed to verify RocketMQ signatures (flag
+	// -credentials-key-file); empty means the credentials file with
+	// ".key" appended.
+	CredentialsKeyFile string
+	// AuditLog is where the audit trail of admin and message-management
+	// actions and of refusals goes (flag -audit-log): empty means the
+	// broker's log, each record with logger=audit; "-" JSON lines on
+	// stderr; any other value a file appended to in JSON lines.
+	AuditLog string
+	// TLSCertFile and TLSKeyFile are the PEM certificate and key of the
+	// HTTP API and console (flags -tls-cert-file, -tls-key-file), reloaded
+	// when the files change; both empty serve plain HTTP. They are also
+	// the certificate of gRPC and remoting when -grpc-cert-file is not
+	// set.
+	TLSCertFile, TLSKeyFile string
+	// TLSClientCA is a PEM file of the CAs whose client certificates every
+	// TLS listener verifies when a client presents one (flag
+	// -tls-client-ca); the subject common name of such a certificate is
+	// the principal of a request without other credentials. Empty asks
+	// for none.
+	TLSClientCA string
 	// Clock is the broker's clock: "system" (the default, and the only
 	// mode for production) or "virtual" (flag -clock). A VIRTUAL clock
 	// moves only by POST /v1/clock/advance, for users' integration tests;
@@ -221,6 +248,10 @@ type Config struct {
 func DefaultConfig() Config {
 	eng := engine.NewOptions("")
 	web := server.DefaultOptions()
+	flush := "sync"
+	if eng.Flush == commitlog.FlushAsync {
+		flush = "async"
+	}
 	return Config{
 		DataDir:            "./hourglass-data",
 		Listen:             "127.0.0.1:7070",
@@ -229,7 +260,7 @@ func DefaultConfig() Config {
 		GRPCSignatureSkew:  rocketmq.DefaultSignatureSkew,
 		RemotingListen:     "127.0.0.1:9876",
 		Clock:              api.ClockSystem,
-		Flush:              eng.Flush.String(),
+		Flush:              flush,
 		FlushInterval:      eng.FlushInterval,
 		SegmentBytes:       eng.SegmentBytes,
 		MaxBodyBytes:       int64(eng.Limits.MaxBodyBytes),
@@ -286,6 +317,12 @@ func (c *Config) settings() []setting {
 		{"remoting-tls", "serve the remoting protocol over TLS (certificate of -grpc-cert-file, or a self-signed one in <data-dir>/remoting-tls)", (*boolValue)(&c.RemotingTLS)},
 		{"auth-token", "bearer token required on every /v1 request; empty disables auth (prefer HOURGLASS_AUTH_TOKEN: flags show in the process list)", (*secretValue)(&c.AuthToken)},
 		{"metrics-token", "bearer token required on GET /metrics (the -auth-token is accepted too); empty leaves /metrics open to anyone who reaches the port (prefer HOURGLASS_METRICS_TOKEN)", (*secretValue)(&c.MetricsToken)},
+		{"credentials", "credentials file of the principals and their rules (hourglass principal add); reread when it changes", (*stringValue)(&c.Credentials)},
+		{"credentials-key-file", "key file the principals' secrets derive from (verifies RocketMQ signatures); empty: the credentials file with .key appended", (*stringValue)(&c.CredentialsKeyFile)},
+		{"audit-log", "audit trail of admin and message-management actions and refusals: empty: the broker's log (logger=audit); -: JSON on stderr; else a file (JSON lines)", (*stringValue)(&c.AuditLog)},
+		{"tls-cert-file", "PEM certificate of the HTTP API and console (also gRPC's and remoting's without -grpc-cert-file), reloaded when it changes; empty: plain HTTP", (*stringValue)(&c.TLSCertFile)},
+		{"tls-key-file", "PEM private key of -tls-cert-file", (*stringValue)(&c.TLSKeyFile)},
+		{"tls-client-ca", "PEM CAs whose client certificates the TLS listeners verify (mTLS); a certificate's subject CN is then a principal", (*stringValue)(&c.TLSClientCA)},
 		{"clock", "clock of the broker: system, or virtual (FOR TESTS ONLY: time moves only by POST /v1/clock/advance; the data directory must be empty or virtual too)", (*stringValue)(&c.Clock)},
 		{"backup-dir", "directory under which POST /v1/admin/backup may write backups; empty disables the route", (*stringValue)(&c.BackupDir)},
 		{"flush", "commit-log flush policy: sync (ack after fdatasync) or async (ack after write, fdatasync every -flush-interval)", (*stringValue)(&c.Flush)},
@@ -341,13 +378,14 @@ func minRequestBytes(maxBody int64) int64 {
 	return (maxBody+2)/3*4 + 64<<10
 }
 
-// flushPolicy is -flush as the engine spells it.
-func (c Config) flushPolicy() (engine.FlushPolicy, error) {
-	p, err := engine.ParseFlushPolicy(c.Flush)
-	if err != nil {
-		return 0, fmt.Errorf("-flush %q is not sync or async", c.Flush)
+func (c Config) flushPolicy() (commitlog.FlushPolicy, error) {
+	switch c.Flush {
+	case "sync":
+		return commitlog.FlushSync, nil
+	case "async":
+		return commitlog.FlushAsync, nil
 	}
-	return p, nil
+	return 0, fmt.Errorf("-flush %q is not sync or async", c.Flush)
 }
 
 func parseLevel(s string) (slog.Level, error) {

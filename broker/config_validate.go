@@ -55,11 +55,7 @@ func (c Config) Validate() error {
 	if c.Clock != api.ClockSystem && c.Clock != api.ClockVirtual {
 		bad("-clock %q is not %s or %s", c.Clock, api.ClockSystem, api.ClockVirtual)
 	}
-	if t := c.MetricsToken; t != "" && (strings.TrimSpace(t) != t || strings.ContainsFunc(t, unicode.IsControl)) {
-		// A bearer token read from a file often ends in a newline: it
-		// could never match, and every scrape would be refused.
-		bad("-metrics-token has white space at its ends or a control character; a bearer token cannot carry them")
-	}
+	c.validateAccess(bad)
 	if c.BackupDir != "" && !filepath.IsAbs(c.BackupDir) {
 		bad("-backup-dir %q must be an absolute path", c.BackupDir)
 	}
@@ -153,5 +149,21 @@ func (c Config) validateConnections(bad func(format string, args ...any)) {
 	}
 	if c.MaxHeaderBytes < 4<<10 || c.MaxHeaderBytes > 64<<20 {
 		bad("-max-header-bytes %d is not in [4KiB, 64MiB]", c.MaxHeaderBytes)
+	}
+}
+
+// validateAccess checks the metrics token and the TLS flags of the HTTP
+// listener and the client CA.
+func (c Config) validateAccess(bad func(format string, args ...any)) {
+	if t := c.MetricsToken; t != "" && (strings.TrimSpace(t) != t || strings.ContainsFunc(t, unicode.IsControl)) {
+		// A bearer token read from a file often ends in a newline: it
+		// could never match, and every scrape would be refused.
+		bad("-metrics-token has white space at its ends or a control character; a bearer token cannot carry them")
+	}
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+		bad("-tls-cert-file and -tls-key-file go together")
+	}
+	if c.TLSClientCA != "" && c.TLSCertFile == "" && c.GRPCCertFile == "" && !c.RemotingTLS && (c.GRPCPlaintext || c.GRPCListen == "") {
+		bad("-tls-client-ca needs a TLS listener: set -tls-cert-file and -tls-key-file")
 	}
 }

@@ -54,7 +54,7 @@ type grpcService struct {
 // newGRPC opens the listener of c.GRPCListen and the adapter over eng; it
 // returns nil, nil when the service is disabled, or when the default
 // address is taken (with a warning).
-func newGRPC(c Config, eng *engine.Engine, logger *slog.Logger) (*grpcService, error) {
+func newGRPC(c Config, eng *engine.Engine, logger *slog.Logger, sec *security) (*grpcService, error) {
 	if c.GRPCListen == "" {
 		return nil, nil
 	}
@@ -71,7 +71,7 @@ func newGRPC(c Config, eng *engine.Engine, logger *slog.Logger) (*grpcService, e
 	}
 	var extra []grpc.ServerOption
 	if !c.GRPCPlaintext {
-		tc, err := c.grpcTLS()
+		tc, err := c.grpcTLS(sec)
 		if err != nil {
 			ln.Close()
 			return nil, err
@@ -80,19 +80,27 @@ func newGRPC(c Config, eng *engine.Engine, logger *slog.Logger) (*grpcService, e
 	}
 	o := c.EngineOptions(logger)
 	a := rocketmq.New(eng, rocketmq.Options{Limits: o.Limits, DefaultQueues: o.DefaultQueues, AutoCreateTopics: !o.NoAutoCreate,
-		MaxLongPoll: c.GRPCLongPoll, AccessSecret: c.AuthToken, SignatureSkew: c.GRPCSignatureSkew,
+		MaxLongPoll: c.GRPCLongPoll, Access: sec.store, Audit: sec.audit, SignatureSkew: c.GRPCSignatureSkew,
 		MaxRequestBytes: int(c.MaxRequestBytes), Logger: logger})
 	return &grpcService{adapter: a, srv: a.GRPCServer(extra...), ln: ln, errc: make(chan error, 1)}, nil
 }
 
-// grpcTLS is the TLS of the gRPC port: the configured certificate, or the
-// self-signed one of the data directory.
-func (c Config) grpcTLS() (*tls.Config, error) {
-	if c.GRPCCertFile != "" {
-		return rocketmq.LoadTLS(c.GRPCCertFile, c.GRPCKeyFile)
-	}
+// grpcTLS is the TLS of the gRPC port: the certificate of
+// -grpc-cert-file, else of -tls-cert-file, else the self-signed one of the
+// data directory; reloaded when its files change.
+func (c Config) grpcTLS(sec *security) (*tls.Config, error) {
+	cert, key := c.rocketMQCert()
 	host, _, _ := net.SplitHostPort(c.GRPCListen)
-	return rocketmq.SelfSignedTLS(filepath.Join(c.DataDir, "grpc-tls"), host)
+	return sec.tlsConfig(cert, key, filepath.Join(c.DataDir, "grpc-tls"), host)
+}
+
+// rocketMQCert is the certificate pair of the RocketMQ listeners:
+// -grpc-cert-file's, else -tls-cert-file's; empty for self-signed.
+func (c Config) rocketMQCert() (string, string) {
+	if c.GRPCCertFile != "" {
+		return c.GRPCCertFile, c.GRPCKeyFile
+	}
+	return c.TLSCertFile, c.TLSKeyFile
 }
 
 // start serves in the background; its failure arrives on g.errc.

@@ -10,7 +10,6 @@ import (
 
 	"github.com/hourglass-mq/hourglass/engine"
 	"github.com/hourglass-mq/hourglass/remoting"
-	"github.com/hourglass-mq/hourglass/rocketmq"
 )
 
 // RemotingListeningMsg is the message of the log record that Run writes
@@ -40,7 +39,7 @@ type remotingService struct {
 // newRemoting opens the listener of c.RemotingListen and the adapter over
 // eng; it returns nil, nil when the service is disabled, or when the
 // default address is taken (with a warning), as the gRPC service does.
-func newRemoting(c Config, eng *engine.Engine, logger *slog.Logger) (*remotingService, error) {
+func newRemoting(c Config, eng *engine.Engine, logger *slog.Logger, sec *security) (*remotingService, error) {
 	if c.RemotingListen == "" {
 		return nil, nil
 	}
@@ -53,7 +52,7 @@ func newRemoting(c Config, eng *engine.Engine, logger *slog.Logger) (*remotingSe
 		return nil, fmt.Errorf("listen on %s (-remoting-listen): %w", c.RemotingListen, err)
 	}
 	if c.RemotingTLS {
-		tc, err := c.remotingTLS()
+		tc, err := c.remotingTLS(sec)
 		if err != nil {
 			ln.Close()
 			return nil, err
@@ -62,7 +61,7 @@ func newRemoting(c Config, eng *engine.Engine, logger *slog.Logger) (*remotingSe
 	}
 	o := c.EngineOptions(logger)
 	a, err := remoting.New(eng, remoting.Options{Limits: o.Limits, DefaultQueues: o.DefaultQueues,
-		AutoCreateTopics: !o.NoAutoCreate, AccessSecret: c.AuthToken, OffsetsDir: filepath.Join(c.DataDir, "remoting"),
+		AutoCreateTopics: !o.NoAutoCreate, Access: sec.store, Audit: sec.audit, OffsetsDir: filepath.Join(c.DataDir, "remoting"),
 		MaxFrame: int(c.MaxRequestBytes), Logger: logger})
 	if err != nil {
 		ln.Close()
@@ -71,12 +70,12 @@ func newRemoting(c Config, eng *engine.Engine, logger *slog.Logger) (*remotingSe
 	return &remotingService{adapter: a, ln: ln, errc: make(chan error, 1)}, nil
 }
 
-func (c Config) remotingTLS() (*tls.Config, error) {
-	if c.GRPCCertFile != "" {
-		return rocketmq.LoadTLS(c.GRPCCertFile, c.GRPCKeyFile)
-	}
+// remotingTLS is the TLS of the remoting port: the gRPC port's
+// certificate, else the self-signed one kept in <data-dir>/remoting-tls.
+func (c Config) remotingTLS(sec *security) (*tls.Config, error) {
+	cert, key := c.rocketMQCert()
 	host, _, _ := net.SplitHostPort(c.RemotingListen)
-	return rocketmq.SelfSignedTLS(filepath.Join(c.DataDir, "remoting-tls"), host)
+	return sec.tlsConfig(cert, key, filepath.Join(c.DataDir, "remoting-tls"), host)
 }
 
 // start serves in the background; its failure arrives on r.errc.

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -31,32 +32,38 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, ready func(addr s
 	if logger == nil {
 		logger = slog.Default()
 	}
+	sec, err := openSecurity(cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer sec.close()
+	httpTLS, err := cfg.httpTLS(sec)
+	if err != nil {
+		return err
+	}
 	c, err := openCore(cfg, logger)
 	if err != nil {
 		return err
 	}
 	eng := c.eng
-	ln, g, rm, err := listenAll(cfg, eng, logger)
+	ln, g, rm, err := listenAll(cfg, eng, logger, sec)
 	if err != nil {
 		c.close()
 		return err
 	}
+	watchCtx, stopWatch := context.WithCancel(context.Background())
+	watched := make(chan struct{})
+	go func() { defer close(watched); sec.watch(watchCtx) }()
+	defer func() { stopWatch(); <-watched }()
 	opts := c.serverOptions(cfg)
+	opts.Access, opts.Audit = sec.store, sec.audit
 	h := server.New(eng, opts, logger, metricsHandler(eng, g))
 	srv := server.NewHTTPServer(h, opts, logger)
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
+	serveErr := serveHTTP(srv, ln, httpTLS, logger)
 	addr := ln.Addr().String()
 	logListening(logger, cfg, addr)
-	if g != nil {
-		// Before ready: a caller told the server is up may use both.
-		g.start()
-		logger.Info(GRPCListeningMsg, "addr", g.ln.Addr().String(), "tls", !cfg.GRPCPlaintext)
-	}
-	if rm != nil {
-		rm.start()
-		logger.Info(RemotingListeningMsg, "addr", rm.ln.Addr().String(), "tls", cfg.RemotingTLS)
-	}
+	// Before ready: a caller told the server is up may use them all.
+	startAdapters(cfg, g, rm, logger)
 	if ready != nil {
 		ready(addr)
 	}
@@ -99,17 +106,17 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, ready func(addr s
 // listenAll opens the listeners of the HTTP API, the gRPC service and the
 // remoting protocol (either of the last two may be nil: disabled); on an
 // error it closes what it opened.
-func listenAll(cfg Config, eng *engine.Engine, logger *slog.Logger) (net.Listener, *grpcService, *remotingService, error) {
+func listenAll(cfg Config, eng *engine.Engine, logger *slog.Logger, sec *security) (net.Listener, *grpcService, *remotingService, error) {
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
-	g, err := newGRPC(cfg, eng, logger)
+	g, err := newGRPC(cfg, eng, logger, sec)
 	if err != nil {
 		ln.Close()
 		return nil, nil, nil, err
 	}
-	rm, err := newRemoting(cfg, eng, logger)
+	rm, err := newRemoting(cfg, eng, logger, sec)
 	if err != nil {
 		ln.Close()
 		if g != nil {
@@ -124,9 +131,53 @@ func listenAll(cfg Config, eng *engine.Engine, logger *slog.Logger) (net.Listene
 // once when /v1 needs a token while /metrics, which names every topic and
 // group, stays open (the default, for the scrapes that exist).
 func logListening(logger *slog.Logger, cfg Config, addr string) {
-	logger.Info("listening", "addr", addr, "data_dir", cfg.DataDir, "flush", cfg.Flush, "auth", cfg.AuthToken != "", "metrics_auth", cfg.MetricsToken != "", "clock", cfg.Clock)
-	if cfg.AuthToken != "" && cfg.MetricsToken == "" {
+	logger.Info("listening", "addr", addr, "data_dir", cfg.DataDir, "flush", cfg.Flush, "auth", cfg.AuthToken != "" || cfg.Credentials != "",
+		"credentials", cfg.Credentials, "tls", cfg.TLSCertFile != "", "metrics_auth", cfg.MetricsToken != "" || cfg.Credentials != "", "clock", cfg.Clock)
+	if cfg.AuthToken != "" && cfg.MetricsToken == "" && cfg.Credentials == "" {
 		logger.Warn("/metrics is open while /v1 needs a token: it names every topic and consumer group to anyone who reaches the port; set -metrics-token to close it")
+	}
+}
+
+// httpTLS is the TLS of the HTTP API and console: -tls-cert-file's pair,
+// reloaded when it changes; nil serves plain HTTP.
+func (c Config) httpTLS(sec *security) (*tls.Config, error) {
+	if c.TLSCertFile == "" {
+		return nil, nil
+	}
+	return sec.tlsConfig(c.TLSCertFile, c.TLSKeyFile, "", "")
+}
+
+// serveHTTP serves the HTTP API on ln in the background, over TLS when tc
+// is not nil; Serve's result arrives on the channel.
+func serveHTTP(srv *http.Server, ln net.Listener, tc *tls.Config, logger *slog.Logger) chan error {
+	serveErr := make(chan error, 1)
+	if tc != nil {
+		srv.TLSConfig = tc
+		go func() { serveErr <- srv.ServeTLS(ln, "", "") }()
+		return serveErr
+	}
+	go func() { serveErr <- srv.Serve(ln) }()
+	warnClear(logger, "the HTTP API", ln.Addr())
+	return serveErr
+}
+
+// startAdapters starts the gRPC and remoting services (each may be nil)
+// and logs their addresses, warning when one serves in the clear beyond
+// loopback.
+func startAdapters(cfg Config, g *grpcService, rm *remotingService, logger *slog.Logger) {
+	if g != nil {
+		g.start()
+		logger.Info(GRPCListeningMsg, "addr", g.ln.Addr().String(), "tls", !cfg.GRPCPlaintext)
+		if cfg.GRPCPlaintext {
+			warnClear(logger, "the RocketMQ 5 gRPC service", g.ln.Addr())
+		}
+	}
+	if rm != nil {
+		rm.start()
+		logger.Info(RemotingListeningMsg, "addr", rm.ln.Addr().String(), "tls", cfg.RemotingTLS)
+		if !cfg.RemotingTLS {
+			warnClear(logger, "the RocketMQ remoting protocol", rm.ln.Addr())
+		}
 	}
 }
 

@@ -181,7 +181,10 @@ func (c *conn) handle(req *Command) {
 				resp = errResp(respSystemError, "internal error")
 			}
 		}()
-		if err := c.s.authorize(req); err != nil {
+		if err := c.s.authorize(c, req); err != nil {
+			return errResp(respNoPermission, err.Error())
+		}
+		if err := c.s.permit(c, req); err != nil {
 			return errResp(respNoPermission, err.Error())
 		}
 		return c.s.dispatch(c, req)

@@ -1,6 +1,8 @@
 package remoting
 
 import (
+	"github.com/hourglass-mq/hourglass/access"
+
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -49,6 +51,9 @@ type Command struct {
 	// release, when set on a response, is called once it is written or
 	// dropped: what its handler holds of the connection until then.
 	release func()
+	// principal is who a request acts as, set by authorize before
+	// dispatch (nil on responses and before authorization).
+	principal *access.Principal
 }
 
 // Limits bound what one frame may hold.

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hourglass-mq/hourglass/access"
 	"github.com/hourglass-mq/hourglass/engine"
 	"github.com/hourglass-mq/hourglass/message"
 )
@@ -27,9 +28,16 @@ type Options struct {
 	// MaxLongPoll bounds how long a pull waits for a message; 0 means
 	// DefaultLongPoll.
 	MaxLongPoll time.Duration
-	// AccessSecret, when not empty, is the secret every request must be
-	// signed with (RocketMQ's AclClientRPCHook: any access key, this
-	// secret key); empty accepts any request.
+	// Access holds the principals requests are signed as (RocketMQ's
+	// AclClientRPCHook: access key = principal) and their rules (package
+	// access); nil means the store of AccessSecret alone.
+	Access *access.Store
+	// Audit records message-management requests and every refusal; nil
+	// records nothing.
+	Audit *access.Audit
+	// AccessSecret, when not empty and Access is nil, is the secret every
+	// request must be signed with (any access key, this secret key: the
+	// -auth-token principal); both empty accept any request.
 	AccessSecret string
 	// OffsetsDir is where consumer offsets are kept (created if missing).
 	OffsetsDir string
@@ -76,6 +84,8 @@ type Server struct {
 	clients *registry
 	locks   *lockTable
 	tx      txState
+	access  *access.Store
+	audit   *access.Audit
 
 	// reported holds the request codes already logged as unsupported.
 	reported sync.Map
@@ -126,7 +136,11 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 	}
 	s := &Server{eng: eng, opts: opts, log: opts.Logger, offsets: offs, handles: hs,
 		lim:  Limits{MaxFrame: opts.MaxFrame, MaxHeader: opts.Limits.MaxHeaderBytes + 32<<10, MaxExtFields: 64},
-		done: make(chan struct{}), conns: map[*conn]struct{}{}}
+		done: make(chan struct{}), conns: map[*conn]struct{}{}, access: opts.Access, audit: opts.Audit}
+	if s.access == nil {
+		// A token alone cannot make Open fail: no file is read.
+		s.access, _ = access.Open(access.Options{AuthToken: opts.AccessSecret, Logger: opts.Logger})
+	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.clients = newRegistry(s.notifyGroup)
 	s.locks = newLockTable()

@@ -1,6 +1,9 @@
 package remoting
 
 import (
+	"context"
+	"github.com/hourglass-mq/hourglass/access"
+
 	"maps"
 	"strconv"
 	"strings"
@@ -115,8 +118,15 @@ func (s *Server) endTransaction(req *Command) *Command {
 		return engineErr(err, respSystemError)
 	}
 	info, err := s.eng.InspectKey(halfTopic, id)
-	if err != nil || info.ID.Pos != s.handles.open(uint64(pos)) {
-		return errResp(respSystemError, "no half message with this message ID at this offset")
+	found := err == nil && info.ID.Pos == s.handles.open(uint64(pos))
+	if p := req.principal; p != nil && !p.AllowedAll(access.Send) && (!found || !p.Allowed(access.Send, info.Properties[propRealTopic])) {
+		// The same refusal whether or not the half message exists: only
+		// a principal that may send everywhere learns that.
+		s.audit.Record(context.Background(), "remoting", p.Name, access.Send, "topic of half message "+id, access.ResultDenied, "end transaction")
+		return errResp(respNoPermission, access.Denied(p, access.Send, "the topic of half message "+id).Error())
+	}
+	if !found {
+		return errResp(respSystemError, errHalfNotFound.Error())
 	}
 	if err := s.endTx(info, kind == txCommit); err != nil {
 		return engineErr(err, respSystemError)

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/hourglass-mq/hourglass/access"
 	"github.com/hourglass-mq/hourglass/engine"
 	"github.com/hourglass-mq/hourglass/errs"
 	"github.com/hourglass-mq/hourglass/message"
@@ -33,9 +34,14 @@ type Options struct {
 	// the long-polling timeout announced to consumers that ask for more;
 	// 0 means DefaultLongPoll. At most engine.MaxReceiveWait.
 	MaxLongPoll time.Duration
-	// AccessSecret, when not empty, is the secret every call must be
-	// signed with (the clients' credentials: any access key, this secret);
-	// empty accepts any call (auth.go).
+	// Access holds the principals calls are signed as and their rules
+	// (package access); nil means the store of AccessSecret alone.
+	Access *access.Store
+	// Audit records recalls and every refusal; nil records nothing.
+	Audit *access.Audit
+	// AccessSecret, when not empty and Access is nil, is the secret every
+	// call must be signed with (any access key, this secret: the
+	// -auth-token principal); both empty accept any call (auth.go).
 	AccessSecret string
 	// SignatureSkew is how far a signed call's x-mq-date-time may be from
 	// the broker's clock, either way; it is also how long a captured
@@ -69,10 +75,12 @@ const receiveMargin = 500 * time.Millisecond
 type Server struct {
 	pb.UnimplementedMessagingServiceServer
 
-	eng  *engine.Engine
-	opts Options
-	log  *slog.Logger
-	met  *Collector
+	eng    *engine.Engine
+	opts   Options
+	access *access.Store
+	audit  *access.Audit
+	log    *slog.Logger
+	met    *Collector
 	// renew keeps the leases of auto_renew receives alive (renew.go).
 	renew *renewer
 
@@ -117,7 +125,12 @@ func New(eng *engine.Engine, opts Options) *Server {
 	opts.SignatureSkew = min(opts.SignatureSkew, MaxSignatureSkew)
 	s := &Server{eng: eng, opts: opts, log: opts.Logger, met: NewCollector(),
 		renew: newRenewer(eng, opts.AutoRenewLease, opts.AutoRenewMax),
-		done:  make(chan struct{}), longPollOf: map[string]time.Duration{}, streams: map[string]int{}}
+		done:  make(chan struct{}), longPollOf: map[string]time.Duration{}, streams: map[string]int{},
+		access: opts.Access, audit: opts.Audit}
+	if s.access == nil {
+		// A token alone cannot make Open fail: no file is read.
+		s.access, _ = access.Open(access.Options{AuthToken: opts.AccessSecret, Logger: opts.Logger})
+	}
 	go s.renew.run(s.done)
 	return s
 }

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/subtle"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -10,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/hourglass-mq/hourglass/access"
 	"github.com/hourglass-mq/hourglass/api"
 	"github.com/hourglass-mq/hourglass/clock"
 	"github.com/hourglass-mq/hourglass/engine"
@@ -26,6 +26,9 @@ type Handler struct {
 	log     *slog.Logger
 	mux     *http.ServeMux
 	metrics http.Handler
+	// access decides who may do what; audit records it (access.go).
+	access *access.Store
+	audit  *access.Audit
 	// virtual is the broker's virtual clock (-clock virtual); nil on the
 	// system clock.
 	virtual *clock.Virtual
@@ -49,41 +52,44 @@ type Handler struct {
 type route struct {
 	method, path string
 	serve        func(h *Handler, w http.ResponseWriter, r *http.Request)
+	// need is the route's permission (access.go); nil: any principal.
+	need need
 }
 
 var routes = []route{
-	{"POST", "/v1/topics/{topic}/messages", (*Handler).send},
-	{"POST", "/v1/topics/{topic}/batch", (*Handler).sendBatch},
-	{"GET", "/v1/messages/{id}", (*Handler).inspect},
-	{"DELETE", "/v1/messages/{id}", (*Handler).cancel},
-	{"POST", "/v1/messages/{id}/reschedule", (*Handler).reschedule},
-	{"GET", "/v1/topics/{topic}/keys/{key}", (*Handler).inspectKey},
-	{"PUT", "/v1/topics/{topic}", (*Handler).createTopic},
-	{"GET", "/v1/topics", (*Handler).listTopics},
-	{"GET", "/v1/topics/{topic}", (*Handler).describeTopic},
-	{"PUT", "/v1/topics/{topic}/groups/{group}", (*Handler).createGroup},
-	{"GET", "/v1/topics/{topic}/groups", (*Handler).listGroups},
-	{"POST", "/v1/topics/{topic}/groups/{group}/receive", (*Handler).receive},
-	{"POST", "/v1/topics/{topic}/groups/{group}/stream", (*Handler).stream},
-	{"POST", "/v1/topics/{topic}/groups/{group}/ack", (*Handler).ack},
-	{"POST", "/v1/topics/{topic}/groups/{group}/nack", (*Handler).nack},
-	{"POST", "/v1/topics/{topic}/groups/{group}/invisibility", (*Handler).invisibility},
-	{"POST", "/v1/topics/{topic}/groups/{group}/redrive", (*Handler).redrive},
-	{"PUT", "/v1/schedules/{schedule}", (*Handler).createSchedule},
-	{"GET", "/v1/schedules", (*Handler).listSchedules},
-	{"GET", "/v1/schedules/{schedule}", (*Handler).getSchedule},
-	{"DELETE", "/v1/schedules/{schedule}", (*Handler).deleteSchedule},
-	{"POST", "/v1/schedules/{schedule}/pause", (*Handler).pauseSchedule},
-	{"POST", "/v1/schedules/{schedule}/resume", (*Handler).resumeSchedule},
-	{"GET", "/v1/clock", (*Handler).clockNow},
-	{"POST", "/v1/clock/advance", (*Handler).clockAdvance},
-	{"GET", "/v1/stats", (*Handler).stats},
-	{"POST", "/v1/admin/backup", (*Handler).backup},
-	{"GET", "/v1/admin/damage", (*Handler).damage},
-	{"GET", "/healthz", (*Handler).healthz},
-	{"GET", "/metrics", (*Handler).serveMetrics},
-	{"GET", "/v1/forecast", (*Handler).forecast},
-	{"GET", "/v1/messages/{id}/preview", (*Handler).preview},
+	{"POST", "/v1/topics/{topic}/messages", (*Handler).send, onTopic(access.Send)},
+	{"POST", "/v1/topics/{topic}/batch", (*Handler).sendBatch, onTopic(access.Send)},
+	{"GET", "/v1/messages/{id}", (*Handler).inspect, byMessage},
+	{"DELETE", "/v1/messages/{id}", (*Handler).cancel, byMessage},
+	{"POST", "/v1/messages/{id}/reschedule", (*Handler).reschedule, byMessage},
+	{"GET", "/v1/topics/{topic}/keys/{key}", (*Handler).inspectKey, onTopic(access.Manage)},
+	{"PUT", "/v1/topics/{topic}", (*Handler).createTopic, adminTopic},
+	{"GET", "/v1/topics", (*Handler).listTopics, nil},
+	{"GET", "/v1/topics/{topic}", (*Handler).describeTopic, seesTopic},
+	{"PUT", "/v1/topics/{topic}/groups/{group}", (*Handler).createGroup, adminGroup},
+	{"GET", "/v1/topics/{topic}/groups", (*Handler).listGroups, seesTopic},
+	{"POST", "/v1/topics/{topic}/groups/{group}/receive", (*Handler).receive, onConsumer},
+	{"POST", "/v1/topics/{topic}/groups/{group}/stream", (*Handler).stream, onConsumer},
+	{"POST", "/v1/topics/{topic}/groups/{group}/ack", (*Handler).ack, onConsumer},
+	{"POST", "/v1/topics/{topic}/groups/{group}/nack", (*Handler).nack, onConsumer},
+	{"POST", "/v1/topics/{topic}/groups/{group}/invisibility", (*Handler).invisibility, onConsumer},
+	{"POST", "/v1/topics/{topic}/groups/{group}/redrive", (*Handler).redrive, adminGroup},
+	{"PUT", "/v1/schedules/{schedule}", (*Handler).createSchedule, adminSchedule},
+	{"GET", "/v1/schedules", (*Handler).listSchedules, nil},
+	{"GET", "/v1/schedules/{schedule}", (*Handler).getSchedule, adminSchedule},
+	{"DELETE", "/v1/schedules/{schedule}", (*Handler).deleteSchedule, adminSchedule},
+	{"POST", "/v1/schedules/{schedule}/pause", (*Handler).pauseSchedule, adminSchedule},
+	{"POST", "/v1/schedules/{schedule}/resume", (*Handler).resumeSchedule, adminSchedule},
+	{"GET", "/v1/clock", (*Handler).clockNow, nil},
+	{"GET", "/v1/whoami", (*Handler).whoami, nil},
+	{"POST", "/v1/clock/advance", (*Handler).clockAdvance, fixed(access.Admin, access.ResClock)},
+	{"GET", "/v1/stats", (*Handler).stats, fixed(access.Metrics, access.ResStats)},
+	{"POST", "/v1/admin/backup", (*Handler).backup, fixed(access.Admin, access.ResBackup)},
+	{"GET", "/v1/admin/damage", (*Handler).damage, fixed(access.Admin, access.ResDamage)},
+	{"GET", "/healthz", (*Handler).healthz, nil},
+	{"GET", "/metrics", (*Handler).serveMetrics, fixed(access.Metrics, access.ResMetrics)},
+	{"GET", "/v1/forecast", (*Handler).forecast, fixed(access.Metrics, access.ResForecast)},
+	{"GET", "/v1/messages/{id}/preview", (*Handler).preview, byMessage},
 }
 
 // New returns the HTTP API of eng configured by opts (limits, auth token,
@@ -93,18 +99,29 @@ func New(eng *engine.Engine, opts Options, logger *slog.Logger, metrics http.Han
 	if logger == nil {
 		logger = slog.Default()
 	}
-	h := &Handler{eng: eng, opts: opts, log: logger, mux: http.NewServeMux(), metrics: metrics,
+	if opts.Access == nil {
+		// Tokens alone cannot make Open fail: no file is read.
+		opts.Access, _ = access.Open(access.Options{AuthToken: opts.AuthToken, MetricsToken: opts.MetricsToken, Logger: logger})
+	}
+	h := &Handler{eng: eng, opts: opts, log: logger, mux: http.NewServeMux(), metrics: metrics, access: opts.Access, audit: opts.Audit,
 		virtual: opts.Virtual, schedules: opts.Schedules}
 	h.draining, h.drain = context.WithCancel(context.Background())
 	h.streams = make(chan struct{}, max(opts.MaxStreams, 1))
 	for _, rt := range routes {
-		serve, wild := rt.serve, wildcards(rt.path)
+		serve, wild, need := rt.serve, wildcards(rt.path), rt.need
 		h.mux.HandleFunc(rt.method+" "+rt.path, func(w http.ResponseWriter, r *http.Request) {
 			if err := checkPath(r, wild); err != nil {
 				h.writeError(w, err)
 				return
 			}
+			done, err := h.permit(r, need)
+			if err != nil {
+				closeUnread(w, r)
+				h.writeError(w, err)
+				return
+			}
 			serve(h, w, r)
+			done(statusOf(w))
 		})
 	}
 	h.mountConsole()
@@ -146,38 +163,27 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		h.logRequest(r, rec, time.Since(start))
 	}()
-	// Everything but the open endpoints needs the token, so that no
-	// spelling of a /v1 path (unclean, doubled slashes) slips past.
-	// /metrics has a token of its own (or none).
-	metrics := r.URL.Path == "/metrics"
-	open := r.URL.Path == "/healthz" || metrics || isConsolePath(r.URL.Path)
 	if err := checkBrowserWrite(r); err != nil {
 		closeUnread(rec, r)
 		h.writeError(rec, err)
 		return
 	}
-	if h.opts.AuthToken != "" && !open && !h.authorized(r, h.opts.AuthToken) {
+	// Everything but the open endpoints needs credentials, checked before
+	// routing so that no spelling of a /v1 path (unclean, doubled
+	// slashes) slips past. What the principal may do is checked per route
+	// (access.go).
+	p, err := h.authenticate(r)
+	if err != nil {
 		closeUnread(rec, r)
-		rec.Header().Set("WWW-Authenticate", `Bearer realm="hourglass"`)
-		h.writeError(rec, errs.New(errs.Unauthenticated, "a valid bearer token is required: send the header Authorization: Bearer <token>"))
+		realm := "hourglass"
+		if r.URL.Path == "/metrics" {
+			realm = "hourglass-metrics"
+		}
+		rec.Header().Set("WWW-Authenticate", `Bearer realm="`+realm+`"`)
+		h.writeError(rec, err)
 		return
 	}
-	if metrics && h.opts.MetricsToken != "" && !h.authorized(r, h.opts.MetricsToken) && (h.opts.AuthToken == "" || !h.authorized(r, h.opts.AuthToken)) {
-		closeUnread(rec, r)
-		rec.Header().Set("WWW-Authenticate", `Bearer realm="hourglass-metrics"`)
-		h.writeError(rec, errs.New(errs.Unauthenticated, "/metrics needs a bearer token (-metrics-token, or -auth-token): send the header Authorization: Bearer <token>"))
-		return
-	}
-	h.mux.ServeHTTP(rec, r)
-}
-
-// authorized checks the Authorization header's bearer token against token
-// (not empty). The scheme name is case-insensitive (RFC 9110): "bearer"
-// is as good as "Bearer".
-func (h *Handler) authorized(r *http.Request, token string) bool {
-	scheme, got, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	return ok && strings.EqualFold(scheme, "Bearer") &&
-		subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(token)) == 1
+	h.mux.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
 }
 
 // logRequest logs every request at debug, client errors at warn and

@@ -57,11 +57,7 @@ func sendRequest(m *api.SendMessage, topic string) (engine.SendRequest, error) {
 
 func (h *Handler) send(w http.ResponseWriter, r *http.Request) {
 	var in api.SendMessage
-	body, err := h.readBody(w, r)
-	if err == nil && !readSendFast(body, &in) {
-		err = decodeBody(body, &in, false)
-	}
-	if err != nil {
+	if err := h.decode(w, r, &in, false); err != nil {
 		h.writeError(w, err)
 		return
 	}
@@ -75,16 +71,12 @@ func (h *Handler) send(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, err)
 		return
 	}
-	writeReceipts(w, []api.Receipt{receiptOf(rc)}, false)
+	writeJSON(w, http.StatusOK, receiptOf(rc))
 }
 
 func (h *Handler) sendBatch(w http.ResponseWriter, r *http.Request) {
 	var in api.BatchRequest
-	body, err := h.readBody(w, r)
-	if err == nil && !readBatchFast(body, &in) {
-		err = decodeBody(body, &in, false)
-	}
-	if err != nil {
+	if err := h.decode(w, r, &in, false); err != nil {
 		h.writeError(w, err)
 		return
 	}
@@ -111,11 +103,11 @@ func (h *Handler) sendBatch(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, err)
 		return
 	}
-	out := make([]api.Receipt, len(rcs))
+	out := api.BatchReceipts{Receipts: make([]api.Receipt, len(rcs))}
 	for i, rc := range rcs {
-		out[i] = receiptOf(rc)
+		out.Receipts[i] = receiptOf(rc)
 	}
-	writeReceipts(w, out, true)
+	writeJSON(w, http.StatusOK, out)
 }
 
 // pathID parses the {id} path value.

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"github.com/hourglass-mq/hourglass/access"
+
 	"net/http"
 
 	"github.com/hourglass-mq/hourglass/api"
@@ -92,7 +94,11 @@ func (h *Handler) listSchedules(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := api.ScheduleList{Schedules: []api.Schedule{}}
+	p := principalOf(r)
 	for _, s := range h.schedules.List() {
+		if !p.Allowed(access.Admin, access.ScheduleResource(s.ID)) {
+			continue
+		}
 		out.Schedules = append(out.Schedules, scheduleOf(s, ""))
 	}
 	writeJSON(w, http.StatusOK, out)

@@ -32,7 +32,11 @@ func (h *Handler) createTopic(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handler) listTopics(w http.ResponseWriter, r *http.Request) {
 	out := api.TopicList{Topics: []api.Topic{}}
+	p := principalOf(r)
 	for _, t := range h.eng.Topics() {
+		if !p.SeesTopic(t.Name) {
+			continue
+		}
 		ts, err := h.eng.DescribeTopic(t.Name)
 		if errs.CodeOf(err) == errs.NotFound {
 			continue
@@ -131,7 +135,11 @@ func (h *Handler) listGroups(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := api.GroupList{Groups: make([]api.Group, 0, len(gs))}
+	p, topic := principalOf(r), pathTopic(r)
 	for _, g := range gs {
+		if !p.SeesGroup(topic, g.Name) {
+			continue
+		}
 		out.Groups = append(out.Groups, groupOf(g))
 	}
 	writeJSON(w, http.StatusOK, out)

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/hourglass-mq/hourglass/access"
 	"github.com/hourglass-mq/hourglass/clock"
 	"github.com/hourglass-mq/hourglass/engine"
 	"github.com/hourglass-mq/hourglass/schedule"
@@ -32,6 +33,13 @@ type Options struct {
 	// (-auth-token); MetricsToken, when not empty, that of /metrics
 	// (-metrics-token), which AuthToken also opens.
 	AuthToken, MetricsToken string
+	// Access holds the principals and their rules (-credentials, package
+	// access), the tokens included; nil means a store of AuthToken and
+	// MetricsToken alone.
+	Access *access.Store
+	// Audit records admin and message-management requests and every
+	// refusal (-audit-log); nil records nothing.
+	Audit *access.Audit
 	// AutoCreateTopics lets a schedule name a topic that does not exist
 	// yet (-auto-create-topics), as a send may.
 	AutoCreateTopics bool

@@ -60,6 +60,7 @@ func runKafka(ctx context.Context, a *App, c *command, args []string) int {
 	metricsAddr := fs.String("metrics-listen", "", "serve Prometheus metrics on http://ADDR/metrics (host:port; empty: off)")
 	apiAddr := fs.String("listen", "", "serve the HTTP API (send, inspect, cancel, reschedule, forecast, /metrics) on host:port, e.g. 127.0.0.1:7070; empty: off")
 	apiToken := fs.String("auth-token", "", "bearer token the HTTP API requires (prefer $HOURGLASS_AUTH_TOKEN: flags show in the process list); empty: none")
+	sec := apiSecurityFlags(fs)
 	pos, code, ok := parseFlags(fs, args)
 	if !ok {
 		return code
@@ -102,7 +103,8 @@ func runKafka(ctx context.Context, a *App, c *command, args []string) int {
 		if *apiToken == "" {
 			*apiToken = a.env("HOURGLASS_AUTH_TOKEN", "")
 		}
-		stop, err := serveKafkaAPI(a, w, *apiAddr, *apiToken, cfg.Logger)
+		sec.token = *apiToken
+		stop, err := serveKafkaAPI(ctx, a, w, *apiAddr, *sec, cfg.Logger)
 		if err != nil {
 			return a.failed(c, err)
 		}

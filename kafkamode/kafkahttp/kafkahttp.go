@@ -43,7 +43,6 @@ package kafkahttp
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -57,6 +56,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/hourglass-mq/hourglass/access"
 	"github.com/hourglass-mq/hourglass/api"
 	"github.com/hourglass-mq/hourglass/errs"
 	"github.com/hourglass-mq/hourglass/forecast"
@@ -66,8 +66,14 @@ import (
 
 // Options configure a Handler; the zero value is usable.
 type Options struct {
-	// AuthToken, if set, is the bearer token every request but /healthz
-	// and /metrics must carry.
+	// Access holds the principals and their rules (package access); nil
+	// means the store of AuthToken alone.
+	Access *access.Store
+	// Audit records message-management requests and every refusal; nil
+	// records nothing.
+	Audit *access.Audit
+	// AuthToken, if set and Access is nil, is the bearer token every
+	// request but /healthz and /metrics must carry.
 	AuthToken string
 	// MaxRequestBytes bounds a request body; zero means 1 MiB (Kafka's
 	// default largest record).
@@ -127,11 +133,20 @@ func New(cfg kafkamode.Config, fc Forecaster, opts Options) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	if opts.Access == nil {
+		// A token alone cannot make Open fail: no file is read.
+		opts.Access, _ = access.Open(access.Options{AuthToken: opts.AuthToken, Logger: opts.Logger})
+	}
 	h := &Handler{cfg: cfg, opts: opts, fc: fc, cl: cl, adm: kadm.NewClient(cl), loc: kafkamode.NewLocator(cfg, cl), mux: http.NewServeMux()}
 	for _, rt := range h.routes() {
-		serve := rt.serve
+		serve, need := rt.serve, rt.need
 		h.mux.HandleFunc(rt.pattern, func(w http.ResponseWriter, r *http.Request) {
-			if err := serve(w, r); err != nil {
+			done, err := h.permit(r, need)
+			if err == nil {
+				err = serve(w, r)
+				done(err)
+			}
+			if err != nil {
 				h.writeError(w, r, err)
 			}
 		})
@@ -146,20 +161,22 @@ func New(cfg kafkamode.Config, fc Forecaster, opts Options) (*Handler, error) {
 type route struct {
 	pattern string
 	serve   func(http.ResponseWriter, *http.Request) error
+	// need is the permission the route needs (access.go); nil: none.
+	need needFunc
 }
 
 // routes is the API's operations.
 func (h *Handler) routes() []route {
 	return []route{
-		{"POST /v1/topics/{topic}/messages", h.send},
-		{"GET /v1/messages/{id}", h.inspect},
-		{"DELETE /v1/messages/{id}", h.cancel},
-		{"POST /v1/messages/{id}/reschedule", h.reschedule},
-		{"GET /v1/topics/{topic}/keys/{key}", h.inspectKey},
-		{"DELETE /v1/keys/{key}", h.cancelKey},
-		{"GET /v1/forecast", h.forecast},
-		{"GET /healthz", h.healthz},
-		{"GET /metrics", h.metrics},
+		{"POST /v1/topics/{topic}/messages", h.send, onTopic(access.Send)},
+		{"GET /v1/messages/{id}", h.inspect, everyTopic},
+		{"DELETE /v1/messages/{id}", h.cancel, everyTopic},
+		{"POST /v1/messages/{id}/reschedule", h.reschedule, everyTopic},
+		{"GET /v1/topics/{topic}/keys/{key}", h.inspectKey, onTopic(access.Manage)},
+		{"DELETE /v1/keys/{key}", h.cancelKey, everyTopic},
+		{"GET /v1/forecast", h.forecast, fixed(access.Metrics, access.ResForecast)},
+		{"GET /healthz", h.healthz, nil},
+		{"GET /metrics", h.metrics, fixed(access.Metrics, access.ResMetrics)},
 	}
 }
 
@@ -188,13 +205,24 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, errs.New(errs.Unauthenticated, "cross-origin %s refused: %v", r.Method, err))
 		return
 	}
-	open := r.URL.Path == "/healthz" || r.URL.Path == "/metrics"
-	if h.opts.AuthToken != "" && !open && !h.authorized(r) {
+	// Every path but /healthz needs credentials, before routing, so that
+	// no spelling of a path slips past.
+	var p *access.Principal
+	var err error
+	switch r.URL.Path {
+	case "/healthz":
+		p = access.Anonymous
+	case "/metrics":
+		p, err = h.opts.Access.FromMetricsRequest(r)
+	default:
+		p, err = h.opts.Access.FromRequest(r)
+	}
+	if err != nil {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="hourglass"`)
-		h.writeError(w, r, errs.New(errs.Unauthenticated, "a valid bearer token is required: send the header Authorization: Bearer <token>"))
+		h.writeError(w, r, errs.New(errs.Unauthenticated, "%v: send the header Authorization: Bearer <name>:<secret> (or the -auth-token)", err))
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
+	ctx, cancel := context.WithTimeout(context.WithValue(r.Context(), principalKey{}, p), requestTimeout)
 	defer cancel()
 	h.mux.ServeHTTP(w, r.WithContext(ctx))
 }
@@ -202,13 +230,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // requestTimeout bounds a request's work in Kafka (a produce, an inspect's
 // reads): past it the answer is unavailable (503), not a hung request.
 const requestTimeout = 30 * time.Second
-
-// authorized checks the bearer token (scheme case-insensitive, RFC 9110).
-func (h *Handler) authorized(r *http.Request) bool {
-	scheme, got, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	return ok && strings.EqualFold(scheme, "Bearer") &&
-		subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(h.opts.AuthToken)) == 1
-}
 
 // writeError answers err in the API's error shape with its code's status.
 // Errors that are not *errs.Error come from Kafka or the context: Kafka's
