@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/hourglass-mq/hourglass/api"
-	"github.com/hourglass-mq/hourglass/commitlog"
 	"github.com/hourglass-mq/hourglass/engine"
 	"github.com/hourglass-mq/hourglass/rocketmq"
 	"github.com/hourglass-mq/hourglass/server"
@@ -248,10 +247,6 @@ type Config struct {
 func DefaultConfig() Config {
 	eng := engine.NewOptions("")
 	web := server.DefaultOptions()
-	flush := "sync"
-	if eng.Flush == commitlog.FlushAsync {
-		flush = "async"
-	}
 	return Config{
 		DataDir:            "./hourglass-data",
 		Listen:             "127.0.0.1:7070",
@@ -260,7 +255,7 @@ func DefaultConfig() Config {
 		GRPCSignatureSkew:  rocketmq.DefaultSignatureSkew,
 		RemotingListen:     "127.0.0.1:9876",
 		Clock:              api.ClockSystem,
-		Flush:              flush,
+		Flush:              eng.Flush.String(),
 		FlushInterval:      eng.FlushInterval,
 		SegmentBytes:       eng.SegmentBytes,
 		MaxBodyBytes:       int64(eng.Limits.MaxBodyBytes),
@@ -378,14 +373,13 @@ func minRequestBytes(maxBody int64) int64 {
 	return (maxBody+2)/3*4 + 64<<10
 }
 
-func (c Config) flushPolicy() (commitlog.FlushPolicy, error) {
-	switch c.Flush {
-	case "sync":
-		return commitlog.FlushSync, nil
-	case "async":
-		return commitlog.FlushAsync, nil
+// flushPolicy is -flush as the engine spells it.
+func (c Config) flushPolicy() (engine.FlushPolicy, error) {
+	p, err := engine.ParseFlushPolicy(c.Flush)
+	if err != nil {
+		return 0, fmt.Errorf("-flush %q is not sync or async", c.Flush)
 	}
-	return 0, fmt.Errorf("-flush %q is not sync or async", c.Flush)
+	return p, nil
 }
 
 func parseLevel(s string) (slog.Level, error) {

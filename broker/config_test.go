@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hourglass-mq/hourglass/commitlog"
 	"github.com/hourglass-mq/hourglass/message"
 )
 
@@ -21,7 +20,7 @@ func TestDefaultConfigIsValid(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := c.EngineOptions(nil)
-	if o.Dir != "./hourglass-data" || o.Flush != commitlog.FlushSync || o.Limits.MaxBodyBytes != 4<<20 ||
+	if o.Dir != "./hourglass-data" || o.Flush != engine.FlushSync || o.Limits.MaxBodyBytes != 4<<20 ||
 		o.Limits.MaxDelay != 400*24*time.Hour || !reflect.DeepEqual(o.Limits.DelayLevels, message.DefaultDelayLevels) ||
 		o.NoAutoCreate || o.MaxBatch != 1000 || o.DispatchRate != 500_000 {
 		t.Fatalf("engine options from defaults: %+v", o)

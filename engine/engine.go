@@ -215,7 +215,7 @@ func Open(opts Options) (*Engine, error) {
 		FS:             e.opts.FS,
 		Dir:            path.Join(opts.Dir, "log"),
 		SegmentBytes:   opts.SegmentBytes,
-		Flush:          opts.Flush,
+		Flush:          opts.Flush.logPolicy(),
 		FlushInterval:  opts.FlushInterval,
 		MaxRecordBytes: logRecordBound,
 		OnSync: func(d time.Duration, records, bytes int) {

@@ -12,15 +12,53 @@ import (
 )
 
 // FlushPolicy says when a write is acknowledged: after fdatasync
-// (FlushSync) or after the write, with fdatasync every FlushInterval
-// (FlushAsync). Users of the engine need not import the commit log for it.
-type FlushPolicy = commitlog.FlushPolicy
+// (FlushSync, the zero value) or after the write, with fdatasync every
+// FlushInterval (FlushAsync). It is the engine's own type, so that the
+// broker, the CLI and library users spell the policy without importing
+// the commit log; the engine maps it onto the log's (logPolicy).
+type FlushPolicy uint8
 
 // The flush policies.
 const (
-	FlushSync  = commitlog.FlushSync
-	FlushAsync = commitlog.FlushAsync
+	// FlushSync acknowledges a write once it is durable (fdatasync).
+	FlushSync FlushPolicy = iota
+	// FlushAsync acknowledges a write once it is in the page cache; a
+	// power loss may lose up to one FlushInterval of acknowledged writes,
+	// a process crash loses none.
+	FlushAsync
 )
+
+// String returns "sync" or "async", the spelling ParseFlushPolicy reads.
+func (p FlushPolicy) String() string {
+	switch p {
+	case FlushSync:
+		return "sync"
+	case FlushAsync:
+		return "async"
+	}
+	return fmt.Sprintf("FlushPolicy(%d)", uint8(p))
+}
+
+// ParseFlushPolicy reads "sync" or "async"; anything else is an error that
+// names the two.
+func ParseFlushPolicy(s string) (FlushPolicy, error) {
+	switch s {
+	case "sync":
+		return FlushSync, nil
+	case "async":
+		return FlushAsync, nil
+	}
+	return 0, fmt.Errorf("flush policy %q is not sync or async", s)
+}
+
+// logPolicy is p as the commit log spells it (Options.validate refused
+// any other value before).
+func (p FlushPolicy) logPolicy() commitlog.FlushPolicy {
+	if p == FlushAsync {
+		return commitlog.FlushAsync
+	}
+	return commitlog.FlushSync
+}
 
 // Options configure an Engine. The zero value of every field means its
 // default, so NewOptions() and Options{Dir: d} behave the same.
@@ -204,6 +242,8 @@ func (o *Options) validate() error {
 	switch {
 	case o.Dir == "":
 		return fmt.Errorf("engine: Options.Dir is required")
+	case o.Flush != FlushSync && o.Flush != FlushAsync:
+		return fmt.Errorf("engine: Flush %v is not FlushSync or FlushAsync", o.Flush)
 	case o.BucketWidth < time.Millisecond:
 		return fmt.Errorf("engine: BucketWidth %v is below 1ms", o.BucketWidth)
 	case o.DefaultQueues < 1 || o.DefaultQueues > o.MaxQueues:

@@ -13,7 +13,6 @@ import (
 
 	"github.com/hourglass-mq/hourglass/api"
 	"github.com/hourglass-mq/hourglass/clock"
-	"github.com/hourglass-mq/hourglass/commitlog"
 	"github.com/hourglass-mq/hourglass/engine"
 	"github.com/hourglass-mq/hourglass/schedule"
 )
@@ -37,7 +36,7 @@ func openVirtual(t *testing.T, dir string) (*testServer, func()) {
 	opts.DataDir = dir
 	opts.Virtual = clock.NewVirtual(time.Now())
 	eo := serveEngineOptions(dir, logger)
-	eo.Clock, eo.Flush = opts.Virtual, commitlog.FlushAsync
+	eo.Clock, eo.Flush = opts.Virtual, engine.FlushAsync
 	eng, err := engine.Open(eo)
 	if err != nil {
 		t.Fatal(err)

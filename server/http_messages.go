@@ -57,7 +57,11 @@ func sendRequest(m *api.SendMessage, topic string) (engine.SendRequest, error) {
 
 func (h *Handler) send(w http.ResponseWriter, r *http.Request) {
 	var in api.SendMessage
-	if err := h.decode(w, r, &in, false); err != nil {
+	body, err := h.readBody(w, r)
+	if err == nil && !readSendFast(body, &in) {
+		err = decodeBody(body, &in, false)
+	}
+	if err != nil {
 		h.writeError(w, err)
 		return
 	}
@@ -71,12 +75,16 @@ func (h *Handler) send(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, receiptOf(rc))
+	writeReceipts(w, []api.Receipt{receiptOf(rc)}, false)
 }
 
 func (h *Handler) sendBatch(w http.ResponseWriter, r *http.Request) {
 	var in api.BatchRequest
-	if err := h.decode(w, r, &in, false); err != nil {
+	body, err := h.readBody(w, r)
+	if err == nil && !readBatchFast(body, &in) {
+		err = decodeBody(body, &in, false)
+	}
+	if err != nil {
 		h.writeError(w, err)
 		return
 	}
@@ -103,11 +111,11 @@ func (h *Handler) sendBatch(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, err)
 		return
 	}
-	out := api.BatchReceipts{Receipts: make([]api.Receipt, len(rcs))}
+	out := make([]api.Receipt, len(rcs))
 	for i, rc := range rcs {
-		out.Receipts[i] = receiptOf(rc)
+		out[i] = receiptOf(rc)
 	}
-	writeJSON(w, http.StatusOK, out)
+	writeReceipts(w, out, true)
 }
 
 // pathID parses the {id} path value.

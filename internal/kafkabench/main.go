@@ -1,4 +1,4 @@
-// Package kafkabench is `hourglass bench kafka`: it compares hourglass's Kafka mode with the first seed's
+// Command kafkabench compares hourglass's Kafka mode with the first seed's
 // scheme C (a topic per delay level and a forwarder that pauses a partition
 // until its head is due, at least once) on the same Kafka with the same
 // load: N messages of 256 B produced over a few seconds, each with a delay
@@ -11,11 +11,14 @@
 // the messages have arrived and restarted, and the duplicates it causes
 // are counted.
 //
-//	hourglass bench kafka -brokers 127.0.0.1:19092 -n 20000 -tiers 1s,5s,30s -runs 3
+//	go build -o /tmp/hourglass ./cmd/hourglass
+//	go run ./internal/kafkabench -hourglass /tmp/hourglass -brokers 127.0.0.1:19092 -n 20000 -tiers 1s,5s,30s -runs 3
 //
-// The hourglass worker is the real `hourglass kafka` binary (-hourglass, or
-// the running hourglass binary); the scheme C forwarder is this benchmark
-// re-run with -role forwarder. Both run as child processes so a kill is a
+// It is a developer's benchmark, not linked into the shipped binary (the
+// operator's acceptance test is `hourglass bench`). The hourglass worker
+// is the real `hourglass kafka` binary (-hourglass; default the
+// `hourglass` beside this command, else on $PATH); the scheme C forwarder
+// is this benchmark re-run with -role forwarder. Both run as child processes so a kill is a
 // real SIGKILL and the RSS is the worker's alone.
 //
 // The drill (-workers N -kill) runs N workers and SIGKILLs one of them
@@ -28,13 +31,15 @@
 //
 // -pending N measures instead the worker's memory per pending message far
 // from due, against another hourglass binary (-compare); see pending.go.
-package kafkabench
+package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -65,14 +70,20 @@ type config struct {
 	compare string
 }
 
-// Main runs the benchmark with args (the arguments after `bench kafka`)
-// and returns the exit status. reexec is the command line that runs it
-// again, args left out (the hourglass binary and "bench", "kafka"); the
-// hourglass binary is reexec[0] unless -hourglass names another.
-func Main(args, reexec []string) int {
+func main() {
+	self, err := os.Executable()
+	if err != nil {
+		fatalf("cannot find the running binary, which the scheme C forwarder re-runs: %v", err)
+	}
+	os.Exit(run(os.Args[1:], []string{self}))
+}
+
+// run runs the benchmark with args and returns the exit status. reexec is
+// the command line that runs it again, args left out.
+func run(args, reexec []string) int {
 	c := config{reexec: reexec}
 	var tiers, systems, role, prefix string
-	fs := flag.NewFlagSet("hourglass bench kafka", flag.ExitOnError)
+	fs := flag.NewFlagSet("kafkabench", flag.ExitOnError)
 	fs.StringVar(&c.brokers, "brokers", "127.0.0.1:19092", "Kafka bootstrap addresses, host:port,...")
 	fs.IntVar(&c.n, "n", 20000, "messages per run")
 	fs.StringVar(&tiers, "tiers", "1s,5s,30s", "delay tiers; each message draws one uniformly")
@@ -80,7 +91,7 @@ func Main(args, reexec []string) int {
 	fs.IntVar(&c.runs, "runs", 3, "runs per system")
 	fs.StringVar(&systems, "systems", "hourglass,schemec", "systems to run, in this order each run")
 	fs.BoolVar(&c.kill, "kill", false, "SIGKILL the worker once half the messages arrived, restart it, count duplicates")
-	fs.StringVar(&c.hourglass, "hourglass", "", "hourglass binary for the workers (default: this one)")
+	fs.StringVar(&c.hourglass, "hourglass", "", "hourglass binary for the workers (default: the hourglass beside this command, else on $PATH)")
 	fs.IntVar(&c.workers, "workers", 1, "workers (or scheme C forwarders) in the group; -kill kills the first")
 	fs.IntVar(&c.repl, "replication", 1, "replication factor of the topics the benchmark creates")
 	fs.StringVar(&c.killCmd, "kill-broker", "", "shell command run when half the messages arrived (e.g. one that kills a Kafka broker)")
@@ -108,7 +119,7 @@ func Main(args, reexec []string) int {
 		}
 	}
 	if c.hourglass == "" {
-		c.hourglass = c.reexec[0]
+		c.hourglass = findHourglass(c.reexec[0])
 	}
 	if c.pending > 0 {
 		if c.compare == "" || c.dueIn <= 0 {
@@ -217,4 +228,20 @@ func summarizeAll(c config, results map[string][]result) int {
 		return 1
 	}
 	return 0
+}
+
+// findHourglass is the hourglass binary the workers run when -hourglass
+// names none: the one beside self (both built into one directory), else
+// the one on $PATH. Not finding one is fatal: the benchmark measures that
+// binary and must not guess.
+func findHourglass(self string) string {
+	beside := filepath.Join(filepath.Dir(self), "hourglass")
+	if st, err := os.Stat(beside); err == nil && !st.IsDir() {
+		return beside
+	}
+	p, err := exec.LookPath("hourglass")
+	if err != nil {
+		fatalf("no hourglass binary beside %s or on $PATH: build one (go build -o DIR/hourglass ./cmd/hourglass) and name it with -hourglass", self)
+	}
+	return p
 }

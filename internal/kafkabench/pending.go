@@ -1,4 +1,4 @@
-package kafkabench
+package main
 
 import (
 	"bufio"
