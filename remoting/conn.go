@@ -7,13 +7,12 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"time"
 )
 
 // conn is one client connection. Its reader goroutine reads frames and
 // starts a handler goroutine per request; handlers answer through write,
-// which serialises frames. Memory is bounded: one frame being read, and
-// the frames being handled hold at most budget bytes (the reader waits
+// which serialises and coalesces frames. Memory is bounded: a read
+// buffer of readBufSize, one frame being read, and the frames being handled hold at most budget bytes (the reader waits
 // for handlers to finish before it reads more), and at most maxInflight
 // of them; of the answers, at most maxPullsAnswering pulls' messages
 // (the largest answers) are being read or wait to be written at once.
@@ -25,7 +24,7 @@ type conn struct {
 	// opaque numbers the requests the broker sends to the client.
 	opaque atomic.Int32
 
-	wmu sync.Mutex // serialises writes
+	w *frameWriter // serialises and coalesces writes
 
 	bmu      sync.Mutex
 	bcond    *sync.Cond
@@ -47,7 +46,7 @@ type conn struct {
 const maxPullsAnswering = 4
 
 func newConn(s *Server, nc net.Conn) *conn {
-	c := &conn{s: s, nc: nc, local: nc.LocalAddr().String(), budget: 2*s.lim.MaxFrame + 1<<20}
+	c := &conn{s: s, nc: nc, local: nc.LocalAddr().String(), budget: 2*s.lim.MaxFrame + 1<<20, w: newFrameWriter(nc)}
 	c.bcond = sync.NewCond(&c.bmu)
 	c.answering = make(chan struct{}, maxPullsAnswering)
 	return c
@@ -78,9 +77,9 @@ func (c *conn) serve() {
 		handlers.Wait()
 		c.s.dropConn(c)
 	}()
+	r := newFrameReader(c)
 	for {
-		c.nc.SetReadDeadline(time.Now().Add(c.s.opts.IdleTimeout))
-		buf, err := c.readFrame()
+		buf, err := r.next()
 		if err != nil {
 			c.logReadErr(err)
 			return
@@ -101,29 +100,6 @@ func (c *conn) serve() {
 			c.handle(cmd)
 		}()
 	}
-}
-
-// readFrame reads one frame: the idle deadline covers the wait for its
-// first bytes, the read timeout the rest, so a slow client is cut off.
-func (c *conn) readFrame() ([]byte, error) {
-	r := &deadlineReader{c: c}
-	return readFrame(r, c.s.lim)
-}
-
-// deadlineReader moves the read deadline to the read timeout once the
-// first byte of a frame has arrived.
-type deadlineReader struct {
-	c       *conn
-	started bool
-}
-
-func (r *deadlineReader) Read(p []byte) (int, error) {
-	n, err := r.c.nc.Read(p)
-	if n > 0 && !r.started {
-		r.started = true
-		r.c.nc.SetReadDeadline(time.Now().Add(r.c.s.opts.ReadTimeout))
-	}
-	return n, err
 }
 
 func (c *conn) logReadErr(err error) {
@@ -211,11 +187,7 @@ func (c *conn) write(cmd *Command) error {
 	if err != nil {
 		return err
 	}
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
-	_, err = c.nc.Write(b)
-	return err
+	return c.w.write(b)
 }
 
 // notify sends a one-way request to the client.

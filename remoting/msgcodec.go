@@ -43,6 +43,15 @@ func formatProperties(props map[string]string) string {
 	return b.String()
 }
 
+// propertiesLen is len(formatProperties(props)), without building it.
+func propertiesLen(props map[string]string) int {
+	n := 0
+	for k, v := range props {
+		n += len(k) + len(v) + 2
+	}
+	return n
+}
+
 // batchItem is one message of a batch body.
 type batchItem struct {
 	flag  int32

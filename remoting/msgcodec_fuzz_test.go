@@ -45,7 +45,8 @@ func FuzzDecodeBatch(f *testing.F) {
 }
 
 // FuzzParseProperties: a properties string either parses into names and
-// values that format and parse back to the same, or is refused.
+// values that format and parse back to the same, or is refused; and
+// propertiesLen is the formatted length.
 func FuzzParseProperties(f *testing.F) {
 	f.Add("KEYS\x01k1 k2\x02TAGS\x01t\x02")
 	f.Add("no-separator")
@@ -56,9 +57,13 @@ func FuzzParseProperties(f *testing.F) {
 		if err != nil {
 			return
 		}
-		again, err := parseProperties(formatProperties(props))
+		f := formatProperties(props)
+		again, err := parseProperties(f)
 		if err != nil || !maps.Equal(props, again) {
 			t.Fatalf("%q parsed to %q, which formats and parses to %q (%v)", s, props, again, err)
+		}
+		if n := propertiesLen(props); n != len(f) {
+			t.Fatalf("propertiesLen is %d, the formatted properties take %d bytes", n, len(f))
 		}
 	})
 }

@@ -246,7 +246,7 @@ func (s *Server) toEngine(h sendHeader, it batchItem, now int64) (engine.SendReq
 	if h.reconsume > 0 {
 		props[hidReconsume] = strconv.Itoa(h.reconsume)
 	}
-	if n := len(formatProperties(props)); n > 32767 {
+	if n := propertiesLen(props); n > 32767 {
 		return engine.SendRequest{}, fmt.Errorf("properties take %d bytes; a RocketMQ message holds at most 32767", n)
 	}
 	dedup := uniq
