@@ -86,10 +86,9 @@ func (s *copyScene) takeOver() {
 	if len(s.copyRecs) != 1 {
 		s.t.Fatalf("%d copies records, want 1", len(s.copyRecs))
 	}
-	st := &stateRead{live: map[int32]map[int64]struct{}{}, snaps: map[int32]*snapAssembler{}, copies: map[int32]map[int64]copyRef{}}
-	st.add(s.w, s.copyRecs[0])
-	out := map[int32]*loadedPart{}
-	st.result(s.w, []int32{0}, out)
+	st := newStateRead(s.w.cfg, nil)
+	st.add(s.copyRecs[0])
+	out := map[int32]*loadedPart{0: st.result(0)}
 	w, err := New(s.w.cfg)
 	if err != nil {
 		s.t.Fatal(err)
@@ -373,11 +372,14 @@ func (s *copyScene) takeOverFromSnapshot() {
 	}
 	a := &snapAssembler{}
 	for _, r := range snaps[0].records {
+		if string(r.Key) == string(copiesKey(s.w.cfg.DelayTopic, 0)) {
+			continue // the partition's copy records, rewritten with its snapshot
+		}
 		chunk, ok := parseSnapKey(r.Key, s.w.cfg.DelayTopic, 0)
 		if !ok {
 			s.t.Fatalf("key %q is not a snapshot key", r.Key)
 		}
-		a.add(chunk, r.Value)
+		a.add(chunk, r.Value, r.Offset)
 	}
 	snap, err := a.snapshot()
 	if err != nil || snap == nil || len(snap.entries) != 1 || snap.entries[0].offset != 3 {

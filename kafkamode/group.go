@@ -113,7 +113,7 @@ func (w *Worker) growStateTopic(ctx context.Context, n int32) error {
 	return nil
 }
 
-// onAssigned loads the markers of newly assigned partitions before the
+// onAssigned loads the state of newly assigned partitions before the
 // client fetches their committed offsets and starts consuming them (the
 // client calls it first), so no record of theirs is read without them.
 func (w *Worker) onAssigned(ctx context.Context, _ *kgo.Client, assigned map[string][]int32) {
@@ -125,7 +125,7 @@ func (w *Worker) onAssigned(ctx context.Context, _ *kgo.Client, assigned map[str
 	var ends kadm.ListedOffsets
 	for {
 		var err error
-		loaded, err = w.loadMarkers(ctx, ps)
+		loaded, err = w.loadState(ctx, ps)
 		if err == nil {
 			ends, err = kadm.NewClient(w.aux).ListEndOffsets(ctx, w.cfg.DelayTopic)
 		}
@@ -140,7 +140,7 @@ func (w *Worker) onAssigned(ctx context.Context, _ *kgo.Client, assigned map[str
 				err = errors.Join(err, gerr)
 			}
 		}
-		w.cfg.Logger.Warn("loading markers failed; retrying", "partitions", ps, "err", err)
+		w.cfg.Logger.Warn("loading the partitions' state failed; retrying", "partitions", ps, "err", err)
 		select {
 		case <-ctx.Done():
 			return
@@ -149,26 +149,33 @@ func (w *Worker) onAssigned(ctx context.Context, _ *kgo.Client, assigned map[str
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	nMarkers, nSnap := 0, 0
+	nMarkers, nResolved, nSnap := 0, int64(0), 0
 	for _, p := range ps {
 		if old := w.parts[p]; old != nil {
 			old.dropped.Store(true)
 		}
 		lp := loaded[p]
 		pp := newPartProgress(p, lp.markers)
+		pp.resolved.merge(lp.resolved.rs)
+		pp.epoch, pp.slot = lp.epoch, lp.slot
 		pp.seed = lp.snap
+		if lp.snap != nil {
+			pp.snapStart = lp.snap.start
+		}
 		pp.copies.copies = lp.copies
 		if lo, ok := ends.Lookup(w.cfg.DelayTopic, p); ok && lo.Err == nil {
 			pp.catchUp = lo.Offset
 		}
 		w.parts[p] = pp
 		nMarkers += len(lp.markers)
+		nResolved += lp.resolved.count()
 		if lp.snap != nil {
 			nSnap++
 		}
 	}
 	w.stats.Assigned.Add(int64(len(ps)))
-	w.cfg.Logger.Info("partitions assigned", "partitions", ps, "markers", nMarkers, "snapshots", nSnap)
+	w.cfg.Logger.Info("partitions assigned", "partitions", ps, "legacy_markers", nMarkers, "resolved_above_commit", nResolved,
+		"snapshots", nSnap, "state_records_read", w.stats.StateRecordsRead.Load())
 }
 
 // adjustOffsets runs when the group has fetched the committed offsets of

@@ -45,6 +45,7 @@ type snapEntry struct {
 type snapshot struct {
 	id      uint64
 	read    int64 // one past the highest offset read
+	start   int64 // state offset of its first record (chunk 0)
 	chunks  int
 	entries []snapEntry
 }
@@ -187,9 +188,11 @@ func decodeSnapChunk(b []byte) (id uint64, es []snapEntry, err error) {
 type snapAssembler struct {
 	header []byte
 	chunks map[int][]byte
+	// start is the state offset of the latest value of chunk 0.
+	start int64
 }
 
-func (a *snapAssembler) add(chunk int, value []byte) {
+func (a *snapAssembler) add(chunk int, value []byte, offset int64) {
 	if chunk < 0 {
 		a.header = value
 		return
@@ -202,6 +205,18 @@ func (a *snapAssembler) add(chunk int, value []byte) {
 	} else {
 		a.chunks[chunk] = value
 	}
+	if chunk == 0 {
+		a.start = offset
+	}
+}
+
+// epoch is the latest header's snapshot id, 0 without a readable one.
+func (a *snapAssembler) epoch() uint64 {
+	id, _, _, err := decodeSnapHeader(a.header)
+	if err != nil {
+		return 0
+	}
+	return id
 }
 
 // snapshot returns the assembled snapshot, nil when there is none; an
@@ -216,7 +231,7 @@ func (a *snapAssembler) snapshot() (*snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &snapshot{id: id, read: read, chunks: n}
+	s := &snapshot{id: id, read: read, chunks: n, start: a.start}
 	for i := range n {
 		v, ok := a.chunks[i]
 		if !ok {
@@ -250,6 +265,7 @@ func snapshotChunks(delayTopic string, p int32, id uint64, es []snapEntry) [][2]
 // snapWrite is a snapshot about to be written in a transaction.
 type snapWrite struct {
 	pp      *partProgress
+	id      uint64
 	read    int64
 	chunks  int
 	records []*kgo.Record
@@ -316,7 +332,7 @@ parts:
 		es := have[:0]
 		i, complete := 0, true
 		pp.pending.each(func(o int64) bool {
-			if _, ok := pp.markers[o]; ok {
+			if pp.resolved.contains(o) {
 				return true
 			}
 			if _, ok := done[o]; ok {
@@ -335,7 +351,7 @@ parts:
 		if !complete {
 			continue parts
 		}
-		sw := &snapWrite{pp: pp, read: pp.next}
+		sw := &snapWrite{pp: pp, id: id, read: pp.next}
 		chunks := snapshotChunks(w.cfg.DelayTopic, pp.partition, id, es)
 		sw.chunks = len(chunks)
 		for _, c := range chunks {
@@ -346,6 +362,13 @@ parts:
 		}
 		sw.records = append(sw.records, &kgo.Record{Topic: w.cfg.StateTopic, Partition: pp.partition,
 			Key: snapHeaderKey(w.cfg.DelayTopic, pp.partition), Value: encodeSnapHeader(id, sw.read, sw.chunks)})
+		if pp.copies.copies != nil {
+			// A new owner reads the state partition from the snapshot
+			// on (commitMeta): the partition's copy records must be
+			// there too, even if no copy was made since.
+			sw.records = append(sw.records, &kgo.Record{Topic: w.cfg.StateTopic, Partition: pp.partition,
+				Key: copiesKey(w.cfg.DelayTopic, pp.partition), Value: encodeCopies(pp.copies.copies)})
+		}
 		out = append(out, sw)
 	}
 	return out

@@ -66,8 +66,8 @@ func (w *Worker) transact(ctx context.Context, batch []*entry, snap []*partProgr
 			w.sess.Produce(ctx, r, promise)
 		}
 	}
-	plans := w.producePlans(ctx, byPart, promise)
-	commitFn := w.offsetCommit(plans)
+	plans := w.producePlans(ctx, byPart, snaps, promise)
+	commitFn := w.offsetCommit(plans, snaps)
 	flushErr := w.sess.Client().Flush(ctx)
 	if flushErr == nil && produceErr.Load() == nil {
 		flushErr = w.recordCopies(ctx, outputs, promise)
@@ -227,9 +227,17 @@ func (w *Worker) output(e *entry) *kgo.Record {
 }
 
 // offsetCommit returns the hook that puts the plans' group offsets into
-// the transaction's offset commit.
-func (w *Worker) offsetCommit(plans []*partPlan) func(*kmsg.TxnOffsetCommitRequest) error {
+// the transaction's offset commit, each with the state offset a new owner
+// reads its partition's state from (commitMeta): where this transaction's
+// snapshot of it begins, else its latest committed snapshot's. The hook
+// runs in End, after the flush, so a snapshot's first record has its
+// offset by then.
+func (w *Worker) offsetCommit(plans []*partPlan, snaps []*snapWrite) func(*kmsg.TxnOffsetCommitRequest) error {
 	return func(req *kmsg.TxnOffsetCommitRequest) error {
+		from := make(map[*partProgress]int64, len(snaps))
+		for _, sn := range snaps {
+			from[sn.pp] = sn.records[0].Offset
+		}
 		t := kmsg.NewTxnOffsetCommitRequestTopic()
 		t.Topic = w.cfg.DelayTopic
 		for _, rt := range req.Topics {
@@ -242,7 +250,12 @@ func (w *Worker) offsetCommit(plans []*partPlan) func(*kmsg.TxnOffsetCommitReque
 			p.Partition = pl.pp.partition
 			p.Offset = pl.commit
 			p.LeaderEpoch = -1
-			p.Metadata = &req.MemberID
+			at, ok := from[pl.pp]
+			if !ok {
+				at = pl.pp.snapStart
+			}
+			meta := commitMeta(at, req.MemberID)
+			p.Metadata = &meta
 			t.Partitions = append(t.Partitions, p)
 		}
 		req.Topics = []kmsg.TxnOffsetCommitRequestTopic{t}
@@ -258,7 +271,13 @@ func (w *Worker) committed(batch []*entry, plans []*partPlan, snaps []*snapWrite
 	}
 	for _, sn := range snaps {
 		sn.pp.snapRead, sn.pp.snapChunks = sn.read, sn.chunks
+		sn.pp.epoch, sn.pp.slot, sn.pp.snapStart = sn.id, 0, sn.records[0].Offset
 		w.stats.Snapshots.Add(1)
+	}
+	for _, pl := range plans {
+		if pl.pp.slot >= maxResolutionSlots {
+			w.lastSnap = time.Time{} // snapshot at once (maxResolutionSlots)
+		}
 	}
 	for _, e := range batch {
 		e.done = true
@@ -289,9 +308,6 @@ func (w *Worker) committed(batch []*entry, plans []*partPlan, snaps []*snapWrite
 // aborted undoes an aborted transaction's plans and puts its entries back.
 func (w *Worker) aborted(batch []*entry, plans []*partPlan) {
 	w.stats.Aborted.Add(1)
-	for _, pl := range plans {
-		pl.undo()
-	}
 	for _, e := range batch {
 		if e.ctl != nil && e.ctl.sched != nil {
 			// A reschedule's scheduled half (later in the batch) is
@@ -315,17 +331,26 @@ func (w *Worker) aborted(batch []*entry, plans []*partPlan) {
 }
 
 // producePlans plans each partition's new progress from the offsets it
-// resolves and produces the markers and tombstones the plans need.
-func (w *Worker) producePlans(ctx context.Context, byPart map[*partProgress][]int64, promise func(*kgo.Record, error)) []*partPlan {
+// resolves and produces the one resolution record each plan needs (none
+// when C simply follows, or when the transaction snapshots the
+// partition), and the tombstones of legacy markers.
+func (w *Worker) producePlans(ctx context.Context, byPart map[*partProgress][]int64, snaps []*snapWrite, promise func(*kgo.Record, error)) []*partPlan {
+	snapped := make(map[*partProgress]bool, len(snaps))
+	for _, sn := range snaps {
+		snapped[sn.pp] = true
+	}
 	plans := make([]*partPlan, 0, len(byPart))
 	for pp, offs := range byPart {
-		pl := pp.plan(offs)
+		pl := pp.plan(offs, snapped[pp])
 		plans = append(plans, pl)
-		for _, o := range pl.addMarkers {
-			w.sess.Produce(ctx, w.markerRecord(pp.partition, o, true), promise)
+		if len(pl.record) > 0 {
+			w.sess.Produce(ctx, &kgo.Record{Topic: w.cfg.StateTopic, Partition: pp.partition,
+				Key: resolutionKey(w.cfg.DelayTopic, pp.partition, pp.slot), Value: encodeResolution(pp.epoch, pl.record)}, promise)
 		}
-		for _, o := range pl.delMarkers {
-			w.sess.Produce(ctx, w.markerRecord(pp.partition, o, false), promise)
+		if pl.dropLegacy {
+			for _, o := range pp.legacy {
+				w.sess.Produce(ctx, w.markerRecord(pp.partition, o, false), promise)
+			}
 		}
 	}
 	return plans
