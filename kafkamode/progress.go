@@ -106,6 +106,22 @@ func newPartProgress(p int32, legacy []int64) *partProgress {
 	return pp
 }
 
+// takenOver returns the progress of partition p as a new owner starts
+// it from what the state topic holds (lp) and the delay partition's end
+// offset at assignment (catchUp).
+func takenOver(p int32, lp *loadedPart, catchUp int64) *partProgress {
+	pp := newPartProgress(p, lp.markers)
+	pp.resolved.merge(lp.resolved.rs)
+	pp.epoch, pp.slot = lp.epoch, lp.slot
+	pp.seed = lp.snap
+	if lp.snap != nil {
+		pp.snapStart = lp.snap.start
+	}
+	pp.copies.copies = lp.copies
+	pp.catchUp = catchUp
+	return pp
+}
+
 // read records that offset o was read. It reports whether o still needs
 // resolving: false when o was read before or has a marker (resolved by an
 // earlier owner).

@@ -279,7 +279,7 @@ func TestCancelTargets(t *testing.T) {
 	k, other := keyHash([]byte("order-1")), keyHash([]byte("order-2"))
 	mk := func(pp *partProgress, o int64, h uint64) *entry {
 		e := &entry{pp: pp, offset: o, due: 100 + o, keyHash: h}
-		w.due.push(e)
+		w.idx.due.push(e)
 		return e
 	}
 	hit := mk(p0, 1, k)
@@ -297,4 +297,10 @@ func TestCancelTargets(t *testing.T) {
 	if got, _ := w.cancelTargets(c); len(got) != 1 || got[0].offset != 2 {
 		t.Fatalf("by offset: %v", got)
 	}
+}
+
+// indexOne indexes r as a poll does: with the part table locked, for the
+// partition's progress.
+func (w *Worker) indexOne(r *kgo.Record, now, lead int64) {
+	w.parts.whileLocked(func(parts lockedParts) { w.indexRecord(parts.get(r.Partition), r, now, lead) })
 }

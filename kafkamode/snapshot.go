@@ -271,20 +271,6 @@ type snapWrite struct {
 	records []*kgo.Record
 }
 
-// snapshotParts returns the owned partitions read further since their last
-// snapshot (and whose seed, if any, is applied).
-func (w *Worker) snapshotParts() []*partProgress {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var out []*partProgress
-	for _, pp := range w.parts {
-		if !pp.dropped.Load() && pp.seed == nil && pp.next > 0 && pp.next > pp.snapRead {
-			out = append(out, pp)
-		}
-	}
-	return out
-}
-
 // buildSnapshots builds the snapshot records of the partitions in parts as
 // they will be once the transaction that resolves resolved commits: every
 // pending offset below the read position that the transaction does not
@@ -303,11 +289,7 @@ func (w *Worker) buildSnapshots(parts []*partProgress, resolved map[*partProgres
 	for _, pp := range parts {
 		known[pp] = nil
 	}
-	for _, e := range w.due {
-		if es, ok := known[e.pp]; ok && e.ctl == nil && e.live() {
-			known[e.pp] = append(es, snapEntry{offset: e.offset, due: e.due, ts: e.ts, keyHash: e.keyHash, back: e.offset - firstOffset(e)})
-		}
-	}
+	w.idx.collectLive(known)
 	var out []*snapWrite
 	id := uint64(time.Now().UnixNano())
 parts:
@@ -315,13 +297,10 @@ parts:
 		if len(pp.copies.open) > 0 {
 			continue // a reschedule's scheduled half would pass for a plain message (deferral.go)
 		}
-		have := known[pp]
-		if w.spill != nil {
-			var err error
-			if have, err = w.spill.appendEntries(have, pp); err != nil {
-				w.failSpill(err)
-				continue
-			}
+		have, err := w.idx.withSpilled(known[pp], pp)
+		if err != nil {
+			w.failSpill(err)
+			continue
 		}
 		slices.SortFunc(have, func(a, b snapEntry) int { return cmp.Compare(a.offset, b.offset) })
 		done := make(map[int64]struct{}, len(resolved[pp]))

@@ -82,11 +82,11 @@ type loadedPart struct {
 // at the last stable offset until it commits or aborts, so nothing
 // written before the start is missed.
 func (w *Worker) loadState(ctx context.Context, partitions []int32) (map[int32]*loadedPart, error) {
-	from, err := stateStarts(ctx, kadm.NewClient(w.aux), w.cfg)
+	from, err := stateStarts(ctx, w.ses.admin(), w.cfg)
 	if err != nil {
 		return nil, err
 	}
-	ends, err := kadm.NewClient(w.aux).ListEndOffsets(ctx, w.cfg.StateTopic)
+	ends, err := w.ses.admin().ListEndOffsets(ctx, w.cfg.StateTopic)
 	if err != nil {
 		return nil, fmt.Errorf("list the state topic's end offsets: %w", err)
 	}

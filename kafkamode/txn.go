@@ -39,7 +39,7 @@ func (w *Worker) transact(ctx context.Context, batch []*entry, snap []*partProgr
 			w.stats.MaxTxnMicros.Store(us)
 		}
 	}()
-	if err := w.sess.Begin(); err != nil {
+	if err := w.ses.begin(); err != nil {
 		return fmt.Errorf("begin transaction: %w", err)
 	}
 	var produceErr atomic.Value
@@ -55,7 +55,7 @@ func (w *Worker) transact(ctx context.Context, batch []*entry, snap []*partProgr
 	for _, e := range batch {
 		if out := w.output(e); out != nil {
 			outputs[out] = e
-			w.sess.Produce(ctx, out, promise)
+			w.ses.produce(ctx, out, promise)
 		}
 	}
 	for _, sn := range snaps {
@@ -63,12 +63,12 @@ func (w *Worker) transact(ctx context.Context, batch []*entry, snap []*partProgr
 			byPart[sn.pp] = nil // commit its unchanged offset with the snapshot
 		}
 		for _, r := range sn.records {
-			w.sess.Produce(ctx, r, promise)
+			w.ses.produce(ctx, r, promise)
 		}
 	}
 	plans := w.producePlans(ctx, byPart, snaps, promise)
 	commitFn := w.offsetCommit(plans, snaps)
-	flushErr := w.sess.Client().Flush(ctx)
+	flushErr := w.ses.flush(ctx)
 	if flushErr == nil && produceErr.Load() == nil {
 		flushErr = w.recordCopies(ctx, outputs, promise)
 	}
@@ -78,8 +78,8 @@ func (w *Worker) transact(ctx context.Context, batch []*entry, snap []*partProgr
 	if flushErr != nil || produceErr.Load() != nil {
 		try = kgo.TryAbort
 	}
-	committed, err := w.sess.End(kgo.PreTxnCommitFnContext(ctx, commitFn), try)
-	w.settling = w.watchSettle(ctx, time.Now())
+	committed, err := w.ses.end(ctx, commitFn, try)
+	w.watchSettle(ctx, time.Now())
 	for _, e := range batch {
 		e.inBatch = false
 	}
@@ -105,18 +105,8 @@ func (w *Worker) transact(ctx context.Context, batch []*entry, snap []*partProgr
 // one (days of them behind a long delay). Pinned here, an abort re-reads
 // nothing (Stats.RecordsReread; TestKafkaAbortRereadsNothing).
 func (w *Worker) rewindAfterAbort() {
-	at := map[int32]kgo.EpochOffset{}
-	w.mu.Lock()
-	for p, pp := range w.parts {
-		// next == 0: nothing read (no snapshot applied either), so the
-		// group's own start position stands.
-		if !pp.dropped.Load() && pp.seed == nil && pp.next > 0 {
-			at[p] = kgo.EpochOffset{Epoch: -1, Offset: pp.next}
-		}
-	}
-	w.mu.Unlock()
-	if len(at) > 0 {
-		w.sess.Client().SetOffsets(map[string]map[int32]kgo.EpochOffset{w.cfg.DelayTopic: at})
+	if at := w.parts.readPositions(); len(at) > 0 {
+		w.ses.setOffsets(w.cfg.DelayTopic, at)
 	}
 }
 
@@ -276,7 +266,7 @@ func (w *Worker) committed(batch []*entry, plans []*partPlan, snaps []*snapWrite
 	}
 	for _, pl := range plans {
 		if pl.pp.slot >= maxResolutionSlots {
-			w.lastSnap = time.Time{} // snapshot at once (maxResolutionSlots)
+			w.idx.forceSnapshot() // at once (maxResolutionSlots)
 		}
 	}
 	for _, e := range batch {
@@ -284,12 +274,12 @@ func (w *Worker) committed(batch []*entry, plans []*partPlan, snaps []*snapWrite
 		switch {
 		case e.cancelled:
 			w.stats.Cancelled.Add(1)
-			w.deadSlots++ // still in the due heap (compactIndex)
+			w.idx.resolvedInHeap()
 		case e.isCancel():
 			e.pp.copies.closed(e.offset)
 		case e.copy:
 			w.stats.CopiedForward.Add(1)
-			w.deadSlots++
+			w.idx.resolvedInHeap()
 		case e.dlqReason() != "":
 			w.stats.DeadLettered.Add(1)
 		default:
@@ -320,13 +310,7 @@ func (w *Worker) aborted(batch []*entry, plans []*partPlan) {
 		// popped while the other is in a batch, and peek drops both once
 		// it is done.
 		e.cancelled = false
-		switch {
-		case !e.live():
-		case e.copy: // never left the due heap: copy it again
-			w.copyReady = append(w.copyReady, e)
-		default:
-			w.due.push(e)
-		}
+		w.idx.putBack(e)
 	}
 }
 
@@ -344,12 +328,12 @@ func (w *Worker) producePlans(ctx context.Context, byPart map[*partProgress][]in
 		pl := pp.plan(offs, snapped[pp])
 		plans = append(plans, pl)
 		if len(pl.record) > 0 {
-			w.sess.Produce(ctx, &kgo.Record{Topic: w.cfg.StateTopic, Partition: pp.partition,
+			w.ses.produce(ctx, &kgo.Record{Topic: w.cfg.StateTopic, Partition: pp.partition,
 				Key: resolutionKey(w.cfg.DelayTopic, pp.partition, pp.slot), Value: encodeResolution(pp.epoch, pl.record)}, promise)
 		}
 		if pl.dropLegacy {
 			for _, o := range pp.legacy {
-				w.sess.Produce(ctx, w.markerRecord(pp.partition, o, false), promise)
+				w.ses.produce(ctx, w.markerRecord(pp.partition, o, false), promise)
 			}
 		}
 	}
@@ -394,6 +378,6 @@ func (w *Worker) observeStages(batch []*entry, now int64, began, flushed time.Ti
 	st.End.Observe(end.Seconds())
 	if w.cfg.Logger.Enabled(context.Background(), slog.LevelDebug) {
 		w.cfg.Logger.Debug("transaction", append([]any{"records", len(batch), "late_ms", now - oldest,
-			"flush", flushed.Sub(began), "end", end, "settle_before", time.Duration(w.lastSettle.Load())}, w.rtts.lastRTTs()...)...)
+			"flush", flushed.Sub(began), "end", end}, w.ses.debugTimes()...)...)
 	}
 }
