@@ -109,7 +109,7 @@ func (w *Worker) recordCopies(ctx context.Context, outputs map[*kgo.Record]*entr
 		return nil
 	}
 	for _, r := range recs {
-		w.ses.produce(ctx, r, promise)
+		w.sess.Produce(ctx, r, promise)
 	}
-	return w.ses.flush(ctx)
+	return w.sess.Client().Flush(ctx)
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -37,14 +38,14 @@ const maxPollRecords = 500
 // (or pollWait), and indexes it.
 func (w *Worker) poll(ctx context.Context) {
 	wait := pollWait
-	if e := w.idx.due.peek(); e != nil {
+	if e := w.due.peek(); e != nil {
 		d := time.Until(time.UnixMilli(e.due))
 		if e.due <= time.Now().UnixMilli() && e.rec == nil {
 			d = 2 * time.Millisecond // its body is on the way
 		}
 		wait = min(wait, d)
 	}
-	settling := !w.ses.settled()
+	settling := !w.settled()
 	if settling {
 		// The last transaction's end is completing: wait for that (the
 		// watch ends within settleMax), reading meanwhile.
@@ -52,14 +53,14 @@ func (w *Worker) poll(ctx context.Context) {
 	}
 	var fs kgo.Fetches
 	if wait <= 0 {
-		fs = w.ses.poll(nil, maxPollRecords) // nil: take what is buffered, never block
+		fs = w.sess.PollRecords(nil, maxPollRecords) // nil: take what is buffered, never block
 	} else {
 		pctx, cancel := context.WithTimeout(ctx, wait)
 		if settling {
-			stop := context.AfterFunc(w.ses.settleDone(), cancel)
+			stop := context.AfterFunc(w.settling, cancel)
 			defer stop()
 		}
-		fs = w.ses.poll(pctx, maxPollRecords)
+		fs = w.sess.PollRecords(pctx, maxPollRecords)
 		cancel()
 	}
 	fs.EachError(func(t string, p int32, err error) {
@@ -67,20 +68,20 @@ func (w *Worker) poll(ctx context.Context) {
 			w.cfg.Logger.Warn("fetch error", "topic", t, "partition", p, "err", err)
 		}
 	})
-	w.parts.whileLocked(func(parts lockedParts) {
-		now := time.Now().UnixMilli()
-		w.indexSeeded(parts.takeSeeded(), now)
-		lead := w.cfg.BodyLead.Milliseconds()
-		fs.EachRecord(func(r *kgo.Record) { w.indexRecord(parts.get(r.Partition), r, now, lead) })
-		w.flushSpill()
-	})
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	now := time.Now().UnixMilli()
+	w.indexSeeded(now)
+	lead := w.cfg.BodyLead.Milliseconds()
+	fs.EachRecord(func(r *kgo.Record) { w.indexRecord(r, now, lead) })
+	w.flushSpill()
 }
 
 // queueCopy queues a scheduled entry for copy-forward if the delay topic's
 // retention is finite and the entry falls due after the copy age.
 func (w *Worker) queueCopy(e *entry) {
 	if w.copyAfterMs > 0 && e.ctl == nil && e.due > e.ts+w.copyAfterMs {
-		heap.Push(&w.idx.copies, e)
+		heap.Push(&w.copies, e)
 	}
 }
 
@@ -91,7 +92,7 @@ func (w *Worker) queueCopy(e *entry) {
 // of it, is in time by half the retention. Size-based retention
 // (retention.bytes) can delete sooner: it is not considered.
 func (w *Worker) readRetention(ctx context.Context) error {
-	rcs, err := w.ses.admin().DescribeTopicConfigs(ctx, w.cfg.DelayTopic)
+	rcs, err := kadm.NewClient(w.aux).DescribeTopicConfigs(ctx, w.cfg.DelayTopic)
 	if err != nil {
 		return fmt.Errorf("describe the config of topic %s: %w", w.cfg.DelayTopic, err)
 	}
@@ -115,7 +116,7 @@ func (w *Worker) readRetention(ctx context.Context) error {
 // requestBodies hands the loader the entries that fall due within BodyLead
 // and have no body, if it is idle.
 func (w *Worker) requestBodies(ctx context.Context, now int64) {
-	if w.idx.loadBusy {
+	if w.loadBusy {
 		return
 	}
 	horizon := now + w.cfg.BodyLead.Milliseconds()
@@ -128,13 +129,13 @@ func (w *Worker) requestBodies(ctx context.Context, now int64) {
 		if e == nil || e.ts+w.copyAfterMs > now {
 			break
 		}
-		heap.Pop(&w.idx.copies)
+		heap.Pop(&w.copies)
 		if e.due <= horizon || e.copy {
 			continue
 		}
 		e.copy = true
 		if e.rec != nil {
-			w.idx.copyReady = append(w.idx.copyReady, e)
+			w.copyReady = append(w.copyReady, e)
 			continue
 		}
 		if !e.loading {
@@ -143,11 +144,11 @@ func (w *Worker) requestBodies(ctx context.Context, now int64) {
 		}
 	}
 	for len(wants) < 20000 {
-		e := w.idx.noBody.peek()
+		e := w.noBody.peek()
 		if e == nil || e.due > horizon {
 			break
 		}
-		w.idx.noBody.pop()
+		w.noBody.pop()
 		if e.rec != nil || e.loading || !e.live() { // done: copied forward or cancelled
 			continue
 		}
@@ -157,24 +158,24 @@ func (w *Worker) requestBodies(ctx context.Context, now int64) {
 	if len(wants) == 0 {
 		return
 	}
-	w.idx.loadBusy = true
-	go func() { w.idx.loadDone <- w.idx.loader.load(ctx, wants) }()
+	w.loadBusy = true
+	go func() { w.loadDone <- w.loader.load(ctx, wants) }()
 }
 
 // takeBodies attaches the bodies the loader fetched, if it finished.
 func (w *Worker) takeBodies() {
 	var res bodyResult
 	select {
-	case res = <-w.idx.loadDone:
+	case res = <-w.loadDone:
 	default:
 		return
 	}
-	w.idx.loadBusy = false
+	w.loadBusy = false
 	for e, r := range res.got {
 		e.rec, e.loading = detach(r), false
 		w.stats.BodiesLoaded.Add(1)
 		if e.copy {
-			w.idx.copyReady = append(w.idx.copyReady, e)
+			w.copyReady = append(w.copyReady, e)
 		}
 	}
 	for _, e := range res.missing {
@@ -192,7 +193,7 @@ func (w *Worker) takeBodies() {
 	for _, wt := range res.wants {
 		if e := wt.e; e.loading {
 			e.loading = false
-			w.idx.noBody.push(e)
+			w.noBody.push(e)
 		}
 	}
 }
@@ -204,14 +205,14 @@ func (w *Worker) collectDue(now int64) []*entry {
 	w.releaseDeferred()
 	var batch []*entry
 	for len(batch) < w.cfg.MaxBatch {
-		e := w.idx.due.peek()
+		e := w.due.peek()
 		if e == nil || e.due > now {
 			break
 		}
 		if e.rec == nil {
 			break // its body is being fetched (requestBodies asked)
 		}
-		w.idx.due.pop()
+		w.due.pop()
 		if e.inBatch {
 			continue // a second heap slot of an entry already taken (see transact)
 		}
@@ -237,8 +238,8 @@ func (w *Worker) collectDue(now int64) []*entry {
 		}
 	}
 	// Copies forward ride in the same transaction.
-	keep := w.idx.copyReady[:0]
-	for _, e := range w.idx.copyReady {
+	keep := w.copyReady[:0]
+	for _, e := range w.copyReady {
 		switch {
 		case !e.live() || !e.copy || e.rec == nil:
 		case e.inBatch || len(batch) >= w.cfg.MaxBatch:
@@ -248,8 +249,8 @@ func (w *Worker) collectDue(now int64) []*entry {
 			batch = append(batch, e)
 		}
 	}
-	clear(w.idx.copyReady[len(keep):])
-	w.idx.copyReady = keep
+	clear(w.copyReady[len(keep):])
+	w.copyReady = keep
 	return batch
 }
 
@@ -277,11 +278,11 @@ func (w *Worker) settleReschedule(batch []*entry, sc *entry, replaced bool, now 
 
 // peekCopy returns the oldest live entry of the copy queue.
 func (w *Worker) peekCopy() *entry {
-	for len(w.idx.copies) > 0 {
-		if e := w.idx.copies[0]; e.live() {
+	for len(w.copies) > 0 {
+		if e := w.copies[0]; e.live() {
 			return e
 		}
-		heap.Pop(&w.idx.copies)
+		heap.Pop(&w.copies)
 	}
 	return nil
 }
@@ -296,7 +297,7 @@ func (w *Worker) peekCopy() *entry {
 // in the same poll) is cancelled instead of copied: it is already in the
 // batch, so it is counted in matched but not returned.
 func (w *Worker) cancelTargets(c *entry) (out []*entry, matched bool) {
-	for _, e := range w.idx.due {
+	for _, e := range w.due {
 		if e.pp != c.pp || !e.live() || e.inBatch && !e.copy || e.cancelled || e.ctl != nil {
 			continue
 		}
@@ -315,22 +316,22 @@ func (w *Worker) cancelTargets(c *entry) (out []*entry, matched bool) {
 
 // indexSeeded indexes the snapshot entries of partitions just taken over,
 // before any record of theirs: a cancel read next must find them (in RAM
-// or spilled, as any entry read at now). Caller holds the part table's
-// lock.
-func (w *Worker) indexSeeded(seeded []seededPart, now int64) {
-	for _, sp := range seeded {
+// or spilled, as any entry read at now). Caller holds w.mu.
+func (w *Worker) indexSeeded(now int64) {
+	for _, sp := range w.seeded {
 		for _, se := range sp.entries {
 			w.place(sp.pp, se, now)
 		}
 	}
+	w.seeded = nil
 }
 
 // indexRecord indexes one record of the delay topic read at now (Unix
 // ms): a schedule, a cancel, a reschedule or a bad record for the dead
 // letters; the body is kept only when the record is due within lead.
-// pp is its partition's progress (nil: not owned). Caller holds the part
-// table's lock.
-func (w *Worker) indexRecord(pp *partProgress, r *kgo.Record, now, lead int64) {
+// Caller holds w.mu.
+func (w *Worker) indexRecord(r *kgo.Record, now, lead int64) {
+	pp := w.parts[r.Partition]
 	if pp == nil || r.Topic != w.cfg.DelayTopic {
 		return
 	}
@@ -358,13 +359,13 @@ func (w *Worker) indexRecord(pp *partProgress, r *kgo.Record, now, lead int64) {
 	case isCancel && cerr != nil:
 		e.ctl = &control{dlqReason: cerr.Error()}
 		e.rec = detach(r)
-		w.idx.due.push(e)
+		w.due.push(e)
 		return
 	case isCancel && !scheduled:
 		pp.copies.opened(r.Offset)
 		e.ctl = &control{cancel: cancel}
 		e.rec = &kgo.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}
-		w.idx.due.push(e)
+		w.due.push(e)
 		return
 	case isCancel && err == nil:
 		// A reschedule: cancel the earlier messages now, in a
@@ -372,11 +373,11 @@ func (w *Worker) indexRecord(pp *partProgress, r *kgo.Record, now, lead int64) {
 		// and schedule this record below, with its body, which
 		// collectDue drops once the cancel half has run.
 		pp.copies.opened(r.Offset)
-		w.idx.due.push(&entry{pp: pp, offset: r.Offset, keyHash: e.keyHash,
+		w.due.push(&entry{pp: pp, offset: r.Offset, keyHash: e.keyHash,
 			ctl: &control{cancel: cancel, keepOwn: true, sched: e},
 			rec: &kgo.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}})
 		e.due, e.rec = s.due, detach(r)
-		w.idx.due.push(e)
+		w.due.push(e)
 		w.queueCopy(e)
 		return
 	}
@@ -393,6 +394,6 @@ func (w *Worker) indexRecord(pp *partProgress, r *kgo.Record, now, lead int64) {
 		w.place(pp, snapEntry{offset: e.offset, due: s.due, ts: e.ts, keyHash: e.keyHash, back: e.back}, now)
 		return
 	}
-	w.idx.due.push(e)
+	w.due.push(e)
 	w.queueCopy(e)
 }

@@ -2,56 +2,58 @@ package loadtest
 
 import (
 	"fmt"
-	"image"
-	"image/color"
-	"image/png"
 	"math"
-	"os"
+	"sort"
 	"time"
 )
 
-// The chart: one dot per message at (due time since the run started,
-// lateness), one colour per tier, lateness on a logarithmic axis because
-// it spans from microseconds to the length of an outage. Lateness at or
-// below the axis floor, and early arrivals, sit on the bottom edge (early
-// ones are also counted in a note, since any is a failure). Spans when the
-// broker was down are shaded.
+// The chart (an SVG file, chartsvg.go) has two panels over the same
+// messages, one colour per tier:
+//
+//   - lateness over the run: x the due time since the run started (a
+//     herd's arrival time, since its due times are one instant), y the
+//     lateness on a logarithmic axis, because it spans from microseconds
+//     to the length of an outage. Messages are counted into cells, and a
+//     cell's opacity grows with its count, so that a herd of thousands
+//     in a few cells shows as dense, not as a few dots drawn over each
+//     other. Spans when the broker was down are shaded.
+//   - how many messages at each lateness: a histogram with log-spaced
+//     bins, one bar per tier, its height the count (a linear axis), so
+//     that counts can be read off. Early arrivals (any is a failure) get
+//     a bin of their own at the left, and a note.
 
-// Chart geometry, in pixels.
+// Chart geometry, in SVG user units (pixels at 100 %).
 const (
 	chartW     = 1200
-	chartH     = 720
-	fontScale  = 2
-	marginL    = 120
+	marginL    = 110
 	marginR    = 30
-	marginTop  = 84
-	marginBot  = 84
-	tickLen    = 6
-	legendBox  = 14
-	legendGap  = 24
+	chartTop   = 90  // title and legend above the first panel
+	panelH     = 400 // the plot area of the lateness panel
+	histH      = 260 // the plot area of the histogram
+	panelGap   = 110 // between the two plot areas: axis labels, the second title
+	marginBot  = 70
+	chartH     = chartTop + panelH + panelGap + histH + marginBot
 	lowestAxis = int64(10 * time.Microsecond)
+	// densityCols and densityRows bound the cells of the lateness panel,
+	// and so the size of the file whatever the number of messages.
+	densityCols = 240
+	densityRows = 100
+	// binsPerDecade is the histogram's resolution.
+	binsPerDecade = 4
 )
 
 // palette holds the tier colours, chosen to stay apart from each other
 // and from the grey and black of the frame.
-var palette = []color.RGBA{
-	{31, 119, 180, 255},  // blue
-	{255, 127, 14, 255},  // orange
-	{44, 160, 44, 255},   // green
-	{214, 39, 40, 255},   // red
-	{148, 103, 189, 255}, // purple
-	{140, 86, 75, 255},   // brown
-	{227, 119, 194, 255}, // pink
-	{23, 190, 207, 255},  // cyan
+var palette = []string{
+	"#1f77b4", // blue
+	"#ff7f0e", // orange
+	"#2ca02c", // green
+	"#d62728", // red
+	"#9467bd", // purple
+	"#8c564b", // brown
+	"#e377c2", // pink
+	"#17becf", // cyan
 }
-
-var (
-	white     = color.RGBA{255, 255, 255, 255}
-	black     = color.RGBA{0, 0, 0, 255}
-	gridGrey  = color.RGBA{225, 225, 225, 255}
-	textGrey  = color.RGBA{90, 90, 90, 255}
-	downShade = color.RGBA{255, 232, 232, 255}
-)
 
 // chartPoint is one message: x in seconds since the run started, the
 // lateness in nanoseconds and the index of its series.
@@ -71,55 +73,19 @@ type chartData struct {
 	down [][2]float64
 }
 
-// plotRect is the rectangle of the plotting area of a chart.
-func plotRect() image.Rectangle {
-	return image.Rect(marginL, marginTop, chartW-marginR, chartH-marginBot)
-}
-
-// renderChart draws d.
-func renderChart(d chartData) *image.RGBA {
-	img := image.NewRGBA(image.Rect(0, 0, chartW, chartH))
-	fillRect(img, img.Bounds(), white)
-	ax := newChartAxes(d)
-	// Down spans, under everything else.
-	for _, s := range d.down {
-		r := image.Rect(ax.xpix(s[0]), ax.plot.Min.Y, ax.xpix(s[1])+1, ax.plot.Max.Y)
-		fillRect(img, r, downShade)
-		drawText(img, r.Min.X+3, ax.plot.Min.Y+3, "down", textGrey, 1)
-	}
-	ax.drawGrid(img)
-	// Points.
-	dot := 1
-	switch n := len(d.points); {
-	case n <= 5000:
-		dot = 3
-	case n <= 100000:
-		dot = 2
-	}
-	for _, p := range d.points {
-		c := palette[p.series%len(palette)]
-		px, py := ax.xpix(p.x), ax.ypix(p.late)
-		r := image.Rect(px-dot/2, py-dot/2, px-dot/2+dot, py-dot/2+dot).Intersect(ax.plot)
-		fillRect(img, r, c)
-	}
-	drawFrameAndLegend(img, ax.plot, d, ax.early)
-	return img
-}
-
-// chartAxes maps a chart's data to pixels: seconds on x, lateness on a
-// log scale on y.
+// chartAxes maps a chart's data onto its scales: seconds on x, lateness on
+// a log scale.
 type chartAxes struct {
-	plot     image.Rectangle
 	xticks   []float64
 	xlo, xhi float64
 	ylo, yhi int64
 	early    int // points with negative lateness
 }
 
-func newChartAxes(d chartData) *chartAxes {
+func newChartAxes(d chartData) chartAxes {
 	xmin, xmax := math.Inf(1), math.Inf(-1)
 	var lmin, lmax int64 = math.MaxInt64, 0
-	ax := &chartAxes{plot: plotRect()}
+	var ax chartAxes
 	for _, p := range d.points {
 		xmin, xmax = math.Min(xmin, p.x), math.Max(xmax, p.x)
 		if p.late > 0 {
@@ -140,82 +106,90 @@ func newChartAxes(d chartData) *chartAxes {
 	return ax
 }
 
-func (ax *chartAxes) xpix(x float64) int {
-	return ax.plot.Min.X + int(math.Round((x-ax.xlo)/(ax.xhi-ax.xlo)*float64(ax.plot.Dx()-1)))
-}
+// xFrac is x's place on the x axis, 0 to 1.
+func (ax chartAxes) xFrac(x float64) float64 { return (x - ax.xlo) / (ax.xhi - ax.xlo) }
 
-func (ax *chartAxes) ypix(ns int64) int {
+// yFrac is the lateness ns's place on the log axis, 0 (the floor, where
+// lateness at or below it and early arrivals sit) to 1.
+func (ax chartAxes) yFrac(ns int64) float64 {
 	if ns <= ax.ylo {
-		return ax.plot.Max.Y - 1
+		return 0
 	}
 	f := (math.Log10(float64(ns)) - math.Log10(float64(ax.ylo))) / (math.Log10(float64(ax.yhi)) - math.Log10(float64(ax.ylo)))
-	return ax.plot.Max.Y - 1 - int(math.Round(f*float64(ax.plot.Dy()-1)))
+	return min(f, 1)
 }
 
-// drawGrid draws the grid lines, ticks and their labels.
-func (ax *chartAxes) drawGrid(img *image.RGBA) {
-	plot := ax.plot
-	for _, x := range ax.xticks {
-		px := ax.xpix(x)
-		fillRect(img, image.Rect(px, plot.Min.Y, px+1, plot.Max.Y), gridGrey)
-		fillRect(img, image.Rect(px, plot.Max.Y, px+1, plot.Max.Y+tickLen), black)
-		label := formatSeconds(x, ax.xticks[1]-ax.xticks[0])
-		drawText(img, px-textWidth(label, fontScale)/2, plot.Max.Y+tickLen+4, label, black, fontScale)
+// cell is one cell of the lateness panel: the messages of one series whose
+// x and lateness fall in it.
+type cell struct {
+	col, row, series, count int
+}
+
+// density counts the points into densityCols x densityRows cells per
+// series; it returns the non-empty cells in a fixed order (series, then
+// column, then row) and the largest count.
+func (ax chartAxes) density(d chartData) ([]cell, int) {
+	counts := map[[3]int]int{}
+	for _, p := range d.points {
+		col := min(int(ax.xFrac(p.x)*densityCols), densityCols-1)
+		row := min(int(ax.yFrac(p.late)*densityRows), densityRows-1)
+		counts[[3]int{p.series, col, row}]++
 	}
-	for v := ax.ylo; v <= ax.yhi; v *= 10 {
-		py := ax.ypix(v)
-		fillRect(img, image.Rect(plot.Min.X, py, plot.Max.X, py+1), gridGrey)
-		for _, m := range []int64{2, 5} {
-			if v*m < ax.yhi {
-				pm := ax.ypix(v * m)
-				for x := plot.Min.X; x < plot.Max.X; x += 6 {
-					fillRect(img, image.Rect(x, pm, x+2, pm+1), gridGrey)
-				}
+	cells := make([]cell, 0, len(counts))
+	most := 0
+	for k, n := range counts {
+		cells = append(cells, cell{series: k[0], col: k[1], row: k[2], count: n})
+		most = max(most, n)
+	}
+	sortCells(cells)
+	return cells, most
+}
+
+// sortCells orders cells by series, column, row: the file is the same for
+// the same data.
+func sortCells(cs []cell) {
+	sort.Slice(cs, func(i, j int) bool {
+		a, b := cs[i], cs[j]
+		if a.series != b.series {
+			return a.series < b.series
+		}
+		if a.col != b.col {
+			return a.col < b.col
+		}
+		return a.row < b.row
+	})
+}
+
+// histogram counts the points of each series into lateness bins:
+// bin 0 holds the early ones, bin 1 those at or below the axis floor, and
+// the others binsPerDecade log-spaced bins per decade up to the axis top.
+// counts[series][bin]; edges[b] is the upper edge of bin b >= 1 (ns).
+func (ax chartAxes) histogram(d chartData) (counts [][]int, edges []int64) {
+	decades := int(math.Round(math.Log10(float64(ax.yhi) / float64(ax.ylo))))
+	nb := 2 + decades*binsPerDecade
+	edges = make([]int64, nb)
+	edges[1] = ax.ylo
+	for b := 2; b < nb; b++ {
+		edges[b] = int64(math.Round(float64(ax.ylo) * math.Pow(10, float64(b-1)/binsPerDecade)))
+	}
+	counts = make([][]int, len(d.series))
+	for i := range counts {
+		counts[i] = make([]int, nb)
+	}
+	for _, p := range d.points {
+		if p.series < 0 || p.series >= len(counts) {
+			continue
+		}
+		b := 0
+		if p.late >= 0 {
+			b = 1 + min(int(math.Ceil(ax.yFrac(p.late)*float64(nb-2))), nb-2)
+			if p.late <= ax.ylo {
+				b = 1
 			}
 		}
-		fillRect(img, image.Rect(plot.Min.X-tickLen, py, plot.Min.X, py+1), black)
-		label := formatNs(v)
-		drawText(img, plot.Min.X-tickLen-6-textWidth(label, fontScale), py-7*fontScale/2, label, black, fontScale)
+		counts[p.series][b]++
 	}
-}
-
-// drawFrameAndLegend draws the plot's frame, the titles and the legend.
-func drawFrameAndLegend(img *image.RGBA, plot image.Rectangle, d chartData, early int) {
-	lh := textHeight * fontScale
-	fillRect(img, image.Rect(plot.Min.X-1, plot.Min.Y-1, plot.Max.X+1, plot.Min.Y), black)
-	fillRect(img, image.Rect(plot.Min.X-1, plot.Max.Y, plot.Max.X+1, plot.Max.Y+1), black)
-	fillRect(img, image.Rect(plot.Min.X-1, plot.Min.Y-1, plot.Min.X, plot.Max.Y+1), black)
-	fillRect(img, image.Rect(plot.Max.X, plot.Min.Y-1, plot.Max.X+1, plot.Max.Y+1), black)
-	drawText(img, (chartW-textWidth(d.title, fontScale))/2, 12, d.title, black, fontScale)
-	drawText(img, plot.Min.X+(plot.Dx()-textWidth(d.xTitle, fontScale))/2, plot.Max.Y+tickLen+4+lh+10, d.xTitle, black, fontScale)
-	yTitle := "lateness (log scale)"
-	drawTextVertical(img, 14, plot.Min.Y+(plot.Dy()+textWidth(yTitle, fontScale))/2, yTitle, black, fontScale)
-
-	x := plot.Min.X
-	ly := 12 + lh + 12
-	for i, name := range d.series {
-		fillRect(img, image.Rect(x, ly, x+legendBox, ly+legendBox), palette[i%len(palette)])
-		x += legendBox + 6
-		drawText(img, x, ly, name, black, fontScale)
-		x += textWidth(name, fontScale) + legendGap
-	}
-	if early > 0 {
-		note := fmt.Sprintf("%d early (on the bottom edge)", early)
-		drawText(img, plot.Max.X-textWidth(note, fontScale), ly, note, palette[3], fontScale)
-	}
-}
-
-// writePNG encodes img to path.
-func writePNG(path string, img image.Image) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := png.Encode(f, img); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return counts, edges
 }
 
 // niceTicks returns tick positions covering [lo, hi] at a step of 1, 2 or

@@ -2,27 +2,94 @@ package loadtest
 
 import (
 	"bytes"
-	"image"
-	"image/color"
-	"image/png"
+	"encoding/xml"
+	"io"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
 
-// countColour counts the pixels of img inside r that are exactly c.
-func countColour(img image.Image, r image.Rectangle, c color.RGBA) int {
-	n := 0
-	for y := r.Min.Y; y < r.Max.Y; y++ {
-		for x := r.Min.X; x < r.Max.X; x++ {
-			if color.RGBAModel.Convert(img.At(x, y)).(color.RGBA) == c {
-				n++
+// svgElem is one element of a chart: its name, attributes and text.
+type svgElem struct {
+	name  string
+	attr  map[string]string
+	chars string
+}
+
+// parseChart renders d and parses the document (parseSVG).
+func parseChart(t *testing.T, d chartData) []svgElem {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := writeChart(&buf, d); err != nil {
+		t.Fatal(err)
+	}
+	return parseSVG(t, buf.Bytes())
+}
+
+// parseSVG parses a chart as XML (it must be well formed), returning its
+// elements in order.
+func parseSVG(t *testing.T, data []byte) []svgElem {
+	t.Helper()
+	dec := xml.NewDecoder(bytes.NewReader(data))
+	var out []svgElem
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("the chart is not well-formed XML: %v", err)
+		}
+		switch tk := tok.(type) {
+		case xml.StartElement:
+			e := svgElem{name: tk.Name.Local, attr: map[string]string{}}
+			for _, a := range tk.Attr {
+				e.attr[a.Name.Local] = a.Value
+			}
+			out = append(out, e)
+		case xml.CharData:
+			if len(out) > 0 {
+				out[len(out)-1].chars += string(tk)
 			}
 		}
 	}
-	return n
+	if len(out) == 0 || out[0].name != "svg" {
+		t.Fatalf("the chart is not an SVG document: %v", out)
+	}
+	return out
 }
 
-func TestChartPNG(t *testing.T) {
+// histogramBars sums the counts of the histogram's bars per series.
+func histogramBars(t *testing.T, els []svgElem) map[int]int {
+	t.Helper()
+	sums := map[int]int{}
+	for _, e := range els {
+		if e.name != "rect" || e.attr["data-bin"] == "" {
+			continue
+		}
+		series, err1 := strconv.Atoi(e.attr["data-series"])
+		n, err2 := strconv.Atoi(e.attr["data-count"])
+		if err1 != nil || err2 != nil {
+			t.Fatalf("bar with bad data attributes: %v", e.attr)
+		}
+		sums[series] += n
+	}
+	return sums
+}
+
+// texts joins the chart's text elements.
+func texts(els []svgElem) string {
+	var b strings.Builder
+	for _, e := range els {
+		if e.name == "text" {
+			b.WriteString(e.chars + "\n")
+		}
+	}
+	return b.String()
+}
+
+func TestChartSVG(t *testing.T) {
 	ms := int64(time.Millisecond)
 	d := chartData{
 		title: "test chart", xTitle: "due time", series: []string{"1s", "5s", "30s"},
@@ -34,97 +101,103 @@ func TestChartPNG(t *testing.T) {
 			chartPoint{x: 5 + float64(i)/10, late: int64(20+i) * ms, series: 1},
 			chartPoint{x: 10 + float64(i)/10, late: int64(i+1) * int64(time.Microsecond) * 50, series: 2})
 	}
-	// An early arrival must not vanish: it is drawn on the bottom edge.
+	// An early arrival must not vanish: it is counted in the early bin and
+	// in a note.
 	d.points = append(d.points, chartPoint{x: 1, late: -3 * ms, series: 0})
-
-	var buf bytes.Buffer
-	if err := png.Encode(&buf, renderChart(d)); err != nil {
-		t.Fatal(err)
+	els := parseChart(t, d)
+	if w, h := els[0].attr["width"], els[0].attr["height"]; w != strconv.Itoa(chartW) || h != strconv.Itoa(chartH) {
+		t.Fatalf("size %sx%s, want %dx%d", w, h, chartW, chartH)
 	}
-	img, err := png.Decode(&buf)
-	if err != nil {
-		t.Fatalf("decode: %v", err)
-	}
-	if b := img.Bounds(); b.Dx() != chartW || b.Dy() != chartH {
-		t.Fatalf("size %v, want %dx%d", b.Size(), chartW, chartH)
-	}
-	plot := plotRect()
-	for i := range d.series {
-		if n := countColour(img, plot, palette[i]); n < 100 {
-			t.Errorf("series %d: %d pixels of its colour in the plot area, want its points", i, n)
-		}
-		// The legend, above the plot, shows every colour too.
-		if n := countColour(img, image.Rect(0, 0, chartW, plot.Min.Y), palette[i]); n == 0 {
-			t.Errorf("series %d has no legend swatch", i)
+	// Every series is in the legend and in the cells, and every message in
+	// the histogram.
+	txt := texts(els)
+	cells := map[string]int{}
+	for _, e := range els {
+		if e.name == "rect" && e.attr["data-count"] != "" && e.attr["data-bin"] == "" {
+			n, _ := strconv.Atoi(e.attr["data-count"])
+			cells[e.attr["fill"]] += n
 		}
 	}
-	if n := countColour(img, plot, palette[3]); n != 0 {
-		t.Errorf("%d pixels of an unused series colour in the plot area", n)
+	for i, name := range d.series {
+		if !strings.Contains(txt, name+"\n") {
+			t.Errorf("series %s is not in the legend", name)
+		}
+		want := 300
+		if i == 0 {
+			want = 301
+		}
+		if cells[palette[i]] != want {
+			t.Errorf("series %d: %d messages in the cells, want %d", i, cells[palette[i]], want)
+		}
 	}
-	if n := countColour(img, plot, downShade); n == 0 {
-		t.Error("the down span is not shaded")
+	if got := histogramBars(t, els); got[0] != 301 || got[1] != 300 || got[2] != 300 {
+		t.Errorf("histogram counts per series %v, want 301, 300, 300", got)
 	}
-	bottomRow := image.Rect(plot.Min.X, plot.Max.Y-2, plot.Max.X, plot.Max.Y)
-	if countColour(img, bottomRow, palette[0]) == 0 {
-		t.Error("the early point is not on the bottom edge")
+	if !strings.Contains(txt, "1 early") {
+		t.Error("no note of the early arrival")
 	}
-	// Axes and text are black ink outside the plot area.
-	if countColour(img, image.Rect(0, plot.Max.Y+1, chartW, chartH), black) == 0 ||
-		countColour(img, image.Rect(0, 0, plot.Min.X-1, chartH), black) == 0 {
+	down := 0
+	for _, e := range els {
+		if e.attr["class"] == "down" {
+			down++
+		}
+	}
+	if down != 1 {
+		t.Errorf("%d shaded down spans, want 1", down)
+	}
+	if !strings.Contains(txt, "lateness (log scale)") || !strings.Contains(txt, "1ms\n") {
 		t.Error("no axis labels drawn")
 	}
 }
 
-func TestChartEmpty(t *testing.T) {
-	img := renderChart(chartData{title: "nothing", series: []string{"1s"}})
-	if img.Bounds().Dx() != chartW {
-		t.Fatalf("size %v", img.Bounds())
+// TestChartHerdCountsVisible is issue 30's "a herd of 3,000 shows as
+// about 10 dots": 3,000 messages that arrive within 30 ms of their
+// instant land in a few cells, and the chart still says how many: the
+// histogram's bars add up to 3,000, and the fullest cell is fully opaque
+// while a cell of one message is faint.
+func TestChartHerdCountsVisible(t *testing.T) {
+	d := chartData{title: "herd", xTitle: "arrival time", series: []string{"herd"}}
+	for i := range 3000 {
+		late := int64(i%30+1) * int64(time.Millisecond)
+		d.points = append(d.points, chartPoint{x: 10 + float64(late)/1e9, late: late})
 	}
-	if n := countColour(img, plotRect(), palette[0]); n != 0 {
-		t.Errorf("%d series pixels in a chart without points", n)
+	d.points = append(d.points, chartPoint{x: 14, late: 4 * int64(time.Second)}) // a straggler
+	els := parseChart(t, d)
+	if got := histogramBars(t, els); got[0] != 3001 {
+		t.Fatalf("histogram holds %d messages, want 3001", got[0])
 	}
-}
-
-func TestGlyphs(t *testing.T) {
-	need := "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ .,:-+/%()=_<>"
-	seen := map[glyph]rune{}
-	for _, r := range need {
-		g, ok := glyphs[r]
-		if !ok {
-			t.Errorf("no glyph for %q", r)
+	var fullest, faintest float64 = 0, 2
+	var most int
+	for _, e := range els {
+		if e.name != "rect" || e.attr["data-count"] == "" || e.attr["data-bin"] != "" {
 			continue
 		}
-		if g == (glyph{}) && r != ' ' {
-			t.Errorf("glyph %q is blank", r)
-		}
-		if other, dup := seen[g]; dup {
-			t.Errorf("glyphs %q and %q are identical", r, other)
-		}
-		seen[g] = r
+		op, _ := strconv.ParseFloat(e.attr["fill-opacity"], 64)
+		n, _ := strconv.Atoi(e.attr["data-count"])
+		fullest, faintest, most = max(fullest, op), min(faintest, op), max(most, n)
+	}
+	if fullest != 1 || faintest > 0.35 || most < 100 {
+		t.Errorf("cell opacity from %v to %v (fullest cell %d): counts are not visible", faintest, fullest, most)
+	}
+	if !strings.Contains(texts(els), "the fullest holds "+strconv.Itoa(most)) {
+		t.Error("the chart does not say what the darkest cell holds")
 	}
 }
 
-func TestDrawText(t *testing.T) {
-	img := image.NewRGBA(image.Rect(0, 0, 100, 40))
-	fillRect(img, img.Bounds(), white)
-	drawText(img, 10, 5, "Hg1", black, 2)
-	box := image.Rect(10, 5, 10+textWidth("Hg1", 2), 5+textHeight*2)
-	inside := countColour(img, box, black)
-	if inside == 0 {
-		t.Fatal("no ink drawn")
+// TestChartEscapesText: a title with markup characters stays text.
+func TestChartEscapesText(t *testing.T) {
+	els := parseChart(t, chartData{title: `run <a & "b">`, series: []string{"<s>"}})
+	if txt := texts(els); !strings.Contains(txt, `run <a & "b">`) || !strings.Contains(txt, "<s>") {
+		t.Fatalf("title or series lost: %q", txt)
 	}
-	if total := countColour(img, img.Bounds(), black); total != inside {
-		t.Errorf("%d ink pixels outside the text box %v", total-inside, box)
-	}
-	// 'g' has a descender: ink below the baseline (font row 7).
-	if countColour(img, image.Rect(box.Min.X, 5+7*2, box.Max.X, box.Max.Y), black) == 0 {
-		t.Error("the descender of g is missing")
-	}
-	// An unknown rune is a visible box, not nothing.
-	img2 := image.NewRGBA(image.Rect(0, 0, 20, 20))
-	drawText(img2, 0, 0, "\u2603", black, 1)
-	if countColour(img2, img2.Bounds(), black) == 0 {
-		t.Error("an unknown rune drew nothing")
+}
+
+func TestChartEmpty(t *testing.T) {
+	els := parseChart(t, chartData{title: "nothing", series: []string{"1s"}})
+	for _, e := range els {
+		if e.name == "rect" && e.attr["data-count"] != "" {
+			t.Errorf("a data element in a chart without points: %v", e.attr)
+		}
 	}
 }
 

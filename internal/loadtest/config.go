@@ -84,9 +84,9 @@ type Config struct {
 	// arrived, to catch late duplicates.
 	Linger time.Duration
 
-	// JSONPath and PNGPath name the machine report and the chart; empty
-	// writes none.
-	JSONPath, PNGPath string
+	// JSONPath and SVGPath name the machine report and the chart (an SVG
+	// document); empty writes none.
+	JSONPath, SVGPath string
 	// Progress is the period of the live progress line; 0 prints none.
 	Progress time.Duration
 	// Seed seeds the random choices (spread delays, kill moments).
@@ -170,7 +170,7 @@ and reports per delay tier how late they arrived (p50, p95, p99, p99.9, max),
 how many arrived early (must be 0), were lost (acknowledged by the broker but
 never received before the deadline) or duplicated, and the send and receive
 rates. A progress line goes to stderr while it runs, a table to stdout at the
-end; --json and --png write the report and a chart of lateness over time.
+end; --json and --svg write the report and a chart of lateness (SVG).
 
 Due times: --tiers (each message gets the next tier in turn), --spread
 (uniform random delay), or --herd N@T (N messages all due at instant T, a
@@ -214,6 +214,9 @@ func parseArgs(args []string, stderr io.Writer) (cfg Config, code int, ok bool) 
 		if fs.NArg() > 0 {
 			return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 		}
+		if raw.png != "" {
+			return fmt.Errorf("--png is gone: the chart is an SVG document now; use --svg %s", strings.TrimSuffix(raw.png, ".png")+".svg")
+		}
 		set := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 		if !set["server"] {
@@ -251,6 +254,7 @@ func parseArgs(args []string, stderr io.Writer) (cfg Config, code int, ok bool) 
 // rawArgs are the flags parsed into something other than a Config field.
 type rawArgs struct {
 	tiers, spread, herd, serverArgs string
+	png                             string // the old chart flag, refused with a pointer to --svg
 	deadline, linger                autoDuration
 	seed                            int64
 }
@@ -284,7 +288,8 @@ func benchFlags(cfg *Config, raw *rawArgs, stderr io.Writer) *flag.FlagSet {
 	fs.Var(&raw.deadline, "deadline", "wait this `duration` after the last due time for stragglers before counting them lost\n(auto: 30s; in a drill downtime + invisible + 30s)")
 	fs.Var(&raw.linger, "linger", "keep receiving this `duration` after all arrived, to catch late duplicates\n(auto: 0; in a drill invisible + 2s)")
 	fs.StringVar(&cfg.JSONPath, "json", "", "write the report as JSON to `file`")
-	fs.StringVar(&cfg.PNGPath, "png", "", "write the lateness chart as PNG to `file`")
+	fs.StringVar(&cfg.SVGPath, "svg", "", "write the lateness chart, over the run and as a histogram, as SVG to `file`")
+	fs.StringVar(&raw.png, "png", "", "gone: the chart is SVG now (--svg)")
 	fs.DurationVar(&cfg.Progress, "progress", time.Second, "period of the progress line on stderr (0: none)")
 	fs.Int64Var(&raw.seed, "seed", 0, "random seed (0: from the clock); reported so a run can be repeated")
 	fs.BoolVar(&cfg.Dedup, "dedup", true, "give every message a dedup ID and resend a send whose answer was lost with it\n(false: resend its messages as new ones)")

@@ -121,3 +121,16 @@ func TestHelpExitsZero(t *testing.T) {
 		t.Errorf("Main with a bad flag returned %d, want 2", code)
 	}
 }
+
+// TestPNGFlagPointsToSVG: the chart is SVG now; the old --png is refused
+// with a usage error naming --svg, not silently ignored.
+func TestPNGFlagPointsToSVG(t *testing.T) {
+	var stderr bytes.Buffer
+	if _, code, ok := parseArgs([]string{"--png", "run.png"}, &stderr); ok || code != 2 || !strings.Contains(stderr.String(), "--svg run.svg") {
+		t.Fatalf("--png: ok %v, code %d, stderr %q", ok, code, stderr.String())
+	}
+	cfg, _, ok := parseArgs([]string{"--svg", "run.svg"}, &bytes.Buffer{})
+	if !ok || cfg.SVGPath != "run.svg" {
+		t.Fatalf("--svg: ok %v, path %q", ok, cfg.SVGPath)
+	}
+}

@@ -28,14 +28,14 @@ func TestDrillLosesNothing(t *testing.T) {
 	bin := buildHourglass(t)
 	dir := t.TempDir()
 	dataDir := filepath.Join(dir, "data")
-	jsonPath, pngPath := filepath.Join(dir, "drill.json"), filepath.Join(dir, "drill.png")
+	jsonPath, svgPath := filepath.Join(dir, "drill.json"), filepath.Join(dir, "drill.svg")
 	var stdout, stderr bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	code := Main(ctx, []string{
 		"--drill", "--binary", bin, "--data-dir", dataDir, "--server-args=--log-level=warn",
 		"--kills", "2", "--downtime", "1s", "-n", "2000", "--tiers", "200ms,1s", "--batch", "20",
-		"--invisible", "1s", "--linger", "2s", "--progress", "0", "--json", jsonPath, "--png", pngPath,
+		"--invisible", "1s", "--linger", "2s", "--progress", "0", "--json", jsonPath, "--svg", svgPath,
 	}, &stdout, &stderr)
 	t.Logf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
 	if code != 0 {
@@ -71,7 +71,9 @@ func TestDrillLosesNothing(t *testing.T) {
 	if entries, err := os.ReadDir(dataDir); err != nil || len(entries) == 0 {
 		t.Errorf("the broker wrote nothing to its data directory (%v)", err)
 	}
-	if _, err := os.Stat(pngPath); err != nil {
+	if chart, err := os.ReadFile(svgPath); err != nil {
 		t.Errorf("no chart: %v", err)
+	} else if !bytes.Contains(chart, []byte(`class="down"`)) {
+		t.Error("the chart shades no span when the broker was down")
 	}
 }

@@ -38,8 +38,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			status = 1
 		}
 	}
-	if cfg.PNGPath != "" {
-		if err := writePNG(cfg.PNGPath, renderChart(r.chart(rep))); err != nil {
+	if cfg.SVGPath != "" {
+		if err := writeChartFile(cfg.SVGPath, r.chart(rep)); err != nil {
 			fmt.Fprintf(stderr, "hourglass bench: write the chart: %v\n", err)
 			status = 1
 		}

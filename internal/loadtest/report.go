@@ -144,8 +144,15 @@ type Row struct {
 	BrokerLateness Lateness `json:"broker_lateness"`
 	// SendRate and ReceiveRate are messages per second between the
 	// first and last send answer, and the first and last arrival.
-	SendRate    float64 `json:"send_rate_per_s"`
-	ReceiveRate float64 `json:"receive_rate_per_s"`
+	// ReceiveSpanS is that arrival window, in seconds. Tiers are sent
+	// interleaved, so a tier's SendRate is the run's in proportion to its
+	// share and the table leaves it out (the run's is in Sends); each
+	// row's ReceiveRate is over its own window, which the table shows
+	// beside it, since the windows of tiers overlap and the all row's
+	// spans them all.
+	SendRate     float64 `json:"send_rate_per_s"`
+	ReceiveRate  float64 `json:"receive_rate_per_s"`
+	ReceiveSpanS float64 `json:"receive_span_s"`
 }
 
 // HerdReport is the herd's result.
@@ -235,6 +242,9 @@ func rowOf(name string, entries []entry, keep func(*entry) bool) Row {
 	row.BrokerLateness = summarize(broker)
 	row.SendRate = rate(row.Sent, firstSent, lastSent)
 	row.ReceiveRate = rate(len(late), firstArr, lastArr)
+	if lastArr > firstArr {
+		row.ReceiveSpanS = float64(lastArr-firstArr) / 1e9
+	}
 	return row
 }
 
@@ -296,7 +306,7 @@ func (r *Report) writeTable(w io.Writer) {
 		time.Duration(r.DurationS*float64(time.Second)).Round(time.Millisecond))
 
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "tier\tsent\treceived\tlost\tearly\tdup\tp50 ms\tp95 ms\tp99 ms\tp99.9 ms\tmax ms\tsend/s\trecv/s\t")
+	fmt.Fprintln(tw, "tier\tsent\treceived\tlost\tearly\tdup\tp50 ms\tp95 ms\tp99 ms\tp99.9 ms\tmax ms\tarrivals over s\trecv/s\t")
 	rows := append([]Row(nil), r.Tiers...)
 	if len(rows) > 1 {
 		rows = append(rows, r.Total)
@@ -306,9 +316,9 @@ func (r *Report) writeTable(w io.Writer) {
 	}
 	for _, row := range rows {
 		l := row.Lateness
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%.0f\t%.0f\t\n", row.Name, row.Sent, row.Received,
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%.2f\t%.0f\t\n", row.Name, row.Sent, row.Received,
 			row.Lost, row.Early, row.Duplicated, msCell(l, l.P50), msCell(l, l.P95), msCell(l, l.P99), msCell(l, l.P999),
-			msCell(l, l.Max), row.SendRate, row.ReceiveRate)
+			msCell(l, l.Max), row.ReceiveSpanS, row.ReceiveRate)
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
@@ -316,6 +326,7 @@ func (r *Report) writeTable(w io.Writer) {
 		msCell(r.Total.BrokerLateness, r.Total.BrokerLateness.P50), msCell(r.Total.BrokerLateness, r.Total.BrokerLateness.P99),
 		msCell(r.Total.BrokerLateness, r.Total.BrokerLateness.Max))
 	fmt.Fprintf(w, "early = arrived before the due time, with %g ms tolerance (the bench and the broker must share a clock)\n", r.EarlyToleranceMs)
+	fmt.Fprintln(w, "recv/s = a row's arrivals over its own window, first to last arrival (arrivals over s); the tiers' windows overlap and the all row's spans them, so rates of different rows are not parts of one total. The send rate is one figure for the run (sends, below)")
 	fmt.Fprintf(w, "sends: %d requests, %d refused (retried), %d failed (%d resent with their dedup IDs; %d messages unacknowledged and resent as new ones, %d of them delivered anyway), %d answered after due, %.0f msg/s\n",
 		r.Sends.Requests, r.Sends.Refused, r.Sends.FailedRequests, r.Sends.Resent, r.Sends.Unacknowledged, r.Sends.UnacknowledgedDelivered, r.Sends.SentAfterDue, r.Sends.RatePerS)
 	fmt.Fprintf(w, "receives: %d requests, %d errors, %d ack failures (%d acks carried by a receive the run's end cut short, already made), %d redeliveries, %d foreign, %.0f msg/s\n",

@@ -3,6 +3,7 @@ package loadtest
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -182,5 +183,22 @@ func TestTable(t *testing.T) {
 	}
 	if !strings.Contains(row30, " - ") {
 		t.Errorf("row 30s = %q, want dashes for lateness", row30)
+	}
+	// Issue 30: no per-tier send rate (it repeated the run's), and every
+	// receive rate stands beside the window it is over.
+	var header []string
+	for _, line := range strings.Split(text, "\n") {
+		if f := strings.Fields(line); len(f) > 0 && f[0] == "tier" {
+			header = f
+		}
+	}
+	if strings.Contains(text, "send/s") || len(header) < 4 || strings.Join(header[len(header)-4:], " ") != "arrivals over s recv/s" {
+		t.Errorf("table header %q: want no send/s and recv/s after its window", header)
+	}
+	if !strings.Contains(text, "recv/s = a row's arrivals over its own window") {
+		t.Error("the table does not say what recv/s is over")
+	}
+	if f := strings.Fields(row1); rep.Tiers[0].ReceiveSpanS <= 0 || f[len(f)-2] != fmt.Sprintf("%.2f", rep.Tiers[0].ReceiveSpanS) {
+		t.Errorf("row 1s = %q, want its arrival window %.2f s", row1, rep.Tiers[0].ReceiveSpanS)
 	}
 }
