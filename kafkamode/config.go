@@ -20,9 +20,10 @@ type Config struct {
 	// DLQTopic receives records whose control headers are missing or bad.
 	// Empty means DelayTopic + ".dlq".
 	DLQTopic string
-	// StateTopic holds the fired markers (compacted). It must have at least
-	// as many partitions as DelayTopic: the markers of delay partition p
-	// live in state partition p. Empty means DelayTopic + ".state".
+	// StateTopic holds the progress above the committed offsets
+	// (snapshots and resolution records; compacted). It must have at least
+	// as many partitions as DelayTopic: the state of delay partition p
+	// lives in state partition p. Empty means DelayTopic + ".state".
 	StateTopic string
 	// Group is the consumer group the workers share; it also holds the
 	// committed progress (see the package doc).

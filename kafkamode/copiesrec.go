@@ -109,7 +109,7 @@ func (w *Worker) recordCopies(ctx context.Context, outputs map[*kgo.Record]*entr
 		return nil
 	}
 	for _, r := range recs {
-		w.sess.Produce(ctx, r, promise)
+		w.ses.produce(ctx, r, promise)
 	}
-	return w.sess.Client().Flush(ctx)
+	return w.ses.flush(ctx)
 }

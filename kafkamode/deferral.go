@@ -122,7 +122,7 @@ func cancelWaits(c *entry) bool {
 // match have been read back (releaseDeferred).
 func (w *Worker) deferCancel(c *entry) {
 	if len(c.pp.copies.deferred) == 0 {
-		w.deferredParts = append(w.deferredParts, c.pp)
+		w.idx.deferredParts = append(w.idx.deferredParts, c.pp)
 	}
 	c.pp.copies.deferred = append(c.pp.copies.deferred, c)
 	w.stats.CancelsDeferred.Add(1)
@@ -150,8 +150,8 @@ func (w *Worker) held(e *entry) bool {
 // whose waiting cancels still waits into the due heap again; cancels are
 // due at once and run in log order, before what they held.
 func (w *Worker) releaseDeferred() {
-	keep := w.deferredParts[:0]
-	for _, pp := range w.deferredParts {
+	keep := w.idx.deferredParts[:0]
+	for _, pp := range w.idx.deferredParts {
 		if pp.dropped.Load() {
 			pp.copies.deferred = nil
 			continue
@@ -168,12 +168,12 @@ func (w *Worker) releaseDeferred() {
 			continue
 		}
 		for _, e := range pp.copies.deferred {
-			w.due.push(e)
+			w.idx.due.push(e)
 		}
 		pp.copies.deferred = nil
 	}
-	clear(w.deferredParts[len(keep):])
-	w.deferredParts = keep
+	clear(w.idx.deferredParts[len(keep):])
+	w.idx.deferredParts = keep
 }
 
 // firstOffset is the offset at which the message of entry e was first

@@ -42,7 +42,7 @@ func newCopyScene(t *testing.T, rescheduleIn time.Duration, spill bool) *copySce
 		t.Cleanup(cleanup)
 	}
 	s := &copyScene{t: t, w: w, now: 1_800_000_000_000}
-	w.parts[0] = newPartProgress(0, nil)
+	w.parts.parts[0] = newPartProgress(0, nil)
 	s.index(s.rec(0, s.now+time.Hour.Milliseconds(), "", nil))
 	s.index(s.rec(1, s.now+rescheduleIn.Milliseconds(), "key", nil))
 	first := w.collectDue(s.now)
@@ -75,7 +75,7 @@ func (s *copyScene) rec(off, due int64, cancel string, extra []kgo.RecordHeader)
 }
 
 func (s *copyScene) index(r *kgo.Record) {
-	s.w.indexRecord(r, s.now, s.w.cfg.BodyLead.Milliseconds())
+	s.w.indexOne(r, s.now, s.w.cfg.BodyLead.Milliseconds())
 	s.w.flushSpill()
 }
 
@@ -86,10 +86,9 @@ func (s *copyScene) takeOver() {
 	if len(s.copyRecs) != 1 {
 		s.t.Fatalf("%d copies records, want 1", len(s.copyRecs))
 	}
-	st := &stateRead{live: map[int32]map[int64]struct{}{}, snaps: map[int32]*snapAssembler{}, copies: map[int32]map[int64]copyRef{}}
-	st.add(s.w, s.copyRecs[0])
-	out := map[int32]*loadedPart{}
-	st.result(s.w, []int32{0}, out)
+	st := newStateRead(s.w.cfg, nil)
+	st.add(s.copyRecs[0])
+	out := map[int32]*loadedPart{0: st.result(0)}
 	w, err := New(s.w.cfg)
 	if err != nil {
 		s.t.Fatal(err)
@@ -97,7 +96,7 @@ func (s *copyScene) takeOver() {
 	pp := newPartProgress(0, nil)
 	pp.copies.copies = out[0].copies
 	pp.next = 2
-	w.parts[0] = pp
+	w.parts.parts[0] = pp
 	s.w = w
 }
 
@@ -150,7 +149,7 @@ func TestCancelReachesTheCopy(t *testing.T) {
 			if b := s.w.collectDue(s.now); len(b) != 0 || s.w.stats.CancelsDeferred.Load() != 1 {
 				t.Fatalf("batch of %d, %d deferred: want the cancel to wait for the copy", len(b), s.w.stats.CancelsDeferred.Load())
 			}
-			if snaps := s.w.buildSnapshots([]*partProgress{s.w.parts[0]}, nil); len(snaps) != 0 {
+			if snaps := s.w.buildSnapshots([]*partProgress{s.w.parts.parts[0]}, nil); len(snaps) != 0 {
 				t.Fatalf("a snapshot of a partition with a waiting cancel")
 			}
 			s.index(s.copyRec)
@@ -246,7 +245,7 @@ func TestWaitingCancelHoldsItsTargets(t *testing.T) {
 	}
 	// The copy lands at 6 instead, leaving room for two more records.
 	s.copyRec.Offset = 6
-	s.w.parts[0].copies.copies = map[int64]copyRef{6: {first: 1, keyHash: keyHash([]byte("k"))}}
+	s.w.parts.parts[0].copies.copies = map[int64]copyRef{6: {first: 1, keyHash: keyHash([]byte("k"))}}
 	soon := s.rec(4, s.now+500, "", nil) // a second message of key k, due in 500 ms
 	s.index(soon)
 	s.index(s.rec(5, 0, "key", nil))
@@ -266,8 +265,8 @@ func TestWaitingCancelHoldsItsTargets(t *testing.T) {
 func TestDeadLetteredRescheduleIsNotCopied(t *testing.T) {
 	f := reschedFixture{now: 1_800_000_000_000, far: 1_800_000_000_000 + 3_600_000, lead: DefaultConfig().BodyLead.Milliseconds()}
 	w := f.setup(t)
-	w.indexRecord(f.rec(1, f.far, "offset:0"), f.now, f.lead)
-	for _, e := range w.due {
+	w.indexOne(f.rec(1, f.far, "offset:0"), f.now, f.lead)
+	for _, e := range w.idx.due {
 		if e.ctl == nil {
 			e.copy = true // what requestBodies does for a record past half the retention
 		}
@@ -291,7 +290,7 @@ func TestNoSnapshotWhileARescheduleWaits(t *testing.T) {
 	if b := s.w.collectDue(s.now); len(b) != 0 {
 		t.Fatalf("batch of %d, want the reschedule to wait for the copy", len(b))
 	}
-	if snaps := s.w.buildSnapshots([]*partProgress{s.w.parts[0]}, nil); len(snaps) != 0 {
+	if snaps := s.w.buildSnapshots([]*partProgress{s.w.parts.parts[0]}, nil); len(snaps) != 0 {
 		t.Fatalf("a snapshot while a reschedule waits")
 	}
 	s.index(s.copyRec)
@@ -343,7 +342,7 @@ func TestCancelByFirstOffsetAfterPrune(t *testing.T) {
 			if b := s.w.collectDue(s.now); len(b) != 0 {
 				t.Fatalf("the copy, due in an hour, came due: %v", describe(b))
 			}
-			pp := s.w.parts[0]
+			pp := s.w.parts.parts[0]
 			pp.copies.pruneCopies(4)
 			if len(pp.copies.copies) != 0 {
 				t.Fatalf("copy records %v after the copy was read and no cancel is open, want none", pp.copies.copies)
@@ -367,17 +366,20 @@ func (s *copyScene) takeOverFromSnapshot() {
 	s.t.Helper()
 	// The scene's transaction resolved 0 and 1 without offset plans:
 	// name them as resolved by the snapshot's transaction.
-	snaps := s.w.buildSnapshots([]*partProgress{s.w.parts[0]}, map[*partProgress][]int64{s.w.parts[0]: {0, 1}})
+	snaps := s.w.buildSnapshots([]*partProgress{s.w.parts.parts[0]}, map[*partProgress][]int64{s.w.parts.parts[0]: {0, 1}})
 	if len(snaps) != 1 {
 		s.t.Fatalf("%d snapshots, want 1", len(snaps))
 	}
 	a := &snapAssembler{}
 	for _, r := range snaps[0].records {
+		if string(r.Key) == string(copiesKey(s.w.cfg.DelayTopic, 0)) {
+			continue // the partition's copy records, rewritten with its snapshot
+		}
 		chunk, ok := parseSnapKey(r.Key, s.w.cfg.DelayTopic, 0)
 		if !ok {
 			s.t.Fatalf("key %q is not a snapshot key", r.Key)
 		}
-		a.add(chunk, r.Value)
+		a.add(chunk, r.Value, r.Offset)
 	}
 	snap, err := a.snapshot()
 	if err != nil || snap == nil || len(snap.entries) != 1 || snap.entries[0].offset != 3 {
@@ -387,15 +389,14 @@ func (s *copyScene) takeOverFromSnapshot() {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	if s.w.spill != nil {
+	if s.w.idx.spill != nil {
 		s.t.Fatal("takeOverFromSnapshot does not carry a spill over")
 	}
 	pp := newPartProgress(0, nil)
 	pp.seed = snap
 	entries, _ := pp.applySeed(3)
-	w.parts[0] = pp
-	w.seeded = append(w.seeded, seededPart{pp: pp, entries: entries})
-	w.indexSeeded(s.now)
+	w.parts.parts[0] = pp
+	w.indexSeeded([]seededPart{{pp: pp, entries: entries}}, s.now)
 	s.w = w
 }
 
@@ -409,7 +410,7 @@ func (s *copyScene) takeOverFromSnapshot() {
 func TestCopyRecordsKeptUntilASnapshotPassesThem(t *testing.T) {
 	s := newCopyScene(t, time.Hour, false) // the reschedule (1) copied forward to 3
 	s.index(s.copyRec)
-	pp := s.w.parts[0]
+	pp := s.w.parts.parts[0]
 	s.w.noteCopies(nil, []*partPlan{{pp: pp}}) // a later transaction; no snapshot yet
 	if _, ok := pp.copies.copies[3]; !ok {
 		t.Fatalf("copy records %v: the copy at 3 was pruned with no snapshot past it", pp.copies.copies)
@@ -426,7 +427,7 @@ func TestCopyRecordsKeptUntilASnapshotPassesThem(t *testing.T) {
 	}
 	owner := newPartProgress(0, nil)
 	owner.copies.copies, owner.next = loaded, 3
-	w.parts[0] = owner
+	w.parts.parts[0] = owner
 	old := s.w
 	s.w = w
 	s.index(s.copyRec)

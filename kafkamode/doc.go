@@ -18,7 +18,7 @@
 //   - Never early: a record is produced to its business topic only when the
 //     worker's clock is at or past its due time.
 //   - Exactly once for read_committed consumers: the forward, the progress
-//     markers and the group offset commit are one Kafka transaction
+//     resolution records and the group offset commit are one Kafka transaction
 //     (franz-go's GroupTransactSession, KIP-447 fencing by group
 //     generation). A worker crash or a rebalance aborts what was in flight;
 //     the next owner sees the committed progress only.
@@ -31,14 +31,25 @@
 //
 //	group offset of (group, delay topic, p) = C
 //	    every offset below C is resolved (forwarded or dead-lettered)
+//	    metadata "hourglass/1 state=<S> member=<member ID>": S is where,
+//	    in state partition p, p's latest committed snapshot begins (-1:
+//	    none yet)
 //
-//	state topic (compacted), partition p, one record per marker:
-//	    key   = "<delay topic>/<p>/<offset>"   ASCII, offset >= C
-//	    value = "resolved"                     live marker: already forwarded
-//	          | nil (tombstone)                marker deleted once C passes it
+//	state topic (compacted), partition p, at most one record per
+//	transaction that resolves offsets of p out of due order:
+//	    key   = "<delay topic>/<p>/resolved/<slot>"   ASCII
+//	    value = 0x01 | uvarint epoch | uvarint n |
+//	            n x ( uvarint start - previous end (first: - 0)
+//	                  uvarint length )
+//	    the offsets >= the transaction's C that it resolved, as ranges;
+//	    epoch is the id of p's latest snapshot (0: none), slot counts
+//	    the records since that snapshot from 0 (slots are reused by
+//	    the next epoch, so compaction keeps at most as many as the
+//	    longest epoch used)
 //
 //	state topic, partition p, one record (latest wins), from a
-//	transaction that copies forward into p (deferral.go, copiesrec.go):
+//	transaction that copies forward into p (deferral.go, copiesrec.go)
+//	or snapshots p:
 //	    key   = "<delay topic>/<p>/copies"     ASCII
 //	    value = 0x01 | uvarint n | n x ( uvarint copy offset
 //	                                     uvarint first offset (< copy)
@@ -48,29 +59,34 @@
 //	    most 16,384, the highest offsets)
 //
 //	delay partition p:  ... C ............................ end
-//	                        |pending|mark|pending|mark|mark|pending|
-//	                         (index)       (index)          (index)
+//	                        |pending|res|pending|res res|pending|
+//	                         (index)      (index)        (index)
 //
 // A transaction that resolves offsets of p commits C' = the lowest offset
-// of p still pending (or one past the last read when none is), writes a
-// marker for each offset it resolved at or above C', and a tombstone for
-// each marker now below C'. Only records resolved out of due order need a
-// marker: when a partition's records fall due in log order (one delay for
-// all, say) C simply follows and no marker is written.
+// of p still pending (or one past the last read when none is) and, if it
+// resolved any offset at or above C', writes one resolution record naming
+// them. Only records resolved out of due order need one: when a
+// partition's records fall due in log order (one delay for all, say) C
+// simply follows and nothing is written. The worker keeps the resolved
+// offsets at or above C as ranges (rangeSet), so the offsets resolved
+// behind one long-delayed message are one range however many they are.
 //
-// Without a snapshot, a worker that takes p over reads state partition p
-// to its end (read committed; a transaction left open by a crashed owner
-// is waited for), then consumes p from C, skipping marked offsets. So
-// nothing resolved is forwarded again and nothing pending is skipped; but
-// it re-reads the delay partition from its oldest pending record, which
-// may be days old.
+// Older workers wrote one marker record per offset (key
+// "<delay topic>/<p>/<offset>", value "resolved", a tombstone once C
+// passed it). A worker that finds live markers (reading a state
+// partition from its start, as the commit metadata of an older worker
+// names no S) counts them resolved, names those at or above C in its
+// first resolution record of p and tombstones them all in that
+// transaction. An older worker does not read resolution records: do not
+// run one after this version has written to a state topic.
 //
 // # Snapshots (durable): bounded take-over
 //
-// Every SnapshotInterval (30 s) the owner of p writes a snapshot of p's
-// pending index to state partition p, in a transaction that also commits
-// p's group offset (C unchanged if nothing resolved). Compaction keeps the
-// latest value of each key:
+// Every SnapshotInterval (30 s), and at once when p's epoch reaches 4,096
+// resolution records (maxResolutionSlots), the owner of p writes a
+// snapshot of p's pending index to state partition p, in a transaction
+// that also commits p's group offset (C unchanged if nothing resolved)
+// and names the snapshot's first record's offset as S:
 //
 //	key "<delay topic>/<p>/snapshot"     header, one per partition:
 //	    value = 0x02 | uvarint id | uvarint R | uvarint n
@@ -89,25 +105,49 @@
 //	    that version refuses 0x02 and then reads the partition from its
 //	    committed offset instead.
 //
+// followed by p's copies record (when p has one). The snapshot's id is
+// the new epoch: its transaction writes no resolution record of p, and
+// the next ones count slots from 0.
+//
 // R is one past the highest offset read; the entries are every offset
-// below R still pending once the transaction commits, ascending. A
-// partition with a pending control record (a cancel, a dead letter, both
-// resolved within a transaction or two) waits for the next interval.
+// below R still pending once the transaction commits, ascending. So an
+// offset in [C, R) that is not an entry is resolved (or never was a delay
+// record), and the snapshot replaces every resolution record before it.
+// A partition with a pending control record (a cancel, a dead letter,
+// both resolved within a transaction or two) waits for the next interval.
 //
 //	delay partition p:  ... C ...................... R ............ end
 //	                        |pending, in the snapshot| read again at take-over
 //
-// A worker taking p over reads state partition p (markers and snapshot),
-// learns C when the group fetches it (AdjustFetchOffsetsFn) and then:
-// pending = the snapshot's entries at or above C without a marker (an
-// entry resolved after the snapshot is below C or has a marker, by the
-// progress rules above); it consumes p from max(C, R). What it re-reads
-// of the delay topic is what was written in the last snapshot interval,
-// whatever the longest delay (Stats.TakeoverRecordsRead counts it; the
-// e2e test TestKafkaTakeoverFromSnapshot asserts it). The state partition
-// itself is read whole: compaction bounds it by the live markers and
-// snapshot chunks plus the not yet compacted tail. Without a committed
-// offset (expired) the snapshot is ignored.
+// A worker taking p over fetches the group's committed offsets with their
+// metadata (waiting for a pending transactional commit), reads state
+// partition p from S to its end (from its start without an S), learns C
+// when the group fetches it (AdjustFetchOffsetsFn) and then: pending =
+// the snapshot's entries at or above C that no resolution record of the
+// snapshot's epoch names; it consumes p from max(C, R), skipping offsets
+// those records name. What it re-reads of the delay topic is what was
+// written in the last snapshot interval, whatever the longest delay
+// (Stats.TakeoverRecordsRead counts it; TestKafkaTakeoverFromSnapshot
+// asserts it).
+//
+// Bounded state. What it reads of the state topic
+// (Stats.StateRecordsRead) is the snapshot (one header, ceil(entries /
+// 16,384) chunks, the tombstones of a larger earlier snapshot's chunks)
+// and what was written since: at most 4,096 resolution records, one per
+// transaction, plus the copies records. Its size follows what is pending,
+// not history: one long-delayed message with any number resolved behind
+// it costs one pending entry and a few ranges, and p's live keys in the
+// compacted state topic are at most 4,096 resolution slots plus the
+// snapshot's keys plus one copies key (TestKafkaBoundedState: 30,000
+// records behind a head due in an hour leave 7 live keys, and a
+// take-over reads 7 state records; at def821c both were 30,002). The
+// bound holds while snapshots are taken: none is taken while p has a
+// cancel open or a control record pending, so a partition that always
+// has one keeps adding resolution records. Without a committed offset
+// (expired) or with a snapshot that cannot be read, the snapshot is
+// ignored and p is read from C with the resolution records of every
+// epoch; a record resolved before that snapshot and not named by one of
+// them may then be forwarded again.
 //
 // # Precision
 //
@@ -196,7 +236,7 @@
 // retention.ms after its timestamp. The worker reads retention.ms at start;
 // a pending record older than half of it, and not due within BodyLead, is
 // copied forward: re-produced to the same delay partition, in the
-// transaction that resolves its old offset (marker or commit, as for a
+// transaction that resolves its old offset (resolution record or commit, as for a
 // forward), with _deliverAt set to its due time (replacing _delayMs),
 // without _cancel, and with hourglass-copied-from naming the original
 // position (kept through further copies). The copy is read and indexed

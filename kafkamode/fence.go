@@ -25,7 +25,7 @@ func (w *Worker) fencePrevious(ctx context.Context) error {
 		req.TransactionalID = &id
 		req.TransactionTimeoutMillis = int32(w.cfg.TxnTimeout.Milliseconds())
 		req.ProducerID, req.ProducerEpoch = -1, -1
-		resp, err := req.RequestWith(ctx, w.aux)
+		resp, err := req.RequestWith(ctx, w.ses.aux)
 		if err == nil {
 			err = kerr.ErrorForCode(resp.ErrorCode)
 		}

@@ -32,7 +32,7 @@ func (p statePartitioner) ForTopic(t string) kgo.TopicPartitioner {
 // missing, and checks that the state topic has a partition for each delay
 // partition.
 func (w *Worker) ensureTopics(ctx context.Context) error {
-	adm := kadm.NewClient(w.aux)
+	adm := w.ses.admin()
 	create := func(topic string, parts int32, configs map[string]*string) error {
 		_, err := adm.CreateTopic(ctx, parts, w.cfg.Replication, configs, topic)
 		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
@@ -92,7 +92,7 @@ var errNoStatePartition = errors.New("kafka mode: no state partition")
 // to go. Several workers may race to grow it: a count already at n or
 // above is success.
 func (w *Worker) growStateTopic(ctx context.Context, n int32) error {
-	adm := kadm.NewClient(w.aux)
+	adm := w.ses.admin()
 	td, err := adm.ListTopics(ctx, w.cfg.StateTopic)
 	if err != nil {
 		return fmt.Errorf("describe topic %s: %w", w.cfg.StateTopic, err)
@@ -113,7 +113,7 @@ func (w *Worker) growStateTopic(ctx context.Context, n int32) error {
 	return nil
 }
 
-// onAssigned loads the markers of newly assigned partitions before the
+// onAssigned loads the state of newly assigned partitions before the
 // client fetches their committed offsets and starts consuming them (the
 // client calls it first), so no record of theirs is read without them.
 func (w *Worker) onAssigned(ctx context.Context, _ *kgo.Client, assigned map[string][]int32) {
@@ -125,9 +125,9 @@ func (w *Worker) onAssigned(ctx context.Context, _ *kgo.Client, assigned map[str
 	var ends kadm.ListedOffsets
 	for {
 		var err error
-		loaded, err = w.loadMarkers(ctx, ps)
+		loaded, err = w.loadState(ctx, ps)
 		if err == nil {
-			ends, err = kadm.NewClient(w.aux).ListEndOffsets(ctx, w.cfg.DelayTopic)
+			ends, err = w.ses.admin().ListEndOffsets(ctx, w.cfg.DelayTopic)
 		}
 		if err == nil {
 			break
@@ -140,35 +140,32 @@ func (w *Worker) onAssigned(ctx context.Context, _ *kgo.Client, assigned map[str
 				err = errors.Join(err, gerr)
 			}
 		}
-		w.cfg.Logger.Warn("loading markers failed; retrying", "partitions", ps, "err", err)
+		w.cfg.Logger.Warn("loading the partitions' state failed; retrying", "partitions", ps, "err", err)
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	nMarkers, nSnap := 0, 0
+	nMarkers, nResolved, nSnap := 0, int64(0), 0
+	pps := make([]*partProgress, 0, len(ps))
 	for _, p := range ps {
-		if old := w.parts[p]; old != nil {
-			old.dropped.Store(true)
-		}
 		lp := loaded[p]
-		pp := newPartProgress(p, lp.markers)
-		pp.seed = lp.snap
-		pp.copies.copies = lp.copies
+		catchUp := int64(0)
 		if lo, ok := ends.Lookup(w.cfg.DelayTopic, p); ok && lo.Err == nil {
-			pp.catchUp = lo.Offset
+			catchUp = lo.Offset
 		}
-		w.parts[p] = pp
+		pps = append(pps, takenOver(p, lp, catchUp))
 		nMarkers += len(lp.markers)
+		nResolved += lp.resolved.count()
 		if lp.snap != nil {
 			nSnap++
 		}
 	}
+	w.parts.install(pps)
 	w.stats.Assigned.Add(int64(len(ps)))
-	w.cfg.Logger.Info("partitions assigned", "partitions", ps, "markers", nMarkers, "snapshots", nSnap)
+	w.cfg.Logger.Info("partitions assigned", "partitions", ps, "legacy_markers", nMarkers, "resolved_above_commit", nResolved,
+		"snapshots", nSnap, "state_records_read", w.stats.StateRecordsRead.Load())
 }
 
 // adjustOffsets runs when the group has fetched the committed offsets of
@@ -179,24 +176,8 @@ func (w *Worker) onAssigned(ctx context.Context, _ *kgo.Client, assigned map[str
 // committed offset ignores its snapshot (offsets expired: read from the
 // start, as without one).
 func (w *Worker) adjustOffsets(_ context.Context, offsets map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for p, o := range offsets[w.cfg.DelayTopic] {
-		pp := w.parts[p]
-		if pp == nil || pp.seed == nil {
-			continue
-		}
-		c := o.EpochOffset().Offset
-		if c < 0 {
-			w.cfg.Logger.Warn("partition has a snapshot but no committed offset; ignoring the snapshot", "partition", p)
-			pp.seed = nil
-			continue
-		}
-		entries, start := pp.applySeed(c)
-		offsets[w.cfg.DelayTopic][p] = kgo.NewOffset().At(start).WithEpoch(-1)
-		w.seeded = append(w.seeded, seededPart{pp: pp, entries: entries})
-		w.cfg.Logger.Info("partition resumes from its snapshot", "partition", p, "committed", c, "read_from", start,
-			"pending", len(entries))
+	if o := offsets[w.cfg.DelayTopic]; o != nil {
+		w.parts.applySeeds(o, w.cfg.Logger)
 	}
 	return offsets, nil
 }
@@ -205,14 +186,7 @@ func (w *Worker) adjustOffsets(_ context.Context, offsets map[string]map[int32]k
 // The session aborts a transaction that is in progress.
 func (w *Worker) onRevoked(_ context.Context, _ *kgo.Client, revoked map[string][]int32) {
 	ps := revoked[w.cfg.DelayTopic]
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, p := range ps {
-		if pp := w.parts[p]; pp != nil {
-			pp.dropped.Store(true)
-			delete(w.parts, p)
-		}
-	}
+	w.parts.revoke(ps)
 	w.stats.Revoked.Add(int64(len(ps)))
 	w.cfg.Logger.Info("partitions revoked", "partitions", ps)
 }

@@ -51,7 +51,8 @@ type Location struct {
 	// Problem is why it is dead-lettered (bad headers), or "".
 	Problem string
 	// Committed is the group's committed offset of the partition (-1:
-	// none yet); Marked says a fired marker resolves the record.
+	// none yet); Marked says the state topic resolves the record above
+	// the committed offset.
 	Committed int64
 	Marked    bool
 	// Forwarded is when the forward was produced (its record timestamp,
@@ -276,18 +277,14 @@ func (l *Locator) readAt(ctx context.Context, partition int32, offset int64) (*k
 	}
 }
 
-// marked reports whether the state topic holds a live fired marker for
-// (partition, offset): it reads state partition partition to its end.
+// marked reports whether the committed state resolves (partition,
+// offset) above the committed offset (committedState.resolvedAbove).
 func (l *Locator) marked(ctx context.Context, partition int32, offset int64) (bool, error) {
-	key := markerKey(l.cfg.DelayTopic, partition, offset)
-	live := false
-	err := l.scan(ctx, l.cfg.StateTopic, map[int32]int64{partition: 0}, 0, func(r *kgo.Record) bool {
-		if bytes.Equal(r.Key, key) {
-			live = r.Value != nil
-		}
-		return true
-	})
-	return live, err
+	cs, err := l.committedState(ctx, partition)
+	if err != nil {
+		return false, err
+	}
+	return cs.resolvedAbove(offset), nil
 }
 
 // findForward searches loc's business topic, from a minute before its
@@ -439,19 +436,13 @@ func (l *Locator) pendingWithKey(ctx context.Context, partition int32, key []byt
 	if o, found := offs.Lookup(l.cfg.DelayTopic, partition); found && o.Err == nil && o.At > 0 {
 		from = o.At
 	}
-	marks := map[int64]bool{}
-	err = l.scan(ctx, l.cfg.StateTopic, map[int32]int64{partition: 0}, 0, func(r *kgo.Record) bool {
-		if o, ok := parseMarkerKey(r.Key, l.cfg.DelayTopic, partition); ok {
-			marks[o] = r.Value != nil
-		}
-		return true
-	})
+	cs, err := l.committedState(ctx, partition)
 	if err != nil {
 		return nil, err
 	}
 	var out []int64
 	err = l.scan(ctx, l.cfg.DelayTopic, map[int32]int64{partition: from}, MaxKeySearch, func(r *kgo.Record) bool {
-		if !bytes.Equal(r.Key, key) || marks[r.Offset] {
+		if !bytes.Equal(r.Key, key) || cs.resolvedAbove(r.Offset) {
 			return true
 		}
 		if s, err := l.cfg.scheduleOf(r); err == nil && match(s) {

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -38,14 +37,14 @@ const maxPollRecords = 500
 // (or pollWait), and indexes it.
 func (w *Worker) poll(ctx context.Context) {
 	wait := pollWait
-	if e := w.due.peek(); e != nil {
+	if e := w.idx.due.peek(); e != nil {
 		d := time.Until(time.UnixMilli(e.due))
 		if e.due <= time.Now().UnixMilli() && e.rec == nil {
 			d = 2 * time.Millisecond // its body is on the way
 		}
 		wait = min(wait, d)
 	}
-	settling := !w.settled()
+	settling := !w.ses.settled()
 	if settling {
 		// The last transaction's end is completing: wait for that (the
 		// watch ends within settleMax), reading meanwhile.
@@ -53,14 +52,14 @@ func (w *Worker) poll(ctx context.Context) {
 	}
 	var fs kgo.Fetches
 	if wait <= 0 {
-		fs = w.sess.PollRecords(nil, maxPollRecords) // nil: take what is buffered, never block
+		fs = w.ses.poll(nil, maxPollRecords) // nil: take what is buffered, never block
 	} else {
 		pctx, cancel := context.WithTimeout(ctx, wait)
 		if settling {
-			stop := context.AfterFunc(w.settling, cancel)
+			stop := context.AfterFunc(w.ses.settleDone(), cancel)
 			defer stop()
 		}
-		fs = w.sess.PollRecords(pctx, maxPollRecords)
+		fs = w.ses.poll(pctx, maxPollRecords)
 		cancel()
 	}
 	fs.EachError(func(t string, p int32, err error) {
@@ -68,20 +67,20 @@ func (w *Worker) poll(ctx context.Context) {
 			w.cfg.Logger.Warn("fetch error", "topic", t, "partition", p, "err", err)
 		}
 	})
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	now := time.Now().UnixMilli()
-	w.indexSeeded(now)
-	lead := w.cfg.BodyLead.Milliseconds()
-	fs.EachRecord(func(r *kgo.Record) { w.indexRecord(r, now, lead) })
-	w.flushSpill()
+	w.parts.whileLocked(func(parts lockedParts) {
+		now := time.Now().UnixMilli()
+		w.indexSeeded(parts.takeSeeded(), now)
+		lead := w.cfg.BodyLead.Milliseconds()
+		fs.EachRecord(func(r *kgo.Record) { w.indexRecord(parts.get(r.Partition), r, now, lead) })
+		w.flushSpill()
+	})
 }
 
 // queueCopy queues a scheduled entry for copy-forward if the delay topic's
 // retention is finite and the entry falls due after the copy age.
 func (w *Worker) queueCopy(e *entry) {
 	if w.copyAfterMs > 0 && e.ctl == nil && e.due > e.ts+w.copyAfterMs {
-		heap.Push(&w.copies, e)
+		heap.Push(&w.idx.copies, e)
 	}
 }
 
@@ -92,7 +91,7 @@ func (w *Worker) queueCopy(e *entry) {
 // of it, is in time by half the retention. Size-based retention
 // (retention.bytes) can delete sooner: it is not considered.
 func (w *Worker) readRetention(ctx context.Context) error {
-	rcs, err := kadm.NewClient(w.aux).DescribeTopicConfigs(ctx, w.cfg.DelayTopic)
+	rcs, err := w.ses.admin().DescribeTopicConfigs(ctx, w.cfg.DelayTopic)
 	if err != nil {
 		return fmt.Errorf("describe the config of topic %s: %w", w.cfg.DelayTopic, err)
 	}
@@ -116,7 +115,7 @@ func (w *Worker) readRetention(ctx context.Context) error {
 // requestBodies hands the loader the entries that fall due within BodyLead
 // and have no body, if it is idle.
 func (w *Worker) requestBodies(ctx context.Context, now int64) {
-	if w.loadBusy {
+	if w.idx.loadBusy {
 		return
 	}
 	horizon := now + w.cfg.BodyLead.Milliseconds()
@@ -129,13 +128,13 @@ func (w *Worker) requestBodies(ctx context.Context, now int64) {
 		if e == nil || e.ts+w.copyAfterMs > now {
 			break
 		}
-		heap.Pop(&w.copies)
+		heap.Pop(&w.idx.copies)
 		if e.due <= horizon || e.copy {
 			continue
 		}
 		e.copy = true
 		if e.rec != nil {
-			w.copyReady = append(w.copyReady, e)
+			w.idx.copyReady = append(w.idx.copyReady, e)
 			continue
 		}
 		if !e.loading {
@@ -144,11 +143,11 @@ func (w *Worker) requestBodies(ctx context.Context, now int64) {
 		}
 	}
 	for len(wants) < 20000 {
-		e := w.noBody.peek()
+		e := w.idx.noBody.peek()
 		if e == nil || e.due > horizon {
 			break
 		}
-		w.noBody.pop()
+		w.idx.noBody.pop()
 		if e.rec != nil || e.loading || !e.live() { // done: copied forward or cancelled
 			continue
 		}
@@ -158,24 +157,24 @@ func (w *Worker) requestBodies(ctx context.Context, now int64) {
 	if len(wants) == 0 {
 		return
 	}
-	w.loadBusy = true
-	go func() { w.loadDone <- w.loader.load(ctx, wants) }()
+	w.idx.loadBusy = true
+	go func() { w.idx.loadDone <- w.idx.loader.load(ctx, wants) }()
 }
 
 // takeBodies attaches the bodies the loader fetched, if it finished.
 func (w *Worker) takeBodies() {
 	var res bodyResult
 	select {
-	case res = <-w.loadDone:
+	case res = <-w.idx.loadDone:
 	default:
 		return
 	}
-	w.loadBusy = false
+	w.idx.loadBusy = false
 	for e, r := range res.got {
 		e.rec, e.loading = detach(r), false
 		w.stats.BodiesLoaded.Add(1)
 		if e.copy {
-			w.copyReady = append(w.copyReady, e)
+			w.idx.copyReady = append(w.idx.copyReady, e)
 		}
 	}
 	for _, e := range res.missing {
@@ -193,7 +192,7 @@ func (w *Worker) takeBodies() {
 	for _, wt := range res.wants {
 		if e := wt.e; e.loading {
 			e.loading = false
-			w.noBody.push(e)
+			w.idx.noBody.push(e)
 		}
 	}
 }
@@ -205,14 +204,14 @@ func (w *Worker) collectDue(now int64) []*entry {
 	w.releaseDeferred()
 	var batch []*entry
 	for len(batch) < w.cfg.MaxBatch {
-		e := w.due.peek()
+		e := w.idx.due.peek()
 		if e == nil || e.due > now {
 			break
 		}
 		if e.rec == nil {
 			break // its body is being fetched (requestBodies asked)
 		}
-		w.due.pop()
+		w.idx.due.pop()
 		if e.inBatch {
 			continue // a second heap slot of an entry already taken (see transact)
 		}
@@ -238,8 +237,8 @@ func (w *Worker) collectDue(now int64) []*entry {
 		}
 	}
 	// Copies forward ride in the same transaction.
-	keep := w.copyReady[:0]
-	for _, e := range w.copyReady {
+	keep := w.idx.copyReady[:0]
+	for _, e := range w.idx.copyReady {
 		switch {
 		case !e.live() || !e.copy || e.rec == nil:
 		case e.inBatch || len(batch) >= w.cfg.MaxBatch:
@@ -249,8 +248,8 @@ func (w *Worker) collectDue(now int64) []*entry {
 			batch = append(batch, e)
 		}
 	}
-	clear(w.copyReady[len(keep):])
-	w.copyReady = keep
+	clear(w.idx.copyReady[len(keep):])
+	w.idx.copyReady = keep
 	return batch
 }
 
@@ -278,11 +277,11 @@ func (w *Worker) settleReschedule(batch []*entry, sc *entry, replaced bool, now 
 
 // peekCopy returns the oldest live entry of the copy queue.
 func (w *Worker) peekCopy() *entry {
-	for len(w.copies) > 0 {
-		if e := w.copies[0]; e.live() {
+	for len(w.idx.copies) > 0 {
+		if e := w.idx.copies[0]; e.live() {
 			return e
 		}
-		heap.Pop(&w.copies)
+		heap.Pop(&w.idx.copies)
 	}
 	return nil
 }
@@ -297,7 +296,7 @@ func (w *Worker) peekCopy() *entry {
 // in the same poll) is cancelled instead of copied: it is already in the
 // batch, so it is counted in matched but not returned.
 func (w *Worker) cancelTargets(c *entry) (out []*entry, matched bool) {
-	for _, e := range w.due {
+	for _, e := range w.idx.due {
 		if e.pp != c.pp || !e.live() || e.inBatch && !e.copy || e.cancelled || e.ctl != nil {
 			continue
 		}
@@ -316,22 +315,22 @@ func (w *Worker) cancelTargets(c *entry) (out []*entry, matched bool) {
 
 // indexSeeded indexes the snapshot entries of partitions just taken over,
 // before any record of theirs: a cancel read next must find them (in RAM
-// or spilled, as any entry read at now). Caller holds w.mu.
-func (w *Worker) indexSeeded(now int64) {
-	for _, sp := range w.seeded {
+// or spilled, as any entry read at now). Caller holds the part table's
+// lock.
+func (w *Worker) indexSeeded(seeded []seededPart, now int64) {
+	for _, sp := range seeded {
 		for _, se := range sp.entries {
 			w.place(sp.pp, se, now)
 		}
 	}
-	w.seeded = nil
 }
 
 // indexRecord indexes one record of the delay topic read at now (Unix
 // ms): a schedule, a cancel, a reschedule or a bad record for the dead
 // letters; the body is kept only when the record is due within lead.
-// Caller holds w.mu.
-func (w *Worker) indexRecord(r *kgo.Record, now, lead int64) {
-	pp := w.parts[r.Partition]
+// pp is its partition's progress (nil: not owned). Caller holds the part
+// table's lock.
+func (w *Worker) indexRecord(pp *partProgress, r *kgo.Record, now, lead int64) {
 	if pp == nil || r.Topic != w.cfg.DelayTopic {
 		return
 	}
@@ -359,13 +358,13 @@ func (w *Worker) indexRecord(r *kgo.Record, now, lead int64) {
 	case isCancel && cerr != nil:
 		e.ctl = &control{dlqReason: cerr.Error()}
 		e.rec = detach(r)
-		w.due.push(e)
+		w.idx.due.push(e)
 		return
 	case isCancel && !scheduled:
 		pp.copies.opened(r.Offset)
 		e.ctl = &control{cancel: cancel}
 		e.rec = &kgo.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}
-		w.due.push(e)
+		w.idx.due.push(e)
 		return
 	case isCancel && err == nil:
 		// A reschedule: cancel the earlier messages now, in a
@@ -373,11 +372,11 @@ func (w *Worker) indexRecord(r *kgo.Record, now, lead int64) {
 		// and schedule this record below, with its body, which
 		// collectDue drops once the cancel half has run.
 		pp.copies.opened(r.Offset)
-		w.due.push(&entry{pp: pp, offset: r.Offset, keyHash: e.keyHash,
+		w.idx.due.push(&entry{pp: pp, offset: r.Offset, keyHash: e.keyHash,
 			ctl: &control{cancel: cancel, keepOwn: true, sched: e},
 			rec: &kgo.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}})
 		e.due, e.rec = s.due, detach(r)
-		w.due.push(e)
+		w.idx.due.push(e)
 		w.queueCopy(e)
 		return
 	}
@@ -394,6 +393,6 @@ func (w *Worker) indexRecord(r *kgo.Record, now, lead int64) {
 		w.place(pp, snapEntry{offset: e.offset, due: s.due, ts: e.ts, keyHash: e.keyHash, back: e.back}, now)
 		return
 	}
-	w.due.push(e)
+	w.idx.due.push(e)
 	w.queueCopy(e)
 }

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -31,7 +30,7 @@ func permanent(err error) bool {
 // retry for ever without forwarding anything. Brokers that do not let
 // their configuration be described are not checked.
 func (w *Worker) checkBrokerLimits(ctx context.Context) error {
-	adm := kadm.NewClient(w.aux)
+	adm := w.ses.admin()
 	brokers, err := adm.ListBrokers(ctx)
 	if err != nil || len(brokers) == 0 {
 		w.cfg.Logger.Debug("cannot list the brokers; timeouts not checked", "err", err)
@@ -100,7 +99,7 @@ func (w *Worker) checkStateTopic(ctx context.Context) error {
 
 // topicConfig returns the configuration of topic, name to value.
 func (w *Worker) topicConfig(ctx context.Context, topic string) (map[string]string, error) {
-	rcs, err := kadm.NewClient(w.aux).DescribeTopicConfigs(ctx, topic)
+	rcs, err := w.ses.admin().DescribeTopicConfigs(ctx, topic)
 	if err != nil {
 		return nil, fmt.Errorf("describe the config of topic %s: %w", topic, err)
 	}

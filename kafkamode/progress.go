@@ -1,7 +1,7 @@
 package kafkamode
 
 import (
-	"container/heap"
+	"slices"
 	"sort"
 	"sync/atomic"
 )
@@ -15,9 +15,11 @@ import (
 // Invariants, with C the offset the group has committed for the partition:
 //   - every offset below C is resolved (or was never a delay record);
 //   - every offset in [C, next) is either in pending (read, not resolved)
-//     or in markers (resolved, with a durable marker in the state topic)
-//     or was never a delay record (a control or aborted record);
-//   - pending is ascending; markers holds only offsets >= C.
+//     or in resolved (resolved, and durable as the latest snapshot's
+//     absence of it or a resolution record of the snapshot's epoch) or
+//     was never a delay record (a control or aborted record);
+//   - pending is ascending; resolved holds only offsets >= C once a
+//     transaction has committed.
 type partProgress struct {
 	partition int32
 	// next is one past the highest offset read; records below it that the
@@ -31,12 +33,24 @@ type partProgress struct {
 	// runs (offruns.go: one run for a gapless partition, however many
 	// messages wait). Resolved offsets at its front are trimmed after each
 	// commit; ones further in are skipped by the scan (they are in
-	// markers).
+	// resolved).
 	pending offsetRuns
-	// markers is the set of resolved offsets >= C that have a marker in
-	// the state topic; markerHeap orders the same offsets.
-	markers    map[int64]struct{}
-	markerHeap int64Heap
+	// resolved is the set of offsets >= C resolved out of due order
+	// (resolved.go): as ranges, so the offsets resolved behind one
+	// long-delayed message cost one range, not one entry each.
+	resolved rangeSet
+	// legacy lists the per-offset markers an older worker left live in
+	// the state topic (key "<delay topic>/<p>/<offset>"); they are in
+	// resolved too. The next transaction that touches the partition
+	// carries them on in its resolution record and tombstones them.
+	legacy []int64
+	// epoch is the id of the partition's latest committed snapshot (0:
+	// none), slot the number of resolution records committed since it,
+	// and snapStart the state offset where that snapshot begins (-1:
+	// unknown), which every offset commit names (commitMeta).
+	epoch     uint64
+	slot      int
+	snapStart int64
 	// dropped is set when the partition is revoked or lost, by the group
 	// callbacks (other goroutines), hence atomic.
 	dropped atomic.Bool
@@ -73,7 +87,7 @@ func (pp *partProgress) applySeed(c int64) ([]snapEntry, int64) {
 	start := max(c, s.read)
 	var keep []snapEntry
 	for _, e := range s.entries {
-		if _, marked := pp.markers[e.offset]; e.offset >= c && !marked {
+		if e.offset >= c && !pp.resolved.contains(e.offset) {
 			keep = append(keep, e)
 			pp.pending.push(e.offset)
 		}
@@ -84,13 +98,27 @@ func (pp *partProgress) applySeed(c int64) ([]snapEntry, int64) {
 	return keep, start
 }
 
-func newPartProgress(p int32, markers []int64) *partProgress {
-	pp := &partProgress{partition: p, committed: -1, snapRead: -1, markers: make(map[int64]struct{}, len(markers))}
-	for _, o := range markers {
-		pp.markers[o] = struct{}{}
+// newPartProgress returns the progress of partition p as a new owner
+// starts it, given the per-offset markers an older worker left live.
+func newPartProgress(p int32, legacy []int64) *partProgress {
+	pp := &partProgress{partition: p, committed: -1, snapRead: -1, snapStart: -1, legacy: slices.Sorted(slices.Values(legacy))}
+	pp.resolved.addAll(pp.legacy)
+	return pp
+}
+
+// takenOver returns the progress of partition p as a new owner starts
+// it from what the state topic holds (lp) and the delay partition's end
+// offset at assignment (catchUp).
+func takenOver(p int32, lp *loadedPart, catchUp int64) *partProgress {
+	pp := newPartProgress(p, lp.markers)
+	pp.resolved.merge(lp.resolved.rs)
+	pp.epoch, pp.slot = lp.epoch, lp.slot
+	pp.seed = lp.snap
+	if lp.snap != nil {
+		pp.snapStart = lp.snap.start
 	}
-	pp.markerHeap = append(pp.markerHeap, markers...)
-	heap.Init(&pp.markerHeap)
+	pp.copies.copies = lp.copies
+	pp.catchUp = catchUp
 	return pp
 }
 
@@ -102,7 +130,7 @@ func (pp *partProgress) read(o int64) bool {
 		return false
 	}
 	pp.next = o + 1
-	if _, ok := pp.markers[o]; ok {
+	if pp.resolved.contains(o) {
 		return false
 	}
 	pp.pending.push(o)
@@ -111,27 +139,31 @@ func (pp *partProgress) read(o int64) bool {
 }
 
 // partPlan is what one transaction does to one partition's progress: the
-// offset it commits, the markers it writes and the markers it deletes.
-// A plan is computed before the transaction ends and applied only if it
-// commits; an abort calls undo.
+// offset it commits and the resolution record it writes. A plan is
+// computed before the transaction ends and applied only if it commits.
 type partPlan struct {
-	pp         *partProgress
-	resolved   []int64 // offsets resolved in this transaction
-	commit     int64   // new C
-	addMarkers []int64 // resolved offsets >= commit: need a marker
-	delMarkers []int64 // marked offsets < commit: tombstone
-	trim       int     // how many pending offsets lie below commit
+	pp       *partProgress
+	resolved []int64 // offsets resolved in this transaction
+	commit   int64   // new C
+	// record lists the offsets its resolution record names: the resolved
+	// offsets >= commit, and the legacy markers >= commit it carries on
+	// (ascending; none: no record, as when C simply follows).
+	record []int64
+	// dropLegacy is set when the transaction tombstones the legacy
+	// markers; snapshot when it writes the partition's snapshot (which
+	// makes a resolution record needless: see buildSnapshots).
+	dropLegacy, snapshot bool
+	trim                 int // how many pending offsets lie below commit
 }
 
 // plan computes the effect of resolving the offsets in resolved (each in
-// pending) in one transaction. It pops the markers that fall below the new
-// commit point from markerHeap; apply deletes them from the set, undo pushes
-// them back.
-func (pp *partProgress) plan(resolved []int64) *partPlan {
+// pending) in one transaction; snapshot says whether the transaction
+// also writes the partition's snapshot.
+func (pp *partProgress) plan(resolved []int64, snapshot bool) *partPlan {
 	sort.Slice(resolved, func(i, j int) bool { return resolved[i] < resolved[j] })
-	pl := &partPlan{pp: pp, resolved: resolved}
+	pl := &partPlan{pp: pp, resolved: resolved, snapshot: snapshot}
 	isResolved := func(o int64) bool {
-		if _, ok := pp.markers[o]; ok {
+		if pp.resolved.contains(o) {
 			return true
 		}
 		i := sort.Search(len(resolved), func(i int) bool { return resolved[i] >= o })
@@ -146,15 +178,27 @@ func (pp *partProgress) plan(resolved []int64) *partPlan {
 		pl.commit = o
 		return false
 	})
-	for _, o := range resolved {
-		if o >= pl.commit {
-			pl.addMarkers = append(pl.addMarkers, o)
+	pl.dropLegacy = len(pp.legacy) > 0
+	if !snapshot {
+		var carry []int64
+		if pl.dropLegacy {
+			carry = pp.legacy
 		}
-	}
-	for len(pp.markerHeap) > 0 && pp.markerHeap[0] < pl.commit {
-		pl.delMarkers = append(pl.delMarkers, heap.Pop(&pp.markerHeap).(int64))
+		pl.record = mergeAbove(resolved, carry, pl.commit)
 	}
 	return pl
+}
+
+// mergeAbove returns the offsets of the ascending a and b that are >= c,
+// ascending, without duplicates.
+func mergeAbove(a, b []int64, c int64) []int64 {
+	var out []int64
+	for _, o := range slices.Sorted(slices.Values(append(slices.Clip(a), b...))) {
+		if o >= c && (len(out) == 0 || out[len(out)-1] != o) {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // apply makes a committed plan the partition's progress.
@@ -163,32 +207,18 @@ func (pl *partPlan) apply() {
 	pp.committed = pl.commit
 	pp.open.Add(-int64(len(pl.resolved)))
 	pp.pending.dropFront(pl.trim)
-	for _, o := range pl.delMarkers {
-		delete(pp.markers, o)
+	var above []int64
+	for _, o := range pl.resolved {
+		if o >= pl.commit {
+			above = append(above, o)
+		}
 	}
-	for _, o := range pl.addMarkers {
-		pp.markers[o] = struct{}{}
-		heap.Push(&pp.markerHeap, o)
+	pp.resolved.addAll(above)
+	pp.resolved.dropBelow(pl.commit)
+	if pl.dropLegacy {
+		pp.legacy = nil
 	}
-}
-
-// undo reverses what plan changed (the popped markers) after an abort.
-func (pl *partPlan) undo() {
-	for _, o := range pl.delMarkers {
-		heap.Push(&pl.pp.markerHeap, o)
+	if len(pl.record) > 0 {
+		pp.slot++
 	}
-}
-
-// int64Heap is a min-heap of offsets.
-type int64Heap []int64
-
-func (h int64Heap) Len() int           { return len(h) }
-func (h int64Heap) Less(i, j int) bool { return h[i] < h[j] }
-func (h int64Heap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *int64Heap) Push(x any)        { *h = append(*h, x.(int64)) }
-func (h *int64Heap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
 }

@@ -11,7 +11,7 @@ import (
 )
 
 // TestProgressPlan walks one partition through out-of-order resolution and
-// checks the commit point, the markers written and the tombstones.
+// checks the commit point and the resolution records written.
 func TestProgressPlan(t *testing.T) {
 	pp := newPartProgress(0, nil)
 	for o := int64(10); o < 15; o++ {
@@ -23,39 +23,45 @@ func TestProgressPlan(t *testing.T) {
 		t.Fatal("offset 12 read twice counts as new")
 	}
 	// Resolve 11 and 13 first: 10 is still pending, so C stays 10 and
-	// both need markers.
-	pl := pp.plan([]int64{13, 11})
-	if pl.commit != 10 || !slices.Equal(pl.addMarkers, []int64{11, 13}) || len(pl.delMarkers) != 0 {
+	// both go into the transaction's resolution record.
+	pl := pp.plan([]int64{13, 11}, false)
+	if pl.commit != 10 || !slices.Equal(pl.record, []int64{11, 13}) {
 		t.Fatalf("plan 1: %+v", pl)
 	}
 	pl.apply()
-	// Resolve 10: C moves to 12 (11 is done), 11's marker goes.
-	pl = pp.plan([]int64{10})
-	if pl.commit != 12 || len(pl.addMarkers) != 0 || !slices.Equal(pl.delMarkers, []int64{11}) {
+	if pp.slot != 1 || !pp.resolved.contains(11) || !pp.resolved.contains(13) || pp.resolved.contains(12) {
+		t.Fatalf("after plan 1: slot %d resolved %v", pp.slot, pp.resolved.rs)
+	}
+	// An aborted plan changes nothing: planning again gives the same.
+	pl = pp.plan([]int64{10}, false)
+	if pl.commit != 12 || len(pl.record) != 0 {
 		t.Fatalf("plan 2: %+v", pl)
 	}
-	// An abort puts the popped marker back.
-	pl.undo()
-	pl = pp.plan([]int64{10})
-	if pl.commit != 12 || !slices.Equal(pl.delMarkers, []int64{11}) {
-		t.Fatalf("plan 2 after undo: %+v", pl)
+	pl = pp.plan([]int64{10}, false)
+	if pl.commit != 12 || len(pl.record) != 0 {
+		t.Fatalf("plan 2 again: %+v", pl)
 	}
 	pl.apply()
+	if pp.slot != 1 || pp.resolved.contains(11) || !pp.resolved.contains(13) {
+		t.Fatalf("after plan 2: slot %d resolved %v", pp.slot, pp.resolved.rs)
+	}
 	// Resolve 12 and 14: every read offset is done, C is next (15).
-	pl = pp.plan([]int64{14, 12})
-	if pl.commit != 15 || len(pl.addMarkers) != 0 || !slices.Equal(pl.delMarkers, []int64{13}) {
+	pl = pp.plan([]int64{14, 12}, false)
+	if pl.commit != 15 || len(pl.record) != 0 {
 		t.Fatalf("plan 3: %+v", pl)
 	}
 	pl.apply()
-	if pp.pending.len() != 0 || len(pp.markers) != 0 || pp.committed != 15 {
-		t.Fatalf("after all: pending %v markers %v committed %d", pp.pending.values(), pp.markers, pp.committed)
+	if pp.pending.len() != 0 || len(pp.resolved.rs) != 0 || pp.committed != 15 {
+		t.Fatalf("after all: pending %v resolved %v committed %d", pp.pending.values(), pp.resolved.rs, pp.committed)
 	}
 }
 
 // TestProgressTakeOver: a new owner starts from the committed offset with
-// the markers; marked offsets are not read as pending again.
+// an older worker's markers; marked offsets are not read as pending
+// again, and the first transaction carries the markers at or above its
+// commit into its resolution record and tombstones them all.
 func TestProgressTakeOver(t *testing.T) {
-	pp := newPartProgress(3, []int64{21, 23})
+	pp := newPartProgress(3, []int64{23, 21})
 	var pending []int64
 	for o := int64(20); o < 25; o++ {
 		if pp.read(o) {
@@ -65,15 +71,25 @@ func TestProgressTakeOver(t *testing.T) {
 	if !slices.Equal(pending, []int64{20, 22, 24}) {
 		t.Fatalf("pending %v", pending)
 	}
-	pl := pp.plan([]int64{20})
-	if pl.commit != 22 || !slices.Equal(pl.delMarkers, []int64{21}) {
+	pl := pp.plan([]int64{20}, false)
+	if pl.commit != 22 || !pl.dropLegacy || !slices.Equal(pl.record, []int64{23}) {
 		t.Fatalf("plan: %+v", pl)
+	}
+	pl.apply()
+	if len(pp.legacy) != 0 || !pp.resolved.contains(23) {
+		t.Fatalf("after: legacy %v resolved %v", pp.legacy, pp.resolved.rs)
+	}
+	// With a snapshot in the same transaction, no resolution record.
+	if pl := pp.plan([]int64{24}, true); len(pl.record) != 0 || pl.commit != 22 {
+		t.Fatalf("plan with a snapshot: %+v", pl)
 	}
 }
 
 // TestProgressModel resolves random subsets in random order against a
 // simple model: the commit point is always the lowest unresolved offset
-// read, the markers are exactly the resolved offsets at or above it.
+// read, the resolved set is exactly the resolved offsets at or above it,
+// and the resolution records since the start, read back as a new owner
+// reads them, name every resolved offset at or above it.
 func TestProgressModel(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	for round := 0; round < 200; round++ {
@@ -81,6 +97,7 @@ func TestProgressModel(t *testing.T) {
 		resolved := map[int64]bool{}
 		var next int64
 		var open []int64
+		var durable rangeSet // what the committed resolution records name
 		for step := 0; step < 30; step++ {
 			for k := rng.Intn(4); k > 0; k-- {
 				next += 1 + int64(rng.Intn(2)) // gaps: control records
@@ -91,11 +108,17 @@ func TestProgressModel(t *testing.T) {
 			k := rng.Intn(len(open) + 1)
 			batch := append([]int64(nil), open[:k]...)
 			open = open[k:]
-			pl := pp.plan(batch)
-			if rng.Intn(5) == 0 {
-				pl.undo()
+			pl := pp.plan(batch, false)
+			if rng.Intn(5) == 0 { // aborted
 				open = append(open, batch...)
 				continue
+			}
+			if len(pl.record) > 0 {
+				_, rs, err := decodeResolution(encodeResolution(0, pl.record))
+				if err != nil {
+					t.Fatal(err)
+				}
+				durable.merge(rs)
 			}
 			pl.apply()
 			for _, o := range batch {
@@ -109,13 +132,17 @@ func TestProgressModel(t *testing.T) {
 				t.Fatalf("round %d step %d: committed %d, want %d", round, step, pp.committed, want)
 			}
 			for o := range resolved {
-				_, marked := pp.markers[o]
-				if marked != (o >= want) {
-					t.Fatalf("round %d: offset %d marked %v with commit %d", round, o, marked, want)
+				if pp.resolved.contains(o) != (o >= want) {
+					t.Fatalf("round %d: offset %d resolved-above %v with commit %d", round, o, pp.resolved.contains(o), want)
+				}
+				if o >= want && !durable.contains(o) {
+					t.Fatalf("round %d: offset %d resolved above the commit %d but in no resolution record", round, o, want)
 				}
 			}
-			if len(pp.markerHeap) != len(pp.markers) {
-				t.Fatalf("heap %d != set %d", len(pp.markerHeap), len(pp.markers))
+			for _, o := range open {
+				if durable.contains(o) {
+					t.Fatalf("round %d: pending offset %d named by a resolution record", round, o)
+				}
 			}
 		}
 	}
@@ -252,7 +279,7 @@ func TestCancelTargets(t *testing.T) {
 	k, other := keyHash([]byte("order-1")), keyHash([]byte("order-2"))
 	mk := func(pp *partProgress, o int64, h uint64) *entry {
 		e := &entry{pp: pp, offset: o, due: 100 + o, keyHash: h}
-		w.due.push(e)
+		w.idx.due.push(e)
 		return e
 	}
 	hit := mk(p0, 1, k)
@@ -270,4 +297,10 @@ func TestCancelTargets(t *testing.T) {
 	if got, _ := w.cancelTargets(c); len(got) != 1 || got[0].offset != 2 {
 		t.Fatalf("by offset: %v", got)
 	}
+}
+
+// indexOne indexes r as a poll does: with the part table locked, for the
+// partition's progress.
+func (w *Worker) indexOne(r *kgo.Record, now, lead int64) {
+	w.parts.whileLocked(func(parts lockedParts) { w.indexRecord(parts.get(r.Partition), r, now, lead) })
 }

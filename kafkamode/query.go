@@ -87,8 +87,8 @@ func (w *Worker) Forecast(ctx context.Context, plan forecast.Plan) (IndexForecas
 	err := w.ask(ctx, func() {
 		c := forecast.New()
 		var n int64
-		seen := make(map[*entry]struct{}, len(w.due))
-		for _, e := range w.due {
+		seen := make(map[*entry]struct{}, len(w.idx.due))
+		for _, e := range w.idx.due {
 			// An entry may hold two heap slots after an aborted
 			// transaction (see transact): count it once.
 			if _, dup := seen[e]; dup || !e.live() || e.inBatch || e.cancelled || e.ctl != nil {
@@ -106,11 +106,7 @@ func (w *Worker) Forecast(ctx context.Context, plan forecast.Plan) (IndexForecas
 		return out, err
 	}
 	out.Buckets, out.Pending = buckets, pending
-	w.mu.Lock()
-	for p := range w.parts {
-		out.Partitions = append(out.Partitions, p)
-	}
-	w.mu.Unlock()
+	out.Partitions = w.parts.owned()
 	slices.Sort(out.Partitions)
 	return out, nil
 }

@@ -21,7 +21,7 @@ func TestForecastCountsPendingOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	p0, p1 := newPartProgress(0, nil), newPartProgress(1, nil)
-	w.parts[0], w.parts[1] = p0, p1
+	w.parts.parts[0], w.parts.parts[1] = p0, p1
 	base := int64(1_800_000_000_000) // a whole minute
 	twice := &entry{pp: p0, offset: 1, due: base + 500}
 	for _, e := range []*entry{
@@ -32,11 +32,11 @@ func TestForecastCountsPendingOnce(t *testing.T) {
 		{pp: p0, offset: 3, due: base, inBatch: true},
 		{pp: p0, offset: 4, due: base, cancelled: true},
 	} {
-		w.due.push(e)
+		w.idx.due.push(e)
 	}
 	gone := newPartProgress(2, nil)
 	gone.dropped.Store(true)
-	w.due.push(&entry{pp: gone, offset: 0, due: base})
+	w.idx.due.push(&entry{pp: gone, offset: 0, due: base})
 
 	plan, err := forecast.NewPlan(base, base+120_000, time.Minute)
 	if err != nil {

@@ -50,15 +50,15 @@ func (f reschedFixture) setup(t *testing.T) *Worker {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.parts[0] = newPartProgress(0, nil)
+	w.parts.parts[0] = newPartProgress(0, nil)
 	return w
 }
 
 // reschedReplacesAPendingMessage: the case "replaces a pending message" of TestRescheduleReplacesOrDeadLetters.
 func reschedReplacesAPendingMessage(t *testing.T, f reschedFixture) {
 	w := f.setup(t)
-	w.indexRecord(f.rec(0, f.far, ""), f.now, f.lead)
-	w.indexRecord(f.rec(1, f.far+60_000, "offset:0"), f.now, f.lead)
+	w.indexOne(f.rec(0, f.far, ""), f.now, f.lead)
+	w.indexOne(f.rec(1, f.far+60_000, "offset:0"), f.now, f.lead)
 	batch := w.collectDue(f.now)
 	var cancelled, dead int
 	for _, e := range batch {
@@ -104,9 +104,9 @@ func reschedTwoReschedulesReadTogether(t *testing.T, f reschedFixture) {
 	// Both are read before the first is settled: the second replaces
 	// the first (whose copy is not made), not nothing.
 	w := f.setup(t)
-	w.indexRecord(f.rec(0, f.far, ""), f.now, f.lead)
-	w.indexRecord(f.rec(1, f.far+60_000, "key"), f.now, f.lead)
-	w.indexRecord(f.rec(2, f.far+120_000, "key"), f.now, f.lead)
+	w.indexOne(f.rec(0, f.far, ""), f.now, f.lead)
+	w.indexOne(f.rec(1, f.far+60_000, "key"), f.now, f.lead)
+	w.indexOne(f.rec(2, f.far+120_000, "key"), f.now, f.lead)
 	batch := w.collectDue(f.now)
 	state := map[int64]string{}
 	for _, e := range batch {
@@ -130,8 +130,8 @@ func reschedTwoReschedulesReadTogether(t *testing.T, f reschedFixture) {
 // reschedReplacesAMessageWithOneDueNow: the case "replaces a message with one due now" of TestRescheduleReplacesOrDeadLetters.
 func reschedReplacesAMessageWithOneDueNow(t *testing.T, f reschedFixture) {
 	w := f.setup(t)
-	w.indexRecord(f.rec(0, f.far, ""), f.now, f.lead)
-	w.indexRecord(f.rec(1, f.now-5, "offset:0"), f.now, f.lead)
+	w.indexOne(f.rec(0, f.far, ""), f.now, f.lead)
+	w.indexOne(f.rec(1, f.now-5, "offset:0"), f.now, f.lead)
 	batch := w.collectDue(f.now)
 	if len(batch) != 3 || batch[2].copy || batch[2].offset != 1 || w.output(batch[2]).Topic != "biz" {
 		t.Fatalf("batch of %d, want the cancel half, the original and the reschedule forwarded in one transaction", len(batch))
@@ -143,7 +143,7 @@ func reschedNothingLeftToReplace(t *testing.T, f reschedFixture) {
 	w := f.setup(t)
 	// The reschedule names offset 0, which is not pending (forwarded
 	// before the reschedule was read).
-	w.indexRecord(f.rec(1, f.far, "offset:0"), f.now, f.lead)
+	w.indexOne(f.rec(1, f.far, "offset:0"), f.now, f.lead)
 	batch := w.collectDue(f.now)
 	if len(batch) != 2 {
 		t.Fatalf("batch of %d, want the cancel half and its copy", len(batch))

@@ -23,8 +23,8 @@ const settlePoll = 500 * time.Microsecond
 // transaction coordinator has completed it (written the markers: from then
 // on a read_committed consumer sees the records, and the next
 // transaction's first produce is not answered CONCURRENT_TRANSACTIONS, see
-// txnGap), and at least until txnGap after committedAt. It returns a
-// context done once both hold, or settleMax after committedAt (the
+// txnGap), and at least until txnGap after committedAt. The session's
+// settle context is done once both hold, or settleMax after committedAt (the
 // coordinator still completing), or txnGap after committedAt when the
 // coordinator cannot say (DescribeTransactions refused, an old broker).
 // The goroutine ends when ctx does, at the latest; runSession waits for it.
@@ -37,8 +37,9 @@ const settlePoll = 500 * time.Microsecond
 // gap's transaction rate; the completion check adds the wait the fixed
 // gap lacked when the broker was slower than 5 ms, when the next produce
 // was held 20 ms.
-func (w *Worker) watchSettle(ctx context.Context, committedAt time.Time) context.Context {
+func (w *Worker) watchSettle(ctx context.Context, committedAt time.Time) {
 	done, cancel := context.WithCancel(context.Background())
+	w.ses.settling = done
 	go func() {
 		defer cancel()
 		defer sleepUntil(ctx, committedAt.Add(txnGap))
@@ -50,9 +51,8 @@ func (w *Worker) watchSettle(ctx context.Context, committedAt time.Time) context
 		}
 		d := time.Since(committedAt)
 		w.stats.Stages.Settle.Observe(d.Seconds())
-		w.lastSettle.Store(int64(d))
+		w.ses.lastSettle.Store(int64(d))
 	}()
-	return done
 }
 
 // awaitCompletion asks the coordinator for the state of this worker's
@@ -64,7 +64,7 @@ func (w *Worker) awaitCompletion(ctx context.Context, deadline time.Time) bool {
 	for {
 		req := kmsg.NewPtrDescribeTransactionsRequest()
 		req.TransactionalIDs = []string{id}
-		resp, err := req.RequestWith(ctx, w.aux)
+		resp, err := req.RequestWith(ctx, w.ses.aux)
 		if err != nil || len(resp.TransactionStates) != 1 {
 			return false
 		}
@@ -97,10 +97,6 @@ func sleepUntil(ctx context.Context, t time.Time) bool {
 		return false
 	}
 }
-
-// settled reports whether the last transaction's end has completed (or
-// the wait for it is over): the next transaction may start.
-func (w *Worker) settled() bool { return w.settling.Err() != nil }
 
 // settledCtx is a context that is already done: nothing to wait for.
 func settledCtx() context.Context {

@@ -45,6 +45,7 @@ type snapEntry struct {
 type snapshot struct {
 	id      uint64
 	read    int64 // one past the highest offset read
+	start   int64 // state offset of its first record (chunk 0)
 	chunks  int
 	entries []snapEntry
 }
@@ -187,9 +188,11 @@ func decodeSnapChunk(b []byte) (id uint64, es []snapEntry, err error) {
 type snapAssembler struct {
 	header []byte
 	chunks map[int][]byte
+	// start is the state offset of the latest value of chunk 0.
+	start int64
 }
 
-func (a *snapAssembler) add(chunk int, value []byte) {
+func (a *snapAssembler) add(chunk int, value []byte, offset int64) {
 	if chunk < 0 {
 		a.header = value
 		return
@@ -202,6 +205,18 @@ func (a *snapAssembler) add(chunk int, value []byte) {
 	} else {
 		a.chunks[chunk] = value
 	}
+	if chunk == 0 {
+		a.start = offset
+	}
+}
+
+// epoch is the latest header's snapshot id, 0 without a readable one.
+func (a *snapAssembler) epoch() uint64 {
+	id, _, _, err := decodeSnapHeader(a.header)
+	if err != nil {
+		return 0
+	}
+	return id
 }
 
 // snapshot returns the assembled snapshot, nil when there is none; an
@@ -216,7 +231,7 @@ func (a *snapAssembler) snapshot() (*snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &snapshot{id: id, read: read, chunks: n}
+	s := &snapshot{id: id, read: read, chunks: n, start: a.start}
 	for i := range n {
 		v, ok := a.chunks[i]
 		if !ok {
@@ -250,23 +265,10 @@ func snapshotChunks(delayTopic string, p int32, id uint64, es []snapEntry) [][2]
 // snapWrite is a snapshot about to be written in a transaction.
 type snapWrite struct {
 	pp      *partProgress
+	id      uint64
 	read    int64
 	chunks  int
 	records []*kgo.Record
-}
-
-// snapshotParts returns the owned partitions read further since their last
-// snapshot (and whose seed, if any, is applied).
-func (w *Worker) snapshotParts() []*partProgress {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var out []*partProgress
-	for _, pp := range w.parts {
-		if !pp.dropped.Load() && pp.seed == nil && pp.next > 0 && pp.next > pp.snapRead {
-			out = append(out, pp)
-		}
-	}
-	return out
 }
 
 // buildSnapshots builds the snapshot records of the partitions in parts as
@@ -287,11 +289,7 @@ func (w *Worker) buildSnapshots(parts []*partProgress, resolved map[*partProgres
 	for _, pp := range parts {
 		known[pp] = nil
 	}
-	for _, e := range w.due {
-		if es, ok := known[e.pp]; ok && e.ctl == nil && e.live() {
-			known[e.pp] = append(es, snapEntry{offset: e.offset, due: e.due, ts: e.ts, keyHash: e.keyHash, back: e.offset - firstOffset(e)})
-		}
-	}
+	w.idx.collectLive(known)
 	var out []*snapWrite
 	id := uint64(time.Now().UnixNano())
 parts:
@@ -299,13 +297,10 @@ parts:
 		if len(pp.copies.open) > 0 {
 			continue // a reschedule's scheduled half would pass for a plain message (deferral.go)
 		}
-		have := known[pp]
-		if w.spill != nil {
-			var err error
-			if have, err = w.spill.appendEntries(have, pp); err != nil {
-				w.failSpill(err)
-				continue
-			}
+		have, err := w.idx.withSpilled(known[pp], pp)
+		if err != nil {
+			w.failSpill(err)
+			continue
 		}
 		slices.SortFunc(have, func(a, b snapEntry) int { return cmp.Compare(a.offset, b.offset) })
 		done := make(map[int64]struct{}, len(resolved[pp]))
@@ -316,7 +311,7 @@ parts:
 		es := have[:0]
 		i, complete := 0, true
 		pp.pending.each(func(o int64) bool {
-			if _, ok := pp.markers[o]; ok {
+			if pp.resolved.contains(o) {
 				return true
 			}
 			if _, ok := done[o]; ok {
@@ -335,7 +330,7 @@ parts:
 		if !complete {
 			continue parts
 		}
-		sw := &snapWrite{pp: pp, read: pp.next}
+		sw := &snapWrite{pp: pp, id: id, read: pp.next}
 		chunks := snapshotChunks(w.cfg.DelayTopic, pp.partition, id, es)
 		sw.chunks = len(chunks)
 		for _, c := range chunks {
@@ -346,6 +341,13 @@ parts:
 		}
 		sw.records = append(sw.records, &kgo.Record{Topic: w.cfg.StateTopic, Partition: pp.partition,
 			Key: snapHeaderKey(w.cfg.DelayTopic, pp.partition), Value: encodeSnapHeader(id, sw.read, sw.chunks)})
+		if pp.copies.copies != nil {
+			// A new owner reads the state partition from the snapshot
+			// on (commitMeta): the partition's copy records must be
+			// there too, even if no copy was made since.
+			sw.records = append(sw.records, &kgo.Record{Topic: w.cfg.StateTopic, Partition: pp.partition,
+				Key: copiesKey(w.cfg.DelayTopic, pp.partition), Value: encodeCopies(pp.copies.copies)})
+		}
 		out = append(out, sw)
 	}
 	return out

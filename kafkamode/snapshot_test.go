@@ -29,7 +29,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 		if !ok {
 			t.Fatalf("key %q is not a snapshot key", key)
 		}
-		a.add(c, value)
+		a.add(c, value, 0)
 	}
 	add(snapChunkKey("d", 2, 2), encodeSnapChunk(41, es[:1])) // an older snapshot's third chunk
 	add(snapHeaderKey("d", 2), encodeSnapHeader(41, 5, 3))
@@ -53,8 +53,8 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	}
 	// A header naming a chunk of another snapshot is refused.
 	b := &snapAssembler{}
-	b.add(-1, encodeSnapHeader(43, 10, 1))
-	b.add(0, encodeSnapChunk(42, es[:3]))
+	b.add(-1, encodeSnapHeader(43, 10, 1), 0)
+	b.add(0, encodeSnapChunk(42, es[:3]), 1)
 	if _, err := b.snapshot(); err == nil {
 		t.Fatal("a snapshot with a chunk of another snapshot was accepted")
 	}
@@ -80,7 +80,7 @@ func TestApplySeed(t *testing.T) {
 	if !pp.read(100) || pp.read(120) {
 		t.Fatal("offset 100 must be read as new and 120 (marked) skipped")
 	}
-	pl := pp.plan([]int64{10, 50})
+	pl := pp.plan([]int64{10, 50}, false)
 	if pl.commit != 100 {
 		t.Fatalf("commit %d after resolving the snapshot's offsets, want 100 (read, pending)", pl.commit)
 	}

@@ -49,7 +49,7 @@ func (r *spillRig) now() int64 { return r.clk.Now().UnixMilli() }
 
 func (r *spillRig) part(p int32) *partProgress {
 	pp := newPartProgress(p, nil)
-	r.w.parts[p] = pp
+	r.w.parts.parts[p] = pp
 	return pp
 }
 
@@ -64,14 +64,14 @@ func (r *spillRig) schedule(p int32, o int64, key string, dueIn time.Duration) i
 }
 
 func (r *spillRig) index(rc *kgo.Record) {
-	r.w.indexRecord(rc, r.now(), r.w.cfg.BodyLead.Milliseconds())
+	r.w.indexOne(rc, r.now(), r.w.cfg.BodyLead.Milliseconds())
 	r.w.flushSpill()
 }
 
 // inRAM returns the live entries of the due heap by offset.
 func (r *spillRig) inRAM(pp *partProgress) map[int64]*entry {
 	out := map[int64]*entry{}
-	for _, e := range r.w.due {
+	for _, e := range r.w.idx.due {
 		if e.pp == pp && e.live() {
 			out[e.offset] = e
 		}
@@ -122,7 +122,7 @@ func TestSpillReloadsBeforeDueNeverEarly(t *testing.T) {
 		if !loaded && left <= near {
 			t.Fatalf("%d ms before due, within the near window, still on disk", left)
 		}
-		if loaded && left > near+r.w.spill.width {
+		if loaded && left > near+r.w.idx.spill.width {
 			t.Fatalf("loaded %d ms before due, earlier than its bucket entered the window", left)
 		}
 		if loaded {
@@ -169,11 +169,11 @@ func TestSpillCancelByKey(t *testing.T) {
 	}
 	// The cancelled entry, resolved while in the heaps, is dropped from
 	// them when the loop compacts (not left until its due time).
-	if r.w.deadSlots != 1 {
-		t.Fatalf("dead slots %d after the cancel, want 1", r.w.deadSlots)
+	if r.w.idx.deadSlots != 1 {
+		t.Fatalf("dead slots %d after the cancel, want 1", r.w.idx.deadSlots)
 	}
 	r.w.dropDeadSlots()
-	for _, h := range []dueHeap{r.w.due, r.w.noBody} {
+	for _, h := range []dueHeap{r.w.idx.due, r.w.idx.noBody} {
 		for _, e := range h {
 			if !e.live() {
 				t.Fatalf("a resolved entry (offset %d) is still in a heap after compaction", e.offset)
@@ -186,7 +186,7 @@ func TestSpillCancelByKey(t *testing.T) {
 	if _, back := got[0]; back || got[1] == nil {
 		t.Fatalf("after the load, live in RAM: %v; want offset 1 only", got)
 	}
-	if n := len(r.w.spill.parts[pp].removed); n != 0 {
+	if n := len(r.w.idx.spill.parts[pp].removed); n != 0 {
 		t.Fatalf("%d offsets still remembered as removed after their file was taken", n)
 	}
 }
@@ -199,7 +199,7 @@ func TestSpillRevokedPartitionDropsFiles(t *testing.T) {
 	p0, p1 := r.part(0), r.part(1)
 	r.schedule(0, 0, "a", time.Hour)
 	r.schedule(1, 0, "b", time.Hour)
-	dir := r.w.spill.parts[p1].dir
+	dir := r.w.idx.spill.parts[p1].dir
 	if names, err := fs.List(dir); err != nil || len(names) != 1 {
 		t.Fatalf("partition 1's files: %v %v", names, err)
 	}
@@ -250,8 +250,8 @@ func TestSpillReadErrorEndsSession(t *testing.T) {
 	})
 	r.clk.Advance(time.Hour)
 	r.w.loadSpilled(r.now())
-	if r.w.spillErr == nil || !errors.Is(r.w.spillErr, syscall.EIO) {
-		t.Fatalf("spillErr %v, want the read error", r.w.spillErr)
+	if r.w.idx.spillErr == nil || !errors.Is(r.w.idx.spillErr, syscall.EIO) {
+		t.Fatalf("spillErr %v, want the read error", r.w.idx.spillErr)
 	}
 }
 

@@ -31,7 +31,7 @@ func (w *Worker) openSpill() (cleanup func(), err error) {
 		if err != nil {
 			return nil, fmt.Errorf("kafka mode: cannot create a temporary spill directory (set one that is writable): %w", err)
 		}
-		w.spill = newSpiller(w.fs(), root, w.cfg.NearWindow.Milliseconds())
+		w.idx.spill = newSpiller(w.fs(), root, w.cfg.NearWindow.Milliseconds())
 		return func() { _ = os.RemoveAll(root) }, nil
 	}
 	name := strings.Map(func(r rune) rune {
@@ -60,9 +60,9 @@ func (w *Worker) openSpill() (cleanup func(), err error) {
 		return nil, fmt.Errorf("kafka mode: spill directory %s is not writable: %w", w.cfg.SpillDir, err)
 	}
 	_ = w.fs().Remove(probe)
-	w.spill = newSpiller(w.fs(), dir, w.cfg.NearWindow.Milliseconds())
+	w.idx.spill = newSpiller(w.fs(), dir, w.cfg.NearWindow.Milliseconds())
 	if w.cfg.SpillFS != nil {
-		return func() { w.spill.reset() }, nil
+		return func() { w.idx.spill.reset() }, nil
 	}
 	return func() { _ = os.RemoveAll(dir) }, nil
 }
@@ -70,8 +70,8 @@ func (w *Worker) openSpill() (cleanup func(), err error) {
 // place indexes a pending entry that has no body: in a spill file when
 // its bucket is beyond the near window, else in RAM.
 func (w *Worker) place(pp *partProgress, se snapEntry, now int64) {
-	if w.spill != nil && w.spill.wants(se.due, now) {
-		w.spill.add(pp, se)
+	if w.idx.spill != nil && w.idx.spill.wants(se.due, now) {
+		w.idx.spill.add(pp, se)
 		return
 	}
 	w.indexNoBody(pp, se)
@@ -80,8 +80,8 @@ func (w *Worker) place(pp *partProgress, se snapEntry, now int64) {
 // indexNoBody puts an entry without body into the RAM index.
 func (w *Worker) indexNoBody(pp *partProgress, se snapEntry) {
 	e := &entry{pp: pp, offset: se.offset, due: se.due, ts: se.ts, keyHash: se.keyHash, back: se.back}
-	w.due.push(e)
-	w.noBody.push(e)
+	w.idx.due.push(e)
+	w.idx.noBody.push(e)
 	w.queueCopy(e)
 }
 
@@ -96,21 +96,21 @@ func (w *Worker) indexAll(pp *partProgress, es []snapEntry) {
 // flushSpill writes what was spilled since the last flush. What cannot be
 // written stays in RAM: nothing is lost, the worker only uses more memory.
 func (w *Worker) flushSpill() {
-	if w.spill == nil {
+	if w.idx.spill == nil {
 		return
 	}
-	failed, err := w.spill.flush()
+	failed, err := w.idx.spill.flush()
 	for _, f := range failed {
 		w.indexNoBody(f.pp, f.e)
 	}
 	if err != nil {
 		w.stats.SpillErrors.Add(int64(len(failed)))
-		if !w.spillLogged {
-			w.spillLogged = true
+		if !w.idx.spillLogged {
+			w.idx.spillLogged = true
 			w.cfg.Logger.Warn("cannot write to the spill directory; keeping entries in RAM (logged once)", "err", err)
 		}
 	}
-	w.stats.Spilled.Store(w.spill.onDisk)
+	w.stats.Spilled.Store(w.idx.spill.onDisk)
 }
 
 // loadSpilled drops the files of revoked partitions and takes back into
@@ -118,25 +118,25 @@ func (w *Worker) flushSpill() {
 // old enough to copy forward. A file that does not read back makes the
 // loop end the session (spillErr): the next one rebuilds from Kafka.
 func (w *Worker) loadSpilled(now int64) {
-	if w.spill == nil || w.spillErr != nil {
+	if w.idx.spill == nil || w.idx.spillErr != nil {
 		return
 	}
-	w.spill.dropDead()
-	err := w.spill.loadDue(now, w.indexAll)
-	if err == nil && time.Since(w.lastCopyCheck) >= spillCopyCheck {
-		w.lastCopyCheck = time.Now()
-		err = w.spill.loadOld(now, w.copyAfterMs, w.indexAll)
+	w.idx.spill.dropDead()
+	err := w.idx.spill.loadDue(now, w.indexAll)
+	if err == nil && time.Since(w.idx.lastCopyCheck) >= spillCopyCheck {
+		w.idx.lastCopyCheck = time.Now()
+		err = w.idx.spill.loadOld(now, w.copyAfterMs, w.indexAll)
 	}
-	w.stats.Spilled.Store(w.spill.onDisk)
+	w.stats.Spilled.Store(w.idx.spill.onDisk)
 	w.failSpill(err)
 }
 
 // failSpill records a spill read error: the session ends, and the next
 // one rebuilds the index from Kafka (the files are only a cache).
 func (w *Worker) failSpill(err error) {
-	if err != nil && w.spillErr == nil {
+	if err != nil && w.idx.spillErr == nil {
 		w.stats.SpillErrors.Add(1)
-		w.spillErr = fmt.Errorf("spill directory unreadable; rebuilding the index from Kafka: %w", err)
+		w.idx.spillErr = fmt.Errorf("spill directory unreadable; rebuilding the index from Kafka: %w", err)
 	}
 }
 
@@ -145,10 +145,10 @@ func (w *Worker) failSpill(err error) {
 // cancelTargets finds them. It reports false when the files could not be
 // read: the cancel must then wait (the session ends, see failSpill).
 func (w *Worker) unspillTargets(c *entry) bool {
-	if w.spill == nil {
+	if w.idx.spill == nil {
 		return true
 	}
-	es, err := w.spill.takeOut(c.pp, func(se snapEntry) bool {
+	es, err := w.idx.spill.takeOut(c.pp, func(se snapEntry) bool {
 		return c.cancels(se.offset, c.pp.copies.firstOf(se.offset, se.back), se.keyHash)
 	})
 	if err != nil {
@@ -156,18 +156,18 @@ func (w *Worker) unspillTargets(c *entry) bool {
 		return false
 	}
 	w.indexAll(c.pp, es)
-	w.stats.Spilled.Store(w.spill.onDisk)
+	w.stats.Spilled.Store(w.idx.spill.onDisk)
 	return true
 }
 
 // spilledForecast adds the spilled entries' counts of the live partitions
 // to buckets (from plan) and returns how many it added.
 func (w *Worker) spilledForecast(plan forecast.Plan, buckets []forecast.Bucket) int64 {
-	if w.spill == nil {
+	if w.idx.spill == nil {
 		return 0
 	}
 	var n int64
-	for pp, sp := range w.spill.parts {
+	for pp, sp := range w.idx.spill.parts {
 		if pp.dropped.Load() {
 			continue
 		}
@@ -197,7 +197,7 @@ const compactAfter = 4096
 // half of the heap, so RAM follows the near window after a mass cancel
 // or a copy-forward of a whole bucket too.
 func (w *Worker) compactIndex() {
-	if w.deadSlots < compactAfter || w.deadSlots < len(w.due)/2 {
+	if w.idx.deadSlots < compactAfter || w.idx.deadSlots < len(w.idx.due)/2 {
 		return
 	}
 	w.dropDeadSlots()
@@ -205,7 +205,7 @@ func (w *Worker) compactIndex() {
 
 // dropDeadSlots rebuilds the due and body heaps with their live entries.
 func (w *Worker) dropDeadSlots() {
-	for _, h := range []*dueHeap{&w.due, &w.noBody} {
+	for _, h := range []*dueHeap{&w.idx.due, &w.idx.noBody} {
 		keep := (*h)[:0]
 		for _, e := range *h {
 			if e.live() {
@@ -216,5 +216,5 @@ func (w *Worker) dropDeadSlots() {
 		*h = keep
 		heap.Init(h)
 	}
-	w.deadSlots = 0
+	w.idx.deadSlots = 0
 }

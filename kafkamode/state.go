@@ -1,10 +1,13 @@
 package kafkamode
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -52,25 +55,38 @@ func (w *Worker) markerRecord(partition int32, offset int64, live bool) *kgo.Rec
 }
 
 // loadedPart is what the state topic holds for one delay partition: its
-// live markers and its latest snapshot (nil: none).
+// live legacy markers, its latest snapshot (nil: none) and the offsets
+// the resolution records of that snapshot's epoch name.
 type loadedPart struct {
 	markers []int64
 	snap    *snapshot
+	// resolved is what the epoch's resolution records name; epoch is the
+	// latest snapshot header's id (0: none) and slot the next free slot
+	// in it.
+	resolved rangeSet
+	epoch    uint64
+	slot     int
 	// copies is the partition's copy records as its last owner wrote them
 	// (deferral.go).
 	copies map[int64]copyRef
 }
 
-// loadMarkers reads the live markers and the latest snapshot of the given
-// delay partitions from the state topic: every committed record up to the state partition's end. It
-// reads with read_committed and keeps control records, and stops at the
-// record just below the high watermark measured at the start: a transaction
-// a previous owner left open holds the fetch at the last stable offset
-// until it commits or aborts, so no marker written before the start is
-// missed.
-func (w *Worker) loadMarkers(ctx context.Context, partitions []int32) (map[int32]*loadedPart, error) {
-	out := make(map[int32]*loadedPart, len(partitions))
-	ends, err := kadm.NewClient(w.aux).ListEndOffsets(ctx, w.cfg.StateTopic)
+// loadState reads the live markers, the latest snapshot and the
+// resolution records of the given delay partitions from the state topic,
+// from the offset of each that the group's last commit names (commitMeta:
+// where its latest snapshot begins; the start without one) to the end.
+// So it reads the snapshot and what was resolved since, whatever the
+// partition's history. It reads with read_committed and keeps control
+// records, and stops at the record just below the high watermark measured
+// at the start: a transaction a previous owner left open holds the fetch
+// at the last stable offset until it commits or aborts, so nothing
+// written before the start is missed.
+func (w *Worker) loadState(ctx context.Context, partitions []int32) (map[int32]*loadedPart, error) {
+	from, err := stateStarts(ctx, w.ses.admin(), w.cfg)
+	if err != nil {
+		return nil, err
+	}
+	ends, err := w.ses.admin().ListEndOffsets(ctx, w.cfg.StateTopic)
 	if err != nil {
 		return nil, fmt.Errorf("list the state topic's end offsets: %w", err)
 	}
@@ -82,17 +98,48 @@ func (w *Worker) loadMarkers(ctx context.Context, partitions []int32) (map[int32
 			return nil, fmt.Errorf("%w: state topic %s has no partition %d (it needs as many partitions as the delay topic)",
 				errNoStatePartition, w.cfg.StateTopic, p)
 		}
-		if lo.Offset > 0 {
+		if at := max(from[p], 0); lo.Offset > at {
 			last[p] = lo.Offset - 1
-			start[p] = kgo.NewOffset().AtStart()
+			start[p] = kgo.NewOffset().At(at)
 		}
 	}
-	if len(last) == 0 {
-		for _, p := range partitions {
-			out[p] = &loadedPart{}
+	st := newStateRead(w.cfg, &w.stats.StateRecordsRead)
+	if len(last) > 0 {
+		if err := w.readState(ctx, start, last, st); err != nil {
+			return nil, err
 		}
-		return out, nil
 	}
+	out := make(map[int32]*loadedPart, len(partitions))
+	for _, p := range partitions {
+		out[p] = st.result(p)
+	}
+	return out, nil
+}
+
+// stateStarts returns, per delay partition, the state offset its group
+// commit's metadata names (commitMeta); -1 or absent: read from the
+// start. It waits for a transactional commit still pending
+// (RequireStable), a killed owner's, so the offset is the latest.
+func stateStarts(ctx context.Context, adm *kadm.Client, cfg Config) (map[int32]int64, error) {
+	offs, err := adm.FetchOffsets(kadm.RequireStable(ctx), cfg.Group)
+	if err != nil {
+		return nil, fmt.Errorf("fetch the committed offsets of group %s: %w", cfg.Group, err)
+	}
+	out := map[int32]int64{}
+	offs.Each(func(o kadm.OffsetResponse) {
+		if o.Topic != cfg.DelayTopic || o.Err != nil {
+			return
+		}
+		if at, ok := parseCommitMeta(o.Metadata); ok {
+			out[o.Partition] = at
+		}
+	})
+	return out, nil
+}
+
+// readState reads the state partitions in start up to the offsets in last
+// (inclusive) into st.
+func (w *Worker) readState(ctx context.Context, start map[int32]kgo.Offset, last map[int32]int64, st *stateRead) error {
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(w.cfg.Brokers...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{w.cfg.StateTopic: start}),
@@ -100,20 +147,18 @@ func (w *Worker) loadMarkers(ctx context.Context, partitions []int32) (map[int32
 		kgo.KeepControlRecords(),
 	)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer cl.Close()
-	st := &stateRead{live: make(map[int32]map[int64]struct{}, len(last)), snaps: make(map[int32]*snapAssembler, len(last)),
-		copies: make(map[int32]map[int64]copyRef)}
 	for len(last) > 0 {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return err
 		}
 		var ferr error
 		fs.EachError(func(t string, p int32, err error) { ferr = fmt.Errorf("read state %s/%d: %w", t, p, err) })
 		if ferr != nil {
-			return nil, ferr
+			return ferr
 		}
 		fs.EachRecord(func(r *kgo.Record) {
 			end, want := last[r.Partition]
@@ -128,42 +173,63 @@ func (w *Worker) loadMarkers(ctx context.Context, partitions []int32) (map[int32
 			if r.Offset > end || r.Attrs.IsControl() {
 				return
 			}
-			st.add(w, r)
+			st.add(r)
 		})
 	}
-	st.result(w, partitions, out)
-	return out, nil
+	return nil
 }
 
-// stateRead is what loadMarkers gathered from the state topic: the live
-// markers and the snapshot chunks of each partition.
+// stateRead is what a read of the state topic gathered, per partition:
+// the live legacy markers, the snapshot records, the copy records and the
+// resolution records by epoch.
 type stateRead struct {
+	cfg    Config
+	count  *atomic.Int64 // records read
 	live   map[int32]map[int64]struct{}
 	snaps  map[int32]*snapAssembler
 	copies map[int32]map[int64]copyRef
+	res    map[int32]map[uint64]*epochRes
 }
 
-// add takes one state record at or before the end being read to.
-func (st *stateRead) add(w *Worker, r *kgo.Record) {
-	w.stats.StateRecordsRead.Add(1)
-	if c, ok := parseSnapKey(r.Key, w.cfg.DelayTopic, r.Partition); ok {
+// epochRes is what the resolution records of one epoch name.
+type epochRes struct {
+	ranges   []offRange
+	nextSlot int
+}
+
+func newStateRead(cfg Config, count *atomic.Int64) *stateRead {
+	return &stateRead{cfg: cfg, count: count, live: map[int32]map[int64]struct{}{}, snaps: map[int32]*snapAssembler{},
+		copies: map[int32]map[int64]copyRef{}, res: map[int32]map[uint64]*epochRes{}}
+}
+
+// add takes one committed state record, in log order.
+func (st *stateRead) add(r *kgo.Record) {
+	if st.count != nil {
+		st.count.Add(1)
+	}
+	topic := st.cfg.DelayTopic
+	if c, ok := parseSnapKey(r.Key, topic, r.Partition); ok {
 		a := st.snaps[r.Partition]
 		if a == nil {
 			a = &snapAssembler{}
 			st.snaps[r.Partition] = a
 		}
-		a.add(c, r.Value)
+		a.add(c, r.Value, r.Offset)
 		return
 	}
-	if string(r.Key) == string(copiesKey(w.cfg.DelayTopic, r.Partition)) {
+	if string(r.Key) == string(copiesKey(topic, r.Partition)) {
 		if m, ok := parseCopies(r.Value); ok {
 			st.copies[r.Partition] = m
 		} else {
-			w.cfg.Logger.Warn("ignoring an unreadable copies record", "partition", r.Partition)
+			st.cfg.Logger.Warn("ignoring an unreadable copies record", "partition", r.Partition)
 		}
 		return
 	}
-	o, ok := parseMarkerKey(r.Key, w.cfg.DelayTopic, r.Partition)
+	if slot, ok := parseResolutionKey(r.Key, topic, r.Partition); ok {
+		st.addResolution(r, slot)
+		return
+	}
+	o, ok := parseMarkerKey(r.Key, topic, r.Partition)
 	if !ok {
 		return
 	}
@@ -179,22 +245,72 @@ func (st *stateRead) add(w *Worker, r *kgo.Record) {
 	}
 }
 
-// result fills out with each partition's markers and snapshot.
-func (st *stateRead) result(w *Worker, partitions []int32, out map[int32]*loadedPart) {
-	for _, p := range partitions {
-		lp := &loadedPart{copies: st.copies[p]}
-		for o := range st.live[p] {
-			lp.markers = append(lp.markers, o)
-		}
-		if a := st.snaps[p]; a != nil {
-			snap, err := a.snapshot()
-			if err != nil {
-				// Not fatal: the partition is then read from its
-				// committed offset, as without a snapshot.
-				w.cfg.Logger.Warn("ignoring the partition's snapshot", "partition", p, "err", err)
-			}
-			lp.snap = snap
-		}
-		out[p] = lp
+func (st *stateRead) addResolution(r *kgo.Record, slot int) {
+	if r.Value == nil {
+		return
 	}
+	epoch, ranges, err := decodeResolution(r.Value)
+	if err != nil {
+		// Never written so by a worker: a transaction commits its
+		// records whole. Ignoring it could forward a message again, so
+		// say so loudly.
+		st.cfg.Logger.Error("ignoring an unreadable resolution record", "partition", r.Partition, "offset", r.Offset, "err", err)
+		return
+	}
+	byEpoch := st.res[r.Partition]
+	if byEpoch == nil {
+		byEpoch = map[uint64]*epochRes{}
+		st.res[r.Partition] = byEpoch
+	}
+	er := byEpoch[epoch]
+	if er == nil {
+		er = &epochRes{}
+		byEpoch[epoch] = er
+	}
+	er.ranges = append(er.ranges, ranges...)
+	er.nextSlot = max(er.nextSlot, slot+1)
+}
+
+// result returns partition p's markers, snapshot and resolutions: those
+// of the latest snapshot's epoch, or of every epoch if that snapshot
+// cannot be used (the partition is then read from its committed offset).
+func (st *stateRead) result(p int32) *loadedPart {
+	lp := &loadedPart{copies: st.copies[p]}
+	for o := range st.live[p] {
+		lp.markers = append(lp.markers, o)
+	}
+	whole := true
+	if a := st.snaps[p]; a != nil {
+		lp.epoch = a.epoch()
+		snap, err := a.snapshot()
+		if err != nil {
+			// Not fatal: the partition is then read from its
+			// committed offset, as without a snapshot.
+			st.cfg.Logger.Warn("ignoring the partition's snapshot", "partition", p, "err", err)
+		}
+		lp.snap, whole = snap, snap == nil
+	}
+	for epoch, er := range st.res[p] {
+		if whole || epoch == lp.epoch {
+			lp.resolved.merge(normalRanges(er.ranges))
+		}
+		if epoch == lp.epoch {
+			lp.slot = er.nextSlot
+		}
+	}
+	return lp
+}
+
+// normalRanges sorts ranges and merges those that overlap or touch.
+func normalRanges(rs []offRange) []offRange {
+	slices.SortFunc(rs, func(a, b offRange) int { return cmp.Compare(a.start, b.start) })
+	var out []offRange
+	for _, r := range rs {
+		if k := len(out); k > 0 && out[k-1].end >= r.start {
+			out[k-1].end = max(out[k-1].end, r.end)
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
 }

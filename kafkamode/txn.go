@@ -39,7 +39,7 @@ func (w *Worker) transact(ctx context.Context, batch []*entry, snap []*partProgr
 			w.stats.MaxTxnMicros.Store(us)
 		}
 	}()
-	if err := w.sess.Begin(); err != nil {
+	if err := w.ses.begin(); err != nil {
 		return fmt.Errorf("begin transaction: %w", err)
 	}
 	var produceErr atomic.Value
@@ -55,7 +55,7 @@ func (w *Worker) transact(ctx context.Context, batch []*entry, snap []*partProgr
 	for _, e := range batch {
 		if out := w.output(e); out != nil {
 			outputs[out] = e
-			w.sess.Produce(ctx, out, promise)
+			w.ses.produce(ctx, out, promise)
 		}
 	}
 	for _, sn := range snaps {
@@ -63,12 +63,12 @@ func (w *Worker) transact(ctx context.Context, batch []*entry, snap []*partProgr
 			byPart[sn.pp] = nil // commit its unchanged offset with the snapshot
 		}
 		for _, r := range sn.records {
-			w.sess.Produce(ctx, r, promise)
+			w.ses.produce(ctx, r, promise)
 		}
 	}
-	plans := w.producePlans(ctx, byPart, promise)
-	commitFn := w.offsetCommit(plans)
-	flushErr := w.sess.Client().Flush(ctx)
+	plans := w.producePlans(ctx, byPart, snaps, promise)
+	commitFn := w.offsetCommit(plans, snaps)
+	flushErr := w.ses.flush(ctx)
 	if flushErr == nil && produceErr.Load() == nil {
 		flushErr = w.recordCopies(ctx, outputs, promise)
 	}
@@ -78,8 +78,8 @@ func (w *Worker) transact(ctx context.Context, batch []*entry, snap []*partProgr
 	if flushErr != nil || produceErr.Load() != nil {
 		try = kgo.TryAbort
 	}
-	committed, err := w.sess.End(kgo.PreTxnCommitFnContext(ctx, commitFn), try)
-	w.settling = w.watchSettle(ctx, time.Now())
+	committed, err := w.ses.end(ctx, commitFn, try)
+	w.watchSettle(ctx, time.Now())
 	for _, e := range batch {
 		e.inBatch = false
 	}
@@ -105,18 +105,8 @@ func (w *Worker) transact(ctx context.Context, batch []*entry, snap []*partProgr
 // one (days of them behind a long delay). Pinned here, an abort re-reads
 // nothing (Stats.RecordsReread; TestKafkaAbortRereadsNothing).
 func (w *Worker) rewindAfterAbort() {
-	at := map[int32]kgo.EpochOffset{}
-	w.mu.Lock()
-	for p, pp := range w.parts {
-		// next == 0: nothing read (no snapshot applied either), so the
-		// group's own start position stands.
-		if !pp.dropped.Load() && pp.seed == nil && pp.next > 0 {
-			at[p] = kgo.EpochOffset{Epoch: -1, Offset: pp.next}
-		}
-	}
-	w.mu.Unlock()
-	if len(at) > 0 {
-		w.sess.Client().SetOffsets(map[string]map[int32]kgo.EpochOffset{w.cfg.DelayTopic: at})
+	if at := w.parts.readPositions(); len(at) > 0 {
+		w.ses.setOffsets(w.cfg.DelayTopic, at)
 	}
 }
 
@@ -227,9 +217,17 @@ func (w *Worker) output(e *entry) *kgo.Record {
 }
 
 // offsetCommit returns the hook that puts the plans' group offsets into
-// the transaction's offset commit.
-func (w *Worker) offsetCommit(plans []*partPlan) func(*kmsg.TxnOffsetCommitRequest) error {
+// the transaction's offset commit, each with the state offset a new owner
+// reads its partition's state from (commitMeta): where this transaction's
+// snapshot of it begins, else its latest committed snapshot's. The hook
+// runs in End, after the flush, so a snapshot's first record has its
+// offset by then.
+func (w *Worker) offsetCommit(plans []*partPlan, snaps []*snapWrite) func(*kmsg.TxnOffsetCommitRequest) error {
 	return func(req *kmsg.TxnOffsetCommitRequest) error {
+		from := make(map[*partProgress]int64, len(snaps))
+		for _, sn := range snaps {
+			from[sn.pp] = sn.records[0].Offset
+		}
 		t := kmsg.NewTxnOffsetCommitRequestTopic()
 		t.Topic = w.cfg.DelayTopic
 		for _, rt := range req.Topics {
@@ -242,7 +240,12 @@ func (w *Worker) offsetCommit(plans []*partPlan) func(*kmsg.TxnOffsetCommitReque
 			p.Partition = pl.pp.partition
 			p.Offset = pl.commit
 			p.LeaderEpoch = -1
-			p.Metadata = &req.MemberID
+			at, ok := from[pl.pp]
+			if !ok {
+				at = pl.pp.snapStart
+			}
+			meta := commitMeta(at, req.MemberID)
+			p.Metadata = &meta
 			t.Partitions = append(t.Partitions, p)
 		}
 		req.Topics = []kmsg.TxnOffsetCommitRequestTopic{t}
@@ -258,19 +261,25 @@ func (w *Worker) committed(batch []*entry, plans []*partPlan, snaps []*snapWrite
 	}
 	for _, sn := range snaps {
 		sn.pp.snapRead, sn.pp.snapChunks = sn.read, sn.chunks
+		sn.pp.epoch, sn.pp.slot, sn.pp.snapStart = sn.id, 0, sn.records[0].Offset
 		w.stats.Snapshots.Add(1)
+	}
+	for _, pl := range plans {
+		if pl.pp.slot >= maxResolutionSlots {
+			w.idx.forceSnapshot() // at once (maxResolutionSlots)
+		}
 	}
 	for _, e := range batch {
 		e.done = true
 		switch {
 		case e.cancelled:
 			w.stats.Cancelled.Add(1)
-			w.deadSlots++ // still in the due heap (compactIndex)
+			w.idx.resolvedInHeap()
 		case e.isCancel():
 			e.pp.copies.closed(e.offset)
 		case e.copy:
 			w.stats.CopiedForward.Add(1)
-			w.deadSlots++
+			w.idx.resolvedInHeap()
 		case e.dlqReason() != "":
 			w.stats.DeadLettered.Add(1)
 		default:
@@ -289,9 +298,6 @@ func (w *Worker) committed(batch []*entry, plans []*partPlan, snaps []*snapWrite
 // aborted undoes an aborted transaction's plans and puts its entries back.
 func (w *Worker) aborted(batch []*entry, plans []*partPlan) {
 	w.stats.Aborted.Add(1)
-	for _, pl := range plans {
-		pl.undo()
-	}
 	for _, e := range batch {
 		if e.ctl != nil && e.ctl.sched != nil {
 			// A reschedule's scheduled half (later in the batch) is
@@ -304,28 +310,31 @@ func (w *Worker) aborted(batch []*entry, plans []*partPlan) {
 		// popped while the other is in a batch, and peek drops both once
 		// it is done.
 		e.cancelled = false
-		switch {
-		case !e.live():
-		case e.copy: // never left the due heap: copy it again
-			w.copyReady = append(w.copyReady, e)
-		default:
-			w.due.push(e)
-		}
+		w.idx.putBack(e)
 	}
 }
 
 // producePlans plans each partition's new progress from the offsets it
-// resolves and produces the markers and tombstones the plans need.
-func (w *Worker) producePlans(ctx context.Context, byPart map[*partProgress][]int64, promise func(*kgo.Record, error)) []*partPlan {
+// resolves and produces the one resolution record each plan needs (none
+// when C simply follows, or when the transaction snapshots the
+// partition), and the tombstones of legacy markers.
+func (w *Worker) producePlans(ctx context.Context, byPart map[*partProgress][]int64, snaps []*snapWrite, promise func(*kgo.Record, error)) []*partPlan {
+	snapped := make(map[*partProgress]bool, len(snaps))
+	for _, sn := range snaps {
+		snapped[sn.pp] = true
+	}
 	plans := make([]*partPlan, 0, len(byPart))
 	for pp, offs := range byPart {
-		pl := pp.plan(offs)
+		pl := pp.plan(offs, snapped[pp])
 		plans = append(plans, pl)
-		for _, o := range pl.addMarkers {
-			w.sess.Produce(ctx, w.markerRecord(pp.partition, o, true), promise)
+		if len(pl.record) > 0 {
+			w.ses.produce(ctx, &kgo.Record{Topic: w.cfg.StateTopic, Partition: pp.partition,
+				Key: resolutionKey(w.cfg.DelayTopic, pp.partition, pp.slot), Value: encodeResolution(pp.epoch, pl.record)}, promise)
 		}
-		for _, o := range pl.delMarkers {
-			w.sess.Produce(ctx, w.markerRecord(pp.partition, o, false), promise)
+		if pl.dropLegacy {
+			for _, o := range pp.legacy {
+				w.ses.produce(ctx, w.markerRecord(pp.partition, o, false), promise)
+			}
 		}
 	}
 	return plans
@@ -369,6 +378,6 @@ func (w *Worker) observeStages(batch []*entry, now int64, began, flushed time.Ti
 	st.End.Observe(end.Seconds())
 	if w.cfg.Logger.Enabled(context.Background(), slog.LevelDebug) {
 		w.cfg.Logger.Debug("transaction", append([]any{"records", len(batch), "late_ms", now - oldest,
-			"flush", flushed.Sub(began), "end", end, "settle_before", time.Duration(w.lastSettle.Load())}, w.rtts.lastRTTs()...)...)
+			"flush", flushed.Sub(began), "end", end}, w.ses.debugTimes()...)...)
 	}
 }

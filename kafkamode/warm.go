@@ -22,12 +22,12 @@ const warmQueue = 256
 // due, not inside the transaction that forwards it, where the creation
 // held every record due meanwhile. Called by the loop only.
 func (w *Worker) warmTopic(topic string) {
-	if _, ok := w.warmed[topic]; ok || len(w.warmed) >= maxWarmTopics {
+	if _, ok := w.idx.warmed[topic]; ok || len(w.idx.warmed) >= maxWarmTopics {
 		return
 	}
 	select {
 	case w.warm <- topic:
-		w.warmed[topic] = struct{}{}
+		w.idx.warmed[topic] = struct{}{}
 	default: // the queue is full: try again with the topic's next record
 	}
 }
@@ -48,7 +48,7 @@ func (w *Worker) runWarmer(ctx context.Context, done chan<- struct{}) {
 			t.Topic = kmsg.StringPtr(topic)
 			req.Topics = append(req.Topics, t)
 			req.AllowAutoTopicCreation = true
-			if _, err := req.RequestWith(ctx, w.aux); err != nil && ctx.Err() == nil {
+			if _, err := w.ses.request(ctx, req); err != nil && ctx.Err() == nil {
 				w.cfg.Logger.Debug("warming a business topic failed", "topic", topic, "err", err)
 			}
 		}

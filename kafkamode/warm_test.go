@@ -9,13 +9,13 @@ import (
 // that finds the queue full is queued with a later record; past
 // maxWarmTopics nothing more is remembered or queued.
 func TestWarmTopicOncePerTopicBounded(t *testing.T) {
-	w := &Worker{warmed: map[string]struct{}{}, warm: make(chan string, 2)}
+	w := &Worker{idx: newLoopIndex(), warm: make(chan string, 2)}
 	w.warmTopic("a")
 	w.warmTopic("a")
 	w.warmTopic("b")
 	w.warmTopic("c") // queue full: not remembered
-	if len(w.warm) != 2 || len(w.warmed) != 2 {
-		t.Fatalf("queued %d, remembered %d; want 2 and 2", len(w.warm), len(w.warmed))
+	if len(w.warm) != 2 || len(w.idx.warmed) != 2 {
+		t.Fatalf("queued %d, remembered %d; want 2 and 2", len(w.warm), len(w.idx.warmed))
 	}
 	if got := <-w.warm + <-w.warm; got != "ab" {
 		t.Fatalf("queued %q, want a then b", got)
@@ -25,11 +25,11 @@ func TestWarmTopicOncePerTopicBounded(t *testing.T) {
 		t.Fatalf("c was not queued once the queue had room")
 	}
 	<-w.warm
-	for i := len(w.warmed); i < maxWarmTopics; i++ {
-		w.warmed[fmt.Sprint("t", i)] = struct{}{}
+	for i := len(w.idx.warmed); i < maxWarmTopics; i++ {
+		w.idx.warmed[fmt.Sprint("t", i)] = struct{}{}
 	}
 	w.warmTopic("new")
-	if len(w.warm) != 0 || len(w.warmed) != maxWarmTopics {
-		t.Fatalf("past the bound: queued %d, remembered %d", len(w.warm), len(w.warmed))
+	if len(w.warm) != 0 || len(w.idx.warmed) != maxWarmTopics {
+		t.Fatalf("past the bound: queued %d, remembered %d", len(w.warm), len(w.idx.warmed))
 	}
 }

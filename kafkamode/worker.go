@@ -113,63 +113,30 @@ const metadataMaxAge = 10 * time.Second
 
 // Worker forwards due records from the delay topic to their business
 // topics. Create it with New and run it with Run.
+//
+// It is three parts, each owning its fields (TestWorkerPartsOwnTheirFields):
+//   - ses, the session: the group membership and the transactional
+//     producer (session.go, settle.go, fence.go);
+//   - parts, the per-partition progress under its mutex, shared by the
+//     group callbacks and the loop (parttable.go);
+//   - idx, the index of pending entries, owned by the loop goroutine
+//     (loopIndex: loop.go, spillindex.go, deferral.go, query.go, warm.go).
 type Worker struct {
 	cfg   Config
 	stats Stats
 
-	aux    *kgo.Client // admin and marker-loading seed client
-	sess   *kgo.GroupTransactSession
-	loader *bodyLoader
-	rtts   *rttHook // times the session client's requests
-
-	// mu guards parts: the group callbacks (on the client's goroutines)
-	// add and drop partitions; the loop reads them. Never held across a
-	// call into the client: End waits for the callbacks.
-	mu    sync.Mutex
-	parts map[int32]*partProgress
-	// seeded lists partitions whose snapshot entries adjustOffsets made
-	// ready; the loop indexes them (guarded by mu).
-	seeded []seededPart
+	ses   session
+	parts partTable
+	idx   loopIndex
 
 	// copyAfterMs is the age (now - record timestamp) at which a pending
 	// record is copied forward: half the delay topic's retention.ms; 0
 	// when retention is unlimited. Set before the loop starts.
 	copyAfterMs int64
 
-	// Owned by the loop goroutine.
-	due       dueHeap // every pending entry, by due time
-	noBody    dueHeap // entries whose body was dropped, by due time
-	loadBusy  bool
-	loadDone  chan bodyResult
-	copies    tsHeap   // entries that may need copying forward, by timestamp
-	copyReady []*entry // entries to copy, body loaded
-	lastSnap  time.Time
-	// settling is done once the last transaction's end has completed
-	// at the coordinator (settle.go); the next one waits for it.
-	settling context.Context
-	// lastSettle is how long the last completed settle wait took (ns),
-	// for the per-transaction debug line; written by the settle watch.
-	lastSettle atomic.Int64
-
 	queries indexQueries // read-only questions for the loop (query.go)
-
-	// warmed holds the business topics already warmed (warm.go; owned
-	// by the loop); warm queues topics for the warmer goroutine.
-	warmed map[string]struct{}
-	warm   chan string
-
-	// The spill of entries due beyond the near window (spill.go), owned
-	// by the loop; nil before Run. spillErr ends the session.
-	spill         *spiller
-	spillErr      error
-	spillLogged   bool
-	lastCopyCheck time.Time
-	// deadSlots counts entries resolved while still in the due heap
-	// (compactIndex).
-	deadSlots int
-	// deferredParts lists the partitions with cancels waiting for their
-	// copies to be read back (deferral.go); owned by the loop.
-	deferredParts []*partProgress
+	// warm queues business topics for the warmer goroutine (warm.go).
+	warm chan string
 }
 
 // seededPart is a partition's snapshot entries, ready to index.
@@ -184,11 +151,11 @@ func New(cfg Config) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Worker{cfg: cfg, parts: make(map[int32]*partProgress), loadDone: make(chan bodyResult, 1),
-		warmed: make(map[string]struct{}), warm: make(chan string, warmQueue)}
+	w := &Worker{cfg: cfg, idx: newLoopIndex(), warm: make(chan string, warmQueue)}
+	w.parts.reset()
 	w.stats.Lateness = engine.NewHistogram(engine.LatenessBounds...)
 	w.stats.Stages = newStages()
-	w.rtts = &rttHook{s: &w.stats.Stages}
+	w.ses.init(&w.stats.Stages)
 	return w, nil
 }
 
@@ -199,13 +166,7 @@ func (w *Worker) Stats() *Stats { return &w.stats }
 // of records read and not yet resolved (forwarded, dead-lettered,
 // cancelled). Safe to call while the worker runs.
 func (w *Worker) Pending() map[int32]int64 {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := make(map[int32]int64, len(w.parts))
-	for p, pp := range w.parts {
-		out[p] = pp.open.Load()
-	}
-	return out
+	return w.parts.pending()
 }
 
 // Run creates the topics that are missing, joins the group and forwards
@@ -223,11 +184,10 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	defer cleanup()
-	w.aux, err = kgo.NewClient(kgo.SeedBrokers(w.cfg.Brokers...))
-	if err != nil {
+	if err := w.ses.dial(w.cfg.Brokers); err != nil {
 		return err
 	}
-	defer w.aux.Close()
+	defer w.ses.closeAdmin()
 	if err := w.ensureTopics(ctx); err != nil {
 		return err
 	}
@@ -250,7 +210,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	defer bodies.Close()
-	w.loader = &bodyLoader{topic: w.cfg.DelayTopic, cl: bodies}
+	w.idx.setLoader(&bodyLoader{topic: w.cfg.DelayTopic, cl: bodies})
 	wctx, stopWarmer := context.WithCancel(ctx)
 	warmerDone := make(chan struct{})
 	go w.runWarmer(wctx, warmerDone)
@@ -294,25 +254,19 @@ func (w *Worker) Run(ctx context.Context) error {
 func (w *Worker) runSession(ctx context.Context) error {
 	w.resetIndex()
 	sctx, cancel := context.WithCancel(ctx)
-	w.settling = settledCtx()
 	defer func() {
 		cancel()
 		// The settle watch ends with sctx.
-		<-w.settling.Done()
-		if w.loadBusy { // wait for the loader so no result leaks into the next session
-			<-w.loadDone
-			w.loadBusy = false
-		}
+		w.ses.waitSettled()
+		w.idx.waitLoader()
 	}()
 	if err := w.fencePrevious(sctx); err != nil {
 		return err
 	}
-	var err error
-	w.sess, err = kgo.NewGroupTransactSession(w.sessionOptions()...)
-	if err != nil { // franz-go refuses the options: no retry helps
+	if err := w.ses.join(w.sessionOptions()); err != nil { // franz-go refuses the options: no retry helps
 		return fmt.Errorf("%w: %w", errSetup, err)
 	}
-	defer w.sess.Close()
+	defer w.ses.leave()
 	for sctx.Err() == nil {
 		w.answerQueries()
 		w.poll(sctx)
@@ -321,17 +275,16 @@ func (w *Worker) runSession(ctx context.Context) error {
 		w.loadSpilled(now)
 		w.compactIndex()
 		w.requestBodies(sctx, now)
-		if !w.settled() {
+		if !w.ses.settled() {
 			continue // the last transaction is still completing (settle.go)
 		}
 		batch := w.collectDue(now)
-		if w.spillErr != nil {
-			return w.spillErr
+		if err := w.idx.failure(); err != nil {
+			return err
 		}
 		var snap []*partProgress
-		if time.Since(w.lastSnap) >= w.cfg.SnapshotInterval {
-			w.lastSnap = time.Now()
-			snap = w.snapshotParts()
+		if w.idx.snapshotDue(w.cfg.SnapshotInterval) {
+			snap = w.parts.snapshotCandidates()
 		}
 		if len(batch) == 0 && len(snap) == 0 {
 			continue
@@ -349,21 +302,8 @@ func (w *Worker) txnID() string { return w.cfg.Group + "-" + w.cfg.WorkerID }
 // resetIndex drops every partition and empties the index (RAM and spill
 // files): a session starts from what Kafka holds.
 func (w *Worker) resetIndex() {
-	w.mu.Lock()
-	for _, pp := range w.parts {
-		pp.dropped.Store(true)
-	}
-	w.parts = make(map[int32]*partProgress)
-	w.seeded = nil
-	w.mu.Unlock()
-	w.due, w.noBody, w.copies, w.copyReady = nil, nil, nil, nil
-	w.deadSlots = 0
-	w.deferredParts = nil
-	if w.spill != nil {
-		w.spill.reset()
-	}
-	w.spillErr = nil
-	w.lastSnap = time.Now()
+	w.parts.reset()
+	w.idx.reset()
 }
 
 // sessionOptions are the group transact session's options: why each one
@@ -406,7 +346,7 @@ func (w *Worker) sessionOptions() []kgo.Opt {
 		// delay record of 1 MB the broker had taken, and dead-lettered it.
 		kgo.ProducerBatchMaxBytes(MaxBatchBytes),
 		kgo.RecordPartitioner(statePartitioner{state: w.cfg.StateTopic, delay: w.cfg.DelayTopic, other: kgo.StickyKeyPartitioner(nil)}),
-		kgo.WithHooks(w.rtts),
+		w.ses.hooks(),
 		kgo.OnPartitionsAssigned(w.onAssigned),
 		kgo.AdjustFetchOffsetsFn(w.adjustOffsets),
 		kgo.OnPartitionsRevoked(w.onRevoked),

@@ -43,7 +43,7 @@ func runKafka(ctx context.Context, a *App, c *command, args []string) int {
 	brokers := fs.String("brokers", a.env("HOURGLASS_KAFKA_BROKERS", ""), "Kafka seed brokers, host:port,... (or $HOURGLASS_KAFKA_BROKERS); required")
 	fs.StringVar(&cfg.DelayTopic, "delay-topic", cfg.DelayTopic, "topic producers write delayed records to")
 	fs.StringVar(&cfg.DLQTopic, "dlq-topic", "", "dead-letter topic (default <delay-topic>.dlq)")
-	fs.StringVar(&cfg.StateTopic, "state-topic", "", "compacted state topic of fired markers (default <delay-topic>.state)")
+	fs.StringVar(&cfg.StateTopic, "state-topic", "", "compacted state topic of progress (snapshots, resolution records) (default <delay-topic>.state)")
 	fs.StringVar(&cfg.Group, "group", cfg.Group, "consumer group the workers share")
 	fs.StringVar(&cfg.WorkerID, "worker-id", cfg.WorkerID, "this worker's ID, unique among live workers; reuse it on restart")
 	partitions := fs.Int("partitions", int(cfg.Partitions), "partitions of topics the worker creates")
