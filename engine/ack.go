@@ -161,7 +161,7 @@ func (a *ackBatch) doneLocked(e *Engine) {
 }
 
 // commitAcks writes a's record alone and applies it. The caller holds
-// gate shared (invariant 2: from before the append until the effect is
+// gate shared (invariant E2: from before the append until the effect is
 // applied).
 func (c *consumers) commitAcks(a *ackBatch) error {
 	_, err := c.eng.clog.Append(a.record())

@@ -35,7 +35,7 @@ import (
 // spoils its own record, and the next record is still found through its
 // own queue entry. Inspect by ID does not answer data_loss: an ID's
 // position is a client's claim, and a forged one at a non-boundary fails
-// validation as damage would (it stays not_found, invariant 9).
+// validation as damage would (it stays not_found, invariant E9).
 
 // maxSetAsideListed bounds the set-asides an engine keeps in memory to
 // list; SetAsideTotal still counts them all.

@@ -6,35 +6,23 @@
 //
 // Send validates, appends a message record to the commit log (group commit;
 // in sync mode the call returns after fdatasync), then registers the timer:
-// always in the on-disk timer index (timerstore, one file per time bucket),
-// and also in the in-memory timing wheel when its bucket is in the near
-// window. The dispatch loop advances the wheel up to stageAhead ahead of
-// the clock; expired timers are staged in a dispatch heap per topic ordered
-// by due time, from which batches of what is due leave at the configured rate:
-// each batch is one fire record in the commit log, and after it is durable
-// the batch's entries are appended to the queue indexes and consumers are
-// woken. The body is never rewritten.
+// always in the on-disk timer index (timerstore: sorted run files, one
+// written a checkpoint, read a time bucket at a time), and also in the
+// in-memory timing wheel when its bucket is in the near window. The dispatch
+// loop advances the wheel up to stageAhead ahead of the clock; expired
+// timers are staged in a dispatch heap per topic ordered by due time, from
+// which batches of what is due leave at the configured rate: each batch is
+// one fire record in the commit log, and after it is durable the batch's
+// entries are appended to the queue indexes and consumers are woken. The
+// body is never rewritten.
 //
-// # Durability invariants
+// # Invariants
 //
-//   - The log is the truth: the timer buckets, queue indexes and key index
-//     are caches. A checkpoint records the log position L up to which they
-//     are complete and synced, the fire frontier F (every timer due at or
-//     before F, registered before L, is visible; never past the broker
-//     clock, which recovery raises to F), and the small in-memory
-//     state (topics, reschedule/cancel overlay, per-segment pending counts).
-//   - Recovery truncates the caches (queue indexes, key index and timer
-//     buckets) to the lengths the checkpoint recorded, replays the log from
-//     L, and loads timer buckets from F on. Messages due after F may already
-//     be visible (a herd cut by the dispatch rate): recovery reads each queue
-//     index back to F and marks them fired. A message fires at most once per
-//     fire record: fire records replayed after L mark what is already
-//     visible, and overlay entries remember fired, cancelled or moved timers
-//     so stale bucket entries are skipped.
-//   - Checkpoint and every append+apply exclude each other through gate, so
-//     a checkpoint never records L beyond a record whose effect is not yet
-//     in the caches. The checkpoint releases gate once it has read L and
-//     captures the rest under mu, which every apply needs.
+// The invariants this package keeps are listed once, in
+// docs/architecture.md, "Invariants" (E1 to E16), and cited by name where
+// the code depends on one: among them the log is the truth and every other
+// file a cache (E1), a checkpoint and an append+apply exclude each other
+// (E2), and a message becomes visible at most once per fire record (E4).
 //
 // # Locks
 //

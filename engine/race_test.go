@@ -17,7 +17,7 @@ import (
 // The cancel/fire and reschedule/fire races, made deterministic: the
 // change's log sync is held while the clock passes the message's due time
 // and the dispatch loop runs. A message whose cancel or reschedule is being
-// made durable must not be dispatched meanwhile (invariant 5 of the
+// made durable must not be dispatched meanwhile (invariant E5 of the
 // architecture), and after the change returns it is never visible (cancel)
 // or visible only at its new time (reschedule).
 
