@@ -99,9 +99,10 @@ func (s *Server) messageResp(c *conn, id message.ID, topic string) *Command {
 		Queue:   info.Queue, Sent: info.Sent}}
 	w := s.wire(c, info.Topic, info.Queue, v)
 	w.commitOffset = int64(s.handles.seal(info.ID.Pos))
-	if w.storeTimestamp == 0 {
-		w.storeTimestamp = info.Sent
-	}
+	// A view shows the message as stored (RocketMQ's view of the ID a
+	// send returned shows its stored copy): its store time, which its
+	// delay counts from, not when it became visible.
+	w.storeTimestamp = info.Sent
 	return &Command{Code: respSuccess, Body: appendWire(nil, w), ExtFields: map[string]string{
 		"indexLastUpdateTimestamp": strconv.FormatInt(s.eng.Now(), 10), "indexLastUpdatePhyoffset": "0"}}
 }

@@ -86,6 +86,17 @@ type phaseResult struct {
 	FirstRecvError string            `json:"first_receive_error,omitempty"`
 	AckErrors      int               `json:"ack_errors"`
 	Lateness       loadtest.Lateness `json:"lateness_ms"` // arrival - delivery timestamp
+	// The remoting bench (Bench.java) also reports lateness with due
+	// counted from the send's answer (a lower bound), and from the
+	// broker's store time (the storeTimestamp of the message the send's
+	// offset message ID names: what a level's delay counts from), the
+	// arrivals before that, and arrival - the pushed message's
+	// storeTimestamp (when the broker made it consumable).
+	LatenessFromAck   *loadtest.Lateness `json:"lateness_from_ack_ms,omitempty"`
+	LatenessFromStore *loadtest.Lateness `json:"lateness_from_store_ms,omitempty"`
+	EarlyFromStore    int                `json:"early_from_store,omitempty"`
+	FromPushedStore   *loadtest.Lateness `json:"from_pushed_store_ms,omitempty"`
+	ViewErrors        int                `json:"view_errors,omitempty"` // store times not read back
 	HerdFirstMs    float64           `json:"herd_first_ms,omitempty"`
 	HerdLastMs     float64           `json:"herd_last_ms,omitempty"`
 	Broker         *brokerLateness   `json:"broker_lateness,omitempty"` // hourglass only, with -metrics

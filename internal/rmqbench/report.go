@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/hourglass-mq/hourglass/internal/loadtest"
 )
 
 // printReport writes one run's figures as text.
@@ -82,6 +84,36 @@ func brokerOf(ph func(report) *phaseResult, f func(*brokerLateness) float64) fun
 	}
 }
 
+// latenessOf reads a figure of an optional lateness of a phase.
+func latenessOf(ph func(report) *phaseResult, l func(*phaseResult) *loadtest.Lateness, f func(*loadtest.Lateness) float64) func(report) (float64, bool) {
+	return func(r report) (float64, bool) {
+		x := ph(r)
+		if x == nil || l(x) == nil || l(x).Count == 0 {
+			return 0, false
+		}
+		return f(l(x)), true
+	}
+}
+
+func spreadPh(r report) *phaseResult { return r.Spread }
+func herdPh(r report) *phaseResult   { return r.Herd }
+
+func fromStore(x *phaseResult) *loadtest.Lateness  { return x.LatenessFromStore }
+func fromAck(x *phaseResult) *loadtest.Lateness    { return x.LatenessFromAck }
+func fromPushed(x *phaseResult) *loadtest.Lateness { return x.FromPushedStore }
+func p50(l *loadtest.Lateness) float64             { return l.P50 }
+func p99(l *loadtest.Lateness) float64             { return l.P99 }
+func maxOf(l *loadtest.Lateness) float64           { return l.Max }
+
+// earlyFromStore reads the spread's arrivals before their due time
+// counted from the broker's store time, where the report has that time.
+func earlyFromStore(r report) (float64, bool) {
+	if r.Spread == nil || r.Spread.LatenessFromStore == nil {
+		return 0, false
+	}
+	return float64(r.Spread.EarlyFromStore), true
+}
+
 var metrics = []metric{
 	{"spread: lateness p50 (ms)", spreadOf(func(x *phaseResult) float64 { return x.Lateness.P50 })},
 	{"spread: lateness p99 (ms)", spreadOf(func(x *phaseResult) float64 { return x.Lateness.P99 })},
@@ -90,10 +122,18 @@ var metrics = []metric{
 	{"spread: lost", spreadOf(func(x *phaseResult) float64 { return float64(x.Lost) })},
 	{"spread: send rate (msgs/s)", spreadOf(func(x *phaseResult) float64 { return x.SendRate })},
 	{"spread: send p99 (ms)", spreadOf(func(x *phaseResult) float64 { return x.SendLatency.P99 })},
+	{"spread: lateness from the broker's store time p50 (ms)", latenessOf(spreadPh, fromStore, p50)},
+	{"spread: lateness from the broker's store time p99 (ms)", latenessOf(spreadPh, fromStore, p99)},
+	{"spread: lateness from the broker's store time max (ms)", latenessOf(spreadPh, fromStore, maxOf)},
+	{"spread: early from the broker's store time", earlyFromStore},
+	{"spread: lateness from the send's answer p99 (ms)", latenessOf(spreadPh, fromAck, p99)},
+	{"spread: arrival after the pushed storeTimestamp p99 (ms)", latenessOf(spreadPh, fromPushed, p99)},
 	{"herd: first arrival after the instant (ms)", herdOf(func(x *phaseResult) float64 { return x.HerdFirstMs })},
 	{"herd: last arrival after the instant (ms)", herdOf(func(x *phaseResult) float64 { return x.HerdLastMs })},
 	{"herd: early", herdOf(func(x *phaseResult) float64 { return float64(x.Early) })},
 	{"herd: lost", herdOf(func(x *phaseResult) float64 { return float64(x.Lost) })},
+	{"herd: lateness from the broker's store time p99 (ms)", latenessOf(herdPh, fromStore, p99)},
+	{"herd: lateness from the broker's store time max (ms)", latenessOf(herdPh, fromStore, maxOf)},
 	{"herd: send rate (msgs/s)", herdOf(func(x *phaseResult) float64 { return x.SendRate })},
 	{"spread: broker side, visible - due, p99 at most (ms)", brokerOf(func(r report) *phaseResult { return r.Spread }, func(b *brokerLateness) float64 { return b.P99LeMs })},
 	{"herd: broker side, all visible at most (ms) after the instant", brokerOf(func(r report) *phaseResult { return r.Herd }, func(b *brokerLateness) float64 { return b.MaxLeMs })},

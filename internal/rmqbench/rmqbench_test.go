@@ -105,6 +105,25 @@ func TestSummarize(t *testing.T) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
 		}
 	}
+	if !strings.Contains(out, "| spread: lateness from the broker's store time p99 (ms) | – | – | – |") {
+		t.Errorf("reports without store times got figures of them:\n%s", out)
+	}
+	for i := range reps {
+		reps[i].Spread.LatenessFromStore = &loadtest.Lateness{Count: 10, P99: float64(i + 1)}
+		reps[i].Spread.EarlyFromStore = i % 2
+	}
+	buf.Reset()
+	summarize(reps, &buf)
+	out = buf.String()
+	for _, want := range []string{
+		// sorted by run: rocketmq's are 1, 3, 5 (i = 0, 2, 4); hourglass's 2, 4, 6.
+		"| spread: lateness from the broker's store time p99 (ms) | 4 [2 – 6] (3 runs) | 3 [1 – 5] (3 runs) | 1.33 |",
+		"| spread: early from the broker's store time | 1 [1 – 1] (3 runs) | 0 [0 – 0] (3 runs) | – |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
 	if m := median([]float64{4, 1, 3, 2}); m != 2.5 {
 		t.Errorf("median of 1..4 = %v, want 2.5", m)
 	}

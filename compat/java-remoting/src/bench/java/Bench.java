@@ -17,6 +17,7 @@ import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
+import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.client.producer.SendStatus;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.Message;
@@ -41,18 +42,25 @@ import org.apache.rocketmq.common.message.MessageExt;
  * A level's delay counts from when the broker stored the message, which the
  * client sees only as somewhere between the start of its send and the
  * answer. So lateness (the listener's time of the first delivery - due) is
- * reported twice: with due = the time just before the send + the delay
- * (lateness_ms, an upper bound, which the summary table shows; "early",
- * arrived before that, is certain), and with due = the time the answer came
- * + the delay (lateness_from_ack_ms, a lower bound). On a loaded machine the
- * send's own latency sits between the two. The herd's first and last
+ * reported three times: with due = the time just before the send + the
+ * delay (lateness_ms, an upper bound, which the summary table shows;
+ * "early", arrived before that, is certain), with due = the time the answer
+ * came + the delay (lateness_from_ack_ms, a lower bound), and with due = the
+ * broker's own store time + the delay (lateness_from_store_ms, the
+ * definition). The store time is the storeTimestamp of the message the
+ * send's offset message ID names, read back with the client's viewMessage
+ * once the phase is over: at RocketMQ that is the stored copy under
+ * SCHEDULE_TOPIC_XXXX, whose storeTimestamp its schedule counts the delay
+ * from; the message a push consumer gets is a copy stored again when the
+ * delay ended, and its storeTimestamp is that later time
+ * (from_pushed_store_ms: arrival - the pushed message's storeTimestamp). The herd's first and last
  * arrival are counted from the first and the last due time (upper bound). Senders are SENDERS threads sharing PRODUCERS producers,
  * synchronous sends; the send rate is acknowledged sends per second from the
  * first send to the last acknowledgement.
  *
  * Usage: java Bench NAMESRV SYSTEM FLUSH RUN TOPIC_PREFIX JSON_OUT
  * (system properties bench.n, bench.warmup, bench.herdLevel, bench.senders,
- * bench.producers, bench.grace.ms)
+ * bench.producers, bench.grace.ms, bench.viewers)
  */
 public final class Bench {
     static final long[] LEVEL_MS = {0, 1_000, 5_000, 10_000, 30_000, 60_000, 120_000};
@@ -62,6 +70,7 @@ public final class Bench {
     static final int SENDERS = Integer.getInteger("bench.senders", 32);
     static final int PRODUCERS = Integer.getInteger("bench.producers", 4);
     static final long GRACE_MS = Long.getLong("bench.grace.ms", 30_000);
+    static final int VIEWERS = Integer.getInteger("bench.viewers", 8);
     static final int SIZE = 256;
 
     public static void main(String[] a) throws Exception {
@@ -97,7 +106,7 @@ public final class Bench {
         consumer.registerMessageListener((MessageListenerConcurrently) (msgs, ctx) -> {
             long now = nowMicros();
             for (MessageExt m : msgs) {
-                col.add(m.getBody(), now);
+                col.add(m.getBody(), now, m.getStoreTimestamp());
             }
             return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
         });
@@ -126,6 +135,7 @@ public final class Bench {
         long lastDue = Arrays.stream(s.dueMs).max().getAsLong();
         col.awaitAll(s.sent, lastDue + GRACE_MS);
         load.stop();
+        viewStored(producers, s);
         consumer.shutdown();
         for (DefaultMQProducer p : producers) {
             p.shutdown();
@@ -144,6 +154,9 @@ public final class Bench {
         final long[] latencyMicros;
         final long[] ackMs;
         final long[] beforeMs;
+        final String[] offsetMsgId;
+        final long[] storeMs;
+        final AtomicInteger viewErrors = new AtomicInteger();
         final AtomicInteger errors = new AtomicInteger();
         final AtomicReference<String> firstError = new AtomicReference<>();
         int sent;
@@ -155,6 +168,8 @@ public final class Bench {
             latencyMicros = new long[n];
             ackMs = new long[n];
             beforeMs = new long[n];
+            offsetMsgId = new String[n];
+            storeMs = new long[n];
         }
     }
 
@@ -179,8 +194,10 @@ public final class Bench {
                         }
                         long t0 = nowMicros();
                         try {
-                            if (p.send(m).getSendStatus() == SendStatus.SEND_OK) {
+                            SendResult r = p.send(m);
+                            if (r.getSendStatus() == SendStatus.SEND_OK) {
                                 s.ok[i] = true;
+                                s.offsetMsgId[i] = r.getOffsetMsgId();
                             } else {
                                 s.errors.incrementAndGet();
                             }
@@ -206,6 +223,34 @@ public final class Bench {
         return s;
     }
 
+    /**
+     * Reads back each sent message's store time by its offset message ID,
+     * from VIEWERS threads over the producers' connections.
+     */
+    static void viewStored(DefaultMQProducer[] producers, Sends s) throws InterruptedException {
+        AtomicInteger next = new AtomicInteger();
+        Thread[] ts = new Thread[VIEWERS];
+        for (int t = 0; t < ts.length; t++) {
+            DefaultMQProducer p = producers[t % producers.length];
+            ts[t] = new Thread(() -> {
+                for (int i = next.getAndIncrement(); i < s.ok.length; i = next.getAndIncrement()) {
+                    if (!s.ok[i] || s.offsetMsgId[i] == null) {
+                        continue;
+                    }
+                    try {
+                        s.storeMs[i] = p.viewMessage(s.offsetMsgId[i]).getStoreTimestamp();
+                    } catch (Exception e) {
+                        s.viewErrors.incrementAndGet();
+                    }
+                }
+            });
+            ts[t].start();
+        }
+        for (Thread t : ts) {
+            t.join();
+        }
+    }
+
     static byte[] body(byte phase, long nonce, int idx, long dueMs) {
         ByteBuffer b = ByteBuffer.allocate(SIZE);
         b.put("rmqbench".getBytes(StandardCharsets.US_ASCII)).put(phase).putLong(nonce).putInt(idx).putLong(dueMs);
@@ -223,16 +268,17 @@ public final class Bench {
     /** The first arrival of each message of one phase. */
     static final class Collector {
         final long nonce;
-        final long[] arrivedMicros, dueMs;
+        final long[] arrivedMicros, dueMs, pushedStoreMs;
         int received, dups, foreign, ready;
 
         Collector(long nonce, int n) {
             this.nonce = nonce;
             arrivedMicros = new long[n];
             dueMs = new long[n];
+            pushedStoreMs = new long[n];
         }
 
-        synchronized void add(byte[] body, long now) {
+        synchronized void add(byte[] body, long now, long storeMs) {
             ByteBuffer b = ByteBuffer.wrap(body);
             byte[] magic = new byte[8];
             if (body.length < 29) {
@@ -258,6 +304,7 @@ public final class Bench {
             } else {
                 arrivedMicros[idx] = now;
                 dueMs[idx] = due;
+                pushedStoreMs[idx] = storeMs;
                 received++;
                 notifyAll();
             }
@@ -278,8 +325,9 @@ public final class Bench {
         }
 
         synchronized String json(String topic, String group, Sends s, boolean herd, Load load) {
-            List<Double> late = new ArrayList<>(), lateAck = new ArrayList<>();
-            int early = 0, lost = 0, sentLate = 0;
+            List<Double> late = new ArrayList<>(), lateAck = new ArrayList<>(), lateStore = new ArrayList<>();
+            List<Double> afterPushedStore = new ArrayList<>();
+            int early = 0, earlyStore = 0, lost = 0, sentLate = 0;
             long firstDue = Long.MAX_VALUE, lastDue = Long.MIN_VALUE;
             long firstArr = Long.MAX_VALUE, lastArr = Long.MIN_VALUE;
             for (int i = 0; i < arrivedMicros.length; i++) {
@@ -294,7 +342,14 @@ public final class Bench {
                 }
                 double l = arrivedMicros[i] / 1000.0 - dueMs[i];
                 late.add(l);
-                lateAck.add(arrivedMicros[i] / 1000.0 - (s.ackMs[i] + (dueMs[i] - s.beforeMs[i])));
+                long delay = dueMs[i] - s.beforeMs[i];
+                lateAck.add(arrivedMicros[i] / 1000.0 - (s.ackMs[i] + delay));
+                if (s.storeMs[i] != 0) {
+                    double ls = arrivedMicros[i] / 1000.0 - (s.storeMs[i] + delay);
+                    lateStore.add(ls);
+                    earlyStore += ls < 0 ? 1 : 0;
+                }
+                afterPushedStore.add(arrivedMicros[i] / 1000.0 - pushedStoreMs[i]);
                 early += l < 0 ? 1 : 0;
                 firstArr = Math.min(firstArr, arrivedMicros[i]);
                 lastArr = Math.max(lastArr, arrivedMicros[i]);
@@ -318,9 +373,10 @@ public final class Bench {
             j.append(String.format(Locale.ROOT,
                 "\"sent_late\":%d,\"send_s\":%.3f,\"send_rate\":%.1f,\"send_latency_ms\":%s,\"received\":%d,\"lost\":%d,"
                     + "\"early\":%d,\"duplicates\":%d,\"foreign\":%d,\"receive_errors\":0,\"ack_errors\":0,"
-                    + "\"lateness_ms\":%s,\"lateness_from_ack_ms\":%s,",
+                    + "\"lateness_ms\":%s,\"lateness_from_ack_ms\":%s,\"lateness_from_store_ms\":%s,"
+                    + "\"from_pushed_store_ms\":%s,\"view_errors\":%d,\"early_from_store\":%d,",
                 sentLate, sendSec, s.sent / sendSec, stats(lat), received, lost, early, dups, foreign, stats(late),
-                stats(lateAck)));
+                stats(lateAck), stats(lateStore), stats(afterPushedStore), s.viewErrors.get(), earlyStore));
             if (herd && !late.isEmpty()) {
                 j.append(String.format(Locale.ROOT, "\"herd_first_ms\":%.1f,\"herd_last_ms\":%.1f,",
                     firstArr / 1000.0 - firstDue, lastArr / 1000.0 - lastDue));
