@@ -97,10 +97,10 @@ type phaseResult struct {
 	EarlyFromStore    int                `json:"early_from_store,omitempty"`
 	FromPushedStore   *loadtest.Lateness `json:"from_pushed_store_ms,omitempty"`
 	ViewErrors        int                `json:"view_errors,omitempty"` // store times not read back
-	HerdFirstMs    float64           `json:"herd_first_ms,omitempty"`
-	HerdLastMs     float64           `json:"herd_last_ms,omitempty"`
-	Broker         *brokerLateness   `json:"broker_lateness,omitempty"` // hourglass only, with -metrics
-	Load           loadStats         `json:"load"`
+	HerdFirstMs       float64            `json:"herd_first_ms,omitempty"`
+	HerdLastMs        float64            `json:"herd_last_ms,omitempty"`
+	Broker            *brokerLateness    `json:"broker_lateness,omitempty"` // hourglass only, with -metrics
+	Load              loadStats          `json:"load"`
 }
 
 // collector records the first arrival of each message of one phase.
