@@ -255,6 +255,15 @@ type StreamAck struct {
 	Ack []string `json:"ack"`
 }
 
+// SendStreamAnswer is one response line of POST /v1/topics/{topic}/stream,
+// the answer to one message line, in order: Receipt once the message is
+// stored, or Refused when it was not (that message only; the stream goes
+// on). Exactly one is set.
+type SendStreamAnswer struct {
+	Receipt *Receipt   `json:"receipt,omitempty"`
+	Refused *ErrorBody `json:"refused,omitempty"`
+}
+
 // StreamContentType is the media type of both directions of POST
 // .../stream: newline-delimited JSON, one object a line.
 const StreamContentType = "application/x-ndjson"

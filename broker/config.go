@@ -159,7 +159,7 @@ type Config struct {
 	// MaxScheduleBytes bounds the sum of the recurring schedules' message
 	// sizes (flag -max-schedule-bytes).
 	MaxScheduleBytes int64
-	// MaxStreams bounds the streaming receives open at once (flag
+	// MaxStreams bounds the streams, receive and send, open at once (flag
 	// -max-streams): each holds three goroutines and its buffers for as
 	// long as its client keeps it, idle or not.
 	MaxStreams int
@@ -332,7 +332,7 @@ func (c *Config) settings() []setting {
 		{"max-topics", "largest number of topics (dead-letter topics not counted)", (*intValue)(&c.MaxTopics)},
 		{"max-groups", "largest number of consumer groups, all topics together", (*intValue)(&c.MaxGroups)},
 		{"max-schedule-bytes", "largest sum of the recurring schedules' message sizes (body, key, tag, properties; suffixes KiB, MiB, GiB)", (*sizeValue)(&c.MaxScheduleBytes)},
-		{"max-streams", "most streaming receives open at once", (*intValue)(&c.MaxStreams)},
+		{"max-streams", "most streams (receive and send) open at once", (*intValue)(&c.MaxStreams)},
 		{"max-batch", "most messages in one batch send", (*intValue)(&c.MaxBatch)},
 		{"max-request-bytes", "largest HTTP request body in bytes (suffixes KiB, MiB, GiB); must fit one max-size body in base64", (*sizeValue)(&c.MaxRequestBytes)},
 		{"dispatch-rate", "most due messages made visible per second; negative means unbounded", (*intValue)(&c.DispatchRate)},

@@ -15,7 +15,7 @@ import (
 // the handler looks anything up, so a refusal is the same whether or not
 // what the request names exists:
 //
-//	send, batch                          send      {topic}
+//	send, batch, send stream             send      {topic}
 //	inspect, cancel, reschedule, preview manage    the message's topic (below)
 //	lookup by key                        manage    {topic}
 //	create topic                         admin     topic/{topic}

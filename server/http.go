@@ -39,10 +39,11 @@ type Handler struct {
 	// draining is cancelled by Drain: long-poll receives end at once.
 	draining context.Context
 	drain    context.CancelFunc
-	// streams holds a token for every streaming receive open (at most
-	// opts.MaxStreams), taken until its handler returns, so that the
+	// streams holds a token for every stream open, receive or send (at
+	// most opts.MaxStreams), taken until its handler returns, so that the
 	// broker's shutdown can wait for them to give back what they leased
-	// ahead before it closes the engine (WaitStreams).
+	// ahead, and to answer the sends they have in flight, before it
+	// closes the engine (WaitStreams).
 	streams chan struct{}
 }
 
@@ -59,6 +60,7 @@ type route struct {
 var routes = []route{
 	{"POST", "/v1/topics/{topic}/messages", (*Handler).send, onTopic(access.Send)},
 	{"POST", "/v1/topics/{topic}/batch", (*Handler).sendBatch, onTopic(access.Send)},
+	{"POST", "/v1/topics/{topic}/stream", (*Handler).sendStream, onTopic(access.Send)},
 	{"GET", "/v1/messages/{id}", (*Handler).inspect, byMessage},
 	{"DELETE", "/v1/messages/{id}", (*Handler).cancel, byMessage},
 	{"POST", "/v1/messages/{id}/reschedule", (*Handler).reschedule, byMessage},

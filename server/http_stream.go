@@ -299,18 +299,8 @@ func (h *Handler) streamAcks(r *http.Request, rc *http.ResponseController, st *s
 // returns at the body's end (eof), or with the error of the first bad
 // line; a failed read (the client gone, the stream over) ends it quietly.
 func (h *Handler) readAckLines(ctx context.Context, r *http.Request, lines chan<- []string, queue *ackQueue) (eof bool, err error) {
-	body := &errReader{r: r.Body}
-	sc := bufio.NewScanner(body)
 	limit := int(min(h.opts.MaxRequestBytes, maxAckLine))
-	sc.Buffer(make([]byte, 0, min(limit, 4<<10)), limit)
-	sc.Split(func(data []byte, atEOF bool) (int, []byte, error) {
-		// A read that failed hands the scanner what it has as a last
-		// line; a line cut off by the failure is not the client's line.
-		if atEOF && len(data) > 0 && body.err != nil && body.err != io.EOF && bytes.IndexByte(data, '\n') < 0 {
-			return 0, nil, body.err
-		}
-		return bufio.ScanLines(data, atEOF)
-	})
+	sc := lineScanner(r.Body, limit)
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Bytes()
 		if len(bytes.Trim(line, " \t\r")) == 0 {
@@ -344,6 +334,23 @@ func (h *Handler) readAckLines(ctx context.Context, r *http.Request, lines chan<
 	default:
 		return false, errs.Wrap(errs.InvalidArgument, err, "the request body could not be read")
 	}
+}
+
+// lineScanner scans a stream's request body line by line, lines of at
+// most limit bytes.
+func lineScanner(r io.Reader, limit int) *bufio.Scanner {
+	body := &errReader{r: r}
+	sc := bufio.NewScanner(body)
+	sc.Buffer(make([]byte, 0, min(limit, 4<<10)), limit)
+	sc.Split(func(data []byte, atEOF bool) (int, []byte, error) {
+		// A read that failed hands the scanner what it has as a last
+		// line; a line cut off by the failure is not the client's line.
+		if atEOF && len(data) > 0 && body.err != nil && body.err != io.EOF && bytes.IndexByte(data, '\n') < 0 {
+			return 0, nil, body.err
+		}
+		return bufio.ScanLines(data, atEOF)
+	})
+	return sc
 }
 
 // errReader remembers the error its reader returned.

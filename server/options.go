@@ -45,7 +45,7 @@ type Options struct {
 	AutoCreateTopics bool
 	// MaxBatch bounds the messages of one batch send (-max-batch).
 	MaxBatch int
-	// MaxStreams bounds the streaming receives open at once
+	// MaxStreams bounds the streams (receive and send) open at once
 	// (-max-streams).
 	MaxStreams int
 	// MaxRequestBytes bounds any request's body (-max-request-bytes).

@@ -131,6 +131,8 @@ func (l *lab) sides(name string) (base, netw func() (float64, error)) {
 	case "send":
 		return func() (float64, error) { return l.engineSend(c.producers, 1) },
 			func() (float64, error) { return l.httpSend(c.producers, 1) }
+	case "sendstream":
+		return func() (float64, error) { return l.engineSend(c.producers, 1) }, l.streamSend
 	case "batch":
 		return func() (float64, error) { return l.engineSend(c.batchProducers, c.batch) },
 			func() (float64, error) { return l.httpSend(c.batchProducers, c.batch) }

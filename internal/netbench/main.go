@@ -5,6 +5,9 @@
 //
 //	send      Send, one message per call, -producers callers (64), against
 //	          HTTP one message per request from as many producers (client)
+//	sendstream
+//	          the same baseline, against the -producers producers sharing
+//	          one HTTP send stream (client.SendStream), one message a Send
 //	batch     SendBatch of -batch (100) from -batch-producers (8) callers,
 //	          against HTTP batches of the same size from as many producers
 //	rmqsend   Send at -rmq-senders (32) callers, against the official
@@ -72,7 +75,7 @@ type config struct {
 }
 
 // pairNames are the pairs in the order they run.
-var pairNames = []string{"send", "batch", "rmqsend", "recv", "stream", "rmqrecv"}
+var pairNames = []string{"send", "sendstream", "batch", "rmqsend", "recv", "stream", "rmqrecv"}
 
 func parseFlags() config {
 	var c config

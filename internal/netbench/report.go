@@ -14,6 +14,8 @@ func pairTitle(c config, name string) (network, baseline string) {
 	switch name {
 	case "send":
 		return fmt.Sprintf("HTTP, 1 message a request, %d producers", c.producers), fmt.Sprintf("`Send`, %d callers", c.producers)
+	case "sendstream":
+		return fmt.Sprintf("HTTP send stream, 1 message a `Send`, %d producers on one stream", c.producers), fmt.Sprintf("`Send`, %d callers", c.producers)
 	case "batch":
 		return fmt.Sprintf("HTTP, batches of %d, %d producers", c.batch, c.batchProducers), fmt.Sprintf("`SendBatch` of %d, %d callers", c.batch, c.batchProducers)
 	case "rmqsend":

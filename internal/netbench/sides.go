@@ -61,6 +61,28 @@ func (l *lab) httpSend(callers, batch int) (float64, error) {
 	})
 }
 
+// streamSend is c.producers goroutines sharing one HTTP send stream.
+func (l *lab) streamSend() (float64, error) {
+	topic, err := l.topic("send")
+	if err != nil {
+		return 0, err
+	}
+	ctx, cancel := withTimeout(l.c.duration + time.Minute)
+	defer cancel()
+	s, err := l.api.SendStream(ctx, topic)
+	if err != nil {
+		return 0, err
+	}
+	rate, err := during(l.c.producers, l.c.duration, func(ctx context.Context) (int, error) {
+		_, err := s.Send(ctx, client.Message{Body: l.body, When: client.After(l.c.delay)})
+		return 1, err
+	})
+	if cerr := s.Close(); err == nil {
+		err = cerr
+	}
+	return rate, err
+}
+
 // rmqConfig is the official client's configuration for the broker.
 func (l *lab) rmqConfig(group string) *rmq.Config {
 	return &rmq.Config{Endpoint: l.grpc, ConsumerGroup: group, Credentials: &credentials.SessionCredentials{}}
