@@ -60,6 +60,9 @@ type Config struct {
 	// partitions for SessionTimeout, as a crashed one does. Off by
 	// default; two live workers must then never share a WorkerID.
 	StaticMember bool
+	// Delivery is DeliveryExactlyOnce (the default, "") or
+	// DeliveryAtLeastOnce (see there).
+	Delivery string
 	// TxnTimeout is the transaction timeout: how long a transaction a
 	// crashed worker left open blocks read_committed consumers, unless a
 	// restart with the same WorkerID fences it first. Zero means 10 s.
@@ -162,6 +165,10 @@ func (c Config) withDefaults() (Config, error) {
 		return c, errors.New("kafka mode: the near window must not be negative")
 	}
 	orDefault(&c.NearWindow, 2*time.Minute)
+	orDefault(&c.Delivery, DeliveryExactlyOnce)
+	if c.Delivery != DeliveryExactlyOnce && c.Delivery != DeliveryAtLeastOnce {
+		return c, fmt.Errorf("kafka mode: delivery %q: want %q or %q", c.Delivery, DeliveryExactlyOnce, DeliveryAtLeastOnce)
+	}
 	if c.NearWindow <= c.BodyLead {
 		return c, fmt.Errorf("kafka mode: the near window (%v) must exceed the body lead (%v): a spilled entry must be back in RAM before its body is fetched", c.NearWindow, c.BodyLead)
 	}
@@ -170,6 +177,25 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	return c, nil
 }
+
+// The delivery modes (Config.Delivery).
+const (
+	// DeliveryExactlyOnce forwards each record in the transaction that
+	// commits its progress: a read_committed consumer sees it once, when
+	// that transaction has completed.
+	DeliveryExactlyOnce = "exactly-once"
+	// DeliveryAtLeastOnce forwards with the idempotent producer and
+	// commits the progress in a transaction after the forwards are
+	// acknowledged: a consumer sees a forward as soon as Kafka has it,
+	// one transaction sooner. A worker that crashes (or loses its
+	// partitions) between the two leaves forwards whose progress is not
+	// committed; the next owner forwards them again, with
+	// HeaderRedelivery. Never early either way.
+	DeliveryAtLeastOnce = "at-least-once"
+)
+
+// atLeastOnce reports whether the worker forwards before it commits.
+func (c Config) atLeastOnce() bool { return c.Delivery == DeliveryAtLeastOnce }
 
 // orDefault sets *p to def when it holds the zero value.
 func orDefault[T comparable](p *T, def T) {

@@ -23,6 +23,16 @@
 //     generation). A worker crash or a rebalance aborts what was in flight;
 //     the next owner sees the committed progress only.
 //   - Bad input is dead-lettered, never dropped.
+//   - At least once, on request (Config.Delivery = DeliveryAtLeastOnce,
+//     --delivery at-least-once): forwards and dead letters are produced
+//     with the idempotent producer and acknowledged before the
+//     transaction that commits their progress (copies forward and
+//     cancels stay in it). A crash or a lost partition between the two
+//     makes the next owner forward them again; it marks every forward of
+//     a record that was in the partition and due (within 2 s) when the
+//     partition came to it with HeaderRedelivery, so a consumer that has
+//     seen that hourglass-source drops it. An abort that keeps the
+//     partition does not forward again (entry.forwarded).
 //
 // # Progress model (durable)
 //

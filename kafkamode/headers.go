@@ -93,6 +93,14 @@ const (
 	// It is unique per scheduled message, so a consumer can use it to
 	// detect a duplicate (there are none for read_committed consumers).
 	HeaderSource = "hourglass-source"
+	// HeaderRedelivery ("1") is set, in at-least-once mode
+	// (DeliveryAtLeastOnce), on a forward that may be a second delivery:
+	// its message was due before its partition came to this worker, so
+	// the previous owner may have forwarded it and crashed before
+	// committing that. A consumer that has seen the forward's
+	// hourglass-source before drops it. A forward without it is a first
+	// delivery.
+	HeaderRedelivery = "hourglass-redelivery"
 	// HeaderDLQReason is set on a dead-lettered record: why it could not be
 	// scheduled, in English.
 	HeaderDLQReason = "hourglass-dlq-reason"

@@ -34,6 +34,10 @@ type entry struct {
 	ctl *control
 	// loading is set while the body loader fetches rec.
 	loading bool
+	// forwarded is set, in at-least-once mode, once Kafka acknowledged
+	// the entry's forward (forwardFirst); its progress then commits in a
+	// transaction that does not forward it again, even after an abort.
+	forwarded bool
 	// inBatch is set while the entry is in a transaction not yet ended.
 	inBatch bool
 	// cancelled is set on the target of a cancel in the transaction in

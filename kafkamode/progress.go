@@ -4,6 +4,7 @@ import (
 	"slices"
 	"sort"
 	"sync/atomic"
+	"time"
 )
 
 // partProgress is the progress of one delay-topic partition that this worker
@@ -66,6 +67,11 @@ type partProgress struct {
 	// smaller next snapshot deletes the chunks it no longer uses.
 	snapRead   int64
 	snapChunks int
+	// assignedAt is when the partition was assigned (Unix ms; 0 for a
+	// partition built in a test): at-least-once forwards of records
+	// read below catchUp and due by then may repeat the previous
+	// owner's (mayRedeliver).
+	assignedAt int64
 	// catchUp is the delay partition's end offset when it was assigned:
 	// records below it that the consumer delivers are the take-over's
 	// re-reading (Stats.TakeoverRecordsRead).
@@ -119,6 +125,7 @@ func takenOver(p int32, lp *loadedPart, catchUp int64) *partProgress {
 	}
 	pp.copies.copies = lp.copies
 	pp.catchUp = catchUp
+	pp.assignedAt = time.Now().UnixMilli()
 	return pp
 }
 

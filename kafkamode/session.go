@@ -19,7 +19,8 @@ import (
 type session struct {
 	aux  *kgo.Client // admin, fencing, settle and state-loading requests
 	gts  *kgo.GroupTransactSession
-	rtts *rttHook // times the session client's requests
+	fwd  *kgo.Client // at-least-once: the idempotent producer of forwards
+	rtts *rttHook    // times the session client's requests
 	// settling is done once the last transaction's end has completed
 	// at the coordinator (settle.go); the next one waits for it.
 	settling context.Context
@@ -104,4 +105,24 @@ func (s *session) waitSettled() {
 // debugTimes is the per-transaction debug line's request timings.
 func (s *session) debugTimes() []any {
 	return append([]any{"settle_before", time.Duration(s.lastSettle.Load())}, s.rtts.lastRTTs()...)
+}
+
+// dialForwarder opens the idempotent producer of at-least-once forwards,
+// with opts; closeForwarder closes it (if open).
+func (s *session) dialForwarder(opts []kgo.Opt) error {
+	var err error
+	s.fwd, err = kgo.NewClient(opts...)
+	return err
+}
+
+func (s *session) closeForwarder() {
+	if s.fwd != nil {
+		s.fwd.Close()
+	}
+}
+
+// forward produces recs with the idempotent producer and waits for every
+// acknowledgement.
+func (s *session) forward(ctx context.Context, recs ...*kgo.Record) kgo.ProduceResults {
+	return s.fwd.ProduceSync(ctx, recs...)
 }

@@ -21,6 +21,9 @@ import (
 // back into the index (and the session rewinds the consumer to the
 // committed offsets; the records it reads again are ignored).
 func (w *Worker) transact(ctx context.Context, batch []*entry, snap []*partProgress) error {
+	if w.cfg.atLeastOnce() {
+		batch = w.forwardFirst(ctx, batch)
+	}
 	byPart := make(map[*partProgress][]int64)
 	for _, e := range batch {
 		if e.ctl == nil || !e.ctl.keepOwn {
@@ -196,6 +199,8 @@ func (w *Worker) output(e *entry) *kgo.Record {
 	// copy records (never from a header a producer can write).
 	origin := part + strconv.FormatInt(firstOffset(e), 10)
 	switch {
+	case e.forwarded:
+		return nil // at-least-once: forwarded already (forwardFirst)
 	case e.cancelled || e.isCancel():
 		return nil // resolved without output
 	case e.copy:

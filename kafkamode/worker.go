@@ -211,6 +211,12 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	defer bodies.Close()
 	w.idx.setLoader(&bodyLoader{topic: w.cfg.DelayTopic, cl: bodies})
+	if w.cfg.atLeastOnce() {
+		if err := w.ses.dialForwarder(w.forwarderOptions()); err != nil {
+			return err
+		}
+		defer w.ses.closeForwarder()
+	}
 	wctx, stopWarmer := context.WithCancel(ctx)
 	warmerDone := make(chan struct{})
 	go w.runWarmer(wctx, warmerDone)

@@ -51,6 +51,7 @@ func runKafka(ctx context.Context, a *App, c *command, args []string) int {
 	fs.DurationVar(&cfg.BodyLead, "body-lead", 0, "fetch a dropped body this long before its due time (default 3s)")
 	fs.IntVar(&cfg.MaxBatch, "max-batch", 0, "most records forwarded in one transaction (default 5000)")
 	fs.DurationVar(&cfg.SessionTimeout, "session-timeout", 0, "group session timeout: how long a crashed (or, with --static-membership, stopped) worker holds its partitions; the broker allows 6s to 30m by default (default 10s)")
+	fs.StringVar(&cfg.Delivery, "delivery", kafkamode.DeliveryExactlyOnce, "exactly-once: forward in the transaction that commits progress; at-least-once: forward with the idempotent producer first (a consumer sees it one transaction sooner), commit after; a crash can then deliver a message twice, the second time with header hourglass-redelivery: 1")
 	fs.BoolVar(&cfg.StaticMember, "static-membership", false, "join as a static group member named --worker-id: a worker restarted with the same ID within --session-timeout resumes its partitions without a rebalance; a worker stopped for good then holds them for --session-timeout")
 	fs.DurationVar(&cfg.TxnTimeout, "txn-timeout", 0, "transaction timeout (default 10s)")
 	fs.DurationVar(&cfg.SnapshotInterval, "snapshot-interval", 0, "write each partition's pending index to the state topic this often; bounds what a take-over re-reads (default 30s)")

@@ -1,0 +1,90 @@
+package kafkamode
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// redeliveryMargin is how far past a partition's assignment a message may
+// have been due and still be forwarded by its previous owner: the
+// workers' clocks may differ by that much (NTP keeps them within
+// milliseconds).
+const redeliveryMargin = 2 * time.Second
+
+// mayRedeliver reports whether e's forward may repeat one its previous
+// owner made without committing it: e was in the delay partition when
+// the partition was assigned here (below catchUp) and due by then. Only
+// at-least-once forwards can repeat; a false positive costs a consumer
+// one lookup of the forward's hourglass-source.
+func mayRedeliver(e *entry) bool {
+	return e.offset < e.pp.catchUp && e.due <= e.pp.assignedAt+redeliveryMargin.Milliseconds()
+}
+
+// forwardFirst (at-least-once) produces the batch's forwards and dead
+// letters with the idempotent producer and waits for Kafka's
+// acknowledgement, before the transaction that commits their progress
+// (and makes copies forward and cancels, which stay transactional). An
+// entry whose output failed leaves the batch and goes back to the index
+// (dead-lettered the next time if Kafka refuses it for good); it returns
+// the rest.
+func (w *Worker) forwardFirst(ctx context.Context, batch []*entry) []*entry {
+	byRec := make(map[*kgo.Record]*entry, len(batch))
+	recs := make([]*kgo.Record, 0, len(batch))
+	for _, e := range batch {
+		if e.forwarded || e.copy {
+			continue
+		}
+		out := w.output(e)
+		if out == nil || out.Topic == w.cfg.DelayTopic {
+			continue
+		}
+		if mayRedeliver(e) {
+			out.Headers = append(out.Headers, kgo.RecordHeader{Key: HeaderRedelivery, Value: []byte("1")})
+		}
+		byRec[out] = e
+		recs = append(recs, out)
+	}
+	if len(recs) == 0 {
+		return batch
+	}
+	failed := map[*entry]bool{}
+	refused := map[*kgo.Record]error{}
+	for _, res := range w.ses.forward(ctx, recs...) {
+		e := byRec[res.Record]
+		if res.Err != nil {
+			failed[e], refused[res.Record] = true, res.Err
+			continue
+		}
+		e.forwarded = true
+	}
+	if len(failed) == 0 {
+		return batch
+	}
+	w.cfg.Logger.Warn("at-least-once forwards failed; they wait for the next transaction", "failed", len(failed), "of", len(recs))
+	keep := make([]*entry, 0, len(batch)-len(failed))
+	for _, e := range batch {
+		if failed[e] {
+			e.inBatch = false
+			w.idx.putBack(e)
+			continue
+		}
+		keep = append(keep, e)
+	}
+	w.deadLetterRefused(refused, byRec)
+	return keep
+}
+
+// forwarderOptions are the idempotent producer's options (at-least-once):
+// as the session's producer, without a transactional ID.
+func (w *Worker) forwarderOptions() []kgo.Opt {
+	return []kgo.Opt{
+		kgo.SeedBrokers(w.cfg.Brokers...),
+		kgo.AllowAutoTopicCreation(),
+		kgo.ProducerLinger(0),
+		kgo.MetadataMinAge(20 * time.Millisecond),
+		kgo.ProducerBatchMaxBytes(MaxBatchBytes),
+		kgo.RecordPartitioner(statePartitioner{state: w.cfg.StateTopic, delay: w.cfg.DelayTopic, other: kgo.StickyKeyPartitioner(nil)}),
+	}
+}

@@ -1,0 +1,108 @@
+package kafkamode_test
+
+import (
+	"fmt"
+	"math/rand"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hourglass-mq/hourglass/kafkamode"
+)
+
+// TestKafkaAtLeastOnceKill9 (issue 27, at least once on request): a worker
+// with --delivery at-least-once forwards before it commits. Phase 1, no
+// crash: every message arrives once, without the redelivery header. Phase
+// 2: three times, messages fall due while the worker is SIGKILLed and
+// restarted. A forward the killed worker made but did not commit is made
+// again by its successor; every such second arrival must carry
+// hourglass-redelivery: 1, and dropping the marked arrivals whose
+// hourglass-source was seen before must leave every message exactly once,
+// none early.
+func TestKafkaAtLeastOnceKill9(t *testing.T) {
+	e := newEnv(t, 2)
+	c := e.collect(e.biz)
+	l := &ledger{due: map[string]int64{}}
+	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
+	alo := []string{"--delivery", kafkamode.DeliveryAtLeastOnce}
+	w := e.startWorker("w1", alo...)
+	waitAssigned(t, w)
+	now := time.Now().UnixMilli()
+	var first []msg
+	for i := 0; i < 300; i++ {
+		first = append(first, msg{id: fmt.Sprintf("a%04d", i), due: now + 200 + rng.Int63n(800)})
+	}
+	e.produce(l, first)
+	c.waitFor(t, len(first), 60*time.Second)
+	for round := 0; round < 3; round++ {
+		now = time.Now().UnixMilli()
+		var ms []msg
+		for i := 0; i < 1000; i++ {
+			ms = append(ms, msg{id: fmt.Sprintf("b%d-%04d", round, i), due: now + 300 + rng.Int63n(3000)})
+		}
+		e.produce(l, ms)
+		c.waitFor(t, c.count()+200, 30*time.Second) // falling due now
+		w.kill(t)
+		w = e.startWorker("w1", alo...)
+	}
+	got := e.settle(c, l, 2*time.Minute)
+	_ = w.stop(t)
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	seen := map[string]bool{}
+	var kept []arrival
+	dups, marked := 0, 0
+	for i, r := range c.recs {
+		src, _ := header(r, kafkamode.HeaderSource)
+		if string(r.Value) == "sentinel" {
+			continue
+		}
+		redelivery, ok := header(r, kafkamode.HeaderRedelivery)
+		if ok {
+			marked++
+			if redelivery != "1" {
+				t.Errorf("%s: header %s is %q, want 1", r.Value, kafkamode.HeaderRedelivery, redelivery)
+			}
+		}
+		if string(r.Value[0]) == "a" && ok {
+			t.Errorf("%s, forwarded before any crash, carries %s", r.Value, kafkamode.HeaderRedelivery)
+		}
+		if seen[src] {
+			dups++
+			if !ok {
+				t.Errorf("%s (%s) arrived a second time without %s", r.Value, src, kafkamode.HeaderRedelivery)
+			}
+			continue
+		}
+		seen[src] = true
+		kept = append(kept, c.arr[i])
+	}
+	v := l.check(kept)
+	t.Logf("at-least-once, 3 kills: %d arrivals, %d second deliveries (all marked), %d marked in all; deduplicated: %s",
+		len(got), dups, marked, v)
+	if !v.ok() {
+		t.Fatalf("after dropping marked repeats: %s", v)
+	}
+}
+
+// waitAssigned waits until the worker's log says it was assigned
+// partitions, so records produced next are read after the assignment.
+func waitAssigned(t *testing.T, w *worker) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !w.logged("partitions assigned") {
+		if time.Now().After(deadline) {
+			t.Fatal("the worker was not assigned partitions within 60 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// logged reports whether the worker's output so far contains s.
+func (w *worker) logged(s string) bool {
+	lw := w.cmd.Stdout.(*lockedWriter)
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	return strings.Contains(lw.w.String(), s)
+}

@@ -1,0 +1,45 @@
+package kafkamode
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestDeliveryConfig: exactly once is the default, at least once is
+// taken, anything else is refused with the two choices named.
+func TestDeliveryConfig(t *testing.T) {
+	base := Config{Brokers: []string{"k:9092"}, DelayTopic: "d", Group: "g", WorkerID: "w", Partitions: 1, Replication: 1}
+	c, err := base.withDefaults()
+	if err != nil || c.Delivery != DeliveryExactlyOnce || c.atLeastOnce() {
+		t.Fatalf("default: %q %v", c.Delivery, err)
+	}
+	base.Delivery = DeliveryAtLeastOnce
+	if c, err := base.withDefaults(); err != nil || !c.atLeastOnce() {
+		t.Fatalf("at-least-once: %q %v", c.Delivery, err)
+	}
+	base.Delivery = "maybe-once"
+	if _, err := base.withDefaults(); err == nil || !strings.Contains(err.Error(), DeliveryAtLeastOnce) {
+		t.Fatalf("a bad mode: %v", err)
+	}
+}
+
+// TestMayRedeliver: only a record that was in the partition at its
+// assignment and due by then (give or take the clock margin) may repeat
+// a forward of the previous owner.
+func TestMayRedeliver(t *testing.T) {
+	pp := &partProgress{catchUp: 100, assignedAt: 1_000_000}
+	margin := redeliveryMargin.Milliseconds()
+	for _, c := range []struct {
+		offset, due int64
+		want        bool
+	}{
+		{99, 999_000, true},
+		{99, 1_000_000 + margin, true},
+		{99, 1_000_001 + margin, false}, // due after the take-over: never forwarded before
+		{100, 999_000, false},           // written after the assignment
+	} {
+		if got := mayRedeliver(&entry{pp: pp, offset: c.offset, due: c.due}); got != c.want {
+			t.Errorf("offset %d due %d: %v, want %v", c.offset, c.due, got, c.want)
+		}
+	}
+}
