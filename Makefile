@@ -26,7 +26,7 @@ DIST      ?= dist
 SHELL       := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 
-.PHONY: all build release run test test-examples compat-java compat-java-remoting vet fmt-check fmt bench soak mutate mutate-check schemathesis clean bench-rocketmq bench-rocketmq-remoting
+.PHONY: all build release run test test-examples compat-java compat-java-remoting compat-spring-remoting vet fmt-check fmt bench soak mutate mutate-check schemathesis clean bench-rocketmq bench-rocketmq-remoting
 
 all: build
 
@@ -74,6 +74,10 @@ compat-java:
 ## compat-java-remoting: the official RocketMQ remoting Java client (4.9.x and 5.x) against the real binary's remoting listener; CASES= picks cases, COMPAT_REMOTING_TARGET=rocketmq runs them against Apache RocketMQ 5.3.3 (needs Java and Maven)
 compat-java-remoting:
 	scripts/compat-java-remoting.sh $(CASES)
+
+## compat-spring-remoting: rocketmq-spring-boot-starter (a tiny Spring Boot app: RocketMQTemplate at a delay level, a listener) against the real binary's remoting listener (needs Java and Maven)
+compat-spring-remoting:
+	scripts/compat-spring-remoting.sh
 
 vet:
 	$(GO) vet ./...
