@@ -3,8 +3,9 @@
 // against NATS JetStream message scheduling instead of hourglass.
 //
 // It is a Go module of its own, so that nats-server and its dependencies
-// never enter hourglass's go.mod; for the same reason it cannot import
-// internal/loadtest, and restates that package's definitions here:
+// never enter hourglass's go.mod. It measures with hourglass bench's own
+// result definitions (package benchreport, through a replace to the
+// checkout):
 //
 //   - the instant is the start of sending plus T, rounded down to the
 //     millisecond; every message is due then;

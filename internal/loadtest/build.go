@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/hourglass-mq/hourglass/benchreport"
 )
 
 // report builds the report of a finished run. Every producer and
@@ -44,10 +46,10 @@ func (r *runner) report(ended string, finished time.Time) *Report {
 	}
 	for i := range entries {
 		e := &entries[i]
-		if e.state == sendFailed && e.arrival != 0 {
+		if e.state == benchreport.SendFailed && e.arrival != 0 {
 			rep.Sends.UnacknowledgedDelivered++
 		}
-		if e.state == sendAcked && e.sent > e.due {
+		if e.state == benchreport.SendAcked && e.sent > e.due {
 			rep.Sends.SentAfterDue++
 		}
 	}
@@ -97,24 +99,12 @@ func shortDuration(d time.Duration) string {
 
 // herdReport measures the herd from its instant.
 func (r *runner) herdReport(entries []entry, total Row) *HerdReport {
-	at := r.herdAt * int64(time.Millisecond)
-	h := &HerdReport{At: time.UnixMilli(r.herdAt), Messages: total.Sent, AllArrived: total.Lost == 0 && total.Sent > 0,
-		DrainRate: total.ReceiveRate}
-	var first, last int64
+	t := benchreport.Tally{HerdAt: r.herdAt * int64(time.Millisecond)}
 	for i := range entries {
-		e := &entries[i]
-		if e.state == sendAcked && e.sent > at {
-			h.SentAfterAt++
-		}
-		if e.arrival != 0 {
-			first, last = minNZ(first, e.arrival), max(last, e.arrival)
-		}
+		t.Add(entries[i].message())
 	}
-	if last != 0 {
-		h.FirstAfterMs = toMs(first - at)
-		h.LastAfterMs = toMs(last - at)
-	}
-	return h
+	h := t.Herd(total, time.UnixMilli(r.herdAt))
+	return &h
 }
 
 // drillReport describes the kills and splits the messages by whether
@@ -129,8 +119,8 @@ func (r *runner) drillReport(entries []entry) *DrillReport {
 	for _, k := range kills {
 		kr := KillReport{KilledAt: k.killed, RestartedAt: k.restarted, ReadyAt: k.ready, AtS: k.killed.Sub(r.start).Seconds()}
 		if !k.ready.IsZero() {
-			kr.DownMs = toMs(int64(k.ready.Sub(k.killed)))
-			kr.RecoveryMs = toMs(int64(k.ready.Sub(k.restarted)))
+			kr.DownMs = benchreport.NsToMs(int64(k.ready.Sub(k.killed)))
+			kr.RecoveryMs = benchreport.NsToMs(int64(k.ready.Sub(k.restarted)))
 		}
 		d.Kills = append(d.Kills, kr)
 		end := k.ready

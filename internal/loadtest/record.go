@@ -2,20 +2,8 @@ package loadtest
 
 import (
 	"sync"
-)
 
-// sendState is what the bench knows about the send of one message.
-type sendState uint8
-
-const (
-	// sendPending: the request is under way.
-	sendPending sendState = iota
-	// sendAcked: the broker answered 200, so it promised delivery.
-	sendAcked
-	// sendFailed: the request failed; the broker may or may not have
-	// stored the message, so it is not counted as lost if it never
-	// arrives (and not as a duplicate if it does).
-	sendFailed
+	"github.com/hourglass-mq/hourglass/benchreport"
 )
 
 // entry is everything the bench records about one message. Times are
@@ -34,7 +22,7 @@ type entry struct {
 	// receipts counts how many times a receive returned the message.
 	receipts uint32
 	tier     uint8
-	state    sendState
+	state    benchreport.SendState
 }
 
 // recorder holds the entries of a run, indexed by sequence number, and
@@ -46,7 +34,7 @@ type recorder struct {
 	// The counters below are kept equal to what a scan of entries would
 	// give; they exist so that progress and completion checks are O(1).
 	acked, failed int
-	// ackedArrived counts entries that are sendAcked and have arrived;
+	// ackedArrived counts entries that are benchreport.SendAcked and have arrived;
 	// the run is complete when it equals acked.
 	ackedArrived int
 	// arrived counts entries that have arrived, whatever their send state.
@@ -109,11 +97,11 @@ func (r *recorder) sent(first, n int, ok bool, at int64) {
 		e := &r.entries[i]
 		e.sent = at
 		if !ok {
-			e.state = sendFailed
+			e.state = benchreport.SendFailed
 			r.failed++
 			continue
 		}
-		e.state = sendAcked
+		e.state = benchreport.SendAcked
 		r.acked++
 		r.maxAckedDue = max(r.maxAckedDue, e.due)
 		if e.arrival != 0 {
@@ -159,7 +147,7 @@ func (r *recorder) arrive(batch []arrival) {
 		if a.at < e.due {
 			r.early++
 		}
-		if e.state == sendAcked {
+		if e.state == benchreport.SendAcked {
 			r.ackedArrived++
 		}
 	}
@@ -194,7 +182,7 @@ func (r *recorder) snapshotOverdue(now int64) counters {
 	c := r.countersLocked()
 	for i := range r.entries {
 		e := &r.entries[i]
-		if e.state == sendAcked && e.arrival == 0 && e.due <= now {
+		if e.state == benchreport.SendAcked && e.arrival == 0 && e.due <= now {
 			c.overdue++
 		}
 	}

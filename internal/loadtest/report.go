@@ -8,6 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/hourglass-mq/hourglass/benchreport"
 )
 
 // ReportVersion is the version of the JSON report's shape; it changes
@@ -120,57 +122,13 @@ type ReceiveStats struct {
 	RatePerS float64 `json:"rate_per_s"`
 }
 
-// Row is the result for one tier (or a class of messages).
-type Row struct {
-	Name string `json:"name"`
-	// Sent is the number of acknowledged messages.
-	Sent int `json:"sent"`
-	// Received is how many of them arrived; Lost how many did not.
-	Received int `json:"received"`
-	Lost     int `json:"lost"`
-	// Early counts first arrivals before the due time; EarlyMaxMs is the
-	// largest such gap.
-	Early      int     `json:"early"`
-	EarlyMaxMs float64 `json:"early_max_ms"`
-	// Duplicated counts messages received more than once;
-	// ExtraDeliveries counts the receipts beyond the first.
-	Duplicated      int `json:"duplicated"`
-	ExtraDeliveries int `json:"extra_deliveries"`
-	// Lateness is arrival at the consumer minus the intended due time, of
-	// every message that arrived (acknowledged or not).
-	Lateness Lateness `json:"lateness"`
-	// BrokerLateness is the broker's own visible-minus-due (ms
-	// resolution), of the same messages.
-	BrokerLateness Lateness `json:"broker_lateness"`
-	// SendRate and ReceiveRate are messages per second between the
-	// first and last send answer, and the first and last arrival.
-	// ReceiveSpanS is that arrival window, in seconds. Tiers are sent
-	// interleaved, so a tier's SendRate is the run's in proportion to its
-	// share and the table leaves it out (the run's is in Sends); each
-	// row's ReceiveRate is over its own window, which the table shows
-	// beside it, since the windows of tiers overlap and the all row's
-	// spans them all.
-	SendRate     float64 `json:"send_rate_per_s"`
-	ReceiveRate  float64 `json:"receive_rate_per_s"`
-	ReceiveSpanS float64 `json:"receive_span_s"`
-}
-
-// HerdReport is the herd's result.
-type HerdReport struct {
-	At       time.Time `json:"at"`
-	Messages int       `json:"messages"`
-	// SentAfterAt counts messages acknowledged only after the instant;
-	// their lateness includes the time it took to send them.
-	SentAfterAt int `json:"sent_after_at"`
-	// FirstAfterMs and LastAfterMs are the first and last arrival,
-	// measured from the instant; LastAfterMs is how long until all
-	// arrived (or until the last that arrived, if some were lost).
-	FirstAfterMs float64 `json:"first_after_ms"`
-	LastAfterMs  float64 `json:"last_after_ms"`
-	AllArrived   bool    `json:"all_arrived"`
-	// DrainRate is arrivals per second between first and last arrival.
-	DrainRate float64 `json:"drain_rate_per_s"`
-}
+// Row, Lateness and HerdReport are the shared result definitions of
+// package benchreport, which benchmarks/natsherd measures with too.
+type (
+	Row        = benchreport.Row
+	Lateness   = benchreport.Lateness
+	HerdReport = benchreport.HerdReport
+)
 
 // DrillReport is the crash drill's result.
 type DrillReport struct {
@@ -203,57 +161,22 @@ type KillReport struct {
 
 // rowOf computes a Row over the entries that pass keep.
 func rowOf(name string, entries []entry, keep func(*entry) bool) Row {
-	row := Row{Name: name}
-	var late, broker []int64
-	var firstSent, lastSent, firstArr, lastArr int64
+	var t benchreport.Tally
 	for i := range entries {
-		e := &entries[i]
-		if !keep(e) {
-			continue
-		}
-		if e.state == sendAcked {
-			row.Sent++
-			firstSent, lastSent = minNZ(firstSent, e.sent), max(lastSent, e.sent)
-			if e.arrival == 0 {
-				row.Lost++
-			} else {
-				row.Received++
-			}
-		}
-		if e.arrival == 0 {
-			continue
-		}
-		firstArr, lastArr = minNZ(firstArr, e.arrival), max(lastArr, e.arrival)
-		d := e.arrival - e.due
-		late = append(late, d)
-		if e.brokerVisible != 0 {
-			broker = append(broker, e.brokerVisible*1e6-e.due)
-		}
-		if d < 0 {
-			row.Early++
-			row.EarlyMaxMs = max(row.EarlyMaxMs, toMs(-d))
-		}
-		if e.receipts > 1 {
-			row.Duplicated++
-			row.ExtraDeliveries += int(e.receipts - 1)
+		if e := &entries[i]; keep(e) {
+			t.Add(e.message())
 		}
 	}
-	row.Lateness = summarize(late)
-	row.BrokerLateness = summarize(broker)
-	row.SendRate = rate(row.Sent, firstSent, lastSent)
-	row.ReceiveRate = rate(len(late), firstArr, lastArr)
-	if lastArr > firstArr {
-		row.ReceiveSpanS = float64(lastArr-firstArr) / 1e9
-	}
-	return row
+	return t.Row(name)
 }
 
-// minNZ is the minimum of a and b where 0 means "none yet".
-func minNZ(a, b int64) int64 {
-	if a == 0 || (b != 0 && b < a) {
-		return b
+// message is what the shared tally needs of e.
+func (e *entry) message() benchreport.Message {
+	m := benchreport.Message{State: e.state, Sent: e.sent, Due: e.due, Arrival: e.arrival, Receipts: e.receipts}
+	if e.brokerVisible != 0 {
+		m.Visible = e.brokerVisible * 1e6 // the broker reports Unix ms
 	}
-	return a
+	return m
 }
 
 // verdict fills Passed and Failures from the totals.

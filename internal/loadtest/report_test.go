@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hourglass-mq/hourglass/benchreport"
 )
 
 // synthetic builds entries for report tests: due at base+i ms, sent one
@@ -16,7 +18,7 @@ import (
 func synthetic() []entry {
 	ms := int64(time.Millisecond)
 	base := int64(1_700_000_000_000) * ms
-	mk := func(i int, late int64, st sendState, receipts uint32, tier uint8) entry {
+	mk := func(i int, late int64, st benchreport.SendState, receipts uint32, tier uint8) entry {
 		e := entry{due: base + int64(i)*ms, sent: base + int64(i)*ms - int64(time.Second), state: st, receipts: receipts, tier: tier}
 		if receipts > 0 {
 			e.arrival = e.due + late
@@ -25,14 +27,14 @@ func synthetic() []entry {
 		return e
 	}
 	return []entry{
-		mk(0, 2*ms, sendAcked, 1, 0),
-		mk(1, 4*ms, sendAcked, 1, 0),
-		mk(2, -ms/2, sendAcked, 1, 0), // early by 0.5 ms
-		mk(3, 0, sendAcked, 0, 0),     // lost
-		mk(4, 6*ms, sendAcked, 3, 1),  // two extra deliveries
-		mk(5, 0, sendFailed, 0, 1),    // failed, never delivered: not lost
-		mk(6, 8*ms, sendFailed, 1, 1), // failed but delivered: not counted as sent
-		mk(7, 10*ms, sendAcked, 1, 1),
+		mk(0, 2*ms, benchreport.SendAcked, 1, 0),
+		mk(1, 4*ms, benchreport.SendAcked, 1, 0),
+		mk(2, -ms/2, benchreport.SendAcked, 1, 0), // early by 0.5 ms
+		mk(3, 0, benchreport.SendAcked, 0, 0),     // lost
+		mk(4, 6*ms, benchreport.SendAcked, 3, 1),  // two extra deliveries
+		mk(5, 0, benchreport.SendFailed, 0, 1),    // failed, never delivered: not lost
+		mk(6, 8*ms, benchreport.SendFailed, 1, 1), // failed but delivered: not counted as sent
+		mk(7, 10*ms, benchreport.SendAcked, 1, 1),
 	}
 }
 

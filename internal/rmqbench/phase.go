@@ -13,7 +13,7 @@ import (
 	rmq "github.com/apache/rocketmq-clients/golang/v5"
 	"github.com/apache/rocketmq-clients/golang/v5/credentials"
 
-	"github.com/hourglass-mq/hourglass/internal/loadtest"
+	"github.com/hourglass-mq/hourglass/benchreport"
 )
 
 // phase names a phase in the body and the report.
@@ -64,43 +64,43 @@ func decodeBody(b []byte) (p phase, nonce uint64, idx uint32, dueMs int64, ok bo
 
 // phaseResult is what one phase measured. Times are milliseconds.
 type phaseResult struct {
-	Topic          string            `json:"topic"`
-	WarmupSent     int               `json:"warmup_sent,omitempty"` // spread: sent before it
-	WarmupRate     float64           `json:"warmup_rate,omitempty"` // their send rate, msgs/s
-	Group          string            `json:"group"`
-	LeadSec        float64           `json:"lead_s"`
-	Instant        *time.Time        `json:"instant,omitempty"` // herd: when all are due
-	Sent           int               `json:"sent"`              // acknowledged sends
-	SendErrors     int               `json:"send_errors"`
-	FirstSendError string            `json:"first_send_error,omitempty"`
-	SentLate       int               `json:"sent_late"` // acknowledged after their delivery timestamp
-	SendSeconds    float64           `json:"send_s"`
-	SendRate       float64           `json:"send_rate"` // acknowledged sends per second
-	SendLatency    loadtest.Lateness `json:"send_latency_ms"`
-	Received       int               `json:"received"` // distinct messages of this run
-	Lost           int               `json:"lost"`     // sent, not received by the deadline
-	Early          int               `json:"early"`    // arrived before the delivery timestamp
-	Duplicates     int               `json:"duplicates"`
-	Foreign        int               `json:"foreign"` // messages of another run or phase
-	ReceiveErrors  int               `json:"receive_errors"`
-	FirstRecvError string            `json:"first_receive_error,omitempty"`
-	AckErrors      int               `json:"ack_errors"`
-	Lateness       loadtest.Lateness `json:"lateness_ms"` // arrival - delivery timestamp
+	Topic          string               `json:"topic"`
+	WarmupSent     int                  `json:"warmup_sent,omitempty"` // spread: sent before it
+	WarmupRate     float64              `json:"warmup_rate,omitempty"` // their send rate, msgs/s
+	Group          string               `json:"group"`
+	LeadSec        float64              `json:"lead_s"`
+	Instant        *time.Time           `json:"instant,omitempty"` // herd: when all are due
+	Sent           int                  `json:"sent"`              // acknowledged sends
+	SendErrors     int                  `json:"send_errors"`
+	FirstSendError string               `json:"first_send_error,omitempty"`
+	SentLate       int                  `json:"sent_late"` // acknowledged after their delivery timestamp
+	SendSeconds    float64              `json:"send_s"`
+	SendRate       float64              `json:"send_rate"` // acknowledged sends per second
+	SendLatency    benchreport.Lateness `json:"send_latency_ms"`
+	Received       int                  `json:"received"` // distinct messages of this run
+	Lost           int                  `json:"lost"`     // sent, not received by the deadline
+	Early          int                  `json:"early"`    // arrived before the delivery timestamp
+	Duplicates     int                  `json:"duplicates"`
+	Foreign        int                  `json:"foreign"` // messages of another run or phase
+	ReceiveErrors  int                  `json:"receive_errors"`
+	FirstRecvError string               `json:"first_receive_error,omitempty"`
+	AckErrors      int                  `json:"ack_errors"`
+	Lateness       benchreport.Lateness `json:"lateness_ms"` // arrival - delivery timestamp
 	// The remoting bench (Bench.java) also reports lateness with due
 	// counted from the send's answer (a lower bound), and from the
 	// broker's store time (the storeTimestamp of the message the send's
 	// offset message ID names: what a level's delay counts from), the
 	// arrivals before that, and arrival - the pushed message's
 	// storeTimestamp (when the broker made it consumable).
-	LatenessFromAck   *loadtest.Lateness `json:"lateness_from_ack_ms,omitempty"`
-	LatenessFromStore *loadtest.Lateness `json:"lateness_from_store_ms,omitempty"`
-	EarlyFromStore    int                `json:"early_from_store,omitempty"`
-	FromPushedStore   *loadtest.Lateness `json:"from_pushed_store_ms,omitempty"`
-	ViewErrors        int                `json:"view_errors,omitempty"` // store times not read back
-	HerdFirstMs       float64            `json:"herd_first_ms,omitempty"`
-	HerdLastMs        float64            `json:"herd_last_ms,omitempty"`
-	Broker            *brokerLateness    `json:"broker_lateness,omitempty"` // hourglass only, with -metrics
-	Load              loadStats          `json:"load"`
+	LatenessFromAck   *benchreport.Lateness `json:"lateness_from_ack_ms,omitempty"`
+	LatenessFromStore *benchreport.Lateness `json:"lateness_from_store_ms,omitempty"`
+	EarlyFromStore    int                   `json:"early_from_store,omitempty"`
+	FromPushedStore   *benchreport.Lateness `json:"from_pushed_store_ms,omitempty"`
+	ViewErrors        int                   `json:"view_errors,omitempty"` // store times not read back
+	HerdFirstMs       float64               `json:"herd_first_ms,omitempty"`
+	HerdLastMs        float64               `json:"herd_last_ms,omitempty"`
+	Broker            *brokerLateness       `json:"broker_lateness,omitempty"` // hourglass only, with -metrics
+	Load              loadStats             `json:"load"`
 }
 
 // collector records the first arrival of each message of one phase.
@@ -240,7 +240,7 @@ func fill(res *phaseResult, cfg config, ss sendStats, col *collector, rs *receiv
 	if res.SendSeconds > 0 {
 		res.SendRate = float64(ss.sent) / res.SendSeconds
 	}
-	res.SendLatency = loadtest.Summarize(ss.latencies)
+	res.SendLatency = benchreport.Summarize(ss.latencies)
 	res.ReceiveErrors, res.FirstRecvError, res.AckErrors = int(rs.errs.Load()), rs.firstError(), int(rs.ackErrs.Load())
 
 	col.mu.Lock()
@@ -265,7 +265,7 @@ func fill(res *phaseResult, cfg config, ss sendStats, col *collector, rs *receiv
 		}
 		last = max(last, at)
 	}
-	res.Lateness = loadtest.Summarize(lateness)
+	res.Lateness = benchreport.Summarize(lateness)
 	if res.Instant != nil && first != 0 {
 		res.HerdFirstMs = float64(first-res.Instant.UnixNano()) / 1e6
 		res.HerdLastMs = float64(last-res.Instant.UnixNano()) / 1e6

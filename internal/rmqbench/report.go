@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/hourglass-mq/hourglass/internal/loadtest"
+	"github.com/hourglass-mq/hourglass/benchreport"
 )
 
 // printReport writes one run's figures as text.
@@ -85,7 +85,7 @@ func brokerOf(ph func(report) *phaseResult, f func(*brokerLateness) float64) fun
 }
 
 // latenessOf reads a figure of an optional lateness of a phase.
-func latenessOf(ph func(report) *phaseResult, l func(*phaseResult) *loadtest.Lateness, f func(*loadtest.Lateness) float64) func(report) (float64, bool) {
+func latenessOf(ph func(report) *phaseResult, l func(*phaseResult) *benchreport.Lateness, f func(*benchreport.Lateness) float64) func(report) (float64, bool) {
 	return func(r report) (float64, bool) {
 		x := ph(r)
 		if x == nil || l(x) == nil || l(x).Count == 0 {
@@ -98,12 +98,12 @@ func latenessOf(ph func(report) *phaseResult, l func(*phaseResult) *loadtest.Lat
 func spreadPh(r report) *phaseResult { return r.Spread }
 func herdPh(r report) *phaseResult   { return r.Herd }
 
-func fromStore(x *phaseResult) *loadtest.Lateness  { return x.LatenessFromStore }
-func fromAck(x *phaseResult) *loadtest.Lateness    { return x.LatenessFromAck }
-func fromPushed(x *phaseResult) *loadtest.Lateness { return x.FromPushedStore }
-func p50(l *loadtest.Lateness) float64             { return l.P50 }
-func p99(l *loadtest.Lateness) float64             { return l.P99 }
-func maxOf(l *loadtest.Lateness) float64           { return l.Max }
+func fromStore(x *phaseResult) *benchreport.Lateness  { return x.LatenessFromStore }
+func fromAck(x *phaseResult) *benchreport.Lateness    { return x.LatenessFromAck }
+func fromPushed(x *phaseResult) *benchreport.Lateness { return x.FromPushedStore }
+func p50(l *benchreport.Lateness) float64             { return l.P50 }
+func p99(l *benchreport.Lateness) float64             { return l.P99 }
+func maxOf(l *benchreport.Lateness) float64           { return l.Max }
 
 // earlyFromStore reads the spread's arrivals before their due time
 // counted from the broker's store time, where the report has that time.

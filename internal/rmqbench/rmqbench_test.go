@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hourglass-mq/hourglass/benchreport"
 	"github.com/hourglass-mq/hourglass/broker"
-	"github.com/hourglass-mq/hourglass/internal/loadtest"
 )
 
 func TestBodyRoundTrip(t *testing.T) {
@@ -84,7 +84,7 @@ func TestValidate(t *testing.T) {
 func TestSummarize(t *testing.T) {
 	mk := func(system, flush string, run int, p99, last, rate float64) report {
 		return report{System: system, Flush: flush, Run: run,
-			Spread: &phaseResult{Lateness: loadtest.Lateness{P99: p99}, SendRate: rate},
+			Spread: &phaseResult{Lateness: benchreport.Lateness{P99: p99}, SendRate: rate},
 			Herd:   &phaseResult{HerdLastMs: last, SendRate: rate}}
 	}
 	reps := []report{
@@ -109,7 +109,7 @@ func TestSummarize(t *testing.T) {
 		t.Errorf("reports without store times got figures of them:\n%s", out)
 	}
 	for i := range reps {
-		reps[i].Spread.LatenessFromStore = &loadtest.Lateness{Count: 10, P99: float64(i + 1)}
+		reps[i].Spread.LatenessFromStore = &benchreport.Lateness{Count: 10, P99: float64(i + 1)}
 		reps[i].Spread.EarlyFromStore = i % 2
 	}
 	buf.Reset()

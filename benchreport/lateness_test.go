@@ -1,4 +1,4 @@
-package loadtest
+package benchreport
 
 import (
 	"math/rand/v2"
@@ -15,10 +15,10 @@ func TestSummarizeKnownData(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	rng.Shuffle(len(ns), func(i, j int) { ns[i], ns[j] = ns[j], ns[i] })
-	got := summarize(ns)
+	got := Summarize(ns)
 	want := Lateness{Count: 1000, Min: 1, Mean: 500.5, P50: 500, P95: 950, P99: 990, P999: 999, Max: 1000}
 	if got != want {
-		t.Errorf("summarize(1..1000 ms) = %+v, want %+v", got, want)
+		t.Errorf("Summarize(1..1000 ms) = %+v, want %+v", got, want)
 	}
 }
 
@@ -41,12 +41,12 @@ func TestSummarizeSmallAndSkewed(t *testing.T) {
 		for i, us := range c.in {
 			ns[i] = us * int64(time.Microsecond)
 		}
-		if got := summarize(ns); got != c.want {
+		if got := Summarize(ns); got != c.want {
 			t.Errorf("%s: got %+v, want %+v", c.name, got, c.want)
 		}
 	}
-	if got := summarize(nil); got != (Lateness{}) {
-		t.Errorf("summarize(nil) = %+v, want the zero value", got)
+	if got := Summarize(nil); got != (Lateness{}) {
+		t.Errorf("Summarize(nil) = %+v, want the zero value", got)
 	}
 }
 
@@ -69,13 +69,13 @@ func TestPercentileRanks(t *testing.T) {
 
 func TestRate(t *testing.T) {
 	sec := int64(time.Second)
-	if got := rate(1000, 0, 2*sec); got != 500 {
-		t.Errorf("rate(1000 over 2s) = %v, want 500", got)
+	if got := Rate(1000, 0, 2*sec); got != 500 {
+		t.Errorf("Rate(1000 over 2s) = %v, want 500", got)
 	}
-	if got := rate(1, 5, 5); got != 0 {
+	if got := Rate(1, 5, 5); got != 0 {
 		t.Errorf("rate of one event = %v, want 0", got)
 	}
-	if got := rate(10, 3*sec, 3*sec); got != 0 {
+	if got := Rate(10, 3*sec, 3*sec); got != 0 {
 		t.Errorf("rate over an empty span = %v, want 0", got)
 	}
 }

@@ -1,4 +1,4 @@
-package loadtest
+package benchreport
 
 import (
 	"math"
@@ -36,9 +36,9 @@ func percentile(sorted []int64, q float64) int64 {
 	return sorted[rank-1]
 }
 
-// summarize returns the summary of the lateness values ns (nanoseconds).
+// Summarize returns the summary of the lateness values ns (nanoseconds).
 // It sorts ns in place. An empty input gives a zero Lateness.
-func summarize(ns []int64) Lateness {
+func Summarize(ns []int64) Lateness {
 	if len(ns) == 0 {
 		return Lateness{}
 	}
@@ -49,25 +49,25 @@ func summarize(ns []int64) Lateness {
 	}
 	return Lateness{
 		Count: len(ns),
-		Min:   toMs(ns[0]),
+		Min:   NsToMs(ns[0]),
 		Mean:  roundMs(sum / float64(len(ns)) / 1e6),
-		P50:   toMs(percentile(ns, 50)),
-		P95:   toMs(percentile(ns, 95)),
-		P99:   toMs(percentile(ns, 99)),
-		P999:  toMs(percentile(ns, 99.9)),
-		Max:   toMs(ns[len(ns)-1]),
+		P50:   NsToMs(percentile(ns, 50)),
+		P95:   NsToMs(percentile(ns, 95)),
+		P99:   NsToMs(percentile(ns, 99)),
+		P999:  NsToMs(percentile(ns, 99.9)),
+		Max:   NsToMs(ns[len(ns)-1]),
 	}
 }
 
-// toMs converts nanoseconds to milliseconds rounded to the microsecond.
-func toMs(ns int64) float64 { return roundMs(float64(ns) / 1e6) }
+// NsToMs converts nanoseconds to milliseconds rounded to the microsecond.
+func NsToMs(ns int64) float64 { return roundMs(float64(ns) / 1e6) }
 
 // roundMs rounds a millisecond value to three decimals (microseconds).
 func roundMs(ms float64) float64 { return math.Round(ms*1000) / 1000 }
 
-// rate is count per second over the span [from, to] (Unix ns); zero when
+// Rate is count per second over the span [from, to] (Unix ns); zero when
 // the span is empty. A single event gives zero, not infinity.
-func rate(count int, from, to int64) float64 {
+func Rate(count int, from, to int64) float64 {
 	if count < 2 || to <= from {
 		return 0
 	}
