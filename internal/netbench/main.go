@@ -27,7 +27,7 @@
 // shared machine falls on both sides across runs. Bodies are 256 B; sends
 // are delayed -delay (far future), as producers of a delay queue send.
 //
-// The broker is server.Run in this process on loopback, with its
+// The broker is broker.Run in this process on loopback, with its
 // defaults (sync flush: every acknowledgement after fdatasync), its HTTP
 // API and its RocketMQ 5 gRPC service (plaintext unless -grpc-tls); the
 // in-process engine is opened with the same options on another directory
