@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -94,5 +96,47 @@ func TestFrameWriterFailure(t *testing.T) {
 	}
 	if err := w.write([]byte("b")); !errors.Is(err, boom) {
 		t.Fatalf("a write after the failure got %v, want %v", err, boom)
+	}
+}
+
+// TestBufferedFrameStartCutOff: a frame whose first bytes came in the
+// same read as the frame before it has begun, so the read timeout, not
+// the idle timeout, bounds the rest: a client that sends a whole request
+// and the start of another in one write, then stalls, gets the answer to
+// the first and is cut off with a log line after the read timeout.
+func TestBufferedFrameStartCutOff(t *testing.T) {
+	b, logs := startLogged(t, func(o *Options) {
+		o.ReadTimeout = 300 * time.Millisecond
+		o.IdleTimeout = time.Hour
+	})
+	nc, err := net.Dial("tcp", b.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	first, err := (&Command{Code: codeGetBrokerClusterInfo, Opaque: 1}).encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc.Write(append(first, 0, 0, 1, 0, 0)) // then a 256-byte frame, one byte of it
+	nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	buf, err := readFrame(nc, testLimits)
+	if err != nil {
+		t.Fatalf("no answer to the whole request: %v", err)
+	}
+	if resp, err := decodeFrame(buf, testLimits); err != nil || resp.Opaque != 1 || resp.Code != respSuccess {
+		t.Fatalf("answer %+v, %v", resp, err)
+	}
+	start := time.Now()
+	if _, err := io.ReadAll(nc); err != nil {
+		t.Fatalf("not disconnected: %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("disconnected after %v", d)
+	}
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(logs.String(), "too slow"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no log line:\n%s", logs)
+		}
 	}
 }
