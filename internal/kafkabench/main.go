@@ -29,6 +29,12 @@
 // with it; see scripts/soak-kafka.sh). -strict makes any message of hourglass
 // lost, duplicated or early an exit status of 1.
 //
+// -systems also takes hourglass-alo (the worker with --delivery
+// at-least-once) and floor: a bare exactly-once loop (floor.go) that
+// consumes the same delay topic, holds each record until due, and forwards
+// in a transaction with the consumed offsets, waiting for each to
+// complete: the floor of any exactly-once delay forwarder on this Kafka.
+//
 // -pending N measures instead the worker's memory per pending message far
 // from due, against another hourglass binary (-compare); see pending.go.
 package main
@@ -89,7 +95,7 @@ func run(args, reexec []string) int {
 	fs.StringVar(&tiers, "tiers", "1s,5s,30s", "delay tiers; each message draws one uniformly")
 	fs.DurationVar(&c.produceIn, "produce-in", 5*time.Second, "produce the messages evenly over this long")
 	fs.IntVar(&c.runs, "runs", 3, "runs per system")
-	fs.StringVar(&systems, "systems", "hourglass,schemec", "systems to run, in this order each run")
+	fs.StringVar(&systems, "systems", "hourglass,schemec", "systems to run, in this order each run: hourglass, hourglass-alo (--delivery at-least-once), schemec, floor (a bare exactly-once loop: consume, hold until due, produce and commit offsets in one transaction, wait for its completion)")
 	fs.BoolVar(&c.kill, "kill", false, "SIGKILL the worker once half the messages arrived, restart it, count duplicates")
 	fs.StringVar(&c.hourglass, "hourglass", "", "hourglass binary for the workers (default: the hourglass beside this command, else on $PATH)")
 	fs.IntVar(&c.workers, "workers", 1, "workers (or scheme C forwarders) in the group; -kill kills the first")
@@ -102,7 +108,7 @@ func run(args, reexec []string) int {
 	fs.IntVar(&c.pending, "pending", 0, "instead: measure worker RSS per pending message with this many messages due -due-in ahead, against the -compare binary")
 	fs.DurationVar(&c.dueIn, "due-in", 48*time.Hour, "with -pending: how far ahead the messages are due")
 	fs.StringVar(&c.compare, "compare", "", "with -pending: the baseline hourglass binary, measured alternately with -hourglass")
-	fs.StringVar(&role, "role", "", "internal: 'forwarder' runs the scheme C forwarder")
+	fs.StringVar(&role, "role", "", "internal: 'forwarder' runs the scheme C forwarder, 'floor' the exactly-once floor")
 	fs.StringVar(&prefix, "prefix", "", "internal: topic prefix for -role forwarder")
 	_ = fs.Parse(args)
 	checkFlags(&c, tiers, systems)
@@ -112,10 +118,16 @@ func run(args, reexec []string) int {
 		}
 		return 0
 	}
+	if role == "floor" {
+		if err := runFloor(context.Background(), c, prefix); err != nil {
+			fatalf("floor: %v", err)
+		}
+		return 0
+	}
 	c.systems = strings.Split(systems, ",")
 	for _, s := range c.systems {
-		if s != "hourglass" && s != "schemec" {
-			fatalf("unknown system %q (hourglass, schemec)", s)
+		if s != "hourglass" && s != "hourglass-alo" && s != "schemec" && s != "floor" {
+			fatalf("unknown system %q (hourglass, hourglass-alo, schemec, floor)", s)
 		}
 	}
 	if c.hourglass == "" {

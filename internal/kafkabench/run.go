@@ -213,7 +213,7 @@ func produce(ctx context.Context, cl *kgo.Client, c config, system, prefix, biz 
 			ts := time.Now()
 			r := &kgo.Record{Key: []byte(id), Value: val, Timestamp: ts,
 				Headers: []kgo.RecordHeader{{Key: "_bizTopic", Value: []byte(biz)}}}
-			if system == "hourglass" {
+			if system != "schemec" {
 				r.Topic = prefix + ".delay"
 				if c.external != "" {
 					r.Topic = c.external
@@ -384,7 +384,15 @@ func seeds(list string) kgo.Opt { return kgo.SeedBrokers(strings.Split(list, ","
 // nil when no worker is to be started (hourglass with external workers).
 func prepareSystem(c config, system, prefix string, create func(t string, parts int32, conf map[string]*string) error) (start func(i int) (*child, error), err error) {
 	switch system {
-	case "hourglass":
+	case "floor":
+		if err := create(prefix+".delay", delayPartitions, nil); err != nil {
+			return nil, err
+		}
+		start = func(int) (*child, error) {
+			args := append(append([]string{}, c.reexec[1:]...), "-role", "floor", "-prefix", prefix, "-brokers", c.brokers)
+			return startChild(c.reexec[0], args...)
+		}
+	case "hourglass", "hourglass-alo":
 		if c.external != "" {
 			break // workers already run
 		}
@@ -397,9 +405,14 @@ func prepareSystem(c config, system, prefix string, create func(t string, parts 
 				return nil, err
 			}
 		}
+		delivery := "exactly-once"
+		if system == "hourglass-alo" {
+			delivery = "at-least-once"
+		}
 		start = func(i int) (*child, error) {
 			return startChild(c.hourglass, "kafka", "--brokers", c.brokers, "--delay-topic", prefix+".delay",
-				"--group", prefix, "--worker-id", fmt.Sprintf("w%d", i+1), "--session-timeout", "6s", "--log-level", logLevel())
+				"--group", prefix, "--worker-id", fmt.Sprintf("w%d", i+1), "--session-timeout", "6s", "--log-level", logLevel(),
+				"--delivery", delivery)
 		}
 	case "schemec":
 		for _, tier := range c.tiers {
