@@ -88,3 +88,16 @@ func (w *Worker) forwarderOptions() []kgo.Opt {
 		kgo.RecordPartitioner(statePartitioner{state: w.cfg.StateTopic, delay: w.cfg.DelayTopic, other: kgo.StickyKeyPartitioner(nil)}),
 	}
 }
+
+// forwardDue (at-least-once) forwards what is due now without waiting
+// for the last transaction to settle: the entries it collects are
+// forwarded at once (forwardFirst) and kept for the next transaction,
+// which commits their progress.
+func (w *Worker) forwardDue(ctx context.Context, now int64) {
+	if w.ses.settled() {
+		return // the transaction about to start takes them
+	}
+	if batch := w.collectDue(now); len(batch) > 0 {
+		w.idx.stashForwarded(w.forwardFirst(ctx, batch))
+	}
+}

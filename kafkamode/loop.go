@@ -45,7 +45,7 @@ func (w *Worker) poll(ctx context.Context) {
 		wait = min(wait, d)
 	}
 	settling := !w.ses.settled()
-	if settling {
+	if settling && !w.cfg.atLeastOnce() { // at least once forwards meanwhile (forwardDue)
 		// The last transaction's end is completing: wait for that (the
 		// watch ends within settleMax), reading meanwhile.
 		wait = max(wait, settleMax)

@@ -27,6 +27,10 @@ type loopIndex struct {
 	// deferredParts lists the partitions with cancels waiting for their
 	// copies to be read back (deferral.go).
 	deferredParts []*partProgress
+	// forwarded holds, in at-least-once mode, the entries collected and
+	// forwarded (or waiting for a transaction: cancels, copies) while the
+	// last transaction settled; the next transaction commits them.
+	forwarded []*entry
 }
 
 // newLoopIndex returns an empty index.
@@ -40,6 +44,7 @@ func (x *loopIndex) reset() {
 	x.due, x.noBody, x.copies, x.copyReady = nil, nil, nil, nil
 	x.deadSlots = 0
 	x.deferredParts = nil
+	x.forwarded = nil
 	if x.spill != nil {
 		x.spill.reset()
 	}
@@ -67,8 +72,15 @@ func (x *loopIndex) snapshotDue(interval time.Duration) bool {
 	return true
 }
 
-// forceSnapshot makes the next snapshotDue true.
-func (x *loopIndex) forceSnapshot() { x.lastSnap = time.Time{} }
+// forceSnapshot makes snapshotDue true within a second of the last
+// round rather than after interval: at most one round a second, since a
+// partition that cannot be snapshotted yet (an open cancel) would
+// otherwise make every transaction scan the index.
+func (x *loopIndex) forceSnapshot(interval time.Duration) {
+	if t := time.Now().Add(time.Second - interval); t.Before(x.lastSnap) {
+		x.lastSnap = t
+	}
+}
 
 // failure is the spill's error that ends the session, if any.
 func (x *loopIndex) failure() error { return x.spillErr }
@@ -109,4 +121,14 @@ func (x *loopIndex) withSpilled(have []snapEntry, pp *partProgress) ([]snapEntry
 		return have, nil
 	}
 	return x.spill.appendEntries(have, pp)
+}
+
+// stashForwarded keeps entries collected ahead of their transaction.
+func (x *loopIndex) stashForwarded(es []*entry) { x.forwarded = append(x.forwarded, es...) }
+
+// takeForwarded returns the entries stashForwarded kept, and forgets them.
+func (x *loopIndex) takeForwarded() []*entry {
+	es := x.forwarded
+	x.forwarded = nil
+	return es
 }

@@ -271,7 +271,7 @@ func (w *Worker) committed(batch []*entry, plans []*partPlan, snaps []*snapWrite
 	}
 	for _, pl := range plans {
 		if pl.pp.slot >= maxResolutionSlots {
-			w.idx.forceSnapshot() // at once (maxResolutionSlots)
+			w.idx.forceSnapshot(w.cfg.SnapshotInterval) // soon (maxResolutionSlots)
 		}
 	}
 	for _, e := range batch {

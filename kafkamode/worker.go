@@ -281,10 +281,13 @@ func (w *Worker) runSession(ctx context.Context) error {
 		w.loadSpilled(now)
 		w.compactIndex()
 		w.requestBodies(sctx, now)
+		if w.cfg.atLeastOnce() {
+			w.forwardDue(sctx, now) // not held up by the last transaction
+		}
 		if !w.ses.settled() {
 			continue // the last transaction is still completing (settle.go)
 		}
-		batch := w.collectDue(now)
+		batch := append(w.idx.takeForwarded(), w.collectDue(now)...)
 		if err := w.idx.failure(); err != nil {
 			return err
 		}
