@@ -102,10 +102,11 @@ func startBroker(t testing.TB, token string) *broker {
 	return startBrokerOn(t, token, t.TempDir())
 }
 
-// startBrokerOn is startBroker on the data directory dir.
-func startBrokerOn(t testing.TB, token, dir string) *broker {
+// startBrokerOn is startBroker on the data directory dir; extra are more
+// flags of serve.
+func startBrokerOn(t testing.TB, token, dir string, extra ...string) *broker {
 	t.Helper()
-	cmd := exec.Command(binary, "serve", "--data-dir", dir, "--listen", "127.0.0.1:0", "--log-level", "warn")
+	cmd := exec.Command(binary, append([]string{"serve", "--data-dir", dir, "--listen", "127.0.0.1:0", "--log-level", "warn"}, extra...)...)
 	cmd.Env = append(os.Environ(), "HOURGLASS_AUTH_TOKEN="+token)
 	out, err := cmd.StdoutPipe()
 	if err != nil {

@@ -44,6 +44,22 @@
     return data;
   }
 
+  // me is the signed-in principal and its rules (GET /v1/whoami). The
+  // console offers only what they allow; the broker checks every call.
+  let me = { principal: "", allow: [] };
+
+  // can says whether the principal's rules allow action on resource: a
+  // pattern is exact or ends with one '*' (package access's rules).
+  function can(action, resource) {
+    return me.allow.some((r) => {
+      const i = r.indexOf(":");
+      if (r.slice(0, i) !== action) return false;
+      const p = r.slice(i + 1);
+      return p.endsWith("*") ? resource.startsWith(p.slice(0, -1)) : p === resource;
+    });
+  }
+  const canAny = (action) => me.allow.some((r) => r.startsWith(action + ":"));
+
   // metrics reads /metrics with the operator's token: a broker with
   // -metrics-token accepts its -auth-token there too.
   async function metrics() {
@@ -201,21 +217,33 @@
 
   async function start() {
     try {
-      await api("GET", "/v1/stats");
+      me = await api("GET", "/v1/whoami");
     } catch (e) {
       if (e.status !== 401) setText("#status", "broker unreachable: " + e.message);
       return;
     }
     authed = true;
     $("#nav").hidden = false;
+    // Pages the principal cannot use are not offered: the overview reads
+    // metrics, finding a message needs to manage some topic.
+    for (const a of document.querySelectorAll("nav a")) {
+      a.hidden = (a.dataset.page === "overview" && !can("metrics", "metrics")) || (a.dataset.page === "find" && !canAny("manage"));
+    }
+    setText("#whoami", me.principal === "anonymous" ? "" : "signed in as " + me.principal);
     $("#logout").hidden = !sessionStorage.getItem(TOKEN_KEY);
     loadTopicNames().catch(() => {});
     route();
   }
 
+  // firstPage is the first page the principal may use.
+  function firstPage() {
+    const a = [...document.querySelectorAll("nav a")].find((x) => !x.hidden);
+    return a ? a.dataset.page : "topics";
+  }
+
   function route() {
     if (!authed) return;
-    const [, page, arg] = (location.hash || "#/overview").split("/");
+    const [, page, arg] = (location.hash || "#/" + firstPage()).split("/");
     clearInterval(timer);
     timer = null;
     switch (page) {
@@ -230,6 +258,11 @@
         else $("#message").hidden = true;
         break;
       default:
+        if (!can("metrics", "metrics")) {
+          showPage("topics");
+          poll(refreshTopics);
+          break;
+        }
         showPage("overview");
         poll(refreshOverview);
     }
@@ -374,7 +407,9 @@
   // ---- topics and groups ----
 
   async function refreshTopics() {
-    const [list, ms] = await Promise.all([loadTopicNames(), metrics()]);
+    // Rates come from /metrics, which a principal without metrics:metrics
+    // may not read: its table shows "…" there.
+    const [list, ms] = await Promise.all([loadTopicNames(), can("metrics", "metrics") ? metrics() : Promise.resolve([])]);
     const trows = [], grows = [];
     for (const t of list.topics) {
       const r = rate("topic:" + t.name, one(ms, "hourglass_topic_messages_fired_total", { topic: t.name }));
@@ -388,6 +423,9 @@
           // Nothing was ever dead-lettered: there is nothing to move back.
           btn.disabled = true;
           btn.title = "This group has no dead letters.";
+        } else if (!can("admin", "group/" + g.topic + "/" + g.name)) {
+          btn.disabled = true;
+          btn.title = `Principal ${me.principal} may not redrive ${g.topic}/${g.name} (it needs admin:group/${g.topic}/${g.name}).`;
         }
         btn.addEventListener("click", () => redrive(g));
         grows.push(el("tr", { "data-group": g.topic + "/" + g.name }, el("td", {}, g.topic), el("th", { scope: "row" }, g.name),
@@ -482,8 +520,10 @@
     else history.push(el("li", {}, `due ${fmtTime(info.due, true)} (after any reschedule)`));
     $("#msg-history").replaceChildren(...history);
     const pending = info.state === "pending";
-    for (const b of ["#msg-cancel", "#msg-reschedule", "#msg-when"]) $(b).disabled = !pending;
-    setText("#msg-action-result", pending ? "" : `A ${info.state} message cannot be cancelled or rescheduled.`);
+    const manage = can("manage", info.topic);
+    for (const b of ["#msg-cancel", "#msg-reschedule", "#msg-when"]) $(b).disabled = !pending || !manage;
+    setText("#msg-action-result", !manage ? `Principal ${me.principal} may not manage topic ${info.topic}: cancel and reschedule are not offered.`
+      : pending ? "" : `A ${info.state} message cannot be cancelled or rescheduled.`);
     $("#message").hidden = false;
     tick();
     clearInterval(countdown);
@@ -565,7 +605,9 @@
   document.addEventListener("DOMContentLoaded", () => {
     $("#login-form").addEventListener("submit", (ev) => {
       ev.preventDefault();
-      sessionStorage.setItem(TOKEN_KEY, $("#login-token").value.trim());
+      const name = $("#login-name").value.trim();
+      const secret = $("#login-token").value.trim();
+      sessionStorage.setItem(TOKEN_KEY, name ? name + ":" + secret : secret);
       $("#login-token").value = "";
       setText("#login-error", "");
       start();
