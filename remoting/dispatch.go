@@ -56,19 +56,36 @@ func (s *Server) dispatch(c *conn, req *Command) *Command {
 
 // fields reads a request's extFields, keeping the first problem.
 type fields struct {
-	m   map[string]string
-	err error
+	m map[string]string
+	// short, when set, gives a field's short name (SEND_MESSAGE_V2's
+	// one-letter names), which is read first.
+	short map[string]string
+	err   error
+}
+
+// get reads a field by its short name, if it has one, else by name.
+func (f *fields) get(name string) (string, bool) {
+	if sn, ok := f.short[name]; ok {
+		if v, ok := f.m[sn]; ok {
+			return v, true
+		}
+	}
+	v, ok := f.m[name]
+	return v, ok
 }
 
 func (f *fields) str(name string) string {
-	v, ok := f.m[name]
+	v, ok := f.get(name)
 	if !ok && f.err == nil {
 		f.err = fmt.Errorf("the request has no %q field", name)
 	}
 	return v
 }
 
-func (f *fields) opt(name string) string { return f.m[name] }
+func (f *fields) opt(name string) string {
+	v, _ := f.get(name)
+	return v
+}
 
 func (f *fields) int64(name string) int64 {
 	v := f.str(name)
@@ -84,14 +101,14 @@ func (f *fields) int64(name string) int64 {
 
 // optInt64 is an optional integer field: def when absent or empty.
 func (f *fields) optInt64(name string, def int64) int64 {
-	if v, ok := f.m[name]; !ok || v == "" {
+	if v, ok := f.get(name); !ok || v == "" {
 		return def
 	}
 	return f.int64(name)
 }
 
 func (f *fields) bool(name string) bool {
-	b, _ := strconv.ParseBool(f.m[name])
+	b, _ := strconv.ParseBool(f.opt(name))
 	return b
 }
 
