@@ -311,3 +311,25 @@ func TestAuditRecords(t *testing.T) {
 	var none *Audit
 	none.Record(context.Background(), "http", "", Send, "x", ResultDenied, "")
 }
+
+// TestLooseKeyFileWarns: a key file others may read is worth every secret,
+// so loading it says so.
+func TestLooseKeyFileWarns(t *testing.T) {
+	path, _ := newFile(t, t.TempDir(), map[string][]string{"a": {"send:x"}})
+	var logs bytes.Buffer
+	if _, err := Open(Options{File: path, Logger: slog.New(slog.NewTextHandler(&logs, nil))}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(logs.String(), "chmod 600") {
+		t.Fatalf("a 0600 key file warned: %s", logs.String())
+	}
+	if err := os.Chmod(DefaultKeyFile(path), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(Options{File: path, Logger: slog.New(slog.NewTextHandler(&logs, nil))}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "chmod 600") {
+		t.Fatalf("a 0644 key file did not warn: %s", logs.String())
+	}
+}

@@ -52,6 +52,9 @@ type snapshot struct {
 	entries map[string]*entry
 	key     []byte   // nil: no key file
 	sum     [32]byte // of the files' bytes, to see a change
+	// loose is the key file's mode when others than its owner may read
+	// it (the file is worth every secret); 0 when they may not.
+	loose os.FileMode
 }
 
 // Open reads the credentials file (if any) and returns the store. A bad
@@ -80,6 +83,7 @@ func Open(o Options) (*Store, error) {
 	s.cur.Store(snap)
 	if o.File != "" {
 		o.Logger.Info("credentials loaded", "file", o.File, "principals", len(snap.entries), "signing_key", snap.key != nil)
+		s.warnLoose(snap)
 	}
 	return s, nil
 }
@@ -107,6 +111,9 @@ func (s *Store) read() (*snapshot, error) {
 	default:
 		if snap.key, err = ReadKey(s.opts.KeyFile); err != nil {
 			return nil, err
+		}
+		if st, err := os.Stat(s.opts.KeyFile); err == nil && st.Mode().Perm()&0o077 != 0 {
+			snap.loose = st.Mode().Perm()
 		}
 	}
 	snap.sum = sha256.Sum256(append(data, keyData...))
@@ -155,9 +162,18 @@ func (s *Store) Watch(ctx context.Context) {
 			lastErr = ""
 			snap := s.cur.Load()
 			s.opts.Logger.Info("credentials reloaded", "file", s.opts.File, "principals", len(snap.entries), "signing_key", snap.key != nil)
+			s.warnLoose(snap)
 		case err == nil:
 			lastErr = ""
 		}
+	}
+}
+
+// warnLoose warns when the key file may be read by others than its owner.
+func (s *Store) warnLoose(snap *snapshot) {
+	if snap.loose != 0 {
+		s.opts.Logger.Warn("the key file may be read by others than its owner: whoever reads it can sign as any principal; chmod 600 it",
+			"file", s.opts.KeyFile, "mode", snap.loose.String())
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -62,6 +63,11 @@ func accessServer(t *testing.T, cases []routeCase) (*testServer, map[string]stri
 		o.Access = accesstest.Store(t, path, "")
 		o.Audit = access.NewAudit(slog.New(slog.NewJSONHandler(audit, nil)))
 	}))
+	// Over TLS: the same handler behind httptest's TLS server, whose
+	// client trusts it.
+	plain := ts.srv
+	ts.srv = httptest.NewTLSServer(ts.h)
+	plain.Close()
 	root := []string{"Authorization", "Bearer root:" + secrets["root"]}
 	var rcpt api.Receipt
 	if r := ts.do("POST", "/v1/topics/orders/messages", map[string]any{"body": "x", "delay": "1h"}, root...); r.status != 200 {
