@@ -148,6 +148,11 @@ soak-kafka:
 bench-nats:
 	scripts/bench-nats.sh $(NATSBENCH_OUT)
 
+## bench-net: issue 31's network paths against the engine in process, in one run (internal/netbench): HTTP one message a request, the send stream, batches, RocketMQ 5 gRPC sends, and receive+ack by request, stream and SimpleConsumer; 3 runs, median, range and ratios (about 5 min; not part of test)
+.PHONY: bench-net
+bench-net:
+	$(GO) run ./internal/netbench -runs 3
+
 ## test-natsherd: go vet and the unit tests of benchmarks/natsherd (its own module; a cold build compiles nats-server, minutes on 2 cores, so it is not part of test)
 .PHONY: test-natsherd
 test-natsherd:
