@@ -150,7 +150,8 @@
 // compacted state topic are at most 4,096 resolution slots plus the
 // snapshot's keys plus one copies key (TestKafkaBoundedState: 30,000
 // records behind a head due in an hour leave 7 live keys, and a
-// take-over reads 7 state records; at def821c both were 30,002). The
+// take-over reads 7 state records; at def821c both were 30,002; with
+// 1,000,000 behind it, 82 and 83). The
 // bound holds while snapshots are taken: none is taken while p has a
 // cancel open or a control record pending, so a partition that always
 // has one keeps adding resolution records. Without a committed offset
