@@ -6,11 +6,10 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
-	"path"
 	"testing"
 	"time"
 
-	"github.com/hourglass-mq/hourglass/commitlog"
+	"github.com/hourglass-mq/hourglass/commitlog/commitlogtest"
 	"github.com/hourglass-mq/hourglass/engine"
 	"github.com/hourglass-mq/hourglass/errs"
 	"github.com/hourglass-mq/hourglass/message"
@@ -44,29 +43,10 @@ func TestDamageMetrics(t *testing.T) {
 	if err := eng.Close(); err != nil {
 		t.Fatal(err)
 	}
-	dir := "/data/log"
-	var target commitlog.Pos
-	n := 0
-	rep, err := commitlog.Verify(fs, dir, func(p commitlog.Pos, r commitlog.Record) error {
-		if r.Type == 1 && n == 5 {
-			target = p
-		}
-		if r.Type == 1 {
-			n++
-		}
-		return nil
-	})
-	if err != nil || len(rep.Segments) < 2 || target >= rep.Segments[0].End {
-		t.Fatalf("fixture: %+v %v, target %d", rep.Segments, err, target)
-	}
-	f, err := fs.Open(path.Join(dir, rep.Segments[0].Name))
+	_, _, err = commitlogtest.DamageSealed(fs, "/data/log", 1, 5, 30, []byte{1, 2, 3, 4})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("fixture: %v", err)
 	}
-	if _, err := f.WriteAt([]byte{1, 2, 3, 4}, commitlog.HeaderSize+int64(target-rep.Segments[0].Base)+30); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
 
 	eng, err = engine.Open(o)
 	if err != nil {

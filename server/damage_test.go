@@ -8,13 +8,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hourglass-mq/hourglass/api"
-	"github.com/hourglass-mq/hourglass/commitlog"
+	"github.com/hourglass-mq/hourglass/commitlog/commitlogtest"
 	"github.com/hourglass-mq/hourglass/engine"
 	"github.com/hourglass-mq/hourglass/message"
 	"github.com/hourglass-mq/hourglass/vfs"
@@ -84,30 +83,11 @@ func TestDamageOverHTTP(t *testing.T) {
 // first segment of the log in dir and returns its position and segment.
 func damageSealed(t *testing.T, fs vfs.FS, dir string, n int) (uint64, string) {
 	t.Helper()
-	var target commitlog.Pos
-	seen := 0
-	rep, err := commitlog.Verify(fs, dir, func(p commitlog.Pos, r commitlog.Record) error {
-		if r.Type == 1 {
-			if seen == n {
-				target = p
-			}
-			seen++
-		}
-		return nil
-	})
-	s := rep.Segments[0]
-	if err != nil || len(rep.Segments) < 2 || target >= s.End {
-		t.Fatalf("fixture: %d segments, message %d at %d, %v", len(rep.Segments), n, target, err)
-	}
-	f, err := fs.Open(path.Join(dir, s.Name))
+	pos, seg, err := commitlogtest.DamageSealed(fs, dir, 1, n, 20, []byte{0xde, 0xad, 0xbe, 0xef})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("fixture: %v", err)
 	}
-	defer f.Close()
-	if _, err := f.WriteAt([]byte{0xde, 0xad, 0xbe, 0xef}, commitlog.HeaderSize+int64(target-s.Base)+20); err != nil {
-		t.Fatal(err)
-	}
-	return uint64(target), s.Name
+	return uint64(pos), seg
 }
 
 func getJSON(t *testing.T, url string, out any) {

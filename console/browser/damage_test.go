@@ -13,7 +13,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/hourglass-mq/hourglass/commitlog"
+	"github.com/hourglass-mq/hourglass/commitlog/commitlogtest"
 	"github.com/hourglass-mq/hourglass/engine"
 	"github.com/hourglass-mq/hourglass/message"
 	"github.com/hourglass-mq/hourglass/vfs"
@@ -43,28 +43,9 @@ func damagedDir(t *testing.T) (string, uint64) {
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
-	logDir := filepath.Join(dir, "log")
-	var target commitlog.Pos
-	n := 0
-	rep, err := commitlog.Verify(vfs.OS, logDir, func(p commitlog.Pos, r commitlog.Record) error {
-		if r.Type == 1 {
-			if n == 9 {
-				target = p
-			}
-			n++
-		}
-		return nil
-	})
-	if err != nil || len(rep.Segments) < 2 || target >= rep.Segments[0].End {
-		t.Fatalf("fixture: %+v, %v", rep.Segments, err)
-	}
-	f, err := vfs.OS.Open(filepath.Join(logDir, rep.Segments[0].Name))
+	target, _, err := commitlogtest.DamageSealed(vfs.OS, filepath.Join(dir, "log"), 1, 9, 20, []byte{0xde, 0xad, 0xbe, 0xef})
 	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := f.WriteAt([]byte{0xde, 0xad, 0xbe, 0xef}, commitlog.HeaderSize+int64(target-rep.Segments[0].Base)+20); err != nil {
-		t.Fatal(err)
+		t.Fatalf("fixture: %v", err)
 	}
 	return dir, uint64(target)
 }
