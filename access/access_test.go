@@ -333,3 +333,29 @@ func TestLooseKeyFileWarns(t *testing.T) {
 		t.Fatalf("a 0644 key file did not warn: %s", logs.String())
 	}
 }
+
+// BenchmarkBearer: the cost of checking a file principal's bearer secret
+// (one HMAC-SHA256) against the -auth-token's constant-time compare.
+func BenchmarkBearer(b *testing.B) {
+	dir := b.TempDir()
+	path := filepath.Join(dir, "credentials.json")
+	key, _ := LoadOrCreateKey(DefaultKeyFile(path))
+	f := &File{Version: fileVersion}
+	secret, _ := f.AddPrincipal(key, "svc", []Rule{{Send, "orders"}})
+	if err := f.Write(path); err != nil {
+		b.Fatal(err)
+	}
+	s, err := Open(Options{File: path, AuthToken: "a-token-of-forty-three-bytes-0123456789abc", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for name, cred := range map[string]string{"token": "a-token-of-forty-three-bytes-0123456789abc", "principal": "svc:" + secret} {
+		b.Run(name, func(b *testing.B) {
+			for range b.N {
+				if _, err := s.Bearer(cred); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
