@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime"
 	"sync"
 
 	"github.com/hourglass-mq/hourglass/api"
@@ -133,6 +134,9 @@ func (s *SendStream) Send(ctx context.Context, m Message) (Receipt, error) {
 func (s *SendStream) write() {
 	defer close(s.wdone)
 	for range s.wake {
+		// Let the senders woken with this one add their lines first:
+		// one write for all of them.
+		runtime.Gosched()
 		s.mu.Lock()
 		b, last := s.pending, s.closed
 		s.pending, s.spare = s.spare[:0], nil
