@@ -227,7 +227,7 @@
     // Pages the principal cannot use are not offered: the overview reads
     // metrics, finding a message needs to manage some topic.
     for (const a of document.querySelectorAll("nav a")) {
-      a.hidden = (a.dataset.page === "overview" && !can("metrics", "metrics")) || (a.dataset.page === "find" && !canAny("manage"));
+      a.hidden = (a.dataset.page === "overview" && !(can("metrics", "metrics") && can("metrics", "stats"))) || (a.dataset.page === "find" && !canAny("manage"));
     }
     setText("#whoami", me.principal === "anonymous" ? "" : "signed in as " + me.principal);
     $("#logout").hidden = !sessionStorage.getItem(TOKEN_KEY);
@@ -258,7 +258,7 @@
         else $("#message").hidden = true;
         break;
       default:
-        if (!can("metrics", "metrics")) {
+        if (!(can("metrics", "metrics") && can("metrics", "stats"))) {
           showPage("topics");
           poll(refreshTopics);
           break;
@@ -330,14 +330,18 @@
     $("#damage").hidden = rows.length === 0;
     $("#damage-table tbody").replaceChildren(...rows);
     const sc = d.scrub;
-    setText("#m-scrub", !sc.enabled ? "off" : sc.last_pass_time ? fmtTime(Date.parse(sc.last_pass_time), true) : "not yet");
+    setText("#m-scrub", !can("admin", "damage") ? "not shown (needs admin:damage)" : !sc.enabled ? "off" : sc.last_pass_time ? fmtTime(Date.parse(sc.last_pass_time), true) : "not yet");
     setText("#m-scrub-sub", `${fmtBytes(sc.bytes)} read in ${fmtInt(sc.passes)} pass${sc.passes === 1 ? "" : "es"}` +
       (sc.enabled ? ` at ${fmtBytes(sc.rate_bytes_per_second)}/s` : "") +
       (d.ranges.length + d.set_aside_total ? `; ${fmtInt(d.ranges.length)} damaged range(s), ${fmtInt(d.set_aside_total)} set aside` : "; no damage found"));
   }
 
   async function refreshOverview() {
-    const [stats, ms, h, d] = await Promise.all([api("GET", "/v1/stats"), metrics(), health(), api("GET", "/v1/admin/damage")]);
+    // The damage report is admin:damage; a principal without it sees the
+    // rest of the overview.
+    const noDamage = { ranges: [], set_aside: [], set_aside_total: 0, scrub: { enabled: false, bytes: 0, passes: 0 } };
+    const [stats, ms, h, d] = await Promise.all([api("GET", "/v1/stats"), metrics(), health(),
+      can("admin", "damage") ? api("GET", "/v1/admin/damage") : Promise.resolve(noDamage)]);
     refreshHealth(h, d);
     setText("#m-pending", fmtInt(stats.pending));
     setText("#m-pending-sub", `due within 1m ${fmtInt(one(ms, "hourglass_due_next", { window: "1m" }))}, ` +
@@ -357,7 +361,8 @@
     setText("#m-recovery-sub", `${fmtInt(one(ms, "hourglass_recovery_replayed_records"))} records replayed` +
       (Number.isFinite(started) ? `, started ${fmtTime(started * 1000, true)}` : ""));
     drawLateness(ms);
-    if (Date.now() - lastForecast >= 5000 || !$("#forecast-chart svg")) await refreshForecast();
+    if (!can("metrics", "forecast")) setText("#fc-summary", `Principal ${me.principal} may not read the forecast (it needs metrics:forecast).`);
+    else if (Date.now() - lastForecast >= 5000 || !$("#forecast-chart svg")) await refreshForecast();
   }
 
   function drawLateness(ms) {
