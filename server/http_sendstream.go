@@ -153,27 +153,48 @@ func (h *Handler) readSendLines(r *http.Request, slots chan<- *sendSlot) (eof bo
 }
 
 // writeSendAnswers writes the answer of each slot in order, flushing when
-// no further answer is ready, so that the answers of one group commit go
-// out in one write. It reports whether every answer was written; after a
-// failed write it waits for the rest without writing and stops the
-// reading.
+// the next answer is not ready yet, so that the answers of one group
+// commit go out in one write and none waits for a later one. It reports
+// whether every answer was written; after a failed write it waits for the
+// rest without writing and stops the reading.
 func (h *Handler) writeSendAnswers(slots <-chan *sendSlot, out *lineWriter, rc *http.ResponseController) bool {
 	bp := receiptBufs.Get().(*[]byte)
 	b := (*bp)[:0]
 	ok := true
-	for slot := range slots {
+	next, more := <-slots
+	for more {
+		slot := next
 		<-slot.done
-		if !ok {
-			continue
+		if ok {
+			b = appendSendAnswer(b, slot)
 		}
-		b = appendSendAnswer(b, slot)
-		if len(slots) > 0 && len(b) < 32<<10 {
-			continue
+		// The next slot, if one is queued: its answer goes in this
+		// write only if it is known already.
+		ready := false
+		select {
+		case next, more = <-slots:
+			if more {
+				select {
+				case <-next.done:
+					ready = true
+				default:
+				}
+			}
+		default:
+			next, more = nil, true
 		}
-		if _, ok = out.write(b, true); !ok {
-			_ = rc.SetReadDeadline(time.Now())
+		if ok && len(b) > 0 && (!ready || len(b) >= 32<<10) {
+			if _, ok = out.write(b, true); !ok {
+				_ = rc.SetReadDeadline(time.Now())
+			}
+			b = b[:0]
 		}
-		b = b[:0]
+		if next == nil && more {
+			next, more = <-slots
+		}
+	}
+	if ok && len(b) > 0 {
+		_, ok = out.write(b, true)
 	}
 	if cap(b) <= maxPooledReceipts {
 		*bp = b
