@@ -21,6 +21,24 @@ import (
 // does (checkpoint against log, caches against checkpoint and log), and
 // reports what is left: repair does not mend that, and says so.
 
+// RepairMode says what Repair does with damage followed by valid records:
+// RepairSalvage keeps every valid record at its position, RepairTruncate
+// cuts the log at the damage. They are the commit log's modes, named here
+// so that a caller of Repair (the CLI) spells them through the engine's API
+// and needs no import of the log.
+type RepairMode = commitlog.RepairMode
+
+// The repair modes, and the action of a range Repair cut off (the other
+// is a skip frame written over the damage).
+const (
+	RepairSalvage  = commitlog.RepairSalvage
+	RepairTruncate = commitlog.RepairTruncate
+	ActionCut      = commitlog.ActionCut
+)
+
+// ParseRepairMode reads "salvage" or "truncate" (RepairMode.String).
+func ParseRepairMode(s string) (RepairMode, error) { return commitlog.ParseRepairMode(s) }
+
 // RepairReport is what Repair did and what it left.
 type RepairReport struct {
 	// RepairReport is what the commit log's repair found and did (its
@@ -39,7 +57,7 @@ type RepairReport struct {
 // in mode (commitlog.Repair), then checks the whole directory (Check) and
 // reports the problems left. It holds the directory's lock throughout and
 // refuses (ErrInUse) a directory a broker has open.
-func Repair(fsys vfs.FS, dir string, mode commitlog.RepairMode) (*RepairReport, error) {
+func Repair(fsys vfs.FS, dir string, mode RepairMode) (*RepairReport, error) {
 	lock, err := vfs.Lock(fsys, path.Join(dir, LockFile))
 	switch {
 	case errors.Is(err, vfs.ErrLocked):

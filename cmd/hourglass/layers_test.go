@@ -58,14 +58,11 @@ func importers(t *testing.T, root, dir, pkg string) []string {
 // the flush policy is not a reason: the engine has its own
 // (engine.FlushPolicy).
 var commitlogAllowed = map[string]string{
-	// `hourglass repair` repairs the log itself: its modes and the action
-	// taken on each damaged range are the log's (commitlog.RepairMode,
-	// commitlog.ActionCut), reported as they are.
-	"internal/cli/repair.go": "repair tooling",
-	// The repair command's tests build a damaged log record by record.
+	// The repair command's tests build a damaged log record by record
+	// (`hourglass repair` itself spells its modes through the engine:
+	// engine.RepairMode). Tests elsewhere that need a damaged log use
+	// commitlog/commitlogtest, which knows the framing so that they do not.
 	"internal/cli/repair_test.go": "builds a damaged log",
-	// Tests elsewhere that need a damaged log use commitlog/commitlogtest,
-	// which knows the framing so that they do not.
 }
 
 // TestOnlyStorageToolingImportsCommitlog: the composition root (broker),

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/hourglass-mq/hourglass/commitlog"
 	"github.com/hourglass-mq/hourglass/engine"
 	"github.com/hourglass-mq/hourglass/vfs"
 )
@@ -43,12 +42,12 @@ refuses a directory a running broker holds.`,
 func runRepair(ctx context.Context, a *App, c *command, args []string) int {
 	fs := a.newFlagSet(c)
 	dataDir := fs.String("data-dir", "", "the broker's data directory (required)")
-	modeName := fs.String("mode", commitlog.RepairSalvage.String(), "salvage (keep every record after the damage at its ID) or truncate (cut the log at the damage)")
+	modeName := fs.String("mode", engine.RepairSalvage.String(), "salvage (keep every record after the damage at its ID) or truncate (cut the log at the damage)")
 	asJSON := fs.Bool("json", false, "print JSON instead of text, for scripts")
 	if code, ok := a.parseOffline(c, fs, args, dataDir); !ok {
 		return code
 	}
-	mode, err := commitlog.ParseRepairMode(*modeName)
+	mode, err := engine.ParseRepairMode(*modeName)
 	if err != nil {
 		return a.usageError(c, "--mode: want salvage or truncate, got %q", *modeName)
 	}
@@ -89,13 +88,13 @@ func runRepair(ctx context.Context, a *App, c *command, args []string) int {
 	}
 	for _, r := range rep.Ranges {
 		what := "overwritten by a skip frame"
-		if r.Action == commitlog.ActionCut {
+		if r.Action == engine.ActionCut {
 			what = "cut from the log"
 		}
 		fmt.Fprintf(w, "\n%s: %d bytes at position %d (file offset %d): %s\n", r.Segment, r.Length, r.Pos, r.Offset, r.Reason)
 		subfield(w, "action", what)
 		subfield(w, "quarantine", r.Quarantine)
-		if r.Action == commitlog.ActionCut {
+		if r.Action == engine.ActionCut {
 			subfield(w, "lost", fmt.Sprintf("%d valid records besides the damaged bytes", r.RecordsLost))
 		} else {
 			subfield(w, "kept", fmt.Sprintf("%d valid records after it, at their positions", r.RecordsAfter))
