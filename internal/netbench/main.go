@@ -37,6 +37,7 @@
 //
 //	go run ./internal/netbench -runs 3
 //	go run ./internal/netbench -runs 1 -only send -cpuprofile cpu.out -memprofile mem.out
+//	go run ./internal/netbench -runs 1 -only rmqsend -blockprofile block.out
 package main
 
 import (
@@ -72,6 +73,7 @@ type config struct {
 	grpcTLS        bool
 	cpuprofile     string
 	memprofile     string
+	blockprofile   string
 }
 
 // pairNames are the pairs in the order they run.
@@ -96,6 +98,7 @@ func parseFlags() config {
 	flag.BoolVar(&c.grpcTLS, "grpc-tls", false, "serve and use the RocketMQ gRPC service over TLS (the official client's default)")
 	flag.StringVar(&c.cpuprofile, "cpuprofile", "", "CPU profile of the network sides only, to this file")
 	flag.StringVar(&c.memprofile, "memprofile", "", "allocation profile (all allocations of the process) to this file at the end")
+	flag.StringVar(&c.blockprofile, "blockprofile", "", "blocking profile (where goroutines waited, the whole run) to this file at the end: the sides that wait more than they compute")
 	flag.Parse()
 	c.only = slices.Clone(pairNames)
 	if *only != "" {
@@ -149,6 +152,9 @@ func run(c config) error {
 		defer f.Close()
 		lab.profile = f
 	}
+	if c.blockprofile != "" {
+		runtime.SetBlockProfileRate(int(10 * time.Microsecond))
+	}
 	results := map[string][]sample{}
 	start := time.Now()
 	for r := 1; r <= c.runs; r++ {
@@ -172,8 +178,23 @@ func run(c config) error {
 			return err
 		}
 	}
+	if c.blockprofile != "" {
+		if err := writeProfile("block", c.blockprofile); err != nil {
+			return err
+		}
+	}
 	printReport(os.Stdout, c, results, time.Since(start))
 	return nil
+}
+
+// writeProfile writes the named runtime profile to file.
+func writeProfile(name, file string) error {
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return pprof.Lookup(name).WriteTo(f, 0)
 }
 
 // pair runs one pair once: in-process first on odd runs, second on even.
