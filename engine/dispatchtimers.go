@@ -102,3 +102,12 @@ func (d *dispatcher) spillTimers() {
 		d.eng.opts.Logger.Warn("removing timer runs a recovery spill replaced failed; the next start removes them", "err", err)
 	}
 }
+
+// scanPlanLocked pages the timer index for an operator's listing of
+// pending messages (browse.go): up to limit entries from `from` on, due
+// before hi, to be read without the lock. The index holds every message
+// timer not yet removed, stale ones (cancelled, moved, fired) among them:
+// the caller checks each against the message's state.
+func (d *dispatcher) scanPlanLocked(from timerstore.Entry, hi int64, limit int) *timerstore.ScanPlan {
+	return d.timers.ScanPlan(from, hi, limit)
+}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hourglass-mq/hourglass/errs"
+	"github.com/hourglass-mq/hourglass/message"
 )
 
 // Redrive moves up to max messages from a group's dead-letter topic back
@@ -43,27 +44,39 @@ func (e *Engine) Redrive(ctx context.Context, topic, group string, max int) (int
 	reqs := make([]SendRequest, len(got))
 	receipts := make([]string, len(got))
 	for i, r := range got {
-		m := r.Message.Message
-		m.Topic = topic
-		props := map[string]string{}
-		for k, v := range m.Properties {
-			props[k] = v
-		}
-		props["hourglass-redriven-from"] = r.ID.String()
-		m.Properties = props
-		reqs[i] = SendRequest{Message: m, ForGroup: group}
+		reqs[i] = redriveRequest(r.Message.Message, topic, group, r.ID)
 		receipts[i] = r.Receipt
 	}
-	if err := e.cons.redriveBatch(ctx, g, reqs, receipts); err != nil {
+	return e.cons.redriveSend(ctx, g, reqs, receipts)
+}
+
+// redriveRequest is the send that brings a dead letter (ID id, message m)
+// back to group of topic, for that group only.
+func redriveRequest(m message.Message, topic, group string, id message.ID) SendRequest {
+	m.Topic = topic
+	props := make(map[string]string, len(m.Properties)+1)
+	for k, v := range m.Properties {
+		props[k] = v
+	}
+	props["hourglass-redriven-from"] = id.String()
+	m.Properties = props
+	return SendRequest{Message: m, ForGroup: group}
+}
+
+// redriveSend sends reqs, dead letters of g that its redrive reader holds
+// under receipts, back to g, and acks them, and returns how many moved:
+// in one append, or one at a time when the batch was refused for one of
+// them (redriveEach). On any other error the leases are given back, so
+// the next redrive reads them at once instead of after their lease.
+func (c *consumers) redriveSend(ctx context.Context, g *group, reqs []SendRequest, receipts []string) (int, error) {
+	if err := c.redriveBatch(ctx, g, reqs, receipts); err != nil {
 		if !errs.PerMessage(err) {
-			// Give the leases back: the next redrive reads them at once
-			// instead of after the minute's lease.
-			e.Release(g.dlq, redriveGroup, receipts)
+			c.eng.Release(g.dlq, redriveGroup, receipts)
 			return 0, err
 		}
-		return e.cons.redriveEach(ctx, g, reqs, receipts)
+		return c.redriveEach(ctx, g, reqs, receipts)
 	}
-	return len(got), nil
+	return len(reqs), nil
 }
 
 // redriveBatch sends reqs and acks their dead letters (receipts of the
