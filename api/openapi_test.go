@@ -19,13 +19,13 @@ const openapiFile = "../docs/openapi.yaml"
 // marks every optional request field nullable).
 var requests = []any{SendMessage{}, BatchRequest{}, RescheduleRequest{}, TopicConfig{}, GroupConfig{},
 	ReceiveRequest{}, AckRequest{}, StreamAck{}, NackRequest{}, InvisibilityRequest{}, RedriveRequest{},
-	BackupRequest{}}
+	BackupRequest{}, DeadSelection{}}
 
 // responses are the types the server encodes.
 var responses = []any{Receipt{}, BatchReceipts{}, MessageInfo{}, Cancelled{}, Rescheduled{}, Topic{}, TopicList{},
 	Group{}, GroupList{}, ReceivedMessage{}, ReceiveResponse{}, AckResponse{}, RedriveResponse{}, Empty{}, Health{},
 	Stats{}, Error{}, ErrorBody{}, Forecast{}, ForecastBucket{}, BodyPreview{}, BackupResult{},
-	Damage{}, DamagedRange{}, SetAside{}, Scrub{}, Whoami{}, SendStreamAnswer{}}
+	Damage{}, DamagedRange{}, SetAside{}, Scrub{}, Whoami{}, SendStreamAnswer{}, MessagePage{}, ListedMessage{}, DeadLetterResult{}}
 
 func loadSpec(t *testing.T) map[string]any { return openapispec.LoadOrFail(t, openapiFile) }
 
@@ -94,6 +94,7 @@ func TestOpenAPILimits(t *testing.T) {
 		{[]string{"SendMessage", "properties", "properties", "maxProperties"}, opts.Limits.MaxProperties},
 		{[]string{"SendMessage", "properties", "key", "maxLength"}, opts.Limits.MaxHeaderBytes},
 		{[]string{"SendMessage", "properties", "body", "maxLength"}, opts.Limits.MaxBodyBytes},
+		{[]string{"DeadSelection", "properties", "ids", "maxItems"}, engine.MaxDeadSelection},
 	} {
 		if got := get(schemas, c.path...); got != strconv.Itoa(c.want) {
 			t.Errorf("%s is %v, want %d", strings.Join(c.path, "."), got, c.want)
@@ -104,5 +105,17 @@ func TestOpenAPILimits(t *testing.T) {
 		if get(p, "maxLength") != strconv.Itoa(message.MaxTopicLen) || get(p, "minLength") != "1" {
 			t.Errorf("parameter %s: length is not 1 to %d", name, message.MaxTopicLen)
 		}
+	}
+}
+
+// TestListingLimits: the listings' limits of the wire are the engine's.
+func TestListingLimits(t *testing.T) {
+	doc := loadSpec(t)
+	if MaxDeadSelection != engine.MaxDeadSelection || MaxListLimit != engine.MaxListLimit || DefaultListLimit != engine.DefaultListLimit {
+		t.Errorf("api limits %d, %d, %d; engine %d, %d, %d", MaxDeadSelection, MaxListLimit, DefaultListLimit,
+			engine.MaxDeadSelection, engine.MaxListLimit, engine.DefaultListLimit)
+	}
+	if got := get(doc, "components", "parameters", "listLimit", "schema", "maximum"); got != strconv.Itoa(engine.MaxListLimit) {
+		t.Errorf("listLimit maximum %v, want %d", got, engine.MaxListLimit)
 	}
 }

@@ -20,6 +20,9 @@ import (
 //	lookup by key                        manage    {topic}
 //	create topic                         admin     topic/{topic}
 //	create group, redrive                admin     group/{topic}/{group}
+//	dead letters: resend, delete, purge  admin     group/{topic}/{group}
+//	list in flight, list dead letters    manage    {topic}
+//	list pending                         manage    ?topic=, or every topic without it
 //	receive, stream, ack, nack, lease    receive   {topic}/{group}
 //	schedules (each)                     admin     schedule/{schedule}
 //	advance the clock, backup, damage    admin     clock, backup, damage

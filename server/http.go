@@ -92,6 +92,12 @@ var routes = []route{
 	{"GET", "/metrics", (*Handler).serveMetrics, fixed(access.Metrics, access.ResMetrics)},
 	{"GET", "/v1/forecast", (*Handler).forecast, fixed(access.Metrics, access.ResForecast)},
 	{"GET", "/v1/messages/{id}/preview", (*Handler).preview, byMessage},
+	{"GET", "/v1/pending", (*Handler).listPending, managesListedTopic},
+	{"GET", "/v1/topics/{topic}/groups/{group}/inflight", (*Handler).listInFlight, onTopic(access.Manage)},
+	{"GET", "/v1/topics/{topic}/groups/{group}/dead", (*Handler).listDead, onTopic(access.Manage)},
+	{"POST", "/v1/topics/{topic}/groups/{group}/dead/resend", (*Handler).deadResend, adminGroup},
+	{"POST", "/v1/topics/{topic}/groups/{group}/dead/delete", (*Handler).deadDelete, adminGroup},
+	{"POST", "/v1/topics/{topic}/groups/{group}/dead/purge", (*Handler).deadPurge, adminGroup},
 }
 
 // New returns the HTTP API of eng configured by opts (limits, auth token,
