@@ -193,6 +193,31 @@ func TestEndpoints(t *testing.T) {
 			want: 4,
 		},
 		{
+			name:     "list pending",
+			response: `{"items":[{"id":"1-2","state":"pending","topic":"t","queue":0,"key":"","tag":"","due":9,"due_time":"x","sent":1,"body_bytes":2,"fire_at":9}],"next_cursor":"c2","scanned":4,"read":1}`,
+			call: func(c *Client) (any, error) {
+				return c.ListPending(ctx, ListRequest{Topic: "t", KeyPrefix: "a b", DueTo: 50, Limit: 10, Cursor: "c1"})
+			},
+			method: "GET", path: "/v1/pending",
+			want: MessagePage{Items: []ListedMessage{{ID: "1-2", State: StatePending, Topic: "t", Due: 9, DueTime: "x", Sent: 1, BodyBytes: 2, FireAt: 9}},
+				NextCursor: ptr("c2"), Scanned: 4, Read: 1},
+		},
+		{
+			name:     "resend dead",
+			response: `{"action":"resend","count":2}`,
+			call:     func(c *Client) (any, error) { return c.ResendDead(ctx, "o", "b", []string{"x", "y"}) },
+			method:   "POST", path: "/v1/topics/o/groups/b/dead/resend",
+			body: map[string]any{"ids": []any{"x", "y"}},
+			want: 2,
+		},
+		{
+			name:     "purge dead",
+			response: `{"action":"purge","count":3}`,
+			call:     func(c *Client) (any, error) { return c.PurgeDead(ctx, "o", "b") },
+			method:   "POST", path: "/v1/topics/o/groups/b/dead/purge",
+			want: 3,
+		},
+		{
 			name:     "stats",
 			response: `{"pending":3,"sent":10,"fired":7,"cancelled":0,"rescheduled":1,"lateness_count":7,"lateness_p50_ms":1,"lateness_p99_ms":null,"recovery_seconds":0.5,"clock_jumps":0}`,
 			call:     func(c *Client) (any, error) { return c.Stats(ctx) },

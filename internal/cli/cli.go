@@ -91,6 +91,8 @@ func commands() []*command {
 		topicsCommand(),
 		groupsCommand(),
 		redriveCommand(),
+		listCommand(),
+		deadCommand(),
 		statsCommand(),
 		clockCommand(),
 		scheduleCommand(),
