@@ -164,18 +164,31 @@
   // barChart draws bars into box as an SVG: items [{label, value, title,
   // data, herd}]. Each bar is a rect.bar with the item's data-* attributes,
   // and the chart is described for screen readers by its aria-label.
+  //
+  // With opts.log the heights follow log10(1 + count): a herd of a
+  // million beside buckets of ten leaves them a third of its height
+  // rather than a pixel, and the axis marks the powers of ten.
   function barChart(box, items, opts) {
     const W = 1000, H = opts.height || 220, left = 56, bottom = 34, top = 18;
     const peak = Math.max(1, ...items.map((i) => i.value));
-    const s = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": opts.label, preserveAspectRatio: "none" });
+    const scale = opts.log ? (v) => Math.log10(1 + v) / Math.log10(1 + peak) : (v) => v / peak;
+    const s = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": opts.label + (opts.log ? " (log scale)" : ""),
+      preserveAspectRatio: "none", "data-scale": opts.log ? "log" : "linear" });
     const plotW = W - left - 6, plotH = H - top - bottom;
     const bw = plotW / Math.max(1, items.length);
     s.append(svg("line", { class: "axis", x1: left, y1: top + plotH, x2: W, y2: top + plotH }));
     s.append(svg("text", { x: left - 6, y: top + 10, "text-anchor": "end" }, fmtInt(peak)));
     s.append(svg("text", { x: left - 6, y: top + plotH, "text-anchor": "end" }, "0"));
+    if (opts.log) {
+      for (let p = 10; p * 2 <= peak; p *= 10) {
+        const y = top + plotH - scale(p) * plotH;
+        s.append(svg("line", { class: "axis", x1: left, y1: y, x2: W, y2: y }));
+        s.append(svg("text", { x: left - 6, y: y + 4, "text-anchor": "end" }, fmtInt(p)));
+      }
+    }
     const every = Math.max(1, Math.ceil(items.length / (opts.labels || 8)));
     items.forEach((it, i) => {
-      const h = it.value > 0 ? Math.max(2, (it.value / peak) * plotH) : 0;
+      const h = it.value > 0 ? Math.max(2, scale(it.value) * plotH) : 0;
       const x = left + i * bw;
       const r = svg("rect", { class: "bar" + (it.herd ? " herd" : ""), x: x + bw * 0.1, y: top + plotH - h,
         width: Math.max(1, bw * 0.8), height: h });
@@ -191,6 +204,8 @@
   // ---- pages ----------------------------------------------------------------
 
   const pages = ["login", "overview", "topics", "find"];
+  // extra holds the pages other scripts add (browse.js): name -> show(arg).
+  const extra = {};
   let authed = false;
   let timer = null;
 
@@ -225,9 +240,11 @@
     authed = true;
     $("#nav").hidden = false;
     // Pages the principal cannot use are not offered: the overview reads
-    // metrics, finding a message needs to manage some topic.
+    // metrics; finding a message, and the listings of messages and dead
+    // letters, need to manage some topic.
+    const manages = ["find", "browse", "dead"];
     for (const a of document.querySelectorAll("nav a")) {
-      a.hidden = (a.dataset.page === "overview" && !(can("metrics", "metrics") && can("metrics", "stats"))) || (a.dataset.page === "find" && !canAny("manage"));
+      a.hidden = (a.dataset.page === "overview" && !(can("metrics", "metrics") && can("metrics", "stats"))) || (manages.includes(a.dataset.page) && !canAny("manage"));
     }
     setText("#whoami", me.principal === "anonymous" ? "" : "signed in as " + me.principal);
     $("#logout").hidden = !sessionStorage.getItem(TOKEN_KEY);
@@ -258,6 +275,11 @@
         else $("#message").hidden = true;
         break;
       default:
+        if (extra[page]) {
+          showPage(page);
+          extra[page](arg === undefined ? undefined : decodeURIComponent(arg));
+          break;
+        }
         if (!(can("metrics", "metrics") && can("metrics", "stats"))) {
           showPage("topics");
           poll(refreshTopics);
@@ -395,7 +417,7 @@
     const herds = items.filter((i) => i.herd).length;
     setText("#fc-summary", `${fmtInt(f.total)} messages due ${range === "hour" ? "in the next hour" : range === "day" ? "in the next day" : "in the next week"}` +
       ` (${topic ? "topic " + topic : "all topics"}), by ${rg.stepParam}` + (herds ? `; ${herds} herd bucket${herds > 1 ? "s" : ""}` : ""));
-    barChart($("#forecast-chart"), items, { label: `Messages falling due per ${rg.stepParam}, ${fmtInt(f.total)} in all` });
+    barChart($("#forecast-chart"), items, { label: `Messages falling due per ${rg.stepParam}, ${fmtInt(f.total)} in all`, log: $("#fc-log").checked });
   }
 
   async function loadTopicNames() {
@@ -605,6 +627,13 @@
     }
   }
 
+  // The console's shared parts, for the pages other scripts add: page
+  // registers a page (its section is #page-<name>, its route #/<name>).
+  window.hourglassConsole = {
+    api, el, setText, fmtInt, fmtTime, confirmAction, loadTopicNames,
+    page(name, show) { pages.push(name); extra[name] = show; },
+  };
+
   // ---- wiring ----
 
   document.addEventListener("DOMContentLoaded", () => {
@@ -630,6 +659,7 @@
       });
     }
     $("#fc-topic").addEventListener("change", () => refreshForecast().catch((e) => setText("#fc-summary", "forecast failed: " + e.message)));
+    $("#fc-log").addEventListener("change", () => refreshForecast().catch((e) => setText("#fc-summary", "forecast failed: " + e.message)));
     $("#find-id").addEventListener("submit", findByID);
     $("#find-key").addEventListener("submit", findByKey);
     $("#msg-cancel").addEventListener("click", cancelShown);
