@@ -127,6 +127,12 @@ func TestAccessMatrix(t *testing.T) {
 		{"GET", "/v1/forecast", "", "metrics:forecast", "metrics:stats", "admin:forecast"},
 		{"GET", "/metrics", "", "metrics:metrics", "metrics:stats", "admin:metrics"},
 		{"GET", "/v1/topics/orders", "", "receive:orders/billing", "send:invoices", ""},
+		{"GET", "/v1/pending?topic=orders", "", "manage:orders", "manage:invoices", "send:orders"},
+		{"GET", "/v1/topics/orders/groups/billing/inflight", "", "manage:orders", "manage:invoices", "receive:orders/billing"},
+		{"GET", "/v1/topics/orders/groups/billing/dead", "", "manage:orders", "manage:invoices", "receive:orders/billing"},
+		{"POST", "/v1/topics/orders/groups/billing/dead/resend", `{"ids":["00000000000000000000000000000000"]}`, "admin:group/orders/billing", "admin:group/orders/shipping", "receive:orders/billing"},
+		{"POST", "/v1/topics/orders/groups/billing/dead/delete", `{"ids":["00000000000000000000000000000000"]}`, "admin:group/orders/billing", "admin:group/invoices/billing", "manage:orders"},
+		{"POST", "/v1/topics/orders/groups/billing/dead/purge", `{}`, "admin:group/orders/billing", "admin:group/orders/shipping", "manage:orders"},
 	}
 	ts, creds, audit, id := accessServer(t, cases)
 	for _, c := range cases {

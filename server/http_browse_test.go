@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -159,5 +160,27 @@ func TestDeadLettersHTTP(t *testing.T) {
 	}
 	if left := ts.listAllHTTP("/v1/topics/pay/groups/billing/dead", url.Values{}, 50); len(left) != 0 {
 		t.Fatalf("after the purge %d", len(left))
+	}
+}
+
+// TestListPendingOfEveryTopicNeedsManageOnAll: without topic= the pending
+// listing shows every topic's messages, so a principal that may manage
+// one topic is refused and told to name it; one that may manage all, and
+// the same principal naming its topic, are let through.
+func TestListPendingOfEveryTopicNeedsManageOnAll(t *testing.T) {
+	ts, creds, _, _ := accessServer(t, []routeCase{{allowed: "manage:orders"}})
+	bearer := func(rule string) []string { return []string{"Authorization", "Bearer " + creds[rule]} }
+	r := ts.do("GET", "/v1/pending", nil, bearer("manage:orders")...)
+	if r.status != http.StatusForbidden || !strings.Contains(r.errorMessage(), "give topic=") {
+		t.Fatalf("every topic as manage:orders: %d %s", r.status, r.body)
+	}
+	if r := ts.do("GET", "/v1/pending?topic=orders", nil, bearer("manage:orders")...); r.status != http.StatusOK {
+		t.Fatalf("topic orders as manage:orders: %d %s", r.status, r.body)
+	}
+	root := []string{"Authorization", "Bearer root:" + creds["root"]}
+	var page api.MessagePage
+	r = ts.do("GET", "/v1/pending", nil, root...)
+	if r.status != http.StatusOK || json.Unmarshal(r.body, &page) != nil || len(page.Items) != 1 {
+		t.Fatalf("every topic as root: %d %s", r.status, r.body)
 	}
 }
