@@ -41,6 +41,10 @@
 //	produce   64 producers calling Send with 1 KiB bodies for 10 s, against
 //	          the best rate of raw append+fdatasync loops at the same
 //	          concurrency over a sweep of batch sizes (1 to 4096 records)
+//	browse    -n pending messages (and 100,000 on a second engine, the
+//	          baseline): the time and the reads of pages of the pending
+//	          listing (engine.Browser), first pages, pages from random due
+//	          times, of 50 and 500, and a filter that matches nothing
 //
 // Usage:
 //
@@ -241,12 +245,13 @@ func run(c config) error {
 		"backup":        runBackup,
 		"pause":         runPause,
 		"rawpause":      runRawPause,
+		"browse":        runBrowse,
 		// The child process of restart's kill -9 phase; not for direct use.
 		"crashchild": runCrashChild,
 	}
 	fn := scenarios[c.scenario]
 	if fn == nil {
-		return fmt.Errorf("unknown -scenario %q; want pending, restart, lateness, grouplateness, rss, drill, herd or produce", c.scenario)
+		return fmt.Errorf("unknown -scenario %q; want pending, restart, lateness, grouplateness, rss, drill, herd, produce or browse", c.scenario)
 	}
 	dir, cleanup, err := dataDir(c)
 	if err != nil {
