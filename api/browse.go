@@ -67,8 +67,14 @@ type DeadLetterResult struct {
 	Count  int    `json:"count"`
 }
 
-// Limits of a listing page.
+// Limits of a listing page: its items, and the characters of a key
+// prefix or tag filter.
 const (
 	DefaultListLimit = 50
 	MaxListLimit     = 500
+	MaxListFilter    = 4096
 )
+
+// MaxMillis is the latest time the API takes: the last millisecond of the
+// year 9999.
+const MaxMillis Millis = 253402300799999

@@ -111,11 +111,17 @@ func TestOpenAPILimits(t *testing.T) {
 // TestListingLimits: the listings' limits of the wire are the engine's.
 func TestListingLimits(t *testing.T) {
 	doc := loadSpec(t)
-	if MaxDeadSelection != engine.MaxDeadSelection || MaxListLimit != engine.MaxListLimit || DefaultListLimit != engine.DefaultListLimit {
+	if MaxDeadSelection != engine.MaxDeadSelection || MaxListLimit != engine.MaxListLimit || DefaultListLimit != engine.DefaultListLimit ||
+		MaxListFilter != engine.MaxListFilter {
 		t.Errorf("api limits %d, %d, %d; engine %d, %d, %d", MaxDeadSelection, MaxListLimit, DefaultListLimit,
 			engine.MaxDeadSelection, engine.MaxListLimit, engine.DefaultListLimit)
 	}
 	if got := get(doc, "components", "parameters", "listLimit", "schema", "maximum"); got != strconv.Itoa(engine.MaxListLimit) {
 		t.Errorf("listLimit maximum %v, want %d", got, engine.MaxListLimit)
+	}
+	for _, p := range []string{"keyPrefix", "tag"} {
+		if got := get(doc, "components", "parameters", p, "schema", "maxLength"); got != strconv.Itoa(engine.MaxListFilter) {
+			t.Errorf("%s maxLength %v, want %d", p, got, engine.MaxListFilter)
+		}
 	}
 }

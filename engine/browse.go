@@ -45,8 +45,10 @@ const (
 	// listReadBudget the message records it reads.
 	listScanBudget = 20_000
 	listReadBudget = 2_000
-	// maxFilterLen is the longest key and tag a message may have.
-	maxFilterLen = 0xffff
+	// MaxListFilter is the most characters of a key prefix or a tag to
+	// filter on: a filter rides in a URL, and a longer prefix of a key
+	// narrows nothing a shorter one does not.
+	MaxListFilter = 4096
 )
 
 // ListKind is which listing a cursor belongs to.
@@ -147,10 +149,10 @@ func (r *ListRequest) check(kind ListKind) error {
 		return errs.New(errs.InvalidArgument, "due_from and due_to are Unix milliseconds, not negative")
 	case r.DueTo != 0 && r.DueTo <= r.DueFrom:
 		return errs.New(errs.InvalidArgument, "due_to %d is not after due_from %d", r.DueTo, r.DueFrom)
-	case len(r.KeyPrefix) > maxFilterLen || !utf8.ValidString(r.KeyPrefix):
-		return errs.New(errs.InvalidArgument, "key prefix is not UTF-8 of at most %d bytes, as a key is", maxFilterLen)
-	case len(r.Tag) > maxFilterLen || !utf8.ValidString(r.Tag):
-		return errs.New(errs.InvalidArgument, "tag is not UTF-8 of at most %d bytes, as a message's tag is", maxFilterLen)
+	case !utf8.ValidString(r.KeyPrefix) || utf8.RuneCountInString(r.KeyPrefix) > MaxListFilter:
+		return errs.New(errs.InvalidArgument, "key prefix is not UTF-8 of at most %d characters", MaxListFilter)
+	case !utf8.ValidString(r.Tag) || utf8.RuneCountInString(r.Tag) > MaxListFilter:
+		return errs.New(errs.InvalidArgument, "tag is not UTF-8 of at most %d characters", MaxListFilter)
 	}
 	if r.Topic != "" {
 		if err := message.ValidateTopic(r.Topic); err != nil {

@@ -25,6 +25,9 @@ Schema-violating (negative) requests are never dropped. The rules:
   property named hourglass-schedule or hourglass-fire-time.
 - a forecast asks for from < to (from defaults to now, to to from + 1 h),
   to at most the end of 9999, and at most 10,000 buckets.
+- a listing's cursor is one the broker gave (a page's next_cursor), so a
+  valid case has none; its due_to, when given and not 0, is after
+  due_from.
 
 One filter works around the tester: it sends a '%' followed by two hex
 digits in a path parameter as it is, not as %25, so the server reads another
@@ -169,6 +172,20 @@ def forecast_breaks_rules(query, now_ms):
     return -(-(last - first) // secs) > FORECAST_MAX_BUCKETS
 
 
+def listing_breaks_rules(query):
+    """A listing's cursor must be one the broker gave, and a due range
+    must not end before it starts (due_to 0 is no bound)."""
+    query = query or {}
+    if query.get("cursor") not in (None, ""):
+        return True
+    try:
+        frm = int(query.get("due_from", 0))
+        to = int(query.get("due_to", 0))
+    except (TypeError, ValueError):
+        return False
+    return to != 0 and to <= frm
+
+
 @schemathesis.serializer("application/x-ndjson")
 def ndjson_serializer(ctx, value):
     """A stream's ack lines: the generated value (a line's object, or any
@@ -193,6 +210,8 @@ def filter_case(context, case):
     now_ms = int(time.time() * 1000)
     if path == "/v1/forecast":
         return not forecast_breaks_rules(case.query, now_ms)
+    if path == "/v1/pending" or path.endswith("/inflight") or path.endswith("/dead"):
+        return not listing_breaks_rules(case.query)
     if path.endswith("/messages"):
         return not (message_breaks_rules(body, now_ms) or fifo_without_group(topic, body))
     if path.endswith("/reschedule"):

@@ -92,11 +92,16 @@ func listRequest(r *http.Request, kind engine.ListKind) (engine.ListRequest, err
 	if kind != engine.ListPending {
 		req.Topic, req.Group = pathTopic(r), r.PathValue("group")
 	}
-	if req.DueFrom, err = millisParam(q, "due_from", 0); err != nil {
-		return req, err
-	}
-	if req.DueTo, err = millisParam(q, "due_to", 0); err != nil {
-		return req, err
+	for _, p := range []struct {
+		name string
+		v    *int64
+	}{{"due_from", &req.DueFrom}, {"due_to", &req.DueTo}} {
+		if *p.v, err = millisParam(q, p.name, 0); err != nil {
+			return req, err
+		}
+		if *p.v > int64(api.MaxMillis) {
+			return req, errs.New(errs.InvalidArgument, "%s %d is beyond the end of the year 9999 (%d)", p.name, *p.v, int64(api.MaxMillis))
+		}
 	}
 	if s, ok := q["limit"]; ok {
 		n, err := strconv.Atoi(s[0])
