@@ -7,9 +7,7 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -18,20 +16,15 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 )
 
-// binaryOnce builds the hourglass binary once for the tests that run it as
-// a real process.
-var binaryOnce = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "hourglass-remoting-")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "hourglass")
-	out, err := exec.Command("go", "build", "-o", bin, "../cmd/hourglass").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
-	}
-	return bin, nil
-})
+// HourglassBinary returns the hourglass program for the tests that run it
+// as a real process. The external test package (child_test.go) sets it to
+// clitest.Binary: this test binary, run as the command line in the
+// processes started from it, so no go build is needed. (This package's own
+// tests cannot import the command line: it imports this package.)
+var HourglassBinary func() (string, error)
+
+// binaryOnce sets the program up once.
+var binaryOnce = sync.OnceValues(func() (string, error) { return HourglassBinary() })
 
 type proc struct {
 	cmd    *exec.Cmd

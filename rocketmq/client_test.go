@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -20,23 +19,19 @@ import (
 
 	hgbroker "github.com/hourglass-mq/hourglass/broker"
 	"github.com/hourglass-mq/hourglass/clock"
+	"github.com/hourglass-mq/hourglass/internal/clitest"
 )
 
 // TestMain turns the official client's file logging into errors on the
 // console (it writes under the home directory by default) and its TLS off:
 // the brokers of the tests serve plaintext, but for the TLS test.
 func TestMain(m *testing.M) {
+	clitest.RunIfChild() // a broker process a kill test started (kill_test.go)
 	os.Setenv("mq.consoleAppender.enabled", "true")
 	os.Setenv("rocketmq.client.logLevel", "error")
 	rmq.ResetLogger()
 	rmq.EnableSsl = false
-	code := m.Run()
-	if binaryBuilt.Load() {
-		if bin, err := binaryOnce(); err == nil {
-			os.RemoveAll(filepath.Dir(bin))
-		}
-	}
-	os.Exit(code)
+	os.Exit(m.Run())
 }
 
 // addrCatcher is a slog handler that keeps the gRPC address Run logs.

@@ -6,37 +6,22 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	rmq "github.com/apache/rocketmq-clients/golang/v5"
 	pb "github.com/apache/rocketmq-clients/golang/v5/protocol/v2"
+
+	"github.com/hourglass-mq/hourglass/internal/clitest"
 )
 
-// binaryOnce builds the hourglass binary once for the tests that run it as
-// a real process.
-var binaryOnce = sync.OnceValues(func() (string, error) {
-	binaryBuilt.Store(true)
-	dir, err := os.MkdirTemp("", "hourglass-rmq-")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "hourglass")
-	out, err := exec.Command("go", "build", "-o", bin, "../cmd/hourglass").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
-	}
-	return bin, nil
-})
-
-// binaryBuilt says whether binaryOnce ran, so that TestMain removes its
-// folder without building the binary for nothing.
-var binaryBuilt atomic.Bool
+// binaryOnce returns the hourglass program for the tests that run it as a
+// real process: this test binary, which TestMain turns into the command
+// line in the processes started from it (package clitest), so no go build
+// is needed.
+var binaryOnce = sync.OnceValues(clitest.Binary)
 
 // proc is a running `hourglass serve` process with plaintext gRPC.
 type proc struct {

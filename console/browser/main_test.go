@@ -26,14 +26,17 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hourglass-mq/hourglass/internal/clitest"
 )
 
 var (
-	binary   string // the hourglass executable, built by TestMain
+	binary   string // the hourglass program, set up by TestMain (run)
 	chromium string // the browser, "" when absent
 )
 
 func TestMain(m *testing.M) {
+	clitest.RunIfChild() // a broker process the tests started (binary)
 	chromium = findChromium()
 	if chromium == "" {
 		if os.Getenv("HOURGLASS_REQUIRE_BROWSER") == "1" {
@@ -45,21 +48,17 @@ func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
 
-// run builds the binary, when there is a browser to test it with, and
-// runs the tests.
+// run sets the broker program up, when there is a browser to test it
+// with, and runs the tests. The program is this test binary, which runs
+// the hourglass command line in the processes started from it (package
+// clitest): no go build is needed.
 func run(m *testing.M) int {
 	if chromium == "" {
 		return m.Run()
 	}
-	dir, err := os.MkdirTemp("", "hourglass-console-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	binary = filepath.Join(dir, "hourglass")
-	if out, err := exec.Command("go", "build", "-o", binary, "../../cmd/hourglass").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "console browser tests: building hourglass failed: %v\n%s", err, out)
+	var err error
+	if binary, err = clitest.Binary(); err != nil {
+		fmt.Fprintf(os.Stderr, "console browser tests: the test binary as hourglass: %v\n", err)
 		return 1
 	}
 	return m.Run()

@@ -4,28 +4,22 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 )
 
-// buildHourglass builds the hourglass binary into a temporary directory.
-func buildHourglass(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "hourglass")
-	out, err := exec.Command("go", "build", "-o", bin, "../../cmd/hourglass").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build ../../cmd/hourglass: %v\n%s", err, out)
-	}
-	return bin
-}
+// BrokerBinary is a program that is hourglass: this test binary, which
+// TestMain (main_test.go, in the external test package, which may import
+// the command line) sets up to run as hourglass in the processes the drill
+// starts (package clitest), so the drill needs no go build.
+var BrokerBinary string
 
-// TestDrillLosesNothing is the short crash drill of make test: the real
-// binary is SIGKILLed twice while messages are sent and received, and no
+// TestDrillLosesNothing is the short crash drill of make test: a real
+// broker process is SIGKILLed twice while messages are sent and received, and no
 // acknowledged message may be lost or arrive early.
 func TestDrillLosesNothing(t *testing.T) {
-	bin := buildHourglass(t)
+	bin := BrokerBinary
 	dir := t.TempDir()
 	dataDir := filepath.Join(dir, "data")
 	jsonPath, svgPath := filepath.Join(dir, "drill.json"), filepath.Join(dir, "drill.svg")
