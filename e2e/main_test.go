@@ -26,6 +26,16 @@ import (
 // binary is the hourglass executable built once by TestMain.
 var binary string
 
+// The version, commit and build date TestMain's build stamps into the
+// binary, as make build does with git's.
+const (
+	stampVersion = "v9.8.7"
+	stampCommit  = "0123456789abcdef"
+	stampDate    = "2026-11-30T10:00:00Z"
+	stampPkg     = "github.com/hourglass-mq/hourglass/internal/buildinfo"
+	stampFlags   = "-X " + stampPkg + ".Version=" + stampVersion + " -X " + stampPkg + ".Commit=" + stampCommit + " -X " + stampPkg + ".Date=" + stampDate
+)
+
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "hourglass-e2e-")
 	if err != nil {
@@ -33,7 +43,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "hourglass")
-	args := []string{"build", "-o", binary}
+	// Stamped as make build stamps it (the linker's -X), once for every
+	// test: version_test.go checks what the stamps become.
+	args := []string{"build", "-ldflags", stampFlags, "-o", binary}
 	if raceEnabled {
 		args = append(args, "-race")
 	}
