@@ -126,9 +126,14 @@ func TestLongPollAcrossAdvance(t *testing.T) {
 		got <- ms
 		errc <- err
 	}()
-	// Only orders the receive before the advance (the case that failed);
-	// the assertion below does not depend on it.
-	time.Sleep(300 * time.Millisecond)
+	// Advance once the receive is in: it creates its group before it
+	// waits. This only orders the receive before the advance (the case
+	// that failed); the assertion below does not depend on it.
+	for deadline := time.Now().Add(10 * time.Second); !hasGroup(t, srv, "orders", "closer"); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the receive did not create its group within 10 s")
+		}
+	}
 	srv.Advance(30 * time.Minute)
 	select {
 	case ms := <-got:
@@ -138,4 +143,19 @@ func TestLongPollAcrossAdvance(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("the long poll did not answer within 15 s of the advance")
 	}
+}
+
+// hasGroup reports whether topic has the consumer group group.
+func hasGroup(t *testing.T, srv *Server, topic, group string) bool {
+	t.Helper()
+	gs, err := srv.Client.Groups(context.Background(), topic)
+	if err != nil {
+		t.Fatalf("groups of %s: %v", topic, err)
+	}
+	for _, g := range gs {
+		if g.Name == group {
+			return true
+		}
+	}
+	return false
 }

@@ -69,7 +69,11 @@ func TestStreamRefusedAckLineStrandsNothing(t *testing.T) {
 			}
 		}
 		conn.Close()
-		time.Sleep(50 * time.Millisecond)
+		// The handler gives back what it leased and did not write before
+		// it returns: wait for it to return, not for a while.
+		if !ts.h.WaitStreams(10 * time.Second) {
+			t.Fatalf("stream %d: its handler still runs 10 s after the connection closed", i)
+		}
 		g := ts.groupNamed("t", group)
 		if g.InFlight != int64(got) {
 			t.Logf("stream %d: client got %d messages, %d in flight", i, got, g.InFlight)
