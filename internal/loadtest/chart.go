@@ -13,10 +13,12 @@ import (
 //   - lateness over the run: x the due time since the run started (a
 //     herd's arrival time, since its due times are one instant), y the
 //     lateness on a logarithmic axis, because it spans from microseconds
-//     to the length of an outage. Messages are counted into cells, and a
-//     cell's opacity grows with its count, so that a herd of thousands
-//     in a few cells shows as dense, not as a few dots drawn over each
-//     other. Spans when the broker was down are shaded.
+//     to the length of an outage. Messages are counted into cells, each
+//     drawn as a circle whose area grows with its count (and, for a
+//     crowded one, the count written beside it), so that a herd of
+//     thousands arriving in a few receive batches shows as a few large,
+//     numbered circles, not as a few dots drawn over each other. Spans
+//     when the broker was down are shaded.
 //   - how many messages at each lateness: a histogram with log-spaced
 //     bins, one bar per tier, its height the count (a linear axis), so
 //     that counts can be read off. Early arrivals (any is a failure) get

@@ -113,7 +113,7 @@ func TestChartSVG(t *testing.T) {
 	txt := texts(els)
 	cells := map[string]int{}
 	for _, e := range els {
-		if e.name == "rect" && e.attr["data-count"] != "" && e.attr["data-bin"] == "" {
+		if e.name == "circle" && e.attr["data-count"] != "" {
 			n, _ := strconv.Atoi(e.attr["data-count"])
 			cells[e.attr["fill"]] += n
 		}
@@ -151,14 +151,14 @@ func TestChartSVG(t *testing.T) {
 }
 
 // TestChartHerdCountsVisible is issue 30's "a herd of 3,000 shows as
-// about 10 dots": 3,000 messages that arrive within 30 ms of their
-// instant land in a few cells, and the chart still says how many: the
-// histogram's bars add up to 3,000, and the fullest cell is fully opaque
-// while a cell of one message is faint.
+// about 10 dots": 3,000 messages that arrive in a few receive batches land
+// in a few cells, and the chart still says how many: the histogram's bars
+// add up to 3,000, a crowded cell's circle is larger than a lone
+// message's, and its count is written beside it.
 func TestChartHerdCountsVisible(t *testing.T) {
 	d := chartData{title: "herd", xTitle: "arrival time", series: []string{"herd"}}
 	for i := range 3000 {
-		late := int64(i%30+1) * int64(time.Millisecond)
+		late := int64(5+(i/300)*3) * int64(time.Millisecond) // ten batches of 300
 		d.points = append(d.points, chartPoint{x: 10 + float64(late)/1e9, late: late})
 	}
 	d.points = append(d.points, chartPoint{x: 14, late: 4 * int64(time.Second)}) // a straggler
@@ -166,21 +166,22 @@ func TestChartHerdCountsVisible(t *testing.T) {
 	if got := histogramBars(t, els); got[0] != 3001 {
 		t.Fatalf("histogram holds %d messages, want 3001", got[0])
 	}
-	var fullest, faintest float64 = 0, 2
-	var most int
+	radius := map[int]float64{}
+	total := 0
 	for _, e := range els {
-		if e.name != "rect" || e.attr["data-count"] == "" || e.attr["data-bin"] != "" {
+		if e.name != "circle" {
 			continue
 		}
-		op, _ := strconv.ParseFloat(e.attr["fill-opacity"], 64)
 		n, _ := strconv.Atoi(e.attr["data-count"])
-		fullest, faintest, most = max(fullest, op), min(faintest, op), max(most, n)
+		r, _ := strconv.ParseFloat(e.attr["r"], 64)
+		radius[n], total = r, total+n
 	}
-	if fullest != 1 || faintest > 0.35 || most < 100 {
-		t.Errorf("cell opacity from %v to %v (fullest cell %d): counts are not visible", faintest, fullest, most)
+	if total != 3001 || len(radius) != 2 || radius[300] <= 2*radius[1] {
+		t.Fatalf("circles by count %v (total %d): want ten of 300, larger than the one of 1", radius, total)
 	}
-	if !strings.Contains(texts(els), "the fullest holds "+strconv.Itoa(most)) {
-		t.Error("the chart does not say what the darkest cell holds")
+	txt := texts(els)
+	if strings.Count(txt, "300\n") < 10 || !strings.Contains(txt, "the most in one: 300") {
+		t.Errorf("the crowded cells' counts are not written:\n%s", txt)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"sort"
 	"strings"
 )
 
@@ -80,21 +81,21 @@ func latenessPanel(s svg, r rect, d chartData, ax chartAxes) {
 	}
 	cells, most := ax.density(d)
 	cw, ch := r.w()/densityCols, r.h()/densityRows
-	for _, c := range cells {
-		// Opacity from 0.3 (one message) to 1 (the fullest cell), on a log
-		// scale: a cell of 3,000 stands out from a cell of 3.
-		op := 1.0
-		if most > 1 {
-			op = 0.3 + 0.7*math.Log(float64(c.count))/math.Log(float64(most))
+	labels := labelledCells(cells)
+	for i, c := range cells {
+		cx, cy := r.x0+(float64(c.col)+0.5)*cw, r.y1-(float64(c.row)+0.5)*ch
+		rad := cellRadius(c.count, len(cells))
+		s.printf("<circle cx=\"%.2f\" cy=\"%.2f\" r=\"%.2f\" fill=\"%s\" fill-opacity=\"0.6\" data-count=\"%d\"><title>%d</title></circle>\n",
+			cx, cy, rad, palette[c.series%len(palette)], c.count, c.count)
+		if labels[i] {
+			s.text(cx+rad+3, cy+4, "start", ` font-size="11"`, fmt.Sprintf("%d", c.count))
 		}
-		s.printf("<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\" fill-opacity=\"%.2f\" data-count=\"%d\"><title>%d</title></rect>\n",
-			r.x0+float64(c.col)*cw, r.y1-float64(c.row+1)*ch, cw, ch, palette[c.series%len(palette)], op, c.count, c.count)
 	}
 	frame(s, r)
 	s.text(r.x0+r.w()/2, r.y1+48, "middle", "", d.xTitle)
 	s.text(24, r.y0+r.h()/2, "middle", fmt.Sprintf(` transform="rotate(-90 24 %.1f)"`, r.y0+r.h()/2), "lateness (log scale)")
 	s.text(r.x1, r.y0-8, "end", ` fill="#5a5a5a" font-size="12"`,
-		fmt.Sprintf("each cell: the messages of a tier at that time and lateness; darker is more (the fullest holds %d)", most))
+		fmt.Sprintf("each circle: the messages of a tier at that time and lateness, its area their count (the most in one: %d)", most))
 }
 
 // histogramPanel writes the histogram: per lateness bin one bar per
@@ -139,6 +140,37 @@ func histogramPanel(s svg, r rect, d chartData, ax chartAxes) {
 	s.text(r.x0+r.w()/2, r.y0-14, "middle", ` font-size="16"`, "how many messages arrived at each lateness")
 	s.text(r.x0+r.w()/2, r.y1+46, "middle", "", fmt.Sprintf("lateness (log bins, %d a decade; a bin holds up to its right edge)", binsPerDecade))
 	s.text(24, r.y0+r.h()/2, "middle", fmt.Sprintf(` transform="rotate(-90 24 %.1f)"`, r.y0+r.h()/2), "messages")
+}
+
+// cellRadius is the radius of a circle of count messages: its area grows
+// with the count up to a cap, which is smaller the more circles there are,
+// so that a dense run stays readable and a herd's few crowded moments
+// stand out.
+func cellRadius(count, circles int) float64 {
+	const unit = 1.8 // one message
+	capR := math.Min(14, math.Max(2.5, 60/math.Sqrt(float64(circles))))
+	return math.Min(capR, unit*math.Sqrt(float64(count)))
+}
+
+// maxLabels bounds the counts written beside circles.
+const maxLabels = 40
+
+// labelledCells marks the cells whose count is written beside their
+// circle: those of 20 messages or more, the fullest first, at most
+// maxLabels, where the cap hides how many a circle holds.
+func labelledCells(cells []cell) []bool {
+	order := make([]int, 0, len(cells))
+	for i, c := range cells {
+		if c.count >= 20 {
+			order = append(order, i)
+		}
+	}
+	sort.SliceStable(order, func(a, b int) bool { return cells[order[a]].count > cells[order[b]].count })
+	out := make([]bool, len(cells))
+	for _, i := range order[:min(len(order), maxLabels)] {
+		out[i] = true
+	}
+	return out
 }
 
 // frame draws the border of a plot area.
