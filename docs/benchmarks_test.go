@@ -2,7 +2,9 @@ package docs
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -99,8 +101,14 @@ func TestBenchmarksOpenWithOneTable(t *testing.T) {
 				t.Errorf("row %s (line %d): %s is empty", id, line, name)
 			}
 		}
-		if cmds := codeSpans(row[5]); len(cmds) == 0 {
+		cmds := codeSpans(row[5])
+		if len(cmds) == 0 {
 			t.Errorf("row %s (line %d): the command %q has no `command` in it", id, line, row[5])
+		}
+		for _, c := range cmds {
+			if err := commandRunsHere(c); err != nil {
+				t.Errorf("row %s (line %d): command `%s`: %v", id, line, c, err)
+			}
 		}
 		cm := benchCommit.FindStringSubmatch(row[6])
 		if cm == nil {
@@ -179,4 +187,32 @@ func TestLinksIntoBenchmarksLand(t *testing.T) {
 			}
 		}
 	}
+}
+
+// commandRunsHere checks what a row's command names in this repository:
+// every package or directory it gives as ./path exists (a binary the
+// command builds itself, ./x.test, excepted), and every make target it
+// runs is in the Makefile. A package moved or a target renamed leaves the
+// row's command pointing nowhere; this says which.
+func commandRunsHere(cmd string) error {
+	fields := strings.Fields(cmd)
+	for i, f := range fields {
+		if strings.HasPrefix(f, "./") && !strings.HasSuffix(f, ".test") {
+			p := strings.TrimSuffix(strings.TrimSuffix(f, "/..."), "/")
+			if _, err := os.Stat(filepath.Join(repoRoot, filepath.FromSlash(p))); err != nil {
+				return fmt.Errorf("%s does not exist", f)
+			}
+		}
+		if f == "make" && i+1 < len(fields) {
+			target := fields[i+1]
+			mk, err := os.ReadFile(filepath.Join(repoRoot, "Makefile"))
+			if err != nil {
+				return err
+			}
+			if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(target) + `:`).Match(mk) {
+				return fmt.Errorf("the Makefile has no target %s", target)
+			}
+		}
+	}
+	return nil
 }
