@@ -192,7 +192,9 @@ func (c *Client) do(ctx context.Context, method, p string, in, out any) error {
 // an ambiguous failure: a read, or a send whose every message has a dedup ID.
 func (c *Client) doRetry(ctx context.Context, method, p string, in, out any, safe bool) error {
 	var payload []byte
-	if in != nil {
+	if a, ok := in.(jsonAppender); ok {
+		payload = a.appendJSON(nil)
+	} else if in != nil {
 		var err error
 		if payload, err = json.Marshal(in); err != nil {
 			return fmt.Errorf("hourglass client: encode request: %w", err)

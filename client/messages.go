@@ -23,7 +23,7 @@ func (c *Client) Send(ctx context.Context, topic string, m Message) (Receipt, er
 		return Receipt{}, err
 	}
 	var r Receipt
-	err = c.doRetry(ctx, http.MethodPost, "/v1"+path("topics", topic, "messages"), in, receiptAnswer{&r}, m.DedupID != "")
+	err = c.doRetry(ctx, http.MethodPost, "/v1"+path("topics", topic, "messages"), sendBody{&in}, receiptAnswer{&r}, m.DedupID != "")
 	return r, err
 }
 
@@ -44,7 +44,7 @@ func (c *Client) SendBatch(ctx context.Context, topic string, msgs []Message) ([
 		}
 	}
 	var out api.BatchReceipts
-	err := c.doRetry(ctx, http.MethodPost, "/v1"+path("topics", topic, "batch"), in, batchAnswer{&out}, safe)
+	err := c.doRetry(ctx, http.MethodPost, "/v1"+path("topics", topic, "batch"), batchBody{&in}, batchAnswer{&out}, safe)
 	return out.Receipts, err
 }
 

@@ -98,10 +98,7 @@ func (s *SendStream) Send(ctx context.Context, m Message) (Receipt, error) {
 	if err != nil {
 		return Receipt{}, err
 	}
-	line, err := json.Marshal(in)
-	if err != nil {
-		return Receipt{}, fmt.Errorf("hourglass client: encode message: %w", err)
-	}
+	line := appendSendMessage(nil, &in)
 	ch := make(chan sendAnswer, 1)
 	s.mu.Lock()
 	switch {

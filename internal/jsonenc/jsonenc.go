@@ -1,0 +1,99 @@
+// Package jsonenc appends JSON strings byte for byte as encoding/json
+// writes them, for the hand-written encoders of the hot answers and
+// requests (the broker's receipts and receive answers, the client's
+// sends): encoding/json's reflection and its buffer cost more than the
+// bytes they produce there.
+package jsonenc
+
+import (
+	"encoding/binary"
+	"fmt"
+	"unicode/utf8"
+	"unsafe"
+)
+
+const hexDigits = "0123456789abcdef"
+
+// jsonPlain tells the ASCII bytes a JSON string holds as they are: one
+// table lookup per byte in the loop over a body, not six comparisons.
+var jsonPlain = func() (t [utf8.RuneSelf]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
+// Eight bytes at a time: a body is mostly plain ASCII, and testing a
+// word for the few bytes that need escaping is cheaper than eight table
+// lookups. With every byte below 0x80 (no high bit), (w - n*lsb) &^ w &
+// msb is non-zero exactly when some byte of w is below n; a byte equal to
+// c is a zero byte of w ^ c*lsb.
+const (
+	lsb = 0x0101010101010101
+	msb = 0x8080808080808080
+)
+
+// plain8 reports whether the 8 bytes of s are all ASCII that a JSON
+// string holds as they are (jsonPlain).
+func plain8(s string) bool {
+	w := binary.LittleEndian.Uint64(unsafe.Slice(unsafe.StringData(s), 8))
+	q, bs, lt, gt, amp := w^'"'*lsb, w^'\\'*lsb, w^'<'*lsb, w^'>'*lsb, w^'&'*lsb
+	bad := w | (w-0x20*lsb)&^w |
+		(q-lsb)&^q | (bs-lsb)&^bs | (lt-lsb)&^lt | (gt-lsb)&^gt | (amp-lsb)&^amp
+	return bad&msb == 0
+}
+
+// AppendString appends s as a JSON string the way encoding/json
+// writes it: ", \ and control characters escaped, <, > and & as \u00XX,
+// U+2028 and U+2029 escaped, and each byte of invalid UTF-8 as U+FFFD.
+func AppendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if i+8 <= len(s) && plain8(s[i:i+8]) {
+			i += 8
+			continue
+		}
+		if c := s[i]; c < utf8.RuneSelf {
+			if jsonPlain[c] {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 || r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			if r == utf8.RuneError {
+				b = append(b, `\ufffd`...)
+			} else {
+				b = fmt.Appendf(b, `\u%04x`, r)
+			}
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}

@@ -1,0 +1,34 @@
+package jsonenc
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestAppendStringMatchesJSON: AppendString writes what encoding/json
+// writes for a string, escapes, HTML characters, U+2028/U+2029 and
+// invalid UTF-8 included, at every alignment of the 8-byte fast path.
+func TestAppendStringMatchesJSON(t *testing.T) {
+	for _, s := range []string{"", "plain", strings.Repeat("abcdefgh", 5), "a\"b\\c\nd\re\tf\bg\fh\x01\x1f",
+		"<tag>&amp;", "é ü 日本 \u2028 \u2029", "bad \xff\xfe utf8", strings.Repeat("x", 13) + "<" + strings.Repeat("y", 9)} {
+		for pre := 0; pre < 8; pre++ {
+			in := strings.Repeat("p", pre) + s
+			want, _ := json.Marshal(in)
+			if got := AppendString([]byte("x"), in); !bytes.Equal(got[1:], want) || got[0] != 'x' {
+				t.Errorf("%q:\n got  %s\n want %s", in, got, want)
+			}
+		}
+	}
+}
+
+func FuzzAppendString(f *testing.F) {
+	f.Add("a<b>\xff\u2028")
+	f.Fuzz(func(t *testing.T, s string) {
+		want, _ := json.Marshal(s)
+		if got := AppendString(nil, s); !bytes.Equal(got, want) {
+			t.Errorf("%q: got %s, want %s", s, got, want)
+		}
+	})
+}
