@@ -78,9 +78,15 @@ func (s *Server) permit(c *conn, req *Command) error {
 }
 
 // consume is the receive permission of group g on topic t; RocketMQ's
-// retry and dead-letter topics belong to the group they name.
+// retry and dead-letter topics belong to the group they name. A retry
+// topic is read by its own group only. A dead-letter topic is read, as in
+// RocketMQ, by a group of its own (an operator's or a repair job's):
+// the principal must consume as that group and as the dead letters'.
 func consume(p *access.Principal, t, g string) (access.Action, string, bool) {
 	if rg, ok := internalGroup(t); ok {
+		if strings.HasPrefix(t, dlqPrefix) {
+			return access.Receive, "*/" + rg, p.ConsumesGroup(rg) && p.ConsumesGroup(g)
+		}
 		return access.Receive, "*/" + rg, rg == g && p.ConsumesGroup(g)
 	}
 	res := access.ConsumerResource(t, g)
