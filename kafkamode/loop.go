@@ -288,16 +288,20 @@ func (w *Worker) peekCopy() *entry {
 
 // cancelTargets marks and returns the pending entries the cancel entry c
 // cancels: in c's partition, before c, matching its key hash or its
-// offset, not already in a transaction (those are being forwarded: too
-// late). It scans the whole index, O(pending): cancels are expected to be
-// rare next to forwards.
+// offset, not already produced (an at-least-once forward made: too late).
+// It scans the whole index, O(pending): cancels are expected to be rare
+// next to forwards.
 //
-// An entry this batch copies (an earlier reschedule's scheduled half read
-// in the same poll) is cancelled instead of copied: it is already in the
-// batch, so it is counted in matched but not returned.
+// An entry already in the batch being collected (an earlier reschedule's
+// scheduled half read in the same poll, due or to be copied forward) is
+// cancelled instead: nothing of the batch has been produced yet, and the
+// cancel was written after it. It is counted in matched but not
+// returned. Without this, a message, its reschedule and a cancel read in
+// one poll after all were due delivered the reschedule in spite of the
+// cancel, and a second reschedule found nothing to replace.
 func (w *Worker) cancelTargets(c *entry) (out []*entry, matched bool) {
 	for _, e := range w.idx.due {
-		if e.pp != c.pp || !e.live() || e.inBatch && !e.copy || e.cancelled || e.ctl != nil {
+		if e.pp != c.pp || !e.live() || e.forwarded || e.cancelled || e.ctl != nil {
 			continue
 		}
 		if c.cancels(e.offset, firstOffset(e), e.keyHash) {

@@ -20,11 +20,26 @@ import (
 // cancel waits until the copy is read back (deferral.go): nothing of a
 // cancelled key arrives, and a key rescheduled twice arrives once, at the
 // second reschedule's time.
-func TestKafkaRapidChanges(t *testing.T) {
+func TestKafkaRapidChanges(t *testing.T) { rapidChanges(t, false) }
+
+// TestKafkaRapidChangesReadLate: the same changes, read by a worker that
+// starts once they are all produced and due, so each key's message,
+// reschedule and cancel (or second reschedule) are read in one poll and
+// fall into one batch. Before, the cancel missed the reschedule (due,
+// already in the batch) and it was delivered; a second reschedule found
+// nothing to replace and was dead-lettered.
+func TestKafkaRapidChangesReadLate(t *testing.T) { rapidChanges(t, true) }
+
+// rapidChanges is TestKafkaRapidChanges, with the worker started after
+// the records (late) or before.
+func rapidChanges(t *testing.T, late bool) {
 	e := newEnv(t, 1)
 	e.copies = true
 	c := e.collect(e.biz)
-	w := e.startWorker("w1")
+	var w *worker
+	if !late {
+		w = e.startWorker("w1")
+	}
 	l := &ledger{due: map[string]int64{}}
 	rec := func(key, value string, due int64, cancel bool) *kgo.Record {
 		var h []kgo.RecordHeader
@@ -55,6 +70,12 @@ func TestKafkaRapidChanges(t *testing.T) {
 		}
 		time.Sleep(40 * time.Millisecond)
 	}
+	if late {
+		// Every record due (r1 is due 1.5 s after the ledger's r2) before
+		// the worker reads them: a wait for the clock, not for a state.
+		time.Sleep(time.Until(time.UnixMilli(maxDue(l) + 1600)))
+		w = e.startWorker("w1")
+	}
 	got := e.settle(c, l, 60*time.Second)
 	if v := l.check(got); !v.ok() {
 		t.Fatalf("%s (unknown: a cancelled or replaced message was delivered)", v)
@@ -65,4 +86,13 @@ func TestKafkaRapidChanges(t *testing.T) {
 	if st["dead_lettered"] != 0 {
 		t.Fatalf("%d reschedules dead-lettered, want 0: %v", st["dead_lettered"], st)
 	}
+}
+
+// maxDue is the latest due time in the ledger (Unix ms).
+func maxDue(l *ledger) int64 {
+	var m int64
+	for _, d := range l.due {
+		m = max(m, d)
+	}
+	return m
 }

@@ -1,6 +1,7 @@
 package kafkamode
 
 import (
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -198,5 +199,45 @@ func TestRefusedOutputsAreDeadLettered(t *testing.T) {
 	}
 	if w.stats.Refused.Load() != 2 {
 		t.Errorf("refused counter %d, want 2", w.stats.Refused.Load())
+	}
+}
+
+// TestChangesReadTogetherWhenDue: a message, its reschedule and then a
+// cancel (or a second reschedule), all read in one poll after every due
+// time passed (a worker that starts late). The batch must do what the log
+// order says: the cancel reaches the reschedule, which is due and already
+// in the batch, so nothing is forwarded; a second reschedule replaces the
+// first and alone is forwarded. Before, the first reschedule was
+// forwarded in spite of the cancel, and the second dead-lettered
+// (TestKafkaRapidChanges with the worker started after the producer).
+func TestChangesReadTogetherWhenDue(t *testing.T) {
+	now := time.Now().UnixMilli()
+	f := reschedFixture{now: now, lead: DefaultConfig().BodyLead.Milliseconds()}
+	for _, c := range []struct {
+		name     string
+		third    *kgo.Record
+		forwards []int64
+	}{
+		{"then a cancel", func() *kgo.Record { r := f.rec(2, 0, "key"); r.Headers = r.Headers[2:]; return r }(), nil},
+		{"then a second reschedule", f.rec(2, now-1000, "key"), []int64{2}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := f.setup(t)
+			w.indexOne(f.rec(0, now-3000, ""), now, f.lead)
+			w.indexOne(f.rec(1, now-2000, "key"), now, f.lead)
+			w.indexOne(c.third, now, f.lead)
+			var forwards []int64
+			for _, e := range w.collectDue(now) {
+				if out := w.output(e); out != nil {
+					if out.Topic != "biz" {
+						t.Fatalf("offset %d goes to %s (%v), want nothing but forwards", e.offset, out.Topic, e.dlqReason())
+					}
+					forwards = append(forwards, e.offset)
+				}
+			}
+			if !slices.Equal(forwards, c.forwards) {
+				t.Fatalf("forwarded offsets %v, want %v", forwards, c.forwards)
+			}
+		})
 	}
 }
