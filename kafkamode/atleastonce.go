@@ -97,7 +97,7 @@ func (w *Worker) forwardDue(ctx context.Context, now int64) {
 	if w.ses.settled() {
 		return // the transaction about to start takes them
 	}
-	if batch := w.collectDue(now); len(batch) > 0 {
+	if batch := w.idx.collectDue(now); len(batch) > 0 {
 		w.idx.stashForwarded(w.forwardFirst(ctx, batch))
 	}
 }

@@ -120,12 +120,12 @@ func cancelWaits(c *entry) bool {
 
 // deferCancel sets the cancel entry c aside until the copies it would
 // match have been read back (releaseDeferred).
-func (w *Worker) deferCancel(c *entry) {
+func (x *loopIndex) deferCancel(c *entry) {
 	if len(c.pp.copies.deferred) == 0 {
-		w.idx.deferredParts = append(w.idx.deferredParts, c.pp)
+		x.deferredParts = append(x.deferredParts, c.pp)
 	}
 	c.pp.copies.deferred = append(c.pp.copies.deferred, c)
-	w.stats.CancelsDeferred.Add(1)
+	x.stats.CancelsDeferred.Add(1)
 }
 
 // held reports whether e, popped as due, must wait with a waiting cancel
@@ -133,7 +133,7 @@ func (w *Worker) deferCancel(c *entry) {
 // forwarded or copied only once the cancel half has run,
 // settleReschedule), or an entry the cancel would match (forwarded now,
 // it would escape the cancel). It is then set aside with the cancel.
-func (w *Worker) held(e *entry) bool {
+func (x *loopIndex) held(e *entry) bool {
 	for _, c := range e.pp.copies.deferred {
 		if !c.isCancel() {
 			continue
@@ -149,9 +149,9 @@ func (w *Worker) held(e *entry) bool {
 // releaseDeferred puts the waiting entries of every partition none of
 // whose waiting cancels still waits into the due heap again; cancels are
 // due at once and run in log order, before what they held.
-func (w *Worker) releaseDeferred() {
-	keep := w.idx.deferredParts[:0]
-	for _, pp := range w.idx.deferredParts {
+func (x *loopIndex) releaseDeferred() {
+	keep := x.deferredParts[:0]
+	for _, pp := range x.deferredParts {
 		if pp.dropped.Load() {
 			pp.copies.deferred = nil
 			continue
@@ -168,12 +168,12 @@ func (w *Worker) releaseDeferred() {
 			continue
 		}
 		for _, e := range pp.copies.deferred {
-			w.idx.due.push(e)
+			x.due.push(e)
 		}
 		pp.copies.deferred = nil
 	}
-	clear(w.idx.deferredParts[len(keep):])
-	w.idx.deferredParts = keep
+	clear(x.deferredParts[len(keep):])
+	x.deferredParts = keep
 }
 
 // firstOffset is the offset at which the message of entry e was first

@@ -45,7 +45,7 @@ func newCopyScene(t *testing.T, rescheduleIn time.Duration, spill bool) *copySce
 	w.parts.parts[0] = newPartProgress(0, nil)
 	s.index(s.rec(0, s.now+time.Hour.Milliseconds(), "", nil))
 	s.index(s.rec(1, s.now+rescheduleIn.Milliseconds(), "key", nil))
-	first := w.collectDue(s.now)
+	first := w.idx.collectDue(s.now)
 	sched := first[len(first)-1]
 	if !sched.copy {
 		t.Fatalf("the reschedule is not copied forward: %+v", sched)
@@ -76,7 +76,7 @@ func (s *copyScene) rec(off, due int64, cancel string, extra []kgo.RecordHeader)
 
 func (s *copyScene) index(r *kgo.Record) {
 	s.w.indexOne(r, s.now, s.w.cfg.BodyLead.Milliseconds())
-	s.w.flushSpill()
+	s.w.idx.flushSpill()
 }
 
 // takeOver replaces the worker by a new owner that loaded the partition's
@@ -142,18 +142,18 @@ func TestCancelReachesTheCopy(t *testing.T) {
 			if c.samePoll {
 				s.index(cancel)
 				s.index(s.copyRec)
-				s.check(s.w.collectDue(s.now))
+				s.check(s.w.idx.collectDue(s.now))
 				return
 			}
 			s.index(cancel)
-			if b := s.w.collectDue(s.now); len(b) != 0 || s.w.stats.CancelsDeferred.Load() != 1 {
+			if b := s.w.idx.collectDue(s.now); len(b) != 0 || s.w.stats.CancelsDeferred.Load() != 1 {
 				t.Fatalf("batch of %d, %d deferred: want the cancel to wait for the copy", len(b), s.w.stats.CancelsDeferred.Load())
 			}
 			if snaps := s.w.buildSnapshots([]*partProgress{s.w.parts.parts[0]}, nil); len(snaps) != 0 {
 				t.Fatalf("a snapshot of a partition with a waiting cancel")
 			}
 			s.index(s.copyRec)
-			s.check(s.w.collectDue(s.now))
+			s.check(s.w.idx.collectDue(s.now))
 		})
 	}
 }
@@ -164,13 +164,13 @@ func TestCancelReachesTheCopy(t *testing.T) {
 func TestCopiedFromHeaderIsNotTrusted(t *testing.T) {
 	s := newCopyScene(t, time.Hour, false)
 	s.index(s.rec(2, 0, "key", nil))
-	if b := s.w.collectDue(s.now); len(b) != 0 {
+	if b := s.w.idx.collectDue(s.now); len(b) != 0 {
 		t.Fatalf("batch of %d, want the cancel to wait", len(b))
 	}
 	s.index(s.copyRec)
 	forged := s.rec(4, s.now+time.Hour.Milliseconds(), "", []kgo.RecordHeader{{Key: HeaderCopiedFrom, Value: []byte(s.w.cfg.DelayTopic + "/0/0")}})
 	s.index(forged)
-	s.check(s.w.collectDue(s.now))
+	s.check(s.w.idx.collectDue(s.now))
 }
 
 // TestCopiesRecordRoundTrip: a copies record's value decodes to what was
@@ -240,7 +240,7 @@ func TestWaitingCancelHoldsItsTargets(t *testing.T) {
 	other := s.rec(2, 0, "key", nil)
 	other.Key = []byte("other")
 	s.index(other)
-	if b := describe(s.w.collectDue(s.now)); b[2] != "cancel " {
+	if b := describe(s.w.idx.collectDue(s.now)); b[2] != "cancel " {
 		t.Fatalf("a cancel of another key: %v, want it run at once", b)
 	}
 	// The copy lands at 6 instead, leaving room for two more records.
@@ -249,11 +249,11 @@ func TestWaitingCancelHoldsItsTargets(t *testing.T) {
 	soon := s.rec(4, s.now+500, "", nil) // a second message of key k, due in 500 ms
 	s.index(soon)
 	s.index(s.rec(5, 0, "key", nil))
-	if b := s.w.collectDue(s.now + 1000); len(b) != 0 {
+	if b := s.w.idx.collectDue(s.now + 1000); len(b) != 0 {
 		t.Fatalf("while the cancel waits: %v, want nothing (its target held)", describe(b))
 	}
 	s.index(s.copyRec)
-	got := describe(s.w.collectDue(s.now + 1000))
+	got := describe(s.w.idx.collectDue(s.now + 1000))
 	if got[5] != "cancel " || got[4] != "cancelled " || got[6] != "cancelled " {
 		t.Fatalf("after the copy was read: %v; want the cancel (5) to cancel 4 and the copy (6)", got)
 	}
@@ -271,7 +271,7 @@ func TestDeadLetteredRescheduleIsNotCopied(t *testing.T) {
 			e.copy = true // what requestBodies does for a record past half the retention
 		}
 	}
-	b := w.collectDue(f.now)
+	b := w.idx.collectDue(f.now)
 	sched := b[len(b)-1]
 	if out := w.output(sched); sched.dlqReason() == "" || out == nil || out.Topic != w.cfg.DLQTopic {
 		t.Fatalf("the reschedule's output %+v (reason %q), want a dead letter", out, sched.dlqReason())
@@ -287,14 +287,14 @@ func TestNoSnapshotWhileARescheduleWaits(t *testing.T) {
 	s := newCopyScene(t, time.Hour, false)
 	s.takeOver()
 	s.index(s.rec(2, s.now+2*time.Hour.Milliseconds(), "key", nil))
-	if b := s.w.collectDue(s.now); len(b) != 0 {
+	if b := s.w.idx.collectDue(s.now); len(b) != 0 {
 		t.Fatalf("batch of %d, want the reschedule to wait for the copy", len(b))
 	}
 	if snaps := s.w.buildSnapshots([]*partProgress{s.w.parts.parts[0]}, nil); len(snaps) != 0 {
 		t.Fatalf("a snapshot while a reschedule waits")
 	}
 	s.index(s.copyRec)
-	got := describe(s.w.collectDue(s.now))
+	got := describe(s.w.idx.collectDue(s.now))
 	if got[2] != "cancel copied " || got[3] != "cancelled " {
 		t.Fatalf("after the copy was read: %v; want the reschedule (2) to replace the copy (3)", got)
 	}
@@ -339,7 +339,7 @@ func TestCancelByFirstOffsetAfterPrune(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			s := newCopyScene(t, time.Hour, c.spill) // the reschedule (1) copied forward to 3
 			s.index(s.copyRec)
-			if b := s.w.collectDue(s.now); len(b) != 0 {
+			if b := s.w.idx.collectDue(s.now); len(b) != 0 {
 				t.Fatalf("the copy, due in an hour, came due: %v", describe(b))
 			}
 			pp := s.w.parts.parts[0]
@@ -351,7 +351,7 @@ func TestCancelByFirstOffsetAfterPrune(t *testing.T) {
 				s.takeOverFromSnapshot()
 			}
 			s.index(s.rec(4, 0, "offset:1", nil))
-			got := describe(s.w.collectDue(s.now))
+			got := describe(s.w.idx.collectDue(s.now))
 			if got[4] != "cancel " || got[3] != "cancelled " || len(got) != 2 {
 				t.Fatalf("batch %v; want the cancel (4) of the message first sent at 1 to cancel its copy (3)", got)
 			}
@@ -396,7 +396,7 @@ func (s *copyScene) takeOverFromSnapshot() {
 	pp.seed = snap
 	entries, _ := pp.applySeed(3)
 	w.parts.parts[0] = pp
-	w.indexSeeded([]seededPart{{pp: pp, entries: entries}}, s.now)
+	w.idx.indexSeeded([]seededPart{{pp: pp, entries: entries}}, s.now)
 	s.w = w
 }
 
@@ -432,7 +432,7 @@ func TestCopyRecordsKeptUntilASnapshotPassesThem(t *testing.T) {
 	s.w = w
 	s.index(s.copyRec)
 	s.index(s.rec(4, 0, "offset:1", nil))
-	if got := describe(s.w.collectDue(s.now)); got[4] != "cancel " || got[3] != "cancelled " || len(got) != 2 {
+	if got := describe(s.w.idx.collectDue(s.now)); got[4] != "cancel " || got[3] != "cancelled " || len(got) != 2 {
 		t.Fatalf("at the new owner: %v; want the cancel (4) naming offset 1 to cancel the copy (3)", got)
 	}
 	// Once a snapshot read past 3 has committed, the record goes.

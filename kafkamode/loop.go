@@ -69,18 +69,18 @@ func (w *Worker) poll(ctx context.Context) {
 	})
 	w.parts.whileLocked(func(parts lockedParts) {
 		now := time.Now().UnixMilli()
-		w.indexSeeded(parts.takeSeeded(), now)
+		w.idx.indexSeeded(parts.takeSeeded(), now)
 		lead := w.cfg.BodyLead.Milliseconds()
-		fs.EachRecord(func(r *kgo.Record) { w.indexRecord(parts.get(r.Partition), r, now, lead) })
-		w.flushSpill()
+		fs.EachRecord(func(r *kgo.Record) { w.idx.indexRecord(parts.get(r.Partition), r, now, lead) })
+		w.idx.flushSpill()
 	})
 }
 
 // queueCopy queues a scheduled entry for copy-forward if the delay topic's
 // retention is finite and the entry falls due after the copy age.
-func (w *Worker) queueCopy(e *entry) {
-	if w.copyAfterMs > 0 && e.ctl == nil && e.due > e.ts+w.copyAfterMs {
-		heap.Push(&w.idx.copies, e)
+func (x *loopIndex) queueCopy(e *entry) {
+	if x.copyAfterMs > 0 && e.ctl == nil && e.due > e.ts+x.copyAfterMs {
+		heap.Push(&x.copies, e)
 	}
 }
 
@@ -99,42 +99,42 @@ func (w *Worker) readRetention(ctx context.Context) error {
 	if err != nil || rc.Err != nil {
 		return fmt.Errorf("describe the config of topic %s: %w", w.cfg.DelayTopic, errors.Join(err, rc.Err))
 	}
-	w.copyAfterMs = 0
+	w.idx.copyAfterMs = 0
 	for _, c := range rc.Configs {
 		if c.Key == "retention.ms" && c.Value != nil {
 			ms, err := strconv.ParseInt(*c.Value, 10, 64)
 			if err == nil && ms > 0 {
-				w.copyAfterMs = max(1, ms/2)
+				w.idx.copyAfterMs = max(1, ms/2)
 			}
 		}
 	}
-	w.cfg.Logger.Info("delay topic retention", "copy_forward_after_ms", w.copyAfterMs)
+	w.cfg.Logger.Info("delay topic retention", "copy_forward_after_ms", w.idx.copyAfterMs)
 	return nil
 }
 
 // requestBodies hands the loader the entries that fall due within BodyLead
 // and have no body, if it is idle.
-func (w *Worker) requestBodies(ctx context.Context, now int64) {
-	if w.idx.loadBusy {
+func (x *loopIndex) requestBodies(ctx context.Context, now int64) {
+	if x.loadBusy {
 		return
 	}
-	horizon := now + w.cfg.BodyLead.Milliseconds()
+	horizon := now + x.cfg.BodyLead.Milliseconds()
 	var wants []want
 	// Entries old enough to copy forward: those falling due within the
 	// lead are left to the due path (their bodies are loaded now, before
 	// retention can delete them); the others are copied.
 	for len(wants) < 20000 {
-		e := w.peekCopy()
-		if e == nil || e.ts+w.copyAfterMs > now {
+		e := x.peekCopy()
+		if e == nil || e.ts+x.copyAfterMs > now {
 			break
 		}
-		heap.Pop(&w.idx.copies)
+		heap.Pop(&x.copies)
 		if e.due <= horizon || e.copy {
 			continue
 		}
 		e.copy = true
 		if e.rec != nil {
-			w.idx.copyReady = append(w.idx.copyReady, e)
+			x.copyReady = append(x.copyReady, e)
 			continue
 		}
 		if !e.loading {
@@ -143,11 +143,11 @@ func (w *Worker) requestBodies(ctx context.Context, now int64) {
 		}
 	}
 	for len(wants) < 20000 {
-		e := w.idx.noBody.peek()
+		e := x.noBody.peek()
 		if e == nil || e.due > horizon {
 			break
 		}
-		w.idx.noBody.pop()
+		x.noBody.pop()
 		if e.rec != nil || e.loading || !e.live() { // done: copied forward or cancelled
 			continue
 		}
@@ -157,24 +157,24 @@ func (w *Worker) requestBodies(ctx context.Context, now int64) {
 	if len(wants) == 0 {
 		return
 	}
-	w.idx.loadBusy = true
-	go func() { w.idx.loadDone <- w.idx.loader.load(ctx, wants) }()
+	x.loadBusy = true
+	go func() { x.loadDone <- x.loader.load(ctx, wants) }()
 }
 
 // takeBodies attaches the bodies the loader fetched, if it finished.
-func (w *Worker) takeBodies() {
+func (x *loopIndex) takeBodies() {
 	var res bodyResult
 	select {
-	case res = <-w.idx.loadDone:
+	case res = <-x.loadDone:
 	default:
 		return
 	}
-	w.idx.loadBusy = false
+	x.loadBusy = false
 	for e, r := range res.got {
 		e.rec, e.loading = detach(r), false
-		w.stats.BodiesLoaded.Add(1)
+		x.stats.BodiesLoaded.Add(1)
 		if e.copy {
-			w.idx.copyReady = append(w.idx.copyReady, e)
+			x.copyReady = append(x.copyReady, e)
 		}
 	}
 	for _, e := range res.missing {
@@ -182,17 +182,17 @@ func (w *Worker) takeBodies() {
 		// than wait for it forever.
 		e.loading = false
 		e.ctl = &control{dlqReason: "the delay record was deleted by the delay topic's retention before it was due"}
-		e.rec = &kgo.Record{Topic: w.cfg.DelayTopic, Partition: e.pp.partition, Offset: e.offset}
+		e.rec = &kgo.Record{Topic: x.cfg.DelayTopic, Partition: e.pp.partition, Offset: e.offset}
 	}
 	if res.err != nil {
-		w.cfg.Logger.Warn("fetching bodies failed; retrying", "err", res.err)
+		x.cfg.Logger.Warn("fetching bodies failed; retrying", "err", res.err)
 	}
 	// Entries the load did not answer (it failed part way) wait for the
 	// next load.
 	for _, wt := range res.wants {
 		if e := wt.e; e.loading {
 			e.loading = false
-			w.idx.noBody.push(e)
+			x.noBody.push(e)
 		}
 	}
 }
@@ -200,56 +200,56 @@ func (w *Worker) takeBodies() {
 // collectDue pops the entries due at now whose body is loaded, at most
 // MaxBatch, oldest due first. An entry due but still waiting for its body
 // stops the batch: it is late, never early.
-func (w *Worker) collectDue(now int64) []*entry {
-	w.releaseDeferred()
+func (x *loopIndex) collectDue(now int64) []*entry {
+	x.releaseDeferred()
 	var batch []*entry
-	for len(batch) < w.cfg.MaxBatch {
-		e := w.idx.due.peek()
+	for len(batch) < x.cfg.MaxBatch {
+		e := x.due.peek()
 		if e == nil || e.due > now {
 			break
 		}
 		if e.rec == nil {
 			break // its body is being fetched (requestBodies asked)
 		}
-		w.idx.due.pop()
+		x.due.pop()
 		if e.inBatch {
 			continue // a second heap slot of an entry already taken (see transact)
 		}
 		if e.isCancel() && cancelWaits(e) {
-			w.deferCancel(e) // a copy of ours is on its way (deferral.go)
+			x.deferCancel(e) // a copy of ours is on its way (deferral.go)
 			continue
 		}
-		if len(e.pp.copies.deferred) > 0 && w.held(e) {
+		if len(e.pp.copies.deferred) > 0 && x.held(e) {
 			continue
 		}
-		if e.isCancel() && !w.unspillTargets(e) {
+		if e.isCancel() && !x.unspillTargets(e) {
 			break // the spill is unreadable: the session ends unresolved (spillErr)
 		}
 		e.inBatch = true
 		e.copy = false // due: forwarded, not copied
 		batch = append(batch, e)
 		if e.isCancel() {
-			targets, matched := w.cancelTargets(e)
+			targets, matched := x.cancelTargets(e)
 			batch = append(batch, targets...)
 			if sc := e.ctl.sched; sc != nil {
-				batch = w.settleReschedule(batch, sc, matched, now)
+				batch = x.settleReschedule(batch, sc, matched, now)
 			}
 		}
 	}
 	// Copies forward ride in the same transaction.
-	keep := w.idx.copyReady[:0]
-	for _, e := range w.idx.copyReady {
+	keep := x.copyReady[:0]
+	for _, e := range x.copyReady {
 		switch {
 		case !e.live() || !e.copy || e.rec == nil:
-		case e.inBatch || len(batch) >= w.cfg.MaxBatch:
+		case e.inBatch || len(batch) >= x.cfg.MaxBatch:
 			keep = append(keep, e)
 		default:
 			e.inBatch = true
 			batch = append(batch, e)
 		}
 	}
-	clear(w.idx.copyReady[len(keep):])
-	w.idx.copyReady = keep
+	clear(x.copyReady[len(keep):])
+	x.copyReady = keep
 	return batch
 }
 
@@ -262,7 +262,7 @@ func (w *Worker) collectDue(now int64) []*entry {
 // the message lost. If it replaced nothing (the message was forwarded,
 // cancelled or never there), sc goes to the dead-letter topic in the same
 // transaction, saying why, and is never forwarded.
-func (w *Worker) settleReschedule(batch []*entry, sc *entry, replaced bool, now int64) []*entry {
+func (x *loopIndex) settleReschedule(batch []*entry, sc *entry, replaced bool, now int64) []*entry {
 	if !sc.live() || sc.inBatch || sc.ctl != nil || sc.rec == nil {
 		return batch
 	}
@@ -276,12 +276,12 @@ func (w *Worker) settleReschedule(batch []*entry, sc *entry, replaced bool, now 
 }
 
 // peekCopy returns the oldest live entry of the copy queue.
-func (w *Worker) peekCopy() *entry {
-	for len(w.idx.copies) > 0 {
-		if e := w.idx.copies[0]; e.live() {
+func (x *loopIndex) peekCopy() *entry {
+	for len(x.copies) > 0 {
+		if e := x.copies[0]; e.live() {
 			return e
 		}
-		heap.Pop(&w.idx.copies)
+		heap.Pop(&x.copies)
 	}
 	return nil
 }
@@ -299,8 +299,8 @@ func (w *Worker) peekCopy() *entry {
 // returned. Without this, a message, its reschedule and a cancel read in
 // one poll after all were due delivered the reschedule in spite of the
 // cancel, and a second reschedule found nothing to replace.
-func (w *Worker) cancelTargets(c *entry) (out []*entry, matched bool) {
-	for _, e := range w.idx.due {
+func (x *loopIndex) cancelTargets(c *entry) (out []*entry, matched bool) {
+	for _, e := range x.due {
 		if e.pp != c.pp || !e.live() || e.forwarded || e.cancelled || e.ctl != nil {
 			continue
 		}
@@ -321,10 +321,10 @@ func (w *Worker) cancelTargets(c *entry) (out []*entry, matched bool) {
 // before any record of theirs: a cancel read next must find them (in RAM
 // or spilled, as any entry read at now). Caller holds the part table's
 // lock.
-func (w *Worker) indexSeeded(seeded []seededPart, now int64) {
+func (x *loopIndex) indexSeeded(seeded []seededPart, now int64) {
 	for _, sp := range seeded {
 		for _, se := range sp.entries {
-			w.place(sp.pp, se, now)
+			x.place(sp.pp, se, now)
 		}
 	}
 }
@@ -334,27 +334,27 @@ func (w *Worker) indexSeeded(seeded []seededPart, now int64) {
 // letters; the body is kept only when the record is due within lead.
 // pp is its partition's progress (nil: not owned). Caller holds the part
 // table's lock.
-func (w *Worker) indexRecord(pp *partProgress, r *kgo.Record, now, lead int64) {
-	if pp == nil || r.Topic != w.cfg.DelayTopic {
+func (x *loopIndex) indexRecord(pp *partProgress, r *kgo.Record, now, lead int64) {
+	if pp == nil || r.Topic != x.cfg.DelayTopic {
 		return
 	}
 	if r.Offset < pp.catchUp {
-		w.stats.TakeoverRecordsRead.Add(1)
+		x.stats.TakeoverRecordsRead.Add(1)
 	}
 	seenBefore := r.Offset < pp.next
 	if !pp.read(r.Offset) {
 		if seenBefore {
-			w.stats.RecordsReread.Add(1)
+			x.stats.RecordsReread.Add(1)
 		} else {
-			w.stats.SkippedByMarker.Add(1)
+			x.stats.SkippedByMarker.Add(1)
 		}
 		return
 	}
-	w.stats.RecordsRead.Add(1)
+	x.stats.RecordsRead.Add(1)
 	e := &entry{pp: pp, offset: r.Offset, ts: r.Timestamp.UnixMilli(), keyHash: keyHash(r.Key), back: r.Offset - pp.copies.firstOf(r.Offset, 0)} // only the copy records know
-	s, err := w.cfg.scheduleOf(r)
+	s, err := x.cfg.scheduleOf(r)
 	if err == nil {
-		w.warmTopic(s.bizTopic)
+		x.warmTopic(s.bizTopic)
 	}
 	cancel, isCancel, cerr := parseCancel(r)
 	scheduled := hasScheduleHeaders(r)
@@ -362,13 +362,13 @@ func (w *Worker) indexRecord(pp *partProgress, r *kgo.Record, now, lead int64) {
 	case isCancel && cerr != nil:
 		e.ctl = &control{dlqReason: cerr.Error()}
 		e.rec = detach(r)
-		w.idx.due.push(e)
+		x.due.push(e)
 		return
 	case isCancel && !scheduled:
 		pp.copies.opened(r.Offset)
 		e.ctl = &control{cancel: cancel}
 		e.rec = &kgo.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}
-		w.idx.due.push(e)
+		x.due.push(e)
 		return
 	case isCancel && err == nil:
 		// A reschedule: cancel the earlier messages now, in a
@@ -376,12 +376,12 @@ func (w *Worker) indexRecord(pp *partProgress, r *kgo.Record, now, lead int64) {
 		// and schedule this record below, with its body, which
 		// collectDue drops once the cancel half has run.
 		pp.copies.opened(r.Offset)
-		w.idx.due.push(&entry{pp: pp, offset: r.Offset, keyHash: e.keyHash,
+		x.due.push(&entry{pp: pp, offset: r.Offset, keyHash: e.keyHash,
 			ctl: &control{cancel: cancel, keepOwn: true, sched: e},
 			rec: &kgo.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}})
 		e.due, e.rec = s.due, detach(r)
-		w.idx.due.push(e)
-		w.queueCopy(e)
+		x.due.push(e)
+		x.queueCopy(e)
 		return
 	}
 	switch {
@@ -394,9 +394,9 @@ func (w *Worker) indexRecord(pp *partProgress, r *kgo.Record, now, lead int64) {
 	default:
 		// Far from due: index the position only, on disk if beyond the
 		// near window.
-		w.place(pp, snapEntry{offset: e.offset, due: s.due, ts: e.ts, keyHash: e.keyHash, back: e.back}, now)
+		x.place(pp, snapEntry{offset: e.offset, due: s.due, ts: e.ts, keyHash: e.keyHash, back: e.back}, now)
 		return
 	}
-	w.idx.due.push(e)
-	w.queueCopy(e)
+	x.due.push(e)
+	x.queueCopy(e)
 }

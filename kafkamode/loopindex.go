@@ -5,6 +5,14 @@ import "time"
 // loopIndex is the worker's index of pending entries and what serves it;
 // owned by the loop goroutine.
 type loopIndex struct {
+	cfg   *Config // the worker's, read only
+	stats *Stats  // the worker's counters
+	// copyAfterMs is the age (now - record timestamp) at which a pending
+	// record is copied forward: half the delay topic's retention.ms; 0
+	// when retention is unlimited. Set before the loop starts.
+	copyAfterMs int64
+	// warm queues business topics for the warmer goroutine (warm.go).
+	warm      chan string
 	due       dueHeap // every pending entry, by due time
 	noBody    dueHeap // entries whose body was dropped, by due time
 	loader    *bodyLoader
@@ -34,8 +42,9 @@ type loopIndex struct {
 }
 
 // newLoopIndex returns an empty index.
-func newLoopIndex() loopIndex {
-	return loopIndex{loadDone: make(chan bodyResult, 1), warmed: make(map[string]struct{})}
+func newLoopIndex(cfg *Config, stats *Stats) loopIndex {
+	return loopIndex{cfg: cfg, stats: stats, loadDone: make(chan bodyResult, 1), warmed: make(map[string]struct{}),
+		warm: make(chan string, warmQueue)}
 }
 
 // reset empties the index (RAM and spill files): a session starts from

@@ -289,12 +289,12 @@ func TestCancelTargets(t *testing.T) {
 	busy.inBatch = true
 	mk(p0, 9, k) // after the cancel
 	c := &entry{pp: p0, offset: 5, keyHash: k, ctl: &control{cancel: &cancelSpec{byKey: true}}}
-	got, _ := w.cancelTargets(c)
+	got, _ := w.idx.cancelTargets(c)
 	if len(got) != 1 || got[0] != hit || !hit.cancelled || !hit.inBatch {
 		t.Fatalf("targets %v", got)
 	}
 	c = &entry{pp: p0, offset: 6, ctl: &control{cancel: &cancelSpec{offset: 2}}}
-	if got, _ := w.cancelTargets(c); len(got) != 1 || got[0].offset != 2 {
+	if got, _ := w.idx.cancelTargets(c); len(got) != 1 || got[0].offset != 2 {
 		t.Fatalf("by offset: %v", got)
 	}
 }
@@ -302,5 +302,5 @@ func TestCancelTargets(t *testing.T) {
 // indexOne indexes r as a poll does: with the part table locked, for the
 // partition's progress.
 func (w *Worker) indexOne(r *kgo.Record, now, lead int64) {
-	w.parts.whileLocked(func(parts lockedParts) { w.indexRecord(parts.get(r.Partition), r, now, lead) })
+	w.parts.whileLocked(func(parts lockedParts) { w.idx.indexRecord(parts.get(r.Partition), r, now, lead) })
 }

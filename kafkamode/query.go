@@ -99,7 +99,7 @@ func (w *Worker) Forecast(ctx context.Context, plan forecast.Plan) (IndexForecas
 			n++
 		}
 		buckets = plan.Run(c)
-		n += w.spilledForecast(plan, buckets)
+		n += w.idx.spilledForecast(plan, buckets)
 		pending = n
 	})
 	if err != nil {

@@ -60,7 +60,7 @@ func reschedReplacesAPendingMessage(t *testing.T, f reschedFixture) {
 	w := f.setup(t)
 	w.indexOne(f.rec(0, f.far, ""), f.now, f.lead)
 	w.indexOne(f.rec(1, f.far+60_000, "offset:0"), f.now, f.lead)
-	batch := w.collectDue(f.now)
+	batch := w.idx.collectDue(f.now)
 	var cancelled, dead int
 	for _, e := range batch {
 		if e.cancelled && e.offset == 0 {
@@ -95,7 +95,7 @@ func reschedReplacesAPendingMessage(t *testing.T, f reschedFixture) {
 		e.inBatch = false
 	}
 	w.aborted(batch, nil)
-	if again := w.collectDue(f.now); len(again) != 3 || again[2] != sched || !sched.copy {
+	if again := w.idx.collectDue(f.now); len(again) != 3 || again[2] != sched || !sched.copy {
 		t.Fatalf("after an abort: batch of %d, want the same three again", len(again))
 	}
 }
@@ -108,7 +108,7 @@ func reschedTwoReschedulesReadTogether(t *testing.T, f reschedFixture) {
 	w.indexOne(f.rec(0, f.far, ""), f.now, f.lead)
 	w.indexOne(f.rec(1, f.far+60_000, "key"), f.now, f.lead)
 	w.indexOne(f.rec(2, f.far+120_000, "key"), f.now, f.lead)
-	batch := w.collectDue(f.now)
+	batch := w.idx.collectDue(f.now)
 	state := map[int64]string{}
 	for _, e := range batch {
 		switch {
@@ -133,7 +133,7 @@ func reschedReplacesAMessageWithOneDueNow(t *testing.T, f reschedFixture) {
 	w := f.setup(t)
 	w.indexOne(f.rec(0, f.far, ""), f.now, f.lead)
 	w.indexOne(f.rec(1, f.now-5, "offset:0"), f.now, f.lead)
-	batch := w.collectDue(f.now)
+	batch := w.idx.collectDue(f.now)
 	if len(batch) != 3 || batch[2].copy || batch[2].offset != 1 || w.output(batch[2]).Topic != "biz" {
 		t.Fatalf("batch of %d, want the cancel half, the original and the reschedule forwarded in one transaction", len(batch))
 	}
@@ -145,7 +145,7 @@ func reschedNothingLeftToReplace(t *testing.T, f reschedFixture) {
 	// The reschedule names offset 0, which is not pending (forwarded
 	// before the reschedule was read).
 	w.indexOne(f.rec(1, f.far, "offset:0"), f.now, f.lead)
-	batch := w.collectDue(f.now)
+	batch := w.idx.collectDue(f.now)
 	if len(batch) != 2 {
 		t.Fatalf("batch of %d, want the cancel half and its copy", len(batch))
 	}
@@ -157,7 +157,7 @@ func reschedNothingLeftToReplace(t *testing.T, f reschedFixture) {
 	if out == nil || out.Topic != w.cfg.DLQTopic {
 		t.Fatalf("the copy's output %+v, want a dead letter", out)
 	}
-	if later := w.collectDue(f.far + 1); len(later) != 0 {
+	if later := w.idx.collectDue(f.far + 1); len(later) != 0 {
 		t.Errorf("at the copy's due time %d entries are due, want none", len(later))
 	}
 }
@@ -227,7 +227,7 @@ func TestChangesReadTogetherWhenDue(t *testing.T) {
 			w.indexOne(f.rec(1, now-2000, "key"), now, f.lead)
 			w.indexOne(c.third, now, f.lead)
 			var forwards []int64
-			for _, e := range w.collectDue(now) {
+			for _, e := range w.idx.collectDue(now) {
 				if out := w.output(e); out != nil {
 					if out.Topic != "biz" {
 						t.Fatalf("offset %d goes to %s (%v), want nothing but forwards", e.offset, out.Topic, e.dlqReason())

@@ -299,7 +299,7 @@ parts:
 		}
 		have, err := w.idx.withSpilled(known[pp], pp)
 		if err != nil {
-			w.failSpill(err)
+			w.idx.failSpill(err)
 			continue
 		}
 		slices.SortFunc(have, func(a, b snapEntry) int { return cmp.Compare(a.offset, b.offset) })

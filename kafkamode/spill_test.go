@@ -65,7 +65,7 @@ func (r *spillRig) schedule(p int32, o int64, key string, dueIn time.Duration) i
 
 func (r *spillRig) index(rc *kgo.Record) {
 	r.w.indexOne(rc, r.now(), r.w.cfg.BodyLead.Milliseconds())
-	r.w.flushSpill()
+	r.w.idx.flushSpill()
 }
 
 // inRAM returns the live entries of the due heap by offset.
@@ -102,7 +102,7 @@ func TestSpillReloadsBeforeDueNeverEarly(t *testing.T) {
 		t.Fatal(err)
 	}
 	buckets := plan.Run(forecast.New())
-	if n := r.w.spilledForecast(plan, buckets); n != 2 {
+	if n := r.w.idx.spilledForecast(plan, buckets); n != 2 {
 		t.Fatalf("spilled forecast counts %d, want 2", n)
 	}
 	snaps := r.w.buildSnapshots([]*partProgress{pp}, nil)
@@ -116,7 +116,7 @@ func TestSpillReloadsBeforeDueNeverEarly(t *testing.T) {
 
 	near, lead := r.w.cfg.NearWindow.Milliseconds(), r.w.cfg.BodyLead.Milliseconds()
 	for step := 0; far-r.now() > 0; step++ {
-		r.w.loadSpilled(r.now())
+		r.w.idx.loadSpilled(r.now())
 		_, loaded := r.inRAM(pp)[1]
 		left := far - r.now()
 		if !loaded && left <= near {
@@ -153,7 +153,7 @@ func TestSpillCancelByKey(t *testing.T) {
 	cancel.Topic, cancel.Partition, cancel.Offset, cancel.Key = r.w.cfg.DelayTopic, 0, 2, []byte("order-1")
 	r.index(cancel)
 
-	batch := r.w.collectDue(r.now())
+	batch := r.w.idx.collectDue(r.now())
 	var cancelled []int64
 	for _, e := range batch {
 		if e.cancelled {
@@ -172,7 +172,7 @@ func TestSpillCancelByKey(t *testing.T) {
 	if r.w.idx.deadSlots != 1 {
 		t.Fatalf("dead slots %d after the cancel, want 1", r.w.idx.deadSlots)
 	}
-	r.w.dropDeadSlots()
+	r.w.idx.dropDeadSlots()
 	for _, h := range []dueHeap{r.w.idx.due, r.w.idx.noBody} {
 		for _, e := range h {
 			if !e.live() {
@@ -181,7 +181,7 @@ func TestSpillCancelByKey(t *testing.T) {
 		}
 	}
 	r.clk.Advance(time.Duration(due-r.now()) * time.Millisecond)
-	r.w.loadSpilled(r.now())
+	r.w.idx.loadSpilled(r.now())
 	got := r.inRAM(pp)
 	if _, back := got[0]; back || got[1] == nil {
 		t.Fatalf("after the load, live in RAM: %v; want offset 1 only", got)
@@ -204,7 +204,7 @@ func TestSpillRevokedPartitionDropsFiles(t *testing.T) {
 		t.Fatalf("partition 1's files: %v %v", names, err)
 	}
 	r.w.onRevoked(nil, nil, map[string][]int32{r.w.cfg.DelayTopic: {1}})
-	r.w.loadSpilled(r.now())
+	r.w.idx.loadSpilled(r.now())
 	if names, _ := fs.List(dir); len(names) != 0 {
 		t.Fatalf("revoked partition's files still there: %v", names)
 	}
@@ -212,7 +212,7 @@ func TestSpillRevokedPartitionDropsFiles(t *testing.T) {
 		t.Fatalf("spilled %d, want partition 0's 1", n)
 	}
 	r.clk.Advance(time.Hour)
-	r.w.loadSpilled(r.now())
+	r.w.idx.loadSpilled(r.now())
 	if len(r.inRAM(p0)) != 1 || len(r.inRAM(p1)) != 0 {
 		t.Fatalf("after the load: partition 0 %v, partition 1 %v", r.inRAM(p0), r.inRAM(p1))
 	}
@@ -249,7 +249,7 @@ func TestSpillReadErrorEndsSession(t *testing.T) {
 		return nil
 	})
 	r.clk.Advance(time.Hour)
-	r.w.loadSpilled(r.now())
+	r.w.idx.loadSpilled(r.now())
 	if r.w.idx.spillErr == nil || !errors.Is(r.w.idx.spillErr, syscall.EIO) {
 		t.Fatalf("spillErr %v, want the read error", r.w.idx.spillErr)
 	}

@@ -31,7 +31,7 @@ func (w *Worker) openSpill() (cleanup func(), err error) {
 		if err != nil {
 			return nil, fmt.Errorf("kafka mode: cannot create a temporary spill directory (set one that is writable): %w", err)
 		}
-		w.idx.spill = newSpiller(w.fs(), root, w.cfg.NearWindow.Milliseconds())
+		w.idx.spill = newSpiller(w.idx.fs(), root, w.cfg.NearWindow.Milliseconds())
 		return func() { _ = os.RemoveAll(root) }, nil
 	}
 	name := strings.Map(func(r rune) rune {
@@ -47,11 +47,11 @@ func (w *Worker) openSpill() (cleanup func(), err error) {
 		}
 	}
 	// A probe: the directory must take a file now, not at the first spill.
-	if err := w.fs().MkdirAll(dir); err != nil {
+	if err := w.idx.fs().MkdirAll(dir); err != nil {
 		return nil, fmt.Errorf("kafka mode: spill directory %s is not writable: %w", w.cfg.SpillDir, err)
 	}
 	probe := filepath.Join(dir, "probe")
-	f, err := w.fs().Create(probe)
+	f, err := w.idx.fs().Create(probe)
 	if err == nil {
 		_, err = f.WriteAt([]byte(spillMagic), 0)
 		err = cmpErr(err, f.Close())
@@ -59,8 +59,8 @@ func (w *Worker) openSpill() (cleanup func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("kafka mode: spill directory %s is not writable: %w", w.cfg.SpillDir, err)
 	}
-	_ = w.fs().Remove(probe)
-	w.idx.spill = newSpiller(w.fs(), dir, w.cfg.NearWindow.Milliseconds())
+	_ = w.idx.fs().Remove(probe)
+	w.idx.spill = newSpiller(w.idx.fs(), dir, w.cfg.NearWindow.Milliseconds())
 	if w.cfg.SpillFS != nil {
 		return func() { w.idx.spill.reset() }, nil
 	}
@@ -69,74 +69,74 @@ func (w *Worker) openSpill() (cleanup func(), err error) {
 
 // place indexes a pending entry that has no body: in a spill file when
 // its bucket is beyond the near window, else in RAM.
-func (w *Worker) place(pp *partProgress, se snapEntry, now int64) {
-	if w.idx.spill != nil && w.idx.spill.wants(se.due, now) {
-		w.idx.spill.add(pp, se)
+func (x *loopIndex) place(pp *partProgress, se snapEntry, now int64) {
+	if x.spill != nil && x.spill.wants(se.due, now) {
+		x.spill.add(pp, se)
 		return
 	}
-	w.indexNoBody(pp, se)
+	x.indexNoBody(pp, se)
 }
 
 // indexNoBody puts an entry without body into the RAM index.
-func (w *Worker) indexNoBody(pp *partProgress, se snapEntry) {
+func (x *loopIndex) indexNoBody(pp *partProgress, se snapEntry) {
 	e := &entry{pp: pp, offset: se.offset, due: se.due, ts: se.ts, keyHash: se.keyHash, back: se.back}
-	w.idx.due.push(e)
-	w.idx.noBody.push(e)
-	w.queueCopy(e)
+	x.due.push(e)
+	x.noBody.push(e)
+	x.queueCopy(e)
 }
 
 // indexAll indexes entries taken back from the spill.
-func (w *Worker) indexAll(pp *partProgress, es []snapEntry) {
-	w.stats.SpillLoaded.Add(int64(len(es)))
+func (x *loopIndex) indexAll(pp *partProgress, es []snapEntry) {
+	x.stats.SpillLoaded.Add(int64(len(es)))
 	for _, se := range es {
-		w.indexNoBody(pp, se)
+		x.indexNoBody(pp, se)
 	}
 }
 
 // flushSpill writes what was spilled since the last flush. What cannot be
 // written stays in RAM: nothing is lost, the worker only uses more memory.
-func (w *Worker) flushSpill() {
-	if w.idx.spill == nil {
+func (x *loopIndex) flushSpill() {
+	if x.spill == nil {
 		return
 	}
-	failed, err := w.idx.spill.flush()
+	failed, err := x.spill.flush()
 	for _, f := range failed {
-		w.indexNoBody(f.pp, f.e)
+		x.indexNoBody(f.pp, f.e)
 	}
 	if err != nil {
-		w.stats.SpillErrors.Add(int64(len(failed)))
-		if !w.idx.spillLogged {
-			w.idx.spillLogged = true
-			w.cfg.Logger.Warn("cannot write to the spill directory; keeping entries in RAM (logged once)", "err", err)
+		x.stats.SpillErrors.Add(int64(len(failed)))
+		if !x.spillLogged {
+			x.spillLogged = true
+			x.cfg.Logger.Warn("cannot write to the spill directory; keeping entries in RAM (logged once)", "err", err)
 		}
 	}
-	w.stats.Spilled.Store(w.idx.spill.onDisk)
+	x.stats.Spilled.Store(x.spill.onDisk)
 }
 
 // loadSpilled drops the files of revoked partitions and takes back into
 // RAM the buckets that entered the near window, and (once a second) those
 // old enough to copy forward. A file that does not read back makes the
 // loop end the session (spillErr): the next one rebuilds from Kafka.
-func (w *Worker) loadSpilled(now int64) {
-	if w.idx.spill == nil || w.idx.spillErr != nil {
+func (x *loopIndex) loadSpilled(now int64) {
+	if x.spill == nil || x.spillErr != nil {
 		return
 	}
-	w.idx.spill.dropDead()
-	err := w.idx.spill.loadDue(now, w.indexAll)
-	if err == nil && time.Since(w.idx.lastCopyCheck) >= spillCopyCheck {
-		w.idx.lastCopyCheck = time.Now()
-		err = w.idx.spill.loadOld(now, w.copyAfterMs, w.indexAll)
+	x.spill.dropDead()
+	err := x.spill.loadDue(now, x.indexAll)
+	if err == nil && time.Since(x.lastCopyCheck) >= spillCopyCheck {
+		x.lastCopyCheck = time.Now()
+		err = x.spill.loadOld(now, x.copyAfterMs, x.indexAll)
 	}
-	w.stats.Spilled.Store(w.idx.spill.onDisk)
-	w.failSpill(err)
+	x.stats.Spilled.Store(x.spill.onDisk)
+	x.failSpill(err)
 }
 
 // failSpill records a spill read error: the session ends, and the next
 // one rebuilds the index from Kafka (the files are only a cache).
-func (w *Worker) failSpill(err error) {
-	if err != nil && w.idx.spillErr == nil {
-		w.stats.SpillErrors.Add(1)
-		w.idx.spillErr = fmt.Errorf("spill directory unreadable; rebuilding the index from Kafka: %w", err)
+func (x *loopIndex) failSpill(err error) {
+	if err != nil && x.spillErr == nil {
+		x.stats.SpillErrors.Add(1)
+		x.spillErr = fmt.Errorf("spill directory unreadable; rebuilding the index from Kafka: %w", err)
 	}
 }
 
@@ -144,30 +144,30 @@ func (w *Worker) failSpill(err error) {
 // cancel c may cancel (by key hash or offset, below c), so that
 // cancelTargets finds them. It reports false when the files could not be
 // read: the cancel must then wait (the session ends, see failSpill).
-func (w *Worker) unspillTargets(c *entry) bool {
-	if w.idx.spill == nil {
+func (x *loopIndex) unspillTargets(c *entry) bool {
+	if x.spill == nil {
 		return true
 	}
-	es, err := w.idx.spill.takeOut(c.pp, func(se snapEntry) bool {
+	es, err := x.spill.takeOut(c.pp, func(se snapEntry) bool {
 		return c.cancels(se.offset, c.pp.copies.firstOf(se.offset, se.back), se.keyHash)
 	})
 	if err != nil {
-		w.failSpill(err)
+		x.failSpill(err)
 		return false
 	}
-	w.indexAll(c.pp, es)
-	w.stats.Spilled.Store(w.idx.spill.onDisk)
+	x.indexAll(c.pp, es)
+	x.stats.Spilled.Store(x.spill.onDisk)
 	return true
 }
 
 // spilledForecast adds the spilled entries' counts of the live partitions
 // to buckets (from plan) and returns how many it added.
-func (w *Worker) spilledForecast(plan forecast.Plan, buckets []forecast.Bucket) int64 {
-	if w.idx.spill == nil {
+func (x *loopIndex) spilledForecast(plan forecast.Plan, buckets []forecast.Bucket) int64 {
+	if x.spill == nil {
 		return 0
 	}
 	var n int64
-	for pp, sp := range w.idx.spill.parts {
+	for pp, sp := range x.spill.parts {
 		if pp.dropped.Load() {
 			continue
 		}
@@ -180,9 +180,9 @@ func (w *Worker) spilledForecast(plan forecast.Plan, buckets []forecast.Bucket) 
 }
 
 // fs is the filesystem of the spill files.
-func (w *Worker) fs() vfs.FS {
-	if w.cfg.SpillFS != nil {
-		return w.cfg.SpillFS
+func (x *loopIndex) fs() vfs.FS {
+	if x.cfg.SpillFS != nil {
+		return x.cfg.SpillFS
 	}
 	return vfs.OS
 }
@@ -196,16 +196,16 @@ const compactAfter = 4096
 // stay until their due time, days away) once they are many and at least
 // half of the heap, so RAM follows the near window after a mass cancel
 // or a copy-forward of a whole bucket too.
-func (w *Worker) compactIndex() {
-	if w.idx.deadSlots < compactAfter || w.idx.deadSlots < len(w.idx.due)/2 {
+func (x *loopIndex) compactIndex() {
+	if x.deadSlots < compactAfter || x.deadSlots < len(x.due)/2 {
 		return
 	}
-	w.dropDeadSlots()
+	x.dropDeadSlots()
 }
 
 // dropDeadSlots rebuilds the due and body heaps with their live entries.
-func (w *Worker) dropDeadSlots() {
-	for _, h := range []*dueHeap{&w.idx.due, &w.idx.noBody} {
+func (x *loopIndex) dropDeadSlots() {
+	for _, h := range []*dueHeap{&x.due, &x.noBody} {
 		keep := (*h)[:0]
 		for _, e := range *h {
 			if e.live() {
@@ -216,5 +216,5 @@ func (w *Worker) dropDeadSlots() {
 		*h = keep
 		heap.Init(h)
 	}
-	w.idx.deadSlots = 0
+	x.deadSlots = 0
 }

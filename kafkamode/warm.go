@@ -21,13 +21,13 @@ const warmQueue = 256
 // a new business topic is then created long before its first record is
 // due, not inside the transaction that forwards it, where the creation
 // held every record due meanwhile. Called by the loop only.
-func (w *Worker) warmTopic(topic string) {
-	if _, ok := w.idx.warmed[topic]; ok || len(w.idx.warmed) >= maxWarmTopics {
+func (x *loopIndex) warmTopic(topic string) {
+	if _, ok := x.warmed[topic]; ok || len(x.warmed) >= maxWarmTopics {
 		return
 	}
 	select {
-	case w.warm <- topic:
-		w.idx.warmed[topic] = struct{}{}
+	case x.warm <- topic:
+		x.warmed[topic] = struct{}{}
 	default: // the queue is full: try again with the topic's next record
 	}
 }
@@ -42,7 +42,7 @@ func (w *Worker) runWarmer(ctx context.Context, done chan<- struct{}) {
 		select {
 		case <-ctx.Done():
 			return
-		case topic := <-w.warm:
+		case topic := <-w.idx.warm:
 			req := kmsg.NewPtrMetadataRequest()
 			t := kmsg.NewMetadataRequestTopic()
 			t.Topic = kmsg.StringPtr(topic)

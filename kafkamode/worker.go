@@ -129,14 +129,7 @@ type Worker struct {
 	parts partTable
 	idx   loopIndex
 
-	// copyAfterMs is the age (now - record timestamp) at which a pending
-	// record is copied forward: half the delay topic's retention.ms; 0
-	// when retention is unlimited. Set before the loop starts.
-	copyAfterMs int64
-
 	queries indexQueries // read-only questions for the loop (query.go)
-	// warm queues business topics for the warmer goroutine (warm.go).
-	warm chan string
 }
 
 // seededPart is a partition's snapshot entries, ready to index.
@@ -151,7 +144,8 @@ func New(cfg Config) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Worker{cfg: cfg, idx: newLoopIndex(), warm: make(chan string, warmQueue)}
+	w := &Worker{cfg: cfg}
+	w.idx = newLoopIndex(&w.cfg, &w.stats)
 	w.parts.reset()
 	w.stats.Lateness = engine.NewHistogram(engine.LatenessBounds...)
 	w.stats.Stages = newStages()
@@ -276,18 +270,18 @@ func (w *Worker) runSession(ctx context.Context) error {
 	for sctx.Err() == nil {
 		w.answerQueries()
 		w.poll(sctx)
-		w.takeBodies()
+		w.idx.takeBodies()
 		now := time.Now().UnixMilli()
-		w.loadSpilled(now)
-		w.compactIndex()
-		w.requestBodies(sctx, now)
+		w.idx.loadSpilled(now)
+		w.idx.compactIndex()
+		w.idx.requestBodies(sctx, now)
 		if w.cfg.atLeastOnce() {
 			w.forwardDue(sctx, now) // not held up by the last transaction
 		}
 		if !w.ses.settled() {
 			continue // the last transaction is still completing (settle.go)
 		}
-		batch := append(w.idx.takeForwarded(), w.collectDue(now)...)
+		batch := append(w.idx.takeForwarded(), w.idx.collectDue(now)...)
 		if err := w.idx.failure(); err != nil {
 			return err
 		}
