@@ -1,6 +1,9 @@
 package benchreport
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Row is the result for one tier (or a class of messages).
 type Row struct {
@@ -159,6 +162,36 @@ func (t *Tally) Herd(total Row, at time.Time) HerdReport {
 		h.LastAfterMs = NsToMs(t.lastArr - t.HerdAt)
 	}
 	return h
+}
+
+// The ends of a run that count as finished: every acknowledged message
+// arrived, or the wait after the last due time ran out (and what had not
+// arrived is lost). Any other end (interrupted, an error) fails the run.
+const (
+	EndAllArrived = "all arrived"
+	EndDeadline   = "deadline"
+)
+
+// Verdict lists why a run failed, empty when it passed: an acknowledged
+// message lost, a message early by any amount, a run that did not finish
+// (ended), or fewer messages acknowledged than the run asked for (want).
+// deadline is how long the run waited after the last due time, for the
+// message.
+func Verdict(total Row, want int, ended, deadline string) []string {
+	out := []string{}
+	if total.Lost > 0 {
+		out = append(out, fmt.Sprintf("%d acknowledged messages lost (not received within %s after the last due time)", total.Lost, deadline))
+	}
+	if total.Early > 0 {
+		out = append(out, fmt.Sprintf("%d messages arrived early (up to %.3f ms before their due time)", total.Early, total.EarlyMaxMs))
+	}
+	if ended != EndAllArrived && ended != EndDeadline {
+		out = append(out, "the run did not finish: "+ended)
+	}
+	if total.Sent < want {
+		out = append(out, fmt.Sprintf("only %d of %d messages were acknowledged", total.Sent, want))
+	}
+	return out
 }
 
 // earliest is the smaller of a and b, where 0 means "none yet".

@@ -86,3 +86,22 @@ func TestStandardLibraryOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestVerdict: a run passes only when it finished and nothing
+// acknowledged was lost or early, and every message was acknowledged;
+// each failure is named.
+func TestVerdict(t *testing.T) {
+	ok := Row{Sent: 10, Received: 10}
+	for _, ended := range []string{EndAllArrived, EndDeadline} {
+		if got := Verdict(ok, 10, ended, "30s"); len(got) != 0 {
+			t.Errorf("a clean run that ended %q failed: %q", ended, got)
+		}
+	}
+	bad := Row{Sent: 8, Received: 7, Lost: 1, Early: 2, EarlyMaxMs: 0.5}
+	got := strings.Join(Verdict(bad, 10, "interrupted", "30s"), "; ")
+	for _, want := range []string{"1 acknowledged messages lost (not received within 30s", "2 messages arrived early (up to 0.500 ms", "did not finish: interrupted", "only 8 of 10"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("verdict %q lacks %q", got, want)
+		}
+	}
+}

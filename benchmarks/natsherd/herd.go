@@ -338,12 +338,10 @@ func timeout(err error) bool {
 
 // sleepCtx sleeps for d or until ctx ends; it reports whether it slept.
 func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
+	// A timer of time.After is collected once it is unreachable (Go 1.23).
 	select {
 	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
+	case <-time.After(d):
 	}
+	return ctx.Err() == nil
 }

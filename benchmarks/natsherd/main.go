@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/hourglass-mq/hourglass/benchreport"
 )
 
 func main() {
@@ -271,29 +273,15 @@ func (b *bench) report(ended, server string) *Report {
 		},
 		Total: row, Herd: &herd,
 	}
-	rep.Failures = verdict(row, c.n, ended)
+	rep.Failures = verdict(row, c.n, ended, c.deadline.String())
 	rep.Passed = len(rep.Failures) == 0
 	return rep
 }
 
-// verdict lists why a run failed, by the rules of `hourglass bench`: a
-// lost or early message, a run that did not finish, or fewer messages
-// acknowledged than asked for.
-func verdict(total Row, n int, ended string) []string {
-	out := []string{}
-	if total.Lost > 0 {
-		out = append(out, fmt.Sprintf("%d acknowledged messages lost", total.Lost))
-	}
-	if total.Early > 0 {
-		out = append(out, fmt.Sprintf("%d messages arrived early (up to %.3f ms)", total.Early, total.EarlyMaxMs))
-	}
-	if ended != "all arrived" && ended != "deadline" {
-		out = append(out, "the run did not finish: "+ended)
-	}
-	if total.Sent < n {
-		out = append(out, fmt.Sprintf("only %d of %d messages were acknowledged", total.Sent, n))
-	}
-	return out
+// verdict lists why a run failed, by the rules of `hourglass bench`
+// (benchreport.Verdict).
+func verdict(total Row, n int, ended, deadline string) []string {
+	return benchreport.Verdict(total, n, ended, deadline)
 }
 
 // writeTable prints the report for a person.

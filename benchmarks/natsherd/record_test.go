@@ -35,7 +35,7 @@ func TestMeasureMapsEntries(t *testing.T) {
 	if !h.At.Equal(time.Unix(0, at)) || h.SentAfterAt != 1 || h.FirstAfterMs != -1 || h.LastAfterMs != 5 {
 		t.Errorf("herd %+v", h)
 	}
-	if got := verdict(row, 3, "deadline"); len(got) != 3 {
+	if got := verdict(row, 3, "deadline", "30s"); len(got) != 3 {
 		t.Errorf("verdict %q, want lost, early and too few acknowledged", got)
 	}
 }

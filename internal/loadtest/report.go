@@ -181,19 +181,7 @@ func (e *entry) message() benchreport.Message {
 
 // verdict fills Passed and Failures from the totals.
 func (r *Report) verdict() {
-	r.Failures = []string{}
-	if r.Total.Lost > 0 {
-		r.Failures = append(r.Failures, fmt.Sprintf("%d acknowledged messages lost (not received within %s after the last due time)", r.Total.Lost, r.Settings.Deadline))
-	}
-	if r.Total.Early > 0 {
-		r.Failures = append(r.Failures, fmt.Sprintf("%d messages arrived early (up to %.3f ms before their due time)", r.Total.Early, r.Total.EarlyMaxMs))
-	}
-	if r.Ended != endAllArrived && r.Ended != endDeadline {
-		r.Failures = append(r.Failures, "the run did not finish: "+r.Ended)
-	}
-	if r.Total.Sent < r.Settings.Messages {
-		r.Failures = append(r.Failures, fmt.Sprintf("only %d of %d messages were sent", r.Total.Sent, r.Settings.Messages))
-	}
+	r.Failures = benchreport.Verdict(r.Total, r.Settings.Messages, r.Ended, r.Settings.Deadline)
 	r.Passed = len(r.Failures) == 0
 }
 

@@ -15,12 +15,14 @@ import (
 	"time"
 
 	"github.com/hourglass-mq/hourglass/client"
+
+	"github.com/hourglass-mq/hourglass/benchreport"
 )
 
 // Why a run ended (Report.Ended).
 const (
-	endAllArrived  = "all arrived"
-	endDeadline    = "deadline"
+	endAllArrived  = benchreport.EndAllArrived
+	endDeadline    = benchreport.EndDeadline
 	endInterrupted = "interrupted"
 )
 
