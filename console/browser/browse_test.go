@@ -219,6 +219,16 @@ func TestConsoleBrowseMessages(t *testing.T) {
 		t.Errorf("in-flight row %q, want job-0 at attempt 1", row)
 	}
 	tb.docShot("browse-inflight")
+
+	// A phone: the pages fit its width (the tables scroll inside them).
+	tb.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
+	for _, p := range []string{"#/browse/pending", "#/dead/pay/billing"} {
+		tb.do(chromedp.Navigate(b.base + "/ui/" + p))
+		tb.waitCount("tr[data-id]", 4) // orders, still the topic chosen; billing's 4 dead letters
+		if w := tb.eval(`String(document.documentElement.scrollWidth)`); w != "390" {
+			t.Errorf("%s at 390 px wide is %s px wide", p, w)
+		}
+	}
 	tb.ev.checkClean(t, b.base)
 }
 
