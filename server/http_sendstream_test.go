@@ -13,6 +13,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/hourglass-mq/hourglass/api"
 	"github.com/hourglass-mq/hourglass/client"
@@ -228,5 +229,35 @@ func TestSendStreamEndsAtShutdown(t *testing.T) {
 	}
 	if _, err := ts.eng.InspectKey("t", "before"); err != nil {
 		t.Fatalf("the send answered before the shutdown is gone: %v", err)
+	}
+}
+
+// Send streams count toward -max-streams with the receive streams: one
+// beyond the limit is refused with 429 before anything is read, and the
+// limit frees when a stream ends.
+func TestSendStreamCountsTowardMaxStreams(t *testing.T) {
+	ts := newTestServer(t, withOptions(func(o *Options) { o.MaxStreams = 1 }))
+	c := client.New(ts.srv.URL, client.WithRetries(0))
+	s, err := c.SendStream(context.Background(), "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Send(context.Background(), client.Message{Body: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	code, lines := postSendStream(t, ts, "t", `{"body":"y"}`+"\n")
+	if code != http.StatusTooManyRequests || len(lines) != 1 || !strings.Contains(lines[0], "resource_exhausted") {
+		t.Fatalf("a second stream over the limit: %d %q, want 429 resource_exhausted", code, lines)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The first stream's handler gives its token back as it returns,
+	// which may come just after Close: wait for it (WaitStreams).
+	if !ts.h.WaitStreams(5 * time.Second) {
+		t.Fatal("the stream's token was not given back")
+	}
+	if code, lines := postSendStream(t, ts, "t", `{"body":"y"}`+"\n"); code != 200 || len(lines) != 1 || !strings.Contains(lines[0], `"receipt"`) {
+		t.Fatalf("a stream after the first ended: %d %q", code, lines)
 	}
 }
