@@ -25,6 +25,7 @@ import (
 //	list pending                         manage    ?topic=, or every topic without it
 //	receive, stream, ack, nack, lease    receive   {topic}/{group}
 //	schedules (each)                     admin     schedule/{schedule}
+//	  creating one, also                 send      its topic (createSchedule)
 //	advance the clock, backup, damage    admin     clock, backup, damage
 //	stats, forecast, /metrics            metrics   stats, forecast, metrics
 //	list topics, schedules               any principal; the list holds what it may see

@@ -73,6 +73,14 @@ func (h *Handler) createSchedule(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, err)
 		return
 	}
+	// A schedule sends its firings as its creator: admin on the schedule
+	// does not give a way to send where the principal may not, and the
+	// check comes before the topic is looked up.
+	if p := principalOf(r); !p.Allowed(access.Send, in.Topic) {
+		h.audit.Record(r.Context(), "http", p.Name, access.Send, in.Topic, access.ResultDenied, "schedule "+id)
+		h.writeError(w, access.Denied(p, access.Send, in.Topic))
+		return
+	}
 	if t, err := h.eng.DescribeTopic(in.Topic); err == nil && t.FIFO {
 		h.writeError(w, errs.New(errs.InvalidArgument, "topic %q is a FIFO topic; schedules send to normal topics only", in.Topic))
 		return
