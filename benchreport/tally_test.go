@@ -1,6 +1,7 @@
 package benchreport
 
 import (
+	"encoding/json"
 	"go/parser"
 	"go/token"
 	"path/filepath"
@@ -102,6 +103,24 @@ func TestVerdict(t *testing.T) {
 	for _, want := range []string{"1 acknowledged messages lost (not received within 30s", "2 messages arrived early (up to 0.500 ms", "did not finish: interrupted", "only 8 of 10"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("verdict %q lacks %q", got, want)
+		}
+	}
+}
+
+// TestRunJSON: a report embedding Run carries its fields at the top level
+// under the names summaries read, with the duration computed.
+func TestRunJSON(t *testing.T) {
+	start := time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)
+	b, err := json.Marshal(struct {
+		Run
+		Other int `json:"other"`
+	}{Run: NewRun(start, start.Add(1500*time.Millisecond), EndDeadline)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"started":"2026-12-06T00:00:00Z"`, `"duration_s":1.5`, `"ended":"deadline"`, `"early_tolerance_ms":0`, `"other":0`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("%s lacks %s", b, want)
 		}
 	}
 }

@@ -151,20 +151,16 @@ type Report struct {
 	Version int    `json:"version"`
 	System  string `json:"system"`
 	// Server names the server and its fsync policy.
-	Server           string      `json:"server"`
-	Mode             string      `json:"mode"`
-	Settings         Settings    `json:"settings"`
-	Started          time.Time   `json:"started"`
-	Finished         time.Time   `json:"finished"`
-	DurationS        float64     `json:"duration_s"`
-	Ended            string      `json:"ended"`
-	EarlyToleranceMs float64     `json:"early_tolerance_ms"`
-	Sends            SendStats   `json:"sends"`
-	Receives         RecvStats   `json:"receives"`
-	Total            Row         `json:"total"`
-	Herd             *HerdReport `json:"herd"`
-	Passed           bool        `json:"passed"`
-	Failures         []string    `json:"failures"`
+	Server   string   `json:"server"`
+	Mode     string   `json:"mode"`
+	Settings Settings `json:"settings"`
+	benchreport.Run
+	Sends    SendStats   `json:"sends"`
+	Receives RecvStats   `json:"receives"`
+	Total    Row         `json:"total"`
+	Herd     *HerdReport `json:"herd"`
+	Passed   bool        `json:"passed"`
+	Failures []string    `json:"failures"`
 }
 
 // Settings echoes the load.
@@ -265,7 +261,7 @@ func (b *bench) report(ended, server string) *Report {
 			Max: c.max, MaxAckPending: c.maxAckPending, Invisible: c.invisible.String(), Wait: c.wait.String(),
 			Deadline: c.deadline.String(),
 		},
-		Started: b.start, Finished: finished, DurationS: finished.Sub(b.start).Seconds(), Ended: ended,
+		Run:   benchreport.NewRun(b.start, finished, ended),
 		Sends: SendStats{Requests: int(b.pubRequests.Load()), Failed: int(b.pubFailed.Load()), Acked: row.Sent},
 		Receives: RecvStats{
 			Requests: int(b.recvRequests.Load()), Errors: int(b.recvErrors.Load()), AckFailures: int(b.ackFails.Load()),

@@ -21,7 +21,7 @@ func (r *runner) report(ended string, finished time.Time) *Report {
 			Consumers: cfg.Consumers, Max: cfg.Max, Invisible: cfg.Invisible.String(), Wait: cfg.Wait.String(),
 			Deadline: cfg.Deadline.String(), Linger: cfg.Linger.String(), Seed: cfg.Seed,
 		},
-		Started: r.start, Finished: finished, DurationS: finished.Sub(r.start).Seconds(), Ended: ended,
+		Run: benchreport.NewRun(r.start, finished, ended),
 	}
 	for _, name := range r.seriesNames() {
 		rep.Settings.Tiers = append(rep.Settings.Tiers, name)

@@ -28,16 +28,8 @@ type Report struct {
 	// Settings echoes the configuration that shaped the run.
 	Settings Settings `json:"settings"`
 
-	Started   time.Time `json:"started"`
-	Finished  time.Time `json:"finished"`
-	DurationS float64   `json:"duration_s"`
-	// Ended says why the run stopped: "all arrived", "deadline",
-	// "interrupted" or "error: ...".
-	Ended string `json:"ended"`
-
-	// EarlyToleranceMs is the tolerance of the early check: always 0, an
-	// arrival before the due time by any amount counts as early.
-	EarlyToleranceMs float64 `json:"early_tolerance_ms"`
+	// Run is when the run started and finished and why it ended.
+	benchreport.Run
 
 	Sends    SendStats    `json:"sends"`
 	Receives ReceiveStats `json:"receives"`

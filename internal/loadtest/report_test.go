@@ -65,7 +65,7 @@ func TestRowOf(t *testing.T) {
 }
 
 func TestVerdict(t *testing.T) {
-	rep := &Report{Ended: endAllArrived, Settings: Settings{Messages: 6, Deadline: "30s"}}
+	rep := &Report{Run: benchreport.Run{Ended: endAllArrived}, Settings: Settings{Messages: 6, Deadline: "30s"}}
 	rep.Total = rowOf("all", synthetic(), func(*entry) bool { return true })
 	rep.verdict()
 	if rep.Passed || len(rep.Failures) != 2 {
@@ -75,13 +75,13 @@ func TestVerdict(t *testing.T) {
 		t.Errorf("failures %q", rep.Failures)
 	}
 
-	ok := &Report{Ended: endAllArrived, Settings: Settings{Messages: 1}, Total: Row{Sent: 1, Received: 1}}
+	ok := &Report{Run: benchreport.Run{Ended: endAllArrived}, Settings: Settings{Messages: 1}, Total: Row{Sent: 1, Received: 1}}
 	ok.verdict()
 	if !ok.Passed || len(ok.Failures) != 0 {
 		t.Errorf("a clean run failed: %q", ok.Failures)
 	}
 	for _, ended := range []string{endInterrupted, "error: unauthenticated"} {
-		r := &Report{Ended: ended, Settings: Settings{Messages: 1}, Total: Row{Sent: 1, Received: 1}}
+		r := &Report{Run: benchreport.Run{Ended: ended}, Settings: Settings{Messages: 1}, Total: Row{Sent: 1, Received: 1}}
 		r.verdict()
 		if r.Passed {
 			t.Errorf("a run that ended with %q passed", ended)
@@ -93,7 +93,7 @@ func TestVerdict(t *testing.T) {
 func TestReportJSONShape(t *testing.T) {
 	es := synthetic()
 	rep := &Report{
-		Version: ReportVersion, RunID: "r1", Mode: ModeTiers, Ended: endDeadline,
+		Version: ReportVersion, RunID: "r1", Mode: ModeTiers, Run: benchreport.Run{Ended: endDeadline},
 		Settings: Settings{Messages: 6, Tiers: []string{"1s", "5s"}, Deadline: "30s"},
 		Total:    rowOf("all", es, func(*entry) bool { return true }),
 		Herd:     &HerdReport{Messages: 6},
@@ -152,7 +152,7 @@ func TestReportJSONShape(t *testing.T) {
 
 func TestTable(t *testing.T) {
 	es := synthetic()
-	rep := &Report{Mode: ModeTiers, Ended: endDeadline, Settings: Settings{Messages: 6, Tiers: []string{"1s", "5s"}, Deadline: "30s"}}
+	rep := &Report{Mode: ModeTiers, Run: benchreport.Run{Ended: endDeadline}, Settings: Settings{Messages: 6, Tiers: []string{"1s", "5s"}, Deadline: "30s"}}
 	rep.Total = rowOf("all", es, func(*entry) bool { return true })
 	rep.Tiers = []Row{
 		rowOf("1s", es, func(e *entry) bool { return e.tier == 0 }),
