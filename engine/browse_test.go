@@ -1,14 +1,17 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/hourglass-mq/hourglass/errs"
 	"github.com/hourglass-mq/hourglass/message"
+	"github.com/hourglass-mq/hourglass/vfs"
 )
 
 // listAll pages through a listing with req and returns every item, failing
@@ -325,5 +328,63 @@ func TestDeadLettersBrowseResendDeletePurge(t *testing.T) {
 	// A purge of nothing is no error.
 	if purged, err := NewDeadLetters(c2.e).Purge(ctx, "orders", "audit"); err != nil || purged != 0 {
 		t.Fatalf("purge of a group without dead letters: %d, %v", purged, err)
+	}
+}
+
+// TestDeadLetterActionsOnAFullDiskAndBesideARedrive: on a full disk each
+// action fails with resource_exhausted and leaves every dead letter where
+// it was, leased to nobody; a dead letter a redrive holds is refused by
+// name to a resend or a delete, and left by a purge, which takes the rest;
+// once the redrive lets go, it can be resent.
+func TestDeadLetterActionsOnAFullDiskAndBesideARedrive(t *testing.T) {
+	mem := vfs.NewMem()
+	ffs := vfs.NewFaulty(mem)
+	h := newHarness(t, func(o *Options) { o.FS = ffs })
+	ctx := t.Context()
+	threeGroups(h, 4)
+	dead := deadIDs(listAll(t, h.e, ListDead, ListRequest{Topic: "orders", Group: "billing"}))
+	dl := NewDeadLetters(h.e)
+	dlq := DeadLetterTopic("orders", "billing")
+	// The redrive's reader exists (a redrive ran), so the writes that fail
+	// are the actions' own: the copies and the acks.
+	if _, err := h.e.cons.createGroup(dlq, redriveGroup, GroupConfig{}, true, true); err != nil {
+		t.Fatal(err)
+	}
+	ffs.FailAfter(vfs.OpWrite, 0, syscall.ENOSPC)
+	if n, err := dl.Resend(ctx, "orders", "billing", dead[:2]); n != 0 || errs.CodeOf(err) != errs.ResourceExhausted {
+		t.Fatalf("resend on a full disk: %d, %v", n, err)
+	}
+	if n, err := dl.Delete(ctx, "orders", "billing", dead[2:3]); n != 0 || errs.CodeOf(err) != errs.ResourceExhausted {
+		t.Fatalf("delete on a full disk: %d, %v", n, err)
+	}
+	if n, err := dl.Purge(ctx, "orders", "billing"); n != 0 || errs.CodeOf(err) != errs.ResourceExhausted {
+		t.Fatalf("purge on a full disk: %d, %v", n, err)
+	}
+	ffs.Inject(nil)
+	if gs := h.e.EngineGroups(); len(gs) != 1 || gs[0].Backlog != 4 || gs[0].InFlight != 0 {
+		t.Fatalf("after the failed actions: %+v; want the 4 dead letters waiting, none leased", gs)
+	}
+	if got := deadIDs(listAll(t, h.e, ListDead, ListRequest{Topic: "orders", Group: "billing"})); !slices.Equal(got, dead) {
+		t.Fatalf("after the failed actions %v, want %v", got, dead)
+	}
+	// A redrive holds one (its reader's receive, as Redrive's own).
+	held, err := h.e.cons.receiveAs(ctx, ReceiveRequest{Topic: dlq, Group: redriveGroup, Max: 1, Invisible: time.Minute}, true)
+	if err != nil || len(held) != 1 {
+		t.Fatalf("the redrive's lease: %v, %v", held, err)
+	}
+	for _, act := range []func(context.Context, string, string, []message.ID) (int, error){dl.Resend, dl.Delete} {
+		if _, err := act(ctx, "orders", "billing", []message.ID{held[0].ID}); errs.CodeOf(err) != errs.FailedPrecondition || !strings.Contains(err.Error(), "being redriven") {
+			t.Fatalf("an action on a dead letter a redrive holds: %v", err)
+		}
+	}
+	if n, err := dl.Purge(ctx, "orders", "billing"); n != 3 || err != nil {
+		t.Fatalf("purge beside a redrive: %d, %v; want the 3 it does not hold", n, err)
+	}
+	h.e.Release(dlq, redriveGroup, []string{held[0].Receipt})
+	if got := deadIDs(listAll(t, h.e, ListDead, ListRequest{Topic: "orders", Group: "billing"})); !slices.Equal(got, []message.ID{held[0].ID}) {
+		t.Fatalf("after the redrive let go: %v, want %v", got, held[0].ID)
+	}
+	if n, err := dl.Resend(ctx, "orders", "billing", []message.ID{held[0].ID}); n != 1 || err != nil {
+		t.Fatalf("resend once the redrive let go: %d, %v", n, err)
 	}
 }
