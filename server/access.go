@@ -189,3 +189,18 @@ func (h *Handler) whoami(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, out)
 }
+
+// visibleGroups keeps the groups of t that p sees (SeesGroup): a consumer
+// of one group learns nothing of the others of its topic.
+func visibleGroups(t api.Topic, p *access.Principal) api.Topic {
+	kept := t.Groups[:0:0]
+	for _, g := range t.Groups {
+		if p.SeesGroup(t.Name, g.Name) {
+			kept = append(kept, g)
+		}
+	}
+	if t.Groups != nil {
+		t.Groups = kept
+	}
+	return t
+}

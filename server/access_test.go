@@ -194,10 +194,14 @@ func TestAccessRefusalSaysNothingOfExistence(t *testing.T) {
 }
 
 // TestAccessListsShowOnlyWhatThePrincipalSees: topic and group lists hold
-// what the principal's rules name; whoami answers its rules.
+// what the principal's rules name (a consumer of one group sees no other
+// group of its topic); whoami answers its rules.
 func TestAccessListsShowOnlyWhatThePrincipalSees(t *testing.T) {
 	ts, creds, _, _ := accessServer(t, []routeCase{{"", "", "", "receive:orders/billing", "send:invoices", "manage:x"}})
 	as := []string{"Authorization", "Bearer " + creds["receive:orders/billing"]}
+	if r := ts.do("PUT", "/v1/topics/orders/groups/shipping", map[string]any{}, "Authorization", "Bearer root:"+creds["root"]); r.status != 201 {
+		t.Fatalf("PUT shipping: %d %s", r.status, r.body)
+	}
 	var topics api.TopicList
 	if r := ts.do("GET", "/v1/topics", nil, as...); r.status != 200 {
 		t.Fatalf("%d %s", r.status, r.body)
@@ -206,6 +210,9 @@ func TestAccessListsShowOnlyWhatThePrincipalSees(t *testing.T) {
 	}
 	if len(topics.Topics) != 1 || topics.Topics[0].Name != "orders" {
 		t.Fatalf("topics %+v, want orders alone", topics.Topics)
+	}
+	if gs := topics.Topics[0].Groups; len(gs) != 1 || gs[0].Name != "billing" {
+		t.Fatalf("groups of orders %+v, want billing alone", gs)
 	}
 	var me api.Whoami
 	if r := ts.do("GET", "/v1/whoami", nil, as...); r.status != 200 {

@@ -45,7 +45,7 @@ func (h *Handler) listTopics(w http.ResponseWriter, r *http.Request) {
 			h.writeError(w, err)
 			return
 		}
-		out.Topics = append(out.Topics, topicOf(ts))
+		out.Topics = append(out.Topics, visibleGroups(topicOf(ts), p))
 	}
 	sort.Slice(out.Topics, func(i, j int) bool { return out.Topics[i].Name < out.Topics[j].Name })
 	writeJSON(w, http.StatusOK, out)
@@ -62,7 +62,7 @@ func (h *Handler) describeTopic(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, topicOf(ts))
+	writeJSON(w, http.StatusOK, visibleGroups(topicOf(ts), principalOf(r)))
 }
 
 func (h *Handler) stats(w http.ResponseWriter, r *http.Request) {
