@@ -16,6 +16,8 @@ type cmdlineValue struct {
 	seen map[string]bool
 }
 
+// Set sets the wrapped setting and, when that succeeds, marks it as given
+// on the command line.
 func (v *cmdlineValue) Set(s string) error {
 	if err := v.Value.Set(s); err != nil {
 		return err
@@ -24,6 +26,7 @@ func (v *cmdlineValue) Set(s string) error {
 	return nil
 }
 
+// String prints the wrapped setting.
 func (v *cmdlineValue) String() string {
 	if v == nil || v.Value == nil {
 		return ""
@@ -39,8 +42,10 @@ func (v *cmdlineValue) IsBoolFlag() bool {
 
 type stringValue string
 
+// Set keeps s.
 func (v *stringValue) Set(s string) error { *v = stringValue(s); return nil }
 
+// String prints the setting in flag syntax, as -help shows its default.
 func (v *stringValue) String() string {
 	if v == nil {
 		return ""
@@ -51,12 +56,16 @@ func (v *stringValue) String() string {
 // secretValue is a string whose value is never printed (in -help defaults).
 type secretValue string
 
+// Set keeps s as the secret.
 func (v *secretValue) Set(s string) error { *v = secretValue(s); return nil }
 
+// String prints nothing: -help must not show a secret.
 func (v *secretValue) String() string { return "" }
 
 type intValue int
 
+// Set parses s into the setting; a bad value is an error that says what
+// a good one looks like.
 func (v *intValue) Set(s string) error {
 	n, err := strconv.Atoi(strings.TrimSpace(s))
 	if err != nil {
@@ -66,6 +75,7 @@ func (v *intValue) Set(s string) error {
 	return nil
 }
 
+// String prints the setting in flag syntax, as -help shows its default.
 func (v *intValue) String() string {
 	if v == nil {
 		return "0"
@@ -75,6 +85,8 @@ func (v *intValue) String() string {
 
 type boolValue bool
 
+// Set parses s into the setting; a bad value is an error that says what
+// a good one looks like.
 func (v *boolValue) Set(s string) error {
 	b, err := strconv.ParseBool(strings.TrimSpace(s))
 	if err != nil {
@@ -84,12 +96,16 @@ func (v *boolValue) Set(s string) error {
 	return nil
 }
 
+// String prints the setting in flag syntax, as -help shows its default.
 func (v *boolValue) String() string { return strconv.FormatBool(v != nil && bool(*v)) }
 
+// IsBoolFlag lets the flag stand alone for true.
 func (v *boolValue) IsBoolFlag() bool { return true }
 
 type durationValue time.Duration
 
+// Set parses s into the setting; a bad value is an error that says what
+// a good one looks like.
 func (v *durationValue) Set(s string) error {
 	d, err := time.ParseDuration(strings.TrimSpace(s))
 	if err != nil {
@@ -99,6 +115,7 @@ func (v *durationValue) Set(s string) error {
 	return nil
 }
 
+// String prints the setting in flag syntax, as -help shows its default.
 func (v *durationValue) String() string {
 	if v == nil {
 		return "0s"
@@ -108,6 +125,8 @@ func (v *durationValue) String() string {
 
 type durationsValue []time.Duration
 
+// Set parses s into the setting; a bad value is an error that says what
+// a good one looks like.
 func (v *durationsValue) Set(s string) error {
 	var out []time.Duration
 	fields := strings.Split(s, ",")
@@ -130,6 +149,7 @@ func (v *durationsValue) Set(s string) error {
 	return nil
 }
 
+// String prints the setting in flag syntax, as -help shows its default.
 func (v *durationsValue) String() string {
 	if v == nil {
 		return ""
@@ -162,6 +182,8 @@ var sizeUnits = []struct {
 	mult   int64
 }{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}}
 
+// Set parses s into the setting; a bad value is an error that says what
+// a good one looks like.
 func (v *sizeValue) Set(s string) error {
 	t := strings.TrimSpace(s)
 	mult := int64(1)
@@ -179,6 +201,7 @@ func (v *sizeValue) Set(s string) error {
 	return nil
 }
 
+// String prints the setting in flag syntax, as -help shows its default.
 func (v *sizeValue) String() string {
 	if v == nil {
 		return "0"

@@ -5,19 +5,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"path/filepath"
 	"strconv"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
 	"github.com/hourglass-mq/hourglass/engine"
-	"github.com/hourglass-mq/hourglass/metrics"
 	"github.com/hourglass-mq/hourglass/rocketmq"
 )
 
@@ -130,18 +125,6 @@ func (g *grpcService) errChan() <-chan error {
 		return nil
 	}
 	return g.errc
-}
-
-// metricsHandler serves the engine's metrics, the runtime's, the process's
-// and, when the gRPC service runs, its per-RPC metrics.
-func metricsHandler(eng *engine.Engine, g *grpcService) http.Handler {
-	if g == nil {
-		return metrics.Handler(eng)
-	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(metrics.NewCollector(eng), collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), g.adapter.Collector())
-	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 }
 
 // GRPCListeningMsg is the message of the log record that Run writes once
