@@ -243,8 +243,14 @@ func TestConsoleDeadLetters(t *testing.T) {
 	dead := b.dead("pay", "billing")
 
 	tb := newTab(t)
-	tb.do(chromedp.Navigate(b.base + "/ui/#/dead/pay/billing"))
+	// From Topics & groups: billing's dead-letter count links to its list.
+	tb.do(chromedp.Navigate(b.base + "/ui/#/topics"))
+	tb.waitText(`#groups-table tr[data-group="pay/billing"]`, "billing")
+	tb.do(chromedp.Click(`#groups-table tr[data-group="pay/billing"] a.dead-link`))
 	tb.waitCount("#dl-table tbody tr[data-id]", 4)
+	if got := tb.eval(`document.querySelector("#dl-group").value`); got != "pay\nbilling" {
+		t.Fatalf("the link opened the dead letters of %q", got)
+	}
 	tb.waitText("#dl-table tbody", "max-attempts")
 	if got := tb.eval(`String(document.querySelector("#dl-resend").disabled)`); got != "true" {
 		t.Errorf("Resend with nothing selected: disabled=%s", got)

@@ -457,7 +457,10 @@
         btn.addEventListener("click", () => redrive(g));
         grows.push(el("tr", { "data-group": g.topic + "/" + g.name }, el("td", {}, g.topic), el("th", { scope: "row" }, g.name),
           el("td", { class: "num" }, fmtInt(g.backlog)), el("td", { class: "num" }, fmtInt(g.in_flight)),
-          el("td", { class: "num" }, fmtInt(g.redelivered)), el("td", { class: "num" }, fmtInt(dead)), el("td", {}, btn)));
+          el("td", { class: "num" }, fmtInt(g.redelivered)), el("td", { class: "num" },
+            // The count since the start links to the group's dead letters.
+            canAny("manage") ? el("a", { href: `#/dead/${encodeURIComponent(g.topic)}/${encodeURIComponent(g.name)}`, class: "dead-link" }, fmtInt(dead)) : fmtInt(dead)),
+          el("td", {}, btn)));
       }
     }
     if (!trows.length) trows.push(el("tr", {}, el("td", { colspan: 6 }, "No topics yet.")));
