@@ -24,7 +24,7 @@ import org.apache.rocketmq.client.apis.producer.SendReceipt;
 
 /**
  * The official RocketMQ 5 Java client against hourglass, unchanged: send a
- * normal message, a delayed one (3 s) and a delayed one it recalls, then a
+ * normal message, a delayed one (5 s) and a delayed one it recalls, then a
  * SimpleConsumer receives and acks. Exits 0 when the normal and delayed
  * messages arrived, the delayed one not before its timestamp, and the
  * recalled one never; and when a PushConsumer's listener gets five
@@ -56,18 +56,20 @@ public final class RoundTrip {
         long due;
         try (Producer producer = provider.newProducerBuilder()
                 .setClientConfiguration(cfg).setTopics(topic).build()) {
-            // Counted from the started producer: a loaded machine may take
-            // seconds to start a JVM client, and the recall must come first.
-            due = System.currentTimeMillis() + 3000;
+            // The first send warms the client up (a loaded machine may take
+            // seconds over it); the due time is counted after it, and the
+            // message to recall goes first so that its recall comes well
+            // before it falls due (a recall after that is refused, rightly).
             normalId = send(producer, provider.newMessageBuilder().setTopic(topic)
                 .setKeys("java-normal").setBody(bytes("now")).build()).getMessageId().toString();
-            delayedId = send(producer, provider.newMessageBuilder().setTopic(topic)
-                .setKeys("java-delayed").setBody(bytes("later")).setDeliveryTimestamp(due).build())
-                .getMessageId().toString();
+            due = System.currentTimeMillis() + 5000;
             SendReceipt toRecall = send(producer, provider.newMessageBuilder().setTopic(topic)
                 .setKeys("java-recalled").setBody(bytes("never")).setDeliveryTimestamp(due).build());
             recalledId = toRecall.getMessageId().toString();
             producer.recallMessage(topic, toRecall.getRecallHandle());
+            delayedId = send(producer, provider.newMessageBuilder().setTopic(topic)
+                .setKeys("java-delayed").setBody(bytes("later")).setDeliveryTimestamp(due).build())
+                .getMessageId().toString();
         }
 
         Map<String, FilterExpression> sub = Collections.singletonMap(topic, FilterExpression.SUB_ALL);
