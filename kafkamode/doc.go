@@ -87,7 +87,8 @@
 // partition from its start, as the commit metadata of an older worker
 // names no S) counts them resolved, names those at or above C in its
 // first resolution record of p and tombstones them all in that
-// transaction. An older worker does not read resolution records: do not
+// transaction; a snapshot follows at the next round, so the next owner
+// reads from after the tombstones (TestKafkaUpgradeFromMarkers). An older worker does not read resolution records: do not
 // run one after this version has written to a state topic.
 //
 // # Snapshots (durable): bounded take-over

@@ -131,7 +131,7 @@ func (t *partTable) snapshotCandidates() []*partProgress {
 	defer t.mu.Unlock()
 	var out []*partProgress
 	for _, pp := range t.parts {
-		if !pp.dropped.Load() && pp.seed == nil && pp.next > 0 && (pp.next > pp.snapRead || pp.slot >= maxResolutionSlots) {
+		if !pp.dropped.Load() && pp.seed == nil && pp.next > 0 && (pp.next > pp.snapRead || pp.slot >= maxResolutionSlots || pp.snapWanted) {
 			out = append(out, pp)
 		}
 	}

@@ -52,6 +52,11 @@ type partProgress struct {
 	epoch     uint64
 	slot      int
 	snapStart int64
+	// snapWanted asks for a snapshot at the next round although nothing
+	// was read since the last: set once the legacy markers are
+	// tombstoned, so the state a new owner reads (from the snapshot on)
+	// no longer starts before those tombstones.
+	snapWanted bool
 	// dropped is set when the partition is revoked or lost, by the group
 	// callbacks (other goroutines), hence atomic.
 	dropped atomic.Bool
@@ -224,6 +229,7 @@ func (pl *partPlan) apply() {
 	pp.resolved.dropBelow(pl.commit)
 	if pl.dropLegacy {
 		pp.legacy = nil
+		pp.snapWanted = true
 	}
 	if len(pl.record) > 0 {
 		pp.slot++

@@ -261,15 +261,16 @@ func (w *Worker) offsetCommit(plans []*partPlan, snaps []*snapWrite) func(*kmsg.
 // committed applies a committed transaction: progress, snapshots, stats.
 func (w *Worker) committed(batch []*entry, plans []*partPlan, snaps []*snapWrite, now int64) {
 	w.stats.Committed.Add(1)
-	for _, pl := range plans {
-		pl.apply()
-	}
+	// Snapshots first: a plan of the same transaction that tombstones
+	// legacy markers wants another (they follow this one's start).
 	for _, sn := range snaps {
 		sn.pp.snapRead, sn.pp.snapChunks = sn.read, sn.chunks
 		sn.pp.epoch, sn.pp.slot, sn.pp.snapStart = sn.id, 0, sn.records[0].Offset
+		sn.pp.snapWanted = false
 		w.stats.Snapshots.Add(1)
 	}
 	for _, pl := range plans {
+		pl.apply()
 		if pl.pp.slot >= maxResolutionSlots {
 			w.idx.forceSnapshot(w.cfg.SnapshotInterval) // soon (maxResolutionSlots)
 		}
