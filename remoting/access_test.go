@@ -130,3 +130,28 @@ func TestAccessMatrixOverTLS(t *testing.T) {
 		t.Errorf("audit trail: %s", trail)
 	}
 }
+
+// TestAccessHeartbeatJoinsOnlyOwnGroups: a heartbeat that joins a group
+// moves that group's queues among its members, so only a principal that
+// consumes the group, from the topics it subscribes, may send one.
+func TestAccessHeartbeatJoinsOnlyOwnGroups(t *testing.T) {
+	b, secrets, ca, _, _ := accessBroker(t)
+	hb := func(group, topic string) *Command {
+		body := `{"clientID":"c1","producerDataSet":[],"consumerDataSet":[{"groupName":"` + group +
+			`","messageModel":"CLUSTERING","subscriptionDataSet":[{"topic":"` + topic + `","subString":"*"},{"topic":"%RETRY%` + group + `","subString":"*"}]}]}`
+		return &Command{Code: codeHeartBeat, ExtFields: map[string]string{}, Body: []byte(body)}
+	}
+	if r := tlsRequest(t, b, ca, nil, signAs(hb("billing", "orders"), "consumer", secrets["consumer"])); r.Code != respSuccess {
+		t.Fatalf("the consumer's own heartbeat: %d %q", r.Code, r.Remark)
+	}
+	for _, c := range []struct{ who, group, topic, says string }{
+		{"producer", "billing", "orders", `may not receive */billing`},
+		{"consumer", "shipping", "orders", `may not receive */shipping`},
+		{"elsewhere", "billing", "orders", `may not receive orders/billing`},
+	} {
+		r := tlsRequest(t, b, ca, nil, signAs(hb(c.group, c.topic), c.who, secrets[c.who]))
+		if r.Code != respNoPermission || !strings.Contains(r.Remark, c.says) {
+			t.Errorf("%s joining %s of %s: %d %q, want NO_PERMISSION %q", c.who, c.group, c.topic, r.Code, r.Remark, c.says)
+		}
+	}
+}

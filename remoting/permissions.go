@@ -48,6 +48,17 @@ func (s *Server) permit(c *conn, req *Command) error {
 		if t := ext["originTopic"]; allowed && t != "" {
 			a, res, allowed = consume(p, t, g)
 		}
+	case codeHeartBeat:
+		// Joining a group moves its queues (client-side rebalance): only
+		// a consumer of the group, of the topics it subscribes, may.
+		var hb heartbeatData
+		if json.Unmarshal(req.Body, &hb) == nil {
+			a, res, allowed = heartbeatNeeds(p, hb)
+		}
+	case codeUnregisterClient:
+		if g := ext["consumerGroup"]; g != "" {
+			a, res, allowed = access.Receive, "*/"+g, p.ConsumesGroup(g)
+		}
 	case codeGetConsumerListByGroup:
 		g := ext["consumerGroup"]
 		a, res, allowed = access.Receive, "*/"+g, p.ConsumesGroup(g)
@@ -75,6 +86,22 @@ func (s *Server) permit(c *conn, req *Command) error {
 		s.audit.Record(context.Background(), "remoting", p.Name, a, res, access.ResultOK, codeName(req.Code))
 	}
 	return nil
+}
+
+// heartbeatNeeds checks the consumer groups a heartbeat joins and the
+// topics they subscribe.
+func heartbeatNeeds(p *access.Principal, hb heartbeatData) (access.Action, string, bool) {
+	for _, cd := range hb.ConsumerDataSet {
+		if !p.ConsumesGroup(cd.GroupName) {
+			return access.Receive, "*/" + cd.GroupName, false
+		}
+		for _, sd := range cd.SubscriptionDataSet {
+			if a, res, ok := consume(p, sd.Topic, cd.GroupName); !ok {
+				return a, res, false
+			}
+		}
+	}
+	return "", "", true
 }
 
 // consume is the receive permission of group g on topic t; RocketMQ's
