@@ -52,14 +52,25 @@ release:
 run: build
 	./$(BIN) serve --data-dir $(DATA_DIR)
 
-## test: go vet, the gofmt check, the mutants' check (mutate-check), and every test with the race detector
+## test: go vet, the gofmt check, the mutants' check (mutate-check), and every test with the race detector; the engine's crash and power-loss explorations at a smaller size (-short, which each says in its log; test-durability runs them in full)
 test: vet fmt-check mutate-check
-	$(GO) test $(RACE) -count=1 -timeout 25m ./...
+	@# -short shrinks only the durability explorations listed in
+	@# DURABILITY_TESTS (engine/short_test.go holds that); every other test
+	@# runs as it does without it.
+	$(GO) test $(RACE) -short -count=1 -timeout 25m ./...
 	@# The official RocketMQ push consumer races inside itself, so its test
 	@# is built without the race detector (rocketmq/push_test.go).
 	$(GO) test -count=1 -run Push ./rocketmq
 	@# So does the official RocketMQ 4.x Go client (remoting/client_test.go).
 	$(GO) test -count=1 -run Client ./remoting
+
+# DURABILITY_TESTS: the tests (engine, commitlog) whose size -short reduces.
+DURABILITY_TESTS := ^(TestPowerLoss|TestCrashKill9|TestTornTail|TestDedupMemoryPerKey)$$
+
+## test-durability: the engine's and the commit log's crash and power-loss explorations at full size (engine: 30 power-loss runs, 10,000+ crash states; 50 kill -9 cycles; 150 torn tails; the dedup memory bound; commitlog: 10,000+ crash states), with the race detector; CI runs it after test
+.PHONY: test-durability
+test-durability:
+	$(GO) test $(RACE) -count=1 -timeout 40m -v -run '$(DURABILITY_TESTS)' ./engine ./commitlog
 
 ## test-examples: the examples' tests (their own Go modules) against a real PostgreSQL started by scripts/postgres.sh
 test-examples:

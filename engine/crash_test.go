@@ -121,15 +121,15 @@ func TestCrashKill9(t *testing.T) {
 func crashCyclesAndSeed(t *testing.T) (cycles int, seed uint64) {
 	t.Helper()
 	cycles = 50
-	if testing.Short() {
-		cycles = 10
-	}
 	if s := os.Getenv(crashCyclesEnv); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {
 			t.Fatalf("%s=%q is not a positive number", crashCyclesEnv, s)
 		}
 		cycles = n
+	} else if testing.Short() {
+		cycles = 10
+		t.Logf("-short: %d kill cycles, not 50; `make test-durability` (CI) runs the full size", cycles)
 	}
 	seed = uint64(time.Now().UnixNano())
 	if s := os.Getenv(crashSeedEnv); s != "" {

@@ -83,7 +83,7 @@ func BenchmarkSendDedup64(b *testing.B) {
 // (row dedup-ram).
 func TestDedupMemoryPerKey(t *testing.T) {
 	if testing.Short() {
-		t.Skip("a measurement, not a check: skipped in -short")
+		t.Skip("SKIPPED in -short: a 50,000-key measurement; `make test-durability` (CI) runs it")
 	}
 	n, batch := 50_000, 250
 	if os.Getenv("HOURGLASS_DEDUP_MEM") == "1" {

@@ -428,6 +428,7 @@ func TestPowerLoss(t *testing.T) {
 	runs, steps, want := 30, 60, int64(10000)
 	if testing.Short() {
 		runs, want = 6, 1500
+		t.Logf("-short: %d runs and at least %d crash states, not 30 and 10,000; `make test-durability` (CI) runs the full size", runs, want)
 	}
 	var total, checked atomic.Int64
 	var failed atomic.Int32

@@ -114,6 +114,7 @@ func TestTornTail(t *testing.T) {
 	cases := 150
 	if testing.Short() {
 		cases = 30
+		t.Logf("-short: %d damaged logs, not 150; `make test-durability` (CI) runs the full size", cases)
 	}
 	st := &tornStats{modes: map[string]int{}}
 	for i := 0; i < cases; i++ {
