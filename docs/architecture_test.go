@@ -1,6 +1,7 @@
 package docs
 
 import (
+	"bytes"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -317,6 +318,13 @@ func TestInvariantsAreOneList(t *testing.T) {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			return err
+		}
+		// Both citations start with a fixed word: a file without it cites
+		// nothing, and skipping the regular expressions there keeps the
+		// walk at a second under the race detector instead of half a
+		// minute (a leading \b keeps Go's regexp from searching by prefix).
+		if !bytes.Contains(b, []byte("invariant")) && !bytes.Contains(b, []byte("architecture.md, ")) {
+			return nil
 		}
 		for _, m := range invariantCite.FindAllStringSubmatch(string(b), -1) {
 			if !names[m[1]] {
