@@ -25,7 +25,7 @@ var requests = []any{SendMessage{}, BatchRequest{}, RescheduleRequest{}, TopicCo
 var responses = []any{Receipt{}, BatchReceipts{}, MessageInfo{}, Cancelled{}, Rescheduled{}, Topic{}, TopicList{},
 	Group{}, GroupList{}, ReceivedMessage{}, ReceiveResponse{}, AckResponse{}, RedriveResponse{}, Empty{}, Health{},
 	Stats{}, Error{}, ErrorBody{}, Forecast{}, ForecastBucket{}, BodyPreview{}, BackupResult{},
-	Damage{}, DamagedRange{}, SetAside{}, Scrub{}, Whoami{}, SendStreamAnswer{}, MessagePage{}, ListedMessage{}, DeadLetterResult{}}
+	Damage{}, DamagedRange{}, SetAside{}, Scrub{}, Whoami{}, SendStreamAnswer{}, MessagePage{}, ListedMessage{}, DeadLetterResult{}, Trail{}, TrailEvent{}}
 
 func loadSpec(t *testing.T) map[string]any { return openapispec.LoadOrFail(t, openapiFile) }
 
@@ -62,6 +62,14 @@ func TestOpenAPIEnums(t *testing.T) {
 	}
 	if got := strs(get(schemas, "MessageInfo", "properties", "state", "enum")); !slices.Equal(got, states) {
 		t.Errorf("MessageInfo.state enum %v, want %v", got, states)
+	}
+	kinds := TrailEventKinds()
+	if !slices.Equal(kinds, engine.EventKinds()) {
+		t.Errorf("api's trail event kinds %v, the engine's %v", kinds, engine.EventKinds())
+	}
+	kinds = slices.Sorted(slices.Values(kinds))
+	if got := slices.Sorted(slices.Values(strs(get(schemas, "TrailEvent", "properties", "kind", "enum")))); !slices.Equal(got, kinds) {
+		t.Errorf("TrailEvent.kind enum %v, want %v", got, kinds)
 	}
 	// A nullable request field lists null among its values (OpenAPI 3.0.3).
 	encodings := []string{"null"}

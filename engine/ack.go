@@ -81,6 +81,11 @@ type ackBatch struct {
 	g      *group
 	leases []ackedLease
 	items  []progressItem
+	// at is when the ack was asked for, for its trail entries; redriveTo
+	// is the group a redrive acks dead letters for: then the entries say
+	// "redriven" rather than "acked" (trailrec.go).
+	at        int64
+	redriveTo *group
 }
 
 type ackedLease struct {
@@ -99,7 +104,7 @@ func (c *consumers) stopAckedLocked(topic, name string, receipts []string) (*ack
 	if err != nil {
 		return nil, err
 	}
-	a := &ackBatch{g: g, leases: make([]ackedLease, 0, len(receipts))}
+	a := &ackBatch{g: g, leases: make([]ackedLease, 0, len(receipts)), at: c.eng.Now()}
 	for _, r := range receipts {
 		gq, q, off, l, err := c.groupLeaseLocked(g, r)
 		if err != nil {
@@ -125,15 +130,37 @@ func (c *consumers) stopAckedLocked(topic, name string, receipts []string) (*ack
 	return a, nil
 }
 
-// record is the ack's commit-log record.
-func (a *ackBatch) record() commitlog.Record { return encodeProgress(recAck, a.g.id, a.items) }
-
-// appendRecord appends a's record to recs, if a is not nil.
+// appendRecord appends a's records to recs, if a is not nil: the ack
+// record, then the trail record that times it.
 func (a *ackBatch) appendRecord(recs []commitlog.Record) []commitlog.Record {
 	if a == nil {
 		return recs
 	}
-	return append(recs, a.record())
+	return trailRecords(append(recs, encodeProgress(recAck, a.g.id, a.items)), a.trail())
+}
+
+// trail is the trail entries of a: one a message, none for the engine's
+// own group unless it redrives.
+func (a *ackBatch) trail() []trailEntry {
+	kind, gid := trailAcked, a.g.id
+	switch {
+	case a.redriveTo != nil:
+		kind, gid = trailRedriven, a.redriveTo.id
+	case a.g.internal:
+		return nil
+	}
+	es := make([]trailEntry, 0, len(a.leases))
+	for _, t := range a.leases {
+		if !t.l.hasPos {
+			continue
+		}
+		te := trailEntry{kind: kind, pos: t.l.pos, group: gid, attempt: t.l.attempt, at: a.at}
+		if a.redriveTo != nil {
+			te.attempt = 0 // the redrive reader's attempts mean nothing to the group
+		}
+		es = append(es, te)
+	}
+	return es
 }
 
 // restoreLocked gives the leases back after the ack's record failed.
@@ -164,7 +191,7 @@ func (a *ackBatch) doneLocked(e *Engine) {
 // gate shared (invariant E2: from before the append until the effect is
 // applied).
 func (c *consumers) commitAcks(a *ackBatch) error {
-	_, err := c.eng.clog.Append(a.record())
+	_, err := c.eng.clog.Append(a.appendRecord(nil)...)
 	c.eng.mu.Lock()
 	defer c.eng.mu.Unlock()
 	if err != nil {
@@ -190,7 +217,9 @@ func (e *Engine) Nack(ctx context.Context, topic, name, receipt string, delay ti
 	}
 	e.disp.stopTimerLocked(l.timer)
 	gq.setLease(off, nil)
-	e.cons.failedLocked(g, gq, q, off, l.attempt, delay, e.disp.leaseTimeLocked())
+	now := e.disp.leaseTimeLocked()
+	back := e.cons.failedLocked(g, gq, q, off, l.attempt, delay, now)
+	e.cons.noteTrailLocked(g, l, trailNacked, now, back)
 	return nil
 }
 
@@ -224,20 +253,24 @@ func (c *consumers) leaseExpiredLocked(ref timerRef) {
 	}
 	gq.setLease(ref.offset, nil)
 	// The backoff counts from when the lease ended, not from when the loop noticed.
-	c.failedLocked(g, gq, ref.queue, ref.offset, l.attempt, 0, ref.due)
+	back := c.failedLocked(g, gq, ref.queue, ref.offset, l.attempt, 0, ref.due)
+	c.noteTrailLocked(g, l, trailLeaseExpired, ref.due, back)
 }
 
-// failedLocked schedules a redelivery or a dead-lettering.
-func (c *consumers) failedLocked(g *group, gq *groupQueue, q uint16, off uint64, attempt uint32, delay time.Duration, from int64) {
+// failedLocked schedules a redelivery or a dead-lettering. It returns when
+// the message comes back, or 0 when it is dead-lettered.
+func (c *consumers) failedLocked(g *group, gq *groupQueue, q uint16, off uint64, attempt uint32, delay time.Duration, from int64) int64 {
 	if int(attempt) >= g.cfg.MaxAttempts {
 		c.addDeadLettersLocked(deadLetter{g: g, queue: q, offset: off, attempt: attempt})
 		c.eng.life.kickLoop()
-		return
+		return 0
 	}
 	if delay == 0 {
 		delay = g.cfg.Backoff(attempt)
 	}
-	gq.setRetry(off, c.eng.disp.startTimerLocked(timerRef{kind: refRetry, due: from + clock.CeilMillis(delay), group: g.id, queue: q, offset: off}))
+	due := from + clock.CeilMillis(delay)
+	gq.setRetry(off, c.eng.disp.startTimerLocked(timerRef{kind: refRetry, due: due, group: g.id, queue: q, offset: off}))
+	return due
 }
 
 // retryReadyLocked makes a message whose backoff ended receivable again.

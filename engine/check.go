@@ -402,6 +402,8 @@ func (c *checker) record(p commitlog.Pos, rec commitlog.Record) error {
 		_, _, err = decodeProgress(rec.Type, rec.Payload)
 	case recSetAside:
 		err = c.setAside(pos, rec.Payload)
+	case recTrail:
+		_, err = decodeTrail(rec.Payload)
 	default:
 		c.recProblems = append(c.recProblems, posProblem{pos, fmt.Sprintf("unknown record type %d: recovery refuses it (written by a newer hourglass?)", rec.Type)})
 	}

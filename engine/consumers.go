@@ -25,6 +25,9 @@ type consumers struct {
 	deadLetters     []deadLetter      // waiting to be moved by the loop
 	deadLetterAfter int64             // no dead-lettering before this (after a failure)
 	forGroup        map[uint64]uint32 // messages for one group falling due soon: position -> group (forgroup.go)
+	// trail holds the nacks and lease expiries the loop has yet to write
+	// (trailrec.go): they change nothing durable, so nothing waits for them.
+	trail []trailEntry
 }
 
 // group returns the group of topic and name, or nil; no lock needed.
@@ -163,3 +166,41 @@ func (c *consumers) forgetForGroupLocked(pos uint64) { delete(c.forGroup, pos) }
 // forGroupWaitingLocked reports whether messages for one group wait to
 // fire: their entries must be passed over by the other groups.
 func (c *consumers) forGroupWaitingLocked() bool { return len(c.forGroup) > 0 }
+
+// maxTrailWaiting bounds the trail entries waiting for the loop, so that a
+// stalled disk cannot grow them without end; past it, the oldest go and
+// the loss is logged.
+const maxTrailWaiting = 1 << 16
+
+// noteTrailLocked queues the trail entry of a nack or lease expiry of the
+// lease l of g at at; back is when the message comes back (0: it is
+// dead-lettered). The engine's own group has no trail.
+func (c *consumers) noteTrailLocked(g *group, l *lease, kind trailKind, at, back int64) {
+	if g.internal || !l.hasPos {
+		return
+	}
+	if len(c.trail) >= maxTrailWaiting {
+		c.eng.opts.Logger.Warn("trail entries waiting for the disk are over the limit: the oldest are dropped from message histories", "dropped", len(c.trail)/2)
+		c.trail = append(c.trail[:0], c.trail[len(c.trail)/2:]...)
+	}
+	c.trail = append(c.trail, trailEntry{kind: kind, pos: l.pos, group: g.id, attempt: l.attempt, at: at, arg: back})
+	c.eng.life.kickLoop()
+}
+
+// takeTrailLocked hands the waiting trail entries over to the loop.
+func (c *consumers) takeTrailLocked() []trailEntry {
+	es := c.trail
+	c.trail = nil
+	return es
+}
+
+// writeTrail writes trail entries the loop took. A failed write loses
+// them from the histories, and says so: they are history, not state, and
+// the disk that refused them fails the writes that matter too.
+func (c *consumers) writeTrail(es []trailEntry) {
+	c.eng.gate.RLock()
+	defer c.eng.gate.RUnlock()
+	if _, err := c.eng.clog.Append(encodeTrail(es)); err != nil {
+		c.eng.opts.Logger.Error("trail record write failed: nacks and lease expiries are missing from message histories", "entries", len(es), "err", err)
+	}
+}

@@ -196,11 +196,12 @@ func (e *Engine) change(ctx context.Context, id message.ID, w *message.When, ifD
 	h := e.disp.holdLocked(id.Pos, due, w == nil, newDue)
 	e.mu.Unlock()
 
-	rec := encodePos(recCancel, id.Pos, 0)
+	rec, te := encodePos(recCancel, id.Pos, 0), trailEntry{kind: trailCancelled, pos: id.Pos, at: e.Now()}
 	if w != nil {
 		rec = encodePos(recReschedule, id.Pos, newDue)
+		te.kind, te.arg = trailRescheduled, newDue
 	}
-	_, aerr := e.clog.Append(rec)
+	_, aerr := e.clog.Append(rec, encodeTrail([]trailEntry{te}))
 
 	e.mu.Lock()
 	defer e.mu.Unlock()

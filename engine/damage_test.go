@@ -371,7 +371,7 @@ func TestDamagedDeadLetterIsSetAside(t *testing.T) {
 	if pos, _ := h.damageRecord(0, 30); pos != r.ID.Pos {
 		t.Fatalf("damaged %d, want %d", pos, r.ID.Pos)
 	}
-	if err := h.e.DeadLetter(context.Background(), "t", "g", mine.Receipt); err != nil {
+	if err := h.e.DeadLetterAttempts(context.Background(), "t", "g", mine.Receipt, 0); err != nil {
 		t.Fatalf("dead-lettering a damaged message: %v", err)
 	}
 	if d := h.e.Damage(); d.SetAsideTotal != 1 || d.SetAside[0].Pos != r.ID.Pos || d.SetAside[0].Group != "g" {

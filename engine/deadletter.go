@@ -128,6 +128,7 @@ func (c *consumers) moveDeadLetter(j deadLetter) error {
 		recs = append(recs, commitlog.Record{Type: recMessage, Payload: message.Encode(nil, s)})
 	}
 	recs = append(recs, encodeProgress(recAck, j.g.id, []progressItem{{queue: j.queue, offset: j.offset}}))
+	recs = deadLetterTrail(recs, j, en[0].Pos, s, c.eng.Now())
 	c.eng.gate.RLock()
 	defer c.eng.gate.RUnlock()
 	pos, err := c.eng.clog.Append(recs...)
@@ -148,40 +149,61 @@ func (c *consumers) moveDeadLetter(j deadLetter) error {
 	return nil
 }
 
-// ReasonGivenUp is the dead-letter reason of a message its consumer moved
-// there itself (DeadLetter).
-const ReasonGivenUp = "given-up"
-
-// DeadLetter moves the leased message a receipt names to its group's
-// dead-letter topic now, whatever its attempts, and acks it in the group:
-// its consumer gives up on it (RocketMQ's ForwardMessageToDeadLetterQueue,
-// which the official push consumers call once a message failed their
-// maximum attempts, and retry until it succeeds). It returns once the copy
-// and the ack are durable. The receipt must name a live lease, as an ack's
-// must, or a message the group has finished with (acked, or dead-lettered
-// already, say by the engine once its lease ran out): then nothing more is
-// done and the answer is nil, so a client that retries a forward until it
-// succeeds lets go of it. If the write fails the lease is over all the
-// same, and the message is moved later by the loop, as one out of attempts
-// is.
-func (e *Engine) DeadLetter(ctx context.Context, topic, name, receipt string) error {
-	return e.DeadLetterAttempts(ctx, topic, name, receipt, 0)
+// deadLetterTrail appends to recs (the copy cp, if any, then the ack) the
+// trail record of the dead-lettering j of the message at pos: it points
+// back at the copy by the bytes between them, and has the copy's time, so
+// that none of the copy's events comes before it. The engine's own group
+// has no trail.
+func deadLetterTrail(recs []commitlog.Record, j deadLetter, pos uint64, cp *message.Stored, now int64) []commitlog.Record {
+	if j.g.internal {
+		return recs
+	}
+	if cp != nil {
+		now = cp.Sent
+	}
+	te := trailEntry{kind: trailDeadMaxAttempts, pos: pos, group: j.g.id, attempt: j.attempt, at: now}
+	switch j.reason {
+	case ReasonExpired:
+		te.kind = trailDeadExpired
+	case ReasonGivenUp:
+		te.kind = trailDeadGivenUp
+	}
+	if len(recs) == 2 {
+		te.arg = frameBytes(recs[0]) + frameBytes(recs[1])
+	}
+	return append(recs, encodeTrail([]trailEntry{te}))
 }
+
+// ReasonGivenUp is the dead-letter reason of a message its consumer moved
+// there itself (DeadLetterAttempts).
+const ReasonGivenUp = "given-up"
 
 // MaxReportedAttempts bounds the attempts a consumer may report to
 // DeadLetterAttempts: the most MaxAttempts a group may have.
 const MaxReportedAttempts = 1000
 
-// DeadLetterAttempts is DeadLetter for a consumer that retried the
-// message itself before giving up (RocketMQ's push consumers retry a FIFO
-// message locally, under one lease, and report their delivery_attempt in
-// the forward). attempts is the deliveries the consumer counts, its own
-// retries included; 0 means it reports none. The dead letter's
-// hourglass-attempts property records the attempts the group made: the
-// larger of the broker's deliveries of the message to the group and the
-// consumer's count. Without this the property said 1 for a message its
-// consumer had tried 16 times under one lease. attempts outside [0,
-// MaxReportedAttempts] is refused with InvalidArgument, and nothing moves.
+// DeadLetterAttempts moves the leased message a receipt names to its
+// group's dead-letter topic now, whatever its attempts, and acks it in the
+// group: its consumer gives up on it (RocketMQ's
+// ForwardMessageToDeadLetterQueue, which the official push consumers call
+// once a message failed their maximum attempts, and retry until it
+// succeeds). It returns once the copy and the ack are durable. The receipt
+// must name a live lease, as an ack's must, or a message the group has
+// finished with (acked, or dead-lettered already, say by the engine once
+// its lease ran out): then nothing more is done and the answer is nil, so
+// a client that retries a forward until it succeeds lets go of it. If the
+// write fails the lease is over all the same, and the message is moved
+// later by the loop, as one out of attempts is.
+//
+// attempts is the deliveries the consumer counts, its own retries
+// included (RocketMQ's push consumers retry a FIFO message locally, under
+// one lease, and report their delivery_attempt in the forward); 0 means it
+// reports none. The dead letter's hourglass-attempts property records the
+// attempts the group made: the larger of the broker's deliveries of the
+// message to the group and the consumer's count. Without this the property
+// said 1 for a message its consumer had tried 16 times under one lease.
+// attempts outside [0, MaxReportedAttempts] is refused with
+// InvalidArgument, and nothing moves.
 func (e *Engine) DeadLetterAttempts(ctx context.Context, topic, name, receipt string, attempts int) error {
 	if attempts < 0 || attempts > MaxReportedAttempts {
 		return errs.New(errs.InvalidArgument, "reported delivery attempts %d is not in [0, %d]", attempts, MaxReportedAttempts)

@@ -25,10 +25,10 @@ func TestDeadLetterNow(t *testing.T) {
 	}
 	h.waitVisible("t", 1)
 	r := h.receiveN("t", "g", 1, time.Minute)[0]
-	if err := h.e.DeadLetter(ctx, "t", "g", r.Receipt); err != nil {
+	if err := h.e.DeadLetterAttempts(ctx, "t", "g", r.Receipt, 0); err != nil {
 		t.Fatalf("dead-letter: %v", err)
 	}
-	if err := h.e.DeadLetter(ctx, "t", "g", r.Receipt); err != nil {
+	if err := h.e.DeadLetterAttempts(ctx, "t", "g", r.Receipt, 0); err != nil {
 		t.Fatalf("the same receipt again: %v, want success (the message is done)", err)
 	}
 	if err := h.e.Ack(ctx, "t", "g", r.Receipt); errs.CodeOf(err) != errs.NotFound {
@@ -66,7 +66,7 @@ func TestDeadLetterRefusesBadReceipts(t *testing.T) {
 		{"t", "other", r.Receipt},
 		{"nope", "g", r.Receipt},
 	} {
-		if err := h.e.DeadLetter(ctx, c.topic, c.group, c.receipt); err == nil {
+		if err := h.e.DeadLetterAttempts(ctx, c.topic, c.group, c.receipt, 0); err == nil {
 			t.Fatalf("dead-letter %+v accepted", c)
 		}
 	}
@@ -99,7 +99,7 @@ func TestDeadLetterReadErrorKeepsMessage(t *testing.T) {
 		}
 		return nil
 	})
-	if err := h.e.DeadLetter(ctx, "t", "g", r.Receipt); errs.CodeOf(err) != errs.Unavailable {
+	if err := h.e.DeadLetterAttempts(ctx, "t", "g", r.Receipt, 0); errs.CodeOf(err) != errs.Unavailable {
 		t.Fatalf("dead-letter over a read error: %v, want unavailable", err)
 	}
 	if gi := groupInfo(h, "t", "g"); gi.DeadLettered != 0 {
@@ -145,8 +145,8 @@ func TestDeadLetterRacesAck(t *testing.T) {
 	var wg sync.WaitGroup
 	for _, r := range rs {
 		wg.Add(3)
-		go func() { defer wg.Done(); _ = h.e.DeadLetter(ctx, "t", "g", r.Receipt) }()
-		go func() { defer wg.Done(); _ = h.e.DeadLetter(ctx, "t", "g", r.Receipt) }()
+		go func() { defer wg.Done(); _ = h.e.DeadLetterAttempts(ctx, "t", "g", r.Receipt, 0) }()
+		go func() { defer wg.Done(); _ = h.e.DeadLetterAttempts(ctx, "t", "g", r.Receipt, 0) }()
 		go func() {
 			defer wg.Done()
 			if h.e.Ack(ctx, "t", "g", r.Receipt) == nil {

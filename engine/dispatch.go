@@ -361,7 +361,13 @@ func (d *dispatcher) loop() {
 		batch := d.takeBatchLocked(now)
 		wait := d.waitLocked(now)
 		dead := d.eng.cons.deadLettersDueLocked(now)
+		trail := d.eng.cons.takeTrailLocked()
 		d.eng.mu.Unlock()
+		if len(trail) > 0 {
+			// Before the dead letters: a nack that ran out of attempts
+			// comes before its dead-lettering in the log, as it happened.
+			d.eng.cons.writeTrail(trail)
+		}
 		if dead {
 			d.eng.cons.moveDeadLetters()
 		}

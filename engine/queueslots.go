@@ -22,6 +22,10 @@ type lease struct {
 	seq     uint32
 	attempt uint32
 	timer   timerHandle
+	// pos is the message's identity position, for its trail entries;
+	// hasPos is false until the delivery has read it (deliver).
+	pos    uint64
+	hasPos bool
 }
 
 func newGroupQueue() *groupQueue { return &groupQueue{} }

@@ -49,6 +49,7 @@ type handout struct {
 	attempt uint32
 	seq     uint32
 	n       uint64 // queue length when taken, to read the entry
+	until   int64  // the lease's end when taken, for the trail
 }
 
 // Receive hands out up to Max visible messages of a topic to a group
@@ -221,7 +222,7 @@ func (c *consumers) takeLocked(g *group, max int, invisible time.Duration) []han
 			l := &lease{seq: seq, attempt: att}
 			l.timer = c.eng.disp.startTimerLocked(timerRef{kind: refLease, due: expires, group: g.id, queue: uint16(qi), offset: off, seq: l.seq})
 			gq.setLease(off, l)
-			hs = append(hs, handout{queue: uint16(qi), offset: off, attempt: att, seq: l.seq, n: n})
+			hs = append(hs, handout{queue: uint16(qi), offset: off, attempt: att, seq: l.seq, n: n, until: expires})
 			limit--
 			g.delivered++
 			if att > 1 {
@@ -315,6 +316,13 @@ func (c *consumers) deliver(g *group, hs []handout, a *ackBatch) ([]Received, er
 	if a != nil {
 		a.doneLocked(c.eng)
 	}
+	for _, it := range items {
+		// The lease learns its message's position for the trail entries of
+		// its ack, nack or expiry, unless it already ended.
+		if l := g.queues[it.queue].leaseOf(it.offset); l != nil && l.attempt == it.attempt {
+			l.pos, l.hasPos = it.pos, true
+		}
+	}
 	if len(expired) > 0 {
 		c.expireHandoutsLocked(g, expired)
 	}
@@ -357,12 +365,12 @@ type skipped struct {
 // acks, its failure fails the receive: the acks' leases are restored and
 // the handouts given back, so that nothing is acked and nothing leased.
 func (c *consumers) appendDelivery(g *group, hs []handout, a *ackBatch, items []progressItem) error {
-	recs := make([]commitlog.Record, 0, 2)
-	if a != nil {
-		recs = append(recs, a.record())
-	}
+	recs := a.appendRecord(make([]commitlog.Record, 0, 4))
 	if len(items) > 0 {
 		recs = append(recs, encodeProgress(recAttempt, g.id, items))
+		if !g.internal {
+			recs = trailRecords(recs, deliveryTrail(g, items, c.eng.Now()))
+		}
 	}
 	if len(recs) == 0 {
 		return nil
@@ -422,7 +430,7 @@ func (c *consumers) readHandouts(g *group, hs []handout) (out []Received, items 
 			Visible: Visible{ID: c.eng.ids.seal.ID(en.Pos, s.Nonce), Offset: h.offset, Due: en.Due, Visible: en.Visible, Message: s},
 			Receipt: c.eng.ids.encodeReceipt(g.id, h.queue, h.offset, h.seq), Attempt: int(h.attempt), Queue: int(h.queue),
 		})
-		items = append(items, progressItem{queue: h.queue, offset: h.offset, attempt: h.attempt})
+		items = append(items, progressItem{queue: h.queue, offset: h.offset, attempt: h.attempt, pos: en.Pos, until: h.until})
 	}
 	return out, items, skip, expired, bad, nil
 }
@@ -471,4 +479,13 @@ func (c *consumers) takeBackLocked(g *group, h handout) bool {
 	}
 	g.delivered--
 	return true
+}
+
+// deliveryTrail is the trail entries of the deliveries items of g at now.
+func deliveryTrail(g *group, items []progressItem, now int64) []trailEntry {
+	es := make([]trailEntry, len(items))
+	for i, it := range items {
+		es[i] = trailEntry{kind: trailDelivered, pos: it.pos, group: g.id, attempt: it.attempt, at: now, arg: it.until}
+	}
+	return es
 }

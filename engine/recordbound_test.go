@@ -78,7 +78,7 @@ func TestDeadLetterCopyAtTheLimits(t *testing.T) {
 	}
 	h.waitVisible(topic, 1)
 	r := h.receiveN(topic, "g", 1, time.Minute)[0]
-	if err := h.e.DeadLetter(ctx, topic, "g", r.Receipt); err != nil {
+	if err := h.e.DeadLetterAttempts(ctx, topic, "g", r.Receipt, 0); err != nil {
 		t.Fatalf("dead-letter copy of a message at the limits: %v", err)
 	}
 	if dl := h.receiveDLQ(DeadLetterTopic(topic, "g")); len(dl.Message.Body) != 1<<20 || len(dl.Message.Properties) != nprops+4 {
@@ -101,7 +101,7 @@ func TestCopiesOfMessagesAboveLoweredLimits(t *testing.T) {
 	h.restart()
 	h.waitVisible("t", 1)
 	r := h.receiveN("t", "g", 1, time.Minute)[0]
-	if err := h.e.DeadLetter(ctx, "t", "g", r.Receipt); err != nil {
+	if err := h.e.DeadLetterAttempts(ctx, "t", "g", r.Receipt, 0); err != nil {
 		t.Fatalf("dead-letter copy of a %d-byte message under a 1 KiB limit: %v", size, err)
 	}
 	if dl := h.receiveDLQ(DeadLetterTopic("t", "g")); len(dl.Message.Body) != size {

@@ -26,6 +26,7 @@ import (
 //	8     attempt     group u32 | n u32 | n x (queue u16 | offset u64 | attempt u32)
 //	9     moved       identity pos u64 | message payload as in type 1 (compaction forward)
 //	10    set-aside   group u32 | n u32 | n x (queue u16 | offset u64 | pos u64): damaged messages a group passed over (damage.go)
+//	11    trail       version u8 | n u32 | n x (kind u8 | pos u64 | group u32 | attempt u32 | at i64 | arg i64): events with their times (trailrec.go)
 //	254   skip        commitlog.TypeSkip: bytes quarantined by repair; never a record
 //
 // Recovery refuses a record of an unknown type (written by a newer
@@ -167,6 +168,10 @@ type progressItem struct {
 	queue   uint16
 	offset  uint64
 	attempt uint32
+	// Not in the record: a delivery's message position and lease end, for
+	// its trail entry.
+	pos   uint64
+	until int64
 }
 
 func encodeProgress(typ commitlog.Type, gid uint32, items []progressItem) commitlog.Record {

@@ -93,6 +93,7 @@ func (c *consumers) redriveBatch(ctx context.Context, g *group, reqs []SendReque
 	if err != nil {
 		return err
 	}
+	a.redriveTo = g // the trail says where the dead letters went
 	if _, err := c.eng.sendBatch(ctx, reqs, true, a); err != nil {
 		c.eng.mu.Lock()
 		a.restoreLocked(c.eng)

@@ -59,6 +59,10 @@ func (r *recovery) replayLocked(pos uint64, rec commitlog.Record, minDue *int64)
 		return r.replayProgressLocked(pos, rec)
 	case recSetAside:
 		return r.replaySetAsideLocked(pos, rec)
+	case recTrail:
+		// History, not state (trailrec.go): only its form is checked.
+		_, err := decodeTrail(rec.Payload)
+		return err
 	default:
 		// Unknown types are written by a newer version; refuse rather than
 		// silently drop state.

@@ -42,7 +42,7 @@ func TestSystemPropertiesDoNotCount(t *testing.T) {
 	}
 	h.waitVisible("t", 1)
 	r := h.receiveN("t", "g", 1, time.Minute)[0]
-	if err := h.e.DeadLetter(ctx, "t", "g", r.Receipt); err != nil {
+	if err := h.e.DeadLetterAttempts(ctx, "t", "g", r.Receipt, 0); err != nil {
 		t.Fatal(err)
 	}
 	h.waitVisible(DeadLetterTopic("t", "g"), 1)

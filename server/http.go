@@ -98,6 +98,7 @@ var routes = []route{
 	{"POST", "/v1/topics/{topic}/groups/{group}/dead/resend", (*Handler).deadResend, adminGroup},
 	{"POST", "/v1/topics/{topic}/groups/{group}/dead/delete", (*Handler).deadDelete, adminGroup},
 	{"POST", "/v1/topics/{topic}/groups/{group}/dead/purge", (*Handler).deadPurge, adminGroup},
+	{"GET", "/v1/messages/{id}/trail", (*Handler).trail, byMessage},
 }
 
 // New returns the HTTP API of eng configured by opts (limits, auth token,

@@ -542,13 +542,7 @@
     $("#msg-props tbody").replaceChildren(...(props.length ? props.map(([k, v]) => el("tr", {}, el("td", {}, k), el("td", {}, v)))
       : [el("tr", {}, el("td", { colspan: 2 }, "none"))]));
     drawBody();
-    const history = [el("li", {}, `sent ${fmtTime(info.sent, true)}`)];
-    if (info.state === "cancelled") history.push(el("li", {}, `cancelled (it was due ${fmtTime(info.due, true)}); it will never be delivered`));
-    else if (info.state === "visible") history.push(el("li", {}, `fell due ${fmtTime(info.due, true)}`),
-      el("li", {}, info.visible ? `visible to consumers ${fmtTime(info.visible, true)}` : "visible to consumers (time not kept)"));
-    else if (info.state === "due") history.push(el("li", {}, `fell due ${fmtTime(info.due, true)}; waiting for dispatch`));
-    else history.push(el("li", {}, `due ${fmtTime(info.due, true)} (after any reschedule)`));
-    $("#msg-history").replaceChildren(...history);
+    showTrail(info.id);
     const pending = info.state === "pending";
     const manage = can("manage", info.topic);
     for (const b of ["#msg-cancel", "#msg-reschedule", "#msg-when"]) $(b).disabled = !pending || !manage;
@@ -558,6 +552,60 @@
     tick();
     clearInterval(countdown);
     countdown = setInterval(tick, 1000);
+  }
+
+  // ---- a message's history, from the broker's log ----
+
+  const TRAIL_TEXT = { sent: "sent", rescheduled: "rescheduled", cancelled: "cancelled", fell_due: "fell due",
+    visible: "made visible", delivered: "delivered", acked: "acked", nacked: "nacked", lease_expired: "lease expired",
+    dead_lettered: "dead-lettered", redriven: "redriven" };
+
+  function fmtMillis(ms) { return fmtTime(ms, true) + "." + String(ms % 1000).padStart(3, "0"); }
+
+  // trailDetail is what an event says besides its time and kind.
+  function trailDetail(ev) {
+    const parts = [];
+    if (ev.group) parts.push(`group ${ev.group}` + (ev.attempt ? `, attempt ${ev.attempt}` : ""));
+    if (ev.due) parts.push(`due ${fmtMillis(ev.due)}`);
+    else if (ev.until && ev.kind === "delivered") parts.push(`lease until ${fmtMillis(ev.until)}`);
+    else if (ev.until) parts.push(`back at ${fmtMillis(ev.until)}`);
+    else if (ev.kind === "nacked" || ev.kind === "lease_expired") parts.push("out of attempts");
+    if (ev.reason) parts.push(`reason ${ev.reason}`);
+    return parts.join("; ");
+  }
+
+  // showTrail lists the events the broker's commit log holds for a
+  // message, each with its time (GET /v1/messages/{id}/trail); nothing is
+  // made up from its current state.
+  async function showTrail(id) {
+    const list = $("#msg-history");
+    list.replaceChildren(el("li", {}, "reading the log…"));
+    setText("#msg-trail-cost", "");
+    let tr;
+    try {
+      tr = await api("GET", "/v1/messages/" + encodeURIComponent(id) + "/trail");
+    } catch (e) {
+      list.replaceChildren(el("li", { class: "error" }, "history: " + e.message));
+      return;
+    }
+    if (!shown || shown.info.id !== id) return; // another message is on screen now
+    const items = [];
+    if (tr.partial) items.push(el("li", {}, "Retention removed log segments written after this message: the events recorded there are gone."));
+    let of = tr.id;
+    for (const ev of tr.events) {
+      if (ev.message !== of) {
+        of = ev.message;
+        items.push(el("li", { class: "trail-copy" }, "events of the dead-letter copy ", el("a", { href: "#/message/" + of }, of)));
+      }
+      const li = el("li", { "data-kind": ev.kind }, el("time", { datetime: ev.at_time }, fmtMillis(ev.at)), " ",
+        el("strong", {}, TRAIL_TEXT[ev.kind] || ev.kind));
+      const detail = trailDetail(ev);
+      if (detail) li.append(" — " + detail);
+      if (ev.dead_letter) li.append("; copy ", el("a", { href: "#/message/" + ev.dead_letter }, ev.dead_letter));
+      items.push(li);
+    }
+    list.replaceChildren(...items);
+    setText("#msg-trail-cost", `Read from ${fmtInt(tr.scanned_bytes)} bytes of the commit log.`);
   }
 
   function tick() {

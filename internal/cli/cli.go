@@ -88,6 +88,7 @@ func commands() []*command {
 		cancelCommand(),
 		rescheduleCommand(),
 		inspectCommand(),
+		traceCommand(),
 		topicsCommand(),
 		groupsCommand(),
 		redriveCommand(),
