@@ -19,13 +19,13 @@ const openapiFile = "../docs/openapi.yaml"
 // marks every optional request field nullable).
 var requests = []any{SendMessage{}, BatchRequest{}, RescheduleRequest{}, TopicConfig{}, GroupConfig{},
 	ReceiveRequest{}, AckRequest{}, StreamAck{}, NackRequest{}, InvisibilityRequest{}, RedriveRequest{},
-	BackupRequest{}, DeadSelection{}}
+	BackupRequest{}, DeadSelection{}, SeekRequest{}}
 
 // responses are the types the server encodes.
 var responses = []any{Receipt{}, BatchReceipts{}, MessageInfo{}, Cancelled{}, Rescheduled{}, Topic{}, TopicList{},
 	Group{}, GroupList{}, ReceivedMessage{}, ReceiveResponse{}, AckResponse{}, RedriveResponse{}, Empty{}, Health{},
 	Stats{}, Error{}, ErrorBody{}, Forecast{}, ForecastBucket{}, BodyPreview{}, BackupResult{},
-	Damage{}, DamagedRange{}, SetAside{}, Scrub{}, Whoami{}, SendStreamAnswer{}, MessagePage{}, ListedMessage{}, DeadLetterResult{}, Trail{}, TrailEvent{}}
+	Damage{}, DamagedRange{}, SetAside{}, Scrub{}, Whoami{}, SendStreamAnswer{}, MessagePage{}, ListedMessage{}, DeadLetterResult{}, Trail{}, TrailEvent{}, SeekResult{}, SeekQueue{}}
 
 func loadSpec(t *testing.T) map[string]any { return openapispec.LoadOrFail(t, openapiFile) }
 

@@ -179,6 +179,8 @@ type Group struct {
 	DeadLettered uint64 `json:"dead_lettered"`
 	// DeadLetterTopic receives messages that ran out of attempts.
 	DeadLetterTopic string `json:"dead_letter_topic"`
+	// Paused is true while the group's receives hand out nothing.
+	Paused bool `json:"paused"`
 }
 
 // GroupList answers GET /v1/topics/{topic}/groups.

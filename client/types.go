@@ -235,6 +235,8 @@ type GroupInfo struct {
 	Delivered, Acked, Redelivered, DeadLettered uint64
 	// DeadLetterTopic receives messages that ran out of attempts.
 	DeadLetterTopic string
+	// Paused is true while the group's receives hand out nothing.
+	Paused bool
 }
 
 // wire returns g in the API's form.
@@ -242,7 +244,7 @@ func (g GroupInfo) wire() api.Group {
 	return api.Group{Topic: g.Topic, Name: g.Name, MaxAttempts: g.Config.MaxAttempts,
 		BackoffBase: g.Config.BackoffBase.String(), BackoffMax: g.Config.BackoffMax.String(),
 		Backlog: g.Backlog, InFlight: g.InFlight, Delivered: g.Delivered, Acked: g.Acked,
-		Redelivered: g.Redelivered, DeadLettered: g.DeadLettered, DeadLetterTopic: g.DeadLetterTopic}
+		Redelivered: g.Redelivered, DeadLettered: g.DeadLettered, DeadLetterTopic: g.DeadLetterTopic, Paused: g.Paused}
 }
 
 // MarshalJSON encodes g in the API's format.
@@ -278,7 +280,7 @@ func groupInfoOf(w api.Group) (GroupInfo, error) {
 	}
 	return GroupInfo{Topic: w.Topic, Name: w.Name, Config: GroupConfig{MaxAttempts: w.MaxAttempts, BackoffBase: base, BackoffMax: bmax},
 		Backlog: w.Backlog, InFlight: w.InFlight, Delivered: w.Delivered, Acked: w.Acked,
-		Redelivered: w.Redelivered, DeadLettered: w.DeadLettered, DeadLetterTopic: w.DeadLetterTopic}, nil
+		Redelivered: w.Redelivered, DeadLettered: w.DeadLettered, DeadLetterTopic: w.DeadLetterTopic, Paused: w.Paused}, nil
 }
 
 func parseOptionalDuration(field, s string) (time.Duration, error) {

@@ -78,21 +78,18 @@ type BackupInfo struct {
 	Duration time.Duration
 }
 
-// Backup writes a consistent copy of the data directory to dir, an
+// BackupWith writes a consistent copy of the data directory to dir, an
 // absolute path that does not exist yet or is an empty directory, whose
 // parent exists, on the engine's filesystem, while sends go on (see the
 // comment above for how, and what is and is not in it). Bad targets are
 // InvalidArgument errors; a closed engine is Unavailable. It is safe to
 // call concurrently with everything; backups run one at a time.
-func (e *Engine) Backup(ctx context.Context, dir string) (BackupInfo, error) {
-	return e.BackupWith(ctx, dir, nil)
-}
-
-// BackupWith is Backup that also writes extra (paths relative to the data
-// directory, and their bytes) into the copy before it is renamed into
-// place, so that a crash never leaves a backup that looks whole without
-// them. The caller reads them before the call: whatever they record of
-// the log (the schedules' progress) is then in the log the copy ends at.
+//
+// It also writes extra (paths relative to the data directory, and their
+// bytes; nil for none) into the copy before it is renamed into place, so
+// that a crash never leaves a backup that looks whole without them. The
+// caller reads them before the call: whatever they record of the log (the
+// schedules' progress) is then in the log the copy ends at.
 func (e *Engine) BackupWith(ctx context.Context, dir string, extra map[string][]byte) (BackupInfo, error) {
 	start := time.Now()
 	info := BackupInfo{Dir: dir}

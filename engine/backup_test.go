@@ -60,7 +60,7 @@ func TestBackupUnderLoadThenRestore(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	bdir := filepath.Join(dir, "backup")
-	info, err := e.Backup(ctx, bdir)
+	info, err := e.BackupWith(ctx, bdir, nil)
 	ss.mu.Lock()
 	ss.returned = true
 	ss.mu.Unlock()
@@ -269,13 +269,13 @@ func TestBackupRejectsBadTargets(t *testing.T) {
 	os.MkdirAll(full, 0o755)
 	os.WriteFile(filepath.Join(full, "x"), nil, 0o644)
 	for _, target := range []string{"relative/dir", full, filepath.Join(dir, "data", "b"), filepath.Join(dir, "no", "parent")} {
-		if _, err := e.Backup(context.Background(), target); errs.CodeOf(err) != errs.InvalidArgument {
+		if _, err := e.BackupWith(context.Background(), target, nil); errs.CodeOf(err) != errs.InvalidArgument {
 			t.Errorf("backup to %s: %v, want InvalidArgument", target, err)
 		}
 	}
 	empty := filepath.Join(dir, "empty")
 	os.MkdirAll(empty, 0o755)
-	if _, err := e.Backup(context.Background(), empty); err != nil {
+	if _, err := e.BackupWith(context.Background(), empty, nil); err != nil {
 		t.Fatalf("backup into an empty directory: %v", err)
 	}
 	if _, _, err := Restore(context.Background(), vfs.OS, empty, full, CheckOptions{}); errs.CodeOf(err) != errs.InvalidArgument {
@@ -297,7 +297,7 @@ func TestConcurrentBackupsIntoOneDirectory(t *testing.T) {
 	errc := make(chan error, 2)
 	for range 2 {
 		go func() {
-			_, err := h.e.Backup(context.Background(), dir)
+			_, err := h.e.BackupWith(context.Background(), dir, nil)
 			errc <- err
 		}()
 	}
@@ -339,7 +339,7 @@ func TestBackupRemovesWhatACrashLeft(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := h.e.Backup(context.Background(), dir); err != nil {
+	if _, err := h.e.BackupWith(context.Background(), dir, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(left); !os.IsNotExist(err) {

@@ -402,8 +402,8 @@ func (c *checker) record(p commitlog.Pos, rec commitlog.Record) error {
 		_, _, err = decodeProgress(rec.Type, rec.Payload)
 	case recSetAside:
 		err = c.setAside(pos, rec.Payload)
-	case recTrail:
-		_, err = decodeTrail(rec.Payload)
+	case recTrail, recGroupChange:
+		err = checkForm(rec)
 	default:
 		c.recProblems = append(c.recProblems, posProblem{pos, fmt.Sprintf("unknown record type %d: recovery refuses it (written by a newer hourglass?)", rec.Type)})
 	}
@@ -411,6 +411,18 @@ func (c *checker) record(p commitlog.Pos, rec commitlog.Record) error {
 		bad(err)
 	}
 	return nil
+}
+
+// checkForm checks the form of a record that holds no state Check
+// compares: a trail (history) or a group change (its effect is in the
+// checkpoint's progress and policy).
+func checkForm(rec commitlog.Record) error {
+	if rec.Type == recTrail {
+		_, err := decodeTrail(rec.Payload)
+		return err
+	}
+	_, err := decodeGroupChange(rec.Payload)
+	return err
 }
 
 // setAside lists the messages of the set-aside record at pos.

@@ -217,7 +217,7 @@ func (k *checkpointer) retryIndexesLocked() error {
 func (k *checkpointer) captureGroupsLocked() []checkpointGroup {
 	var out []checkpointGroup
 	k.eng.cons.eachLocked(func(g *group) {
-		cg := checkpointGroup{ID: g.id, Topic: g.topic.id, Name: g.name, Config: g.cfg}
+		cg := checkpointGroup{ID: g.id, Topic: g.topic.id, Name: g.name, Config: g.cfg, Paused: g.paused}
 		for _, gq := range g.queues {
 			cq := checkpointGroupQueue{Acked: gq.acked, Attempts: map[uint64]uint32{}}
 			gq.eachState(func(off uint64, attempts uint32, done bool) {

@@ -15,7 +15,7 @@ import (
 //
 // Layout (little endian), part of the on-disk format:
 //
-//	"HGCK" | version u8 (3) | body | crc32c u32 (Castagnoli, of everything before it)
+//	"HGCK" | version u8 (4) | body | crc32c u32 (Castagnoli, of everything before it)
 //
 //	body:
 //	  dir tag      u32   fingerprint of the directory's IDENTITY
@@ -29,6 +29,7 @@ import (
 //	  groups       u32 n, then per group:
 //	                 id u32, topic id u32, name u16 len + bytes,
 //	                 max attempts u32, backoff base ms i64, backoff max ms i64,
+//	                 flags u8 (1 = paused; version 4 on),
 //	                 queues u16, then per queue:
 //	                   acked u64, done u32 n + n x u64, attempts u32 n + n x (offset u64, attempt u32)
 //	  reloc        u32 n + n x (identity u64, current position u64)
@@ -40,10 +41,11 @@ import (
 // Maps are written sorted by key, so equal states encode to equal bytes.
 // No gob and no exported API type: a change of a Go struct cannot change
 // the format by accident. Version 1 (gob) belonged to data-directory
-// format 1, which is refused at open.
+// format 1, which is refused at open. Versions 2 and 3 are read (3 is 4
+// without the groups' flags: no group was paused before 4).
 const checkpointFile = "CHECKPOINT"
 
-const checkpointVersion = 3
+const checkpointVersion = 4
 
 // checkpointState is what recovery starts from. See the package doc for
 // the invariants.
@@ -82,8 +84,12 @@ type checkpointGroup struct {
 	ID, Topic uint32
 	Name      string
 	Config    GroupConfig
+	Paused    bool
 	Queues    []checkpointGroupQueue
 }
+
+// groupPaused is the flag of a paused group in a version 4 checkpoint.
+const groupPaused uint8 = 1
 
 type checkpointGroupQueue struct {
 	Acked    uint64
@@ -146,6 +152,11 @@ func encodeCheckpoint(st *checkpointState) ([]byte, error) {
 		w.u32(uint32(g.Config.MaxAttempts))
 		w.i64(g.Config.BackoffBase.Milliseconds())
 		w.i64(g.Config.BackoffMax.Milliseconds())
+		var flags uint8
+		if g.Paused {
+			flags |= groupPaused
+		}
+		w.u8(flags)
 		w.u16(uint16(len(g.Queues)))
 		for _, q := range g.Queues {
 			w.u64(q.Acked)
@@ -225,8 +236,8 @@ func decodeCheckpoint(b []byte) (*checkpointState, error) {
 		return nil, errors.New("not a checkpoint file")
 	}
 	version := b[4]
-	if version != checkpointVersion && version != 2 {
-		return nil, fmt.Errorf("checkpoint version %d; this hourglass reads versions 2 and %d", version, checkpointVersion)
+	if version < 2 || version > checkpointVersion {
+		return nil, fmt.Errorf("checkpoint version %d; this hourglass reads versions 2 to %d", version, checkpointVersion)
 	}
 	body, sum := b[:len(b)-4], binary.LittleEndian.Uint32(b[len(b)-4:])
 	if crc32.Checksum(body, crcTable) != sum {
@@ -246,6 +257,13 @@ func decodeCheckpoint(b []byte) (*checkpointState, error) {
 		g.Config.MaxAttempts = int(r.u32())
 		g.Config.BackoffBase = msDuration(r.i64())
 		g.Config.BackoffMax = msDuration(r.i64())
+		if version >= 4 {
+			flags := r.u8()
+			if flags&^groupPaused != 0 {
+				r.bad = true // a flag a newer broker wrote
+			}
+			g.Paused = flags&groupPaused != 0
+		}
 		for j, nq := 0, int(r.u16()); j < nq && !r.bad; j++ {
 			q := checkpointGroupQueue{Acked: r.u64(), Attempts: map[uint64]uint32{}}
 			for k, nd := 0, r.count(8); k < nd; k++ {

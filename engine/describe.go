@@ -14,6 +14,8 @@ type GroupInfo struct {
 	Backlog int64
 	// InFlight is the messages under a lease now.
 	InFlight int64
+	// Paused is true while the group's receives hand out nothing.
+	Paused bool
 	// Counters since the process started.
 	Delivered, Acked, Redelivered, DeadLettered uint64
 	DeadLetterTopic                             string
@@ -32,7 +34,7 @@ type TopicStats struct {
 }
 
 func (c *consumers) groupInfoLocked(g *group) GroupInfo {
-	gi := GroupInfo{Topic: g.topic.name, Name: g.name, Config: g.cfg, DeadLetterTopic: g.dlq,
+	gi := GroupInfo{Topic: g.topic.name, Name: g.name, Config: g.cfg, DeadLetterTopic: g.dlq, Paused: g.paused,
 		Delivered: g.delivered, Acked: g.acked, Redelivered: g.redelivered, DeadLettered: g.deadLettered}
 	for i, gq := range g.queues {
 		gi.Backlog += int64(g.topic.queues[i].Len()) - int64(gq.acked) - int64(gq.nDone)

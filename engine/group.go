@@ -93,6 +93,8 @@ type group struct {
 	// internal marks the engine's own group (the redrive's reader of a
 	// dead-letter topic): left out wherever users see groups.
 	internal bool
+	// paused stops its receives from handing out anything (GroupAdmin).
+	paused bool
 	// Counters, under mu.
 	delivered, acked, redelivered, deadLettered uint64
 }
@@ -167,7 +169,7 @@ func (c *consumers) createGroup(topicName, name string, cfg GroupConfig, existin
 	c.eng.mu.Unlock()
 	switch {
 	case t == nil:
-		return nil, errs.New(errs.NotFound, "topic %q does not exist", topicName)
+		return nil, errs.New(errs.NotFound, "topic %q does not exist; create it first (PUT /v1/topics/{topic}, hourglass topics create)", topicName)
 	case g != nil && existingOK:
 		return g, nil
 	case g != nil:
@@ -186,6 +188,23 @@ func (c *consumers) createGroup(topicName, name string, cfg GroupConfig, existin
 	c.eng.mu.Unlock()
 	c.eng.opts.Logger.Info("group created", "topic", topicName, "group", name)
 	return g, nil
+}
+
+// topicForGroup creates the topic of an operator's new group when it does
+// not exist, as a send to it would, so that a group and its policy can be
+// set up before the first message; with NoAutoCreate it does nothing (and
+// the creation answers NotFound, saying how to create the topic). Only an
+// explicit creation does this: a receive of an unknown topic still
+// answers NotFound, and creates nothing.
+func (c *consumers) topicForGroup(topicName string) error {
+	if c.eng.opts.NoAutoCreate || c.eng.cat.topic(topicName) != nil { // no lock: see catalog.byName
+		return nil
+	}
+	_, err := c.eng.cat.createTopic(topicName, TopicConfig{}, false)
+	if errs.CodeOf(err) == errs.AlreadyExists {
+		return nil
+	}
+	return err
 }
 
 // roomForGroup refuses a new group past MaxGroups, or one whose

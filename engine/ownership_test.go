@@ -26,7 +26,7 @@ var partFiles = map[string][]string{
 	"segTable":     {"segtable.go"},
 	"lifecycle":    {"lifecycle.go", "fail.go", "lifecycle_peek_test.go"},
 	"consumers": {"consumers.go", "group.go", "receive.go", "ack.go", "expire.go", "deadletter.go", "describe.go", "readbatch.go", "forgroup.go", "redrive.go",
-		"browse_groups.go", "deadletter_admin.go",
+		"browse_groups.go", "deadletter_admin.go", "groupadmin.go",
 		"consumers_peek_test.go"},
 }
 

@@ -276,3 +276,23 @@ func (gq *groupQueue) eachState(fn func(off uint64, attempts uint32, done bool))
 		}
 	}
 }
+
+// resetTo forgets the queue's progress and starts it at off, as a seek
+// does: every lease and backoff timer is handed to stop first, so that
+// none fires for the state that is gone.
+func (gq *groupQueue) resetTo(off uint64, stop func(timerHandle)) {
+	for _, c := range gq.slots.chunks {
+		if c == nil {
+			continue
+		}
+		for j := range c {
+			if l := c[j].lease; l != nil {
+				stop(l.timer)
+			}
+			if c[j].retry.running() {
+				stop(c[j].retry)
+			}
+		}
+	}
+	*gq = groupQueue{acked: off, next: off}
+}

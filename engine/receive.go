@@ -201,6 +201,9 @@ func (c *consumers) receive(ctx context.Context, g *group, req ReceiveRequest) (
 // ones, queues in turn. In a FIFO topic a queue with a message in flight or
 // in backoff hands out nothing, and at most one message at a time.
 func (c *consumers) takeLocked(g *group, max int, invisible time.Duration) []handout {
+	if g.paused {
+		return nil
+	}
 	nq := len(g.queues)
 	hs := make([]handout, 0, c.handoutRoomLocked(g, max))
 	expires := c.eng.disp.leaseTimeLocked() + clock.CeilMillis(invisible) // 1.5 ms lasts 2, never 1

@@ -69,8 +69,9 @@ func TestReceiveCarriesAcksInOneAppend(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := len(kinds)
-	if n < 2 || kinds[n-2] != recAck || kinds[n-1] != recAttempt {
-		t.Fatalf("the log ends with record types %v; want an ack then an attempt record", kinds[max(0, n-4):])
+	// Each state record is followed by the trail record that times it.
+	if n < 4 || kinds[n-4] != recAck || kinds[n-3] != recTrail || kinds[n-2] != recAttempt || kinds[n-1] != recTrail {
+		t.Fatalf("the log ends with record types %v; want an ack then an attempt record, each with its trail", kinds[max(0, n-4):])
 	}
 	h.restart()
 	again := h.receiveN("t", "g", 3, time.Minute)

@@ -27,6 +27,7 @@ import (
 //	9     moved       identity pos u64 | message payload as in type 1 (compaction forward)
 //	10    set-aside   group u32 | n u32 | n x (queue u16 | offset u64 | pos u64): damaged messages a group passed over (damage.go)
 //	11    trail       version u8 | n u32 | n x (kind u8 | pos u64 | group u32 | attempt u32 | at i64 | arg i64): events with their times (trailrec.go)
+//	12    group change op u8 | group u32 | op payload: policy, pause, resume, seek (groupadmin.go)
 //	254   skip        commitlog.TypeSkip: bytes quarantined by repair; never a record
 //
 // Recovery refuses a record of an unknown type (written by a newer

@@ -115,6 +115,9 @@ func (r *recovery) restoreState(st *checkpointState) error {
 			return fmt.Errorf("checkpoint group %q names unknown topic %d", cg.Name, cg.Topic)
 		}
 		g := r.eng.cons.installLocked(cg.ID, t, cg.Config, cg.Name)
+		if cg.Paused {
+			r.eng.cons.applyGroupChangeLocked(g, groupChange{op: opPause})
+		}
 		for i, cq := range cg.Queues {
 			if i >= len(g.queues) {
 				break

@@ -59,6 +59,16 @@ func (r *recovery) replayLocked(pos uint64, rec commitlog.Record, minDue *int64)
 		return r.replayProgressLocked(pos, rec)
 	case recSetAside:
 		return r.replaySetAsideLocked(pos, rec)
+	case recGroupChange:
+		gc, err := decodeGroupChange(rec.Payload)
+		if err != nil {
+			return err
+		}
+		g := r.eng.cons.byIDLocked(gc.group)
+		if g == nil {
+			return fmt.Errorf("group change at %d names unknown group %d", pos, gc.group)
+		}
+		r.eng.cons.applyGroupChangeLocked(g, gc)
 	case recTrail:
 		// History, not state (trailrec.go): only its form is checked.
 		_, err := decodeTrail(rec.Payload)

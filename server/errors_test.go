@@ -69,7 +69,6 @@ func TestBadInput(t *testing.T) {
 		{"unknown topic", "GET", "/v1/topics/nope", ``, 404, "not_found", "nope"},
 		{"topic exists", "PUT", "/v1/topics/t", ``, 409, "already_exists", "exists"},
 		{"too many queues", "PUT", "/v1/topics/q", `{"queues":100000}`, 400, "invalid_argument", "queues"},
-		{"group on unknown topic", "PUT", "/v1/topics/nope/groups/g", ``, 404, "not_found", "nope"},
 		{"bad group config", "PUT", "/v1/topics/t/groups/g", `{"max_attempts":-1}`, 400, "invalid_argument", "max attempts"},
 		{"bad backoff", "PUT", "/v1/topics/t/groups/g", `{"backoff_base":"fast"}`, 400, "invalid_argument", "backoff_base"},
 		{"groups of unknown topic", "GET", "/v1/topics/nope/groups", ``, 404, "not_found", "nope"},

@@ -110,7 +110,7 @@ func (h *Handler) createGroup(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	topic, name := pathTopic(r), r.PathValue("group")
-	if err := h.eng.CreateGroup(topic, name, cfg); err != nil {
+	if err := h.eng.GroupAdmin().Create(topic, name, cfg); err != nil {
 		h.writeError(w, err)
 		return
 	}

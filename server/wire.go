@@ -24,7 +24,7 @@ func groupOf(g engine.GroupInfo) api.Group {
 	return api.Group{Topic: g.Topic, Name: g.Name, MaxAttempts: g.Config.MaxAttempts,
 		BackoffBase: g.Config.BackoffBase.String(), BackoffMax: g.Config.BackoffMax.String(),
 		Backlog: g.Backlog, InFlight: g.InFlight, Delivered: g.Delivered, Acked: g.Acked,
-		Redelivered: g.Redelivered, DeadLettered: g.DeadLettered, DeadLetterTopic: g.DeadLetterTopic}
+		Redelivered: g.Redelivered, DeadLettered: g.DeadLettered, DeadLetterTopic: g.DeadLetterTopic, Paused: g.Paused}
 }
 
 func topicOf(t engine.TopicStats) api.Topic {

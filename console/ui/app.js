@@ -455,12 +455,16 @@
           btn.title = `Principal ${me.principal} may not redrive ${g.topic}/${g.name} (it needs admin:group/${g.topic}/${g.name}).`;
         }
         btn.addEventListener("click", () => redrive(g));
-        grows.push(el("tr", { "data-group": g.topic + "/" + g.name }, el("td", {}, g.topic), el("th", { scope: "row" }, g.name),
+        const change = el("button", { type: "button", class: "quiet" }, "Change…");
+        change.addEventListener("click", () => pickGroup(g));
+        const name = el("th", { scope: "row" }, g.name);
+        if (g.paused) name.append(" ", el("span", { class: "badge cancelled" }, "paused"));
+        grows.push(el("tr", { "data-group": g.topic + "/" + g.name }, el("td", {}, g.topic), name,
           el("td", { class: "num" }, fmtInt(g.backlog)), el("td", { class: "num" }, fmtInt(g.in_flight)),
           el("td", { class: "num" }, fmtInt(g.redelivered)), el("td", { class: "num" },
             // The count since the start links to the group's dead letters.
             canAny("manage") ? el("a", { href: `#/dead/${encodeURIComponent(g.topic)}/${encodeURIComponent(g.name)}`, class: "dead-link" }, fmtInt(dead)) : fmtInt(dead)),
-          el("td", {}, btn)));
+          el("td", {}, btn, " ", change)));
       }
     }
     if (!trows.length) trows.push(el("tr", {}, el("td", { colspan: 6 }, "No topics yet.")));
@@ -478,6 +482,104 @@
     } catch (e) {
       setText("#groups-result", `Redrive failed: ${e.message}`);
     }
+  }
+
+  // ---- create and change a group ----
+
+  // pickGroup fills the group form with a group of the table.
+  function pickGroup(g) {
+    $("#ga-topic").value = g.topic;
+    $("#ga-group").value = g.name;
+    $("#ga-attempts").value = String(g.max_attempts);
+    $("#ga-base").value = g.backoff_base;
+    $("#ga-max").value = g.backoff_max;
+    setText("#ga-result", "");
+    $("#ga-topic").scrollIntoView({ block: "center" });
+    $("#ga-attempts").focus();
+  }
+
+  // groupTarget reads topic and group from the form, or says what is missing.
+  function groupTarget() {
+    const topic = $("#ga-topic").value.trim(), group = $("#ga-group").value.trim();
+    if (!topic || !group) { setText("#ga-result", "Give a topic and a group."); return null; }
+    return { topic, group, path: `/v1/topics/${encodeURIComponent(topic)}/groups/${encodeURIComponent(group)}` };
+  }
+
+  // policyBody is the policy fields the form gives; the broker checks them.
+  function policyBody() {
+    const b = {};
+    const n = $("#ga-attempts").value.trim();
+    if (n) b.max_attempts = Number(n);
+    if ($("#ga-base").value.trim()) b.backoff_base = $("#ga-base").value.trim();
+    if ($("#ga-max").value.trim()) b.backoff_max = $("#ga-max").value.trim();
+    return b;
+  }
+
+  function describeGroup(g) {
+    return `${g.topic}/${g.name}: ${g.paused ? "paused" : "running"}, ${g.max_attempts} attempts, backoff ${g.backoff_base}..${g.backoff_max}`;
+  }
+
+  // groupCall runs one change and says what became of it.
+  async function groupCall(what, method, suffix, body) {
+    const t = groupTarget();
+    if (!t) return;
+    try {
+      const r = await api(method, t.path + suffix, body);
+      setText("#ga-result", `${what}: ${describeGroup(r.group || r)}` + (r.queues ? "; " + seekSummary(r.queues) : ""));
+      refreshTopics().catch(() => {});
+    } catch (e) {
+      setText("#ga-result", `${what} failed: ${e.message}`);
+    }
+  }
+
+  function seekSummary(queues) {
+    let again = 0, skipped = 0;
+    for (const q of queues) { if (q.to < q.from) again += q.from - q.to; else skipped += q.to - q.from; }
+    return `${fmtInt(again)} message(s) to deliver again, ${fmtInt(skipped)} skipped`;
+  }
+
+  // parseSeekTo reads "now", "0", "-1h30m" (before now) or a date-time.
+  function parseSeekTo(s) {
+    s = s.trim();
+    if (s === "now") return Date.now();
+    if (s === "0") return 0;
+    const rel = /^-(\d+d)?(\d+h)?(\d+m)?(\d+s)?$/.exec(s);
+    if (rel && rel[0] !== "-") {
+      const n = (x) => (x ? parseInt(x, 10) : 0);
+      return Date.now() - (((n(rel[1]) * 24 + n(rel[2])) * 60 + n(rel[3])) * 60 + n(rel[4])) * 1000;
+    }
+    const t = new Date(s).getTime();
+    return s && Number.isFinite(t) && t >= 0 ? t : null;
+  }
+
+  async function seekGroup() {
+    const t = groupTarget();
+    if (!t) return;
+    const to = parseSeekTo($("#ga-to").value);
+    if (to === null) { setText("#ga-result", "Seek to: give now, 0, a time before now such as -1h, or a date and time."); return; }
+    if (!(await confirmAction(`Move group ${t.group} of ${t.topic} to ${to ? fmtTime(to, true) : "the start of its queues"}? ` +
+      "Messages made visible before then count as done; those after are delivered again, acked or not. Leases under way end.", "Seek"))) return;
+    await groupCall("Moved", "POST", "/seek", { to });
+  }
+
+  async function pauseGroup() {
+    const t = groupTarget();
+    if (!t) return;
+    if (!(await confirmAction(`Pause group ${t.group} of ${t.topic}? Its consumers receive nothing until it is resumed.`, "Pause"))) return;
+    await groupCall("Paused", "POST", "/pause");
+  }
+
+  function bindGroupAdmin() {
+    $("#group-admin").addEventListener("submit", (ev) => ev.preventDefault());
+    $("#ga-create").addEventListener("click", () => groupCall("Created", "PUT", "", policyBody()));
+    $("#ga-policy").addEventListener("click", () => {
+      const b = policyBody();
+      if (!Object.keys(b).length) { setText("#ga-result", "Give max attempts, a backoff base or a backoff max to change."); return; }
+      groupCall("Changed", "PATCH", "", b);
+    });
+    $("#ga-pause").addEventListener("click", pauseGroup);
+    $("#ga-resume").addEventListener("click", () => groupCall("Resumed", "POST", "/resume"));
+    $("#ga-seek").addEventListener("click", seekGroup);
   }
 
   // confirmAction asks in a modal dialog (Escape or Back says no).
@@ -711,6 +813,7 @@
     }
     $("#fc-topic").addEventListener("change", () => refreshForecast().catch((e) => setText("#fc-summary", "forecast failed: " + e.message)));
     $("#fc-log").addEventListener("change", () => refreshForecast().catch((e) => setText("#fc-summary", "forecast failed: " + e.message)));
+    bindGroupAdmin();
     $("#find-id").addEventListener("submit", findByID);
     $("#find-key").addEventListener("submit", findByKey);
     $("#msg-cancel").addEventListener("click", cancelShown);

@@ -10,12 +10,20 @@ import (
 func groupsCommand() *command {
 	return &command{
 		name:     "groups",
-		synopsis: "[list | create NAME]",
-		summary:  "list or create the consumer groups of a topic",
+		synopsis: "[list | create NAME | update NAME | pause NAME | resume NAME | seek NAME --to TIME]",
+		summary:  "list, create and change the consumer groups of a topic",
 		help: `groups --topic T (or groups list --topic T) lists the topic's consumer groups
 with their backlog, in-flight leases and counters. 'groups create NAME'
-creates a group with its redelivery policy; receive also creates an unknown
-group, with the defaults (16 attempts, backoff 1s doubling up to 5m).`,
+creates a group with its redelivery policy, before any message if need be
+(the topic is created with it unless the broker runs with
+-auto-create-topics=false); receive also creates an unknown group, with the
+defaults (16 attempts, backoff 1s doubling up to 5m). 'groups update NAME'
+changes the policy flags given. 'groups pause NAME' stops the group's
+receives from handing out anything until 'groups resume NAME', across
+restarts. 'groups seek NAME --to TIME' moves the group to a time: in every
+queue, messages made visible before TIME count as done and those at or
+after it are delivered again, acked or not (--to now skips the backlog,
+--to 0 replays all the queues hold, --to -1h the last hour).`,
 		run: runGroups,
 	}
 }
@@ -24,9 +32,10 @@ func runGroups(ctx context.Context, a *App, c *command, args []string) int {
 	fs := a.newFlagSet(c)
 	cf := a.addClientFlags(fs)
 	topic := fs.String("topic", "", "topic of the groups (required)")
-	attempts := fs.Int("max-attempts", 0, "create: deliveries before a message goes to the dead-letter topic (0: default 16)")
-	base := fs.Duration("backoff-base", 0, "create: redelivery delay after the first failed attempt, doubled per attempt (0: default 1s)")
-	maxB := fs.Duration("backoff-max", 0, "create: cap of the redelivery delay (0: default 5m)")
+	attempts := fs.Int("max-attempts", 0, "create, update: deliveries before a message goes to the dead-letter topic (0: default 16)")
+	base := fs.Duration("backoff-base", 0, "create, update: redelivery delay after the first failed attempt, doubled per attempt (0: default 1s)")
+	maxB := fs.Duration("backoff-max", 0, "create, update: cap of the redelivery delay (0: default 5m)")
+	admin := addGroupAdminFlags(fs)
 	pos, code, ok := parseFlags(fs, args)
 	if !ok {
 		return code
@@ -39,6 +48,13 @@ func runGroups(ctx context.Context, a *App, c *command, args []string) int {
 		sub, pos = pos[0], pos[1:]
 	}
 	cl := a.client(cf)
+	if *attempts < 0 || *base < 0 || *maxB < 0 {
+		return a.usageError(c, "--max-attempts, --backoff-base and --backoff-max must not be negative")
+	}
+	policy := client.GroupConfig{MaxAttempts: *attempts, BackoffBase: *base, BackoffMax: *maxB}
+	if code, ok := runGroupAdmin(ctx, a, c, cl, cf, sub, *topic, pos, policy, *admin.to); ok {
+		return code
+	}
 	switch sub {
 	case "list":
 		if len(pos) > 0 {
@@ -62,10 +78,7 @@ func runGroups(ctx context.Context, a *App, c *command, args []string) int {
 		if len(pos) != 1 {
 			return a.usageError(c, "groups create takes one group name")
 		}
-		if *attempts < 0 || *base < 0 || *maxB < 0 {
-			return a.usageError(c, "--max-attempts, --backoff-base and --backoff-max must not be negative")
-		}
-		g, err := cl.CreateGroup(ctx, *topic, pos[0], client.GroupConfig{MaxAttempts: *attempts, BackoffBase: *base, BackoffMax: *maxB})
+		g, err := cl.CreateGroup(ctx, *topic, pos[0], policy)
 		if err != nil {
 			return a.failed(c, err)
 		}
@@ -77,7 +90,7 @@ func runGroups(ctx context.Context, a *App, c *command, args []string) int {
 			g.Name, g.Topic, g.Config.MaxAttempts, shortDur(g.Config.BackoffBase), shortDur(g.Config.BackoffMax), g.DeadLetterTopic)
 		return ExitOK
 	}
-	return a.usageError(c, "unknown subcommand %q (want list or create)", sub)
+	return a.usageError(c, "unknown subcommand %q (want list, create, update, pause, resume or seek)", sub)
 }
 
 func redriveCommand() *command {

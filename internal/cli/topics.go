@@ -127,7 +127,11 @@ func (a *App) printGroups(gs []client.GroupInfo) {
 	tw := tabwriter.NewWriter(a.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "GROUP\tBACKLOG\tIN-FLIGHT\tDELIVERED\tACKED\tREDELIVERED\tDEAD\tATTEMPTS\tBACKOFF\tDEAD-LETTER TOPIC")
 	for _, g := range gs {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s..%s\t%s\n", g.Name, g.Backlog, g.InFlight, g.Delivered, g.Acked,
+		name := g.Name
+		if g.Paused {
+			name += " (paused)"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s..%s\t%s\n", name, g.Backlog, g.InFlight, g.Delivered, g.Acked,
 			g.Redelivered, g.DeadLettered, g.Config.MaxAttempts, shortDur(g.Config.BackoffBase), shortDur(g.Config.BackoffMax), g.DeadLetterTopic)
 	}
 	tw.Flush()

@@ -62,7 +62,7 @@ func runBackup(c config, dir string) (*report, error) {
 			// measured under a steady load.
 			time.Sleep(c.duration / 4)
 			l.mark(true)
-			info, berr = e.Backup(context.Background(), bdir)
+			info, berr = e.BackupWith(context.Background(), bdir, nil)
 			l.mark(false)
 		})
 		if berr != nil {
