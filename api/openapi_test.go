@@ -25,7 +25,7 @@ var requests = []any{SendMessage{}, BatchRequest{}, RescheduleRequest{}, TopicCo
 var responses = []any{Receipt{}, BatchReceipts{}, MessageInfo{}, Cancelled{}, Rescheduled{}, Topic{}, TopicList{},
 	Group{}, GroupList{}, ReceivedMessage{}, ReceiveResponse{}, AckResponse{}, RedriveResponse{}, Empty{}, Health{},
 	Stats{}, Error{}, ErrorBody{}, Forecast{}, ForecastBucket{}, BodyPreview{}, BackupResult{},
-	Damage{}, DamagedRange{}, SetAside{}, Scrub{}, Whoami{}, SendStreamAnswer{}, MessagePage{}, ListedMessage{}, DeadLetterResult{}, Trail{}, TrailEvent{}, SeekResult{}, SeekQueue{}}
+	Damage{}, DamagedRange{}, SetAside{}, Scrub{}, Whoami{}, SendStreamAnswer{}, MessagePage{}, ListedMessage{}, DeadLetterResult{}, Trail{}, TrailEvent{}, SeekResult{}, SeekQueue{}, ScheduleFiring{}, ScheduleFirings{}}
 
 func loadSpec(t *testing.T) map[string]any { return openapispec.LoadOrFail(t, openapiFile) }
 

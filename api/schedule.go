@@ -49,9 +49,12 @@ type Schedule struct {
 	// a few seconds ahead, due at the fire time); 0 when none.
 	LastFire      Millis `json:"last_fire"`
 	LastMessageID string `json:"last_message_id"`
-	// Next are the next (up to 5) fire times; empty when paused.
+	// Next are the next (up to 5) fire times; empty when paused. NextTimes
+	// are the same in RFC 3339 UTC, NextLocal in the schedule's time zone
+	// (with its offset), as its cron expression reads them.
 	Next      []Millis `json:"next"`
 	NextTimes []string `json:"next_times"`
+	NextLocal []string `json:"next_local"`
 	// LastError is the last failure to send a firing (it is retried).
 	LastError string `json:"last_error,omitempty"`
 }
@@ -59,4 +62,30 @@ type Schedule struct {
 // ScheduleList answers GET /v1/schedules, by ID.
 type ScheduleList struct {
 	Schedules []Schedule `json:"schedules"`
+}
+
+// ScheduleFiring is one fire time of a schedule and what became of it:
+// the message the broker holds under its key, or none.
+type ScheduleFiring struct {
+	Fire     Millis `json:"fire"`
+	FireTime string `json:"fire_time"`
+	// FireLocal is the fire time in the schedule's time zone.
+	FireLocal string `json:"fire_local"`
+	Key       string `json:"key"`
+	// Sent is false for a fire time skipped (paused, catch-up skip) or
+	// whose message is past retention; MessageID and State are then empty.
+	Sent      bool   `json:"sent"`
+	MessageID string `json:"message_id,omitempty"`
+	State     State  `json:"state,omitempty"`
+	// Ahead marks a firing sent ahead of its time: it is pending until
+	// its fire time.
+	Ahead bool `json:"ahead"`
+}
+
+// ScheduleFirings answers GET /v1/schedules/{schedule}/firings: the
+// firings sent ahead, then the latest fire times, newest first.
+type ScheduleFirings struct {
+	ID      string           `json:"id"`
+	TZ      string           `json:"tz"`
+	Firings []ScheduleFiring `json:"firings"`
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"net/http"
+	"strconv"
 	"unicode/utf8"
 
 	"github.com/hourglass-mq/hourglass/api"
@@ -88,5 +89,26 @@ func (c *Client) scheduleCall(ctx context.Context, method, id, action string, in
 		p += "/" + action
 	}
 	err := c.do(ctx, method, p, in, &out)
+	return out, err
+}
+
+// ScheduleFirings is what became of a schedule's latest firings (package
+// api's).
+type ScheduleFirings = api.ScheduleFirings
+
+// ScheduleFirings returns the firings of schedule id sent ahead of their
+// time, then up to n (1 to 50; 0: the broker's default of 10) of its
+// latest fire times, newest first, each with its message and state, or
+// sent false for one skipped.
+func (c *Client) ScheduleFirings(ctx context.Context, id string, n int) (ScheduleFirings, error) {
+	if err := required("schedule id", id); err != nil {
+		return ScheduleFirings{}, err
+	}
+	p := "/v1" + path("schedules", id, "firings")
+	if n != 0 {
+		p += "?n=" + strconv.Itoa(n)
+	}
+	var out ScheduleFirings
+	err := c.do(ctx, http.MethodGet, p, nil, &out)
 	return out, err
 }

@@ -178,12 +178,26 @@ func (r *Runner) Pause(id string) (Info, error) {
 		sc.Paused = true
 		if sc.LastFire > now {
 			// The firings sent ahead are cancelled below; a resume before
-			// their time sends them again.
+			// their time sends them again. The last firing is then the
+			// latest at or before now, not one cancelled: otherwise a
+			// resume showed a "last" later than its "next".
 			sc.Through = now
+			sc.LastFire, sc.LastID = r.lastSent(sc, e.spec, now)
 			return true
 		}
 		return false
 	})
+}
+
+// lastSent is the latest fire time of sc at or before now whose message
+// exists, with its ID; 0 and "" when there is none (among the few latest).
+func (r *Runner) lastSent(sc *Schedule, spec *Spec, now int64) (int64, string) {
+	for _, t := range latestFireTimes(spec, sc.Created, now, 3) {
+		if id, err := r.opts.Broker.LookupKey(sc.Topic, FireKey(keyOf(sc), t)); err == nil {
+			return t, id.String()
+		}
+	}
+	return 0, ""
 }
 
 // Resume restarts a paused schedule from now; resuming an active one
@@ -217,7 +231,7 @@ func (r *Runner) change(id string, f func(e *entry, sc *Schedule, now int64) (ca
 	sc := e.sc.clone()
 	was := *e.sc
 	cancel := f(e, sc, now)
-	if sc.Paused != was.Paused || sc.Through != was.Through {
+	if sc.Paused != was.Paused || sc.Through != was.Through || sc.LastFire != was.LastFire {
 		if err := r.store.Put(sc); err != nil {
 			return Info{}, errs.Wrap(errs.Unavailable, err, "schedule %q could not be stored", id)
 		}

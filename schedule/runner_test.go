@@ -250,8 +250,10 @@ func TestPauseResumeDelete(t *testing.T) {
 	// advance waits for Settled, which counts fire times, not sends ahead:
 	// wait for the runner's loop to have sent 10:01 (it wakes at the
 	// advance; the pause raced it in about 1 run of 300 under load).
+	var ahead string
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
 		if in, err := g.r.Get("s"); err == nil && in.LastID != "" {
+			ahead = in.LastID
 			break
 		}
 		if time.Now().After(deadline) {
@@ -262,8 +264,13 @@ func TestPauseResumeDelete(t *testing.T) {
 	if err != nil || !info.Paused || len(info.Next) != 0 {
 		t.Fatalf("pause: %+v, %v", info, err)
 	}
-	if id, err := message.ParseID(info.LastID); err != nil {
-		t.Fatalf("no firing was sent ahead before the pause (%q)", info.LastID)
+	// The cancelled firing is no longer the last one (issue 30 item 7: a
+	// resume showed a "last" later than its "next"); none was sent before.
+	if info.LastFire != 0 || info.LastID != "" {
+		t.Fatalf("after the pause the last firing is %d %q, want none", info.LastFire, info.LastID)
+	}
+	if id, err := message.ParseID(ahead); err != nil {
+		t.Fatalf("no firing was sent ahead before the pause (%q)", ahead)
 	} else if in, err := g.eng.Inspect(id); err != nil || in.State != engine.StateCancelled {
 		t.Fatalf("the firing sent ahead is %+v (%v), want cancelled", in, err)
 	}
@@ -602,5 +609,66 @@ func TestFailingScheduleDoesNotHoldTheClock(t *testing.T) {
 	}
 	if got := g.visible("t"); len(got) != 3 {
 		t.Fatalf("the other schedule's firings: %d visible, want 3", len(got))
+	}
+}
+
+// TestFiringsSayWhatBecameOfThem: the latest fire times, newest first,
+// each with its message and state: sent ahead (pending), visible, and
+// skipped while paused (not sent); after a pause the last firing is the
+// latest sent, never later than the next.
+func TestFiringsSayWhatBecameOfThem(t *testing.T) {
+	g := newRig(t)
+	if _, err := g.r.Create(Schedule{ID: "s", Topic: "t", Cron: "* * * * *", TZ: "Europe/Berlin"}); err != nil {
+		t.Fatal(err)
+	}
+	m0 := start.Truncate(time.Minute)
+	g.advance(2 * time.Minute) // 10:02:30: 10:01 and 10:02 fired
+	if _, err := g.r.Pause("s"); err != nil {
+		t.Fatal(err)
+	}
+	g.advance(2 * time.Minute) // 10:04:30: 10:03 and 10:04 skipped
+	info, err := g.r.Resume("s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.LastFire != m0.Add(2*time.Minute).UnixMilli() || info.LastFire >= info.Next[0] {
+		t.Fatalf("after pause and resume: last %d, next %v", info.LastFire, info.Next)
+	}
+	g.advance(40 * time.Second) // 10:05:10: 10:05 fired; 10:06 not yet sent ahead
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if in, _ := g.r.Get("s"); in.LastFire == m0.Add(6*time.Minute).UnixMilli() {
+			break
+		}
+		g.clk.AdvanceTo(g.clk.Now().Add(time.Second)) // into the lead of 10:06
+		if time.Now().After(deadline) {
+			t.Fatal("10:06 was not sent ahead")
+		}
+	}
+	fs, err := g.r.Firings("s", 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type want struct {
+		min   int
+		sent  bool
+		ahead bool
+		state engine.State
+	}
+	wants := []want{{6, true, true, engine.StatePending}, {5, true, false, engine.StateVisible}, {4, false, false, ""},
+		{3, false, false, ""}, {2, true, false, engine.StateVisible}, {1, true, false, engine.StateVisible}}
+	if len(fs) != len(wants) {
+		t.Fatalf("%d firings, want %d: %+v", len(fs), len(wants), fs)
+	}
+	for i, w := range wants {
+		f := fs[i]
+		if f.Fire != m0.Add(time.Duration(w.min)*time.Minute).UnixMilli() || f.Sent != w.sent || f.Ahead != w.ahead || f.State != w.state {
+			t.Errorf("firing %d: %+v, want 10:0%d sent %v ahead %v state %q", i, f, w.min, w.sent, w.ahead, w.state)
+		}
+	}
+	if _, err := g.r.Firings("s", 0); !errors.Is(err, errs.ErrInvalid) {
+		t.Fatalf("n 0: %v", err)
+	}
+	if _, err := g.r.Firings("nope", 5); !errors.Is(err, errs.ErrNotFound) {
+		t.Fatalf("unknown schedule: %v", err)
 	}
 }

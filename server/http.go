@@ -86,6 +86,7 @@ var routes = []route{
 	{"DELETE", "/v1/schedules/{schedule}", (*Handler).deleteSchedule, adminSchedule},
 	{"POST", "/v1/schedules/{schedule}/pause", (*Handler).pauseSchedule, adminSchedule},
 	{"POST", "/v1/schedules/{schedule}/resume", (*Handler).resumeSchedule, adminSchedule},
+	{"GET", "/v1/schedules/{schedule}/firings", (*Handler).scheduleFirings, adminSchedule},
 	{"GET", "/v1/clock", (*Handler).clockNow, nil},
 	{"GET", "/v1/whoami", (*Handler).whoami, nil},
 	{"POST", "/v1/clock/advance", (*Handler).clockAdvance, fixed(access.Admin, access.ResClock)},

@@ -17,7 +17,8 @@ import (
 // queryRoutes are the patterns that take query parameters; checkPath
 // refuses a query on every other /v1 route.
 var queryRoutes = map[string]bool{"GET /v1/forecast": true, "POST /v1/topics/{topic}/groups/{group}/stream": true,
-	"GET /v1/pending": true, "GET /v1/topics/{topic}/groups/{group}/inflight": true, "GET /v1/topics/{topic}/groups/{group}/dead": true}
+	"GET /v1/pending": true, "GET /v1/topics/{topic}/groups/{group}/inflight": true, "GET /v1/topics/{topic}/groups/{group}/dead": true,
+	"GET /v1/schedules/{schedule}/firings": true}
 
 // Defaults of GET /v1/forecast.
 const (

@@ -4,6 +4,8 @@ import (
 	"github.com/hourglass-mq/hourglass/access"
 
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/hourglass-mq/hourglass/api"
 	"github.com/hourglass-mq/hourglass/errs"
@@ -42,11 +44,75 @@ func scheduleOf(in schedule.Info, state string) api.Schedule {
 			out.State = api.SchedulePaused
 		}
 	}
+	loc := scheduleZone(in.TZ)
+	out.NextLocal = []string{}
 	for _, t := range in.Next {
 		out.Next = append(out.Next, api.Millis(t))
 		out.NextTimes = append(out.NextTimes, api.Millis(t).RFC3339())
+		out.NextLocal = append(out.NextLocal, localTime(t, loc))
 	}
 	return out
+}
+
+// scheduleZone is a schedule's time zone, checked when it was created;
+// UTC if it is gone from this machine's zone database since.
+func scheduleZone(tz string) *time.Location {
+	if loc, err := time.LoadLocation(tz); err == nil {
+		return loc
+	}
+	return time.UTC
+}
+
+// localTime renders ms in loc, RFC 3339 with milliseconds and the offset.
+func localTime(ms int64, loc *time.Location) string {
+	return time.UnixMilli(ms).In(loc).Format("2006-01-02T15:04:05.000Z07:00")
+}
+
+// scheduleFirings answers GET /v1/schedules/{schedule}/firings?n=N (1 to
+// 50, default 10): what became of the latest fire times.
+func (h *Handler) scheduleFirings(w http.ResponseWriter, r *http.Request) {
+	if h.noSchedules(w) {
+		return
+	}
+	id, err := pathSchedule(r)
+	if err != nil {
+		h.writeError(w, err)
+		return
+	}
+	for k := range r.URL.Query() {
+		if k != "n" {
+			h.writeError(w, errs.New(errs.InvalidArgument, "query parameter %q is not accepted; this endpoint takes only n", k))
+			return
+		}
+	}
+	n := 10
+	if q := r.URL.Query().Get("n"); q != "" {
+		if n, err = strconv.Atoi(q); err != nil {
+			h.writeError(w, errs.New(errs.InvalidArgument, "n %q is not a whole number", q))
+			return
+		}
+	}
+	fs, err := h.schedules.Firings(id, n)
+	if err != nil {
+		h.writeError(w, err)
+		return
+	}
+	info, err := h.schedules.Get(id)
+	if err != nil {
+		h.writeError(w, err)
+		return
+	}
+	loc := scheduleZone(info.TZ)
+	out := api.ScheduleFirings{ID: id, TZ: info.TZ, Firings: make([]api.ScheduleFiring, len(fs))}
+	for i, f := range fs {
+		sf := api.ScheduleFiring{Fire: api.Millis(f.Fire), FireTime: api.Millis(f.Fire).RFC3339(), FireLocal: localTime(f.Fire, loc),
+			Key: f.Key, Sent: f.Sent, Ahead: f.Ahead}
+		if f.Sent {
+			sf.MessageID, sf.State = f.ID.String(), api.State(f.State)
+		}
+		out.Firings[i] = sf
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (h *Handler) createSchedule(w http.ResponseWriter, r *http.Request) {

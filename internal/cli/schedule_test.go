@@ -20,7 +20,7 @@ func TestScheduleAndClockCommands(t *testing.T) {
 	res := r.run("schedule", "create", "report", "--topic", "reports", "--cron", "0 9 * * *", "--tz", "Europe/Berlin", "--prop", "a=b", "make")
 	res.wantCode(t, ExitOK)
 	if !strings.Contains(res.stdout, "schedule report (active)") || !strings.Contains(res.stdout, "0 9 * * * in Europe/Berlin") ||
-		!strings.Contains(res.stdout, "(in 10m0s)") {
+		!strings.Contains(res.stdout, "next:         2030-03-17 18:56:40.000 CET (2030-03-17T17:56:40.000Z, in 10m0s)") {
 		t.Fatalf("create printed:\n%s", res.stdout)
 	}
 	res = r.run("schedule", "pause", "report")
