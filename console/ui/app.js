@@ -203,7 +203,7 @@
 
   // ---- pages ----------------------------------------------------------------
 
-  const pages = ["login", "overview", "topics", "find"];
+  const pages = ["login", "overview", "topics", "find", "schedules"];
   // extra holds the pages other scripts add (browse.js): name -> show(arg).
   const extra = {};
   let authed = false;
@@ -267,6 +267,10 @@
       case "topics":
         showPage("topics");
         poll(refreshTopics);
+        break;
+      case "schedules":
+        showPage("schedules");
+        poll(refreshSchedules);
         break;
       case "find":
       case "message":
@@ -482,6 +486,79 @@
     } catch (e) {
       setText("#groups-result", `Redrive failed: ${e.message}`);
     }
+  }
+
+  // ---- schedules ----
+
+  let firingsOf = ""; // the schedule whose firings are shown
+
+  // zoned shows an RFC 3339 time with its offset (the broker renders it in
+  // the schedule's zone) as "2026-12-07 09:00:00 +01:00".
+  function zoned(rfc) {
+    const m = /^(\d{4}-\d\d-\d\d)T(\d\d:\d\d:\d\d)(?:\.\d+)?(Z|[+-]\d\d:\d\d)$/.exec(rfc || "");
+    return m ? `${m[1]} ${m[2]} ${m[3] === "Z" ? "UTC" : m[3]}` : rfc;
+  }
+
+  async function refreshSchedules() {
+    const list = await api("GET", "/v1/schedules");
+    const rows = list.schedules.map((sc) => {
+      const paused = sc.state === "paused";
+      const toggle = el("button", { type: "button", class: "quiet" }, paused ? "Resume" : "Pause…");
+      toggle.addEventListener("click", () => (paused ? scheduleOp(sc, "resume") : pauseSchedule(sc)));
+      const del = el("button", { type: "button", class: "quiet" }, "Delete…");
+      del.addEventListener("click", () => deleteSchedule(sc));
+      const show = el("button", { type: "button", class: "quiet" }, "Firings");
+      show.addEventListener("click", () => { firingsOf = sc.id; refreshFirings().catch((e) => setText("#schedules-result", e.message)); });
+      const next = sc.next_local.slice(0, 3).map((t) => el("div", {}, zoned(t)));
+      return el("tr", { "data-schedule": sc.id }, el("th", { scope: "row" }, sc.id),
+        el("td", {}, el("span", { class: "badge " + (paused ? "cancelled" : "visible") }, sc.state)),
+        el("td", {}, sc.topic), el("td", {}, el("code", {}, sc.cron), ` in ${sc.tz}`),
+        el("td", { class: "next" }, ...(next.length ? next : ["–"])),
+        el("td", {}, toggle, " ", show, " ", del));
+    });
+    if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: 6 }, "No schedules yet (hourglass schedule create, or PUT /v1/schedules/{id}).")));
+    $("#schedules-table tbody").replaceChildren(...rows);
+    if (firingsOf && !list.schedules.some((sc) => sc.id === firingsOf)) firingsOf = "";
+    if (firingsOf) await refreshFirings(); else $("#firings").hidden = true;
+  }
+
+  // refreshFirings shows what became of the chosen schedule's latest
+  // firings (GET /v1/schedules/{id}/firings), each message linked to its page.
+  async function refreshFirings() {
+    const id = firingsOf;
+    const fs = await api("GET", `/v1/schedules/${encodeURIComponent(id)}/firings?n=10`);
+    if (id !== firingsOf) return;
+    setText("#firings-id", `${id} (${fs.tz})`);
+    const rows = fs.firings.map((f) => {
+      const what = el("td", {});
+      if (!f.sent) what.append("not sent (skipped while paused, or by the catch-up policy)");
+      else what.append(el("span", { class: "badge " + f.state }, f.state), f.ahead ? " sent ahead; " : " ",
+        el("a", { href: "#/message/" + f.message_id }, f.message_id));
+      return el("tr", { "data-fire": String(f.fire) }, el("td", {}, zoned(f.fire_local)), what);
+    });
+    if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: 2 }, "No fire time yet.")));
+    $("#firings-table tbody").replaceChildren(...rows);
+    $("#firings").hidden = false;
+  }
+
+  async function scheduleOp(sc, op) {
+    try {
+      const r = await api(op === "delete" ? "DELETE" : "POST", `/v1/schedules/${encodeURIComponent(sc.id)}` + (op === "delete" ? "" : "/" + op));
+      setText("#schedules-result", `Schedule ${r.id} is ${r.state}.` + (r.next_local.length ? ` Next: ${zoned(r.next_local[0])}.` : ""));
+    } catch (e) {
+      setText("#schedules-result", `${op} failed: ${e.message}`);
+    }
+    refreshSchedules().catch(() => {});
+  }
+
+  async function pauseSchedule(sc) {
+    if (!(await confirmAction(`Pause schedule ${sc.id}? The firings already sent ahead are cancelled, and fire times that pass while it is paused are skipped.`, "Pause"))) return;
+    await scheduleOp(sc, "pause");
+  }
+
+  async function deleteSchedule(sc) {
+    if (!(await confirmAction(`Delete schedule ${sc.id} (${sc.cron} in ${sc.tz})? Its firing sent ahead is cancelled; messages already fired stay.`, "Delete"))) return;
+    await scheduleOp(sc, "delete");
   }
 
   // ---- create and change a group ----
