@@ -26,7 +26,6 @@ import (
 // A seek records the offsets it found, not only the time, so that replay
 // applies exactly what the live seek did. An unknown op is refused as
 // damage (a newer broker wrote it).
-const recGroupChange commitlog.Type = 12
 
 const (
 	opPolicy uint8 = iota + 1

@@ -43,6 +43,10 @@ const (
 	recAttempt    commitlog.Type = 8
 	recMoved      commitlog.Type = 9
 	recSetAside   commitlog.Type = 10
+	// recTrail times events of messages (trailrec.go).
+	recTrail commitlog.Type = 11
+	// recGroupChange is an operator's change to a group (groupadmin.go).
+	recGroupChange commitlog.Type = 12
 )
 
 // Timer kinds stored in the timer index.

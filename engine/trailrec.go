@@ -35,8 +35,8 @@ import (
 //
 // A version other than 1 or an unknown kind is refused as damage, as an
 // unknown record type is: a newer broker wrote it.
-const recTrail commitlog.Type = 11
 
+// trailVersion is the layout version of trail records this broker writes.
 const trailVersion = 1
 
 const trailEntrySize = 1 + 8 + 4 + 4 + 8 + 8

@@ -2,34 +2,10 @@ package browser_test
 
 import (
 	"net/http"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/chromedp/chromedp"
 )
-
-// docShot saves a screenshot as screenshot does and, with
-// HOURGLASS_DOC_SCREENSHOTS=1, also as docs/console/<name>.png, which
-// docs/console.md shows: the pictures there are taken by these tests.
-func (tb *tab) docShot(name string) {
-	tb.t.Helper()
-	tb.screenshot(name)
-	if os.Getenv("HOURGLASS_DOC_SCREENSHOTS") != "1" {
-		return
-	}
-	png, err := os.ReadFile(filepath.Join(artifacts(tb.t), name+".png"))
-	if err != nil {
-		tb.t.Fatal(err)
-	}
-	dir := filepath.Join("..", "..", "docs", "console")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		tb.t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
-		tb.t.Fatal(err)
-	}
-}
 
 // received is the part of a receive answer the tests read.
 type received struct {

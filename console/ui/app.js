@@ -526,6 +526,7 @@
   // firings (GET /v1/schedules/{id}/firings), each message linked to its page.
   async function refreshFirings() {
     const id = firingsOf;
+    if (!id) return;
     const fs = await api("GET", `/v1/schedules/${encodeURIComponent(id)}/firings?n=10`);
     if (id !== firingsOf) return;
     setText("#firings-id", `${id} (${fs.tz})`);
@@ -558,6 +559,7 @@
 
   async function deleteSchedule(sc) {
     if (!(await confirmAction(`Delete schedule ${sc.id} (${sc.cron} in ${sc.tz})? Its firing sent ahead is cancelled; messages already fired stay.`, "Delete"))) return;
+    if (firingsOf === sc.id) { firingsOf = ""; $("#firings").hidden = true; } // nothing to poll once it is gone
     await scheduleOp(sc, "delete");
   }
 

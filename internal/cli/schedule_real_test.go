@@ -26,7 +26,11 @@ func TestScheduleGetOnARealBroker(t *testing.T) {
 	// Just inside the lead of the next minute: its firing is sent ahead.
 	now := srv.Now()
 	next := now.Truncate(time.Minute).Add(time.Minute)
-	srv.Advance(next.Sub(now) - 5*time.Second)
+	d := next.Sub(now) - 5*time.Second
+	if d <= 0 {
+		d += time.Minute // already in the last 5 s of a minute
+	}
+	srv.Advance(d)
 	var s client.Schedule
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		var err error
