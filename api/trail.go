@@ -1,34 +1,16 @@
 package api
 
-// Event kinds of a message's trail (TrailEvent.Kind), in the order a life
-// meets them.
-const (
-	EventSent         = "sent"
-	EventRescheduled  = "rescheduled"
-	EventCancelled    = "cancelled"
-	EventFellDue      = "fell_due"
-	EventVisible      = "visible"
-	EventDelivered    = "delivered"
-	EventAcked        = "acked"
-	EventNacked       = "nacked"
-	EventLeaseExpired = "lease_expired"
-	EventDeadLettered = "dead_lettered"
-	EventRedriven     = "redriven"
-)
-
-// TrailEventKinds lists every TrailEvent.Kind.
-func TrailEventKinds() []string {
-	return []string{EventSent, EventRescheduled, EventCancelled, EventFellDue, EventVisible, EventDelivered,
-		EventAcked, EventNacked, EventLeaseExpired, EventDeadLettered, EventRedriven}
-}
-
 // TrailEvent is one event of a message's history, read from the broker's
 // commit log with the time it was recorded at.
 type TrailEvent struct {
 	// At is when it happened; AtTime the same in RFC 3339, UTC.
 	At     Millis `json:"at"`
 	AtTime string `json:"at_time"`
-	Kind   string `json:"kind"`
+	// Kind is one of engine.EventKinds: sent, rescheduled, cancelled,
+	// fell_due, visible, delivered, acked, nacked, lease_expired,
+	// dead_lettered, redriven (the OpenAPI test holds the document's enum
+	// to that list).
+	Kind string `json:"kind"`
 	// Message is the ID the event is of: the traced message, or its
 	// dead-letter copy for the events after its dead-lettering.
 	Message string `json:"message"`
