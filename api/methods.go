@@ -8,7 +8,7 @@ import "net/http"
 // alike with it.
 func AllowedMethods(mux *http.ServeMux, r *http.Request) []string {
 	var allow []string
-	for _, m := range []string{"GET", "POST", "PUT", "DELETE"} {
+	for _, m := range []string{"GET", "POST", "PUT", "PATCH", "DELETE"} {
 		r2 := r.Clone(r.Context())
 		r2.Method = m
 		if _, pat := mux.Handler(r2); pat != "" && pat != "/" {

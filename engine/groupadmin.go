@@ -128,7 +128,8 @@ type PolicyChange struct {
 }
 
 // SetPolicy durably changes a group's policy. The new policy is checked
-// whole (as at creation) and applies to every failure from now on: a
+// whole (as at creation) and applies to every failure from now on (a
+// change to the policy it has writes nothing): a
 // message that already failed more often than a lowered MaxAttempts is
 // dead-lettered at its next failure.
 func (a GroupAdmin) SetPolicy(topic, name string, p PolicyChange) (GroupInfo, error) {
@@ -145,6 +146,9 @@ func (a GroupAdmin) SetPolicy(topic, name string, p PolicyChange) (GroupInfo, er
 		}
 		if err := cfg.validate(); err != nil {
 			return groupChange{}, err
+		}
+		if cfg == g.cfg {
+			return groupChange{}, nil // nothing to write
 		}
 		return groupChange{op: opPolicy, cfg: cfg}, nil
 	})

@@ -17,7 +17,10 @@ Schema-violating (negative) requests are never dropped. The rules:
   and an hour keeps the hook's clock from deciding);
 - a dedup_id used before in a topic with another message is a conflict
   (409): valid cases get dedup IDs of their own (map_case);
-- a group's backoff_base is at most its backoff_max (1s and 5m when absent);
+- a group's backoff_base is at most its backoff_max (1s and 5m when absent),
+  at its creation and in a change of its policy (PATCH);
+- a seek's "to" is required and not null (nullable in the document only
+  because the wire type tells a missing time from 0, the start);
 - a message sent to a FIFO topic has a group and no window (the hooks
   remember the topics the run created with "fifo": true);
 - a schedule's cron is a valid expression and its tz a known zone (the
@@ -221,8 +224,10 @@ def filter_case(context, case):
         return not any(message_breaks_rules(m, now_ms) or fifo_without_group(topic, m) for m in msgs)
     if path == "/v1/schedules/{schedule}" and case.method.upper() == "PUT" and isinstance(body, dict):
         return not (message_breaks_rules(body, now_ms) or body.get("topic") in FIFO_TOPICS)
-    if path.endswith("/groups/{group}") and case.method.upper() == "PUT":
+    if path.endswith("/groups/{group}") and case.method.upper() in ("PUT", "PATCH"):
         return not backoff_breaks_rules(body)
+    if path.endswith("/groups/{group}/seek"):
+        return isinstance(body, dict) and body.get("to") is not None
     return True
 
 

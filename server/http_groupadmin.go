@@ -13,7 +13,8 @@ import (
 // resume, and seek (engine.GroupAdmin). Each answers the group after it.
 
 // setGroupPolicy is PATCH /v1/topics/{topic}/groups/{group}: the fields
-// given change, the others stay.
+// given change, the others stay; a body that gives none changes nothing
+// and answers the group as it is.
 func (h *Handler) setGroupPolicy(w http.ResponseWriter, r *http.Request) {
 	var in api.GroupConfig
 	if err := h.decode(w, r, &in, false); err != nil {
@@ -37,10 +38,6 @@ func (h *Handler) setGroupPolicy(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		*f.dst = &d
-	}
-	if p == (engine.PolicyChange{}) {
-		h.writeError(w, errs.New(errs.InvalidArgument, "give at least one of max_attempts, backoff_base and backoff_max"))
-		return
 	}
 	g, err := h.eng.GroupAdmin().SetPolicy(pathTopic(r), r.PathValue("group"), p)
 	if err != nil {

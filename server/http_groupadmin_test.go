@@ -29,7 +29,12 @@ func TestGroupAdminRoutes(t *testing.T) {
 		return len(got.Messages) == 1
 	})
 	ts.call("POST", "/v1/topics/jobs/groups/other/ack", map[string]any{"receipts": []string{got.Messages[0].Receipt}}, http.StatusOK, nil)
-	for _, bad := range []any{map[string]any{}, map[string]any{"max_attempts": 1001}, map[string]any{"backoff_base": "-1s"},
+	var same api.Group
+	ts.call("PATCH", "/v1/topics/jobs/groups/other", map[string]any{}, http.StatusOK, &same) // gives nothing: changes nothing
+	if same.MaxAttempts != 16 {
+		t.Fatalf("an empty PATCH changed the group: %+v", same)
+	}
+	for _, bad := range []any{map[string]any{"max_attempts": 1001}, map[string]any{"backoff_base": "-1s"},
 		map[string]any{"backoff_base": "10m", "backoff_max": "1m"}, map[string]any{"max_attempts": "3"}} {
 		ts.wantError(ts.do("PATCH", "/v1/topics/jobs/groups/other", bad), http.StatusBadRequest, "invalid_argument")
 	}
