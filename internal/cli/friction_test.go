@@ -87,7 +87,7 @@ func TestInspectShowsDeadline(t *testing.T) {
 	res := newRunner(t, f.env()).run("inspect", "00ff")
 	res.wantCode(t, ExitOK)
 	for _, want := range []string{"deadline:", "(1m0s ago)", "passed: groups that had not received it dead-letter it, reason expired",
-		"window:       1m0s", "dedup id:     pay-42"} {
+		"window:       1m0s", "dedup id:     pay-42", "groups:       hourglass trace 00ff shows each group's"} {
 		if !strings.Contains(squash(res.stdout), squash(want)) {
 			t.Errorf("inspect output lacks %q:\n%s", want, res.stdout)
 		}

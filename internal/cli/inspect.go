@@ -123,4 +123,7 @@ func (a *App) printInfo(in client.Info) {
 	if len(in.Properties) > 0 {
 		field(w, "properties", formatProps(in.Properties))
 	}
+	// The state is the topic's; what each group did with the message
+	// (delivered, acked, dead-lettered and why) is in its trail.
+	field(w, "groups", "hourglass trace "+in.ID+" shows each group's deliveries, acks and dead-lettering")
 }
