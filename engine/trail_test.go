@@ -3,10 +3,13 @@ package engine
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hourglass-mq/hourglass/clock"
 	"github.com/hourglass-mq/hourglass/errs"
 	"github.com/hourglass-mq/hourglass/message"
 )
@@ -200,5 +203,51 @@ func TestTraceForgedIDs(t *testing.T) {
 		if !strings.Contains(err.Error(), id.String()) || strings.Contains(err.Error(), r.ID.String()) {
 			t.Fatalf("error %q should name the asked ID only", err)
 		}
+	}
+}
+
+// TestTraceOfALogWrittenBeforeTrails: the format-2 fixture was written
+// before trail records existed. It opens, and each trace shows what its
+// records say and nothing more: a cancelled, rescheduled or acked message
+// of that log has no cancel, reschedule, delivery or ack event (their
+// records carried no time), never one made up from its state.
+func TestTraceOfALogWrittenBeforeTrails(t *testing.T) {
+	man := readFixtureManifest(t)
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join(fixtureDir, "data"))); err != nil {
+		t.Fatal(err)
+	}
+	e, err := Open(fixtureOptions(dir, clock.NewFake(time.UnixMilli(man.Now))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	settleFixture(t, e)
+	want := map[string]string{
+		"order-4":    "sent",                  // cancelled then
+		"order-5":    "sent",                  // rescheduled then
+		"seen-acked": "sent fell_due visible", // received and acked then
+		"unseen":     "sent fell_due visible",
+	}
+	for _, m := range man.Messages {
+		w, ok := want[m.Key]
+		if !ok {
+			continue
+		}
+		delete(want, m.Key)
+		id, err := message.ParseID(m.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, err := e.Trace(context.Background(), id)
+		if err != nil {
+			t.Fatalf("trace %s: %v", m.Key, err)
+		}
+		if got := trailKindsOf(tr); got != w {
+			t.Errorf("%s (%s): trail %q, want %q", m.Key, m.Role, got, w)
+		}
+	}
+	if len(want) != 0 {
+		t.Fatalf("the fixture lacks %v", want)
 	}
 }
