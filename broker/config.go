@@ -180,6 +180,11 @@ type Config struct {
 	// CheckpointInterval is how often the engine checkpoints; it bounds the
 	// log replayed at startup (flag -checkpoint-interval). Must be positive.
 	CheckpointInterval time.Duration
+	// CheckpointBytes asks for a checkpoint as soon as this much log was
+	// written since the last one, so that the log replayed after a crash
+	// is bounded at any send rate (flag -checkpoint-bytes). 0 leaves only
+	// the interval.
+	CheckpointBytes int64
 	// Retention is how long a commit-log segment whose messages are all
 	// visible is kept for consumers before deletion (flag -retention).
 	// Must be positive.
@@ -272,6 +277,7 @@ func DefaultConfig() Config {
 		MaxStreams:         web.MaxStreams,
 		DispatchRate:       eng.DispatchRate,
 		CheckpointInterval: eng.CheckpointInterval,
+		CheckpointBytes:    eng.CheckpointBytes,
 		Retention:          eng.Retention,
 		ScrubRate:          eng.ScrubRate,
 		ScrubInterval:      eng.ScrubInterval,
@@ -337,6 +343,7 @@ func (c *Config) settings() []setting {
 		{"max-request-bytes", "largest HTTP request body in bytes (suffixes KiB, MiB, GiB); must fit one max-size body in base64", (*sizeValue)(&c.MaxRequestBytes)},
 		{"dispatch-rate", "most due messages made visible per second; negative means unbounded", (*intValue)(&c.DispatchRate)},
 		{"checkpoint-interval", "how often the engine checkpoints (bounds the log replayed at startup)", (*durationValue)(&c.CheckpointInterval)},
+		{"checkpoint-bytes", "checkpoint also as soon as this much log was written since the last one (suffixes KiB, MiB, GiB): bounds the log replayed after a crash at any send rate; 0 leaves only the interval", (*sizeValue)(&c.CheckpointBytes)},
 		{"retention", "how long a fully delivered commit-log segment is kept before deletion", (*durationValue)(&c.Retention)},
 		{"scrub-rate", "bytes per second the background scrub reads sealed log segments at, to find damage before a consumer meets it (suffixes KiB, MiB, GiB); 0 turns it off", (*sizeValue)(&c.ScrubRate)},
 		{"scrub-interval", "pause between the end of a scrub pass and the start of the next", (*durationValue)(&c.ScrubInterval)},
@@ -443,6 +450,10 @@ func (c Config) EngineOptions(logger *slog.Logger) engine.Options {
 	o.MaxBatch = c.MaxBatch
 	o.DispatchRate = c.DispatchRate
 	o.CheckpointInterval = c.CheckpointInterval
+	o.CheckpointBytes = c.CheckpointBytes
+	if c.CheckpointBytes == 0 {
+		o.CheckpointBytes = -1 // only the interval
+	}
 	o.Retention = c.Retention
 	o.ScrubRate, o.ScrubInterval = c.ScrubRate, c.ScrubInterval
 	o.ScrubDelay = max(c.ScrubDelay, time.Nanosecond) // the engine's 0 means its default

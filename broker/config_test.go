@@ -140,6 +140,7 @@ func TestValidate(t *testing.T) {
 		{func(c *Config) { c.MaxHeaderBytes = 100 }, "-max-header-bytes"},
 		{func(c *Config) { c.FlushInterval = time.Nanosecond }, "-flush-interval 1ns is below 1ms"},
 		{func(c *Config) { c.CheckpointInterval = time.Microsecond }, "-checkpoint-interval 1µs is below 1ms"},
+		{func(c *Config) { c.CheckpointBytes = -1 }, "-checkpoint-bytes -1 is negative; 0 leaves only the interval"},
 		{func(c *Config) { c.DedupTopics = "t=1ms,t=24h" }, `topic "t" is given twice`},
 		{func(c *Config) { c.DedupTopics = "%DLQ%x.g=1h" }, "dead-letter topic"},
 		{func(c *Config) { c.MetricsToken = "scrape\n" }, "-metrics-token"},

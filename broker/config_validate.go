@@ -122,6 +122,9 @@ func (c Config) validateUpkeep(bad func(format string, args ...any)) {
 	if c.CheckpointInterval < time.Millisecond {
 		bad("-checkpoint-interval %v is below 1ms", c.CheckpointInterval)
 	}
+	if c.CheckpointBytes < 0 {
+		bad("-checkpoint-bytes %d is negative; 0 leaves only the interval", c.CheckpointBytes)
+	}
 	if c.Retention <= 0 {
 		bad("-retention %v must be positive", c.Retention)
 	}

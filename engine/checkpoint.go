@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"path"
+	"sync/atomic"
 	"time"
 
 	"github.com/hourglass-mq/hourglass/keyindex"
@@ -33,12 +34,21 @@ func readAll(fs vfs.FS, name string) ([]byte, error) {
 }
 
 // checkpointer writes the checkpoints: every CheckpointInterval in a
-// goroutine of its own (run), and when Close, Backup or a test asks
-// (Engine.checkpoint). One at a time: gate.serial. It captures every
+// goroutine of its own (run), as soon as CheckpointBytes of log were
+// written since the last one (logSynced), and when Close, Backup or a test
+// asks (Engine.checkpoint). One at a time: gate.serial. It captures every
 // part's state under the exclusive gate and mu, makes the caches durable
 // outside the locks, writes the checkpoint, and then lets retention go.
 type checkpointer struct {
 	eng *Engine
+	// The log written since the last capture, which recovery after a
+	// crash replays: synced counts the bytes the commit log made durable
+	// since Open, mark is that count at the last capture, and asked is
+	// set once logSynced asked for a checkpoint for the bytes past mark,
+	// so that it asks once, not at every sync until the capture.
+	synced atomic.Int64
+	mark   atomic.Int64
+	asked  atomic.Bool
 }
 
 // run writes a checkpoint every CheckpointInterval until the engine
@@ -159,6 +169,7 @@ func (k *checkpointer) captureLocked(openGate func()) (*ckptCapture, error) {
 		Written:     k.eng.Now(),
 	}}
 	c.st.Reloc, c.st.SegPending, c.st.SegLast = k.eng.segs.captureLocked()
+	k.markCaptured()
 	openGate()
 	opened = true
 	for _, t := range k.eng.cat.topicsByID {

@@ -36,11 +36,12 @@ const (
 
 // crashOptions are the engine options of the child and of the final check;
 // a data directory must keep its bucket width, and the delay levels keep
-// level-based sends within the test's 300 ms horizon.
+// level-based sends within the test's 300 ms horizon. CheckpointBytes is
+// small so that kills also land in checkpoints the log's size asked for.
 func crashOptions(dir string, ckpt time.Duration) Options {
 	return Options{
 		Dir: dir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Flush: FlushSync,
-		SegmentBytes: 32 << 10, DefaultQueues: 3, CheckpointInterval: ckpt,
+		SegmentBytes: 32 << 10, DefaultQueues: 3, CheckpointInterval: ckpt, CheckpointBytes: 16 << 10,
 		Limits: message.Limits{DelayLevels: []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 300 * time.Millisecond}},
 	}
 }

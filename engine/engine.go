@@ -208,6 +208,7 @@ func Open(opts Options) (*Engine, error) {
 		MaxRecordBytes: logRecordBound,
 		OnSync: func(d time.Duration, records, bytes int) {
 			e.stats.FsyncSeconds.Observe(d.Seconds())
+			e.ckpt.logSynced(bytes)
 		},
 	})
 	if err != nil {
@@ -224,7 +225,7 @@ func Open(opts Options) (*Engine, error) {
 	e.stats.RecoverySeconds.Store(math.Float64bits(took.Seconds()))
 	e.opts.Logger.Info("engine recovered", "dir", opts.Dir, "took", took,
 		"log_start", e.clog.Start(), "log_head", e.clog.Head(),
-		"pending", e.stats.Pending.Load(), "replayed", e.stats.Replayed.Load())
+		"pending", e.stats.Pending.Load(), "replayed", e.stats.Replayed.Load(), "replayed_bytes", e.stats.ReplayedBytes.Load())
 	e.life.setLock(lock)
 	ok = true
 	e.life.startBackground()

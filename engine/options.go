@@ -123,6 +123,12 @@ type Options struct {
 	// CheckpointInterval is how often the checkpoint is written; it bounds
 	// the log replayed at recovery. Default 5s.
 	CheckpointInterval time.Duration
+	// CheckpointBytes asks for a checkpoint as soon as this many bytes of
+	// log were written since the last one, as well as every
+	// CheckpointInterval: it bounds the log replayed at recovery after a
+	// crash whatever the send rate. Default 16 MiB; negative means only
+	// the interval.
+	CheckpointBytes int64
 	// Retention is how long a segment whose messages are all visible (and
 	// none pending) is kept for consumers before deletion; default 72h.
 	Retention time.Duration
@@ -211,6 +217,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.CheckpointInterval == 0 {
 		o.CheckpointInterval = 5 * time.Second
+	}
+	if o.CheckpointBytes == 0 {
+		o.CheckpointBytes = DefaultCheckpointBytes
 	}
 	if o.Retention == 0 {
 		o.Retention = 72 * time.Hour

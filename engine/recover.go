@@ -64,6 +64,7 @@ func (e *Engine) recover() error {
 		return fmt.Errorf("replay from %d: %w", st.LogPos, err)
 	}
 	e.stats.Replayed.Store(uint64(replayed))
+	e.stats.ReplayedBytes.Store(uint64(e.clog.Head()) - st.LogPos)
 	r.startDispatch(st, minDue)
 	// The forecast's invariant: it counts what is pending.
 	if n, want := e.side.fc.total(), e.stats.Pending.Load(); n != want {

@@ -86,8 +86,10 @@ type Stats struct {
 	CheckpointGateWaitSeconds, CheckpointCaptureSeconds *Histogram
 	// RecoverySeconds is the float64 bits of the last recovery's duration.
 	RecoverySeconds atomic.Uint64
-	// Replayed is the number of log records replayed at the last recovery.
-	Replayed                                 atomic.Uint64
+	// Replayed is the number of log records replayed at the last
+	// recovery, and ReplayedBytes the log they took: everything written
+	// after the last checkpoint (Options.CheckpointBytes bounds it).
+	Replayed, ReplayedBytes                  atomic.Uint64
 	ClockJumps, Checkpoints, SegmentsDeleted atomic.Uint64
 	FireErrors, TimerLoadErrors              atomic.Uint64
 	CheckpointErrors                         atomic.Uint64

@@ -120,6 +120,7 @@ type config struct {
 	marker     time.Duration // restart: the reopen starts this long after the markers are sent
 	crashFor   time.Duration // restart: the kill -9 child is killed this long after its first ack
 	dropCaches bool          // restart: empty the page cache before every Open
+	childCkpt  int64         // restart: the kill -9 child's Options.CheckpointBytes
 
 	inspectSamples int    // pending: InspectKey calls timed after sending (0: none)
 	memprofile     string // pending: heap profile written after sending
@@ -183,6 +184,7 @@ func defineFlags(c *config) (marks, batches *string) {
 	batches = flag.String("engine-batches", "8,64,512", "produce: SendBatch sizes of the engine sweep, comma-separated (the engine's MaxBatch is 1,000)")
 	flag.StringVar(&c.memprofile, "memprofile", "", "pending: write a heap profile (live objects after a GC) to this file once everything is sent")
 	flag.IntVar(&c.inspectSamples, "inspect-samples", 10_000, "pending: InspectKey calls of random keys timed after sending, against as many random 64 B preads of the commit log (with -drop-caches also with the page cache emptied first)")
+	flag.Int64Var(&c.childCkpt, "checkpoint-bytes", 0, "restart: Options.CheckpointBytes of the kill -9 child (0: the engine's default, negative: only the interval)")
 	flag.BoolVar(&c.dropCaches, "drop-caches", false, "restart: sync and empty the page cache (echo 3 > /proc/sys/vm/drop_caches, needs root) before every Open: a cold start")
 	flag.IntVar(&c.rounds, "rounds", 3, "backup: rounds of a baseline load, then the same load while a backup runs")
 	flag.IntVar(&c.ckptBytes, "ckpt-bytes", 8<<20, "rawpause: bytes the checkpoint-like writer writes and makes durable every second")

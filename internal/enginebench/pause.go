@@ -101,6 +101,11 @@ func overlaps(s pauseSend, ckpts []checkpointEvent) bool {
 func pauseOnce(c config, dir string, interval time.Duration) ([]pauseSend, []checkpointEvent, string, error) {
 	opts := engineOptions(dir)
 	opts.CheckpointInterval = interval
+	if interval >= time.Hour {
+		// The window without checkpoints: the log's size must not ask
+		// for one either.
+		opts.CheckpointBytes = -1
+	}
 	e, err := engine.Open(opts)
 	if err != nil {
 		return nil, nil, "", err
