@@ -10,6 +10,8 @@
 //	          disk bytes per pending message, by component
 //	restart   reopen a directory left by pending (-dir ... -keep): time until
 //	          Open returns and until a due message is visible
+//	open      open an existing directory once as it is (a copy of one a
+//	          kill -9 left): Open's wall and CPU time, the log replayed
 //	lateness  1 M pending plus 20,000 messages/s falling due for 30 s:
 //	          visible minus due, from the queue index (ms) and from a
 //	          consumer's clock (ns), against Go runtime timers
@@ -248,12 +250,13 @@ func run(c config) error {
 		"pause":         runPause,
 		"rawpause":      runRawPause,
 		"browse":        runBrowse,
+		"open":          runOpen,
 		// The child process of restart's kill -9 phase; not for direct use.
 		"crashchild": runCrashChild,
 	}
 	fn := scenarios[c.scenario]
 	if fn == nil {
-		return fmt.Errorf("unknown -scenario %q; want pending, restart, lateness, grouplateness, rss, drill, herd, produce or browse", c.scenario)
+		return fmt.Errorf("unknown -scenario %q; want pending, restart, open, lateness, grouplateness, rss, drill, herd, produce or browse", c.scenario)
 	}
 	dir, cleanup, err := dataDir(c)
 	if err != nil {
@@ -302,8 +305,8 @@ func run(c config) error {
 // one; the others need a new or empty one.
 func dataDir(c config) (string, func(), error) {
 	if c.dir == "" {
-		if c.scenario == "restart" || c.scenario == "crashchild" {
-			return "", nil, errors.New("restart needs -dir: the directory a pending run left with -keep")
+		if c.scenario == "restart" || c.scenario == "crashchild" || c.scenario == "open" {
+			return "", nil, errors.New(c.scenario + " needs -dir: the directory a pending run left with -keep")
 		}
 		d, err := os.MkdirTemp("", "enginebench-")
 		if err != nil {
@@ -316,7 +319,7 @@ func dataDir(c config) (string, func(), error) {
 		return d, func() { os.RemoveAll(d) }, nil
 	}
 	names, err := os.ReadDir(c.dir)
-	reuse := c.scenario == "restart" || c.scenario == "crashchild"
+	reuse := c.scenario == "restart" || c.scenario == "crashchild" || c.scenario == "open"
 	switch {
 	case reuse && err != nil:
 		return "", nil, fmt.Errorf("%s: %w", c.scenario, err)
