@@ -138,7 +138,7 @@ edit timerstore/ \
 mutant ack-not-appended "./engine/" "TestPowerLossGroups" \
 	"an ack (alone, not carried by a receive) is applied without its record: acked messages come back after a restart"
 edit engine/ \
-	'.clog.Append(a.record())' \
+	'.clog.Append(a.appendRecord(nil)...)' \
 	'.clog.Head(), error(nil) // mutant: the ack record is never appended'
 
 mutant fire-1ms-early "./engine/" "TestDelayedDeliveryNeverEarly|TestRescheduleFireRace" \
