@@ -136,8 +136,10 @@ func sendBeforeBackup(t *testing.T, e *Engine) []sentMsg {
 
 // backupSenders are senders running through a backup; each records its
 // acknowledged sends as during or after the backup, by whether returned
-// was set when the send was acknowledged. They end once 50 sends were
-// acknowledged after the backup returned, or on stop.
+// was already set when the send began (a send begun after the backup
+// returned cannot be in it; one begun before may be, whenever its
+// goroutine got to record it). They end once 50 sends begun after the
+// backup returned were acknowledged, or on stop.
 type backupSenders struct {
 	mu            sync.Mutex
 	during, after []sentMsg
@@ -161,13 +163,19 @@ func startBackupSenders(t *testing.T, e *Engine) *backupSenders {
 				default:
 				}
 				k := fmt.Sprintf("w%d-%d", w, i)
+				// A send is "after" only if it began after the backup
+				// returned: one acknowledged before that, whose goroutine
+				// got here late, may well be in the backup.
+				ss.mu.Lock()
+				startedAfter := ss.returned
+				ss.mu.Unlock()
 				r, err := e.Send(ctx, message.Message{Topic: "b", Key: k, Body: []byte("body-" + k)}, message.When{Delay: time.Duration(i%2) * time.Hour})
 				if err != nil {
 					t.Error(err)
 					return
 				}
 				ss.mu.Lock()
-				if ss.returned {
+				if startedAfter {
 					ss.after = append(ss.after, sentMsg{r: r, key: k})
 				} else {
 					ss.during = append(ss.during, sentMsg{r: r, key: k})
@@ -208,7 +216,7 @@ func checkRestoredContents(t *testing.T, r *Engine, before, during, after []sent
 	}
 	for _, m := range after {
 		if _, err := r.Inspect(m.r.ID); errs.CodeOf(err) != errs.NotFound {
-			t.Fatalf("acknowledged after the backup returned, yet in it: %s: %v", m.key, err)
+			t.Fatalf("sent after the backup returned, yet in it: %s: %v", m.key, err)
 		}
 	}
 	// Nothing early: everything visible in the restore was due by now.
