@@ -2,11 +2,9 @@ package broker
 
 import (
 	"crypto/tls"
-	"fmt"
 	"log/slog"
 	"net"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"google.golang.org/grpc"
@@ -28,14 +26,7 @@ func (c Config) validateGRPC(bad func(format string, args ...any)) {
 	if (c.GRPCCertFile == "") != (c.GRPCKeyFile == "") {
 		bad("-grpc-cert-file and -grpc-key-file go together")
 	}
-	if c.GRPCListen == "" {
-		return
-	}
-	if _, port, err := net.SplitHostPort(c.GRPCListen); err != nil {
-		bad("-grpc-listen %q is not host:port: %v", c.GRPCListen, err)
-	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-		bad("-grpc-listen %q: port %q is not a number in [0, 65535]", c.GRPCListen, port)
-	}
+	validateListen("grpc-listen", c.GRPCListen, bad)
 }
 
 // grpcService is the RocketMQ 5 gRPC service of a running server.
@@ -50,19 +41,9 @@ type grpcService struct {
 // returns nil, nil when the service is disabled, or when the default
 // address is taken (with a warning).
 func newGRPC(c Config, eng *engine.Engine, logger *slog.Logger, sec *security) (*grpcService, error) {
-	if c.GRPCListen == "" {
-		return nil, nil
-	}
-	ln, err := net.Listen("tcp", c.GRPCListen)
-	if err != nil && c.GRPCListen == DefaultConfig().GRPCListen {
-		// The default port is taken (another broker or a RocketMQ proxy on
-		// this host, or brokers started side by side by tests): the HTTP
-		// API still serves. An address set on purpose must bind.
-		logger.Warn("the RocketMQ 5 gRPC service is not served: its default address is taken; set -grpc-listen to another address, or to \"\" to silence this", "addr", c.GRPCListen, "err", err)
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("listen on %s (-grpc-listen): %w", c.GRPCListen, err)
+	ln, err := listenOptional("grpc-listen", c.GRPCListen, DefaultConfig().GRPCListen, "the RocketMQ 5 gRPC service", logger)
+	if ln == nil || err != nil {
+		return nil, err
 	}
 	var extra []grpc.ServerOption
 	if !c.GRPCPlaintext {

@@ -2,11 +2,9 @@ package broker
 
 import (
 	"crypto/tls"
-	"fmt"
 	"log/slog"
 	"net"
 	"path/filepath"
-	"strconv"
 
 	"github.com/hourglass-mq/hourglass/engine"
 	"github.com/hourglass-mq/hourglass/remoting"
@@ -19,14 +17,7 @@ const RemotingListeningMsg = "serving the RocketMQ remoting protocol"
 
 // validateRemoting checks -remoting-listen (empty, or host:port).
 func (c Config) validateRemoting(bad func(format string, args ...any)) {
-	if c.RemotingListen == "" {
-		return
-	}
-	if _, port, err := net.SplitHostPort(c.RemotingListen); err != nil {
-		bad("-remoting-listen %q is not host:port: %v", c.RemotingListen, err)
-	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-		bad("-remoting-listen %q: port %q is not a number in [0, 65535]", c.RemotingListen, port)
-	}
+	validateListen("remoting-listen", c.RemotingListen, bad)
 }
 
 // remotingService is the remoting protocol of a running server.
@@ -40,16 +31,9 @@ type remotingService struct {
 // eng; it returns nil, nil when the service is disabled, or when the
 // default address is taken (with a warning), as the gRPC service does.
 func newRemoting(c Config, eng *engine.Engine, logger *slog.Logger, sec *security) (*remotingService, error) {
-	if c.RemotingListen == "" {
-		return nil, nil
-	}
-	ln, err := net.Listen("tcp", c.RemotingListen)
-	if err != nil && c.RemotingListen == DefaultConfig().RemotingListen {
-		logger.Warn("the RocketMQ remoting protocol is not served: its default address is taken; set -remoting-listen to another address, or to \"\" to silence this", "addr", c.RemotingListen, "err", err)
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("listen on %s (-remoting-listen): %w", c.RemotingListen, err)
+	ln, err := listenOptional("remoting-listen", c.RemotingListen, DefaultConfig().RemotingListen, "the RocketMQ remoting protocol", logger)
+	if ln == nil || err != nil {
+		return nil, err
 	}
 	if c.RemotingTLS {
 		tc, err := c.remotingTLS(sec)
