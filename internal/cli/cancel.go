@@ -38,12 +38,9 @@ func runCancel(ctx context.Context, a *App, c *command, args []string) int {
 	if *everyKey != "" {
 		return a.cancelEveryKey(ctx, c, cf, cl, *everyKey, t, pos)
 	}
-	id, _, usage, err := t.resolve(ctx, cl, pos)
-	switch {
-	case usage != "":
-		return a.usageError(c, "%s", usage)
-	case err != nil:
-		return a.failed(c, err)
+	id, _, code, ok := a.lookupTarget(ctx, c, cl, &t, pos)
+	if !ok {
+		return code
 	}
 	if err := cl.Cancel(ctx, id); err != nil {
 		return a.failed(c, err)

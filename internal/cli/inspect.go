@@ -56,6 +56,20 @@ func (t *target) resolve(ctx context.Context, cl *client.Client, pos []string) (
 	return "", nil, fmt.Sprintf("give one message ID, not %d arguments", len(pos)), nil
 }
 
+// lookupTarget resolves the message t and pos name, as resolve does, and
+// reports a command-line mistake or the server's error itself; when ok is
+// false the command returns code.
+func (a *App) lookupTarget(ctx context.Context, c *command, cl *client.Client, t *target, pos []string) (id string, info *client.Info, code int, ok bool) {
+	id, info, usage, err := t.resolve(ctx, cl, pos)
+	switch {
+	case usage != "":
+		return "", nil, a.usageError(c, "%s", usage), false
+	case err != nil:
+		return "", nil, a.failed(c, err), false
+	}
+	return id, info, 0, true
+}
+
 func runInspect(ctx context.Context, a *App, c *command, args []string) int {
 	fs := a.newFlagSet(c)
 	cf := a.addClientFlags(fs)
@@ -66,12 +80,10 @@ func runInspect(ctx context.Context, a *App, c *command, args []string) int {
 		return code
 	}
 	cl := a.client(cf)
-	id, info, usage, err := t.resolve(ctx, cl, pos)
+	id, info, code, ok := a.lookupTarget(ctx, c, cl, &t, pos)
 	switch {
-	case usage != "":
-		return a.usageError(c, "%s", usage)
-	case err != nil:
-		return a.failed(c, err)
+	case !ok:
+		return code
 	case info == nil:
 		in, err := cl.Inspect(ctx, id)
 		if err != nil {

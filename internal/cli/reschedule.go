@@ -47,12 +47,9 @@ func runReschedule(ctx context.Context, a *App, c *command, args []string) int {
 		cas = client.MillisOf(tm)
 	}
 	cl := a.client(cf)
-	id, _, usage, err := t.resolve(ctx, cl, pos)
-	switch {
-	case usage != "":
-		return a.usageError(c, "%s", usage)
-	case err != nil:
-		return a.failed(c, err)
+	id, _, code, ok := a.lookupTarget(ctx, c, cl, &t, pos)
+	if !ok {
+		return code
 	}
 	r, err := cl.Reschedule(ctx, id, when, cas)
 	if err != nil {

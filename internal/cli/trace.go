@@ -34,12 +34,9 @@ func runTrace(ctx context.Context, a *App, c *command, args []string) int {
 		return code
 	}
 	cl := a.client(cf)
-	id, _, usage, err := t.resolve(ctx, cl, pos)
-	switch {
-	case usage != "":
-		return a.usageError(c, "%s", usage)
-	case err != nil:
-		return a.failed(c, err)
+	id, _, code, ok := a.lookupTarget(ctx, c, cl, &t, pos)
+	if !ok {
+		return code
 	}
 	tr, err := cl.Trace(ctx, id)
 	if err != nil {
