@@ -295,7 +295,7 @@ func (b *Browser) pendingChunk(req *ListRequest, page *ListPage, ents []timersto
 			continue
 		}
 		e.mu.Lock()
-		st, msgDue, _ := e.stateLocked(en.Pos, s)
+		st, msgDue, _ := messageStateLocked(e.ovl, e.disp, en.Pos, s)
 		timer := fireAt(s)
 		if ov := e.ovl.get(en.Pos); ov != nil {
 			timer = ov.Due

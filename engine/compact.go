@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/binary"
 	"errors"
+	"sync"
 
 	"github.com/hourglass-mq/hourglass/commitlog"
 	"github.com/hourglass-mq/hourglass/message"
@@ -31,10 +32,16 @@ var errGone = errors.New("engine: message record no longer exists")
 // It returns errGone when retention removed it and another error when pos
 // is not a message.
 func (e *Engine) readStored(pos uint64) (*message.Stored, int, error) {
-	e.mu.Lock()
-	phys := e.segs.physLocked(pos)
-	e.mu.Unlock()
-	return readStoredAt(e.clog, phys)
+	return readStoredFrom(&e.mu, e.segs, e.clog, pos)
+}
+
+// readStoredFrom is readStored for a part given the engine's lock, the
+// segment table and the log instead of the engine.
+func readStoredFrom(mu *sync.Mutex, segs *segTable, log *commitlog.Log, pos uint64) (*message.Stored, int, error) {
+	mu.Lock()
+	phys := segs.physLocked(pos)
+	mu.Unlock()
+	return readStoredAt(log, phys)
 }
 
 // readStoredAt reads the message record (original or moved copy) at phys

@@ -81,10 +81,12 @@ func isNotARecord(err error) bool {
 		errors.Is(err, errBadPayload) || errors.Is(err, message.ErrBadRecord)
 }
 
-// stateLocked derives the state and effective due time of the message at pos.
-func (e *Engine) stateLocked(pos uint64, s *message.Stored) (State, int64, int64) {
+// messageStateLocked derives the state, the effective due time and the
+// time it became visible (0 if not) of the message s at pos from the parts
+// that hold them: the overlay, then the dispatcher. Under the engine's mu.
+func messageStateLocked(ovl *overlayState, disp *dispatcher, pos uint64, s *message.Stored) (State, int64, int64) {
 	due, timer := s.Due, fireAt(s) // a windowed message's timer is later (window.go)
-	if ov := e.ovl.get(pos); ov != nil {
+	if ov := ovl.get(pos); ov != nil {
 		due, timer = ov.Due, ov.Due
 		switch {
 		case ov.Cancelled:
@@ -93,7 +95,7 @@ func (e *Engine) stateLocked(pos uint64, s *message.Stored) (State, int64, int64
 			return StateVisible, due, ov.Visible
 		}
 	}
-	return e.disp.stateLocked(pos, timer), due, 0
+	return disp.stateLocked(pos, timer), due, 0
 }
 
 // Inspect tells the state of a message by ID.
@@ -103,7 +105,7 @@ func (e *Engine) Inspect(id message.ID) (Info, error) {
 		return Info{}, err
 	}
 	e.mu.Lock()
-	st, due, vis := e.stateLocked(id.Pos, s)
+	st, due, vis := messageStateLocked(e.ovl, e.disp, id.Pos, s)
 	e.mu.Unlock()
 	return Info{ID: id, State: st, Topic: s.Topic, Queue: s.Queue, Key: s.Key, Tag: s.Tag,
 		Due: due, Sent: s.Sent, Visible: vis, BodyBytes: len(s.Body), Properties: s.Properties,
@@ -240,7 +242,7 @@ func (e *Engine) changeableLocked(id message.ID, s *message.Stored, ifDue int64)
 		// log's, and replay would then disagree with what was answered.
 		return nil, 0, errs.New(errs.FailedPrecondition, "message %s is being changed by another call; retry once it returns", id)
 	}
-	st, due, vis := e.stateLocked(id.Pos, s)
+	st, due, vis := messageStateLocked(e.ovl, e.disp, id.Pos, s)
 	switch st {
 	case StateCancelled:
 		return nil, 0, errs.New(errs.FailedPrecondition, "message %s is already cancelled", id)

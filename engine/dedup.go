@@ -53,7 +53,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hourglass-mq/hourglass/commitlog"
 	"github.com/hourglass-mq/hourglass/errs"
+	"github.com/hourglass-mq/hourglass/keyindex"
 	"github.com/hourglass-mq/hourglass/message"
 )
 
@@ -135,9 +137,30 @@ func requestHash(m *message.Message, w message.When, ignore []string) uint64 {
 // with a channel closed when its send is done. It has its own lock, taken
 // alone.
 type dedupClaims struct {
-	eng  *Engine // whose key index and log the checks read
 	mu   sync.Mutex
 	held map[uint64]chan struct{}
+	// What the checks read, given by init once recovery opened the key
+	// index: the engine's lock (engMu, for a message's state), options
+	// (read-only after Open), key index, sealers and stats, and where a
+	// first message and its state are found: the log, the segment table,
+	// the overlay and the dispatcher.
+	engMu *sync.Mutex
+	opts  *Options
+	keys  *keyindex.Index
+	ids   *idents
+	stats *Stats
+	log   *commitlog.Log
+	segs  *segTable
+	ovl   *overlayState
+	disp  *dispatcher
+}
+
+// init gives the dedup check what it reads; Open calls it after recovery,
+// before any send.
+func (c *dedupClaims) init(engMu *sync.Mutex, opts *Options, keys *keyindex.Index, ids *idents, stats *Stats,
+	log *commitlog.Log, segs *segTable, ovl *overlayState, disp *dispatcher) {
+	c.engMu, c.opts, c.keys, c.ids, c.stats = engMu, opts, keys, ids, stats
+	c.log, c.segs, c.ovl, c.disp = log, segs, ovl, disp
 }
 
 // claim takes hs (sorted and unique) in order, waiting for each held one
@@ -218,7 +241,7 @@ func (dc *dedupClaims) dedupCheck(ctx context.Context, stored []*message.Stored,
 		h := dedupHash(s.Topic, s.DedupID)
 		if j, ok := first[h]; ok {
 			if stored[j].DedupID == s.DedupID {
-				if stored[j].DedupHash != s.DedupHash && !dc.eng.opts.dedupPolicy(s.Topic).FirstWins {
+				if stored[j].DedupHash != s.DedupHash && !dc.opts.dedupPolicy(s.Topic).FirstWins {
 					release()
 					return nil, nil, batchErr(len(stored), i, errs.New(errs.AlreadyExists,
 						"dedup_id %q repeats message %d of this batch with a different body or delivery time", s.DedupID, j))
@@ -247,14 +270,14 @@ func (dc *dedupClaims) dedupCheck(ctx context.Context, stored []*message.Stored,
 // returns its receipt (Duplicate set) when s repeats it, an AlreadyExists
 // error naming it when s conflicts with it, and nil when there is none.
 func (dc *dedupClaims) findDedup(s *message.Stored, h uint64, now int64) (*Receipt, error) {
-	pos, ok, err := dc.eng.keys.Get(h)
+	pos, ok, err := dc.keys.Get(h)
 	if err != nil {
 		return nil, errs.Wrap(errs.Unavailable, err, "dedup_id %q could not be looked up", s.DedupID)
 	}
 	if !ok {
 		return nil, nil
 	}
-	first, _, err := dc.eng.readStored(pos)
+	first, _, err := readStoredFrom(dc.engMu, dc.segs, dc.log, pos)
 	switch {
 	case errors.Is(err, errGone) || isNotARecord(err):
 		return nil, nil // removed by retention: its window has ended
@@ -263,9 +286,9 @@ func (dc *dedupClaims) findDedup(s *message.Stored, h uint64, now int64) (*Recei
 	case first.Topic != s.Topic || first.DedupID != s.DedupID:
 		return nil, nil // another ID of the same hash
 	}
-	dc.eng.mu.Lock()
-	st, due, _ := dc.eng.stateLocked(pos, first)
-	dc.eng.mu.Unlock()
+	dc.engMu.Lock()
+	st, due, _ := messageStateLocked(dc.ovl, dc.disp, pos, first)
+	dc.engMu.Unlock()
 	live := now < first.Sent+first.DedupWindow
 	if first.DedupWindow == message.DedupUntilDelivered {
 		live = st == StatePending || st == StateDue
@@ -273,13 +296,13 @@ func (dc *dedupClaims) findDedup(s *message.Stored, h uint64, now int64) (*Recei
 	if !live {
 		return nil, nil
 	}
-	id := dc.eng.ids.seal.ID(pos, first.Nonce)
-	if first.DedupHash != s.DedupHash && !dc.eng.opts.dedupPolicy(s.Topic).FirstWins {
-		dc.eng.stats.DedupConflicts.Add(1)
+	id := dc.ids.seal.ID(pos, first.Nonce)
+	if first.DedupHash != s.DedupHash && !dc.opts.dedupPolicy(s.Topic).FirstWins {
+		dc.stats.DedupConflicts.Add(1)
 		return nil, &errs.Error{Code: errs.AlreadyExists, Ref: id.String(),
 			Msg: "dedup_id " + strconv.Quote(s.DedupID) + " was used by message " + id.String() + " with a different body or delivery time"}
 	}
-	dc.eng.stats.DedupHits.Add(1)
+	dc.stats.DedupHits.Add(1)
 	return &Receipt{ID: id, Topic: first.Topic, Queue: first.Queue, Due: due, Duplicate: true}, nil
 }
 

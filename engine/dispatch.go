@@ -3,8 +3,6 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"runtime"
-	"time"
 
 	"github.com/hourglass-mq/hourglass/timerstore"
 )
@@ -240,10 +238,10 @@ func (h timerHandle) ref() timerRef { return h.t.Value }
 // a fire record of firstBatch, and another topic's for the fire in flight
 // and its own, each short while topics share the rate.
 func (d *dispatcher) batchSizeLocked(upTo int64) int {
-	n := min(d.eng.opts.DispatchBatch, max(d.batchRamp, firstBatch))
-	d.batchRamp = min(2*n, d.eng.opts.DispatchBatch)
+	n := min(d.opts.DispatchBatch, max(d.batchRamp, firstBatch))
+	d.batchRamp = min(2*n, d.opts.DispatchBatch)
 	if d.due.readyTopics(upTo) > 1 {
-		n = min(n, max(1, d.eng.opts.DispatchBatch/4))
+		n = min(n, max(1, d.opts.DispatchBatch/4))
 	}
 	return n
 }
@@ -253,7 +251,7 @@ func (d *dispatcher) batchSizeLocked(upTo int64) int {
 // one. It returns whether it has more to do right away.
 func (d *dispatcher) stepLoadLocked(now int64) bool {
 	width := d.timers.Width()
-	target := d.timers.BucketOf(now+d.eng.opts.Lookahead.Milliseconds()) + width
+	target := d.timers.BucketOf(now+d.opts.Lookahead.Milliseconds()) + width
 	ld := d.load
 	if ld == nil {
 		if now < d.loadRetryAt {
@@ -274,10 +272,10 @@ func (d *dispatcher) stepLoadLocked(now int64) bool {
 		plan := d.timers.LoadPlan(b)
 		go func() {
 			entries, err := plan.Read()
-			d.eng.mu.Lock()
+			d.mu.Lock()
 			ld.entries, ld.err, ld.ready = entries, err, true
-			d.eng.mu.Unlock()
-			d.eng.life.kickLoop()
+			d.mu.Unlock()
+			d.life.kickLoop()
 		}()
 		return false
 	}
@@ -290,12 +288,12 @@ func (d *dispatcher) stepLoadLocked(now int64) bool {
 		if errors.Is(ld.err, timerstore.ErrCorrupt) {
 			// Damage found while running: stop, and let the restart's
 			// recovery rebuild the index from the log (checkTimers).
-			d.eng.life.failLocked(fmt.Errorf("timer bucket %s: %w", fmtMs(ld.bucket), ld.err))
+			d.life.failLocked(fmt.Errorf("timer bucket %s: %w", fmtMs(ld.bucket), ld.err))
 			return false
 		}
 		// Do not advance past a bucket we could not read: retry after a pause.
-		d.eng.opts.Logger.Error("timer bucket load failed", "bucket", fmtMs(ld.bucket), "err", ld.err)
-		d.eng.stats.TimerLoadErrors.Add(1)
+		d.opts.Logger.Error("timer bucket load failed", "bucket", fmtMs(ld.bucket), "err", ld.err)
+		d.stats.TimerLoadErrors.Add(1)
 		d.loadRetryAt = now + 1000
 		return false
 	}
@@ -334,77 +332,4 @@ func (d *dispatcher) stopTimerLocked(h timerHandle) timerRef {
 	d.leases.Cancel(h.t)
 	d.recycleTimerLocked(h.t)
 	return ref
-}
-
-// loop is the one goroutine that advances time: it loads buckets, advances
-// the wheel and writes fire records. It owns nothing else; all state it
-// touches is under mu.
-func (d *dispatcher) loop() {
-	defer d.eng.life.loopExited()
-	defer d.waitFires() // no fire outlives the loop
-	for {
-		d.eng.mu.Lock()
-		if d.eng.life.failureLocked() != nil {
-			// Stopped: nothing more becomes visible.
-			d.eng.mu.Unlock()
-			<-d.eng.life.stopping()
-			return
-		}
-		// base first: a clock moved between the two readings then shows
-		// as a move after the timer starts, not as one already in base.
-		base := d.eng.opts.Clock.Since()
-		now := d.eng.Now()
-		busy := d.stepLoadLocked(now)
-		if d.advanceLocked(now) {
-			busy = true
-		}
-		batch := d.takeBatchLocked(now)
-		wait := d.waitLocked(now)
-		dead := d.eng.cons.deadLettersDueLocked(now)
-		trail := d.eng.cons.takeTrailLocked()
-		d.eng.mu.Unlock()
-		if len(trail) > 0 {
-			// Before the dead letters: a nack that ran out of attempts
-			// comes before its dead-lettering in the log, as it happened.
-			d.eng.cons.writeTrail(trail)
-		}
-		if dead {
-			d.eng.cons.moveDeadLetters()
-		}
-		if len(batch) > 0 {
-			// The fire record's fsync runs beside the loop, which goes on
-			// expiring and loading meanwhile: a herd's expiry does not wait
-			// for its fires, so another topic's message due just after the
-			// herd reaches its heap (and its fair share) at once. One fire
-			// at a time (takeBatchLocked), so fires apply in log order.
-			d.goFire(func() {
-				d.eng.fire(batch, now)
-				d.eng.life.kickLoop()
-			})
-			continue
-		}
-		if busy {
-			// More bounded steps to do at once; let the goroutines that
-			// waited for the lock during this one run first.
-			runtime.Gosched()
-			continue
-		}
-		timer := d.eng.opts.Clock.NewTimer(wait)
-		if d.eng.opts.Clock.Since()-base >= time.Millisecond {
-			// The clock moved on between computing wait and starting the
-			// timer (a preempted loop; a test's clock advanced): the timer
-			// would fire that much too late, or, on a manual clock, never.
-			// Compute again.
-			timer.Stop()
-			continue
-		}
-		select {
-		case <-timer.C():
-		case <-d.eng.life.kicked():
-			timer.Stop()
-		case <-d.eng.life.stopping():
-			timer.Stop()
-			return
-		}
-	}
 }

@@ -11,7 +11,7 @@ package engine
 func (d *dispatcher) stateLocked(pos uint64, timer int64) State {
 	t := d.near.get(pos)
 	switch {
-	case t != nil && (t.Scheduled() || timer > d.eng.Now()):
+	case t != nil && (t.Scheduled() || timer > d.clock.Now()):
 		return StatePending
 	case t != nil, d.takenLocked(pos):
 		return StateDue
@@ -57,14 +57,14 @@ func (d *dispatcher) holdLocked(pos uint64, due int64, cancel bool, newDue int64
 	// fails. A taken one is not in near (changeableLocked refuses it).
 	h.timer = d.unscheduleLocked(pos)
 	// The overlay entry is marked Changing (beginChangeLocked says why).
-	h.ov, h.prev, h.hadPrev = d.eng.ovl.beginChangeLocked(pos, due, cancel, newDue)
+	h.ov, h.prev, h.hadPrev = d.ovl.beginChangeLocked(pos, due, cancel, newDue)
 	return h
 }
 
 // unholdLocked undoes holdLocked after a failed append: the overlay entry
 // is what it was and the timer ref is back where it belongs.
 func (d *dispatcher) unholdLocked(h hold, ref timerRef) {
-	d.eng.ovl.undoChangeLocked(h.pos, h.ov, h.prev, h.hadPrev)
+	d.ovl.undoChangeLocked(h.pos, h.ov, h.prev, h.hadPrev)
 	if h.timer != nil {
 		d.recycleTimerLocked(h.timer)
 		d.scheduleLocked(ref)

@@ -4,6 +4,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hourglass-mq/hourglass/clock"
+	"github.com/hourglass-mq/hourglass/commitlog"
 	"github.com/hourglass-mq/hourglass/timerstore"
 	"github.com/hourglass-mq/hourglass/timewheel"
 )
@@ -14,9 +16,16 @@ import (
 // Engine.mu. Its fields are its own (ownership_test.go): the rest of the
 // engine asks it through its methods.
 type dispatcher struct {
-	// eng is the engine it serves: its clock, options and log, and the
-	// other parts, which the dispatcher asks through their methods.
-	eng         *Engine
+	// What it is given at Open, and the parts it asks (through their
+	// methods): it calls no part that calls it (partgraph_test.go).
+	mu          *sync.Mutex   // the engine's lock, for the bucket loads' goroutines
+	opts        *Options      // the engine's options, read-only after Open
+	clock       *clock.Broker // the broker clock
+	log         *commitlog.Log
+	stats       *Stats
+	life        *lifecycle
+	segs        *segTable
+	ovl         *overlayState
 	timers      *timerstore.Store
 	spillOff    bool                       // recovery stopped writing timers out (spillTimers)
 	wheel       *timewheel.Wheel[timerRef] // message timers, expired up to stageAhead early
@@ -49,8 +58,14 @@ type dispatcher struct {
 	replayHWM    int64 // latest broker time a replayed record carries
 }
 
-func newDispatcher(e *Engine) *dispatcher {
-	return &dispatcher{eng: e, near: newNearIndex(), taken: map[uint64]struct{}{}, firedSince: map[uint64]bool{}}
+// newDispatcher makes the dispatcher of the engine whose lock, options,
+// clock, log and stats are given, over the parts it asks.
+func newDispatcher(mu *sync.Mutex, opts *Options, clk *clock.Broker, log *commitlog.Log, stats *Stats,
+	life *lifecycle, segs *segTable, ovl *overlayState) *dispatcher {
+	return &dispatcher{
+		mu: mu, opts: opts, clock: clk, log: log, stats: stats, life: life, segs: segs, ovl: ovl,
+		near: newNearIndex(), taken: map[uint64]struct{}{}, firedSince: map[uint64]bool{},
+	}
 }
 
 // pushDispatchLocked stages a message timer that is not in the wheel in
@@ -66,7 +81,7 @@ func (d *dispatcher) pushDispatchLocked(ref timerRef) {
 // before its time, not yet taken for a fire record. It is still pending.
 func (d *dispatcher) stagedLocked(pos uint64, timer int64) bool {
 	t := d.near.get(pos)
-	return t != nil && !t.Scheduled() && timer > d.eng.Now()
+	return t != nil && !t.Scheduled() && timer > d.clock.Now()
 }
 
 // takenLocked reports whether the message at pos was taken for the fire
@@ -80,16 +95,16 @@ func (d *dispatcher) takenLocked(pos uint64) bool {
 // its record still exists, it was not cancelled, moved or fired, and it is
 // not one the recovery filter knows to be visible already.
 func (d *dispatcher) validLocked(pos uint64, due int64) bool {
-	return d.validFromLocked(pos, due, uint64(d.eng.clog.Start()))
+	return d.validFromLocked(pos, due, uint64(d.log.Start()))
 }
 
 // validFromLocked is validLocked with the log's start given, for a caller
 // that checks millions of entries while the log cannot shrink (recovery).
 func (d *dispatcher) validFromLocked(pos uint64, due int64, logStart uint64) bool {
-	if d.eng.segs.physLocked(pos) < logStart || d.near.has(pos) || d.takenLocked(pos) {
+	if d.segs.physLocked(pos) < logStart || d.near.has(pos) || d.takenLocked(pos) {
 		return false
 	}
-	if ov := d.eng.ovl.get(pos); ov != nil {
+	if ov := d.ovl.get(pos); ov != nil {
 		return !ov.Changing && !ov.Cancelled && !ov.Fired && ov.Due == due
 	}
 	return !d.firedAtRecoveryLocked(pos, due)
@@ -102,16 +117,13 @@ func (d *dispatcher) expireLocked(t *wheelTimer) {
 	d.due.stage(t)
 }
 
-// expireLeaseLocked is the lease wheel's fire callback.
-func (d *dispatcher) expireLeaseLocked(t *wheelTimer) {
+// expireLeaseLocked is the lease wheel's fire callback: it recycles the
+// timer and hands what it was started with to ended, which the engine
+// gives (advanceLocked): the dispatcher does not know who started it.
+func (d *dispatcher) expireLeaseLocked(t *wheelTimer, ended func(timerRef)) {
 	ref := t.Value
 	d.recycleTimerLocked(t)
-	switch ref.kind {
-	case refLease:
-		d.eng.cons.leaseExpiredLocked(ref)
-	case refRetry:
-		d.eng.cons.retryReadyLocked(ref)
-	}
+	ended(ref)
 }
 
 // newTimerLocked returns a recycled or new wheel timer.
@@ -160,8 +172,8 @@ func (d *dispatcher) takeBatchLocked(now int64) []fireEntry {
 		return nil // a fire in flight (one at a time), or a pause after a failed one
 	}
 	n := d.batchSizeLocked(upTo)
-	if d.eng.opts.DispatchRate > 0 {
-		rate := float64(d.eng.opts.DispatchRate)
+	if d.opts.DispatchRate > 0 {
+		rate := float64(d.opts.DispatchRate)
 		d.tokens += float64(now-d.tokensAt) * rate / 1000
 		d.tokensAt = now
 		if burst := d.rateBurst(); d.tokens > burst {
@@ -176,7 +188,7 @@ func (d *dispatcher) takeBatchLocked(now int64) []fireEntry {
 		return nil
 	}
 	batch := d.due.take(n, upTo, &d.near, d.taken, d.recycleTimerLocked, make([]fireEntry, 0, n))
-	if d.eng.opts.DispatchRate > 0 {
+	if d.opts.DispatchRate > 0 {
 		d.tokens -= float64(len(batch))
 	}
 	if len(batch) == 0 {
@@ -194,14 +206,14 @@ func (d *dispatcher) takeBatchLocked(now int64) []fireEntry {
 // never settled, since tokens accrue in broker time and the bucket caps
 // what a jump brings.
 func (d *dispatcher) rateBurst() float64 {
-	return max(float64(d.eng.opts.DispatchBatch), float64(d.eng.opts.DispatchRate)*dispatchBurstMs/1000)
+	return max(float64(d.opts.DispatchBatch), float64(d.opts.DispatchRate)*dispatchBurstMs/1000)
 }
 
 // frontierLocked is the fire frontier: every timer due at or before it has
 // been made visible. It is never past the broker clock, though the wheel
 // is (stageAhead): recovery raises the clock to the checkpoint's frontier.
 func (d *dispatcher) frontierLocked() int64 {
-	f := min(d.lastAdvance, d.eng.Now())
+	f := min(d.lastAdvance, d.clock.Now())
 	if first, ok := d.due.min(); ok && first-1 < f {
 		f = first - 1
 	}
@@ -221,7 +233,7 @@ func (d *dispatcher) frontierLocked() int64 {
 
 // waitLocked says how long the loop may sleep.
 func (d *dispatcher) waitLocked(now int64) time.Duration {
-	next := d.loadedUntil - d.eng.opts.Lookahead.Milliseconds()
+	next := d.loadedUntil - d.opts.Lookahead.Milliseconds()
 	if d, ok := d.wheel.NextDeadline(); ok && d-stageAhead < next {
 		next = d - stageAhead
 	}
@@ -263,11 +275,11 @@ func (d *dispatcher) waitLocked(now int64) time.Duration {
 // loop woke every millisecond of a herd's fires, taking the engine's lock
 // each time for nothing.
 func (d *dispatcher) tokenWaitLocked(now int64) (int64, bool) {
-	if len(d.inflight) > 0 || d.eng.opts.DispatchRate <= 0 {
+	if len(d.inflight) > 0 || d.opts.DispatchRate <= 0 {
 		return 0, false
 	}
 	need := float64(d.tokenWantLocked(now)) - d.tokens
-	return max(1, int64(need*1000/float64(d.eng.opts.DispatchRate))+1), true
+	return max(1, int64(need*1000/float64(d.opts.DispatchRate))+1), true
 }
 
 // advanceLocked advances the wheels by a bounded step: the lease wheel
@@ -279,12 +291,13 @@ func (d *dispatcher) tokenWaitLocked(now int64) (int64, bool) {
 // one ended, or after a failed read, whose bucket is retried). Past either,
 // the fire frontier would vouch for timers still in their bucket files, and
 // recovery would skip them as visible. It returns whether expired timers
-// are left for the next step.
-func (d *dispatcher) advanceLocked(now int64) bool {
+// are left for the next step. A lease or retry timer that ends is handed
+// to leaseEnded.
+func (d *dispatcher) advanceLocked(now int64, leaseEnded func(timerRef)) bool {
 	more := false
 	if now > d.leaseAt || d.leasing {
 		to := max(now, d.leaseAt)
-		_, d.leasing = d.leases.AdvanceN(to, expireChunk, d.expireLeaseLocked)
+		_, d.leasing = d.leases.AdvanceN(to, expireChunk, func(t *wheelTimer) { d.expireLeaseLocked(t, leaseEnded) })
 		if !d.leasing {
 			d.leaseAt = to
 		}
@@ -312,7 +325,7 @@ func (d *dispatcher) addTimerLocked(ref timerRef) {
 	d.timers.Add(timerstore.Entry{Due: ref.due, Pos: ref.pos, Topic: ref.topic, Queue: ref.queue, Kind: ref.timerKind()})
 	d.placeTimerLocked(ref)
 	if d.timers.Buffered() >= timerstore.FlushThreshold {
-		d.eng.life.askCheckpoint()
+		d.life.askCheckpoint()
 	}
 }
 
@@ -334,7 +347,7 @@ func (d *dispatcher) placeTimerLocked(ref timerRef) {
 // within stageAhead: then a wheel busy with a herd's tick does not hold it
 // (takeBatchLocked keeps due order against what is still in the wheel).
 func (d *dispatcher) scheduleLocked(ref timerRef) {
-	if ref.due <= d.lastAdvance || ref.due <= d.eng.Now()+stageAhead {
+	if ref.due <= d.lastAdvance || ref.due <= d.clock.Now()+stageAhead {
 		d.pushDispatchLocked(ref)
 		return
 	}
@@ -376,7 +389,7 @@ func (d *dispatcher) fireFailedLocked(batch []fireEntry) {
 	// was no pause at all (a full disk logged thousands of failures a
 	// second).
 	d.fireBackoff = min(max(2*d.fireBackoff, fireBackoffMin), fireBackoffMax)
-	d.fireRetryAt = d.eng.Now() + d.fireBackoff
+	d.fireRetryAt = d.clock.Now() + d.fireBackoff
 }
 
 // fireWrittenLocked ends the fire in flight once its record is durable;
@@ -405,27 +418,5 @@ func (d *dispatcher) waitFires() { d.fires.Wait() }
 // leaseTimeLocked is the lease wheel's time, or the broker clock if ahead:
 // the base of lease deadlines.
 func (d *dispatcher) leaseTimeLocked() int64 {
-	return max(d.leaseAt, d.eng.Now())
-}
-
-// windowMissed counts the fired messages of batch, made visible at
-// visible, whose tolerance window had ended. Only windowed messages that
-// fire late at all are read; a read error is logged, not counted. Called
-// without locks.
-func (d *dispatcher) windowMissed(batch []fireEntry, visible int64) uint64 {
-	var n uint64
-	for _, fe := range batch {
-		if !fe.windowed || visible <= fe.due {
-			continue
-		}
-		s, _, err := d.eng.readStored(fe.pos)
-		if err != nil {
-			d.eng.opts.Logger.Warn("window check: message unreadable", "pos", fe.pos, "err", err)
-			continue
-		}
-		if visible > windowEnd(s) {
-			n++
-		}
-	}
-	return n
+	return max(d.leaseAt, d.clock.Now())
 }

@@ -68,7 +68,7 @@ func (d *dispatcher) start(start int64) {
 	d.leases = timewheel.New[timerRef](1, 512, start)
 	d.leaseAt = start
 	d.loadedUntil = d.timers.BucketOf(start + 1)
-	d.tokensAt = d.eng.Now()
+	d.tokensAt = d.clock.Now()
 	d.tokens = d.rateBurst()
 }
 
@@ -95,11 +95,11 @@ func (d *dispatcher) spillTimers() {
 	}
 	if err != nil {
 		d.spillOff = true
-		d.eng.opts.Logger.Warn("recovery could not write timers out as it went; keeping them in memory until the first checkpoint", "err", err)
+		d.opts.Logger.Warn("recovery could not write timers out as it went; keeping them in memory until the first checkpoint", "err", err)
 		return
 	}
 	if err := d.timers.DropUnlisted()(); err != nil {
-		d.eng.opts.Logger.Warn("removing timer runs a recovery spill replaced failed; the next start removes them", "err", err)
+		d.opts.Logger.Warn("removing timer runs a recovery spill replaced failed; the next start removes them", "err", err)
 	}
 }
 

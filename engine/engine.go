@@ -126,7 +126,14 @@ type idents struct {
 // serialises creation (of topics and groups) and is taken before gate, and
 // byName, which is read without a lock.
 type catalog struct {
-	eng      *Engine // for its options: where the queue indexes live
+	// What it is given at Open: the engine's locks, its options (read-only
+	// after Open: limits, and where the queue indexes live), the log a
+	// topic record is appended to, and the lifecycle.
+	mu       *sync.Mutex
+	gate     *ckptGate
+	opts     *Options
+	log      *commitlog.Log
+	life     *lifecycle
 	createMu sync.Mutex
 	// byName holds the topics by name. It is written under mu
 	// (installTopicLocked) and read without it, so that a send finds its
@@ -135,6 +142,10 @@ type catalog struct {
 	byName      sync.Map // string -> *topic
 	topicsByID  map[uint32]*topic
 	nextTopicID uint32
+}
+
+func newCatalog(mu *sync.Mutex, gate *ckptGate, opts *Options, log *commitlog.Log, life *lifecycle) *catalog {
+	return &catalog{mu: mu, gate: gate, opts: opts, log: log, life: life, topicsByID: map[uint32]*topic{}, nextTopicID: 1}
 }
 
 // topic returns the topic called name, or nil; no lock needed.
@@ -170,14 +181,9 @@ func Open(opts Options) (*Engine, error) {
 		gate:  &ckptGate{},
 		side:  &sideIndexes{},
 	}
-	e.life = newLifecycle(e)
-	e.disp = newDispatcher(e)
-	e.side.scrub.eng = e
-	e.side.dedup.eng = e
+	e.life = newLifecycle(&e.mu, e.stats, opts.Logger)
 	e.cons = newConsumers(e)
 	e.ckpt = &checkpointer{eng: e}
-	e.cat = &catalog{eng: e, topicsByID: map[uint32]*topic{}, nextTopicID: 1}
-	e.ovl = newOverlayState(func(pos uint64) uint64 { return e.segs.segOfLocked(e.segs.physLocked(pos)) })
 	// The checkpoint syncs these directories, so they exist from the start.
 	if err := e.opts.FS.MkdirAll(path.Join(opts.Dir, "queues")); err != nil {
 		return nil, err
@@ -214,9 +220,13 @@ func Open(opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("engine: open commit log: %w", err)
 	}
+	e.cat = newCatalog(&e.mu, e.gate, &e.opts, e.clog, e.life)
 	e.segs = newSegTable(e.clog)
+	e.ovl = newOverlayState(e.segs)
 	e.clock = newBrokerClock(&e.opts, e.stats)
-	if err := e.recover(); err != nil {
+	e.side.scrub.init(&e.opts, e.clog, e.clock, e.stats, e.life, &e.side.dmg)
+	e.disp = newDispatcher(&e.mu, &e.opts, e.clock, e.clog, e.stats, e.life, e.segs, e.ovl)
+	if err := (&recovery{eng: e}).run(); err != nil {
 		e.disp.closeStore()
 		e.clog.Close()
 		return nil, fmt.Errorf("engine: recovery: %w", err)
@@ -226,9 +236,14 @@ func Open(opts Options) (*Engine, error) {
 	e.opts.Logger.Info("engine recovered", "dir", opts.Dir, "took", took,
 		"log_start", e.clog.Start(), "log_head", e.clog.Head(),
 		"pending", e.stats.Pending.Load(), "replayed", e.stats.Replayed.Load(), "replayed_bytes", e.stats.ReplayedBytes.Load())
+	e.side.dedup.init(&e.mu, &e.opts, e.keys, e.ids, e.stats, e.clog, e.segs, e.ovl, e.disp)
 	e.life.setLock(lock)
 	ok = true
-	e.life.startBackground()
+	var scrubber func()
+	if e.opts.ScrubRate > 0 {
+		scrubber = e.side.scrub.scrubber
+	}
+	e.life.startBackground(e.loop, e.ckpt.run, scrubber)
 	return e, nil
 }
 

@@ -35,3 +35,15 @@ func (c *consumers) expireHandoutsLocked(g *group, hs []handout) {
 	}
 	c.eng.life.kickLoop()
 }
+
+// timerEndedLocked takes a lease or retry timer that ended in the
+// dispatcher's lease wheel: the consumers started it, and the dispatch
+// loop hands it back (Engine.loop), so the dispatcher never calls them.
+func (c *consumers) timerEndedLocked(ref timerRef) {
+	switch ref.kind {
+	case refLease:
+		c.leaseExpiredLocked(ref)
+	case refRetry:
+		c.retryReadyLocked(ref)
+	}
+}

@@ -33,12 +33,12 @@ import (
 // fail records the engine's first fatal storage error and stops it. It
 // returns err for the caller's convenience.
 func (l *lifecycle) fail(err error) error {
-	l.eng.mu.Lock()
+	l.mu.Lock()
 	first := l.setFailedLocked(err)
-	l.eng.mu.Unlock()
+	l.mu.Unlock()
 	if first {
-		l.eng.stats.Failed.Store(true)
-		l.eng.opts.Logger.Error("storage failed: the broker stops; restart it to recover from the commit log", "err", err)
+		l.stats.Failed.Store(true)
+		l.logger.Error("storage failed: the broker stops; restart it to recover from the commit log", "err", err)
 		l.kickLoop()
 	}
 	return err
@@ -47,8 +47,8 @@ func (l *lifecycle) fail(err error) error {
 // failLocked is fail for a caller holding mu.
 func (l *lifecycle) failLocked(err error) {
 	if l.setFailedLocked(err) {
-		l.eng.stats.Failed.Store(true)
-		l.eng.opts.Logger.Error("storage failed: the broker stops; restart it to recover from the commit log", "err", err)
+		l.stats.Failed.Store(true)
+		l.logger.Error("storage failed: the broker stops; restart it to recover from the commit log", "err", err)
 		l.kickLoop()
 	}
 }

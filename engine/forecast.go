@@ -225,8 +225,8 @@ func (c *catalog) forecastTopic(topic string) (uint32, error) {
 	if topic == "" {
 		return 0, nil
 	}
-	c.eng.mu.Lock()
-	defer c.eng.mu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	t := c.topic(topic)
 	if t == nil {
 		return 0, errs.New(errs.NotFound, "topic %q does not exist", topic)

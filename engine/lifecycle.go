@@ -2,15 +2,20 @@ package engine
 
 import (
 	"io"
+	"log/slog"
+	"sync"
 
 	"github.com/hourglass-mq/hourglass/errs"
 )
 
 // lifecycle is the engine's run state. closed, failed and visibleCh are
 // guarded by Engine.mu; the channels are made once at Open. Its fields
-// are its own (ownership_test.go).
+// are its own (ownership_test.go). It calls no other part: the engine
+// and the parts ask it, and it holds only what a failure reaches.
 type lifecycle struct {
-	eng       *Engine // whose lock guards it, and whose stats and log a failure reaches
+	mu        *sync.Mutex  // the engine's lock, which guards closed, failed and visibleCh
+	stats     *Stats       // where a failure shows (Stats.Failed)
+	logger    *slog.Logger // where a failure is logged
 	closed    bool
 	failed    error         // the fatal storage failure, if any (see fail.go)
 	failedCh  chan struct{} // closed when failed is set
@@ -24,9 +29,11 @@ type lifecycle struct {
 	lock      io.Closer     // the data directory's lock, released by Close
 }
 
-func newLifecycle(e *Engine) *lifecycle {
+func newLifecycle(mu *sync.Mutex, stats *Stats, logger *slog.Logger) *lifecycle {
 	return &lifecycle{
-		eng:       e,
+		mu:        mu,
+		stats:     stats,
+		logger:    logger,
 		visibleCh: make(chan struct{}),
 		kick:      make(chan struct{}, 1),
 		ckptNow:   make(chan struct{}, 1),
@@ -113,8 +120,8 @@ func (l *lifecycle) unavailableLocked() error {
 
 // available is unavailableLocked for a caller that does not hold mu.
 func (l *lifecycle) available() error {
-	l.eng.mu.Lock()
-	defer l.eng.mu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	return l.unavailableLocked()
 }
 
@@ -151,13 +158,14 @@ func (l *lifecycle) notifyVisibleLocked() {
 func (l *lifecycle) visibleLocked() <-chan struct{} { return l.visibleCh }
 
 // startBackground starts the engine's goroutines once recovery is done:
-// the dispatch loop, the checkpointer and the scrubber. Close stops them
-// (life.done) and waits for each.
-func (l *lifecycle) startBackground() {
-	go l.eng.disp.loop()
-	go l.eng.ckpt.run()
-	if l.eng.opts.ScrubRate > 0 {
-		go l.eng.side.scrub.scrubber()
+// the dispatch loop, the checkpointer and, unless it is nil (scrubbing is
+// off), the scrubber. Close stops them (done) and waits for each. The
+// engine gives the goroutines' bodies: the lifecycle calls no other part.
+func (l *lifecycle) startBackground(loop, checkpointer, scrubber func()) {
+	go loop()
+	go checkpointer()
+	if scrubber != nil {
+		go scrubber()
 	} else {
 		l.scrubberExited()
 	}

@@ -1,6 +1,11 @@
 package engine
 
 import (
+	"log/slog"
+	"runtime"
+	"time"
+
+	"github.com/hourglass-mq/hourglass/message"
 	"github.com/hourglass-mq/hourglass/queueindex"
 )
 
@@ -24,7 +29,7 @@ const dispatchBurstMs = 100
 
 // fire makes a batch visible: one fire record, then the queue indexes.
 func (e *Engine) fire(batch []fireEntry, visible int64) {
-	missed := e.disp.windowMissed(batch, visible)
+	missed := windowMissed(batch, visible, e.readStored, e.opts.Logger)
 	e.gate.RLock()
 	defer e.gate.RUnlock()
 	_, err := e.clog.Append(encodeFire(visible, batch))
@@ -66,6 +71,7 @@ func (e *Engine) applyFireLocked(visible int64, batch []fireEntry, live bool) {
 	for _, fe := range batch {
 		e.disp.firedLocked(fe.pos)
 		e.ovl.firedLocked(fe.pos, visible)
+		e.segs.firedLocked(fe.pos, visible)
 		k := qk{fe.topic, fe.queue}
 		groups[k] = append(groups[k], queueindex.Entry{Pos: fe.pos, Due: fe.due, Visible: visible, Size: fe.size})
 		if t := e.cat.topicsByID[fe.topic]; t != nil {
@@ -74,7 +80,6 @@ func (e *Engine) applyFireLocked(visible int64, batch []fireEntry, live bool) {
 				t.fired++
 			}
 		}
-		e.segs.firedLocked(fe.pos, visible)
 		if live {
 			e.stats.Lateness.Observe(float64(visible-fe.due) / 1000)
 		}
@@ -108,3 +113,100 @@ func (e *Engine) applyFireLocked(visible int64, batch []fireEntry, live bool) {
 // behind otherwise. (The near index gives its memory back as it drains:
 // near.go.)
 const herdShrink = 1 << 16
+
+// loop is the one goroutine that advances time: it has the dispatcher load
+// buckets, advance the wheels and take a fire batch, hands the lease timers
+// that end and the dead letters and trail that are due to the consumers,
+// and writes the fire records. It owns nothing; all state it touches is
+// under mu.
+func (e *Engine) loop() {
+	defer e.life.loopExited()
+	defer e.disp.waitFires() // no fire outlives the loop
+	for {
+		e.mu.Lock()
+		if e.life.failureLocked() != nil {
+			// Stopped: nothing more becomes visible.
+			e.mu.Unlock()
+			<-e.life.stopping()
+			return
+		}
+		// base first: a clock moved between the two readings then shows
+		// as a move after the timer starts, not as one already in base.
+		base := e.opts.Clock.Since()
+		now := e.Now()
+		busy := e.disp.stepLoadLocked(now)
+		if e.disp.advanceLocked(now, e.cons.timerEndedLocked) {
+			busy = true
+		}
+		batch := e.disp.takeBatchLocked(now)
+		wait := e.disp.waitLocked(now)
+		dead := e.cons.deadLettersDueLocked(now)
+		trail := e.cons.takeTrailLocked()
+		e.mu.Unlock()
+		if len(trail) > 0 {
+			// Before the dead letters: a nack that ran out of attempts
+			// comes before its dead-lettering in the log, as it happened.
+			e.cons.writeTrail(trail)
+		}
+		if dead {
+			e.cons.moveDeadLetters()
+		}
+		if len(batch) > 0 {
+			// The fire record's fsync runs beside the loop, which goes on
+			// expiring and loading meanwhile: a herd's expiry does not wait
+			// for its fires, so another topic's message due just after the
+			// herd reaches its heap (and its fair share) at once. One fire
+			// at a time (takeBatchLocked), so fires apply in log order.
+			e.disp.goFire(func() {
+				e.fire(batch, now)
+				e.life.kickLoop()
+			})
+			continue
+		}
+		if busy {
+			// More bounded steps to do at once; let the goroutines that
+			// waited for the lock during this one run first.
+			runtime.Gosched()
+			continue
+		}
+		timer := e.opts.Clock.NewTimer(wait)
+		if e.opts.Clock.Since()-base >= time.Millisecond {
+			// The clock moved on between computing wait and starting the
+			// timer (a preempted loop; a test's clock advanced): the timer
+			// would fire that much too late, or, on a manual clock, never.
+			// Compute again.
+			timer.Stop()
+			continue
+		}
+		select {
+		case <-timer.C():
+		case <-e.life.kicked():
+			timer.Stop()
+		case <-e.life.stopping():
+			timer.Stop()
+			return
+		}
+	}
+}
+
+// windowMissed counts the fired messages of batch, made visible at
+// visible, whose tolerance window had ended. Only windowed messages that
+// fire late at all are read; a read error is logged, not counted. Called
+// without locks; read reads a stored message (Engine.readStored).
+func windowMissed(batch []fireEntry, visible int64, read func(uint64) (*message.Stored, int, error), log *slog.Logger) uint64 {
+	var n uint64
+	for _, fe := range batch {
+		if !fe.windowed || visible <= fe.due {
+			continue
+		}
+		s, _, err := read(fe.pos)
+		if err != nil {
+			log.Warn("window check: message unreadable", "pos", fe.pos, "err", err)
+			continue
+		}
+		if visible > windowEnd(s) {
+			n++
+		}
+	}
+	return n
+}

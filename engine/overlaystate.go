@@ -24,13 +24,13 @@ type overlayEntry struct {
 type overlayState struct {
 	entries map[uint64]*overlayEntry
 	journal *overlayJournal // nil until recovery opens it
-	// segOf is the log segment the current copy of the message at pos
-	// lies in: its entry is journaled in that segment's file.
-	segOf func(pos uint64) uint64
+	// segs says which log segment the current copy of a message lies in:
+	// its entry is journaled in that segment's file.
+	segs *segTable
 }
 
-func newOverlayState(segOf func(pos uint64) uint64) *overlayState {
-	return &overlayState{entries: map[uint64]*overlayEntry{}, segOf: segOf}
+func newOverlayState(segs *segTable) *overlayState {
+	return &overlayState{entries: map[uint64]*overlayEntry{}, segs: segs}
 }
 
 // get returns the entry of the message at pos, or nil. The entry is the
@@ -54,7 +54,7 @@ func (o *overlayState) open(fs vfs.FS, dataDir string, files map[uint64]int64, l
 // journalLocked journals the entry of pos, if it has one.
 func (o *overlayState) journalLocked(pos uint64) {
 	if ov := o.entries[pos]; ov != nil && o.journal != nil {
-		o.journal.add(o.segOf(pos), pos, ov)
+		o.journal.add(o.segs.segOfLocked(o.segs.physLocked(pos)), pos, ov)
 	}
 }
 

@@ -123,7 +123,7 @@ func (c *catalog) createMissing(reqs []SendRequest, stored []*message.Stored, to
 	// take the room meanwhile: then the batch fails with topics made).
 	// Only the names still missing count: another sender may have made
 	// one since the batch was checked.
-	c.eng.mu.Lock()
+	c.mu.Lock()
 	n := c.userTopicsLocked()
 	var still []string
 	for _, name := range missing {
@@ -131,10 +131,10 @@ func (c *catalog) createMissing(reqs []SendRequest, stored []*message.Stored, to
 			still = append(still, name)
 		}
 	}
-	c.eng.mu.Unlock()
-	if n+len(still) > c.eng.opts.MaxTopics {
-		return batchErr(len(reqs), first(still[max(0, c.eng.opts.MaxTopics-n)]), errs.New(errs.ResourceExhausted,
-			"there are %d topics; the limit is %d, and the batch names %d new ones", n, c.eng.opts.MaxTopics, len(still)))
+	c.mu.Unlock()
+	if n+len(still) > c.opts.MaxTopics {
+		return batchErr(len(reqs), first(still[max(0, c.opts.MaxTopics-n)]), errs.New(errs.ResourceExhausted,
+			"there are %d topics; the limit is %d, and the batch names %d new ones", n, c.opts.MaxTopics, len(still)))
 	}
 	byName := make(map[string]*topic, len(missing))
 	for _, name := range missing {
@@ -162,7 +162,7 @@ func (c *catalog) topicFor(name string) (*topic, error) {
 	if t := c.topic(name); t != nil {
 		return t, nil
 	}
-	if c.eng.opts.NoAutoCreate {
+	if c.opts.NoAutoCreate {
 		return nil, errs.New(errs.NotFound, "topic %q does not exist (auto-create is off)", name)
 	}
 	t, err := c.createTopic(name, TopicConfig{}, false)

@@ -21,10 +21,10 @@ type recovery struct {
 	eng *Engine
 }
 
-// recover loads the checkpoint, truncates the caches to it, replays the
-// log after it and sets the wheel up at the fire frontier.
-func (e *Engine) recover() error {
-	r := &recovery{eng: e}
+// run loads the checkpoint, truncates the caches to it, replays the log
+// after it and sets the wheel up at the fire frontier.
+func (r *recovery) run() error {
+	e := r.eng
 	st, err := r.loadCheckpoint()
 	if err != nil {
 		return err

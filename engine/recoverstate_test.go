@@ -113,7 +113,7 @@ func checkFiredBeforeCheckpoint(t *testing.T, img *vfs.Mem, opts Options, early 
 	}
 	r.mu.Lock()
 	was := r.disp.setLoadedUntil(r.disp.store().BucketOf(start - 60_000))
-	st, _, _ := r.stateLocked(early.Pos, s)
+	st, _, _ := messageStateLocked(r.ovl, r.disp, early.Pos, s)
 	r.disp.setLoadedUntil(was)
 	r.mu.Unlock()
 	if st != StateVisible {

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hourglass-mq/hourglass/clock"
 	"github.com/hourglass-mq/hourglass/commitlog"
 )
 
@@ -58,12 +59,27 @@ type ScrubStatus struct {
 // scrubState is the scrub's own state, under its own lock; run serialises
 // passes (the background one and ScrubNow).
 type scrubState struct {
-	eng      *Engine // whose log it scrubs
+	// What it is given at Open (init): the engine's options (read-only
+	// after Open), the log it scrubs, the broker clock, the stats, the
+	// lifecycle that stops it, and the damage record it writes what it
+	// finds to.
+	opts     *Options
+	log      *commitlog.Log
+	clock    *clock.Broker
+	stats    *Stats
+	life     *lifecycle
+	dmg      *damageState
 	run      sync.Mutex
 	mu       sync.Mutex
 	passes   uint64
 	lastPass int64
 	lastErr  string
+}
+
+// init gives the scrub what it uses; Open calls it once the log and the
+// clock are open, before anything scrubs.
+func (s *scrubState) init(opts *Options, log *commitlog.Log, clk *clock.Broker, stats *Stats, life *lifecycle, dmg *damageState) {
+	s.opts, s.log, s.clock, s.stats, s.life, s.dmg = opts, log, clk, stats, life, dmg
 }
 
 // Scrub returns the scrub's state.
@@ -84,12 +100,12 @@ func (e *Engine) ScrubNow(ctx context.Context) error {
 
 // scrubber runs passes until the engine closes.
 func (s *scrubState) scrubber() {
-	defer s.eng.life.scrubberExited()
-	wait := s.eng.opts.ScrubDelay
+	defer s.life.scrubberExited()
+	wait := s.opts.ScrubDelay
 	for {
 		t := time.NewTimer(wait)
 		select {
-		case <-s.eng.life.stopping():
+		case <-s.life.stopping():
 			t.Stop()
 			return
 		case <-t.C:
@@ -97,7 +113,7 @@ func (s *scrubState) scrubber() {
 		if err := s.scrubPass(context.Background()); errors.Is(err, errScrubStopped) {
 			return
 		}
-		wait = s.eng.opts.ScrubInterval
+		wait = s.opts.ScrubInterval
 	}
 }
 
@@ -105,13 +121,13 @@ func (s *scrubState) scrubber() {
 func (s *scrubState) scrubPass(ctx context.Context) error {
 	s.run.Lock()
 	defer s.run.Unlock()
-	segs := s.eng.clog.Segments()
-	s.eng.side.dmg.dropBefore(s.eng.clog.Start())
-	p := pacer{rate: s.eng.opts.ScrubRate, start: time.Now(), ctx: ctx, done: s.eng.life.stopping()}
+	segs := s.log.Segments()
+	s.dmg.dropBefore(s.log.Start())
+	p := pacer{rate: s.opts.ScrubRate, start: time.Now(), ctx: ctx, done: s.life.stopping()}
 	var lastErr string
 	for _, seg := range segs[:len(segs)-1] {
-		res, err := s.eng.clog.Scrub(seg.Base, p.pace)
-		s.eng.stats.ScrubBytes.Add(uint64(res.Bytes))
+		res, err := s.log.Scrub(seg.Base, p.pace)
+		s.stats.ScrubBytes.Add(uint64(res.Bytes))
 		switch {
 		case errors.Is(err, errScrubStopped), ctx.Err() != nil:
 			if ctx.Err() != nil {
@@ -122,18 +138,18 @@ func (s *scrubState) scrubPass(ctx context.Context) error {
 			continue // deleted by retention meanwhile, or the log closed
 		case err != nil:
 			lastErr = err.Error()
-			s.eng.opts.Logger.Warn("scrub could not read a segment; it is tried again at the next pass", "segment", seg.Name, "err", err)
+			s.opts.Logger.Warn("scrub could not read a segment; it is tried again at the next pass", "segment", seg.Name, "err", err)
 			continue
 		}
 		if len(res.Damage) > 0 {
-			s.eng.opts.Logger.Error("scrub found damage in a sealed log segment", "segment", res.Segment, "ranges", len(res.Damage),
+			s.opts.Logger.Error("scrub found damage in a sealed log segment", "segment", res.Segment, "ranges", len(res.Damage),
 				"first_pos", res.Damage[0].Pos, "reason", res.Damage[0].Reason)
 		}
-		s.eng.side.dmg.setRanges(res.Segment, res.Damage)
+		s.dmg.setRanges(res.Segment, res.Damage)
 	}
 	s.mu.Lock()
 	s.passes++
-	s.lastPass = s.eng.Now()
+	s.lastPass = s.clock.Now()
 	s.lastErr = lastErr
 	s.mu.Unlock()
 	return nil

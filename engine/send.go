@@ -228,10 +228,10 @@ func (c *catalog) createTopic(name string, cfg TopicConfig, internal bool) (*top
 		}
 	}
 	if cfg.Queues == 0 {
-		cfg.Queues = c.eng.opts.DefaultQueues
+		cfg.Queues = c.opts.DefaultQueues
 	}
-	if cfg.Queues < 1 || cfg.Queues > c.eng.opts.MaxQueues {
-		return nil, errs.New(errs.InvalidArgument, "queues %d is not in [1, %d]", cfg.Queues, c.eng.opts.MaxQueues)
+	if cfg.Queues < 1 || cfg.Queues > c.opts.MaxQueues {
+		return nil, errs.New(errs.InvalidArgument, "queues %d is not in [1, %d]", cfg.Queues, c.opts.MaxQueues)
 	}
 	var flags uint8
 	if cfg.FIFO {
@@ -243,35 +243,35 @@ func (c *catalog) createTopic(name string, cfg TopicConfig, internal bool) (*top
 	// topics do not wait for them.
 	c.createMu.Lock()
 	defer c.createMu.Unlock()
-	c.eng.gate.RLock()
-	defer c.eng.gate.RUnlock()
-	c.eng.mu.Lock()
-	if err := c.eng.life.unavailableLocked(); err != nil {
-		c.eng.mu.Unlock()
+	c.gate.RLock()
+	defer c.gate.RUnlock()
+	c.mu.Lock()
+	if err := c.life.unavailableLocked(); err != nil {
+		c.mu.Unlock()
 		return nil, err
 	}
 	if t := c.topic(name); t != nil {
-		c.eng.mu.Unlock()
+		c.mu.Unlock()
 		return t, errs.New(errs.AlreadyExists, "topic %q exists", name)
 	}
-	if n := c.userTopicsLocked(); !internal && n >= c.eng.opts.MaxTopics {
-		c.eng.mu.Unlock()
-		return nil, errs.New(errs.ResourceExhausted, "there are %d topics; the limit is %d", n, c.eng.opts.MaxTopics)
+	if n := c.userTopicsLocked(); !internal && n >= c.opts.MaxTopics {
+		c.mu.Unlock()
+		return nil, errs.New(errs.ResourceExhausted, "there are %d topics; the limit is %d", n, c.opts.MaxTopics)
 	}
 	id := c.nextTopicID
-	c.eng.mu.Unlock()
+	c.mu.Unlock()
 	t, err := c.openTopic(id, cfg.Queues, flags, name, nil)
 	if err != nil {
 		return nil, errs.Wrap(errs.Unavailable, err, "create topic %q", name)
 	}
-	if _, err := c.eng.clog.Append(encodeTopic(id, cfg.Queues, flags, name)); err != nil {
+	if _, err := c.log.Append(encodeTopic(id, cfg.Queues, flags, name)); err != nil {
 		t.close()
-		return nil, c.eng.life.storageErr(err)
+		return nil, c.life.storageErr(err)
 	}
-	c.eng.mu.Lock()
+	c.mu.Lock()
 	c.installTopicLocked(t)
-	c.eng.mu.Unlock()
-	c.eng.opts.Logger.Info("topic created", "topic", name, "queues", cfg.Queues, "fifo", cfg.FIFO)
+	c.mu.Unlock()
+	c.opts.Logger.Info("topic created", "topic", name, "queues", cfg.Queues, "fifo", cfg.FIFO)
 	return t, nil
 }
 
@@ -318,8 +318,8 @@ func (t *topic) close() {
 // checkpoint recorded per queue (nil: 0 for all).
 func (c *catalog) openTopic(id uint32, queues int, flags uint8, name string, keep []int64) (*topic, error) {
 	t := &topic{id: id, name: name, fifo: flags&topicFIFO != 0}
-	dir := path.Join(c.eng.opts.Dir, "queues", strconv.FormatUint(uint64(id), 10))
-	if err := c.eng.opts.FS.MkdirAll(dir); err != nil {
+	dir := path.Join(c.opts.Dir, "queues", strconv.FormatUint(uint64(id), 10))
+	if err := c.opts.FS.MkdirAll(dir); err != nil {
 		return nil, err
 	}
 	for q := 0; q < queues; q++ {
@@ -327,7 +327,7 @@ func (c *catalog) openTopic(id uint32, queues int, flags uint8, name string, kee
 		if q < len(keep) {
 			k = keep[q]
 		}
-		x, err := queueindex.Open(c.eng.opts.FS, path.Join(dir, strconv.Itoa(q)+".qi"), k)
+		x, err := queueindex.Open(c.opts.FS, path.Join(dir, strconv.Itoa(q)+".qi"), k)
 		if err != nil {
 			t.close()
 			return nil, err

@@ -32,7 +32,7 @@ func (d *dueSet) nextAfter(now int64) (int64, bool) {
 // waits for no more than firstBatch tokens (1.3 ms at the default rate)
 // and the fire in flight, where it waited for a full batch's tokens.
 func (d *dispatcher) tokenWantLocked(now int64) int {
-	want := min(d.eng.opts.DispatchBatch, d.due.len())
+	want := min(d.opts.DispatchBatch, d.due.len())
 	if d.due.readyTopics(now) > 1 {
 		want = min(want, firstBatch)
 	}
