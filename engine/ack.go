@@ -32,7 +32,7 @@ func (c *consumers) groupLocked(topic, name string) (*group, error) {
 
 // groupLeaseLocked finds the live lease of g a receipt names.
 func (c *consumers) groupLeaseLocked(g *group, receipt string) (*groupQueue, uint16, uint64, *lease, error) {
-	q, off, seq, err := c.eng.ids.decodeReceipt(g.id, receipt)
+	q, off, seq, err := c.ids.decodeReceipt(g.id, receipt)
 	if err != nil {
 		return nil, 0, 0, nil, err
 	}
@@ -104,7 +104,7 @@ func (c *consumers) stopAckedLocked(topic, name string, receipts []string) (*ack
 	if err != nil {
 		return nil, err
 	}
-	a := &ackBatch{g: g, leases: make([]ackedLease, 0, len(receipts)), at: c.eng.Now()}
+	a := &ackBatch{g: g, leases: make([]ackedLease, 0, len(receipts)), at: c.clock.Now()}
 	for _, r := range receipts {
 		gq, q, off, l, err := c.groupLeaseLocked(g, r)
 		if err != nil {
@@ -124,7 +124,7 @@ func (c *consumers) stopAckedLocked(topic, name string, receipts []string) (*ack
 	a.items = make([]progressItem, len(a.leases))
 	for i, t := range a.leases {
 		a.items[i] = progressItem{queue: t.q, offset: t.off}
-		c.eng.disp.stopTimerLocked(t.l.timer)
+		c.disp.stopTimerLocked(t.l.timer)
 		t.gq.setLease(t.off, nil)
 	}
 	return a, nil
@@ -164,16 +164,16 @@ func (a *ackBatch) trail() []trailEntry {
 }
 
 // restoreLocked gives the leases back after the ack's record failed.
-func (a *ackBatch) restoreLocked(e *Engine) {
+func (a *ackBatch) restoreLocked(disp *dispatcher) {
 	for _, t := range a.leases {
-		t.l.timer = e.disp.startTimerLocked(t.ref)
+		t.l.timer = disp.startTimerLocked(t.ref)
 		t.gq.setLease(t.off, t.l)
 	}
 }
 
 // doneLocked applies the ack once its record is durable; a nil a has
 // nothing to apply.
-func (a *ackBatch) doneLocked(e *Engine) {
+func (a *ackBatch) doneLocked(life *lifecycle) {
 	if a == nil {
 		return
 	}
@@ -183,7 +183,7 @@ func (a *ackBatch) doneLocked(e *Engine) {
 	a.g.acked += uint64(len(a.leases))
 	if a.g.topic.fifo {
 		// The ack unblocks the queue's next message: wake long polls.
-		e.life.notifyVisibleLocked()
+		life.notifyVisibleLocked()
 	}
 }
 
@@ -191,14 +191,14 @@ func (a *ackBatch) doneLocked(e *Engine) {
 // gate shared (invariant E2: from before the append until the effect is
 // applied).
 func (c *consumers) commitAcks(a *ackBatch) error {
-	_, err := c.eng.clog.Append(a.appendRecord(nil)...)
-	c.eng.mu.Lock()
-	defer c.eng.mu.Unlock()
+	_, err := c.log.Append(a.appendRecord(nil)...)
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if err != nil {
-		a.restoreLocked(c.eng)
-		return c.eng.life.storageErr(err)
+		a.restoreLocked(c.disp)
+		return c.life.storageErr(err)
 	}
-	a.doneLocked(c.eng)
+	a.doneLocked(c.life)
 	return nil
 }
 
@@ -262,14 +262,14 @@ func (c *consumers) leaseExpiredLocked(ref timerRef) {
 func (c *consumers) failedLocked(g *group, gq *groupQueue, q uint16, off uint64, attempt uint32, delay time.Duration, from int64) int64 {
 	if int(attempt) >= g.cfg.MaxAttempts {
 		c.addDeadLettersLocked(deadLetter{g: g, queue: q, offset: off, attempt: attempt})
-		c.eng.life.kickLoop()
+		c.life.kickLoop()
 		return 0
 	}
 	if delay == 0 {
 		delay = g.cfg.Backoff(attempt)
 	}
 	due := from + clock.CeilMillis(delay)
-	gq.setRetry(off, c.eng.disp.startTimerLocked(timerRef{kind: refRetry, due: due, group: g.id, queue: q, offset: off}))
+	gq.setRetry(off, c.disp.startTimerLocked(timerRef{kind: refRetry, due: due, group: g.id, queue: q, offset: off}))
 	return due
 }
 
@@ -282,5 +282,5 @@ func (c *consumers) retryReadyLocked(ref timerRef) {
 	gq := g.queues[ref.queue]
 	gq.setRetry(ref.offset, timerHandle{})
 	gq.ready = append(gq.ready, ref.offset)
-	c.eng.life.notifyVisibleLocked()
+	c.life.notifyVisibleLocked()
 }

@@ -4,6 +4,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hourglass-mq/hourglass/clock"
+	"github.com/hourglass-mq/hourglass/commitlog"
 	"github.com/hourglass-mq/hourglass/errs"
 )
 
@@ -11,9 +13,22 @@ import (
 // Engine.mu, except that groups is read without it. Its fields are its own
 // (ownership_test.go).
 type consumers struct {
-	// eng is the engine the groups live in: its log, lock, clock and the
-	// other parts, which the groups ask through their methods.
-	eng *Engine
+	// What the groups are given at Open: the engine's locks, options
+	// (read-only after Open), clock, log, stats and sealers, and the parts
+	// they ask, through their methods: it calls no part that calls it
+	// (partgraph_test.go).
+	mu    *sync.Mutex
+	gate  *ckptGate
+	opts  *Options
+	clock *clock.Broker
+	log   *commitlog.Log
+	stats *Stats
+	ids   *idents
+	life  *lifecycle
+	cat   *catalog
+	disp  *dispatcher
+	segs  *segTable
+	dmg   *damageState
 	// groups holds the groups by topic and name (groupKey). It is written
 	// under mu (installLocked) and read without it, so that a receive
 	// finds its group without queueing for the engine's lock once more. A
@@ -38,8 +53,13 @@ func (c *consumers) group(topic, name string) *group {
 	return nil
 }
 
-func newConsumers(e *Engine) *consumers {
-	return &consumers{eng: e, groupsByID: map[uint32]*group{}, nextGroupID: 1}
+func newConsumers(mu *sync.Mutex, gate *ckptGate, opts *Options, clk *clock.Broker, log *commitlog.Log, stats *Stats, ids *idents,
+	life *lifecycle, cat *catalog, disp *dispatcher, segs *segTable, dmg *damageState) *consumers {
+	return &consumers{
+		mu: mu, gate: gate, opts: opts, clock: clk, log: log, stats: stats, ids: ids,
+		life: life, cat: cat, disp: disp, segs: segs, dmg: dmg,
+		groupsByID: map[uint32]*group{}, nextGroupID: 1,
+	}
 }
 
 // byIDLocked returns the group with id, or nil.
@@ -112,16 +132,16 @@ func (c *consumers) retryDeadLettersLocked(now int64, pause time.Duration, jobs 
 // error: the next one meets them again.
 func (c *consumers) setAsideHandouts(g *group, bad []damagedHandout) error {
 	rec := encodeSetAside(g.id, bad)
-	_, err := c.eng.clog.Append(rec)
-	c.eng.mu.Lock()
-	defer c.eng.mu.Unlock()
+	_, err := c.log.Append(rec)
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if err != nil {
 		for _, b := range bad {
 			if c.takeBackLocked(g, b.handout) {
 				g.queues[b.queue].ready = append(g.queues[b.queue].ready, b.offset)
 			}
 		}
-		return c.eng.life.storageErr(err)
+		return c.life.storageErr(err)
 	}
 	for _, b := range bad {
 		c.takeBackLocked(g, b.handout)
@@ -129,10 +149,10 @@ func (c *consumers) setAsideHandouts(g *group, bad []damagedHandout) error {
 	}
 	first := bad[0]
 	for _, b := range bad {
-		c.eng.side.dmg.addSetAside(SetAside{Pos: b.pos, Segment: c.eng.segs.segmentOf(b.pos), Topic: g.topic.name, Group: g.name,
+		c.dmg.addSetAside(SetAside{Pos: b.pos, Segment: c.segs.segmentOf(b.pos), Topic: g.topic.name, Group: g.name,
 			Queue: int(b.queue), Offset: b.offset, Reason: b.err.Error()})
 	}
-	c.eng.opts.Logger.Error("damaged message records set aside: the group passes over them", "topic", g.topic.name, "group", g.name,
+	c.opts.Logger.Error("damaged message records set aside: the group passes over them", "topic", g.topic.name, "group", g.name,
 		"messages", len(bad), "first_pos", first.pos, "err", first.err)
 	return errs.Wrap(errs.DataLoss, first.err,
 		"%d message(s) of topic %s could not be read for group %s: the record at log position %d (queue %d, offset %d) is damaged; it was set aside (GET /v1/admin/damage, hourglass check lists it) and the next receive gets the messages after it",
@@ -145,17 +165,17 @@ func (c *consumers) setAsideHandouts(g *group, bad []damagedHandout) error {
 // done and the report lists it.
 func (c *consumers) setAsideDeadLetter(j deadLetter, pos uint64, cause error) error {
 	bad := []damagedHandout{{handout: handout{queue: j.queue, offset: j.offset}, pos: pos, err: cause}}
-	c.eng.gate.RLock()
-	defer c.eng.gate.RUnlock()
-	if _, err := c.eng.clog.Append(encodeSetAside(j.g.id, bad)); err != nil {
-		return c.eng.life.storageErr(err)
+	c.gate.RLock()
+	defer c.gate.RUnlock()
+	if _, err := c.log.Append(encodeSetAside(j.g.id, bad)); err != nil {
+		return c.life.storageErr(err)
 	}
-	c.eng.mu.Lock()
+	c.mu.Lock()
 	j.g.queues[j.queue].markDone(j.offset)
-	c.eng.mu.Unlock()
-	c.eng.side.dmg.addSetAside(SetAside{Pos: pos, Segment: c.eng.segs.segmentOf(pos), Topic: j.g.topic.name, Group: j.g.name,
+	c.mu.Unlock()
+	c.dmg.addSetAside(SetAside{Pos: pos, Segment: c.segs.segmentOf(pos), Topic: j.g.topic.name, Group: j.g.name,
 		Queue: int(j.queue), Offset: j.offset, Reason: cause.Error()})
-	c.eng.opts.Logger.Error("a message to dead-letter has a damaged record: set aside instead", "topic", j.g.topic.name, "group", j.g.name, "pos", pos, "err", cause)
+	c.opts.Logger.Error("a message to dead-letter has a damaged record: set aside instead", "topic", j.g.topic.name, "group", j.g.name, "pos", pos, "err", cause)
 	return nil
 }
 
@@ -180,11 +200,11 @@ func (c *consumers) noteTrailLocked(g *group, l *lease, kind trailKind, at, back
 		return
 	}
 	if len(c.trail) >= maxTrailWaiting {
-		c.eng.opts.Logger.Warn("trail entries waiting for the disk are over the limit: the oldest are dropped from message histories", "dropped", len(c.trail)/2)
+		c.opts.Logger.Warn("trail entries waiting for the disk are over the limit: the oldest are dropped from message histories", "dropped", len(c.trail)/2)
 		c.trail = append(c.trail[:0], c.trail[len(c.trail)/2:]...)
 	}
 	c.trail = append(c.trail, trailEntry{kind: kind, pos: l.pos, group: g.id, attempt: l.attempt, at: at, arg: back})
-	c.eng.life.kickLoop()
+	c.life.kickLoop()
 }
 
 // takeTrailLocked hands the waiting trail entries over to the loop.
@@ -198,9 +218,9 @@ func (c *consumers) takeTrailLocked() []trailEntry {
 // them from the histories, and says so: they are history, not state, and
 // the disk that refused them fails the writes that matter too.
 func (c *consumers) writeTrail(es []trailEntry) {
-	c.eng.gate.RLock()
-	defer c.eng.gate.RUnlock()
-	if _, err := c.eng.clog.Append(encodeTrail(es)); err != nil {
-		c.eng.opts.Logger.Error("trail record write failed: nacks and lease expiries are missing from message histories", "entries", len(es), "err", err)
+	c.gate.RLock()
+	defer c.gate.RUnlock()
+	if _, err := c.log.Append(encodeTrail(es)); err != nil {
+		c.opts.Logger.Error("trail record write failed: nacks and lease expiries are missing from message histories", "entries", len(es), "err", err)
 	}
 }

@@ -46,15 +46,18 @@ func reservedTopic(name string) error {
 }
 
 // moveDeadLetters copies messages that ran out of attempts to their
-// group's dead-letter topic and acks them in the group, in one write.
-func (c *consumers) moveDeadLetters() {
-	c.eng.mu.Lock()
+// group's dead-letter topic and acks them in the group, in one write. apply
+// is the engine's apply of a durably written message
+// (Engine.applyMessageLocked), which the dispatch loop hands down: the
+// copy goes the way of any sent message.
+func (c *consumers) moveDeadLetters(apply func(pos uint64, s *message.Stored, t *topic)) {
+	c.mu.Lock()
 	jobs := c.takeDeadLettersLocked()
-	c.eng.mu.Unlock()
+	c.mu.Unlock()
 	var retry []deadLetter
 	for _, j := range jobs {
-		if err := c.moveDeadLetter(j); err != nil {
-			c.eng.opts.Logger.Error("dead-lettering failed; will retry", "topic", j.g.topic.name, "group", j.g.name, "err", err)
+		if err := c.moveDeadLetter(j, apply); err != nil {
+			c.opts.Logger.Error("dead-lettering failed; will retry", "topic", j.g.topic.name, "group", j.g.name, "err", err)
 			retry = append(retry, j)
 		}
 	}
@@ -67,15 +70,15 @@ func (c *consumers) moveDeadLetters() {
 // them again after a pause: not at once, so as not to spin on a failing
 // disk.
 func (c *consumers) retryDeadLetters(jobs ...deadLetter) {
-	c.eng.mu.Lock()
-	defer c.eng.mu.Unlock()
-	c.retryDeadLettersLocked(c.eng.Now(), time.Second, jobs)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.retryDeadLettersLocked(c.clock.Now(), time.Second, jobs)
 }
 
-func (c *consumers) moveDeadLetter(j deadLetter) error {
-	c.eng.mu.Lock()
+func (c *consumers) moveDeadLetter(j deadLetter, apply func(pos uint64, s *message.Stored, t *topic)) error {
+	c.mu.Lock()
 	n := j.g.topic.queues[j.queue].Len()
-	c.eng.mu.Unlock()
+	c.mu.Unlock()
 	en, err := j.g.topic.queues[j.queue].Read(j.offset, 1, n)
 	if err != nil || len(en) != 1 {
 		return errs.Wrap(errs.Internal, err, "read queue entry")
@@ -84,11 +87,11 @@ func (c *consumers) moveDeadLetter(j deadLetter) error {
 	var s *message.Stored
 	// Dead-letter topics are created whatever NoAutoCreate says: the group
 	// exists, so its dead letters must have somewhere to go.
-	c.eng.mu.Lock()
-	dlq := c.eng.cat.topic(j.g.dlq)
-	c.eng.mu.Unlock()
+	c.mu.Lock()
+	dlq := c.cat.topic(j.g.dlq)
+	c.mu.Unlock()
 	if dlq == nil {
-		t, err := c.eng.cat.createTopic(j.g.dlq, TopicConfig{}, true)
+		t, err := c.cat.createTopic(j.g.dlq, TopicConfig{}, true)
 		if errs.CodeOf(err) == errs.AlreadyExists {
 			err = nil
 		}
@@ -102,7 +105,7 @@ func (c *consumers) moveDeadLetter(j deadLetter) error {
 	// retried, instead of acking it with nothing in the dead-letter topic.
 	// A damaged record has nothing to copy, ever: it is set aside, as a
 	// receive that meets one does (damage.go), not retried for ever.
-	s, _, err = c.eng.readStored(en[0].Pos)
+	s, _, err = readStoredFrom(c.mu, c.segs, c.log, en[0].Pos)
 	if _, ok := commitlog.DamagedAt(err); ok {
 		return c.setAsideDeadLetter(j, en[0].Pos, err)
 	}
@@ -110,7 +113,7 @@ func (c *consumers) moveDeadLetter(j deadLetter) error {
 	case errors.Is(err, errGone):
 		s = nil
 	case err != nil:
-		c.eng.stats.ReadErrors.Add(1)
+		c.stats.ReadErrors.Add(1)
 		return errs.Wrap(errs.Unavailable, err, "read the message to dead-letter")
 	default:
 		props := map[string]string{}
@@ -118,34 +121,34 @@ func (c *consumers) moveDeadLetter(j deadLetter) error {
 			props[k] = v
 		}
 		props["hourglass-origin-topic"] = s.Topic
-		props["hourglass-origin-id"] = c.eng.ids.seal.ID(en[0].Pos, s.Nonce).String()
+		props["hourglass-origin-id"] = c.ids.seal.ID(en[0].Pos, s.Nonce).String()
 		props["hourglass-attempts"] = strconv.Itoa(int(j.attempt))
 		if j.reason != "" {
 			props[DeadReasonProperty] = j.reason
 		}
 		m := message.Message{Topic: dlq.name, Key: s.Key, Tag: s.Tag, Group: s.Group, Properties: props, Body: s.Body}
-		s = &message.Stored{Message: m, Due: c.eng.Now(), Sent: c.eng.Now(), Queue: pickQueue(dlq, &m), Nonce: c.eng.ids.nonce.Add(1)}
+		s = &message.Stored{Message: m, Due: c.clock.Now(), Sent: c.clock.Now(), Queue: pickQueue(dlq, &m), Nonce: c.ids.nonce.Add(1)}
 		recs = append(recs, commitlog.Record{Type: recMessage, Payload: message.Encode(nil, s)})
 	}
 	recs = append(recs, encodeProgress(recAck, j.g.id, []progressItem{{queue: j.queue, offset: j.offset}}))
-	recs = deadLetterTrail(recs, j, en[0].Pos, s, c.eng.Now())
-	c.eng.gate.RLock()
-	defer c.eng.gate.RUnlock()
-	pos, err := c.eng.clog.Append(recs...)
+	recs = deadLetterTrail(recs, j, en[0].Pos, s, c.clock.Now())
+	c.gate.RLock()
+	defer c.gate.RUnlock()
+	pos, err := c.log.Append(recs...)
 	if err != nil {
-		return c.eng.life.storageErr(err)
+		return c.life.storageErr(err)
 	}
-	c.eng.mu.Lock()
-	defer c.eng.mu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if s != nil {
-		c.eng.applyMessageLocked(uint64(pos[0]), s, dlq)
+		apply(uint64(pos[0]), s, dlq)
 	}
 	j.g.queues[j.queue].markDone(j.offset)
 	j.g.deadLettered++
 	if j.reason == ReasonExpired {
-		c.eng.stats.Expired.Add(1)
+		c.stats.Expired.Add(1)
 	}
-	c.eng.life.kickLoop()
+	c.life.kickLoop()
 	return nil
 }
 
@@ -226,7 +229,7 @@ func (e *Engine) DeadLetterAttempts(ctx context.Context, topic, name, receipt st
 	gq.setLease(off, nil)
 	e.mu.Unlock()
 	j := deadLetter{g: g, queue: q, offset: off, attempt: max(l.attempt, uint32(attempts)), reason: ReasonGivenUp}
-	if err := e.cons.moveDeadLetter(j); err != nil {
+	if err := e.cons.moveDeadLetter(j, e.applyMessageLocked); err != nil {
 		e.cons.retryDeadLetters(j)
 		return err
 	}
@@ -236,7 +239,7 @@ func (e *Engine) DeadLetterAttempts(ctx context.Context, topic, name, receipt st
 // finishedLocked reports whether a genuine receipt of g names a message the
 // group is done with.
 func (c *consumers) finishedLocked(g *group, receipt string) bool {
-	q, off, _, err := c.eng.ids.decodeReceipt(g.id, receipt)
+	q, off, _, err := c.ids.decodeReceipt(g.id, receipt)
 	if err != nil || int(q) >= len(g.queues) {
 		return false
 	}

@@ -170,14 +170,14 @@ func (c *consumers) leaseOneLocked(g *group, q uint16, off uint64, invisible tim
 	att := gq.attemptsOf(off) + 1
 	gq.setAttempts(off, att)
 	l := &lease{seq: seq, attempt: att}
-	expires := c.eng.disp.leaseTimeLocked() + clock.CeilMillis(invisible)
-	l.timer = c.eng.disp.startTimerLocked(timerRef{kind: refLease, due: expires, group: g.id, queue: q, offset: off, seq: seq})
+	expires := c.disp.leaseTimeLocked() + clock.CeilMillis(invisible)
+	l.timer = c.disp.startTimerLocked(timerRef{kind: refLease, due: expires, group: g.id, queue: q, offset: off, seq: seq})
 	gq.setLease(off, l)
 	g.delivered++
 	if att > 1 {
 		g.redelivered++
 	}
-	return c.eng.ids.encodeReceipt(g.id, q, off, seq)
+	return c.ids.encodeReceipt(g.id, q, off, seq)
 }
 
 // take checks a selection of group's dead letters and leases them to the
@@ -213,7 +213,7 @@ func (d *DeadLetters) Resend(ctx context.Context, topic, group string, ids []mes
 	for i, r := range refs {
 		reqs[i] = redriveRequest(r.s.Message, topic, group, r.id)
 	}
-	return d.eng.cons.redriveSend(ctx, g, reqs, receipts)
+	return d.redriveSend(ctx, g, reqs, receipts)
 }
 
 // Delete removes the selected dead letters of group (of topic): they are
@@ -274,7 +274,7 @@ func (d *DeadLetters) Purge(ctx context.Context, topic, group string) (int, erro
 func (c *consumers) leaseFreeLocked(g *group, ends []uint64, most int) []string {
 	var out []string
 	for q, gq := range g.queues {
-		end := min(ends[q], gq.acked+uint64(c.eng.opts.MaxUnackedSpan))
+		end := min(ends[q], gq.acked+uint64(c.opts.MaxUnackedSpan))
 		for off := gq.acked; off < end && len(out) < most; off++ {
 			if gq.isDone(off) || gq.leaseOf(off) != nil || gq.retryOf(off).running() {
 				continue

@@ -18,7 +18,7 @@ import (
 type dispatcher struct {
 	// What it is given at Open, and the parts it asks (through their
 	// methods): it calls no part that calls it (partgraph_test.go).
-	mu          *sync.Mutex   // the engine's lock, for the bucket loads' goroutines
+	mu          *sync.Mutex   // the engine's lock, for the bucket loads' goroutines and frontier
 	opts        *Options      // the engine's options, read-only after Open
 	clock       *clock.Broker // the broker clock
 	log         *commitlog.Log
@@ -229,6 +229,13 @@ func (d *dispatcher) frontierLocked() int64 {
 		}
 	}
 	return f
+}
+
+// frontier is frontierLocked for a caller that does not hold mu.
+func (d *dispatcher) frontier() int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.frontierLocked()
 }
 
 // waitLocked says how long the loop may sleep.

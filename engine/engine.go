@@ -182,7 +182,6 @@ func Open(opts Options) (*Engine, error) {
 		side:  &sideIndexes{},
 	}
 	e.life = newLifecycle(&e.mu, e.stats, opts.Logger)
-	e.cons = newConsumers(e)
 	e.ckpt = &checkpointer{eng: e}
 	// The checkpoint syncs these directories, so they exist from the start.
 	if err := e.opts.FS.MkdirAll(path.Join(opts.Dir, "queues")); err != nil {
@@ -226,6 +225,7 @@ func Open(opts Options) (*Engine, error) {
 	e.clock = newBrokerClock(&e.opts, e.stats)
 	e.side.scrub.init(&e.opts, e.clog, e.clock, e.stats, e.life, &e.side.dmg)
 	e.disp = newDispatcher(&e.mu, &e.opts, e.clock, e.clog, e.stats, e.life, e.segs, e.ovl)
+	e.cons = newConsumers(&e.mu, e.gate, &e.opts, e.clock, e.clog, e.stats, e.ids, e.life, e.cat, e.disp, e.segs, &e.side.dmg)
 	if err := (&recovery{eng: e}).run(); err != nil {
 		e.disp.closeStore()
 		e.clog.Close()

@@ -33,7 +33,7 @@ func (c *consumers) expireHandoutsLocked(g *group, hs []handout) {
 		}
 		c.addDeadLettersLocked(deadLetter{g: g, queue: h.queue, offset: h.offset, attempt: h.attempt - 1, reason: ReasonExpired})
 	}
-	c.eng.life.kickLoop()
+	c.life.kickLoop()
 }
 
 // timerEndedLocked takes a lease or retry timer that ended in the

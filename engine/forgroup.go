@@ -102,7 +102,7 @@ func (c *consumers) checkForGroup(r *SendRequest, t *topic) error {
 // due soon, for the other groups to pass over its entry when it fires.
 func (c *consumers) noteForGroupLocked(ref timerRef, s *message.Stored, t *topic) {
 	g := c.group(t.name, s.ForGroup)
-	if g == nil || ref.due > c.eng.Now()+c.eng.opts.BucketWidth.Milliseconds() {
+	if g == nil || ref.due > c.clock.Now()+c.opts.BucketWidth.Milliseconds() {
 		return
 	}
 	if c.forGroup == nil {
@@ -136,7 +136,7 @@ func (c *consumers) passOverLocked(t *topic, q uint16, first uint64, es []queuei
 		off := first + uint64(i)
 		for _, g := range others {
 			gq := g.queues[q]
-			if g.id != gid && off < gq.acked+uint64(c.eng.opts.MaxUnackedSpan) {
+			if g.id != gid && off < gq.acked+uint64(c.opts.MaxUnackedSpan) {
 				gq.markDone(off)
 			}
 		}

@@ -143,30 +143,30 @@ func (c *consumers) createGroup(topicName, name string, cfg GroupConfig, existin
 	if err := message.ValidateTopic(DeadLetterTopic(topicName, name)); err != nil && !internal {
 		return nil, errs.New(errs.InvalidArgument, "topic and group names together are too long for the dead-letter topic")
 	}
-	c.eng.mu.Lock()
-	if err := c.eng.life.unavailableLocked(); err != nil {
-		c.eng.mu.Unlock()
+	c.mu.Lock()
+	if err := c.life.unavailableLocked(); err != nil {
+		c.mu.Unlock()
 		return nil, err
 	}
 	if g := c.group(topicName, name); g != nil {
-		c.eng.mu.Unlock()
+		c.mu.Unlock()
 		if existingOK {
 			return g, nil
 		}
 		return g, errs.New(errs.AlreadyExists, "group %q of topic %q exists", name, topicName)
 	}
-	c.eng.mu.Unlock()
+	c.mu.Unlock()
 	// Creation: serialised by createMu, the record's fsync without mu (see
 	// createTopic).
-	c.eng.cat.createMu.Lock()
-	defer c.eng.cat.createMu.Unlock()
-	c.eng.gate.RLock()
-	defer c.eng.gate.RUnlock()
-	c.eng.mu.Lock()
-	t := c.eng.cat.topic(topicName)
+	c.cat.createMu.Lock()
+	defer c.cat.createMu.Unlock()
+	c.gate.RLock()
+	defer c.gate.RUnlock()
+	c.mu.Lock()
+	t := c.cat.topic(topicName)
 	g := c.group(topicName, name)
 	id := c.nextIDLocked()
-	c.eng.mu.Unlock()
+	c.mu.Unlock()
 	switch {
 	case t == nil:
 		return nil, errs.New(errs.NotFound, "topic %q does not exist; create it first (PUT /v1/topics/{topic}, hourglass topics create)", topicName)
@@ -180,13 +180,13 @@ func (c *consumers) createGroup(topicName, name string, cfg GroupConfig, existin
 			return nil, err
 		}
 	}
-	if _, err := c.eng.clog.Append(encodeGroup(id, t.id, cfg, name)); err != nil {
-		return nil, c.eng.life.storageErr(err)
+	if _, err := c.log.Append(encodeGroup(id, t.id, cfg, name)); err != nil {
+		return nil, c.life.storageErr(err)
 	}
-	c.eng.mu.Lock()
+	c.mu.Lock()
 	g = c.installLocked(id, t, cfg, name)
-	c.eng.mu.Unlock()
-	c.eng.opts.Logger.Info("group created", "topic", topicName, "group", name)
+	c.mu.Unlock()
+	c.opts.Logger.Info("group created", "topic", topicName, "group", name)
 	return g, nil
 }
 
@@ -197,10 +197,10 @@ func (c *consumers) createGroup(topicName, name string, cfg GroupConfig, existin
 // explicit creation does this: a receive of an unknown topic still
 // answers NotFound, and creates nothing.
 func (c *consumers) topicForGroup(topicName string) error {
-	if c.eng.opts.NoAutoCreate || c.eng.cat.topic(topicName) != nil { // no lock: see catalog.byName
+	if c.opts.NoAutoCreate || c.cat.topic(topicName) != nil { // no lock: see catalog.byName
 		return nil
 	}
-	_, err := c.eng.cat.createTopic(topicName, TopicConfig{}, false)
+	_, err := c.cat.createTopic(topicName, TopicConfig{}, false)
 	if errs.CodeOf(err) == errs.AlreadyExists {
 		return nil
 	}
@@ -212,10 +212,10 @@ func (c *consumers) topicForGroup(topicName string) error {
 // holds createMu, so no other group appears meanwhile.
 func (c *consumers) roomForGroup(topicName, name string) error {
 	dlq := DeadLetterTopic(topicName, name)
-	c.eng.mu.Lock()
-	defer c.eng.mu.Unlock()
-	if n := c.userGroupsLocked(); n >= c.eng.opts.MaxGroups {
-		return errs.New(errs.ResourceExhausted, "there are %d groups; the limit is %d", n, c.eng.opts.MaxGroups)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n := c.userGroupsLocked(); n >= c.opts.MaxGroups {
+		return errs.New(errs.ResourceExhausted, "there are %d groups; the limit is %d", n, c.opts.MaxGroups)
 	}
 	var err error
 	c.eachLocked(func(o *group) {

@@ -235,25 +235,25 @@ func (c *consumers) changeGroup(topic, name string, build func(g *group) (groupC
 	if g == nil || g.internal {
 		return GroupInfo{}, groupChange{}, errs.New(errs.NotFound, "group %q of topic %q does not exist", name, topic)
 	}
-	c.eng.cat.createMu.Lock()
-	defer c.eng.cat.createMu.Unlock()
+	c.cat.createMu.Lock()
+	defer c.cat.createMu.Unlock()
 	gc, err := build(g)
 	if err != nil {
 		return GroupInfo{}, groupChange{}, err
 	}
 	if gc.op != 0 {
 		gc.group = g.id
-		c.eng.gate.RLock()
-		defer c.eng.gate.RUnlock()
-		if err := c.eng.life.available(); err != nil {
+		c.gate.RLock()
+		defer c.gate.RUnlock()
+		if err := c.life.available(); err != nil {
 			return GroupInfo{}, groupChange{}, err
 		}
-		if _, err := c.eng.clog.Append(encodeGroupChange(gc)); err != nil {
-			return GroupInfo{}, groupChange{}, c.eng.life.storageErr(err)
+		if _, err := c.log.Append(encodeGroupChange(gc)); err != nil {
+			return GroupInfo{}, groupChange{}, c.life.storageErr(err)
 		}
 	}
-	c.eng.mu.Lock()
-	defer c.eng.mu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if gc.op == opSeek {
 		for _, gq := range g.queues {
 			gc.from = append(gc.from, gq.acked)
@@ -261,7 +261,7 @@ func (c *consumers) changeGroup(topic, name string, build func(g *group) (groupC
 	}
 	if gc.op != 0 {
 		c.applyGroupChangeLocked(g, gc)
-		c.eng.opts.Logger.Info("group changed", "topic", topic, "group", name, "op", gc.op)
+		c.opts.Logger.Info("group changed", "topic", topic, "group", name, "op", gc.op)
 	}
 	return c.groupInfoLocked(g), gc, nil
 }
@@ -276,11 +276,11 @@ func (c *consumers) applyGroupChangeLocked(g *group, gc groupChange) {
 		g.paused = true
 	case opResume:
 		g.paused = false
-		c.eng.life.notifyVisibleLocked() // long polls waiting on the group
+		c.life.notifyVisibleLocked() // long polls waiting on the group
 	case opSeek:
 		for q, off := range gc.offsets {
 			if q < len(g.queues) {
-				g.queues[q].resetTo(off, func(h timerHandle) { c.eng.disp.stopTimerLocked(h) })
+				g.queues[q].resetTo(off, func(h timerHandle) { c.disp.stopTimerLocked(h) })
 			}
 		}
 		// Moves to dead-letter topics queued for the group belong to the
@@ -292,6 +292,6 @@ func (c *consumers) applyGroupChangeLocked(g *group, gc groupChange) {
 			}
 		}
 		c.deadLetters = kept
-		c.eng.life.notifyVisibleLocked()
+		c.life.notifyVisibleLocked()
 	}
 }

@@ -149,7 +149,7 @@ func (e *Engine) loop() {
 			e.cons.writeTrail(trail)
 		}
 		if dead {
-			e.cons.moveDeadLetters()
+			e.cons.moveDeadLetters(e.applyMessageLocked)
 		}
 		if len(batch) > 0 {
 			// The fire record's fsync runs beside the loop, which goes on

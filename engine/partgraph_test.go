@@ -23,7 +23,7 @@ import (
 // part calls them).
 var partCalls = map[string][]string{
 	"Browser":      {"catalog", "consumers", "dispatcher", "lifecycle", "overlayState"},
-	"DeadLetters":  {"catalog", "consumers", "lifecycle"},
+	"DeadLetters":  {"catalog", "consumers", "dispatcher", "lifecycle"},
 	"recovery":     {"catalog", "consumers", "damageState", "dispatcher", "overlayState", "segTable"},
 	"checkpointer": {"catalog", "consumers", "dispatcher", "lifecycle", "overlayState", "segTable"},
 	"consumers":    {"catalog", "damageState", "dispatcher", "lifecycle", "segTable"},
@@ -43,7 +43,7 @@ var partCalls = map[string][]string{
 // narrow things it needs (the lock, the clock, the options, the log, the
 // parts below it), and a part that regains a back-pointer fails
 // TestPartsHoldNoEngine.
-var holdsEngine = []string{"Browser", "DeadLetters", "recovery", "checkpointer", "consumers"}
+var holdsEngine = []string{"Browser", "DeadLetters", "recovery", "checkpointer"}
 
 // TestPartsHoldNoEngine: the parts not in holdsEngine have no field of
 // type Engine or *Engine, no method of theirs takes or returns one, and

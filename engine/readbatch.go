@@ -51,20 +51,20 @@ func (c *consumers) readStoredEach(pos []uint64) (stored []*message.Stored, dama
 	stored = make([]*message.Stored, len(pos))
 	phys := make([]commitlog.Pos, 0, len(pos))
 	at := make([]int, 0, len(pos)) // index in pos of each phys
-	start := uint64(c.eng.clog.Start())
-	c.eng.mu.Lock()
+	start := uint64(c.log.Start())
+	c.mu.Lock()
 	for i, p := range pos {
-		if ph := c.eng.segs.physLocked(p); ph >= start {
+		if ph := c.segs.physLocked(p); ph >= start {
 			phys = append(phys, commitlog.Pos(ph))
 			at = append(at, i)
 		}
 	}
-	c.eng.mu.Unlock()
+	c.mu.Unlock()
 	// The batch is handed out together: its messages share an arena.
 	var arena message.Arena
 	arena.Reserve(len(phys))
 	for {
-		err = c.eng.clog.ReadEach(phys, func(k int, rec commitlog.Record) error {
+		err = c.log.ReadEach(phys, func(k int, rec commitlog.Record) error {
 			payload := rec.Payload
 			switch rec.Type {
 			case recMessage:

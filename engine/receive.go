@@ -91,7 +91,7 @@ func (c *consumers) receiveAs(ctx context.Context, req ReceiveRequest, internal 
 		out, err = c.receive(ctx, g, req)
 		if err != nil {
 			if ctx.Err() == nil {
-				c.eng.opts.Logger.Warn("receive failed after its acks were made", "topic", req.Topic, "group", req.Group, "err", err)
+				c.opts.Logger.Warn("receive failed after its acks were made", "topic", req.Topic, "group", req.Group, "err", err)
 			}
 			return nil, nil
 		}
@@ -105,21 +105,21 @@ func (c *consumers) receiveAs(ctx context.Context, req ReceiveRequest, internal 
 // out, the acks are written with their attempt record (done). Without,
 // they are made alone and the caller goes on to wait (not done).
 func (c *consumers) receiveAcking(g *group, req ReceiveRequest) (out []Received, done bool, err error) {
-	c.eng.mu.Lock()
-	if err := c.eng.life.unavailableLocked(); err != nil {
-		c.eng.mu.Unlock()
+	c.mu.Lock()
+	if err := c.life.unavailableLocked(); err != nil {
+		c.mu.Unlock()
 		return nil, true, err
 	}
 	a, err := c.stopAckedLocked(req.Topic, req.Group, req.Ack)
 	if err != nil {
-		c.eng.mu.Unlock()
+		c.mu.Unlock()
 		return nil, true, err
 	}
 	hs := c.takeLocked(g, req.Max, req.Invisible)
-	c.eng.mu.Unlock()
+	c.mu.Unlock()
 	if len(hs) == 0 {
-		c.eng.gate.RLock()
-		defer c.eng.gate.RUnlock()
+		c.gate.RLock()
+		defer c.gate.RUnlock()
 		err := c.commitAcks(a)
 		return nil, err != nil, err
 	}
@@ -137,7 +137,7 @@ func (c *consumers) receive(ctx context.Context, g *group, req ReceiveRequest) (
 	var deadline <-chan time.Time
 	if req.Wait > 0 {
 		// The injected clock: tests advance it instead of sleeping.
-		t := c.eng.opts.Clock.NewTimer(req.Wait)
+		t := c.opts.Clock.NewTimer(req.Wait)
 		defer t.Stop()
 		deadline = t.C()
 	}
@@ -151,15 +151,15 @@ func (c *consumers) receive(ctx context.Context, g *group, req ReceiveRequest) (
 	var poll <-chan time.Time
 	var endOfWait int64
 	for {
-		c.eng.mu.Lock()
-		if err := c.eng.life.unavailableLocked(); err != nil {
-			c.eng.mu.Unlock()
+		c.mu.Lock()
+		if err := c.life.unavailableLocked(); err != nil {
+			c.mu.Unlock()
 			return nil, err
 		}
 		hs := c.takeLocked(g, req.Max, req.Invisible)
-		signal := c.eng.life.visibleLocked()
-		behind := catchUp != nil && c.eng.disp.frontierLocked() < endOfWait
-		c.eng.mu.Unlock()
+		signal := c.life.visibleLocked()
+		behind := catchUp != nil && c.disp.frontierLocked() < endOfWait
+		c.mu.Unlock()
 		if len(hs) > 0 {
 			out, err := c.deliver(g, hs, nil)
 			if err != nil || len(out) > 0 || (deadline == nil && catchUp == nil) {
@@ -181,17 +181,17 @@ func (c *consumers) receive(ctx context.Context, g *group, req ReceiveRequest) (
 		// take before the empty answer (the loop's top returns when
 		// neither is left), never by the empty answer directly.
 		case <-deadline:
-			deadline, endOfWait = nil, c.eng.Now()
-			if c.eng.Frontier() >= endOfWait {
+			deadline, endOfWait = nil, c.clock.Now()
+			if c.disp.frontier() >= endOfWait {
 				continue
 			}
-			c.eng.life.kickLoop()
+			c.life.kickLoop()
 			catchUp, poll = time.After(time.Second), time.After(2*time.Millisecond)
 		case <-catchUp:
 			catchUp, poll = nil, nil
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-c.eng.life.stopping():
+		case <-c.life.stopping():
 			return nil, errs.New(errs.Unavailable, "broker is shutting down")
 		}
 	}
@@ -206,7 +206,7 @@ func (c *consumers) takeLocked(g *group, max int, invisible time.Duration) []han
 	}
 	nq := len(g.queues)
 	hs := make([]handout, 0, c.handoutRoomLocked(g, max))
-	expires := c.eng.disp.leaseTimeLocked() + clock.CeilMillis(invisible) // 1.5 ms lasts 2, never 1
+	expires := c.disp.leaseTimeLocked() + clock.CeilMillis(invisible) // 1.5 ms lasts 2, never 1
 	for i := 0; i < nq && len(hs) < max; i++ {
 		qi := (g.rr + i) % nq
 		gq := g.queues[qi]
@@ -223,7 +223,7 @@ func (c *consumers) takeLocked(g *group, max int, invisible time.Duration) []han
 			att := gq.attemptsOf(off) + 1
 			gq.setAttempts(off, att)
 			l := &lease{seq: seq, attempt: att}
-			l.timer = c.eng.disp.startTimerLocked(timerRef{kind: refLease, due: expires, group: g.id, queue: uint16(qi), offset: off, seq: l.seq})
+			l.timer = c.disp.startTimerLocked(timerRef{kind: refLease, due: expires, group: g.id, queue: uint16(qi), offset: off, seq: l.seq})
 			gq.setLease(off, l)
 			hs = append(hs, handout{queue: uint16(qi), offset: off, attempt: att, seq: l.seq, n: n, until: expires})
 			limit--
@@ -242,7 +242,7 @@ func (c *consumers) takeLocked(g *group, max int, invisible time.Duration) []han
 		// Offsets are handed out only within MaxUnackedSpan of the oldest
 		// one not yet done, so that done and attempts stay bounded (in
 		// memory and in the checkpoint) even behind a stuck message.
-		end := min(n, gq.acked+uint64(c.eng.opts.MaxUnackedSpan))
+		end := min(n, gq.acked+uint64(c.opts.MaxUnackedSpan))
 		for limit > 0 && gq.next < end {
 			off := gq.next
 			gq.next++
@@ -270,7 +270,7 @@ func (c *consumers) handoutRoomLocked(g *group, max int) int {
 				n++
 			}
 		default:
-			end := min(g.topic.queues[qi].Len(), gq.acked+uint64(c.eng.opts.MaxUnackedSpan))
+			end := min(g.topic.queues[qi].Len(), gq.acked+uint64(c.opts.MaxUnackedSpan))
 			n += len(gq.ready)
 			if end > gq.next {
 				n += int(min(end-gq.next, uint64(max)))
@@ -295,29 +295,29 @@ func (c *consumers) deliver(g *group, hs []handout, a *ackBatch) ([]Received, er
 	if err != nil || len(bad) > 0 {
 		// The damaged ones keep their leases until they are set aside, so
 		// that no other receive meets them meanwhile.
-		c.eng.mu.Lock()
+		c.mu.Lock()
 		c.giveBackLocked(g, withoutBad(hs, bad))
 		if a != nil {
-			a.restoreLocked(c.eng)
+			a.restoreLocked(c.disp)
 		}
-		c.eng.mu.Unlock()
+		c.mu.Unlock()
 		if err != nil {
-			c.eng.stats.ReadErrors.Add(1)
+			c.stats.ReadErrors.Add(1)
 			return nil, errs.Wrap(errs.Unavailable, err, "read topic %s", g.topic.name)
 		}
-		c.eng.gate.RLock()
-		defer c.eng.gate.RUnlock()
+		c.gate.RLock()
+		defer c.gate.RUnlock()
 		return nil, c.setAsideHandouts(g, bad)
 	}
-	c.eng.gate.RLock()
-	defer c.eng.gate.RUnlock()
+	c.gate.RLock()
+	defer c.gate.RUnlock()
 	if err := c.appendDelivery(g, hs, a, items); err != nil {
 		return nil, err
 	}
-	c.eng.mu.Lock()
-	defer c.eng.mu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if a != nil {
-		a.doneLocked(c.eng)
+		a.doneLocked(c.life)
 	}
 	for _, it := range items {
 		// The lease learns its message's position for the trail entries of
@@ -334,7 +334,7 @@ func (c *consumers) deliver(g *group, hs []handout, a *ackBatch) ([]Received, er
 		h := sk.handout
 		gq := g.queues[h.queue]
 		if l := gq.leaseOf(h.offset); l != nil && l.seq == h.seq {
-			c.eng.disp.stopTimerLocked(l.timer)
+			c.disp.stopTimerLocked(l.timer)
 			gq.setLease(h.offset, nil)
 		}
 		gq.markDone(h.offset)
@@ -348,8 +348,8 @@ func (c *consumers) deliver(g *group, hs []handout, a *ackBatch) ([]Received, er
 		}
 	}
 	if gone > 0 {
-		c.eng.stats.RetentionSkipped.Add(uint64(gone))
-		c.eng.opts.Logger.Warn("messages removed by retention before the group received them were skipped", "topic", g.topic.name, "group", g.name, "messages", gone)
+		c.stats.RetentionSkipped.Add(uint64(gone))
+		c.opts.Logger.Warn("messages removed by retention before the group received them were skipped", "topic", g.topic.name, "group", g.name, "messages", gone)
 	}
 	return out, nil
 }
@@ -372,25 +372,25 @@ func (c *consumers) appendDelivery(g *group, hs []handout, a *ackBatch, items []
 	if len(items) > 0 {
 		recs = append(recs, encodeProgress(recAttempt, g.id, items))
 		if !g.internal {
-			recs = trailRecords(recs, deliveryTrail(g, items, c.eng.Now()))
+			recs = trailRecords(recs, deliveryTrail(g, items, c.clock.Now()))
 		}
 	}
 	if len(recs) == 0 {
 		return nil
 	}
-	_, err := c.eng.clog.Append(recs...)
+	_, err := c.log.Append(recs...)
 	switch {
 	case err == nil:
 		return nil
 	case a == nil:
-		c.eng.opts.Logger.Warn("attempt record write failed", "err", err)
+		c.opts.Logger.Warn("attempt record write failed", "err", err)
 		return nil
 	}
-	c.eng.mu.Lock()
-	defer c.eng.mu.Unlock()
-	a.restoreLocked(c.eng)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a.restoreLocked(c.disp)
 	c.giveBackLocked(g, hs)
-	return c.eng.life.storageErr(err)
+	return c.life.storageErr(err)
 }
 
 // readHandouts reads the records of hs and sorts them into messages to
@@ -412,7 +412,7 @@ func (c *consumers) readHandouts(g *group, hs []handout) (out []Received, items 
 	}
 	out = make([]Received, 0, len(hs))
 	items = make([]progressItem, 0, len(hs))
-	now := c.eng.Now()
+	now := c.clock.Now()
 	for i, h := range hs {
 		en, s := entries[i], stored[i]
 		switch {
@@ -430,8 +430,8 @@ func (c *consumers) readHandouts(g *group, hs []handout) (out []Received, items 
 			continue
 		}
 		out = append(out, Received{
-			Visible: Visible{ID: c.eng.ids.seal.ID(en.Pos, s.Nonce), Offset: h.offset, Due: en.Due, Visible: en.Visible, Message: s},
-			Receipt: c.eng.ids.encodeReceipt(g.id, h.queue, h.offset, h.seq), Attempt: int(h.attempt), Queue: int(h.queue),
+			Visible: Visible{ID: c.ids.seal.ID(en.Pos, s.Nonce), Offset: h.offset, Due: en.Due, Visible: en.Visible, Message: s},
+			Receipt: c.ids.encodeReceipt(g.id, h.queue, h.offset, h.seq), Attempt: int(h.attempt), Queue: int(h.queue),
 		})
 		items = append(items, progressItem{queue: h.queue, offset: h.offset, attempt: h.attempt, pos: en.Pos, until: h.until})
 	}
@@ -472,7 +472,7 @@ func (c *consumers) takeBackLocked(g *group, h handout) bool {
 	if l == nil || l.seq != h.seq {
 		return false
 	}
-	c.eng.disp.stopTimerLocked(l.timer)
+	c.disp.stopTimerLocked(l.timer)
 	gq.setLease(h.offset, nil)
 	if h.attempt <= 1 {
 		gq.setAttempts(h.offset, 0)

@@ -47,7 +47,7 @@ func (e *Engine) Redrive(ctx context.Context, topic, group string, max int) (int
 		reqs[i] = redriveRequest(r.Message.Message, topic, group, r.ID)
 		receipts[i] = r.Receipt
 	}
-	return e.cons.redriveSend(ctx, g, reqs, receipts)
+	return NewDeadLetters(e).redriveSend(ctx, g, reqs, receipts)
 }
 
 // redriveRequest is the send that brings a dead letter (ID id, message m)
@@ -67,14 +67,16 @@ func redriveRequest(m message.Message, topic, group string, id message.ID) SendR
 // under receipts, back to g, and acks them, and returns how many moved:
 // in one append, or one at a time when the batch was refused for one of
 // them (redriveEach). On any other error the leases are given back, so
-// the next redrive reads them at once instead of after their lease.
-func (c *consumers) redriveSend(ctx context.Context, g *group, reqs []SendRequest, receipts []string) (int, error) {
-	if err := c.redriveBatch(ctx, g, reqs, receipts); err != nil {
+// the next redrive reads them at once instead of after their lease. The
+// redrive is the engine's work, not the groups': it sends through the
+// engine (validate, append, apply) and asks the consumers for the leases.
+func (d *DeadLetters) redriveSend(ctx context.Context, g *group, reqs []SendRequest, receipts []string) (int, error) {
+	if err := d.redriveBatch(ctx, g, reqs, receipts); err != nil {
 		if !errs.PerMessage(err) {
-			c.eng.Release(g.dlq, redriveGroup, receipts)
+			d.eng.Release(g.dlq, redriveGroup, receipts)
 			return 0, err
 		}
-		return c.redriveEach(ctx, g, reqs, receipts)
+		return d.redriveEach(ctx, g, reqs, receipts)
 	}
 	return len(reqs), nil
 }
@@ -82,22 +84,23 @@ func (c *consumers) redriveSend(ctx context.Context, g *group, reqs []SendReques
 // redriveBatch sends reqs and acks their dead letters (receipts of the
 // redrive's reader) in one append. On an error nothing is written and the
 // leases are as they were.
-func (c *consumers) redriveBatch(ctx context.Context, g *group, reqs []SendRequest, receipts []string) error {
-	c.eng.mu.Lock()
-	if err := c.eng.life.unavailableLocked(); err != nil {
-		c.eng.mu.Unlock()
+func (d *DeadLetters) redriveBatch(ctx context.Context, g *group, reqs []SendRequest, receipts []string) error {
+	e := d.eng
+	e.mu.Lock()
+	if err := e.life.unavailableLocked(); err != nil {
+		e.mu.Unlock()
 		return err
 	}
-	a, err := c.stopAckedLocked(g.dlq, redriveGroup, receipts)
-	c.eng.mu.Unlock()
+	a, err := e.cons.stopAckedLocked(g.dlq, redriveGroup, receipts)
+	e.mu.Unlock()
 	if err != nil {
 		return err
 	}
 	a.redriveTo = g // the trail says where the dead letters went
-	if _, err := c.eng.sendBatch(ctx, reqs, true, a); err != nil {
-		c.eng.mu.Lock()
-		a.restoreLocked(c.eng)
-		c.eng.mu.Unlock()
+	if _, err := e.sendBatch(ctx, reqs, true, a); err != nil {
+		e.mu.Lock()
+		a.restoreLocked(e.disp)
+		e.mu.Unlock()
 		return err
 	}
 	return nil
@@ -109,12 +112,12 @@ func (c *consumers) redriveBatch(ctx context.Context, g *group, reqs []SendReque
 // lease given back with its attempts unchanged, instead of failing every
 // batch that holds it. It returns how many moved, and the first refusal
 // when none did.
-func (c *consumers) redriveEach(ctx context.Context, g *group, reqs []SendRequest, receipts []string) (int, error) {
+func (d *DeadLetters) redriveEach(ctx context.Context, g *group, reqs []SendRequest, receipts []string) (int, error) {
 	moved := 0
 	var first error
 	for i := range reqs {
-		if err := c.redriveBatch(ctx, g, reqs[i:i+1], receipts[i:i+1]); err != nil {
-			c.eng.Release(g.dlq, redriveGroup, receipts[i:i+1])
+		if err := d.redriveBatch(ctx, g, reqs[i:i+1], receipts[i:i+1]); err != nil {
+			d.eng.Release(g.dlq, redriveGroup, receipts[i:i+1])
 			first = cmp.Or(first, err)
 			continue
 		}
@@ -124,7 +127,7 @@ func (c *consumers) redriveEach(ctx context.Context, g *group, reqs []SendReques
 		return 0, first
 	}
 	if moved < len(reqs) {
-		c.eng.opts.Logger.Warn("redrive left dead letters that the limits refuse", "topic", g.topic.name, "group", g.name, "left", len(reqs)-moved, "err", first)
+		d.eng.opts.Logger.Warn("redrive left dead letters that the limits refuse", "topic", g.topic.name, "group", g.name, "left", len(reqs)-moved, "err", first)
 	}
 	return moved, nil
 }

@@ -128,7 +128,7 @@ func (e *Engine) sendBatch(ctx context.Context, reqs []SendRequest, internal boo
 		return nil, e.life.storageErr(err)
 	}
 	e.mu.Lock()
-	a.doneLocked(e) // a nil a does nothing
+	a.doneLocked(e.life) // a nil a does nothing
 	k := 0
 	for i, s := range stored {
 		if !plan.stores(i) {
