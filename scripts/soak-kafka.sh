@@ -2,7 +2,7 @@
 # The Kafka mode soak (make soak-kafka): a three-node Kafka cluster on
 # loopback (scripts/kafka-cluster.sh: replication factor 3,
 # min.insync.replicas=2), three `hourglass kafka` workers and a steady load
-# of delayed messages for a few minutes (internal/kafkabench). During the
+# of delayed messages for a few minutes (`hourglass bench kafka`). During the
 # run one Kafka node is SIGKILLed and started again later, and one worker is
 # SIGKILLed when half the messages arrived and restarted (the bench's
 # drill). A read_committed consumer checks every message: the soak fails
@@ -36,11 +36,10 @@ cleanup() {
 trap cleanup EXIT
 
 go build -o "$work/hourglass" ./cmd/hourglass
-go build -o "$work/kafkabench" ./internal/kafkabench
 brokers=$(./scripts/kafka-cluster.sh start)
 echo "soak: cluster $brokers; $n messages over $produce_in, tiers $tiers; node 2 killed at +${kill_at}s for ${down}s"
 started=$(date +%s)
-"$work/kafkabench" -hourglass "$work/hourglass" -brokers "$brokers" -systems hourglass -runs 1 -workers 3 -kill \
+"$work/hourglass" bench kafka -brokers "$brokers" -systems hourglass -runs 1 -workers 3 -kill \
 	-replication 3 -strict -n "$n" -produce-in "$produce_in" -tiers "$tiers" &
 bench_pid=$!
 

@@ -95,7 +95,8 @@ func TestOnlyStorageToolingImportsCommitlog(t *testing.T) {
 // devOnly are the developer's benchmark commands: each its own main, run
 // from a checkout (Makefile, scripts/), never part of the shipped binary.
 // The operator's acceptance test, `hourglass bench` (internal/loadtest),
-// is not among them.
+// and `hourglass bench kafka` (kafkamode/kafkabench) are not among them;
+// internal/kafkabench adds the developer's scheme C to the latter.
 var devOnly = []string{
 	"internal/enginebench", "internal/rmqbench", "internal/schedbench",
 	"internal/kafkabench", "internal/netbench",
@@ -124,6 +125,11 @@ func TestShippedBinaryLinksNoDevTools(t *testing.T) {
 	}
 	if !linked["internal/loadtest"] || !linked["broker"] {
 		t.Fatalf("the shipped binary does not link hourglass bench or the broker: the listing is wrong:\n%s", out)
+	}
+	// hourglass bench kafka, the operator's measure of Kafka mode and of
+	// the floor of their own Kafka (issue 27), is part of the binary.
+	if !linked["kafkamode/kafkabench"] {
+		t.Errorf("the shipped binary does not link kafkamode/kafkabench: hourglass bench kafka is gone")
 	}
 	for _, p := range devOnly {
 		if linked[p] {

@@ -22,6 +22,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/hourglass-mq/hourglass/kafkamode/kafkabench"
 )
 
 // The pending benchmark (-pending N) measures a worker's memory per
@@ -58,14 +60,14 @@ func runPending(c config) int {
 	var rb [3]byte
 	_, _ = rand.Read(rb[:])
 	prefix := "kp-" + hex.EncodeToString(rb[:])
-	cl, err := kgo.NewClient(seeds(c.brokers), kgo.ProducerLinger(10*time.Millisecond), kgo.ProducerBatchMaxBytes(1<<20))
+	cl, err := kgo.NewClient(kafkabench.Seeds(c.brokers), kgo.ProducerLinger(10*time.Millisecond), kgo.ProducerBatchMaxBytes(1<<20))
 	if err != nil {
 		fatalf("%v", err)
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
 	for _, t := range []string{prefix + ".delay", prefix + ".empty"} {
-		if _, err := adm.CreateTopic(ctx, delayPartitions, int16(c.repl), nil, t); err != nil {
+		if _, err := adm.CreateTopic(ctx, kafkabench.DelayPartitions, int16(c.repl), nil, t); err != nil {
 			fatalf("create %s: %v", t, err)
 		}
 	}
@@ -177,21 +179,21 @@ func pendingRun(c config, bin, prefix, tag string) (pendingFigures, error) {
 	if err := empty.waitFor(func(m map[string]float64) bool {
 		return m[`hourglass_kafka_rebalance_partitions_total{event="assigned"}`] > 0
 	}, 2*time.Minute); err != nil {
-		empty.ch.stop(syscall.SIGKILL)
+		empty.ch.Stop(syscall.SIGKILL)
 		return f, fmt.Errorf("empty worker: %w", err)
 	}
 	time.Sleep(5 * time.Second) // settle: the same wait as the loaded one's after its snapshot
-	f.emptyMiB = empty.ch.rss()
+	f.emptyMiB = empty.ch.StatusMiB("VmRSS:")
 	if lives := empty.gcLive(0); len(lives) > 0 {
 		f.emptyLive = lives[len(lives)-1]
 	}
-	empty.ch.stop(syscall.SIGTERM)
+	empty.ch.Stop(syscall.SIGTERM)
 
 	w, err := startPendingWorker(bin, c, prefix+".delay", tag)
 	if err != nil {
 		return f, err
 	}
-	defer w.ch.stop(syscall.SIGTERM)
+	defer w.ch.Stop(syscall.SIGTERM)
 	start := time.Now()
 	n := float64(c.pending)
 	if err := w.waitFor(func(m map[string]float64) bool { return m["hourglass_kafka_records_read_total"] >= n }, 10*time.Minute); err != nil {
@@ -213,7 +215,7 @@ func pendingRun(c config, bin, prefix, tag string) (pendingFigures, error) {
 	if err != nil {
 		return f, err
 	}
-	f.loadedMiB, f.heapMiB = w.ch.rss(), m["go_memstats_heap_inuse_bytes"]/(1<<20)
+	f.loadedMiB, f.heapMiB = w.ch.StatusMiB("VmRSS:"), m["go_memstats_heap_inuse_bytes"]/(1<<20)
 	f.perMsgRSS = (f.loadedMiB - f.emptyMiB) * (1 << 20) / n
 	f.perMsgHeap = m["go_memstats_heap_inuse_bytes"] / n
 	f.loadedLive, f.perMsgLive = math.NaN(), math.NaN()
@@ -227,7 +229,7 @@ func pendingRun(c config, bin, prefix, tag string) (pendingFigures, error) {
 // pendingWorker is a worker child with its metrics address and its
 // output (the collector's trace among it).
 type pendingWorker struct {
-	ch   *child
+	ch   *kafkabench.Child
 	addr string
 	mu   sync.Mutex
 	out  bytes.Buffer
@@ -275,15 +277,14 @@ func startPendingWorker(bin string, c config, delay, tag string) (*pendingWorker
 	_ = ln.Close()
 	g := delay + "-" + tag
 	w := &pendingWorker{addr: addr}
-	w.ch = &child{cmd: exec.Command(bin, "kafka", "--brokers", c.brokers, "--delay-topic", delay, "--state-topic", g+".state",
+	cmd := exec.Command(bin, "kafka", "--brokers", c.brokers, "--delay-topic", delay, "--state-topic", g+".state",
 		"--dlq-topic", g+".dlq", "--group", g, "--worker-id", "w", "--snapshot-interval", "5s",
-		"--metrics-listen", addr, "--log-level", "warn"), done: make(chan struct{})}
-	w.ch.cmd.Env = append(os.Environ(), "GODEBUG=gctrace=1")
-	w.ch.cmd.Stdout, w.ch.cmd.Stderr = w, w
-	if err := w.ch.cmd.Start(); err != nil {
+		"--metrics-listen", addr, "--log-level", "warn")
+	cmd.Env = append(os.Environ(), "GODEBUG=gctrace=1")
+	cmd.Stdout, cmd.Stderr = w, w
+	if w.ch, err = kafkabench.StartCmd(cmd); err != nil {
 		return nil, err
 	}
-	go func() { _ = w.ch.cmd.Wait(); close(w.ch.done) }()
 	return w, nil
 }
 
@@ -318,7 +319,7 @@ func (w *pendingWorker) waitFor(ok func(map[string]float64) bool, within time.Du
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
 		select {
-		case <-w.ch.done:
+		case <-w.ch.Done():
 			return fmt.Errorf("the worker exited")
 		default:
 		}
@@ -329,6 +330,3 @@ func (w *pendingWorker) waitFor(ok func(map[string]float64) bool, within time.Du
 	}
 	return fmt.Errorf("not reached within %v", within)
 }
-
-// rss is VmRSS of the process in MiB.
-func (ch *child) rss() float64 { return ch.statusMiB("VmRSS:") }

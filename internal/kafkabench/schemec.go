@@ -3,11 +3,14 @@ package main
 import (
 	"context"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/hourglass-mq/hourglass/kafkamode/kafkabench"
 )
 
 // runForwarder is the first seed's scheme C, the baseline: one topic per
@@ -22,19 +25,19 @@ import (
 // The resume is driven by a precise timer (sleep until the earliest
 // paused head is due), not a fixed poll interval, so the comparison is
 // with a good scheme C, not a sloppy one.
-func runForwarder(ctx context.Context, c config, prefix string) error {
+func runForwarder(ctx context.Context, brokers string, tiers []time.Duration, prefix string) error {
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	tierOf := map[string]int64{}
 	var topics []string
-	for _, t := range c.tiers {
+	for _, t := range tiers {
 		name := levelTopic(prefix, t)
 		topics = append(topics, name)
 		tierOf[name] = t.Milliseconds()
 	}
 	paused := &fwdPaused{m: map[fwdPart]int64{}}
 	cl, err := kgo.NewClient(
-		seeds(c.brokers),
+		kafkabench.Seeds(brokers),
 		kgo.ConsumerGroup(prefix),
 		kgo.ConsumeTopics(topics...),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
@@ -160,5 +163,36 @@ func forwardPartition(ctx context.Context, cl *kgo.Client, paused *fwdPaused, ti
 				cl.MarkCommitRecords(src)
 			}
 		})
+	}
+}
+
+// levelTopic is scheme C's topic for one delay tier.
+func levelTopic(prefix string, tier time.Duration) string {
+	return prefix + ".level." + strings.ReplaceAll(tier.String(), ".", "_")
+}
+
+// schemeC is the seed's scheme C as a system of the benchmark: a level
+// topic per tier, the forwarder this command run again with -role
+// forwarder. At least once, and it commits progress on a timer: it may
+// duplicate at any time.
+func schemeC() kafkabench.System {
+	return kafkabench.System{
+		Name: "schemec", Help: "the seed's scheme C: a topic per delay level, at least once",
+		DupAlways: true,
+		Route:     levelTopic,
+		Prepare: func(env kafkabench.Env) (kafkabench.Start, error) {
+			tiers := make([]string, len(env.Config.Tiers))
+			for i, t := range env.Config.Tiers {
+				if err := env.Create(levelTopic(env.Prefix, t), kafkabench.DelayPartitions, nil); err != nil {
+					return nil, err
+				}
+				tiers[i] = t.String()
+			}
+			return func(int) (*kafkabench.Child, error) {
+				args := append(append([]string{}, env.Reexec[1:]...), "-role", "forwarder", "-prefix", env.Prefix,
+					"-brokers", env.Config.Brokers, "-tiers", strings.Join(tiers, ","))
+				return kafkabench.StartChild(env.Reexec[0], args...)
+			}, nil
+		},
 	}
 }

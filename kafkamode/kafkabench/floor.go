@@ -1,4 +1,4 @@
-package main
+package kafkabench
 
 import (
 	"container/heap"
@@ -22,12 +22,12 @@ import (
 // that transaction before it starts the next. It keeps no progress of its
 // own (it commits past records still held in RAM, so a crash loses
 // them): it measures Kafka's exactly-once cost, not a design.
-func runFloor(ctx context.Context, c config, prefix string) error {
+func runFloor(ctx context.Context, brokers, prefix string) error {
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	txnID := prefix + "-floor"
 	s, err := kgo.NewGroupTransactSession(
-		seeds(c.brokers),
+		Seeds(brokers),
 		kgo.TransactionalID(txnID),
 		kgo.ConsumerGroup(prefix),
 		kgo.ConsumeTopics(prefix+".delay"),
