@@ -14,6 +14,10 @@
 // `hourglass` beside this command, else on $PATH); the scheme C forwarder
 // and the floor are this command run again (-role forwarder, -role floor).
 //
+// -compare BIN adds the systems baseline and baseline-alo: the workers of
+// another hourglass binary, to measure a change against the build before
+// it in the same run.
+//
 // -pending N measures instead the worker's memory per pending message far
 // from due, against another hourglass binary (-compare); see pending.go.
 package main
@@ -66,13 +70,39 @@ func run(ctx context.Context, args []string, self string) int {
 	}):
 		return runPendingMain(args, self)
 	}
+	args, compare := takeCompare(args)
+	extra := []kafkabench.System{schemeC()}
+	if compare != "" {
+		extra = append(extra,
+			kafkabench.HourglassSystem("baseline", "the -compare binary, exactly once", "exactly-once", compare),
+			kafkabench.HourglassSystem("baseline-alo", "the -compare binary, at least once", "at-least-once", compare))
+	}
 	return kafkabench.Main(ctx, args, os.Stdout, os.Stderr, kafkabench.Options{
 		Name:      "kafkabench",
 		Reexec:    []string{self},
 		Hourglass: findHourglass(self),
 		Brokers:   "127.0.0.1:19092",
-		Extra:     []kafkabench.System{schemeC()},
+		Extra:     extra,
 	})
+}
+
+// takeCompare removes -compare BIN from args (without -pending: a
+// baseline build measured in the same run as -systems baseline and
+// baseline-alo) and returns the rest and BIN.
+func takeCompare(args []string) (rest []string, bin string) {
+	for i := 0; i < len(args); i++ {
+		a := strings.TrimPrefix(args[i], "-")
+		switch {
+		case (a == "-compare" || a == "compare") && i+1 < len(args):
+			bin = args[i+1]
+			i++
+		case strings.HasPrefix(a, "compare=") || strings.HasPrefix(a, "-compare="):
+			bin = a[strings.IndexByte(a, '=')+1:]
+		default:
+			rest = append(rest, args[i])
+		}
+	}
+	return rest, bin
 }
 
 // runForwarderRole is the scheme C forwarder's process.

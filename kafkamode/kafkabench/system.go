@@ -75,9 +75,16 @@ const DelayPartitions = delayPartitions
 func builtin() []System {
 	return []System{
 		{Name: "floor", Help: "a bare exactly-once loop: Kafka's own floor", NoKill: true, Prepare: prepareFloor},
-		{Name: "hourglass", Help: "hourglass kafka, exactly once", Hourglass: true, Prepare: prepareHourglass("exactly-once")},
-		{Name: "hourglass-alo", Help: "hourglass kafka --delivery at-least-once", Hourglass: true, DupAfterCrash: true, Prepare: prepareHourglass("at-least-once")},
+		HourglassSystem("hourglass", "hourglass kafka, exactly once", "exactly-once", ""),
+		HourglassSystem("hourglass-alo", "hourglass kafka --delivery at-least-once", "at-least-once", ""),
 	}
+}
+
+// HourglassSystem is a system of `hourglass kafka` workers with the
+// delivery mode, running the binary bin ("": -hourglass).
+func HourglassSystem(name, help, delivery, bin string) System {
+	return System{Name: name, Help: help, Hourglass: true, DupAfterCrash: delivery == "at-least-once",
+		Prepare: prepareHourglass(delivery, bin)}
 }
 
 func (o Options) systems() []System { return append(builtin(), o.Extra...) }
@@ -123,9 +130,9 @@ func prepareFloor(env Env) (Start, error) {
 }
 
 // prepareHourglass creates the delay topic, its state topic (compacted)
-// and its dead-letter topic, and starts `hourglass kafka` workers with
-// the delivery.
-func prepareHourglass(delivery string) func(Env) (Start, error) {
+// and its dead-letter topic, and starts `hourglass kafka` workers of bin
+// ("": -hourglass) with the delivery.
+func prepareHourglass(delivery, bin string) func(Env) (Start, error) {
 	return func(env Env) (Start, error) {
 		c := env.Config
 		if c.DelayTopic != "" {
@@ -147,7 +154,11 @@ func prepareHourglass(delivery string) func(Env) (Start, error) {
 			if c.Static {
 				args = append(args, "--static-membership")
 			}
-			return StartChild(c.Hourglass, args...)
+			b := bin
+			if b == "" {
+				b = c.Hourglass
+			}
+			return StartChild(b, args...)
 		}, nil
 	}
 }
