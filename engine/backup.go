@@ -174,7 +174,7 @@ func checkEmptyTarget(fs vfs.FS, dir string) error {
 // copyLive copies the live data directory into tmp: the log up to head,
 // then the rest as it is (gate.serial held: see the comment at the top).
 func (k *checkpointer) copyLive(c *copier, tmp string, head commitlog.Pos) error {
-	src := k.eng.opts.Dir
+	src := k.opts.Dir
 	for _, name := range []string{identityFile, checkpointFile} {
 		if err := c.file(path.Join(src, name), path.Join(tmp, name), -1); err != nil {
 			return err
@@ -183,7 +183,7 @@ func (k *checkpointer) copyLive(c *copier, tmp string, head commitlog.Pos) error
 	if err := c.mkdir(path.Join(tmp, "log")); err != nil {
 		return err
 	}
-	segs := k.eng.clog.Segments()
+	segs := k.log.Segments()
 	for i, s := range segs {
 		if s.Base > head {
 			break
@@ -196,7 +196,7 @@ func (k *checkpointer) copyLive(c *copier, tmp string, head commitlog.Pos) error
 			// Its sum file, if it has one (commitlog/sum.go): immutable
 			// like the segment, and the restored broker's scrub uses it.
 			sum := commitlog.SumFileName(s.Name)
-			if f, err := k.eng.opts.FS.Open(path.Join(src, "log", sum)); err == nil {
+			if f, err := k.opts.FS.Open(path.Join(src, "log", sum)); err == nil {
 				f.Close()
 				if err := c.link(path.Join(src, "log", sum), path.Join(tmp, "log", sum)); err != nil {
 					return err
@@ -209,12 +209,12 @@ func (k *checkpointer) copyLive(c *copier, tmp string, head commitlog.Pos) error
 		}
 	}
 	// Queue indexes only grow; a partial entry at the end is left out.
-	topics, err := k.eng.opts.FS.List(path.Join(src, "queues"))
+	topics, err := k.opts.FS.List(path.Join(src, "queues"))
 	if err != nil && !vfs.IsNotExist(err) {
 		return err
 	}
 	for _, t := range topics {
-		files, err := k.eng.opts.FS.List(path.Join(src, "queues", t))
+		files, err := k.opts.FS.List(path.Join(src, "queues", t))
 		if err != nil {
 			return err
 		}

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"hash/crc32"
 	"path"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/hourglass-mq/hourglass/clock"
+	"github.com/hourglass-mq/hourglass/commitlog"
 	"github.com/hourglass-mq/hourglass/keyindex"
 	"github.com/hourglass-mq/hourglass/timerstore"
 	"github.com/hourglass-mq/hourglass/vfs"
@@ -40,7 +43,27 @@ func readAll(fs vfs.FS, name string) ([]byte, error) {
 // part's state under the exclusive gate and mu, makes the caches durable
 // outside the locks, writes the checkpoint, and then lets retention go.
 type checkpointer struct {
-	eng *Engine
+	// What it is given: the options (read-only after Open) and the
+	// lifecycle at once, since the log's syncs count towards the next
+	// checkpoint from the start (logSynced); the rest by init, after
+	// recovery opened the key index: the engine's locks, clock, log,
+	// stats and sealers, the key index and the health record, and every
+	// part whose state a checkpoint captures.
+	opts   *Options
+	life   *lifecycle
+	mu     *sync.Mutex
+	gate   *ckptGate
+	clock  *clock.Broker
+	log    *commitlog.Log
+	stats  *Stats
+	ids    *idents
+	keys   *keyindex.Index
+	health *healthState
+	cat    *catalog
+	cons   *consumers
+	disp   *dispatcher
+	segs   *segTable
+	ovl    *overlayState
 	// The log written since the last capture, which recovery after a
 	// crash replays: synced counts the bytes the commit log made durable
 	// since Open, mark is that count at the last capture, and asked is
@@ -51,21 +74,33 @@ type checkpointer struct {
 	asked  atomic.Bool
 }
 
+func newCheckpointer(opts *Options, life *lifecycle) *checkpointer {
+	return &checkpointer{opts: opts, life: life}
+}
+
+// init gives the checkpointer the rest of what it uses; Open calls it once
+// recovery is done, before the checkpointer runs.
+func (k *checkpointer) init(mu *sync.Mutex, gate *ckptGate, clk *clock.Broker, log *commitlog.Log, stats *Stats, ids *idents,
+	keys *keyindex.Index, health *healthState, cat *catalog, cons *consumers, disp *dispatcher, segs *segTable, ovl *overlayState) {
+	k.mu, k.gate, k.clock, k.log, k.stats, k.ids, k.keys, k.health = mu, gate, clk, log, stats, ids, keys, health
+	k.cat, k.cons, k.disp, k.segs, k.ovl = cat, cons, disp, segs, ovl
+}
+
 // run writes a checkpoint every CheckpointInterval until the engine
 // closes or fails.
 func (k *checkpointer) run() {
-	defer k.eng.life.checkpointerExited()
+	defer k.life.checkpointerExited()
 	trickle, stop := k.trickleTicks()
 	defer stop()
 	for {
-		if !k.waitCheckpoint(k.eng.opts.Clock.NewTimer(k.eng.opts.CheckpointInterval), trickle) {
+		if !k.waitCheckpoint(k.opts.Clock.NewTimer(k.opts.CheckpointInterval), trickle) {
 			return
 		}
-		err := k.eng.checkpoint()
-		k.eng.side.health.checkpointDone(err, k.eng.Now())
+		err := k.checkpoint()
+		k.health.checkpointDone(err, k.clock.Now())
 		if err != nil {
-			k.eng.opts.Logger.Error("checkpoint failed", "err", err)
-			k.eng.stats.CheckpointErrors.Add(1)
+			k.opts.Logger.Error("checkpoint failed", "err", err)
+			k.stats.CheckpointErrors.Add(1)
 		}
 	}
 }
@@ -74,11 +109,15 @@ func (k *checkpointer) run() {
 // it covers durable, writes the checkpoint atomically, and then removes what
 // the new checkpoint no longer needs: loaded timer buckets behind the
 // frontier and commit-log segments past retention.
-func (e *Engine) checkpoint() error {
+func (e *Engine) checkpoint() error { return e.ckpt.checkpoint() }
+
+// checkpoint is Engine.checkpoint: the checkpointer's own run and the
+// engine's Close and tests call it.
+func (k *checkpointer) checkpoint() error {
 	// One checkpoint at a time: the timer store allows one sync job.
-	e.gate.serial.Lock()
-	defer e.gate.serial.Unlock()
-	_, _, err := e.ckpt.checkpointLocked()
+	k.gate.serial.Lock()
+	defer k.gate.serial.Unlock()
+	_, _, err := k.checkpointLocked()
 	return err
 }
 
@@ -87,14 +126,14 @@ func (e *Engine) checkpoint() error {
 // made durable and how long it held the gate (sends wait that long).
 func (k *checkpointer) checkpointLocked() (st *checkpointState, pause time.Duration, err error) {
 	start := time.Now()
-	k.eng.gate.Lock()
+	k.gate.Lock()
 	locked := time.Now()
-	k.eng.mu.Lock()
-	c, err := k.captureLocked(k.eng.gate.Unlock)
-	k.eng.mu.Unlock()
+	k.mu.Lock()
+	c, err := k.captureLocked(k.gate.Unlock)
+	k.mu.Unlock()
 	pause = time.Since(start)
-	k.eng.stats.CheckpointGateWaitSeconds.Observe(locked.Sub(start).Seconds())
-	k.eng.stats.CheckpointCaptureSeconds.Observe((pause - locked.Sub(start)).Seconds())
+	k.stats.CheckpointGateWaitSeconds.Observe(locked.Sub(start).Seconds())
+	k.stats.CheckpointCaptureSeconds.Observe((pause - locked.Sub(start)).Seconds())
 	if err != nil {
 		return nil, pause, err
 	}
@@ -107,23 +146,23 @@ func (k *checkpointer) checkpointLocked() (st *checkpointState, pause time.Durat
 	if err != nil {
 		return nil, pause, err
 	}
-	if err := writeFileAtomic(k.eng.opts.FS, k.eng.opts.Dir, checkpointFile, data); err != nil {
+	if err := writeFileAtomic(k.opts.FS, k.opts.Dir, checkpointFile, data); err != nil {
 		return nil, pause, err
 	}
 	// The new checkpoint no longer lists the runs a merge replaced.
-	if err := k.eng.keys.Release(c.keyJob); err != nil {
-		k.eng.opts.Logger.Warn("removing replaced key index runs failed", "err", err)
+	if err := k.keys.Release(c.keyJob); err != nil {
+		k.opts.Logger.Warn("removing replaced key index runs failed", "err", err)
 	}
 	// The files go outside the lock: unlinking a large run frees its
 	// blocks, journal work no send should wait for under mu.
-	k.eng.mu.Lock()
-	release := k.eng.disp.store().Release()
-	k.eng.mu.Unlock()
+	k.mu.Lock()
+	release := k.disp.store().Release()
+	k.mu.Unlock()
 	if err := release(); err != nil {
-		k.eng.opts.Logger.Warn("removing replaced timer index runs failed", "err", err)
+		k.opts.Logger.Warn("removing replaced timer index runs failed", "err", err)
 	}
-	k.eng.stats.Checkpoints.Add(1)
-	k.eng.stats.CheckpointSeconds.Observe(time.Since(start).Seconds())
+	k.stats.Checkpoints.Add(1)
+	k.stats.CheckpointSeconds.Observe(time.Since(start).Seconds())
 	k.retain(c.st)
 	return c.st, pause, nil
 }
@@ -154,7 +193,7 @@ func (k *checkpointer) captureLocked(openGate func()) (*ckptCapture, error) {
 			openGate()
 		}
 	}()
-	if err := k.eng.life.failureLocked(); err != nil {
+	if err := k.life.failureLocked(); err != nil {
 		// No checkpoint after a fatal failure: the last durable one and
 		// the log are the truth.
 		return nil, err
@@ -163,16 +202,16 @@ func (k *checkpointer) captureLocked(openGate func()) (*ckptCapture, error) {
 		return nil, err
 	}
 	c := &ckptCapture{st: &checkpointState{
-		Incarnation: k.eng.ids.incarn,
-		LogPos:      uint64(k.eng.clog.Head()),
-		Frontier:    k.eng.disp.frontierLocked(),
-		Written:     k.eng.Now(),
+		Incarnation: k.ids.incarn,
+		LogPos:      uint64(k.log.Head()),
+		Frontier:    k.disp.frontierLocked(),
+		Written:     k.clock.Now(),
 	}}
-	c.st.Reloc, c.st.SegPending, c.st.SegLast = k.eng.segs.captureLocked()
+	c.st.Reloc, c.st.SegPending, c.st.SegLast = k.segs.captureLocked()
 	k.markCaptured()
 	openGate()
 	opened = true
-	for _, t := range k.eng.cat.topicsByID {
+	for _, t := range k.cat.topicsByID {
 		ct := checkpointTopic{ID: t.id, Name: t.name, Pending: t.pending}
 		if t.fifo {
 			ct.Flags |= topicFIFO
@@ -187,16 +226,16 @@ func (k *checkpointer) captureLocked(openGate func()) (*ckptCapture, error) {
 	// The key index freezes what was Put so far; its job writes it as a
 	// run file outside the locks.
 	var err error
-	if c.keyJob, err = k.eng.keys.Prepare(); err != nil {
-		return nil, k.eng.life.cacheErrLocked("key index", err)
+	if c.keyJob, err = k.keys.Prepare(); err != nil {
+		return nil, k.life.cacheErrLocked("key index", err)
 	}
 	// The timer index freezes what was Added so far, in one step whatever
 	// its size; its job writes it as one run file outside the locks.
-	if c.timerJob, err = k.eng.disp.store().Prepare(); err != nil {
-		k.eng.keys.Complete(c.keyJob, err) // its frozen entries wait for the next job
-		return nil, k.eng.life.cacheErrLocked("timer index", err)
+	if c.timerJob, err = k.disp.store().Prepare(); err != nil {
+		k.keys.Complete(c.keyJob, err) // its frozen entries wait for the next job
+		return nil, k.life.cacheErrLocked("timer index", err)
 	}
-	c.ovJob, c.st.OverlayFiles = k.eng.ovl.prepareJournal()
+	c.ovJob, c.st.OverlayFiles = k.ovl.prepareJournal()
 	return c, nil
 }
 
@@ -206,7 +245,7 @@ func (k *checkpointer) captureLocked(openGate func()) (*ckptCapture, error) {
 // that recovery still replays those records.
 func (k *checkpointer) retryIndexesLocked() error {
 	retried := false
-	for _, t := range k.eng.cat.topicsByID {
+	for _, t := range k.cat.topicsByID {
 		for _, q := range t.queues {
 			if q.Unwritten() == 0 {
 				continue
@@ -218,7 +257,7 @@ func (k *checkpointer) retryIndexesLocked() error {
 		}
 	}
 	if retried {
-		k.eng.life.notifyVisibleLocked()
+		k.life.notifyVisibleLocked()
 	}
 	return nil
 }
@@ -227,7 +266,7 @@ func (k *checkpointer) retryIndexesLocked() error {
 // bounds its size.
 func (k *checkpointer) captureGroupsLocked() []checkpointGroup {
 	var out []checkpointGroup
-	k.eng.cons.eachLocked(func(g *group) {
+	k.cons.eachLocked(func(g *group) {
 		cg := checkpointGroup{ID: g.id, Topic: g.topic.id, Name: g.name, Config: g.cfg, Paused: g.paused}
 		for _, gq := range g.queues {
 			cq := checkpointGroupQueue{Acked: gq.acked, Attempts: map[uint64]uint32{}}
@@ -261,45 +300,45 @@ func (k *checkpointer) writeCaches(c *ckptCapture) error {
 	timersDone := false
 	defer func() {
 		if !timersDone { // its frozen entries wait for the next job
-			k.eng.mu.Lock()
-			k.eng.disp.store().Complete(c.timerJob, errCheckpointCut)
-			k.eng.mu.Unlock()
+			k.mu.Lock()
+			k.disp.store().Complete(c.timerJob, errCheckpointCut)
+			k.mu.Unlock()
 		}
 	}()
-	err := k.eng.clog.Sync()
+	err := k.log.Sync()
 	if err != nil {
-		k.eng.keys.Complete(c.keyJob, err) // its frozen entries wait for the next job
-		return k.eng.life.storageErr(fmt.Errorf("sync commit log: %w", err))
+		k.keys.Complete(c.keyJob, err) // its frozen entries wait for the next job
+		return k.life.storageErr(fmt.Errorf("sync commit log: %w", err))
 	}
 	kerr := c.keyJob.Run()
-	if c.st.KeyState, err = k.eng.keys.Complete(c.keyJob, kerr); err != nil {
-		return k.eng.life.cacheErr("write the key index", err)
+	if c.st.KeyState, err = k.keys.Complete(c.keyJob, kerr); err != nil {
+		return k.life.cacheErr("write the key index", err)
 	}
 	if err := c.ovJob.run(); err != nil {
-		return k.eng.life.fail(fmt.Errorf("write and sync the overlay journal: %w", err))
+		return k.life.fail(fmt.Errorf("write and sync the overlay journal: %w", err))
 	}
 	err = c.timerJob.Run()
-	k.eng.mu.Lock()
-	c.st.TimerState, err = k.eng.disp.store().Complete(c.timerJob, err)
-	k.eng.mu.Unlock()
+	k.mu.Lock()
+	c.st.TimerState, err = k.disp.store().Complete(c.timerJob, err)
+	k.mu.Unlock()
 	timersDone = true
 	if err != nil {
-		return k.eng.life.cacheErr("write and sync the timer index", err)
+		return k.life.cacheErr("write and sync the timer index", err)
 	}
 	// The caches only grow after the capture; syncing more than was
 	// captured is harmless.
 	for _, s := range c.toSync {
 		if err := s.Sync(); err != nil {
-			return k.eng.life.cacheErr("sync a queue index", err)
+			return k.life.cacheErr("sync a queue index", err)
 		}
 	}
-	dirs := []string{k.eng.opts.Dir, path.Join(k.eng.opts.Dir, "queues")}
+	dirs := []string{k.opts.Dir, path.Join(k.opts.Dir, "queues")}
 	for _, t := range c.st.Topics {
-		dirs = append(dirs, path.Join(k.eng.opts.Dir, "queues", fmt.Sprint(t.ID)))
+		dirs = append(dirs, path.Join(k.opts.Dir, "queues", fmt.Sprint(t.ID)))
 	}
 	for _, d := range dirs {
-		if err := k.eng.opts.FS.SyncDir(d); err != nil {
-			return k.eng.life.cacheErr("sync directory "+d, err)
+		if err := k.opts.FS.SyncDir(d); err != nil {
+			return k.life.cacheErr("sync directory "+d, err)
 		}
 	}
 	return nil

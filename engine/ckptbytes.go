@@ -19,11 +19,11 @@ package engine
 // the log's writer goroutine, so it only adds and signals.
 func (k *checkpointer) logSynced(bytes int) {
 	n := k.synced.Add(int64(bytes))
-	limit := k.eng.opts.CheckpointBytes
+	limit := k.opts.CheckpointBytes
 	if limit <= 0 || n-k.mark.Load() < limit || k.asked.Swap(true) {
 		return
 	}
-	k.eng.life.askCheckpoint()
+	k.life.askCheckpoint()
 }
 
 // markCaptured starts a new count at a checkpoint's capture; the caller

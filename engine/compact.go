@@ -69,11 +69,13 @@ func readStoredAt(log *commitlog.Log, phys uint64) (*message.Stored, int, error)
 	return s, len(payload), err
 }
 
-// applyMovedLocked records that the message orig now lives at newPos.
-func (e *Engine) applyMovedLocked(orig, newPos uint64) {
-	e.segs.movedLocked(orig, newPos)
+// applyMovedLocked records that the message orig now lives at newPos:
+// the apply of a moved record, live (the compaction that wrote it) and in
+// replay alike, over the two parts it changes.
+func applyMovedLocked(segs *segTable, ovl *overlayState, orig, newPos uint64) {
+	segs.movedLocked(orig, newPos)
 	// The entry now belongs with the copy's segment: the old one goes.
-	e.ovl.journalLocked(orig)
+	ovl.journalLocked(orig)
 }
 
 // movable is a message record found in a segment being compacted.
@@ -89,7 +91,7 @@ func (k *checkpointer) compact(seg commitlog.Segment) (int, error) {
 	// Read the segment without the lock: it is sealed.
 	var cands []movable
 	stop := errors.New("stop")
-	err := k.eng.clog.Scan(seg.Base, func(pos commitlog.Pos, rec commitlog.Record) error {
+	err := k.log.Scan(seg.Base, func(pos commitlog.Pos, rec commitlog.Record) error {
 		if pos >= seg.End {
 			return stop
 		}
@@ -116,26 +118,26 @@ func (k *checkpointer) compact(seg commitlog.Segment) (int, error) {
 	if err != nil && err != stop {
 		return 0, err
 	}
-	k.eng.gate.RLock()
-	defer k.eng.gate.RUnlock()
+	k.gate.RLock()
+	defer k.gate.RUnlock()
 	// The lock is held across the append so that nothing fires, is
 	// cancelled or moves meanwhile; this runs once per old segment.
-	k.eng.mu.Lock()
-	defer k.eng.mu.Unlock()
+	k.mu.Lock()
+	defer k.mu.Unlock()
 	var recs []commitlog.Record
 	var origs []uint64
 	for _, m := range cands {
-		if k.eng.segs.physLocked(m.orig) < uint64(seg.Base) || k.eng.segs.physLocked(m.orig) >= uint64(seg.End) {
+		if k.segs.physLocked(m.orig) < uint64(seg.Base) || k.segs.physLocked(m.orig) >= uint64(seg.End) {
 			continue // a copy elsewhere is current
 		}
 		due := m.due
-		if ov := k.eng.ovl.get(m.orig); ov != nil {
+		if ov := k.ovl.get(m.orig); ov != nil {
 			if ov.Cancelled || ov.Fired {
 				continue
 			}
 			due = ov.Due
 		}
-		if !k.eng.disp.waitingLocked(m.orig, due) {
+		if !k.disp.waitingLocked(m.orig, due) {
 			continue
 		}
 		b := binary.LittleEndian.AppendUint64(make([]byte, 0, 8+len(m.payload)), m.orig)
@@ -145,13 +147,13 @@ func (k *checkpointer) compact(seg commitlog.Segment) (int, error) {
 	if len(recs) == 0 {
 		return 0, nil
 	}
-	pos, err := k.eng.clog.Append(recs...)
+	pos, err := k.log.Append(recs...)
 	if err != nil {
 		return 0, err
 	}
 	for i, o := range origs {
-		k.eng.applyMovedLocked(o, uint64(pos[i]))
+		applyMovedLocked(k.segs, k.ovl, o, uint64(pos[i]))
 	}
-	k.eng.stats.Compacted.Add(uint64(len(recs)))
+	k.stats.Compacted.Add(uint64(len(recs)))
 	return len(recs), nil
 }

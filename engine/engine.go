@@ -182,7 +182,7 @@ func Open(opts Options) (*Engine, error) {
 		side:  &sideIndexes{},
 	}
 	e.life = newLifecycle(&e.mu, e.stats, opts.Logger)
-	e.ckpt = &checkpointer{eng: e}
+	e.ckpt = newCheckpointer(&e.opts, e.life)
 	// The checkpoint syncs these directories, so they exist from the start.
 	if err := e.opts.FS.MkdirAll(path.Join(opts.Dir, "queues")); err != nil {
 		return nil, err
@@ -237,6 +237,7 @@ func Open(opts Options) (*Engine, error) {
 		"log_start", e.clog.Start(), "log_head", e.clog.Head(),
 		"pending", e.stats.Pending.Load(), "replayed", e.stats.Replayed.Load(), "replayed_bytes", e.stats.ReplayedBytes.Load())
 	e.side.dedup.init(&e.mu, &e.opts, e.keys, e.ids, e.stats, e.clog, e.segs, e.ovl, e.disp)
+	e.ckpt.init(&e.mu, e.gate, e.clock, e.clog, e.stats, e.ids, e.keys, &e.side.health, e.cat, e.cons, e.disp, e.segs, e.ovl)
 	e.life.setLock(lock)
 	ok = true
 	var scrubber func()

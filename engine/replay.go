@@ -42,7 +42,7 @@ func (r *recovery) replayLocked(pos uint64, rec commitlog.Record, minDue *int64)
 		if len(rec.Payload) < 8 {
 			return errBadPayload
 		}
-		r.eng.applyMovedLocked(binary.LittleEndian.Uint64(rec.Payload), pos)
+		applyMovedLocked(r.eng.segs, r.eng.ovl, binary.LittleEndian.Uint64(rec.Payload), pos)
 	case recGroup:
 		id, tid, cfg, name, err := decodeGroup(rec.Payload)
 		if err != nil {

@@ -4,59 +4,59 @@ import "github.com/hourglass-mq/hourglass/commitlog"
 
 // retain removes what the durable checkpoint st no longer needs.
 func (k *checkpointer) retain(st *checkpointState) {
-	k.eng.mu.Lock()
-	k.eng.disp.removeVisibleLocked(st.Frontier)
+	k.mu.Lock()
+	k.disp.removeVisibleLocked(st.Frontier)
 	// A segment may go when replay no longer needs it, no pending message
 	// is in it, and its newest visible message is older than Retention.
-	segs := k.eng.clog.Segments()
+	segs := k.log.Segments()
 	cut := commitlog.Pos(0)
-	now := k.eng.Now()
+	now := k.clock.Now()
 	var pinned *commitlog.Segment // the first segment kept only by pending messages
 	for i, s := range segs {
-		n, young := k.eng.segs.retainable(uint64(s.Base), now, k.eng.opts.Retention.Milliseconds())
+		n, young := k.segs.retainable(uint64(s.Base), now, k.opts.Retention.Milliseconds())
 		if i == len(segs)-1 || uint64(s.End) > st.LogPos || young {
 			break
 		}
 		if n > 0 {
-			if n <= int64(k.eng.opts.CompactMaxPending) {
+			if n <= int64(k.opts.CompactMaxPending) {
 				pinned = &segs[i]
 			}
 			break
 		}
 		cut = s.End
 	}
-	k.eng.mu.Unlock()
+	k.mu.Unlock()
 	if pinned != nil {
 		// Move its pending messages forward; a later retain deletes it.
 		n, err := k.compact(*pinned)
 		if err != nil {
-			k.eng.opts.Logger.Error("compaction failed", "segment", pinned.Name, "err", err)
+			k.opts.Logger.Error("compaction failed", "segment", pinned.Name, "err", err)
 		} else if n > 0 {
-			k.eng.opts.Logger.Info("compacted pending messages out of an old segment", "segment", pinned.Name, "moved", n)
+			k.opts.Logger.Info("compacted pending messages out of an old segment", "segment", pinned.Name, "moved", n)
 		}
 	}
 	if cut == 0 {
 		return
 	}
-	n, err := k.eng.clog.DeleteBefore(cut)
+	n, err := k.log.DeleteBefore(cut)
 	if err != nil {
-		k.eng.opts.Logger.Error("segment removal failed", "err", err)
+		k.opts.Logger.Error("segment removal failed", "err", err)
 		return
 	}
-	k.eng.mu.Lock()
+	k.mu.Lock()
 	bases := make([]uint64, n)
 	for i, s := range segs[:n] {
 		bases[i] = uint64(s.Base)
-		if err := k.eng.ovl.dropSegmentLocked(uint64(s.Base)); err != nil {
-			k.eng.opts.Logger.Error("overlay journal removal failed", "segment", s.Name, "err", err)
+		if err := k.ovl.dropSegmentLocked(uint64(s.Base)); err != nil {
+			k.opts.Logger.Error("overlay journal removal failed", "segment", s.Name, "err", err)
 		}
 	}
-	k.eng.ovl.dropLocked(func(p uint64) bool { return k.eng.segs.physLocked(p) < uint64(cut) })
+	k.ovl.dropLocked(func(p uint64) bool { return k.segs.physLocked(p) < uint64(cut) })
 	// Keys below the cut may go, except those of moved messages, whose
 	// identity stays their old position (compact.go).
-	k.eng.keys.SetMinPos(k.eng.segs.lowestIdentity(uint64(cut)))
-	k.eng.segs.droppedLocked(bases, uint64(cut))
-	k.eng.mu.Unlock()
-	k.eng.stats.SegmentsDeleted.Add(uint64(n))
-	k.eng.opts.Logger.Info("retention removed segments", "segments", n, "before", cut)
+	k.keys.SetMinPos(k.segs.lowestIdentity(uint64(cut)))
+	k.segs.droppedLocked(bases, uint64(cut))
+	k.mu.Unlock()
+	k.stats.SegmentsDeleted.Add(uint64(n))
+	k.opts.Logger.Info("retention removed segments", "segments", n, "before", cut)
 }

@@ -20,7 +20,7 @@ import (
 // trickleEvery is how often the checkpointer starts the write-out of the
 // queue indexes: a tenth of the checkpoint interval, between 50 and 500 ms.
 func (k *checkpointer) trickleEvery() time.Duration {
-	return min(max(k.eng.opts.CheckpointInterval/10, 50*time.Millisecond), 500*time.Millisecond)
+	return min(max(k.opts.CheckpointInterval/10, 50*time.Millisecond), 500*time.Millisecond)
 }
 
 // trickleTicks returns the channel the checkpointer trickles on and the
@@ -30,7 +30,7 @@ func (k *checkpointer) trickleEvery() time.Duration {
 // vfs.OS has a write-out to start; on any other filesystem the channel is
 // nil and never ticks.
 func (k *checkpointer) trickleTicks() (<-chan time.Time, func()) {
-	if k.eng.opts.FS != vfs.OS {
+	if k.opts.FS != vfs.OS {
 		return nil, func() {}
 	}
 	tk := time.NewTicker(k.trickleEvery())
@@ -45,14 +45,14 @@ func (k *checkpointer) waitCheckpoint(t clock.Timer, trickle <-chan time.Time) b
 	defer t.Stop()
 	for {
 		select {
-		case <-k.eng.life.stopping():
+		case <-k.life.stopping():
 			return false
-		case <-k.eng.life.failedSignal():
+		case <-k.life.failedSignal():
 			// No checkpoint after a fatal failure (fail.go).
 			return false
 		case <-t.C():
 			return true
-		case <-k.eng.life.checkpointAsked():
+		case <-k.life.checkpointAsked():
 			return true
 		case <-trickle:
 			k.trickleQueues()
@@ -64,15 +64,15 @@ func (k *checkpointer) waitCheckpoint(t clock.Timer, trickle <-chan time.Time) b
 // outside the engine's lock. A failed write-out is only logged: the
 // checkpoint's Sync of the same index reports it and stops the engine.
 func (k *checkpointer) trickleQueues() {
-	k.eng.mu.Lock()
+	k.mu.Lock()
 	var qs []*queueindex.Index
-	for _, t := range k.eng.cat.topicsByID {
+	for _, t := range k.cat.topicsByID {
 		qs = append(qs, t.queues...)
 	}
-	k.eng.mu.Unlock()
+	k.mu.Unlock()
 	for _, q := range qs {
 		if err := q.StartWriteback(); err != nil {
-			k.eng.opts.Logger.Warn("starting a queue index's write-out failed", "err", err)
+			k.opts.Logger.Warn("starting a queue index's write-out failed", "err", err)
 		}
 	}
 }
