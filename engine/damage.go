@@ -236,7 +236,7 @@ func (r *recovery) replaySetAsideLocked(pos uint64, rec commitlog.Record) error 
 	if err != nil {
 		return err
 	}
-	g := r.eng.cons.byIDLocked(gid)
+	g := r.cons.byIDLocked(gid)
 	if g == nil {
 		return fmt.Errorf("set-aside record at %d names unknown group %d", pos, gid)
 	}
@@ -245,7 +245,7 @@ func (r *recovery) replaySetAsideLocked(pos uint64, rec commitlog.Record) error 
 			return fmt.Errorf("set-aside record at %d names queue %d of %d", pos, it.queue, len(g.queues))
 		}
 		g.queues[it.queue].markDone(it.offset)
-		r.eng.side.dmg.addSetAside(SetAside{Pos: it.pos, Segment: r.eng.segs.segmentOf(it.pos), Topic: g.topic.name, Group: g.name, Queue: int(it.queue), Offset: it.offset})
+		r.side.dmg.addSetAside(SetAside{Pos: it.pos, Segment: r.segs.segmentOf(it.pos), Topic: g.topic.name, Group: g.name, Queue: int(it.queue), Offset: it.offset})
 	}
 	return nil
 }

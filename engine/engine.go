@@ -219,14 +219,7 @@ func Open(opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("engine: open commit log: %w", err)
 	}
-	e.cat = newCatalog(&e.mu, e.gate, &e.opts, e.clog, e.life)
-	e.segs = newSegTable(e.clog)
-	e.ovl = newOverlayState(e.segs)
-	e.clock = newBrokerClock(&e.opts, e.stats)
-	e.side.scrub.init(&e.opts, e.clog, e.clock, e.stats, e.life, &e.side.dmg)
-	e.disp = newDispatcher(&e.mu, &e.opts, e.clock, e.clog, e.stats, e.life, e.segs, e.ovl)
-	e.cons = newConsumers(&e.mu, e.gate, &e.opts, e.clock, e.clog, e.stats, e.ids, e.life, e.cat, e.disp, e.segs, &e.side.dmg)
-	if err := (&recovery{eng: e}).run(); err != nil {
+	if err := e.startParts(); err != nil {
 		e.disp.closeStore()
 		e.clog.Close()
 		return nil, fmt.Errorf("engine: recovery: %w", err)
@@ -236,8 +229,6 @@ func Open(opts Options) (*Engine, error) {
 	e.opts.Logger.Info("engine recovered", "dir", opts.Dir, "took", took,
 		"log_start", e.clog.Start(), "log_head", e.clog.Head(),
 		"pending", e.stats.Pending.Load(), "replayed", e.stats.Replayed.Load(), "replayed_bytes", e.stats.ReplayedBytes.Load())
-	e.side.dedup.init(&e.mu, &e.opts, e.keys, e.ids, e.stats, e.clog, e.segs, e.ovl, e.disp)
-	e.ckpt.init(&e.mu, e.gate, e.clock, e.clog, e.stats, e.ids, e.keys, &e.side.health, e.cat, e.cons, e.disp, e.segs, e.ovl)
 	e.life.setLock(lock)
 	ok = true
 	var scrubber func()
@@ -246,6 +237,32 @@ func Open(opts Options) (*Engine, error) {
 	}
 	e.life.startBackground(e.loop, e.ckpt.run, scrubber)
 	return e, nil
+}
+
+// startParts makes the parts, each given what it uses and the parts below
+// it (docs/architecture.md, "The engine's parts"), has recovery bring them
+// to the state the checkpoint and the log describe, and then gives the
+// parts that read the key index recovery opened their last pieces. The
+// dispatcher exists even when it fails, for Open to close its store.
+func (e *Engine) startParts() error {
+	e.cat = newCatalog(&e.mu, e.gate, &e.opts, e.clog, e.life)
+	e.segs = newSegTable(e.clog)
+	e.ovl = newOverlayState(e.segs)
+	e.clock = newBrokerClock(&e.opts, e.stats)
+	e.side.scrub.init(&e.opts, e.clog, e.clock, e.stats, e.life, &e.side.dmg)
+	e.disp = newDispatcher(&e.mu, &e.opts, e.clock, e.clog, e.stats, e.life, e.segs, e.ovl)
+	e.cons = newConsumers(&e.mu, e.gate, &e.opts, e.clock, e.clog, e.stats, e.ids, e.life, e.cat, e.disp, e.segs, &e.side.dmg)
+	r := &recovery{
+		mu: &e.mu, opts: &e.opts, clock: e.clock, log: e.clog, stats: e.stats, ids: e.ids,
+		keys: &e.keys, side: e.side, cat: e.cat, cons: e.cons, disp: e.disp, segs: e.segs, ovl: e.ovl,
+		apply: replayApply{message: e.applyMessageLocked, fire: e.applyFireLocked, change: e.applyChangeLocked},
+	}
+	if err := r.run(); err != nil {
+		return err
+	}
+	e.side.dedup.init(&e.mu, &e.opts, e.keys, e.ids, e.stats, e.clog, e.segs, e.ovl, e.disp)
+	e.ckpt.init(&e.mu, e.gate, e.clock, e.clog, e.stats, e.ids, e.keys, &e.side.health, e.cat, e.cons, e.disp, e.segs, e.ovl)
+	return nil
 }
 
 // initSeals sets up the sealers of IDs and receipts and the nonce

@@ -95,10 +95,10 @@ func (f *forecastState) fired(batch []fireEntry) {
 // filter is set here already, so that validLocked answers as of the
 // checkpoint.
 func (r *recovery) startForecastLocked(st *checkpointState) {
-	r.eng.side.fc = newForecastState()
-	r.eng.disp.setRecoveryFilter(st.LogPos, st.Frontier)
-	r.eng.side.fc.recount = &recount{seen: map[uint64]bool{}, byTopic: map[uint32]*[60]int64{}, minute: math.MinInt64,
-		logStart: uint64(r.eng.clog.Start())}
+	r.side.fc = newForecastState()
+	r.disp.setRecoveryFilter(st.LogPos, st.Frontier)
+	r.side.fc.recount = &recount{seen: map[uint64]bool{}, byTopic: map[uint32]*[60]int64{}, minute: math.MinInt64,
+		logStart: uint64(r.log.Start())}
 }
 
 // recount gathers recovery's count of the timer bucket entries a minute
@@ -120,11 +120,11 @@ type recount struct {
 // rescheduled message may have two identical entries (moved away and back);
 // it counts once (only messages with an overlay entry can have them).
 func (r *recovery) countTimerLocked(en timerstore.Entry) {
-	rc := r.eng.side.fc.recount
-	if (en.Kind != kindMessage && en.Kind != kindWindowed) || !r.eng.disp.validFromLocked(en.Pos, en.Due, rc.logStart) {
+	rc := r.side.fc.recount
+	if (en.Kind != kindMessage && en.Kind != kindWindowed) || !r.disp.validFromLocked(en.Pos, en.Due, rc.logStart) {
 		return
 	}
-	if r.eng.ovl.has(en.Pos) {
+	if r.ovl.has(en.Pos) {
 		if rc.seen[en.Pos] {
 			return
 		}
@@ -136,7 +136,7 @@ func (r *recovery) countTimerLocked(en timerstore.Entry) {
 		mi--
 	}
 	if mi != rc.minute {
-		r.eng.side.fc.flushRecount()
+		r.side.fc.flushRecount()
 		rc.minute = mi
 	}
 	if rc.cur == nil || rc.topic != en.Topic {

@@ -119,7 +119,7 @@ func BenchmarkRecount(b *testing.B) {
 	defer e.mu.Unlock()
 	saved := e.side.fc
 	defer func() { e.side.fc = saved }()
-	r := &recovery{eng: e}
+	r := &recovery{side: e.side, disp: e.disp, log: e.clog, ovl: e.ovl}
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
 		if i%n == 0 {

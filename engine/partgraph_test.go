@@ -43,7 +43,7 @@ var partCalls = map[string][]string{
 // narrow things it needs (the lock, the clock, the options, the log, the
 // parts below it), and a part that regains a back-pointer fails
 // TestPartsHoldNoEngine.
-var holdsEngine = []string{"Browser", "DeadLetters", "recovery"}
+var holdsEngine = []string{"Browser", "DeadLetters"}
 
 // TestPartsHoldNoEngine: the parts not in holdsEngine have no field of
 // type Engine or *Engine, no method of theirs takes or returns one, and

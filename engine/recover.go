@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"math"
 	"path"
+	"sync"
 
+	"github.com/hourglass-mq/hourglass/clock"
 	"github.com/hourglass-mq/hourglass/commitlog"
 	"github.com/hourglass-mq/hourglass/keyindex"
 	"github.com/hourglass-mq/hourglass/message"
@@ -18,13 +20,40 @@ import (
 // once, alone, before the loop and the checkpointer start, and brings
 // every part to the state the checkpoint and the log after it describe.
 type recovery struct {
-	eng *Engine
+	// What the engine gives it (Engine.startParts): the engine's lock,
+	// options, clock, log, stats and sealers; the slot of the key index,
+	// which recovery opens, and the side indexes, whose forecast it
+	// rebuilds; the parts it brings to their state; and the engine's apply
+	// steps, through which replay applies each record as the live path
+	// does.
+	mu    *sync.Mutex
+	opts  *Options
+	clock *clock.Broker
+	log   *commitlog.Log
+	stats *Stats
+	ids   *idents
+	keys  **keyindex.Index
+	side  *sideIndexes
+	cat   *catalog
+	cons  *consumers
+	disp  *dispatcher
+	segs  *segTable
+	ovl   *overlayState
+	apply replayApply
+}
+
+// replayApply is the engine's apply step of each kind of record that
+// replay applies through it (Engine.applyMessageLocked, applyFireLocked,
+// applyChangeLocked).
+type replayApply struct {
+	message func(pos uint64, s *message.Stored, t *topic)
+	fire    func(visible int64, batch []fireEntry, live bool)
+	change  func(pos uint64, s *message.Stored, top *topic, cancel bool, due int64)
 }
 
 // run loads the checkpoint, truncates the caches to it, replays the log
 // after it and sets the wheel up at the fire frontier.
 func (r *recovery) run() error {
-	e := r.eng
 	st, err := r.loadCheckpoint()
 	if err != nil {
 		return err
@@ -42,15 +71,15 @@ func (r *recovery) run() error {
 		return err
 	}
 	// Replay: every timer goes to the buckets (loadedUntil is -inf).
-	e.disp.startReplay()
+	r.disp.startReplay()
 	minDue := int64(math.MaxInt64)
 	replayed := 0
-	err = e.clog.Scan(commitlog.Pos(st.LogPos), func(pos commitlog.Pos, rec commitlog.Record) error {
+	err = r.log.Scan(commitlog.Pos(st.LogPos), func(pos commitlog.Pos, rec commitlog.Record) error {
 		replayed++
 		if err := r.replayLocked(uint64(pos), rec, &minDue); err != nil {
 			return err
 		}
-		e.disp.spillTimers()
+		r.disp.spillTimers()
 		return nil
 	})
 	if bad, ok := commitlog.DamagedAt(err); ok {
@@ -58,17 +87,17 @@ func (r *recovery) run() error {
 			"this is media damage, not a torn write, and nothing was changed; stop here and run `hourglass repair --data-dir %s`, "+
 			"which quarantines the damaged bytes and keeps every record after them (a message in them is lost, and a fire, ack "+
 			"or change in them is not applied: its messages fire again, are redelivered or keep their old due time): %w",
-			st.LogPos, e.segs.segmentOf(uint64(bad)), bad, e.opts.Dir, err)
+			st.LogPos, r.segs.segmentOf(uint64(bad)), bad, r.opts.Dir, err)
 	}
 	if err != nil {
 		return fmt.Errorf("replay from %d: %w", st.LogPos, err)
 	}
-	e.stats.Replayed.Store(uint64(replayed))
-	e.stats.ReplayedBytes.Store(uint64(e.clog.Head()) - st.LogPos)
+	r.stats.Replayed.Store(uint64(replayed))
+	r.stats.ReplayedBytes.Store(uint64(r.log.Head()) - st.LogPos)
 	r.startDispatch(st, minDue)
 	// The forecast's invariant: it counts what is pending.
-	if n, want := e.side.fc.total(), e.stats.Pending.Load(); n != want {
-		e.opts.Logger.Warn("forecast counts disagree with the pending count", "counted", n, "pending", want)
+	if n, want := r.side.fc.total(), r.stats.Pending.Load(); n != want {
+		r.opts.Logger.Warn("forecast counts disagree with the pending count", "counted", n, "pending", want)
 	}
 	return nil
 }
@@ -76,8 +105,8 @@ func (r *recovery) run() error {
 // loadCheckpoint reads the checkpoint, or returns the start state of a
 // directory that has none.
 func (r *recovery) loadCheckpoint() (*checkpointState, error) {
-	st := &checkpointState{LogPos: uint64(r.eng.clog.Start()), Frontier: math.MinInt64 / 2}
-	b, err := readAll(r.eng.opts.FS, path.Join(r.eng.opts.Dir, checkpointFile))
+	st := &checkpointState{LogPos: uint64(r.log.Start()), Frontier: math.MinInt64 / 2}
+	b, err := readAll(r.opts.FS, path.Join(r.opts.Dir, checkpointFile))
 	switch {
 	case vfs.IsNotExist(err):
 		return st, nil
@@ -87,11 +116,11 @@ func (r *recovery) loadCheckpoint() (*checkpointState, error) {
 	if st, err = decodeCheckpoint(b); err != nil {
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
-	if st.Incarnation != r.eng.ids.incarn {
-		return nil, fmt.Errorf("checkpoint belongs to incarnation %08x, the directory is %08x", st.Incarnation, r.eng.ids.incarn)
+	if st.Incarnation != r.ids.incarn {
+		return nil, fmt.Errorf("checkpoint belongs to incarnation %08x, the directory is %08x", st.Incarnation, r.ids.incarn)
 	}
-	if st.LogPos < uint64(r.eng.clog.Start()) || st.LogPos > uint64(r.eng.clog.Head()) {
-		return nil, fmt.Errorf("checkpoint log position %d is outside the log [%d, %d]: the log is older than the checkpoint (a directory copied while its broker ran, or log segments lost); restore a backup (hourglass restore), or see hourglass check", st.LogPos, r.eng.clog.Start(), r.eng.clog.Head())
+	if st.LogPos < uint64(r.log.Start()) || st.LogPos > uint64(r.log.Head()) {
+		return nil, fmt.Errorf("checkpoint log position %d is outside the log [%d, %d]: the log is older than the checkpoint (a directory copied while its broker ran, or log segments lost); restore a backup (hourglass restore), or see hourglass check", st.LogPos, r.log.Start(), r.log.Head())
 	}
 	return st, nil
 }
@@ -99,25 +128,25 @@ func (r *recovery) loadCheckpoint() (*checkpointState, error) {
 // restoreState puts back what the checkpoint recorded: the overlay (from
 // its journal), per-segment accounting, topics and groups.
 func (r *recovery) restoreState(st *checkpointState) error {
-	if err := r.eng.ovl.open(r.eng.opts.FS, r.eng.opts.Dir, st.OverlayFiles, uint64(r.eng.clog.Start())); err != nil {
+	if err := r.ovl.open(r.opts.FS, r.opts.Dir, st.OverlayFiles, uint64(r.log.Start())); err != nil {
 		return err
 	}
-	r.eng.segs.restore(st.Reloc, st.SegPending, st.SegLast)
+	r.segs.restore(st.Reloc, st.SegPending, st.SegLast)
 	for _, t := range st.Topics {
-		tp, err := r.eng.cat.applyTopicLocked(t.ID, len(t.Entries), t.Flags, t.Name, t.Entries)
+		tp, err := r.cat.applyTopicLocked(t.ID, len(t.Entries), t.Flags, t.Name, t.Entries)
 		if err != nil {
 			return err
 		}
 		tp.pending = t.Pending
 	}
 	for _, cg := range st.Groups {
-		t := r.eng.cat.topicsByID[cg.Topic]
+		t := r.cat.topicsByID[cg.Topic]
 		if t == nil {
 			return fmt.Errorf("checkpoint group %q names unknown topic %d", cg.Name, cg.Topic)
 		}
-		g := r.eng.cons.installLocked(cg.ID, t, cg.Config, cg.Name)
+		g := r.cons.installLocked(cg.ID, t, cg.Config, cg.Name)
 		if cg.Paused {
-			r.eng.cons.applyGroupChangeLocked(g, groupChange{op: opPause})
+			r.cons.applyGroupChangeLocked(g, groupChange{op: opPause})
 		}
 		for i, cq := range cg.Queues {
 			if i >= len(g.queues) {
@@ -142,13 +171,13 @@ func (r *recovery) restoreState(st *checkpointState) error {
 // the broker clock's floor, and the wheel at the fire frontier (or just
 // before the earliest replayed due time).
 func (r *recovery) startDispatch(st *checkpointState, minDue int64) {
-	r.eng.disp.setRecoveryFilter(st.LogPos, st.Frontier)
+	r.disp.setRecoveryFilter(st.LogPos, st.Frontier)
 	// The broker clock must not run backwards across the restart: raise it
 	// to the latest time the durable state shows it had reached.
-	r.eng.clock.Raise(max(st.Written, st.Frontier, r.eng.disp.replayHighWater()))
+	r.clock.Raise(max(st.Written, st.Frontier, r.disp.replayHighWater()))
 	start := max(0, min(st.Frontier, minDue-1))
-	r.eng.disp.start(start)
-	r.eng.stats.Pending.Store(r.eng.segs.pendingTotal())
+	r.disp.start(start)
+	r.stats.Pending.Store(r.segs.pendingTotal())
 }
 
 // markVisibleAboveFrontier adds to firedSince the messages the queue
@@ -164,7 +193,7 @@ func (r *recovery) startDispatch(st *checkpointState, minDue int64) {
 // frontier: that one and all before it were due at or before it too.
 func (r *recovery) markVisibleAboveFrontier(frontier int64) error {
 	const chunk = 1024
-	for _, t := range r.eng.cat.topicsByID {
+	for _, t := range r.cat.topicsByID {
 		for _, q := range t.queues {
 		scan:
 			for end := q.Len(); end > 0; {
@@ -178,7 +207,7 @@ func (r *recovery) markVisibleAboveFrontier(frontier int64) error {
 						break scan
 					}
 					if es[i].Due > frontier {
-						r.eng.disp.markFiredSince(es[i].Pos, es[i].Due)
+						r.disp.markFiredSince(es[i].Pos, es[i].Due)
 					}
 				}
 				end = from
@@ -193,30 +222,30 @@ func (r *recovery) markVisibleAboveFrontier(frontier int64) error {
 // the log: every retained message record before the checkpoint's position
 // (replay adds the keys of what follows).
 func (r *recovery) openKeys(state []byte, logPos uint64) error {
-	name := path.Join(r.eng.opts.Dir, "keys")
+	name := path.Join(r.opts.Dir, "keys")
 	// Moved messages keep their old position as identity (compact.go):
 	// their keys must survive merges.
-	start := r.eng.segs.lowestIdentity(uint64(r.eng.clog.Start()))
-	x, err := keyindex.Open(r.eng.opts.FS, name, state, start)
+	start := r.segs.lowestIdentity(uint64(r.log.Start()))
+	x, err := keyindex.Open(r.opts.FS, name, state, start)
 	if err == nil {
-		r.eng.keys = x
+		*r.keys = x
 		return nil
 	}
 	if !errors.Is(err, keyindex.ErrCorrupt) {
 		return err
 	}
-	r.eng.opts.Logger.Warn("key index damaged; rebuilding it from the commit log", "err", err)
-	r.eng.stats.CacheRebuilds.Add(1)
-	if x, err = keyindex.Open(r.eng.opts.FS, name, nil, start); err != nil {
+	r.opts.Logger.Warn("key index damaged; rebuilding it from the commit log", "err", err)
+	r.stats.CacheRebuilds.Add(1)
+	if x, err = keyindex.Open(r.opts.FS, name, nil, start); err != nil {
 		return err
 	}
-	r.eng.keys = x
+	*r.keys = x
 	err = r.scanMessages(logPos, func(orig uint64, s *message.Stored) error {
 		if s.Key != "" {
-			r.eng.keys.Put(keyHash(s.Topic, s.Key), orig)
+			(*r.keys).Put(keyHash(s.Topic, s.Key), orig)
 		}
 		if s.DedupID != "" {
-			r.eng.keys.Put(dedupHash(s.Topic, s.DedupID), orig)
+			(*r.keys).Put(dedupHash(s.Topic, s.DedupID), orig)
 		}
 		return nil
 	})
@@ -237,39 +266,39 @@ var errStopScan = errors.New("engine: stop scan")
 // follows it), as is the index of a version 2 checkpoint, which was kept in
 // the layout before runs.
 func (r *recovery) openTimers(st *checkpointState) error {
-	dir, width := path.Join(r.eng.opts.Dir, "timers"), r.eng.opts.BucketWidth.Milliseconds()
+	dir, width := path.Join(r.opts.Dir, "timers"), r.opts.BucketWidth.Milliseconds()
 	var err error
 	if !st.timersLegacy {
 		r.startForecastLocked(st)
 		var ts *timerstore.Store
-		ts, err = timerstore.Open(r.eng.opts.FS, dir, width, st.TimerState, r.countTimerLocked)
+		ts, err = timerstore.Open(r.opts.FS, dir, width, st.TimerState, r.countTimerLocked)
 		if err == nil {
-			r.eng.disp.setStore(ts)
-			r.eng.side.fc.finishRecount()
+			r.disp.setStore(ts)
+			r.side.fc.finishRecount()
 			return nil
 		}
 		if !errors.Is(err, timerstore.ErrCorrupt) {
 			return fmt.Errorf("timer index: %w", err)
 		}
-		r.eng.opts.Logger.Warn("timer index damaged; rebuilding it from the commit log", "err", err)
-		r.eng.stats.CacheRebuilds.Add(1)
+		r.opts.Logger.Warn("timer index damaged; rebuilding it from the commit log", "err", err)
+		r.stats.CacheRebuilds.Add(1)
 	} else {
-		r.eng.opts.Logger.Info("timer index in the layout of an older hourglass (one file per bucket); rebuilding it from the commit log")
+		r.opts.Logger.Info("timer index in the layout of an older hourglass (one file per bucket); rebuilding it from the commit log")
 	}
 	// A nil state deletes every file of the directory.
-	ts, err := timerstore.Open(r.eng.opts.FS, dir, width, nil, nil)
+	ts, err := timerstore.Open(r.opts.FS, dir, width, nil, nil)
 	if err != nil {
 		return fmt.Errorf("reset the timer index: %w", err)
 	}
-	r.eng.disp.setStore(ts)
+	r.disp.setStore(ts)
 	r.startForecastLocked(st) // count again, from the log
 	err = r.scanMessages(st.LogPos, func(orig uint64, s *message.Stored) error {
-		t := r.eng.cat.topic(s.Topic)
+		t := r.cat.topic(s.Topic)
 		if t == nil {
 			return fmt.Errorf("message %d names unknown topic %q", orig, s.Topic)
 		}
 		ref := messageRef(orig, s, t)
-		if ov := r.eng.ovl.get(orig); ov != nil {
+		if ov := r.ovl.get(orig); ov != nil {
 			if ov.Cancelled || ov.Fired {
 				return nil
 			}
@@ -279,14 +308,14 @@ func (r *recovery) openTimers(st *checkpointState) error {
 		// loaded, like any other (validLocked).
 		en := timerstore.Entry{Due: ref.due, Pos: orig, Topic: t.id, Queue: uint16(s.Queue), Kind: ref.timerKind()}
 		r.countTimerLocked(en)
-		r.eng.disp.store().Add(en)
-		r.eng.disp.spillTimers()
+		r.disp.store().Add(en)
+		r.disp.spillTimers()
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("rebuild the timer index from the log: %w", err)
 	}
-	r.eng.side.fc.finishRecount()
+	r.side.fc.finishRecount()
 	return nil
 }
 
@@ -298,7 +327,7 @@ var timerSpillBytes = timerstore.FlushThreshold
 // moved copy, by identity) before the log position until, in log order: the
 // rebuilds of damaged caches read the log through it.
 func (r *recovery) scanMessages(until uint64, fn func(orig uint64, s *message.Stored) error) error {
-	err := r.eng.clog.Scan(r.eng.clog.Start(), func(pos commitlog.Pos, rec commitlog.Record) error {
+	err := r.log.Scan(r.log.Start(), func(pos commitlog.Pos, rec commitlog.Record) error {
 		if uint64(pos) >= until {
 			return errStopScan
 		}

@@ -17,8 +17,8 @@ func (r *recovery) replayLocked(pos uint64, rec commitlog.Record, minDue *int64)
 		if err != nil {
 			return err
 		}
-		if _, ok := r.eng.cat.topicsByID[id]; !ok {
-			if _, err := r.eng.cat.applyTopicLocked(id, queues, flags, name, nil); err != nil {
+		if _, ok := r.cat.topicsByID[id]; !ok {
+			if _, err := r.cat.applyTopicLocked(id, queues, flags, name, nil); err != nil {
 				return err
 			}
 		}
@@ -32,28 +32,28 @@ func (r *recovery) replayLocked(pos uint64, rec commitlog.Record, minDue *int64)
 			return err
 		}
 		for _, fe := range es {
-			if !r.eng.ovl.has(fe.pos) {
-				r.eng.disp.markFiredSince(fe.pos, fe.due)
+			if !r.ovl.has(fe.pos) {
+				r.disp.markFiredSince(fe.pos, fe.due)
 			}
 		}
-		r.eng.applyFireLocked(visible, es, false)
-		r.eng.disp.noteReplayed(visible)
+		r.apply.fire(visible, es, false)
+		r.disp.noteReplayed(visible)
 	case recMoved:
 		if len(rec.Payload) < 8 {
 			return errBadPayload
 		}
-		applyMovedLocked(r.eng.segs, r.eng.ovl, binary.LittleEndian.Uint64(rec.Payload), pos)
+		applyMovedLocked(r.segs, r.ovl, binary.LittleEndian.Uint64(rec.Payload), pos)
 	case recGroup:
 		id, tid, cfg, name, err := decodeGroup(rec.Payload)
 		if err != nil {
 			return err
 		}
-		t := r.eng.cat.topicsByID[tid]
+		t := r.cat.topicsByID[tid]
 		if t == nil {
 			return fmt.Errorf("group at %d names unknown topic %d", pos, tid)
 		}
-		if r.eng.cons.byIDLocked(id) == nil {
-			r.eng.cons.installLocked(id, t, cfg, name)
+		if r.cons.byIDLocked(id) == nil {
+			r.cons.installLocked(id, t, cfg, name)
 		}
 	case recAck, recAttempt:
 		return r.replayProgressLocked(pos, rec)
@@ -64,11 +64,11 @@ func (r *recovery) replayLocked(pos uint64, rec commitlog.Record, minDue *int64)
 		if err != nil {
 			return err
 		}
-		g := r.eng.cons.byIDLocked(gc.group)
+		g := r.cons.byIDLocked(gc.group)
 		if g == nil {
 			return fmt.Errorf("group change at %d names unknown group %d", pos, gc.group)
 		}
-		r.eng.cons.applyGroupChangeLocked(g, gc)
+		r.cons.applyGroupChangeLocked(g, gc)
 	case recTrail:
 		// History, not state (trailrec.go): only its form is checked.
 		_, err := decodeTrail(rec.Payload)
@@ -86,13 +86,13 @@ func (r *recovery) replayMessageLocked(pos uint64, payload []byte, minDue *int64
 	if err != nil {
 		return fmt.Errorf("message at %d: %w", pos, err)
 	}
-	t := r.eng.cat.topic(s.Topic)
+	t := r.cat.topic(s.Topic)
 	if t == nil {
 		return fmt.Errorf("message at %d names unknown topic %q", pos, s.Topic)
 	}
-	r.eng.applyMessageLocked(pos, s, t)
+	r.apply.message(pos, s, t)
 	*minDue = min(*minDue, s.Due)
-	r.eng.disp.noteReplayed(s.Sent)
+	r.disp.noteReplayed(s.Sent)
 	return nil
 }
 
@@ -101,19 +101,19 @@ func (r *recovery) replayChangeLocked(pos uint64, rec commitlog.Record, minDue *
 	if err != nil {
 		return err
 	}
-	s, _, err := r.eng.readStored(p)
+	s, _, err := readStoredFrom(r.mu, r.segs, r.log, p)
 	if _, ok := commitlog.DamagedAt(err); ok {
 		// The message's record was damaged and repair quarantined it (a
 		// skip frame): the message is lost, and so is what its topic and
 		// timer were. Nothing is left to change; refusing would keep the
 		// broker down for ever.
-		r.eng.opts.Logger.Warn("a cancel or reschedule names a message whose record is damaged: not applied", "change_pos", pos, "message_pos", p, "err", err)
+		r.opts.Logger.Warn("a cancel or reschedule names a message whose record is damaged: not applied", "change_pos", pos, "message_pos", p, "err", err)
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("change at %d of %d: %w", pos, p, err)
 	}
-	t := r.eng.cat.topic(s.Topic)
+	t := r.cat.topic(s.Topic)
 	if t == nil {
 		return fmt.Errorf("change at %d of %d names unknown topic %q", pos, p, s.Topic)
 	}
@@ -123,11 +123,11 @@ func (r *recovery) replayChangeLocked(pos uint64, rec commitlog.Record, minDue *
 	// The forecast counted the message at its timer's time: a windowed
 	// message's fire time until a change sets an exact one (window.go).
 	old := fireAt(s)
-	if ov := r.eng.ovl.get(p); ov != nil {
+	if ov := r.ovl.get(p); ov != nil {
 		old = ov.Due
 	}
-	r.eng.applyChangeLocked(p, s, t, rec.Type == recCancel, due)
-	r.eng.side.fc.changed(t.id, old, rec.Type == recCancel, due)
+	r.apply.change(p, s, t, rec.Type == recCancel, due)
+	r.side.fc.changed(t.id, old, rec.Type == recCancel, due)
 	return nil
 }
 
@@ -138,7 +138,7 @@ func (r *recovery) replayProgressLocked(pos uint64, rec commitlog.Record) error 
 	if err != nil {
 		return err
 	}
-	g := r.eng.cons.byIDLocked(gid)
+	g := r.cons.byIDLocked(gid)
 	if g == nil {
 		return fmt.Errorf("progress at %d names unknown group %d", pos, gid)
 	}
