@@ -59,6 +59,10 @@ type Config struct {
 	// GRPCLongPoll bounds a RocketMQ receive's long poll and is the
 	// long-polling timeout announced to consumers (flag -grpc-long-poll).
 	GRPCLongPoll time.Duration
+	// GRPCEarlyAcks answers a RocketMQ AckMessage before its record is
+	// durable (flag -grpc-early-acks; rocketmq.Options.EarlyAcks): a
+	// crash may deliver an acked message again, never lose one.
+	GRPCEarlyAcks bool
 	// GRPCSignatureSkew is how far a signed RocketMQ call's date-time may
 	// be from the broker's clock (flag -grpc-signature-skew), in [1s,
 	// 15m]; default 30s. It is also how long a captured signature can be
@@ -313,6 +317,7 @@ func (c *Config) settings() []setting {
 		{"grpc-cert-file", "PEM certificate of the gRPC TLS; empty: a self-signed one in <data-dir>/grpc-tls", (*stringValue)(&c.GRPCCertFile)},
 		{"grpc-key-file", "PEM private key of -grpc-cert-file", (*stringValue)(&c.GRPCKeyFile)},
 		{"grpc-long-poll", "longest RocketMQ receive long poll, announced to consumers (at most 30s)", (*durationValue)(&c.GRPCLongPoll)},
+		{"grpc-early-acks", "answer a RocketMQ ack once its lease has ended, before its record's fdatasync: more acks a second from clients that ack one message a call; a crash may deliver an acked message again (never lose one)", (*boolValue)(&c.GRPCEarlyAcks)},
 		{"grpc-signature-skew", "how far a signed RocketMQ call's x-mq-date-time may be from the broker's clock, 1s to 15m; also how long a captured signature can be replayed", (*durationValue)(&c.GRPCSignatureSkew)},
 		{"remoting-listen", "TCP address of RocketMQ's remoting protocol (4.x clients: name server and broker in one), host:port; empty disables it", (*stringValue)(&c.RemotingListen)},
 		{"remoting-tls", "serve the remoting protocol over TLS (certificate of -grpc-cert-file, or a self-signed one in <data-dir>/remoting-tls)", (*boolValue)(&c.RemotingTLS)},

@@ -50,28 +50,41 @@ func (c *consumers) groupLeaseLocked(g *group, receipt string) (*groupQueue, uin
 // Ack ends deliveries: the messages will not be delivered to the group
 // again. All receipts are checked first; if one is unknown nothing is acked.
 func (e *Engine) Ack(ctx context.Context, topic, name string, receipts ...string) error {
-	if len(receipts) == 0 {
-		return errs.New(errs.InvalidArgument, "no receipts to ack")
-	}
-	if len(receipts) > MaxReceive {
-		return errs.New(errs.TooLarge, "%d receipts; the limit is %d", len(receipts), MaxReceive)
-	}
-	if err := ctx.Err(); err != nil {
+	a, err := e.stopAcks(ctx, topic, name, receipts)
+	if err != nil {
 		return err
 	}
-	e.gate.RLock()
 	defer e.gate.RUnlock()
+	return e.cons.commitAcks(a)
+}
+
+// stopAcks checks an ack's receipts and ends their leases. On success it
+// returns with gate held shared, for the caller to release once the ack
+// is applied (invariant E2); on error nothing changed and gate is free.
+func (e *Engine) stopAcks(ctx context.Context, topic, name string, receipts []string) (*ackBatch, error) {
+	if len(receipts) == 0 {
+		return nil, errs.New(errs.InvalidArgument, "no receipts to ack")
+	}
+	if len(receipts) > MaxReceive {
+		return nil, errs.New(errs.TooLarge, "%d receipts; the limit is %d", len(receipts), MaxReceive)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	e.gate.RLock()
 	e.mu.Lock()
 	if err := e.life.unavailableLocked(); err != nil {
 		e.mu.Unlock()
-		return err
+		e.gate.RUnlock()
+		return nil, err
 	}
 	a, err := e.cons.stopAckedLocked(topic, name, receipts)
 	e.mu.Unlock()
 	if err != nil {
-		return err
+		e.gate.RUnlock()
+		return nil, err
 	}
-	return e.cons.commitAcks(a)
+	return a, nil
 }
 
 // ackBatch is an ack whose leases are stopped (so none expires while its

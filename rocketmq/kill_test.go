@@ -42,9 +42,9 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// startProc runs the real binary on dir and waits until /healthz answers
-// and the gRPC port accepts connections.
-func startProc(t *testing.T, dir string) *proc {
+// startProc runs the real binary on dir, with extra flags, and waits until
+// /healthz answers and the gRPC port accepts connections.
+func startProc(t *testing.T, dir string, extra ...string) *proc {
 	t.Helper()
 	bin, err := binaryOnce()
 	if err != nil {
@@ -53,8 +53,8 @@ func startProc(t *testing.T, dir string) *proc {
 	httpAddr, grpcAddr := freeAddr(t), freeAddr(t)
 	p := &proc{out: &bytes.Buffer{}, exited: make(chan struct{}),
 		broker: broker{grpc: grpcAddr, http: httpAddr, dataDir: dir}}
-	p.cmd = exec.Command(bin, "serve", "--data-dir", dir, "--listen", httpAddr,
-		"--grpc-listen", grpcAddr, "--grpc-plaintext")
+	p.cmd = exec.Command(bin, append([]string{"serve", "--data-dir", dir, "--listen", httpAddr,
+		"--grpc-listen", grpcAddr, "--grpc-plaintext"}, extra...)...)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

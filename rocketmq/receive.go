@@ -268,7 +268,7 @@ func (s *Server) AckMessage(ctx context.Context, req *pb.AckMessageRequest) (*pb
 		st := malformedReceipt(e.GetReceiptHandle())
 		if st != nil {
 			all = st
-		} else if err := s.eng.Ack(ctx, topic, group, e.GetReceiptHandle()); err != nil {
+		} else if err := s.ack(ctx, topic, group, e.GetReceiptHandle()); err != nil {
 			st = errStatus(err, pb.Code_INVALID_RECEIPT_HANDLE)
 			all = st
 		} else {
@@ -351,4 +351,13 @@ func (s *Server) ForwardMessageToDeadLetterQueue(ctx context.Context, req *pb.Fo
 		return &pb.ForwardMessageToDeadLetterQueueResponse{Status: errStatus(err, pb.Code_INVALID_RECEIPT_HANDLE)}, nil
 	}
 	return &pb.ForwardMessageToDeadLetterQueueResponse{Status: ok()}, nil
+}
+
+// ack acknowledges one receipt: answered once its record is durable,
+// or with Options.EarlyAcks once its lease has ended (engine.AckBehind).
+func (s *Server) ack(ctx context.Context, topic, group, receipt string) error {
+	if s.opts.EarlyAcks {
+		return s.eng.AckBehind(ctx, topic, group, receipt)
+	}
+	return s.eng.Ack(ctx, topic, group, receipt)
 }

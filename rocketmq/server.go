@@ -60,6 +60,15 @@ type Options struct {
 	// bounds an HTTP request's body; the bound is never below one message
 	// of the largest size and its headers. 0 means that bound alone.
 	MaxRequestBytes int
+	// EarlyAcks answers AckMessage once the acked leases have ended,
+	// with the ack's record written behind the answer (engine.AckBehind),
+	// rather than after the record's fdatasync, the default. The official
+	// clients ack one message a call, so with the default a consumer acks
+	// at most as many messages per group commit as it has acks in flight.
+	// A crash before the record is durable delivers those messages again
+	// (at least once, as RocketMQ's own asynchronously flushed consumer
+	// progress does); it never loses one. Flag -grpc-early-acks.
+	EarlyAcks bool
 	// Logger receives the adapter's logs; nil means slog.Default().
 	Logger *slog.Logger
 }

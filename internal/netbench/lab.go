@@ -71,6 +71,7 @@ func openLab(c config, dir string, quiet *slog.Logger) (*lab, error) {
 	cfg.Listen = "127.0.0.1:0"
 	cfg.GRPCListen = "127.0.0.1:0"
 	cfg.GRPCPlaintext = !c.grpcTLS
+	cfg.GRPCEarlyAcks = c.earlyAcks
 	cfg.DrainTimeout = time.Second
 	cfg.LogLevel = "warn"
 	h := &addrCatcher{Handler: quiet.Handler()}

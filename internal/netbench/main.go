@@ -38,6 +38,7 @@
 //	go run ./internal/netbench -runs 3
 //	go run ./internal/netbench -runs 1 -only send -cpuprofile cpu.out -memprofile mem.out
 //	go run ./internal/netbench -runs 1 -only rmqsend -blockprofile block.out
+//	go run ./internal/netbench -runs 3 -only rmqrecv -grpc-early-acks
 package main
 
 import (
@@ -71,6 +72,7 @@ type config struct {
 	only           []string
 	dir            string
 	grpcTLS        bool
+	earlyAcks      bool
 	cpuprofile     string
 	memprofile     string
 	blockprofile   string
@@ -96,6 +98,7 @@ func parseFlags() config {
 	only := flag.String("only", "", "comma-separated pairs to run (default all): "+strings.Join(pairNames, ","))
 	flag.StringVar(&c.dir, "dir", "", "parent of the data directories (default: the temporary directory)")
 	flag.BoolVar(&c.grpcTLS, "grpc-tls", false, "serve and use the RocketMQ gRPC service over TLS (the official client's default)")
+	flag.BoolVar(&c.earlyAcks, "grpc-early-acks", false, "the broker answers RocketMQ acks before their fdatasync (serve -grpc-early-acks)")
 	flag.StringVar(&c.cpuprofile, "cpuprofile", "", "CPU profile of the network sides only, to this file")
 	flag.StringVar(&c.memprofile, "memprofile", "", "allocation profile (all allocations of the process) to this file at the end")
 	flag.StringVar(&c.blockprofile, "blockprofile", "", "blocking profile (where goroutines waited, the whole run) to this file at the end: the sides that wait more than they compute")

@@ -25,7 +25,11 @@ func pairTitle(c config, name string) (network, baseline string) {
 	case "stream":
 		return fmt.Sprintf("HTTP streams, %d consumers, batches of up to %d", c.consumers, c.max), fmt.Sprintf("`Receive` carrying acks, %d callers, max %d", c.consumers, c.max)
 	case "rmqrecv":
-		return fmt.Sprintf("RocketMQ 5 gRPC SimpleConsumer, %d receivers of %d, %d ackers", c.consumers, c.max, c.consumers), fmt.Sprintf("`Receive` carrying acks, %d callers, max %d", c.consumers, c.max)
+		acks := "acks after fdatasync"
+		if c.earlyAcks {
+			acks = "early acks"
+		}
+		return fmt.Sprintf("RocketMQ 5 gRPC SimpleConsumer, %d receivers of %d, %d ackers, %s", c.consumers, c.max, c.consumers, acks), fmt.Sprintf("`Receive` carrying acks, %d callers, max %d", c.consumers, c.max)
 	}
 	return name, ""
 }

@@ -92,6 +92,7 @@ type config struct {
 	invisible   time.Duration
 	jsonOut     string
 	metrics     string // hourglass's /metrics URL, for the broker-side lateness
+	cpuprofile  string // the herd's drain profiled to this file
 	run         int
 }
 
@@ -134,6 +135,7 @@ func parseArgs(args []string, stderr io.Writer) (cfg config, summarize string, e
 	fs.StringVar(&cfg.jsonOut, "json", "", "also write the report as JSON to this file")
 	fs.StringVar(&cfg.metrics, "metrics", "", "hourglass only: its /metrics URL, to report the broker-side lateness of each phase")
 	fs.IntVar(&cfg.run, "run", 0, "run number, for the report")
+	fs.StringVar(&cfg.cpuprofile, "cpuprofile", "", "herd: CPU profile of this process (the client) from the instant until the last arrival, to this file")
 	fs.StringVar(&summarize, "summarize", "", "print a Markdown table of the JSON reports in this folder and exit")
 	if err = fs.Parse(args); err != nil {
 		return cfg, "", err

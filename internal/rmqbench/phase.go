@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -214,7 +216,10 @@ func runPhase(ctx context.Context, cfg config, p phase, progress io.Writer, lead
 		cfg.system, p, ss.sent, ss.end.Sub(ss.start).Seconds(), ss.errs)
 
 	deadline := time.UnixMilli(lastDue).Add(cfg.grace)
-	if err := awaitCollected(ctx, col, ss.sent, deadline); err != nil {
+	stopProfile := profileDrain(cfg, p, res.Instant, progress)
+	err = awaitCollected(ctx, col, ss.sent, deadline)
+	stopProfile()
+	if err != nil {
 		return res, err
 	}
 	stopRecv()
@@ -425,4 +430,26 @@ func awaitCollected(ctx context.Context, col *collector, sent int, deadline time
 		}
 	}
 	return nil
+}
+
+// profileDrain starts the -cpuprofile of the herd's drain at its instant
+// (waiting for it) and returns what stops it; a no-op without the flag or
+// outside the herd. A profile that cannot start is reported, not fatal.
+func profileDrain(cfg config, p phase, instant *time.Time, progress io.Writer) (stop func()) {
+	if cfg.cpuprofile == "" || p != phaseHerd || instant == nil {
+		return func() {}
+	}
+	time.Sleep(time.Until(*instant))
+	f, err := os.Create(cfg.cpuprofile)
+	if err == nil {
+		err = pprof.StartCPUProfile(f)
+	}
+	if err != nil {
+		fmt.Fprintln(progress, "rmqbench: -cpuprofile:", err)
+		if f != nil {
+			f.Close()
+		}
+		return func() {}
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }
 }
