@@ -50,7 +50,7 @@ func (c *consumers) groupLeaseLocked(g *group, receipt string) (*groupQueue, uin
 // Ack ends deliveries: the messages will not be delivered to the group
 // again. All receipts are checked first; if one is unknown nothing is acked.
 func (e *Engine) Ack(ctx context.Context, topic, name string, receipts ...string) error {
-	a, err := e.stopAcks(ctx, topic, name, receipts)
+	a, err := e.cons.stopAcks(ctx, topic, name, receipts)
 	if err != nil {
 		return err
 	}
@@ -58,10 +58,10 @@ func (e *Engine) Ack(ctx context.Context, topic, name string, receipts ...string
 	return e.cons.commitAcks(a)
 }
 
-// stopAcks checks an ack's receipts and ends their leases. On success it
-// returns with gate held shared, for the caller to release once the ack
+// stopAcks checks an ack's receipts and ends their leases (Ack and
+// AckBehind). On success it returns with gate held shared, for the caller to release once the ack
 // is applied (invariant E2); on error nothing changed and gate is free.
-func (e *Engine) stopAcks(ctx context.Context, topic, name string, receipts []string) (*ackBatch, error) {
+func (c *consumers) stopAcks(ctx context.Context, topic, name string, receipts []string) (*ackBatch, error) {
 	if len(receipts) == 0 {
 		return nil, errs.New(errs.InvalidArgument, "no receipts to ack")
 	}
@@ -71,17 +71,17 @@ func (e *Engine) stopAcks(ctx context.Context, topic, name string, receipts []st
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	e.gate.RLock()
-	e.mu.Lock()
-	if err := e.life.unavailableLocked(); err != nil {
-		e.mu.Unlock()
-		e.gate.RUnlock()
+	c.gate.RLock()
+	c.mu.Lock()
+	if err := c.life.unavailableLocked(); err != nil {
+		c.mu.Unlock()
+		c.gate.RUnlock()
 		return nil, err
 	}
-	a, err := e.cons.stopAckedLocked(topic, name, receipts)
-	e.mu.Unlock()
+	a, err := c.stopAckedLocked(topic, name, receipts)
+	c.mu.Unlock()
 	if err != nil {
-		e.gate.RUnlock()
+		c.gate.RUnlock()
 		return nil, err
 	}
 	return a, nil

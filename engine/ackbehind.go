@@ -18,7 +18,7 @@ import "context"
 // applied (invariant E2); Close's checkpoint waits for it. A failed append
 // gives the leases back, and the messages come back when they end.
 func (e *Engine) AckBehind(ctx context.Context, topic, name string, receipts ...string) error {
-	a, err := e.stopAcks(ctx, topic, name, receipts)
+	a, err := e.cons.stopAcks(ctx, topic, name, receipts)
 	if err != nil {
 		return err
 	}
