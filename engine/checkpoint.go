@@ -211,7 +211,7 @@ func (k *checkpointer) captureLocked(openGate func()) (*ckptCapture, error) {
 	k.markCaptured()
 	openGate()
 	opened = true
-	for _, t := range k.cat.topicsByID {
+	for t := range k.cat.topicsLocked() {
 		ct := checkpointTopic{ID: t.id, Name: t.name, Pending: t.pending}
 		if t.fifo {
 			ct.Flags |= topicFIFO
@@ -245,7 +245,7 @@ func (k *checkpointer) captureLocked(openGate func()) (*ckptCapture, error) {
 // that recovery still replays those records.
 func (k *checkpointer) retryIndexesLocked() error {
 	retried := false
-	for _, t := range k.cat.topicsByID {
+	for t := range k.cat.topicsLocked() {
 		for _, q := range t.queues {
 			if q.Unwritten() == 0 {
 				continue

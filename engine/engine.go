@@ -122,40 +122,6 @@ type idents struct {
 	nonce    atomic.Uint64 // the last nonce given to a message
 }
 
-// catalog holds the topics. Guarded by Engine.mu, except createMu, which
-// serialises creation (of topics and groups) and is taken before gate, and
-// byName, which is read without a lock.
-type catalog struct {
-	// What it is given at Open: the engine's locks, its options (read-only
-	// after Open: limits, and where the queue indexes live), the log a
-	// topic record is appended to, and the lifecycle.
-	mu       *sync.Mutex
-	gate     *ckptGate
-	opts     *Options
-	log      *commitlog.Log
-	life     *lifecycle
-	createMu sync.Mutex
-	// byName holds the topics by name. It is written under mu
-	// (installTopicLocked) and read without it, so that a send finds its
-	// topic without queueing for the engine's lock a second time. A topic
-	// is never removed: a topic found stays the topic of its name.
-	byName      sync.Map // string -> *topic
-	topicsByID  map[uint32]*topic
-	nextTopicID uint32
-}
-
-func newCatalog(mu *sync.Mutex, gate *ckptGate, opts *Options, log *commitlog.Log, life *lifecycle) *catalog {
-	return &catalog{mu: mu, gate: gate, opts: opts, log: log, life: life, topicsByID: map[uint32]*topic{}, nextTopicID: 1}
-}
-
-// topic returns the topic called name, or nil; no lock needed.
-func (c *catalog) topic(name string) *topic {
-	if v, ok := c.byName.Load(name); ok {
-		return v.(*topic)
-	}
-	return nil
-}
-
 // logRecordBound is the commit log's bound on a record: its format limit.
 // Every record is bounded before it reaches the log: a message by the
 // limits its send was checked against, the engine's own records by
@@ -252,11 +218,8 @@ func (e *Engine) startParts() error {
 	e.side.scrub.init(&e.opts, e.clog, e.clock, e.stats, e.life, &e.side.dmg)
 	e.disp = newDispatcher(&e.mu, &e.opts, e.clock, e.clog, e.stats, e.life, e.segs, e.ovl)
 	e.cons = newConsumers(&e.mu, e.gate, &e.opts, e.clock, e.clog, e.stats, e.ids, e.life, e.cat, e.disp, e.segs, &e.side.dmg)
-	r := &recovery{
-		mu: &e.mu, opts: &e.opts, clock: e.clock, log: e.clog, stats: e.stats, ids: e.ids,
-		keys: &e.keys, side: e.side, cat: e.cat, cons: e.cons, disp: e.disp, segs: e.segs, ovl: e.ovl,
-		apply: replayApply{message: e.applyMessageLocked, fire: e.applyFireLocked, change: e.applyChangeLocked},
-	}
+	r := newRecovery(&e.mu, &e.opts, e.clock, e.clog, e.stats, e.ids, &e.keys, e.side, e.cat, e.cons, e.disp, e.segs, e.ovl,
+		replayApply{message: e.applyMessageLocked, fire: e.applyFireLocked, change: e.applyChangeLocked})
 	if err := r.run(); err != nil {
 		return err
 	}
@@ -299,7 +262,7 @@ func (e *Engine) Close() error {
 	e.life.stopAndWait()
 	err := e.checkpoint()
 	e.mu.Lock()
-	for _, t := range e.cat.topicsByID {
+	for t := range e.cat.topicsLocked() {
 		for _, q := range t.queues {
 			q.Close()
 		}

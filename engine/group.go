@@ -158,8 +158,7 @@ func (c *consumers) createGroup(topicName, name string, cfg GroupConfig, existin
 	c.mu.Unlock()
 	// Creation: serialised by createMu, the record's fsync without mu (see
 	// createTopic).
-	c.cat.createMu.Lock()
-	defer c.cat.createMu.Unlock()
+	defer c.cat.serialiseCreation()()
 	c.gate.RLock()
 	defer c.gate.RUnlock()
 	c.mu.Lock()

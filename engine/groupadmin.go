@@ -235,8 +235,7 @@ func (c *consumers) changeGroup(topic, name string, build func(g *group) (groupC
 	if g == nil || g.internal {
 		return GroupInfo{}, groupChange{}, errs.New(errs.NotFound, "group %q of topic %q does not exist", name, topic)
 	}
-	c.cat.createMu.Lock()
-	defer c.cat.createMu.Unlock()
+	defer c.cat.serialiseCreation()()
 	gc, err := build(g)
 	if err != nil {
 		return GroupInfo{}, groupChange{}, err

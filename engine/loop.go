@@ -74,7 +74,7 @@ func (e *Engine) applyFireLocked(visible int64, batch []fireEntry, live bool) {
 		e.segs.firedLocked(fe.pos, visible)
 		k := qk{fe.topic, fe.queue}
 		groups[k] = append(groups[k], queueindex.Entry{Pos: fe.pos, Due: fe.due, Visible: visible, Size: fe.size})
-		if t := e.cat.topicsByID[fe.topic]; t != nil {
+		if t := e.cat.byIDLocked(fe.topic); t != nil {
 			t.pending--
 			if live {
 				t.fired++
@@ -85,7 +85,7 @@ func (e *Engine) applyFireLocked(visible int64, batch []fireEntry, live bool) {
 		}
 	}
 	for k, es := range groups {
-		t := e.cat.topicsByID[k.topic]
+		t := e.cat.byIDLocked(k.topic)
 		if t == nil || int(k.queue) >= len(t.queues) {
 			e.opts.Logger.Error("fire for unknown topic queue", "topic", k.topic, "queue", k.queue)
 			continue

@@ -28,6 +28,15 @@ var partFiles = map[string][]string{
 	"consumers": {"consumers.go", "group.go", "receive.go", "ack.go", "expire.go", "deadletter.go", "describe.go", "readbatch.go", "forgroup.go", "redrive.go",
 		"browse_groups.go", "deadletter_admin.go", "groupadmin.go",
 		"consumers_peek_test.go"},
+	// Recovery's timer count and set-aside replay live beside the
+	// forecast and the damage record they rebuild; the recount benchmark
+	// is its white-box test.
+	"recovery":     {"recover.go", "replay.go", "forecast.go", "damage.go", "forecast_bench_test.go"},
+	"catalog":      {"catalog.go", "send.go", "prepare.go", "forecast.go"},
+	"checkpointer": {"checkpoint.go", "ckptbytes.go", "trickle.go", "retain.go", "compact.go", "backup.go"},
+	"scrubState":   {"scrub.go"},
+	"dedupClaims":  {"dedup.go"},
+	"damageState":  {"damage.go"},
 }
 
 // TestPartsOwnTheirFields is the ownership rule of issue 28: no code

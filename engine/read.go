@@ -30,8 +30,8 @@ type TopicInfo struct {
 func (e *Engine) Topics() []TopicInfo {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	out := make([]TopicInfo, 0, len(e.cat.topicsByID))
-	for _, t := range e.cat.topicsByID {
+	out := make([]TopicInfo, 0, e.cat.countLocked())
+	for t := range e.cat.topicsLocked() {
 		ti := TopicInfo{Name: t.name, Queues: len(t.queues), FIFO: t.fifo}
 		for _, q := range t.queues {
 			ti.Lengths = append(ti.Lengths, q.Len())

@@ -42,6 +42,15 @@ type recovery struct {
 	apply replayApply
 }
 
+func newRecovery(mu *sync.Mutex, opts *Options, clk *clock.Broker, log *commitlog.Log, stats *Stats, ids *idents,
+	keys **keyindex.Index, side *sideIndexes, cat *catalog, cons *consumers, disp *dispatcher, segs *segTable, ovl *overlayState,
+	apply replayApply) *recovery {
+	return &recovery{
+		mu: mu, opts: opts, clock: clk, log: log, stats: stats, ids: ids, keys: keys, side: side,
+		cat: cat, cons: cons, disp: disp, segs: segs, ovl: ovl, apply: apply,
+	}
+}
+
 // replayApply is the engine's apply step of each kind of record that
 // replay applies through it (Engine.applyMessageLocked, applyFireLocked,
 // applyChangeLocked).
@@ -140,7 +149,7 @@ func (r *recovery) restoreState(st *checkpointState) error {
 		tp.pending = t.Pending
 	}
 	for _, cg := range st.Groups {
-		t := r.cat.topicsByID[cg.Topic]
+		t := r.cat.byIDLocked(cg.Topic)
 		if t == nil {
 			return fmt.Errorf("checkpoint group %q names unknown topic %d", cg.Name, cg.Topic)
 		}
@@ -193,7 +202,7 @@ func (r *recovery) startDispatch(st *checkpointState, minDue int64) {
 // frontier: that one and all before it were due at or before it too.
 func (r *recovery) markVisibleAboveFrontier(frontier int64) error {
 	const chunk = 1024
-	for _, t := range r.cat.topicsByID {
+	for t := range r.cat.topicsLocked() {
 		for _, q := range t.queues {
 		scan:
 			for end := q.Len(); end > 0; {

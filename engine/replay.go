@@ -17,7 +17,7 @@ func (r *recovery) replayLocked(pos uint64, rec commitlog.Record, minDue *int64)
 		if err != nil {
 			return err
 		}
-		if _, ok := r.cat.topicsByID[id]; !ok {
+		if r.cat.byIDLocked(id) == nil {
 			if _, err := r.cat.applyTopicLocked(id, queues, flags, name, nil); err != nil {
 				return err
 			}
@@ -48,7 +48,7 @@ func (r *recovery) replayLocked(pos uint64, rec commitlog.Record, minDue *int64)
 		if err != nil {
 			return err
 		}
-		t := r.cat.topicsByID[tid]
+		t := r.cat.byIDLocked(tid)
 		if t == nil {
 			return fmt.Errorf("group at %d names unknown topic %d", pos, tid)
 		}

@@ -66,7 +66,7 @@ func (k *checkpointer) waitCheckpoint(t clock.Timer, trickle <-chan time.Time) b
 func (k *checkpointer) trickleQueues() {
 	k.mu.Lock()
 	var qs []*queueindex.Index
-	for _, t := range k.cat.topicsByID {
+	for t := range k.cat.topicsLocked() {
 		qs = append(qs, t.queues...)
 	}
 	k.mu.Unlock()

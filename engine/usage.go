@@ -23,7 +23,7 @@ func (e *Engine) DiskUsage() DiskBytes {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	_, d.Timers = e.disp.store().Buckets()
-	for _, t := range e.cat.topicsByID {
+	for t := range e.cat.topicsLocked() {
 		for _, q := range t.queues {
 			d.Queues += int64(q.Len()) * queueindex.EntrySize
 		}
