@@ -2,7 +2,6 @@ package engine
 
 import (
 	"go/ast"
-	"go/parser"
 	"go/token"
 	"slices"
 	"sort"
@@ -58,12 +57,8 @@ func (e *Engine) handle(int) {}
 func (e *Engine) wire() { e.disp.tick(e.cons.ended); e.cons.ended(1); e.disp.tick(e.handle); e.handle(2) }
 func open() { e := &Engine{}; c := e.cons; e.disp.on = c.ended; e.wire() }
 `
-	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, "engine.go", src, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := handedFunctions(fset, map[string]*ast.File{"engine.go": f}, []string{"consumers", "dispatcher"})
+	fset, files := parseSources(t, map[string]string{"engine.go": src})
+	got := handedFunctions(fset, files, []string{"consumers", "dispatcher"})
 	if len(got) != 2 || len(got["consumers.ended"]) != 2 || len(got["Engine.handle"]) != 1 {
 		t.Errorf("handed functions %v, want consumers.ended twice and Engine.handle once", got)
 	}

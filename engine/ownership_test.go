@@ -5,6 +5,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -46,19 +47,7 @@ var partFiles = map[string][]string{
 // literal of the part's type. Methods of a part may be called from
 // anywhere: they are its face.
 func TestPartsOwnTheirFields(t *testing.T) {
-	fset := token.NewFileSet()
-	files := map[string]*ast.File{}
-	names, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range names {
-		f, err := parser.ParseFile(fset, n, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files[n] = f
-	}
+	fset, files := parseDir(t, true)
 	for part, own := range partFiles {
 		for _, n := range own {
 			if _, ok := files[n]; !ok && !strings.HasSuffix(n, "_test.go") {
@@ -96,15 +85,7 @@ type Engine struct{ disp *dispatcher }
 	}
 	for _, c := range cases {
 		for _, own := range []bool{false, true} {
-			fset := token.NewFileSet()
-			files := map[string]*ast.File{}
-			for name, src := range map[string]string{"dispatcher.go": decls, "send.go": "package engine\n" + c.src} {
-				f, err := parser.ParseFile(fset, name, src, 0)
-				if err != nil {
-					t.Fatal(err)
-				}
-				files[name] = f
-			}
+			fset, files := parseSources(t, map[string]string{"dispatcher.go": decls, "send.go": "package engine\n" + c.src})
 			parts := map[string][]string{"dispatcher": {"dispatcher.go"}}
 			want := c.bad
 			if own {
@@ -116,6 +97,41 @@ type Engine struct{ disp *dispatcher }
 			}
 		}
 	}
+}
+
+// parseDir parses the package's Go files, its tests too if tests.
+func parseDir(t *testing.T, tests bool) (*token.FileSet, map[string]*ast.File) {
+	t.Helper()
+	names, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srcs := map[string]string{}
+	for _, n := range names {
+		if tests || !strings.HasSuffix(n, "_test.go") {
+			b, err := os.ReadFile(n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			srcs[n] = string(b)
+		}
+	}
+	return parseSources(t, srcs)
+}
+
+// parseSources parses Go sources by file name.
+func parseSources(t *testing.T, srcs map[string]string) (*token.FileSet, map[string]*ast.File) {
+	t.Helper()
+	fset := token.NewFileSet()
+	files := map[string]*ast.File{}
+	for name, src := range srcs {
+		f, err := parser.ParseFile(fset, name, src, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[name] = f
+	}
+	return fset, files
 }
 
 // ownershipViolations lists, as "file:line: ...", every access to a part's

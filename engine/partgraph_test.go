@@ -3,9 +3,7 @@ package engine
 import (
 	"fmt"
 	"go/ast"
-	"go/parser"
 	"go/token"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -166,26 +164,7 @@ func tableParts(table map[string][]string) []string {
 
 // packageFiles parses the package's non-test files: the graph is the
 // product's, and tests may reach into any part.
-func packageFiles(t *testing.T) (*token.FileSet, map[string]*ast.File) {
-	t.Helper()
-	fset := token.NewFileSet()
-	files := map[string]*ast.File{}
-	names, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range names {
-		if strings.HasSuffix(n, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, n, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files[n] = f
-	}
-	return fset, files
-}
+func packageFiles(t *testing.T) (*token.FileSet, map[string]*ast.File) { return parseDir(t, false) }
 
 // structFields maps each struct type of files to its fields' type names
 // (T for T and *T; "" for other types).
@@ -367,15 +346,7 @@ func (d *dispatcher) tick() {}
 func (d *dispatcher) hand(c *consumers) {}`, 0, 1},
 	}
 	for _, c := range cases {
-		fset := token.NewFileSet()
-		files := map[string]*ast.File{}
-		for name, src := range map[string]string{"engine.go": base, "dispatcher.go": "package engine\n" + c.src} {
-			f, err := parser.ParseFile(fset, name, src, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			files[name] = f
-		}
+		fset, files := parseSources(t, map[string]string{"engine.go": base, "dispatcher.go": "package engine\n" + c.src})
 		if got := engineHolders(fset, files, table, nil); len(got) != c.holder {
 			t.Errorf("%s: engine holders %q, want %d", c.name, got, c.holder)
 		}
