@@ -63,16 +63,19 @@ func (c *collector) distinct() int {
 	return len(c.arr)
 }
 
-// quiet waits until nothing arrived for d.
-func (c *collector) quiet(d time.Duration) {
-	for {
+// quiet waits until nothing arrived for d, or until ctx ends.
+func (c *collector) quiet(ctx context.Context, d time.Duration) {
+	for ctx.Err() == nil {
 		c.mu.Lock()
 		idle := time.Since(c.last)
 		c.mu.Unlock()
 		if idle >= d {
 			return
 		}
-		time.Sleep(d - idle)
+		select {
+		case <-ctx.Done():
+		case <-time.After(d - idle):
+		}
 	}
 }
 
@@ -132,6 +135,7 @@ func (c *collector) score(p produced, warmup int64, killAt time.Time, r *Result)
 	}
 	if os.Getenv("KAFKABENCH_VERBOSE") != "" {
 		printTiers(os.Stderr, byTier)
+		printStart(os.Stderr, c.arr, p, first)
 	}
 }
 
@@ -155,5 +159,23 @@ func printTiers(w io.Writer, byTier map[time.Duration][]int64) {
 	for _, t := range tiers {
 		l := byTier[t]
 		fmt.Fprintf(w, "tier %v: p50 %d p99 %d max %d ms\n", t, rank(l, 50), rank(l, 99), rank(l, 100))
+	}
+}
+
+// printStart writes the lateness of the messages due in each 250 ms of
+// due times (KAFKABENCH_VERBOSE): where a transient shows.
+func printStart(w io.Writer, arr map[string][]int64, p produced, first int64) {
+	buckets := map[int64][]int64{}
+	last := int64(0)
+	for id, d := range p.due {
+		if a := arr[id]; len(a) > 0 {
+			b := (d - first) / 250
+			buckets[b] = append(buckets[b], a[0]-d)
+			last = max(last, b)
+		}
+	}
+	for i := int64(0); i <= last; i++ {
+		b := buckets[i]
+		fmt.Fprintf(w, "due +%d ms: %d messages, p50 %d p99 %d max %d ms\n", i*250, len(b), rank(b, 50), rank(b, 99), rank(b, 100))
 	}
 }

@@ -104,13 +104,16 @@ func runOnce(ctx context.Context, c *Config, opts Options, sys System, run int, 
 	if err != nil {
 		return res, err
 	}
-	killAt, err := d.await(col)
+	killAt, err := d.await(ctx, col)
 	if err != nil {
 		return res, err
 	}
 	// Duplicates are what arrives until nothing has for 3 s after the
 	// last message (or the deadline).
-	col.quiet(3 * time.Second)
+	col.quiet(ctx, 3*time.Second)
+	if err := ctx.Err(); err != nil {
+		return res, fmt.Errorf("interrupted: %w", err) // the deferred stopAll stops the workers
+	}
 	res.RSSMiB = d.stopAll(syscall.SIGTERM, log)
 	after, err := logBytes(ctx, adm)
 	if err != nil {
@@ -171,8 +174,10 @@ func (d *drill) stopAll(sig syscall.Signal, log io.Writer) float64 {
 // await polls the collector until all messages have arrived or the
 // deadline passed. Once half have arrived it kills the first worker (with
 // -kill, restarting it unless -no-restart) and runs -kill-broker's
-// command, once, and returns when that was (zero: never).
-func (d *drill) await(col *collector) (killAt time.Time, err error) {
+// command, once, and returns when that was (zero: never). It gives up
+// with ctx's error when ctx ends (an interrupt: the caller stops the
+// workers).
+func (d *drill) await(ctx context.Context, col *collector) (killAt time.Time, err error) {
 	c := d.c
 	acted := !c.Kill && c.KillCmd == ""
 	deadline := time.Now().Add(c.Tiers[len(c.Tiers)-1] + c.ProduceIn + 2*time.Minute)
@@ -202,7 +207,11 @@ func (d *drill) await(col *collector) (killAt time.Time, err error) {
 		if n >= c.N || time.Now().After(deadline) {
 			return killAt, nil
 		}
-		time.Sleep(20 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			return killAt, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
 }
 
@@ -258,6 +267,10 @@ func produce(ctx context.Context, cl *kgo.Client, c *Config, sys System, prefix,
 	for i := 0; i < c.N; i += step {
 		if d := time.Until(start.Add(time.Duration(float64(c.ProduceIn) * float64(i) / float64(c.N)))); d > 0 {
 			time.Sleep(d)
+		}
+		if ctx.Err() != nil {
+			wg.Wait()
+			return p, ctx.Err()
 		}
 		for j := i; j < i+step && j < c.N; j++ {
 			tier := c.Tiers[rng.IntN(len(c.Tiers))]
