@@ -167,15 +167,13 @@
 // (kgo forces it), EndTxn; then the coordinator writes the commit markers,
 // and only then does a read_committed consumer see the record. The loop
 // sleeps until the next due time and takes everything due (up to MaxBatch)
-// into one transaction. The next transaction starts no sooner than 5 ms
-// after one ends (txnGap) and not before the coordinator has completed it
-// (settle.go asks with DescribeTransactions every 0.5 ms, for at most
-// 20 ms): under transaction version 2 a produce that arrives while the
-// coordinator still completes the previous end is held inside the broker
-// for 20 ms (add.partitions.to.txn.retry.backoff.ms). Starting as soon as
-// the coordinator completed (about 2 ms) halved the lateness p50 but not
-// its p99, which the extra transactions made no better (measured in
-// docs/benchmarks.md). A record
+// into one transaction. The next transaction starts as soon as the
+// coordinator has completed the last (settle.go asks with
+// DescribeTransactions every 0.5 ms, for at most 20 ms; 5 ms after the
+// end, txnGap, when it cannot say), as the exactly-once floor does: under
+// transaction version 2 a produce that arrives while the coordinator
+// still completes the previous end is held inside the broker for 20 ms
+// (add.partitions.to.txn.retry.backoff.ms). A record
 // due at t thus waits for the transaction in flight at t and its
 // completion, then its own transaction and completion: Stats.Stages
 // times each step. The session refreshes metadata at most every 20 ms,

@@ -11,18 +11,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// txnGap is the least time between a transaction's end and the next
-// transaction's first produce; the next also waits until the coordinator
-// has completed the last one (settle.go, up to settleMax). The loop
-// indexes what arrived meanwhile. With transaction
+// txnGap is how long the next transaction waits after one ended when the
+// coordinator cannot say whether that end has completed (settle.go); when
+// it can, the next starts as soon as it has. With transaction
 // version 2 (KIP-890) the coordinator completes a commit after answering
 // EndTxn (it writes the markers, then the completion); a produce of the
 // next transaction that arrives before that is answered
 // CONCURRENT_TRANSACTIONS inside the broker, which retries it after
 // add.partitions.to.txn.retry.backoff.ms, 20 ms by default. Measured with
 // internal/kafkabench at 20,000 messages/s falling due: flushes took 13 to
-// 33 ms (p50) back to back and 3 to 6 ms with this gap of 5 ms; the
-// consumer's lateness p50 fell from 25-29 ms to 9-12 ms.
+// 33 ms (p50) back to back and 3 to 6 ms with this gap of 5 ms.
 const txnGap = 5 * time.Millisecond
 
 // pollWait bounds one poll when nothing is due sooner.
@@ -43,6 +41,9 @@ func (w *Worker) poll(ctx context.Context) {
 			d = 2 * time.Millisecond // its body is on the way
 		}
 		wait = min(wait, d)
+	}
+	if w.cfg.atLeastOnce() && w.idx.hasForwarded() {
+		wait = min(wait, time.Until(w.ses.ended().Add(aloCommitEvery))) // their commit (commitDue)
 	}
 	settling := !w.ses.settled()
 	if settling && !w.cfg.atLeastOnce() { // at least once forwards meanwhile (forwardDue)

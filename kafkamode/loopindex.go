@@ -135,6 +135,9 @@ func (x *loopIndex) withSpilled(have []snapEntry, pp *partProgress) ([]snapEntry
 // stashForwarded keeps entries collected ahead of their transaction.
 func (x *loopIndex) stashForwarded(es []*entry) { x.forwarded = append(x.forwarded, es...) }
 
+// hasForwarded reports whether stashForwarded keeps entries.
+func (x *loopIndex) hasForwarded() bool { return len(x.forwarded) > 0 }
+
 // takeForwarded returns the entries stashForwarded kept, and forgets them.
 func (x *loopIndex) takeForwarded() []*entry {
 	es := x.forwarded

@@ -24,6 +24,8 @@ type session struct {
 	// settling is done once the last transaction's end has completed
 	// at the coordinator (settle.go); the next one waits for it.
 	settling context.Context
+	// endedAt is when the last transaction ended (watchSettle).
+	endedAt time.Time
 	// lastSettle is how long the last completed settle wait took (ns),
 	// for the per-transaction debug line; written by the settle watch.
 	lastSettle atomic.Int64
@@ -92,6 +94,9 @@ func (s *session) setOffsets(topic string, at map[int32]kgo.EpochOffset) {
 // settled reports whether the last transaction's end has completed (or
 // the wait for it is over): the next transaction may start.
 func (s *session) settled() bool { return s.settling.Err() != nil }
+
+// ended is when the last transaction ended (zero: none yet this session).
+func (s *session) ended() time.Time { return s.endedAt }
 
 // settleDone is the context done once the last transaction settled.
 func (s *session) settleDone() context.Context { return s.settling }

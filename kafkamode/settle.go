@@ -23,30 +23,31 @@ const settlePoll = 500 * time.Microsecond
 // transaction coordinator has completed it (written the markers: from then
 // on a read_committed consumer sees the records, and the next
 // transaction's first produce is not answered CONCURRENT_TRANSACTIONS, see
-// txnGap), and at least until txnGap after committedAt. The session's
-// settle context is done once both hold, or settleMax after committedAt (the
-// coordinator still completing), or txnGap after committedAt when the
-// coordinator cannot say (DescribeTransactions refused, an old broker).
-// The goroutine ends when ctx does, at the latest; runSession waits for it.
+// txnGap). The session's settle context is done once it has, or settleMax
+// after committedAt (the coordinator still completing), or txnGap after
+// committedAt when the coordinator cannot say (DescribeTransactions
+// refused, an old broker). The goroutine ends when ctx does, at the
+// latest; runSession waits for it.
 //
-// Why both, measured (docs/benchmarks.md, fourth pass): starting the next
-// transaction as soon as the coordinator completed (about 2 ms) halved
-// the consumer's lateness p50 at 20,000 messages/s, but its p99 was no
-// better and, polling every 0.5 ms, worse: twice the transactions, each
-// with its requests, on a broker short of CPU. The floor keeps the fixed
-// gap's transaction rate; the completion check adds the wait the fixed
-// gap lacked when the broker was slower than 5 ms, when the next produce
-// was held 20 ms.
+// Why no fixed gap after a completion, measured (docs/benchmarks.md,
+// kafka-eos-floor): the floor, a bare loop that starts its next
+// transaction as soon as the coordinator completed the last, had a
+// lateness p50 of 5-6 ms at 20,000 messages/s where hourglass, waiting at
+// least 5 ms more, had 11-15 ms; without the gap hourglass had 7-8 ms in
+// the same runs, its p99 no worse. An earlier pass had found the p99 no
+// better, and worse when the broker was short of CPU: the floor pays the
+// same extra transactions, and it is the bar.
 func (w *Worker) watchSettle(ctx context.Context, committedAt time.Time) {
 	done, cancel := context.WithCancel(context.Background())
 	w.ses.settling = done
+	w.ses.endedAt = committedAt
 	go func() {
 		defer cancel()
-		defer sleepUntil(ctx, committedAt.Add(txnGap))
 		if !w.awaitCompletion(ctx, committedAt.Add(settleMax)) {
 			if ctx.Err() == nil {
 				w.stats.SettleFallbacks.Add(1)
 			}
+			sleepUntil(ctx, committedAt.Add(txnGap))
 			return
 		}
 		d := time.Since(committedAt)

@@ -278,8 +278,8 @@ func (w *Worker) runSession(ctx context.Context) error {
 		if w.cfg.atLeastOnce() {
 			w.forwardDue(sctx, now) // not held up by the last transaction
 		}
-		if !w.ses.settled() {
-			continue // the last transaction is still completing (settle.go)
+		if !w.ses.settled() || !w.commitDue() {
+			continue // the last transaction is still completing (settle.go), or at least once commits later
 		}
 		batch := append(w.idx.takeForwarded(), w.idx.collectDue(now)...)
 		if err := w.idx.failure(); err != nil {
