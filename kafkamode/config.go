@@ -186,8 +186,8 @@ const (
 	DeliveryExactlyOnce = "exactly-once"
 	// DeliveryAtLeastOnce forwards with the idempotent producer and
 	// commits the progress in a transaction after the forwards are
-	// acknowledged: a consumer sees a forward as soon as Kafka has it,
-	// one transaction sooner. A worker that crashes (or loses its
+	// acknowledged, at most every 50 ms: a consumer sees a forward as
+	// soon as Kafka has it, one transaction sooner. A worker that crashes (or loses its
 	// partitions) between the two leaves forwards whose progress is not
 	// committed; the next owner forwards them again, with
 	// HeaderRedelivery. Never early either way.

@@ -25,9 +25,10 @@
 //   - Bad input is dead-lettered, never dropped.
 //   - At least once, on request (Config.Delivery = DeliveryAtLeastOnce,
 //     --delivery at-least-once): forwards and dead letters are produced
-//     with the idempotent producer and acknowledged before the
-//     transaction that commits their progress (copies forward and
-//     cancels stay in it). A crash or a lost partition between the two
+//     with the idempotent producer, as records fall due, and
+//     acknowledged before the transaction that commits their progress,
+//     at most every 50 ms (aloCommitEvery; copies forward and cancels
+//     stay in it). A crash or a lost partition between the two
 //     makes the next owner forward them again; it marks every forward of
 //     a record that was in the partition and due (within 2 s) when the
 //     partition came to it with HeaderRedelivery, so a consumer that has
