@@ -76,7 +76,9 @@ func (d *dispatcher) start(start int64) {
 // timerSpillBytes, during recovery: a rebuild Adds a timer for every
 // retained message and a replay one for every send after the checkpoint,
 // before any checkpoint can write them, and a long log would otherwise be
-// held in memory whole. The run set is recorded by the first checkpoint,
+// held in memory whole. A spill merges no older run (PrepareSpill): those
+// grow with the pending messages, and rewriting them made Open's time grow
+// with them too. The run set is recorded by the first checkpoint,
 // which lists the run; a crash before it leaves the run unlisted, and the
 // next Open deletes it.
 //
@@ -89,7 +91,7 @@ func (d *dispatcher) spillTimers() {
 	if d.spillOff || d.timers.Buffered() < timerSpillBytes {
 		return
 	}
-	j, err := d.timers.Prepare()
+	j, err := d.timers.PrepareSpill()
 	if err == nil {
 		_, err = d.timers.Complete(j, j.Run())
 	}

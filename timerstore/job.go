@@ -39,7 +39,20 @@ type Job struct {
 // Prepare freezes the memtable and picks the runs to merge and drop, for a
 // Job that the owner runs without its lock and ends with Complete. Only
 // one Job may be outstanding (ErrBusy).
-func (s *Store) Prepare() (*Job, error) {
+func (s *Store) Prepare() (*Job, error) { return s.prepare(mergeRatio) }
+
+// PrepareSpill is Prepare for a recovery that writes its memtable out as
+// it goes (the engine's spill): the Job merges no run into its output
+// unless the run set would otherwise exceed maxRuns, and absorbs no run
+// for being half dead. A merge rewrites older runs, whose size grows with
+// the pending messages, not with the log recovery replays: merging at a
+// spill made a restart with 10 M pending read and rewrite 75 MiB of runs
+// before Open returned. The next checkpoint's Prepare merges as usual.
+func (s *Store) PrepareSpill() (*Job, error) { return s.prepare(0) }
+
+// prepare is Prepare with the merge policy's ratio; 0 merges only to keep
+// the run set within maxRuns.
+func (s *Store) prepare(ratio uint64) (*Job, error) {
 	if s.closed {
 		return nil, ErrClosed
 	}
@@ -64,7 +77,7 @@ func (s *Store) Prepare() (*Job, error) {
 			keep = append(keep, r)
 		}
 	}
-	merge := pickMerge(keep, fresh)
+	merge := pickMerge(keep, fresh, ratio)
 	for _, r := range keep {
 		if merge[r] {
 			r.Ref()
@@ -80,15 +93,19 @@ func (s *Store) Prepare() (*Job, error) {
 }
 
 // pickMerge returns the runs of keep (oldest first) to merge into an
-// output that starts with fresh entries.
-func pickMerge(keep []*run, fresh uint64) map[*run]bool {
+// output that starts with fresh entries, by the size-tiered policy with
+// ratio; with ratio 0, only the runs that keep the set within maxRuns.
+func pickMerge(keep []*run, fresh, ratio uint64) map[*run]bool {
 	sizes := make([]uint64, len(keep))
 	for i, r := range keep {
 		sizes[i] = r.live()
 	}
 	merge := map[*run]bool{}
-	for _, r := range keep[len(keep)-sortedrun.Tier(sizes, fresh, mergeRatio, maxRuns):] {
+	for _, r := range keep[len(keep)-sortedrun.Tier(sizes, fresh, ratio, maxRuns):] {
 		merge[r] = true
+	}
+	if ratio == 0 {
+		return merge
 	}
 	for i, r := range keep {
 		if !merge[r] && sizes[i] < r.Entries/2 {
