@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"fmt"
+	"maps"
 	"math"
 
 	"github.com/hourglass-mq/hourglass/timerstore"
@@ -44,6 +46,24 @@ func (d *dispatcher) startReplay() {
 // visible already (firedAtRecoveryLocked).
 func (d *dispatcher) setRecoveryFilter(logPos uint64, frontier int64) {
 	d.recL, d.recF = logPos, frontier
+}
+
+// timerIndexDamagedLocked stops the engine for damage in the timer index
+// found outside a bucket load (the forecast's count after Open), as a load
+// that meets damage does: the restart rebuilds the index from the log.
+func (d *dispatcher) timerIndexDamagedLocked(err error) {
+	d.life.failLocked(fmt.Errorf("timer index: %w", err))
+}
+
+// stopping is closed when Close begins: work the dispatcher's store runs
+// outside the loop (the forecast's count after Open) stops then.
+func (d *dispatcher) stopping() <-chan struct{} { return d.life.stopping() }
+
+// recoveryFilterCopy returns a copy of the recovery filter (firedSince,
+// recL, recF) as it is: the forecast's count after Open reads it as it was
+// before replay (forecastrecount.go).
+func (d *dispatcher) recoveryFilterCopy() (firedSince map[uint64]bool, recL uint64, recF int64) {
+	return maps.Clone(d.firedSince), d.recL, d.recF
 }
 
 // markFiredSince records that the message at pos, due at due, was made

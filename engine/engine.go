@@ -223,6 +223,8 @@ func (e *Engine) startParts() error {
 	if err := r.run(); err != nil {
 		return err
 	}
+	r.startRecount()
+	e.side.scrub.setKeys(e.keys)
 	e.side.dedup.init(&e.mu, &e.opts, e.keys, e.ids, e.stats, e.clog, e.segs, e.ovl, e.disp)
 	e.ckpt.init(&e.mu, e.gate, e.clock, e.clog, e.stats, e.ids, e.keys, &e.side.health, e.cat, e.cons, e.disp, e.segs, e.ovl)
 	return nil
@@ -260,6 +262,7 @@ func (e *Engine) Close() error {
 		return nil
 	}
 	e.life.stopAndWait()
+	<-e.side.fc.ready // a deferred count stops at its next read
 	err := e.checkpoint()
 	e.mu.Lock()
 	for t := range e.cat.topicsLocked() {

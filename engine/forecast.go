@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"math"
 	"sync"
 	"time"
@@ -29,11 +30,45 @@ type forecastState struct {
 	mu      sync.Mutex
 	all     *forecast.Counts
 	byTopic map[uint32]*forecast.Counts
-	recount *recount // during recovery only, without mu: see startForecastLocked
+	recount *recount // while the checkpoint's timers are counted: see startForecastLocked
+	// While the count of the checkpoint's timers runs in the background
+	// (deferred, forecastrecount.go), the changes of the apply paths wait
+	// in deltas, in order, and are applied after it, as if it had run
+	// first; readers wait for ready, closed once the counts are whole (at
+	// once when nothing is deferred), and readyErr says why they are not.
+	deferred bool      // under mu
+	deltas   []fcDelta // under mu
+	job      *recountJob
+	ready    chan struct{}
+	readyErr error // set before ready is closed
+}
+
+// fcDelta is a change of the counts waiting for a deferred count.
+type fcDelta struct {
+	tid        uint32
+	due, delta int64
 }
 
 func newForecastState() *forecastState {
-	return &forecastState{all: forecast.New(), byTopic: map[uint32]*forecast.Counts{}}
+	f := &forecastState{all: forecast.New(), byTopic: map[uint32]*forecast.Counts{}, ready: make(chan struct{})}
+	close(f.ready)
+	return f
+}
+
+// applyLocked is addLocked, or a delta kept for after a deferred count.
+// Caller holds f.mu.
+func (f *forecastState) applyLocked(tid uint32, due, delta int64) {
+	if f.deferred {
+		f.deltas = append(f.deltas, fcDelta{tid: tid, due: due, delta: delta})
+		return
+	}
+	f.addLocked(tid, due, delta)
+}
+
+// wait waits until the counts are whole, and returns why they cannot be.
+func (f *forecastState) wait() error {
+	<-f.ready
+	return f.readyErr
 }
 
 // addLocked counts delta messages of topic tid due at the Unix ms due.
@@ -57,7 +92,7 @@ func (f *forecastState) addLocked(tid uint32, due, delta int64) {
 func (f *forecastState) sent(tid uint32, due int64) {
 	if f != nil {
 		f.mu.Lock()
-		f.addLocked(tid, due, 1)
+		f.applyLocked(tid, due, 1)
 		f.mu.Unlock()
 	}
 }
@@ -67,9 +102,9 @@ func (f *forecastState) sent(tid uint32, due int64) {
 func (f *forecastState) changed(tid uint32, due int64, cancel bool, newDue int64) {
 	if f != nil {
 		f.mu.Lock()
-		f.addLocked(tid, due, -1)
+		f.applyLocked(tid, due, -1)
 		if !cancel {
-			f.addLocked(tid, newDue, 1)
+			f.applyLocked(tid, newDue, 1)
 		}
 		f.mu.Unlock()
 	}
@@ -81,7 +116,7 @@ func (f *forecastState) fired(batch []fireEntry) {
 	if f != nil {
 		f.mu.Lock()
 		for _, fe := range batch {
-			f.addLocked(fe.topic, fe.due, -1)
+			f.applyLocked(fe.topic, fe.due, -1)
 		}
 		f.mu.Unlock()
 	}
@@ -130,13 +165,20 @@ func (r *recovery) countTimerLocked(en timerstore.Entry) {
 		}
 		rc.seen[en.Pos] = true
 	}
+	r.side.fc.gather(en)
+}
+
+// gather counts a timer entry that is a pending message into the minute
+// being gathered.
+func (f *forecastState) gather(en timerstore.Entry) {
+	rc := f.recount
 	sec := forecast.SecondOf(en.Due)
 	mi := sec / 60
 	if sec < 0 && sec%60 != 0 {
 		mi--
 	}
 	if mi != rc.minute {
-		r.side.fc.flushRecount()
+		f.flushRecount()
 		rc.minute = mi
 	}
 	if rc.cur == nil || rc.topic != en.Topic {
@@ -149,8 +191,16 @@ func (r *recovery) countTimerLocked(en timerstore.Entry) {
 	rc.cur[sec-mi*60]++
 }
 
-// flushRecount adds the minute gathered to the counts.
+// flushRecount adds the minute gathered to the counts. It takes f.mu: a
+// deferred count runs beside the apply paths.
 func (f *forecastState) flushRecount() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.flushRecountLocked()
+}
+
+// flushRecountLocked is flushRecount for a caller holding f.mu.
+func (f *forecastState) flushRecountLocked() {
 	rc := f.recount
 	for tid, n := range rc.byTopic {
 		f.all.AddMinute(rc.minute, n)
@@ -185,7 +235,10 @@ func (f *forecastState) total() int64 { return f.all.Total() }
 // seconds; step must be whole seconds, at least one. At most
 // forecast.MaxBuckets buckets. Overdue messages still waiting for dispatch
 // count at their due time. The cost grows with the number of buckets (and
-// the days they span), not with the number of pending messages.
+// the days they span), not with the number of pending messages. In the
+// first seconds after a start it waits for the count of the pending
+// messages, which runs after Open returns (forecastrecount.go); if that
+// count failed, it is Unavailable.
 func (e *Engine) Forecast(topic string, from, to int64, step time.Duration) ([]forecast.Bucket, error) {
 	p, err := forecast.NewPlan(from, to, step)
 	if err != nil {
@@ -203,6 +256,9 @@ func (e *Engine) Forecast(topic string, from, to int64, step time.Duration) ([]f
 	const slice = 64
 	out := make([]forecast.Bucket, p.N)
 	f := e.side.fc
+	if err := f.wait(); err != nil {
+		return nil, errs.New(errs.Unavailable, "forecast: the pending messages could not be counted since the start: %v", err)
+	}
 	for i := 0; i < p.N; i += slice {
 		f.mu.Lock()
 		c := f.all
@@ -235,11 +291,100 @@ func (c *catalog) forecastTopic(topic string) (uint32, error) {
 }
 
 // DueWithin returns how many pending messages of every topic fall due
-// within d from now, overdue ones still waiting for dispatch included.
+// within d from now, overdue ones still waiting for dispatch included. In
+// the first seconds after a start it waits for the count of the pending
+// messages (forecastrecount.go), and it is 0 if that count failed.
 func (e *Engine) DueWithin(d time.Duration) int64 {
 	until := forecast.SecondOf(e.Now()+d.Milliseconds()) + 1
 	f := e.side.fc
+	if f.wait() != nil {
+		return 0
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.all.SumAll(until)
+}
+
+// The recovery steps of the count deferred until after Open
+// (forecastrecount.go).
+
+// deferRecount sets the forecast up to be counted after Open from plan
+// (the runs the checkpoint listed), on a copy of what validity depends on
+// now, before replay; startForecastLocked has set the recovery filter.
+func (r *recovery) deferRecount(plan *timerstore.RunsPlan) {
+	reloc, _, _ := r.segs.captureLocked()
+	fired, recL, recF := r.disp.recoveryFilterCopy()
+	f := r.side.fc
+	f.job = &recountJob{plan: plan, filter: &recountFilter{
+		logStart: f.recount.logStart, reloc: reloc, ovl: r.ovl.copyEntries(),
+		firedSince: fired, recL: recL, recF: recF,
+	}}
+	f.deferred = true
+	f.ready = make(chan struct{})
+}
+
+// startRecount starts the count run deferred, if it deferred one, once
+// Open has nothing left to do. When Close begins, the count stops at its
+// next read, and Close waits for forecastState.ready; damage the count
+// finds stops the engine (dispatcher.timerIndexDamagedLocked).
+func (r *recovery) startRecount() {
+	f := r.side.fc
+	if f.job == nil {
+		return
+	}
+	job := f.job
+	f.job = nil
+	stop := r.disp.stopping()
+	gate := r.opts.recountGate
+	go func() {
+		if gate != nil {
+			select {
+			case <-gate:
+			case <-stop:
+			}
+		}
+		err := job.plan.Each(func(en timerstore.Entry) { job.count(f, en) }, func(int) error {
+			select {
+			case <-stop:
+				return errRecountStopped
+			default:
+				return nil
+			}
+		})
+		r.finishRecount(err)
+	}()
+}
+
+// finishRecount ends a deferred count: it adds the last minute, applies
+// the changes that waited, in order, and lets readers in. A count that
+// failed leaves the counts as they are and says why to readers; damage in
+// the timer index stops the engine (the next start rebuilds the index,
+// whose directory now holds a damage mark).
+func (r *recovery) finishRecount(err error) {
+	f := r.side.fc
+	r.mu.Lock()
+	f.mu.Lock()
+	if err == nil {
+		f.flushRecountLocked()
+	}
+	f.recount = nil
+	for _, d := range f.deltas {
+		if err == nil {
+			f.addLocked(d.tid, d.due, d.delta)
+		}
+	}
+	f.deltas, f.deferred, f.readyErr = nil, false, err
+	if err == nil {
+		if n, want := f.all.Total(), r.stats.Pending.Load(); n != want {
+			r.opts.Logger.Warn("forecast counts disagree with the pending count", "counted", n, "pending", want)
+		}
+	}
+	f.mu.Unlock()
+	if errors.Is(err, timerstore.ErrCorrupt) {
+		r.disp.timerIndexDamagedLocked(err)
+	} else if err != nil && !errors.Is(err, errRecountStopped) {
+		r.opts.Logger.Error("the pending messages could not be counted for the forecast", "err", err)
+	}
+	r.mu.Unlock()
+	close(f.ready)
 }

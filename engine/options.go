@@ -162,6 +162,11 @@ type Options struct {
 	Dedup DedupPolicy
 	// DedupTopics overrides Dedup per topic name.
 	DedupTopics map[string]DedupPolicy
+
+	// recountGate, when not nil, holds the forecast's count after Open
+	// (forecastrecount.go) until it is closed: tests that count the reads
+	// of the timer index use it to keep the count's reads out.
+	recountGate chan struct{}
 }
 
 // NewOptions returns the defaults for dir.

@@ -37,6 +37,17 @@ func newOverlayState(segs *segTable) *overlayState {
 // overlay's: its holder reads it and does not change it.
 func (o *overlayState) get(pos uint64) *overlayEntry { return o.entries[pos] }
 
+// copyEntries returns a copy of every entry, by value: the forecast's
+// count after Open reads the overlay as it was before replay
+// (forecastrecount.go).
+func (o *overlayState) copyEntries() map[uint64]overlayEntry {
+	out := make(map[uint64]overlayEntry, len(o.entries))
+	for pos, ov := range o.entries {
+		out[pos] = *ov
+	}
+	return out
+}
+
 // has reports whether the message at pos has an entry.
 func (o *overlayState) has(pos uint64) bool { return o.entries[pos] != nil }
 

@@ -61,8 +61,15 @@ type replayApply struct {
 }
 
 // run loads the checkpoint, truncates the caches to it, replays the log
-// after it and sets the wheel up at the fire frontier.
-func (r *recovery) run() error {
+// after it and sets the wheel up at the fire frontier. A forecast count it
+// defers (deferRecount) is started by the caller (startRecount), or given
+// up if run fails.
+func (r *recovery) run() (err error) {
+	defer func() {
+		if err != nil {
+			r.side.fc.dropRecount()
+		}
+	}()
 	st, err := r.loadCheckpoint()
 	if err != nil {
 		return err
@@ -104,9 +111,12 @@ func (r *recovery) run() error {
 	r.stats.Replayed.Store(uint64(replayed))
 	r.stats.ReplayedBytes.Store(uint64(r.log.Head()) - st.LogPos)
 	r.startDispatch(st, minDue)
-	// The forecast's invariant: it counts what is pending.
-	if n, want := r.side.fc.total(), r.stats.Pending.Load(); n != want {
-		r.opts.Logger.Warn("forecast counts disagree with the pending count", "counted", n, "pending", want)
+	// The forecast's invariant: it counts what is pending (checked by
+	// the deferred count when there is one).
+	if r.side.fc.job == nil {
+		if n, want := r.side.fc.total(), r.stats.Pending.Load(); n != want {
+			r.opts.Logger.Warn("forecast counts disagree with the pending count", "counted", n, "pending", want)
+		}
 	}
 	return nil
 }
@@ -268,8 +278,10 @@ func (r *recovery) openKeys(state []byte, logPos uint64) error {
 var errStopScan = errors.New("engine: stop scan")
 
 // openTimers opens the timer index from the state the checkpoint recorded;
-// timerstore checks every run file it lists, and the pending messages are
-// counted for the forecast in the same pass. Damage is not trusted and not
+// timerstore checks what it reads of every run file it lists (the tails,
+// or runs without one whole), and the pending messages are counted for
+// the forecast after Open, in a pass that checks the runs whole
+// (deferRecount). Damage is not trusted and not
 // fatal: the index is a cache, so it is rebuilt from the log (a scan of
 // every retained record before the checkpoint's position; replay adds what
 // follows it), as is the index of a version 2 checkpoint, which was kept in
@@ -280,10 +292,13 @@ func (r *recovery) openTimers(st *checkpointState) error {
 	if !st.timersLegacy {
 		r.startForecastLocked(st)
 		var ts *timerstore.Store
-		ts, err = timerstore.Open(r.opts.FS, dir, width, st.TimerState, r.countTimerLocked)
+		// Opened from the runs' tails; the forecast's count of the
+		// checkpoint's timers, which reads them whole, runs after Open
+		// (forecastrecount.go).
+		ts, err = timerstore.Open(r.opts.FS, dir, width, st.TimerState, nil)
 		if err == nil {
 			r.disp.setStore(ts)
-			r.side.fc.finishRecount()
+			r.deferRecount(ts.RunsPlan())
 			return nil
 		}
 		if !errors.Is(err, timerstore.ErrCorrupt) {

@@ -127,17 +127,20 @@ func checkFiredBeforeCheckpoint(t *testing.T, img *vfs.Mem, opts Options, early 
 func checkFiredWhileLoading(t *testing.T, img *vfs.Mem, opts Options, early, late message.ID, start int64) {
 	t.Helper()
 	ctx := context.Background()
-	// Recovery reads the timer index's one run file once to check it (a
-	// run this small is one read); the loop's read to load early's
-	// bucket, the first, is the one held.
-	gate := &gateFS{FS: img, op: vfs.OpRead, skip: 1}
+	// Recovery reads the timer index's one run file twice (its tail, and
+	// its one block, first and last); the loop's read to load early's
+	// bucket, the next, is the one held. The forecast's count after Open
+	// reads the file too: it is held until the checks are done.
+	gate := &gateFS{FS: img, op: vfs.OpRead, skip: 2}
 	gate.armFile(".tr")
 	opts.FS = gate
+	opts.recountGate = make(chan struct{})
 	r, err := Open(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
+	defer close(opts.recountGate)
 	defer close(gate.release)
 	select {
 	case <-gate.reached:

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hourglass-mq/hourglass/clock"
 	"github.com/hourglass-mq/hourglass/commitlog"
+	"github.com/hourglass-mq/hourglass/keyindex"
 )
 
 // The background scrub (issue 29): damage in a sealed segment used to be
@@ -69,6 +70,7 @@ type scrubState struct {
 	stats    *Stats
 	life     *lifecycle
 	dmg      *damageState
+	keys     *keyindex.Index // set once recovery opened it (setKeys)
 	run      sync.Mutex
 	mu       sync.Mutex
 	passes   uint64
@@ -124,6 +126,9 @@ func (s *scrubState) scrubPass(ctx context.Context) error {
 	segs := s.log.Segments()
 	s.dmg.dropBefore(s.log.Start())
 	p := pacer{rate: s.opts.ScrubRate, start: time.Now(), ctx: ctx, done: s.life.stopping()}
+	if err := s.scrubCaches(&p); err != nil {
+		return err
+	}
 	var lastErr string
 	for _, seg := range segs[:len(segs)-1] {
 		res, err := s.log.Scrub(seg.Base, p.pace)
@@ -185,3 +190,31 @@ func (p *pacer) pace(n int64) error {
 	}
 	return nil
 }
+
+// scrubCaches checks whole, at the scrub's pace, the cache runs recovery
+// opened from their tails without reading them (keyindex.Index.Verify):
+// a start reads only what it needs, and the scrub reads the rest. Damage
+// is logged; the index leaves a mark that makes the next start rebuild it
+// from the log (invariant E13). It returns the pacer's error when the
+// engine stops or ctx ends.
+func (s *scrubState) scrubCaches(p *pacer) error {
+	if s.keys == nil {
+		return nil
+	}
+	err := s.keys.Verify(func(n int) error { return p.pace(int64(n)) })
+	switch {
+	case err == nil, errors.Is(err, keyindex.ErrClosed):
+		return nil
+	case errors.Is(err, errScrubStopped), p.ctx.Err() != nil:
+		return err
+	case errors.Is(err, keyindex.ErrCorrupt):
+		s.opts.Logger.Error("scrub found damage in the key index; the next start rebuilds it from the log", "err", err)
+	default:
+		s.opts.Logger.Warn("scrub could not check the key index; it is tried again at the next pass", "err", err)
+	}
+	return nil
+}
+
+// setKeys gives the scrub the key index recovery opened; Open calls it
+// before the scrubber starts.
+func (s *scrubState) setKeys(x *keyindex.Index) { s.keys = x }

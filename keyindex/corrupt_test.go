@@ -22,18 +22,30 @@ func threeBlocks(t *testing.T) (*vfs.Mem, []byte) {
 	return fs, st
 }
 
-// TestOpenRejectsDamage: damage in a run is an ErrCorrupt of this
-// package naming the file and the block (the kinds of damage are package
-// sortedrun's tests).
+// TestOpenRejectsDamage: damage in a run Open reads is an ErrCorrupt of
+// this package naming the file and the block (the kinds of damage are
+// package sortedrun's tests): a run of a version before tails, read whole,
+// and the first and last blocks of one opened from its tail.
 func TestOpenRejectsDamage(t *testing.T) {
-	fs, st := threeBlocks(t)
-	name := runName(dir, 1)
-	sortedruntest.Patch(t, fs, name, BlockSize+7, 1, func(b []byte) { b[0] ^= 4 })
-	_, err := Open(fs, dir, st, 0)
-	wantCorrupt(t, err, name, BlockSize)
-	var ce *CorruptError
-	if !errors.As(err, &ce) || ce.File != name {
-		t.Fatalf("not a CorruptError naming the file: %v", err)
+	for _, c := range []struct {
+		name   string
+		block  int64
+		noTail bool
+	}{{"middle block, no tail", 1, true}, {"first block", 0, false}, {"last block", 2, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			fs, st := threeBlocks(t)
+			name := runName(dir, 1)
+			if c.noTail {
+				sortedruntest.Truncate(t, fs, name, 3*BlockSize)
+			}
+			sortedruntest.Patch(t, fs, name, c.block*BlockSize+7, 1, func(b []byte) { b[0] ^= 4 })
+			_, err := Open(fs, dir, st, 0)
+			wantCorrupt(t, err, name, c.block*BlockSize)
+			var ce *CorruptError
+			if !errors.As(err, &ce) || ce.File != name {
+				t.Fatalf("not a CorruptError naming the file: %v", err)
+			}
+		})
 	}
 }
 

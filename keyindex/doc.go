@@ -48,9 +48,14 @@
 // layouts and writes and checks them: a run file, named %016x.kix, is
 // 4096-byte blocks of 255 entries of 16 bytes (hash u64, pos u64) in
 // strictly increasing hash order, each block checked by a CRC-32C bound
-// to its run and place; the state ("kixs") lists the runs. Get checks the
-// block it reads; Open checks every block, the counts, the order and the
-// size. A nil state is an empty index.
+// to its run and place, then the run's tail (its sparse index); the state
+// ("kixs") lists the runs. Get checks the block it reads. Open takes each
+// run's sparse index from its tail, checked, reading only its first and
+// last blocks, so that a start does not read 10 M keys' 160 MiB; Verify,
+// which the engine runs in the background (its scrub), checks every
+// block, the counts, the order and the sum. A run without a good tail (one
+// written before tails) is read and checked whole at Open. A nil state is
+// an empty index.
 //
 // # Checkpoint protocol and trust
 //
@@ -62,10 +67,13 @@
 // covered by that state; the caller re-puts what its log holds after the
 // checkpoint when it opens the index again.
 //
-// The run files are a cache derived from the commit log. Open checks every
-// run the state lists and fails with ErrCorrupt naming the file and offset
-// on any disagreement; the caller may then open with a nil state and
-// re-put every key from the log. Open deletes the run files the state does
+// The run files are a cache derived from the commit log. Open checks what
+// it reads of every run the state lists and fails with ErrCorrupt naming
+// the file and offset on any disagreement; the caller may then open with a
+// nil state and re-put every key from the log. Damage Verify finds later
+// leaves a mark (the file DAMAGED) in the directory: the next Open of a
+// state fails with ErrCorrupt, so the caller rebuilds, and the rebuild's
+// Open, with a nil state, deletes it. Open deletes the run files the state does
 // not list: those of a Job that never completed, or that a later state made
 // obsolete. A run a merge replaced is not deleted at Complete, because the
 // caller's previous checkpoint still lists it until the new one is durable:

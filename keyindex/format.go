@@ -52,6 +52,7 @@ var format = sortedrun.NewFormat(sortedrun.Format{
 	Suffix:     ".kix",
 	Magic:      "kixs",
 	Chunk:      16, // 64 KiB: merging k runs holds (k+1) * 64 KiB
+	Tail:       true,
 })
 
 // compareEncoded orders encoded entries by hash, and the positions of one

@@ -38,16 +38,22 @@ type Index struct {
 		// obsolete holds the runs no longer in the set whose files stay
 		// until a Release says the state that dropped them is durable.
 		obsolete []*sortedrun.Run
-		failed   error
-		closed   bool
+		// unverified are the runs Open took from their tails that no
+		// Verify has checked whole yet.
+		unverified []*sortedrun.Run
+		failed     error
+		closed     bool
 	}
 }
 
 // Open opens the index in dir (created if missing) from state, the last
 // state Complete returned that the caller made durable (nil: empty). It
-// checks every run the state lists and fails with ErrCorrupt, naming the
-// file and offset, if one disagrees; it deletes every run file the state
-// does not list. Entries below minPos may be dropped by merges (see
+// opens every run the state lists from its tail when it has a good one
+// (reading its first and last blocks only; Verify checks the rest), and
+// reads the others whole, checking every block; it fails with ErrCorrupt,
+// naming the file and offset, if a run disagrees or an earlier Verify
+// found damage (see Verify). It deletes every run file the state does not
+// list. Entries below minPos may be dropped by merges (see
 // SetMinPos). The caller then re-puts the keys its log holds after the
 // checkpoint that stored state.
 func Open(fs vfs.FS, dir string, state []byte, minPos uint64) (*Index, error) {
@@ -58,15 +64,21 @@ func Open(fs vfs.FS, dir string, state []byte, minPos uint64) (*Index, error) {
 	if err := fs.MkdirAll(dir); err != nil {
 		return nil, err
 	}
+	if err := checkMark(fs, dir, state == nil); err != nil {
+		return nil, err
+	}
 	x := &Index{fs: fs, dir: dir}
 	x.mu.mem, x.mu.nextSeq, x.mu.minPos = map[uint64]uint64{}, st.NextSeq, minPos
 	for _, m := range st.Runs {
-		r, err := format.OpenRun(fs, dir, m, nil)
+		r, err := openRun(fs, dir, m)
 		if err != nil {
 			x.Close()
 			return nil, err
 		}
 		x.mu.runs = append(x.mu.runs, r)
+		if r.FromTail {
+			x.mu.unverified = append(x.mu.unverified, r)
+		}
 	}
 	if err := x.removeUnlisted(st); err != nil {
 		x.Close()

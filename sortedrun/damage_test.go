@@ -69,17 +69,22 @@ func TestOpenRejectsMisplacedBlock(t *testing.T) {
 	})
 }
 
-// TestOpenRejectsWrongSize: a missing, short or long run file is damage,
-// found before its blocks are read, and so is a state's entry count that
-// does not fit the file.
+// TestOpenRejectsWrongSize: a missing or short run file is damage, found
+// before its blocks are read, and so is a long one of a format without
+// tails (with tails, what follows the blocks is a tail, checked before it
+// is used), and a state's entry count that does not fit the file.
 func TestOpenRejectsWrongSize(t *testing.T) {
 	const bs = sortedrun.BlockSize
 	forEach(t, func(t *testing.T, f *sortedrun.Format) {
 		name := f.RunName(dir, 1)
-		for _, c := range []struct {
+		cases := []struct {
 			size int64 // -1: removed
 			off  int64
-		}{{-1, 0}, {0, 0}, {bs + 100, bs + 100}, {3*bs - 1, 3*bs - 1}, {4 * bs, 3 * bs}} {
+		}{{-1, 0}, {0, 0}, {bs + 100, bs + 100}, {3*bs - 1, 3*bs - 1}}
+		if !f.Tail {
+			cases = append(cases, struct{ size, off int64 }{4 * bs, 3 * bs})
+		}
+		for _, c := range cases {
 			fs, _, m := threeBlocks(t, f)
 			if c.size < 0 {
 				if err := fs.Remove(name); err != nil {
@@ -90,13 +95,18 @@ func TestOpenRejectsWrongSize(t *testing.T) {
 			}
 			_, err := readAll(t, fs, f, m)
 			wantCorrupt(t, f, err, name, c.off)
+			_, _, err = f.OpenRunTail(fs, dir, m)
+			wantCorrupt(t, f, err, name, c.off)
 		}
 		// A state that records 2^50 entries: OpenRun must see the file's
 		// size before it sizes the sparse index from the count.
 		fs, _, m := threeBlocks(t, f)
+		size := int64(len(readFile(t, fs, name)))
 		m.Entries = 1 << 50
 		_, err := readAll(t, fs, f, m)
-		wantCorrupt(t, f, err, name, 3*bs)
+		wantCorrupt(t, f, err, name, size)
+		_, _, err = f.OpenRunTail(fs, dir, m)
+		wantCorrupt(t, f, err, name, size)
 	})
 }
 

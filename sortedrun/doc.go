@@ -23,7 +23,8 @@
 //	                      register started at CRC-32C(Seed; seq u64, block
 //	                      index u64)
 //
-// A file holds ceil(entries/full) blocks and nothing else. Seeding the
+// A file holds ceil(entries/full) blocks and, in a format with tails
+// (Format.Tail), a tail after them. Seeding the
 // check with the run's sequence number and the block's index makes a zero
 // block (a file extended but never written), a block of another run and a
 // block at the wrong offset all fail. An entry's first 8 bytes, its
@@ -31,9 +32,31 @@
 // the lead of each block's first entry in RAM (Run.First) to find the
 // blocks it needs. The users' formats:
 //
-//	user        suffix  entry  key  lead  full  seed        magic   deadBelow
-//	timerstore  .tr     24     16   i64   170   0x74696d72  "tmrs"  yes
-//	keyindex    .kix    16     8    u64   255   0x6b657973  "kixs"  no
+//	user        suffix  entry  key  lead  full  seed        magic   deadBelow  tail
+//	timerstore  .tr     24     16   i64   170   0x74696d72  "tmrs"  yes        yes
+//	keyindex    .kix    16     8    u64   255   0x6b657973  "kixs"  no         yes
+//
+// # Tail layout
+//
+// The tail holds what a reader would otherwise read the whole run for, so
+// that opening a run costs the same at any size (little endian):
+//
+//	offset     size  field
+//	0          4     magic    "tail"
+//	4          2     version  u16 = 1
+//	6          2     reserved u16 = 0
+//	8          8     blocks   u64, the file's block count
+//	16         8B    first    u64 each: the lead of each block's first entry
+//	16+8B      8     last     u64, the lead of the run's last entry
+//	24+8B      4     n        u32, the length of the user's summary
+//	28+8B      n     summary  the user's (TailAux): timerstore's buckets, none for keyindex
+//	28+8B+n    4     check    u32 CRC-32C of the bytes before it, with the
+//	                          register started at CRC-32C(Seed xor "tail";
+//	                          seq u64, entries u64, sum u32)
+//
+// Seeding the check with what the state records of the run binds the tail
+// to it. The tail is written with the blocks, before the file's one fsync.
+// Files written before tails have none and are read whole.
 //
 // # State layout
 //
@@ -69,6 +92,11 @@
 // Run files are a cache derived from the commit log. OpenRun checks a
 // run whole (its size, every block's check and count, the order, the
 // run's sum) and fails with an error wrapping the format's Corrupt error,
-// naming the file and offset; reads after open check every block they
-// read.
+// naming the file and offset. OpenRunTail opens a run from its tail
+// instead: the tail's check, and its first and last blocks checked and
+// compared with it; a tail that fails is never used (the caller reads the
+// run whole, which computes it again), and the rest of the run is checked
+// by Run.Verify, which the users run in the background. Every read after
+// open checks every block it reads, and that the block's first entry is
+// the one the sparse index holds.
 package sortedrun

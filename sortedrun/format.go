@@ -59,6 +59,10 @@ type Format struct {
 	// Chunk is how many blocks an iterator reads, and a writer writes,
 	// at a time: the memory a reader or writer holds.
 	Chunk int
+	// Tail says whether a run file ends with a tail (its sparse index,
+	// after its blocks), so that OpenRun may open it without reading its
+	// blocks: see "Tail" in the package doc.
+	Tail bool
 
 	full int    // entries in a full block
 	flip uint64 // xor that makes the lead order as a u64

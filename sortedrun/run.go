@@ -20,6 +20,13 @@ type Run struct {
 	First []uint64
 	// Last is Lead of the run's last entry.
 	Last uint64
+	// FromTail says that OpenRunTail took First, Last and Aux from the
+	// run's tail and read none but its first and last blocks: every block
+	// is checked as it is read, and Verify checks the run whole.
+	FromTail bool
+	// Aux is the user's summary of the run its tail holds (TailAux), when
+	// FromTail.
+	Aux []byte
 
 	format *Format
 	file   vfs.File
@@ -61,7 +68,7 @@ func (r *Run) ReadBlocks(start, end int, visit func(block []byte, n int)) error 
 	}
 	for k := range end - start {
 		b := buf[k*BlockSize : (k+1)*BlockSize]
-		n, _, err := r.format.checkBlock(b, r.Name, r.Seq, int64(start+k))
+		n, err := r.checkRead(b, start+k)
 		if err != nil {
 			return err
 		}
@@ -70,14 +77,24 @@ func (r *Run) ReadBlocks(start, end int, visit func(block []byte, n int)) error 
 	return nil
 }
 
+// checkRead checks block i of the run, read into b: its check and
+// trailer, and that its first entry is the one the sparse index holds (a
+// sparse index from a tail is checked against every block read).
+func (r *Run) checkRead(b []byte, i int) (int, error) {
+	n, _, err := r.format.checkBlock(b, r.Name, r.Seq, int64(i))
+	if err == nil && Lead(b) != r.First[i] {
+		err = r.format.corrupt(r.Name, int64(i)*BlockSize, "block's first entry %x disagrees with the sparse index (%x)", Lead(b), r.First[i])
+	}
+	return n, err
+}
+
 // ReadBlock reads block i of the run into b (BlockSize bytes), checks it
 // and returns its count: one pread, for lookups that keep b in a pool.
 func (r *Run) ReadBlock(b []byte, i int) (int, error) {
 	if err := r.format.readFull(r.file, r.Name, b, int64(i)*BlockSize); err != nil {
 		return 0, err
 	}
-	n, _, err := r.format.checkBlock(b, r.Name, r.Seq, int64(i))
-	return n, err
+	return r.checkRead(b, i)
 }
 
 // OpenRun opens run m of dir and checks all of it: the file's size first
@@ -96,7 +113,7 @@ func (f *Format) OpenRun(fs vfs.FS, dir string, m Meta, visit func(e []byte)) (*
 	if err != nil {
 		return nil, err
 	}
-	if err := f.checkSize(file, name, m); err != nil {
+	if _, err := f.checkSize(file, name, m); err != nil {
 		file.Close()
 		return nil, err
 	}
@@ -115,16 +132,18 @@ func (f *Format) OpenRun(fs vfs.FS, dir string, m Meta, visit func(e []byte)) (*
 	return r, nil
 }
 
-// checkSize fails unless file has the size of run m.
-func (f *Format) checkSize(file vfs.File, name string, m Meta) error {
+// checkSize returns the size of file, and fails unless it has the size of
+// run m: its blocks, and for a format with tails maybe more (a tail is
+// checked before it is used, and a bad one costs only a whole read).
+func (f *Format) checkSize(file vfs.File, name string, m Meta) (int64, error) {
 	size, err := file.Size()
 	if err != nil {
-		return err
+		return 0, err
 	}
-	if want := f.Blocks(m) * BlockSize; size != want {
-		return f.corrupt(name, min(size, want), "file is %d bytes, the state recorded %d entries in %d", size, m.Entries, want)
+	if want := f.Blocks(m) * BlockSize; size != want && (!f.Tail || size < want) {
+		return 0, f.corrupt(name, min(size, want), "file is %d bytes, the state recorded %d entries in %d", size, m.Entries, want)
 	}
-	return nil
+	return size, nil
 }
 
 // Iter walks a run file entry by entry, checking every block, the count of
@@ -148,8 +167,11 @@ type Iter struct {
 	// themselves only when they are equal.
 	lead    uint64
 	started bool
-	last    []byte // a copy of the last entry of the block before
-	err     error
+	// onRead, when not nil, is called with the size of each read before
+	// it is made (Verify's pacing); its error ends the walk.
+	onRead func(n int) error
+	last   []byte // a copy of the last entry of the block before
+	err    error
 }
 
 // NewIter returns an iterator over run r as m describes it (the Meta the
@@ -222,7 +244,8 @@ func (it *Iter) end() error {
 	if it.sum != it.Meta.Sum {
 		return it.format.corrupt(it.name, it.format.Blocks(it.Meta)*BlockSize, "run sum %08x, the state recorded %08x", it.sum, it.Meta.Sum)
 	}
-	return it.format.checkSize(it.file, it.name, it.Meta)
+	_, err := it.format.checkSize(it.file, it.name, it.Meta)
+	return err
 }
 
 // nextBlock checks the next block and makes it current, reading the next
@@ -238,6 +261,11 @@ func (it *Iter) nextBlock() error {
 	k := int(it.block % int64(f.Chunk))
 	if k == 0 {
 		nb := min(f.Blocks(it.Meta)-it.block, int64(f.Chunk))
+		if it.onRead != nil {
+			if err := it.onRead(int(nb * BlockSize)); err != nil {
+				return err
+			}
+		}
 		if err := f.readFull(it.file, it.name, it.buf[:nb*BlockSize], it.block*BlockSize); err != nil {
 			return err
 		}

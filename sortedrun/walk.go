@@ -47,7 +47,7 @@ func (f *Format) Walk(fs vfs.FS, dir string, state []byte, fn func(name string, 
 // walkRun checks run m in file and hands its entries to fn; derr is the
 // damage found, ferr an error of fn or of the I/O.
 func (f *Format) walkRun(file vfs.File, name string, m Meta, fn func(name string, off int64, m Meta, e []byte) error) (derr, ferr error) {
-	err := f.checkSize(file, name, m)
+	_, err := f.checkSize(file, name, m)
 	if err == nil {
 		it := f.newIter(m, name, file, false)
 		for it.Next() {

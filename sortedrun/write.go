@@ -26,6 +26,7 @@ type writer struct {
 	m      Meta // what the state will record
 	first  []uint64
 	prev   []byte // the last entry added
+	aux    TailAux
 }
 
 // newWriter returns a writer of run seq into file, an empty file named
@@ -54,6 +55,9 @@ func (w *writer) add(e []byte) error {
 		w.first = append(w.first, Lead(e))
 	}
 	copy(w.blk[w.n*f.EntrySize:], e[:f.EntrySize])
+	if w.aux != nil {
+		w.aux.Add(e[:f.EntrySize])
+	}
 	w.n++
 	w.m.Entries++
 	w.prev = append(w.prev[:0], e...)
@@ -102,6 +106,16 @@ func (w *writer) finish() (*Run, error) {
 	}
 	if err := w.flush(); err != nil {
 		return nil, err
+	}
+	if w.format.Tail {
+		// Written once, with the blocks, before the one fsync of the file.
+		var aux []byte
+		if w.aux != nil {
+			aux = w.aux.Bytes()
+		}
+		if _, err := w.file.WriteAt(w.format.encodeTail(w.m, w.first, Lead(w.prev), aux), w.off); err != nil {
+			return nil, fmt.Errorf("%s: write %s: %w", w.format.Name, w.name, err)
+		}
 	}
 	if err := w.file.Sync(); err != nil {
 		return nil, w.format.syncFailed(w.name, err)
@@ -172,6 +186,20 @@ func (f *Format) merge(srcs []Source, emit func(e []byte) error) error {
 // (best effort: no state lists it, and the users' Open deletes it), so
 // that no file is written or fsynced twice.
 func (f *Format) WriteRun(fs vfs.FS, dir string, seq uint64, srcs []Source, keep func(e []byte) bool) (*Run, error) {
+	return f.WriteRunAux(fs, dir, seq, srcs, keep, nil)
+}
+
+// TailAux gathers a user's summary of a run as a job writes it, for the
+// run's tail (a format with Tail): Add sees every entry written, in
+// order, and Bytes returns the summary once the last was added.
+type TailAux interface {
+	Add(e []byte)
+	Bytes() []byte
+}
+
+// WriteRunAux is WriteRun that also stores aux's summary in the run's
+// tail (aux may be nil: an empty summary).
+func (f *Format) WriteRunAux(fs vfs.FS, dir string, seq uint64, srcs []Source, keep func(e []byte) bool, aux TailAux) (*Run, error) {
 	name := f.RunName(dir, seq)
 	var w *writer
 	fail := func(err error) (*Run, error) {
@@ -191,6 +219,7 @@ func (f *Format) WriteRun(fs vfs.FS, dir string, seq uint64, srcs []Source, keep
 				return err
 			}
 			w = f.newWriter(file, name, seq)
+			w.aux = aux
 		}
 		return w.add(e)
 	})

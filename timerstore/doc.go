@@ -48,7 +48,8 @@
 // layouts and writes and checks them: a run file, named %016x.tr, is
 // 4096-byte blocks of 170 entries of 24 bytes (drawn at EntrySize) in
 // strictly increasing (due, pos) order, each block checked by a CRC-32C
-// bound to its run and place; the state ("tmrs") lists the runs with
+// bound to its run and place, then a tail whose summary is drawn at
+// bucketAux; the state ("tmrs") lists the runs with
 // their deadBelow. A nil state is an empty store. Entries hold absolute
 // due times, so the files do not depend on the bucket width: the width
 // may change between two runs of the broker.
@@ -63,11 +64,20 @@
 // before Prepare is covered by that state; the engine re-adds what its log
 // holds after the checkpoint when it opens the store again.
 //
-// The run files are a cache derived from the commit log. Open checks every
-// block of every run the state lists (its check, count, order, and the
-// run's size and sum) and fails with ErrCorrupt naming the file and offset
-// on any disagreement; the engine then opens with a nil state and re-adds
-// every pending timer from its log. Open deletes every other file in the
+// The run files are a cache derived from the commit log. Each run ends
+// with a tail (package sortedrun) holding its sparse index and, as its
+// summary, the width it was written with and the count of each bucket it
+// holds. Open without a visit takes both from the tail, checked, and reads
+// only the run's first and last blocks, so that its cost does not grow
+// with the timers; the engine then reads the runs whole in the
+// background (RunsPlan.Each, which checks every block, count, the order,
+// the sum and the sparse index). A run without a usable tail (none, one
+// that fails its check, a summary of another width or one that disagrees
+// with the run) is read whole at Open and counted again: a tail is never
+// trusted. Damage is ErrCorrupt naming the file and offset; the engine
+// then opens with a nil state and re-adds every pending timer from its
+// log. Damage Each finds leaves a mark (the file DAMAGED) that fails the
+// next Open of a state, so that the engine rebuilds then. Open deletes every other file in the
 // directory: runs of a Job whose checkpoint never became durable, runs a
 // later state made obsolete, and the bucket files of the layout before.
 // A run a merge replaced is not deleted at Complete, because the engine's

@@ -75,6 +75,7 @@ var format = sortedrun.NewFormat(sortedrun.Format{
 	Magic:      "tmrs",
 	DeadBelow:  true,
 	Chunk:      64, // 256 KiB, one vfs.PaceBytes step a write
+	Tail:       true,
 })
 
 // Errors. Errors that concern a file wrap one of these with the file's name

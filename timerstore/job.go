@@ -25,6 +25,7 @@ const (
 type Job struct {
 	fs     vfs.FS
 	dir    string
+	width  int64 // the bucket width, for the run's tail
 	seq    uint64
 	write  bool // whether there is an output to write
 	ran    bool // Run succeeded
@@ -63,7 +64,7 @@ func (s *Store) prepare(ratio uint64) (*Job, error) {
 		s.frozen = append(s.frozen, s.mem)
 		s.mem = newMemtable()
 	}
-	j := &Job{fs: s.fs, dir: s.dir}
+	j := &Job{fs: s.fs, dir: s.dir, width: s.width}
 	fresh := uint64(0)
 	for _, m := range s.frozen {
 		j.frozen = append(j.frozen, frozenPart{m: m, deadBelow: m.deadBelow})
@@ -192,7 +193,7 @@ func (j *Job) Run() error {
 	for _, in := range j.inputs {
 		srcs = append(srcs, &deadFilter{Iter: in.r.NewIter(in.meta), deadBelow: in.meta.DeadBelow})
 	}
-	out, err := format.WriteRun(j.fs, j.dir, j.seq, srcs, nil)
+	out, err := format.WriteRunAux(j.fs, j.dir, j.seq, srcs, nil, newBucketAux(j.width))
 	if err != nil {
 		return err
 	}

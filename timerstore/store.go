@@ -61,9 +61,13 @@ func newMemtable() *memtable {
 
 // Open opens (creating if needed) the timer index in dir, from the state
 // the engine's last durable checkpoint recorded (nil for an empty index).
-// It checks every run the state lists, handing each of their live entries
-// to visit (when not nil) in file order, and deletes every other file of
-// the directory. Damage is an ErrCorrupt naming the file and offset; the
+// With a visit, it reads and checks every run the state lists whole,
+// handing each of their live entries to visit in file order. Without
+// one, it opens each run from its tail when the run has a good one,
+// reading two blocks and counting the buckets from the tail's summary,
+// so that its cost does not grow with the timers; the caller then checks
+// the rest with a RunsPlan's Each. It deletes every other file of the
+// directory. A damage mark an earlier Each left fails it with ErrCorrupt. Damage is an ErrCorrupt naming the file and offset; the
 // engine then opens with a nil state and re-adds its timers from the log.
 // width is the bucket width in milliseconds.
 func Open(fs vfs.FS, dir string, width int64, stateBytes []byte, visit func(Entry)) (*Store, error) {
@@ -79,27 +83,20 @@ func Open(fs vfs.FS, dir string, width int64, stateBytes []byte, visit func(Entr
 	}
 	s := &Store{fs: fs, dir: dir, width: width, mem: newMemtable(), nextSeq: st.NextSeq,
 		count: map[int64]int64{}, low: math.MaxInt64, jobCut: math.MinInt64}
+	if len(st.Runs) > 0 {
+		if err := checkMark(fs, dir); err != nil {
+			return nil, err
+		}
+	}
 	listed := map[string]bool{}
 	for _, m := range st.Runs {
-		// A run is in due order, so its entries come bucket after bucket:
-		// they are counted a bucket at a time (one map update a bucket,
-		// not one an entry, which was a fifth of the Open of 10 M timers).
-		var c bucketTally
-		sr, err := format.OpenRun(fs, dir, m, func(b []byte) {
-			if e := getEntry(b); e.Due >= m.DeadBelow {
-				c.add(s, s.BucketOf(e.Due))
-				if visit != nil {
-					visit(e)
-				}
-			}
-		})
-		c.flush(s)
+		r, err := s.openRun(m, visit)
 		if err != nil {
 			s.Close()
 			return nil, err
 		}
-		s.runs = append(s.runs, &run{Run: sr, listed: true})
-		listed[path.Base(sr.Name)] = true
+		s.runs = append(s.runs, r)
+		listed[path.Base(r.Name)] = true
 	}
 	if err := s.removeUnlisted(listed); err != nil {
 		s.Close()

@@ -1,0 +1,124 @@
+package keyindex
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+
+	"github.com/hourglass-mq/hourglass/sortedrun"
+	"github.com/hourglass-mq/hourglass/vfs"
+)
+
+// damageMark is the file Verify leaves in the index's directory when it
+// finds damage. A run Open took from its tail is not read whole at Open,
+// so without the mark the next Open would not see the damage either and
+// the caller would never rebuild: with it, Open with a state refuses
+// (ErrCorrupt, as for damage it found itself), and Open with a nil state,
+// the caller's rebuild, deletes it.
+const damageMark = "DAMAGED"
+
+// openRun opens run m from its tail when it has a usable one, and reads it
+// whole otherwise (a run written before tails, or one whose tail fails:
+// its sparse index is computed again, never taken on trust).
+func openRun(fs vfs.FS, dir string, m sortedrun.Meta) (*sortedrun.Run, error) {
+	r, _, err := format.OpenRunTail(fs, dir, m)
+	if r != nil || err != nil {
+		return r, err
+	}
+	return format.OpenRun(fs, dir, m, nil)
+}
+
+// checkMark fails with ErrCorrupt when dir holds a damage mark and the
+// caller opens a state (reset false); on a reset it deletes the mark.
+func checkMark(fs vfs.FS, dir string, reset bool) error {
+	name := path.Join(dir, damageMark)
+	f, err := fs.Open(name)
+	if vfs.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	size, err := f.Size()
+	what := make([]byte, min(max(size, 0), 4096))
+	if err == nil {
+		_, err = f.ReadAt(what, 0)
+	}
+	f.Close()
+	if reset {
+		if err := fs.Remove(name); err != nil && !vfs.IsNotExist(err) {
+			return err
+		}
+		return fs.SyncDir(dir)
+	}
+	if err != nil {
+		what = []byte(err.Error())
+	}
+	return &CorruptError{Err: ErrCorrupt, File: name, What: "an earlier check of the index found damage: " + string(what)}
+}
+
+// Verify checks whole every run Open took from its tail and no Verify has
+// checked yet (the runs merged away meanwhile were checked whole by the
+// merge that read them): every block's check and count, the order, the
+// sum and the sparse index. onRead is called before each read with its
+// size (a pace; its error stops Verify and is returned). Damage is
+// returned as ErrCorrupt, and also left as a mark in the directory, so
+// that the next Open refuses the state and the caller rebuilds the index
+// from its log; this Index keeps answering, and a Get that reads a
+// damaged block fails as it always does. The caller runs Verify in the
+// background, after Open, where its reads do not delay the start.
+func (x *Index) Verify(onRead func(n int) error) error {
+	x.mu.Lock()
+	if x.mu.closed {
+		x.mu.Unlock()
+		return ErrClosed
+	}
+	var todo []*sortedrun.Run
+	for _, r := range x.mu.unverified {
+		if slices.Contains(x.mu.runs, r) {
+			r.Ref()
+			todo = append(todo, r)
+		}
+	}
+	x.mu.unverified = nil
+	x.mu.Unlock()
+	var err error
+	for i, r := range todo {
+		if err == nil {
+			if err = r.Verify(onRead, nil); err != nil && !errors.Is(err, ErrCorrupt) {
+				// Not checked: try again at the next Verify.
+				x.mu.Lock()
+				x.mu.unverified = append(x.mu.unverified, todo[i:]...)
+				x.mu.Unlock()
+			}
+		}
+		r.Unref()
+	}
+	if errors.Is(err, ErrCorrupt) {
+		if merr := x.mark(err); merr != nil {
+			return errors.Join(err, fmt.Errorf("keyindex: leave the damage mark: %w", merr))
+		}
+	}
+	return err
+}
+
+// mark writes the damage mark, durably, saying what was found.
+func (x *Index) mark(damage error) error {
+	name := path.Join(x.dir, damageMark)
+	f, err := x.fs.Create(name)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteAt([]byte(damage.Error()), 0)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = x.fs.SyncDir(x.dir)
+	}
+	return err
+}
