@@ -219,6 +219,10 @@ func (c *checker) cacheDamage(dir, what string, damage []error) {
 	}
 }
 
+// damageMarkFile is the mark the key and timer indexes leave in their
+// directory when a check after Open finds damage (the packages' DAMAGED).
+const damageMarkFile = "DAMAGED"
+
 // unlisted notes the run files of dir that the checkpoint does not list,
 // which recovery deletes, and the other files when recovery deletes those
 // too (others).
@@ -234,6 +238,10 @@ func (c *checker) unlisted(dir string, listed []string, isRun func(string) bool,
 	for _, f := range files {
 		switch {
 		case isListed[f]:
+		case f == damageMarkFile:
+			// Left by the running broker's check of runs it opened from
+			// their tails (keyindex.Index.Verify, timerstore.RunsPlan.Each).
+			c.problem(path.Join(dir, f), 0, "a check of the running broker found damage in this index; recovery rebuilds it from the log")
 		case isRun(f):
 			c.note(path.Join(dir, f), 0, "a run the checkpoint does not list (written after it, or replaced by a merge); recovery deletes it")
 		case others:

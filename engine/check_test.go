@@ -214,6 +214,16 @@ func TestCheckFindsDamage(t *testing.T) {
 		{"corrupt overlay journal", func(t *testing.T, dir string) {
 			patch(t, firstFile(t, dir, "overlay", ".ov", false), 3, []byte{0x55})
 		}, "overlay/", true},
+		{"damage mark in the key index", func(t *testing.T, dir string) {
+			if err := os.WriteFile(filepath.Join(dir, "keys", damageMarkFile), []byte("block 1"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, "keys/DAMAGED", true},
+		{"damage mark in the timer index", func(t *testing.T, dir string) {
+			if err := os.WriteFile(filepath.Join(dir, "timers", damageMarkFile), []byte("block 1"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, "timers/DAMAGED", true},
 		{"corrupt checkpoint", func(t *testing.T, dir string) {
 			patch(t, filepath.Join(dir, checkpointFile), 20, []byte{0x99})
 		}, "CHECKPOINT", true},
