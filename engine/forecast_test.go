@@ -278,3 +278,58 @@ func TestForecastWindowed(t *testing.T) {
 	}
 	crashed.checkForecastTotal()
 }
+
+// TestForecastCountsChangesDuringTheDeferredCount: the count of the
+// checkpoint's timers runs after Open; sends, cancels, reschedules and
+// fires made while it runs (held here until they are done) wait and are
+// applied after it, so the counts are those of a count made before them:
+// the same as a restart with nothing running beside its count.
+func TestForecastCountsChangesDuringTheDeferredCount(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx := context.Background()
+	var ids []message.ID
+	for m, n := range []int{0, 2, 3, 4} { // minute 1: 2, minute 2: 3, minute 3: 4
+		for range n {
+			ids = append(ids, h.send("a", "", message.When{Delay: time.Duration(m)*time.Minute + 10*time.Second}).ID)
+		}
+	}
+	far := h.send("a", "", message.When{Delay: 3 * 24 * time.Hour}) // in the timer runs, not loaded
+	h.e.Close()
+	gate := make(chan struct{})
+	h.opt.recountGate = gate
+	h.open()
+	if err := h.e.Cancel(ctx, ids[2]); err != nil { // minute 2
+		t.Fatal(err)
+	}
+	if _, err := h.e.Reschedule(ctx, ids[5], message.When{At: t0.Add(time.Minute + 30*time.Second).UnixMilli()}, 0); err != nil {
+		t.Fatal(err) // minute 3 to minute 1
+	}
+	if _, err := h.e.Reschedule(ctx, far.ID, message.When{At: t0.Add(2*time.Minute + 5*time.Second).UnixMilli()}, 0); err != nil {
+		t.Fatal(err) // 3 days to minute 2
+	}
+	h.send("a", "", message.When{Delay: 3*time.Minute + 20*time.Second}) // minute 3
+	waitParked(h.e, h.clk)
+	h.clk.Advance(time.Minute + 40*time.Second)
+	h.settle("a", 3) // minute 1: two and the one moved there
+	f := h.e.side.fc
+	f.mu.Lock()
+	held, waiting := f.deferred, len(f.deltas)
+	f.mu.Unlock()
+	if !held || waiting == 0 {
+		t.Fatalf("the count was not held while the changes were made (deferred %v, %d changes waiting): the test proves nothing", held, waiting)
+	}
+	close(gate)
+	want := []int64{0, 0, 3, 4}
+	if got := h.forecastCounts("a", 4); !equalCounts(got, want) {
+		t.Fatalf("after the count: %v, want %v", got, want)
+	}
+	h.checkForecastTotal()
+	if n := sum(h.forecastCounts("a", 4*24*60)); n != 7 {
+		t.Fatalf("%d pending counted in 4 days, want 7 (the far one moved)", n)
+	}
+	h.restart()
+	if got := h.forecastCounts("a", 4); !equalCounts(got, want) {
+		t.Fatalf("after a restart: %v, want %v", got, want)
+	}
+	h.checkForecastTotal()
+}
