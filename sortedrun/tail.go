@@ -16,9 +16,10 @@ const (
 	tailMagic   = "tail"
 	tailVersion = 1
 	tailHeader  = 16 // magic, version, reserved, blocks
-	// maxTail bounds what OpenRunTail reads as a tail: a sparse index of
-	// 2^26 blocks (256 GiB of run) and a summary of as much.
-	maxTail = 1 << 30
+	// maxAuxEntry bounds a summary: 16 bytes an entry of the run, and 16
+	// more (timerstore's is 16 bytes a bucket after a 16-byte header), so
+	// that a file grown by garbage is not read whole as a tail.
+	maxAuxEntry = 16
 )
 
 // tailSize returns the size of the tail of a run of blocks blocks with a
@@ -131,7 +132,7 @@ func (f *Format) openFromTail(file vfs.File, name string, m Meta) (*Run, string,
 		return nil, "the format has no tails", nil
 	case n == 0:
 		return nil, "the file has no tail", nil
-	case n > maxTail:
+	case n > tailSize(blocks, maxAuxEntry*int64(min(m.Entries, 1<<40)+1)):
 		return nil, "tail is too long", nil
 	}
 	b := make([]byte, n)
