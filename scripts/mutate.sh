@@ -138,8 +138,8 @@ edit timerstore/ \
 mutant ack-not-appended "./engine/" "TestPowerLossGroups" \
 	"an ack (alone, not carried by a receive) is applied without its record: acked messages come back after a restart"
 edit engine/ \
-	'.clog.Append(a.appendRecord(nil)...)' \
-	'.clog.Head(), error(nil) // mutant: the ack record is never appended'
+	'c.log.Append(a.appendRecord(nil)...)' \
+	'c.log.Head(), error(nil) // mutant: the ack record is never appended'
 
 mutant fire-1ms-early "./engine/" "TestDelayedDeliveryNeverEarly|TestRescheduleFireRace" \
 	"fire batches take messages due up to 1 ms after the broker clock: a message becomes visible 1 ms before its due time"
