@@ -23,11 +23,23 @@ func classify(err error) error {
 func (l *Log) fail(err error) error {
 	q := &l.q
 	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.failed == nil {
+	first := q.failed == nil
+	if first {
 		q.failed = fmt.Errorf("%w: %w", ErrFailed, err)
 	}
-	return q.failed
+	failed := q.failed
+	q.mu.Unlock()
+	if first {
+		l.wakeDurable() // WaitDurable returns the failure
+	}
+	return failed
+}
+
+// failure returns the log's permanent failure, or nil.
+func (l *Log) failure() error {
+	l.q.mu.Lock()
+	defer l.q.mu.Unlock()
+	return l.q.failed
 }
 
 func (w *writer) sticky(err error) error { return w.log.fail(err) }

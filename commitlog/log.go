@@ -197,6 +197,12 @@ type Log struct {
 		// head is the position after the last acknowledged record.
 		head   Pos
 		closed bool
+		// durable is the position up to which every record is known
+		// durable (under FlushSync: covered by a successful fdatasync);
+		// durableCh is closed and replaced each time it advances, and
+		// when the log fails, to wake WaitDurable.
+		durable   Pos
+		durableCh chan struct{}
 	}
 }
 
@@ -253,6 +259,7 @@ func Open(opts Options) (*Log, error) {
 	l.mu.segs = segs
 	active := segs[len(segs)-1]
 	l.mu.head = active.end()
+	l.mu.durable, l.mu.durableCh = l.mu.head, make(chan struct{})
 	l.w = writer{log: l, active: active, written: active.size, synced: active.size, sum: info.tailSum}
 	go l.run()
 	return l, nil

@@ -16,6 +16,11 @@ type request struct {
 	start, end int
 	records    int
 	sync       bool // a Sync call: make everything written durable
+	// unsynced asks for the answer once the records are written, before
+	// the batch's fdatasync (AppendUnsynced). The writer touches such a
+	// request no more once it has answered it: its caller may already
+	// have put it back in the pool.
+	unsynced bool
 	// Set by the writer before it signals done; read by the caller after.
 	base Pos
 	err  error
@@ -65,6 +70,7 @@ type writer struct {
 	spareReqs []*request
 	data      []*request // scratch: the data requests of a batch
 	syncs     []*request // scratch: the Sync requests of a batch
+	rest      []*request // scratch: a chunk's requests answered after its fdatasync
 }
 
 // errCleanup marks an error whose cleanup failed too, leaving files the log
@@ -110,7 +116,20 @@ func (l *Log) enqueue(req *request, recs []Record, crcs []uint32, total int) err
 // failed, and then a reopened log may or may not hold them. The payloads
 // are copied before Append returns and may be reused. Append of no records
 // returns nil, nil.
-func (l *Log) Append(recs ...Record) ([]Pos, error) {
+func (l *Log) Append(recs ...Record) ([]Pos, error) { return l.append(recs, false) }
+
+// AppendUnsynced is Append, but under FlushSync it returns once the records
+// are written, before the fdatasync that follows at once in the same group
+// commit; under FlushAsync it is Append. It is for records that the log's
+// owner can lose in a crash without losing anything it acknowledged: the
+// engine's fire records (a fire lost is fired again at recovery, since its
+// messages are still pending in the log). Everything else about the
+// records is Append's: their order among all appends, their checksums,
+// and that a failed fdatasync stops the log (the records may then be gone
+// at the next open, as a failed fsync drops the pages it covered).
+func (l *Log) AppendUnsynced(recs ...Record) ([]Pos, error) { return l.append(recs, true) }
+
+func (l *Log) append(recs []Record, unsynced bool) ([]Pos, error) {
 	if len(recs) == 0 {
 		return nil, nil
 	}
@@ -130,7 +149,7 @@ func (l *Log) Append(recs ...Record) ([]Pos, error) {
 		total += frameSize(len(r.Payload))
 	}
 	req := requestPool.Get().(*request)
-	req.records, req.sync = len(recs), false
+	req.records, req.sync, req.unsynced = len(recs), false, unsynced
 	err := l.enqueue(req, recs, crcs, total)
 	base := req.base
 	requestPool.Put(req)
@@ -150,7 +169,7 @@ func (l *Log) Append(recs ...Record) ([]Pos, error) {
 // if any. A failed fdatasync is sticky: see ErrFsyncFailed.
 func (l *Log) Sync() error {
 	req := requestPool.Get().(*request)
-	req.records, req.sync = 0, true
+	req.records, req.sync, req.unsynced = 0, true, false
 	err := l.enqueue(req, nil, nil, 0)
 	requestPool.Put(req)
 	return err
@@ -305,8 +324,8 @@ func (w *writer) commit(buf []byte, reqs []*request) {
 			size += n
 			j++
 		}
-		if err := w.writeChunk(buf, data[i:j]); err != nil {
-			answer(data[i:], err)
+		if answered, err := w.writeChunk(buf, data[i:j]); err != nil {
+			answer(data[i+answered:], err)
 			break
 		}
 		i = j
@@ -321,18 +340,25 @@ func (w *writer) commit(buf []byte, reqs []*request) {
 		answer(w.syncs, err)
 	}
 	clear(w.data)
+	clear(w.rest)
 	clear(w.syncs)
 }
 
 // writeChunk writes chunk (consecutive requests that fit the active
 // segment), syncs it under FlushSync, publishes it and answers it. On
 // failure it undoes the write and returns the error for the caller to
-// answer with.
-func (w *writer) writeChunk(buf []byte, chunk []*request) error {
+// answer the requests from chunk[answered] on with (answered is how many
+// the chunk's fdatasync failure left already answered: none, or all).
+//
+// The AppendUnsynced requests of a chunk are answered between the write
+// and the fdatasync, after the chunk is published (its size and the log's
+// head), so that whatever their callers do next (the engine applies a fire
+// and a checkpoint may then record the head) sees them in the log.
+func (w *writer) writeChunk(buf []byte, chunk []*request) (answered int, err error) {
 	l := w.log
 	from, to := chunk[0].start, chunk[len(chunk)-1].end
 	if _, err := w.active.f.WriteAt(buf[from:to], HeaderSize+w.written); err != nil {
-		return w.undo(w.written, fmt.Errorf("commitlog: write %s: %w", w.active.name, classify(err)))
+		return 0, w.undo(w.written, fmt.Errorf("commitlog: write %s: %w", w.active.name, classify(err)))
 	}
 	w.written += int64(to - from)
 	w.sum = crc32.Update(w.sum, castagnoli, buf[from:to])
@@ -341,18 +367,19 @@ func (w *writer) writeChunk(buf []byte, chunk []*request) error {
 		w.pendingRecords += r.records
 	}
 	if l.opts.Flush == FlushSync {
+		rest := w.answerUnsynced(chunk)
 		// Not undone and retried: the retry could succeed without writing
 		// the pages the failure dropped (see syncFailed).
 		if err := w.fdatasync(); err != nil {
-			return w.syncFailed(fmt.Errorf("sync %s: %w", w.active.name, err))
+			err = w.syncFailed(fmt.Errorf("sync %s: %w", w.active.name, err))
+			answer(rest, err)
+			return len(chunk), err
 		}
+		chunk = rest
 	}
-	l.mu.Lock()
-	w.active.size = w.written
-	l.mu.head = w.active.end()
-	l.mu.Unlock()
+	w.publish()
 	answer(chunk, nil)
-	return nil
+	return len(chunk), nil
 }
 
 // fdatasync syncs the active segment and reports it to OnSync.
@@ -366,6 +393,11 @@ func (w *writer) fdatasync() error {
 	}
 	w.synced = w.written
 	w.pendingRecords, w.pendingBytes = 0, 0
+	l := w.log
+	l.mu.Lock()
+	l.mu.durable = max(l.mu.durable, w.active.base+Pos(w.synced))
+	l.mu.Unlock()
+	l.wakeDurable()
 	return nil
 }
 
