@@ -55,7 +55,7 @@ func newGRPC(c Config, eng *engine.Engine, logger *slog.Logger, sec *security) (
 		extra = append(extra, grpc.Creds(credentials.NewTLS(tc)))
 	}
 	o := c.EngineOptions(logger)
-	a := rocketmq.New(eng, rocketmq.Options{Limits: o.Limits, DefaultQueues: o.DefaultQueues, AutoCreateTopics: !o.NoAutoCreate,
+	a := rocketmq.New(eng, rocketmq.Options{Limits: o.Limits, DefaultQueues: o.DefaultQueues, MaxBatch: o.MaxBatch, AutoCreateTopics: !o.NoAutoCreate,
 		MaxLongPoll: c.GRPCLongPoll, Access: sec.store, Audit: sec.audit, SignatureSkew: c.GRPCSignatureSkew,
 		MaxRequestBytes: int(c.MaxRequestBytes), EarlyAcks: c.GRPCEarlyAcks, Logger: logger})
 	return &grpcService{adapter: a, srv: a.GRPCServer(extra...), ln: ln, errc: make(chan error, 1)}, nil

@@ -44,7 +44,7 @@ func newRemoting(c Config, eng *engine.Engine, logger *slog.Logger, sec *securit
 		ln = tls.NewListener(ln, tc)
 	}
 	o := c.EngineOptions(logger)
-	a, err := remoting.New(eng, remoting.Options{Limits: o.Limits, DefaultQueues: o.DefaultQueues,
+	a, err := remoting.New(eng, remoting.Options{Limits: o.Limits, DefaultQueues: o.DefaultQueues, MaxBatch: o.MaxBatch,
 		AutoCreateTopics: !o.NoAutoCreate, Access: sec.store, Audit: sec.audit, OffsetsDir: filepath.Join(c.DataDir, "remoting"),
 		MaxFrame: int(c.MaxRequestBytes), Logger: logger})
 	if err != nil {

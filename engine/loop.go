@@ -28,11 +28,24 @@ const freeKeep = 1 << 14
 const dispatchBurstMs = 100
 
 // fire makes a batch visible: one fire record, then the queue indexes.
+//
+// The batch is applied once its record is written, not once it is
+// durable: the record's fdatasync follows at once in the same group
+// commit, but the messages do not wait for it (invariant E21). Under a
+// send load the fsync that a fire record waited for was most of the
+// lateness consumers saw. A fire record lost in a crash loses nothing:
+// its messages are still pending in the log and fire again at recovery,
+// so a message received in that window may be delivered again (as one
+// received and not acknowledged before a crash is), never lost or early.
+// What a consumer does next and the broker records (an ack, a nack, a
+// trail entry) follows the fire record in the log, so its durability
+// implies the fire's; state kept outside the log that depends on a fire
+// syncs the log first (the remoting adapter's consumer offsets).
 func (e *Engine) fire(batch []fireEntry, visible int64) {
 	missed := windowMissed(batch, visible, e.readStored, e.opts.Logger)
 	e.gate.RLock()
 	defer e.gate.RUnlock()
-	_, err := e.clog.Append(encodeFire(visible, batch))
+	_, err := e.clog.AppendUnsynced(encodeFire(visible, batch))
 	if err != nil {
 		e.life.storageErr(err)
 	}

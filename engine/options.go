@@ -60,6 +60,9 @@ func (p FlushPolicy) logPolicy() commitlog.FlushPolicy {
 	return commitlog.FlushSync
 }
 
+// DefaultMaxBatch is MaxBatch when it is not set.
+const DefaultMaxBatch = 1000
+
 // Options configure an Engine. The zero value of every field means its
 // default, so NewOptions() and Options{Dir: d} behave the same.
 type Options struct {
@@ -99,7 +102,10 @@ type Options struct {
 	MaxGroups int
 	// NoAutoCreate makes sends to an unknown topic fail instead of creating it.
 	NoAutoCreate bool
-	// MaxBatch bounds the messages of one SendBatch; default 1,000.
+	// MaxBatch bounds the messages of one SendBatch; default
+	// DefaultMaxBatch. Protocol adapters are given the same bound by the
+	// composition root, so that they refuse a larger batch in their own
+	// protocol's terms before it reaches the engine.
 	MaxBatch int
 
 	// BucketWidth is the span of one on-disk timer bucket; default 1 minute.
@@ -206,7 +212,7 @@ func (o *Options) setDefaults() {
 		o.MaxGroups = 10000
 	}
 	if o.MaxBatch == 0 {
-		o.MaxBatch = 1000
+		o.MaxBatch = DefaultMaxBatch
 	}
 	if o.BucketWidth == 0 {
 		o.BucketWidth = time.Minute

@@ -87,7 +87,10 @@ func (s *Server) minMaxOffset(req *Command) *Command {
 	}
 	off := uint64(0)
 	if req.Code == codeGetMaxOffset {
-		off = s.queueLen(topic, q)
+		var err error
+		if off, err = s.durableLen(topic, q); err != nil {
+			return engineErr(err, respSystemError)
+		}
 	}
 	return okResp(map[string]string{"offset": strconv.FormatUint(off, 10)})
 }
@@ -102,7 +105,11 @@ func (s *Server) searchOffset(req *Command) *Command {
 	if f.err != nil {
 		return badRequest(f.err)
 	}
-	lo, hi := uint64(0), s.queueLen(topic, q)
+	hi, err := s.durableLen(topic, q)
+	if err != nil {
+		return engineErr(err, respSystemError)
+	}
+	lo := uint64(0)
 	for lo < hi {
 		mid := lo + (hi-lo)/2
 		vs, err := s.eng.ReadQueue(topic, q, mid, 1)

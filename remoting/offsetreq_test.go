@@ -2,9 +2,11 @@ package remoting
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/hourglass-mq/hourglass/engine"
@@ -97,5 +99,58 @@ func TestOffsetsFileDamaged(t *testing.T) {
 	os.WriteFile(p, b, 0o600)
 	if _, err := openOffsets(dir); err == nil {
 		t.Fatal("a damaged offsets file was accepted")
+	}
+}
+
+// TestOffsetsSyncTheLogFirst: a flush of the consumer offsets makes the
+// engine's log durable after it took the offsets and before it writes
+// them (engine invariant E21: a queue entry can be visible before its fire
+// record is durable); when that sync fails the file keeps what it held,
+// and the commit reports the failure.
+func TestOffsetsSyncTheLogFirst(t *testing.T) {
+	dir := t.TempDir()
+	st, err := openOffsets(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := offsetKey{group: "g", topic: "t", queue: 0}
+	var synced []int64 // the file's offset at each sync of the log
+	fileOffset := func() int64 {
+		again, err := openOffsets(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		off, ok := again.get(k)
+		if !ok {
+			return -1
+		}
+		return off
+	}
+	st.syncLog = func() error {
+		synced = append(synced, fileOffset())
+		return nil
+	}
+	gen, err := st.set(k, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.commit(gen); err != nil {
+		t.Fatal(err)
+	}
+	if len(synced) != 1 || synced[0] != -1 {
+		t.Fatalf("log syncs saw the file at %v, want one sync before offset 7 was written", synced)
+	}
+	if got := fileOffset(); got != 7 {
+		t.Fatalf("file holds %d, want 7", got)
+	}
+	st.syncLog = func() error { return errors.New("fdatasync: input/output error") }
+	if gen, err = st.set(k, 9); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.commit(gen); err == nil || !strings.Contains(err.Error(), "fdatasync") {
+		t.Fatalf("commit with a failing log sync: %v", err)
+	}
+	if got := fileOffset(); got != 7 {
+		t.Fatalf("after a failed log sync the file holds %d, want 7 still", got)
 	}
 }

@@ -52,6 +52,14 @@ type offsetStore struct {
 	err          error // the last flush's error, sticky until one succeeds
 
 	flushMu sync.Mutex // one flush at a time
+	// syncLog, when set, makes the engine's log durable. A flush calls it
+	// after it took the offsets and before it writes them: an offset
+	// counts queue entries a pull handed out, and a queue entry can be
+	// visible before its fire record is durable (engine invariant E21), so
+	// without it a crash could leave the file past a fire that recovery
+	// then makes again at the same queue offset, and the consumer would
+	// skip that message.
+	syncLog func() error
 }
 
 func openOffsets(dir string) (*offsetStore, error) {
@@ -174,7 +182,13 @@ func (st *offsetStore) flushLocked() error {
 	}
 	st.mu.Unlock()
 	fmt.Fprintf(&buf, "crc32c %08x\n", crc32.Checksum(buf.Bytes(), castagnoli))
-	err := st.write(buf.Bytes())
+	var err error
+	if st.syncLog != nil {
+		err = st.syncLog()
+	}
+	if err == nil {
+		err = st.write(buf.Bytes())
+	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.err = err

@@ -143,7 +143,10 @@ func (s *Server) pullOnce(c *conn, p pullRequest, filter tagFilter) (*Command, b
 	if p.queue >= n {
 		return errResp(respInvalidParameter, fmt.Sprintf("topic %q has queues 0 to %d, not %d", p.topic, n-1, p.queue)), true
 	}
-	maxOff := s.queueLen(p.topic, p.queue)
+	maxOff, err := s.durableLen(p.topic, p.queue)
+	if err != nil {
+		return engineErr(err, respSystemError), true
+	}
 	switch {
 	case uint64(p.offset) > maxOff:
 		return s.pullResp(respPullOffsetMoved, int64(maxOff), maxOff, nil), true
@@ -206,7 +209,22 @@ func (s *Server) pullResp(code int32, next int64, maxOff uint64, body []byte) *C
 		"maxOffset": strconv.FormatUint(maxOff, 10), "suggestWhichBrokerId": "0"}}
 }
 
-// queueLen is the number of visible entries ever appended to a queue.
+// durableLen is queueLen once the fire records of those entries are
+// durable: every queue offset this adapter hands a client (a pull's
+// messages and next offset, the max offset, a search's answer) is at most
+// it, so a client that keeps an offset (its in-memory next offset, a
+// broadcasting consumer's offset file) never holds one past entries a
+// crash can take back (engine invariant E21). The length is read first,
+// then the log synced: the fires it counts were written before.
+func (s *Server) durableLen(topic string, queue int) (uint64, error) {
+	n := s.queueLen(topic, queue)
+	if err := s.eng.Sync(); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// queueLen is the number of entries of a queue, 0 for an unknown one.
 func (s *Server) queueLen(topic string, queue int) uint64 {
 	st, err := s.eng.DescribeTopic(topic)
 	if err != nil || queue >= len(st.Lengths) {

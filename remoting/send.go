@@ -102,7 +102,7 @@ func (s *Server) send(c *conn, req *Command) *Command {
 	h.bornHost, h.local = c.nc.RemoteAddr().String(), c.local
 	items := []batchItem{{flag: h.flag, body: req.Body, props: h.props}}
 	if req.Code == codeSendBatchMessage {
-		if items, err = decodeBatch(req.Body, s.eng.MaxBatch()); err != nil {
+		if items, err = decodeBatch(req.Body, s.opts.MaxBatch); err != nil {
 			return errResp(respMessageIllegal, err.Error())
 		}
 		if len(items) == 0 {

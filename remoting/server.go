@@ -28,6 +28,10 @@ type Options struct {
 	// MaxLongPoll bounds how long a pull waits for a message; 0 means
 	// DefaultLongPoll.
 	MaxLongPoll time.Duration
+	// MaxBatch is the most messages one batch send may carry: the
+	// engine's MaxBatch (the composition root passes it); 0 means
+	// engine.DefaultMaxBatch.
+	MaxBatch int
 	// Access holds the principals requests are signed as (RocketMQ's
 	// AclClientRPCHook: access key = principal) and their rules (package
 	// access); nil means the store of AccessSecret alone.
@@ -114,6 +118,9 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 	if opts.MaxLongPoll <= 0 {
 		opts.MaxLongPoll = DefaultLongPoll
 	}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = engine.DefaultMaxBatch
+	}
 	opts.MaxLongPoll = min(opts.MaxLongPoll, engine.MaxReceiveWait)
 	if opts.ReadTimeout <= 0 {
 		opts.ReadTimeout = DefaultReadTimeout
@@ -130,6 +137,7 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	offs.syncLog = eng.Sync
 	hs, err := openHandles(opts.OffsetsDir)
 	if err != nil {
 		return nil, err

@@ -156,7 +156,7 @@ func (s *Server) SendMessage(ctx context.Context, req *pb.SendMessageRequest) (*
 	if len(msgs) == 0 {
 		return &pb.SendMessageResponse{Status: status(pb.Code_BAD_REQUEST, "no messages")}, nil
 	}
-	if n := s.eng.MaxBatch(); len(msgs) > n {
+	if n := s.opts.MaxBatch; len(msgs) > n {
 		return &pb.SendMessageResponse{Status: status(pb.Code_BAD_REQUEST, fmt.Sprintf("%d messages in one request; the limit is %d", len(msgs), n))}, nil
 	}
 	for _, m := range msgs {

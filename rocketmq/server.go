@@ -34,6 +34,10 @@ type Options struct {
 	// the long-polling timeout announced to consumers that ask for more;
 	// 0 means DefaultLongPoll. At most engine.MaxReceiveWait.
 	MaxLongPoll time.Duration
+	// MaxBatch is the most messages one batch send may carry: the
+	// engine's MaxBatch (the composition root passes it); 0 means
+	// engine.DefaultMaxBatch.
+	MaxBatch int
 	// Access holds the principals calls are signed as and their rules
 	// (package access); nil means the store of AccessSecret alone.
 	Access *access.Store
@@ -116,6 +120,9 @@ func New(eng *engine.Engine, opts Options) *Server {
 	}
 	if opts.MaxLongPoll <= 0 {
 		opts.MaxLongPoll = DefaultLongPoll
+	}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = engine.DefaultMaxBatch
 	}
 	opts.MaxLongPoll = min(opts.MaxLongPoll, engine.MaxReceiveWait)
 	if opts.Logger == nil {
