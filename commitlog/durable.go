@@ -48,12 +48,14 @@ func (l *Log) wakeDurable() {
 // WaitDurable returns once every record published when it was called (up
 // to Head then, AppendUnsynced's records included) is durable. Under
 // FlushSync that is the fdatasync already under way for them, if it has
-// not ended yet: no sync of its own, unlike Sync. Under FlushAsync it is
-// Sync. It returns the log's failure if it fails first, ErrClosed if it
-// closes first.
+// not ended yet: no sync of its own, unlike Sync. Under FlushAsync, which
+// acknowledges before any fdatasync and so promises nothing across a power
+// loss, it waits for nothing and reports only a failure (a sync of each
+// caller's would defeat the policy). It returns the log's failure if it
+// fails first, ErrClosed if it closes first.
 func (l *Log) WaitDurable() error {
 	if l.opts.Flush != FlushSync {
-		return l.Sync()
+		return l.failure()
 	}
 	l.mu.Lock()
 	target := l.mu.head

@@ -341,3 +341,22 @@ func waitWaiters(t *testing.T, l *Log) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestWaitDurableAsync: under FlushAsync WaitDurable neither waits for nor
+// asks for an fdatasync.
+func TestWaitDurableAsync(t *testing.T) {
+	fsys := vfs.NewFaulty(newMem(t))
+	l := openLog(t, fsys, Options{Flush: FlushAsync, FlushInterval: time.Hour})
+	entered := make(chan struct{}, 64)
+	release := holdSyncs(t, fsys, entered)
+	if _, err := l.AppendUnsynced(Record{Type: 1, Payload: []byte("a")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.WaitDurable(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(entered); n != 0 {
+		t.Fatalf("WaitDurable under FlushAsync made %d fdatasyncs", n)
+	}
+	release()
+}

@@ -107,7 +107,9 @@ func (l *lifecycle) cacheErrLocked(what string, err error) error {
 // otherwise name an entry whose fire a crash takes back and recovery makes
 // again at that same offset, where the client would skip it. Under sync
 // flush it waits for the fdatasync already under way, if any, and starts
-// none of its own. A failed fsync stops the engine, as any does.
+// none of its own; under async flush, which promises nothing across a
+// power loss, it waits for nothing. A failed fsync stops the engine, as
+// any does.
 func (e *Engine) Sync() error {
 	if err := e.clog.WaitDurable(); err != nil {
 		return e.life.storageErr(fmt.Errorf("sync commit log: %w", err))
