@@ -206,12 +206,13 @@ const helpText = `
 Measures Kafka mode on your Kafka beside the floor of that Kafka: a bare
 exactly-once loop (consume, hold until due, produce and commit the
 consumed offsets in one transaction, wait for its completion), the least
-an exactly-once delay forwarder can cost there. Each run creates topics of
-its own (prefix kb-, deleted when it ends), produces -n messages over -produce-in with delays
-drawn from -tiers, and reads the business topic read_committed. It
-reports, per system, lateness p50/p99/max at that consumer (median [range]
-over the runs), messages lost, duplicated and early, bytes written to
-Kafka per message, the workers' peak RSS, and the load average.
+an exactly-once delay forwarder can cost there. Each run creates topics
+of its own (prefix kb-, deleted when it ends), produces -n messages over
+-produce-in with delays drawn from -tiers, and reads the business topic
+read_committed. It reports, per system, lateness p50/p99/max at that
+consumer (median [range] over the runs), messages lost, duplicated and
+early, bytes written to Kafka per message, the workers' peak RSS, and
+the load average.
 
 Drill: -workers 2 -kill SIGKILLs a worker at half and restarts it (-static:
 as a static member, no rebalance; -no-restart: it stays dead and the
