@@ -18,6 +18,10 @@
 # (127.0.0.1:9876), not its proxy. RSS after each run: hourglass's process;
 # RocketMQ's name server and broker (its proxy, which this client does not
 # use, is left out). Takes about 10 minutes and up to ~1.6 GiB of RAM.
+#
+# RMQBENCH_BASELINE=BIN compares with another hourglass binary instead of
+# RocketMQ (system "baseline", the same flags, alternating as above): a
+# before-and-after of a change in one run, with no RocketMQ started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -55,32 +59,41 @@ rss() { ps -o rss= -p "$1" 2>/dev/null | tr -d ' ' || echo 0; }
 # The proxy's ports on free ports: 8080 and 8081, its defaults, may be taken.
 export HOURGLASS_RMQ_GRPC_PORT="${HOURGLASS_RMQ_GRPC_PORT:-$(freeport)}"
 export HOURGLASS_RMQ_REMOTING_PORT="${HOURGLASS_RMQ_REMOTING_PORT:-$(freeport)}"
-echo "bench-rocketmq-remoting: starting RocketMQ 5.3.3 (scripts/rocketmq.sh)" >&2
-scripts/rocketmq.sh start >/dev/null
+[ -n "${RMQBENCH_BASELINE:-}" ] || echo "bench-rocketmq-remoting: starting RocketMQ 5.3.3 (scripts/rocketmq.sh)" >&2
+baseline="${RMQBENCH_BASELINE:-}"
+if [ -n "$baseline" ]; then
+	[ -x "$baseline" ] || { echo "bench-rocketmq-remoting: RMQBENCH_BASELINE=$baseline is not an executable" >&2; exit 2; }
+else
+	scripts/rocketmq.sh start >/dev/null
+fi
 
 bench() { # system flush namesrv run
 	java -Duser.home="$work/home" -Dbench.n="$n" -cp "$work/classes:$cache/lib/*" \
 		Bench "$3" "$1" "$2" "$4" "rb_$1_$4_$RANDOM" "$out/$1-$4.json"
 }
 
-run_hourglass() { # run
-	local remoting
+run_hourglass() { # run [system binary]
+	local remoting system="${2:-hourglass}" bin="${3:-$work/hourglass}"
 	remoting="$(freeport)"
-	"$work/hourglass" serve --data-dir "$work/hg-data-$1" --listen "127.0.0.1:$(freeport)" \
-		--grpc-listen "" --remoting-listen "127.0.0.1:$remoting" >"$out/hourglass-serve-$1.log" 2>&1 &
+	"$bin" serve --data-dir "$work/hg-data-$1" --listen "127.0.0.1:$(freeport)" \
+		--grpc-listen "" --remoting-listen "127.0.0.1:$remoting" >"$out/$system-serve-$1.log" 2>&1 &
 	hg=$!
 	for _ in $(seq 200); do
 		if (exec 3<>"/dev/tcp/127.0.0.1/$remoting") 2>/dev/null; then break; fi
 		sleep 0.05
 	done
-	bench hourglass sync "127.0.0.1:$remoting" "$1"
-	echo "run $1: hourglass RSS after the run $(rss "$hg") KiB" >>"$out/rss.txt"
+	bench "$system" sync "127.0.0.1:$remoting" "$1"
+	echo "run $1: $system RSS after the run $(rss "$hg") KiB" >>"$out/rss.txt"
 	kill "$hg" && wait "$hg" || true
 	hg=
 	rm -rf "$work/hg-data-$1"
 }
 
 run_rocketmq() { # run
+	if [ -n "$baseline" ]; then
+		run_hourglass "$1" baseline "$baseline"
+		return
+	fi
 	bench rocketmq async 127.0.0.1:9876 "$1"
 	local total=0 name
 	for name in namesrv broker; do
@@ -91,9 +104,11 @@ run_rocketmq() { # run
 
 # RocketMQ's JVMs send several times slower while their code is still being
 # compiled: one unrecorded run of 5,000 messages a phase warms them first.
-echo "bench-rocketmq-remoting: warming RocketMQ up (not recorded)" >&2
-java -Duser.home="$work/home" -Dbench.n=5000 -cp "$work/classes:$cache/lib/*" \
-	Bench 127.0.0.1:9876 rocketmq-warm-up async 0 "rb_warm_$RANDOM" "$work/warm-up.json" >/dev/null
+if [ -z "$baseline" ]; then
+	echo "bench-rocketmq-remoting: warming RocketMQ up (not recorded)" >&2
+	java -Duser.home="$work/home" -Dbench.n=5000 -cp "$work/classes:$cache/lib/*" \
+		Bench 127.0.0.1:9876 rocketmq-warm-up async 0 "rb_warm_$RANDOM" "$work/warm-up.json" >/dev/null
+fi
 
 for r in $(seq "$runs"); do
 	echo "bench-rocketmq-remoting: run $r of $runs, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
