@@ -171,7 +171,9 @@ func (s *Server) pullOnce(c *conn, p pullRequest, filter tagFilter) (*Command, b
 func (s *Server) readPull(c *conn, p pullRequest, filter tagFilter, maxOff uint64) (body []byte, matched int, next int64, err error) {
 	from, left := uint64(p.offset), p.max
 	for left > 0 && from < maxOff && len(body) < maxPullBytes {
-		n := min(left, pullChunk)
+		// Never past maxOff, even if the queue grew since it was taken:
+		// the fire records of later entries may not be durable (E21).
+		n := int(min(uint64(min(left, pullChunk)), maxOff-from))
 		vs, err := s.eng.ReadQueue(p.topic, p.queue, from, n)
 		if err != nil {
 			if len(body) > 0 {
@@ -179,9 +181,8 @@ func (s *Server) readPull(c *conn, p pullRequest, filter tagFilter, maxOff uint6
 			}
 			return nil, 0, 0, err
 		}
-		// Past what was read: the queue may have grown since maxOff was
-		// taken, and nothing read may be handed out twice.
-		end := min(from+uint64(n), maxOff)
+		// Past what was read (entries removed by retention are skipped).
+		end := from + uint64(n)
 		for i := range vs {
 			v := &vs[i]
 			if len(body) >= maxPullBytes {
