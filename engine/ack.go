@@ -209,7 +209,7 @@ func (c *consumers) commitAcks(a *ackBatch) error {
 	defer c.mu.Unlock()
 	if err != nil {
 		a.restoreLocked(c.disp)
-		return c.life.storageErr(err)
+		return c.life.storageErrLocked(err)
 	}
 	a.doneLocked(c.life)
 	return nil

@@ -141,7 +141,7 @@ func (c *consumers) setAsideHandouts(g *group, bad []damagedHandout) error {
 				g.queues[b.queue].ready = append(g.queues[b.queue].ready, b.offset)
 			}
 		}
-		return c.life.storageErr(err)
+		return c.life.storageErrLocked(err)
 	}
 	for _, b := range bad {
 		c.takeBackLocked(g, b.handout)

@@ -209,7 +209,7 @@ func (e *Engine) change(ctx context.Context, id message.ID, w *message.When, ifD
 	defer e.mu.Unlock()
 	if aerr != nil {
 		e.disp.unholdLocked(h, back)
-		return 0, e.life.storageErr(aerr)
+		return 0, e.life.storageErrLocked(aerr)
 	}
 	if h.timer != nil {
 		e.disp.recycleTimerLocked(h.timer)

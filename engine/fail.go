@@ -74,6 +74,16 @@ func (l *lifecycle) storageErr(err error) error {
 	return storageErr(err)
 }
 
+// storageErrLocked is storageErr for a caller holding mu (fail would
+// wait for the lock its caller holds, and the engine would hang instead
+// of stopping).
+func (l *lifecycle) storageErrLocked(err error) error {
+	if errors.Is(err, commitlog.ErrFailed) {
+		l.failLocked(err)
+	}
+	return storageErr(err)
+}
+
 // cacheErr classifies a failure to write or sync a cache for the
 // checkpoint: a full disk fails this checkpoint only (nothing is recorded
 // past what is durable, and the next one retries), anything else stops the

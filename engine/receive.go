@@ -390,7 +390,7 @@ func (c *consumers) appendDelivery(g *group, hs []handout, a *ackBatch, items []
 	defer c.mu.Unlock()
 	a.restoreLocked(c.disp)
 	c.giveBackLocked(g, hs)
-	return c.life.storageErr(err)
+	return c.life.storageErrLocked(err)
 }
 
 // readHandouts reads the records of hs and sorts them into messages to
