@@ -47,7 +47,7 @@ func (f *Format) Walk(fs vfs.FS, dir string, state []byte, fn func(name string, 
 // walkRun checks run m in file and hands its entries to fn; derr is the
 // damage found, ferr an error of fn or of the I/O.
 func (f *Format) walkRun(file vfs.File, name string, m Meta, fn func(name string, off int64, m Meta, e []byte) error) (derr, ferr error) {
-	_, err := f.checkSize(file, name, m)
+	size, err := f.checkSize(file, name, m)
 	if err == nil {
 		it := f.newIter(m, name, file, false)
 		for it.Next() {
@@ -57,8 +57,34 @@ func (f *Format) walkRun(file vfs.File, name string, m Meta, fn func(name string
 		}
 		err = it.Err()
 	}
+	if err == nil {
+		err = f.checkTail(file, name, m, size)
+	}
 	if err != nil && !errors.Is(err, f.Corrupt) {
 		return nil, err
 	}
 	return err, nil
+}
+
+// checkTail reports a tail that is there and fails its check (cut short,
+// damaged, another run's) as damage: the broker then reads the run whole,
+// so nothing is lost, but the file is not what was written. A file with
+// no tail at all is a run of a version before tails, not damage.
+func (f *Format) checkTail(file vfs.File, name string, m Meta, size int64) error {
+	at := f.Blocks(m) * BlockSize
+	n := size - at
+	if !f.Tail || n == 0 {
+		return nil
+	}
+	if n > tailSize(f.Blocks(m), maxAuxEntry*int64(min(m.Entries, 1<<40)+1)) {
+		return f.corrupt(name, at, "tail of %d bytes is too long (the broker reads the run whole)", n)
+	}
+	b := make([]byte, n)
+	if err := f.readFull(file, name, b, at); err != nil {
+		return err
+	}
+	if _, _, _, why := f.decodeTail(m, b); why != "" {
+		return f.corrupt(name, at, "tail: %s (the broker reads the run whole)", why)
+	}
+	return nil
 }
