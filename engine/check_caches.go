@@ -220,8 +220,8 @@ func (c *checker) cacheDamage(dir, what string, damage []error) {
 }
 
 // damageMarkFile is the mark the key and timer indexes leave in their
-// directory when a check after Open finds damage (the packages' DAMAGED).
-const damageMarkFile = "DAMAGED"
+// directory when a check after Open finds damage.
+const damageMarkFile = sortedrun.DamageMark
 
 // unlisted notes the run files of dir that the checkpoint does not list,
 // which recovery deletes, and the other files when recovery deletes those

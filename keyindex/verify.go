@@ -11,12 +11,10 @@ import (
 )
 
 // damageMark is the file Verify leaves in the index's directory when it
-// finds damage. A run Open took from its tail is not read whole at Open,
-// so without the mark the next Open would not see the damage either and
-// the caller would never rebuild: with it, Open with a state refuses
+// finds damage (sortedrun.DamageMark): with it, Open with a state refuses
 // (ErrCorrupt, as for damage it found itself), and Open with a nil state,
 // the caller's rebuild, deletes it.
-const damageMark = "DAMAGED"
+const damageMark = sortedrun.DamageMark
 
 // openRun opens run m from its tail when it has a usable one, and reads it
 // whole otherwise (a run written before tails, or one whose tail fails:
@@ -32,30 +30,18 @@ func openRun(fs vfs.FS, dir string, m sortedrun.Meta) (*sortedrun.Run, error) {
 // checkMark fails with ErrCorrupt when dir holds a damage mark and the
 // caller opens a state (reset false); on a reset it deletes the mark.
 func checkMark(fs vfs.FS, dir string, reset bool) error {
-	name := path.Join(dir, damageMark)
-	f, err := fs.Open(name)
-	if vfs.IsNotExist(err) {
-		return nil
-	}
-	if err != nil {
+	what, found, err := sortedrun.ReadDamageMark(fs, dir)
+	if err != nil || !found {
 		return err
 	}
-	size, err := f.Size()
-	what := make([]byte, min(max(size, 0), 4096))
-	if err == nil {
-		_, err = f.ReadAt(what, 0)
-	}
-	f.Close()
+	name := path.Join(dir, damageMark)
 	if reset {
 		if err := fs.Remove(name); err != nil && !vfs.IsNotExist(err) {
 			return err
 		}
 		return fs.SyncDir(dir)
 	}
-	if err != nil {
-		what = []byte(err.Error())
-	}
-	return &CorruptError{Err: ErrCorrupt, File: name, What: "an earlier check of the index found damage: " + string(what)}
+	return &CorruptError{Err: ErrCorrupt, File: name, What: "an earlier check of the index found damage: " + what}
 }
 
 // Verify checks whole every run Open took from its tail and no Verify has
@@ -104,21 +90,4 @@ func (x *Index) Verify(onRead func(n int) error) error {
 }
 
 // mark writes the damage mark, durably, saying what was found.
-func (x *Index) mark(damage error) error {
-	name := path.Join(x.dir, damageMark)
-	f, err := x.fs.Create(name)
-	if err != nil {
-		return err
-	}
-	_, err = f.WriteAt([]byte(damage.Error()), 0)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = x.fs.SyncDir(x.dir)
-	}
-	return err
-}
+func (x *Index) mark(damage error) error { return sortedrun.WriteDamageMark(x.fs, x.dir, damage) }

@@ -149,22 +149,15 @@ func (s *Store) openRun(m sortedrun.Meta, visit func(Entry)) (*run, error) {
 // refuses it (ErrCorrupt), so that the engine rebuilds the index from its
 // log, and the rebuild's Open (a nil state) deletes it with every other
 // file that is not a listed run.
-const damageMark = "DAMAGED"
+const damageMark = sortedrun.DamageMark
 
 // checkMark fails with ErrCorrupt when dir holds a damage mark.
 func checkMark(fs vfs.FS, dir string) error {
-	name := path.Join(dir, damageMark)
-	f, err := fs.Open(name)
-	if vfs.IsNotExist(err) {
-		return nil
-	}
-	if err != nil {
+	what, found, err := sortedrun.ReadDamageMark(fs, dir)
+	if err != nil || !found {
 		return err
 	}
-	defer f.Close()
-	what := make([]byte, 4096)
-	n, _ := f.ReadAt(what, 0)
-	return &CorruptError{Err: ErrCorrupt, File: name, What: "an earlier check of the index found damage: " + string(what[:n])}
+	return &CorruptError{Err: ErrCorrupt, File: path.Join(dir, damageMark), What: "an earlier check of the index found damage: " + what}
 }
 
 // RunsPlan captures, cheaply and without I/O (owner's lock), the run set
@@ -226,22 +219,7 @@ func (p *RunsPlan) Each(visit func(Entry), onRead func(n int) error) error {
 
 // writeMark writes the damage mark, durably, saying what was found.
 func writeMark(fs vfs.FS, dir string, damage error) error {
-	name := path.Join(dir, damageMark)
-	f, err := fs.Create(name)
-	if err != nil {
-		return err
-	}
-	_, err = f.WriteAt([]byte(damage.Error()), 0)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = fs.SyncDir(dir)
-	}
-	return err
+	return sortedrun.WriteDamageMark(fs, dir, damage)
 }
 
 // Drop gives back the plan's references without reading: for a plan
