@@ -586,20 +586,22 @@ func TestScheduleBytesAreBounded(t *testing.T) {
 	}
 }
 
-// TestFailingScheduleDoesNotHoldTheClock: a schedule whose topic was made
-// FIFO after it was created fails every send (a FIFO topic needs a message
-// group); it says so in its last_error and is retried, and it does not
-// keep the runner from being settled, which every virtual clock advance
-// waits for; another schedule's firings still arrive.
+// TestFailingScheduleDoesNotHoldTheClock: a schedule whose topic is FIFO
+// fails every send (a FIFO topic needs a message group); it says so in its
+// last_error and is retried, and it does not keep the runner from being
+// settled, which every virtual clock advance waits for; another schedule's
+// firings still arrive. The topic is made FIFO before the schedule exists:
+// made after, it raced the runner's first send ahead, which creates the
+// topic as a plain one.
 func TestFailingScheduleDoesNotHoldTheClock(t *testing.T) {
 	g := newRig(t)
+	if err := g.eng.CreateTopic("f", engine.TopicConfig{Queues: 1, FIFO: true}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := g.r.Create(Schedule{ID: "bad", Topic: "f", Cron: "@every 10s"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := g.r.Create(Schedule{ID: "good", Topic: "t", Cron: "@every 10s"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := g.eng.CreateTopic("f", engine.TopicConfig{Queues: 1, FIFO: true}); err != nil {
 		t.Fatal(err)
 	}
 	g.advance(30 * time.Second) // fails after 10 s without the fix
