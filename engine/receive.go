@@ -363,10 +363,12 @@ type skipped struct {
 
 // appendDelivery writes the attempt record of items, after a's ack record
 // if a is not nil; the caller holds gate shared. The attempt record makes
-// attempt counts survive a crash. If it cannot be written alone the
-// messages are still handed out: delivery is at least once. If it carries
-// acks, its failure fails the receive: the acks' leases are restored and
-// the handouts given back, so that nothing is acked and nothing leased.
+// attempt counts survive a crash, so a message is handed out only once it
+// is written: if it fails, the receive fails, the acks' leases (if any)
+// are restored and the handouts given back, so that nothing is acked,
+// nothing leased and no attempt counted. A log failed for good stops the
+// engine here as under any other append, so no later receive hands out a
+// message whose attempt no record counts.
 func (c *consumers) appendDelivery(g *group, hs []handout, a *ackBatch, items []progressItem) error {
 	recs := a.appendRecord(make([]commitlog.Record, 0, 4))
 	if len(items) > 0 {
@@ -378,19 +380,16 @@ func (c *consumers) appendDelivery(g *group, hs []handout, a *ackBatch, items []
 	if len(recs) == 0 {
 		return nil
 	}
-	_, err := c.log.Append(recs...)
-	switch {
-	case err == nil:
-		return nil
-	case a == nil:
-		c.opts.Logger.Warn("attempt record write failed", "err", err)
-		return nil
+	if _, err := c.log.Append(recs...); err != nil {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if a != nil {
+			a.restoreLocked(c.disp)
+		}
+		c.giveBackLocked(g, hs)
+		return c.life.storageErrLocked(err)
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	a.restoreLocked(c.disp)
-	c.giveBackLocked(g, hs)
-	return c.life.storageErrLocked(err)
+	return nil
 }
 
 // readHandouts reads the records of hs and sorts them into messages to
