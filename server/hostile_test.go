@@ -205,15 +205,20 @@ func TestSlowBodyIsCutOff(t *testing.T) {
 // slowClient connects to addr, writes prefix, then goes on writing one
 // byte every 20 ms until the test ends or a write fails. It returns the
 // connection, with a deadline that bounds the test if the server never
-// cuts it, and the time the prefix was sent.
+// cuts it, and the time taken before the dial. The server's timeouts count
+// from when it begins to read the connection, which may come before Dial
+// returns here (the kernel completes the handshake, and under load the
+// server's goroutine can run first): only a time taken before the dial is
+// surely no later than the server's (a start taken after the dial made
+// an answer at the full 300 ms look 5 ms early under load).
 func slowClient(t *testing.T, addr, prefix string) (net.Conn, time.Time) {
 	t.Helper()
+	start := time.Now()
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	conn.SetDeadline(time.Now().Add(30 * time.Second))
-	start := time.Now()
 	if _, err := io.WriteString(conn, prefix); err != nil {
 		t.Fatal(err)
 	}
