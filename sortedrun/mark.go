@@ -1,6 +1,7 @@
 package sortedrun
 
 import (
+	"fmt"
 	"path"
 
 	"github.com/hourglass-mq/hourglass/vfs"
@@ -12,6 +13,50 @@ import (
 // sees it and refuses, so that the owner rebuilds the index from its
 // source; the rebuild deletes it.
 const DamageMark = "DAMAGED"
+
+// withdrawnMagic replaces the magic of a run's tail when a check finds the
+// run damaged (Run.MarkDamaged): a tail with it is never used, so the next
+// open reads the run whole and finds the damage itself.
+const withdrawnMagic = "dmgd"
+
+// MarkDamaged records durably that a check found run r of dir damaged
+// (damage says what), so that no later open takes the run's tail on
+// trust. It makes two records, either of which suffices. It withdraws
+// the run's tail in place (its magic overwritten, the file synced: an
+// overwrite needs no new space, so a full disk does not stop it), so that
+// the next open reads the run whole and finds the damage from the data
+// itself; and it writes the damage mark in dir, which makes the next Open
+// of a state refuse at once and says what was found. It returns an error
+// only when neither is durable: the next open may then trust the run's
+// tail again, and the error names the file and both causes. The caller
+// holds a reference to r.
+func (r *Run) MarkDamaged(fs vfs.FS, dir string, damage error) error {
+	werr := r.withdrawTail()
+	merr := WriteDamageMark(fs, dir, damage)
+	if werr == nil || merr == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: the damage found in %s could not be recorded, so the next open may trust the run's tail again: withdraw the tail: %w; write %s: %w",
+		r.format.Name, r.Name, werr, DamageMark, merr)
+}
+
+// withdrawTail overwrites the magic of r's tail, durably; a file without a
+// tail, or with one too short to use, is read whole at open anyway.
+func (r *Run) withdrawTail() error {
+	// Not r.Meta whole: its user may raise DeadBelow meanwhile.
+	at := r.format.Blocks(Meta{Entries: r.Entries}) * BlockSize
+	size, err := r.file.Size()
+	if err != nil {
+		return err
+	}
+	if !r.format.Tail || size-at < tailHeader {
+		return nil
+	}
+	if _, err := r.file.WriteAt([]byte(withdrawnMagic), at); err != nil {
+		return err
+	}
+	return r.file.Sync()
+}
 
 // WriteDamageMark writes the damage mark in dir, durably (the file, then
 // the directory entry), saying what was found.

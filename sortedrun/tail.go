@@ -67,6 +67,8 @@ func (f *Format) decodeTail(m Meta, b []byte) (first []uint64, last uint64, aux 
 	switch {
 	case int64(len(b)) < fixed:
 		return nil, 0, nil, "tail is too short"
+	case string(b[:4]) == withdrawnMagic:
+		return nil, 0, nil, "tail was withdrawn: a check found the run damaged"
 	case le.Uint32(b[len(b)-4:]) != crc32.Update(f.tailSeed(m), castagnoli, b[:len(b)-4]):
 		return nil, 0, nil, "tail fails its check"
 	case string(b[:4]) != tailMagic || le.Uint16(b[4:]) != tailVersion || le.Uint16(b[6:]) != 0:

@@ -5,7 +5,6 @@ package timerstore
 import (
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"path"
 
 	"github.com/hourglass-mq/hourglass/sortedrun"
@@ -185,9 +184,11 @@ type RunsPlan struct {
 // the sparse index a tail gave), and hands each live entry (at or after
 // the run's deadBelow when the plan was taken) to visit, in file order,
 // run after run. onRead, when not nil, is called before each read with its
-// size; its error stops Each and is returned. Damage is ErrCorrupt, and
-// leaves a mark in the directory so that the next Open refuses the state
-// and the engine rebuilds the index. Each may run without the owner's
+// size; its error stops Each and is returned. Damage is ErrCorrupt, and is
+// recorded (sortedrun.Run.MarkDamaged: the run's tail withdrawn, a mark
+// in the directory) so that the next Open refuses the state and the
+// engine rebuilds the index; when neither record can be made, the error
+// says so. Each may run without the owner's
 // lock and must be called once; it drops the plan's references.
 func (p *RunsPlan) Each(visit func(Entry), onRead func(n int) error) error {
 	if p.done {
@@ -206,8 +207,8 @@ func (p *RunsPlan) Each(visit func(Entry), onRead func(n int) error) error {
 			}
 		})
 		if errors.Is(err, ErrCorrupt) {
-			if merr := writeMark(p.fs, p.dir, err); merr != nil {
-				return errors.Join(err, fmt.Errorf("timerstore: leave the damage mark: %w", merr))
+			if merr := rp.r.MarkDamaged(p.fs, p.dir, err); merr != nil {
+				return errors.Join(err, merr)
 			}
 		}
 		if err != nil {
@@ -215,11 +216,6 @@ func (p *RunsPlan) Each(visit func(Entry), onRead func(n int) error) error {
 		}
 	}
 	return nil
-}
-
-// writeMark writes the damage mark, durably, saying what was found.
-func writeMark(fs vfs.FS, dir string, damage error) error {
-	return sortedrun.WriteDamageMark(fs, dir, damage)
 }
 
 // Drop gives back the plan's references without reading: for a plan

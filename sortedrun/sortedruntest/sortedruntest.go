@@ -9,10 +9,24 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/hourglass-mq/hourglass/vfs"
 )
+
+// FailOn makes ff fail every operation of ops on a file whose name
+// contains part with err (the hook replaces any other): a damage mark
+// that cannot be written, for one.
+func FailOn(ff *vfs.Faulty, part string, err error, ops ...vfs.Op) {
+	ff.Inject(func(op vfs.Op, name string) error {
+		if slices.Contains(ops, op) && strings.Contains(name, part) {
+			return err
+		}
+		return nil
+	})
+}
 
 // Patch reads n bytes at off of name, lets change alter them and writes
 // them back.
