@@ -3,7 +3,6 @@ package remoting
 import (
 	"encoding/binary"
 	"testing"
-	"time"
 )
 
 // TestPullHandsOutNothingPastDurableLen (engine invariant E21): a pull
@@ -24,23 +23,7 @@ func TestPullHandsOutNothingPastDurableLen(t *testing.T) {
 			t.Fatalf("send: %d %q", resp.Code, resp.Remark)
 		}
 	}
-	q := -1
-	for deadline := time.Now().Add(10 * time.Second); q < 0; {
-		signal := b.eng.VisibleSignal()
-		for i := 0; i < 4; i++ {
-			if b.srv.queueLen("d", i) == n {
-				q = i
-			}
-		}
-		if q >= 0 {
-			break
-		}
-		select {
-		case <-signal:
-		case <-time.After(time.Until(deadline)):
-			t.Fatal("the messages did not all become visible in one queue")
-		}
-	}
+	q := queueHolding(t, b.eng, b.srv, "d", n)
 	const maxOff = 1
 	c := &conn{local: "127.0.0.1:10911"}
 	p := pullRequest{group: "g", topic: "d", queue: q, offset: 0, max: 32}

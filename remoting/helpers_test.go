@@ -131,3 +131,22 @@ func exchange(t *testing.T, nc net.Conn, c *Command) *Command {
 		}
 	}
 }
+
+// queueHolding waits until one of the 4 queues of topic holds n entries
+// and returns it; it fails the test after 10 s.
+func queueHolding(t *testing.T, eng *engine.Engine, srv *Server, topic string, n uint64) int {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		signal := eng.VisibleSignal()
+		for i := 0; i < 4; i++ {
+			if srv.queueLen(topic, i) == n {
+				return i
+			}
+		}
+		select {
+		case <-signal:
+		case <-time.After(time.Until(deadline)):
+			t.Fatalf("no queue of %s came to hold %d visible messages", topic, n)
+		}
+	}
+}

@@ -89,7 +89,7 @@ func (s *Server) minMaxOffset(req *Command) *Command {
 	if req.Code == codeGetMaxOffset {
 		var err error
 		if off, err = s.durableLen(topic, q); err != nil {
-			return engineErr(err, respSystemError)
+			return durableLenErr(err)
 		}
 	}
 	return okResp(map[string]string{"offset": strconv.FormatUint(off, 10)})
@@ -107,7 +107,7 @@ func (s *Server) searchOffset(req *Command) *Command {
 	}
 	hi, err := s.durableLen(topic, q)
 	if err != nil {
-		return engineErr(err, respSystemError)
+		return durableLenErr(err)
 	}
 	lo := uint64(0)
 	for lo < hi {

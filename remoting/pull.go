@@ -145,7 +145,7 @@ func (s *Server) pullOnce(c *conn, p pullRequest, filter tagFilter) (*Command, b
 	}
 	maxOff, err := s.durableLen(p.topic, p.queue)
 	if err != nil {
-		return engineErr(err, respSystemError), true
+		return durableLenErr(err), true
 	}
 	switch {
 	case uint64(p.offset) > maxOff:
@@ -223,6 +223,14 @@ func (s *Server) durableLen(topic string, queue int) (uint64, error) {
 		return 0, err
 	}
 	return n, nil
+}
+
+// durableLenErr answers a request whose durableLen failed: the log could
+// not be synced (the engine stops then), so no offset of the queue is
+// handed out. SYSTEM_ERROR, as RocketMQ answers a pull its store cannot
+// serve; a client retries later, on this connection or another.
+func durableLenErr(err error) *Command {
+	return errResp(respSystemError, "the commit log could not be synced, so no offset of this queue is handed out: "+err.Error())
 }
 
 // queueLen is the number of entries of a queue, 0 for an unknown one.

@@ -24,23 +24,7 @@ func TestPullBoundedBytes(t *testing.T) {
 			t.Fatalf("send: %d %q", resp.Code, resp.Remark)
 		}
 	}
-	q := -1
-	for deadline := time.Now().Add(10 * time.Second); q < 0; {
-		signal := b.eng.VisibleSignal()
-		for i := 0; i < 4; i++ {
-			if b.srv.queueLen("big", i) == n {
-				q = i
-			}
-		}
-		if q >= 0 {
-			break
-		}
-		select {
-		case <-signal:
-		case <-time.After(time.Until(deadline)):
-			t.Fatal("the messages did not all become visible in one queue")
-		}
-	}
+	q := queueHolding(t, b.eng, b.srv, "big", n)
 	nc, err := net.Dial("tcp", b.addr)
 	if err != nil {
 		t.Fatal(err)

@@ -23,23 +23,7 @@ func TestUnreadPullsBounded(t *testing.T) {
 			t.Fatalf("send: %d %q", resp.Code, resp.Remark)
 		}
 	}
-	q := -1
-	for deadline := time.Now().Add(10 * time.Second); q < 0; {
-		signal := b.eng.VisibleSignal()
-		for i := 0; i < 4; i++ {
-			if b.srv.queueLen("big", i) == msgs {
-				q = i
-			}
-		}
-		if q >= 0 {
-			break
-		}
-		select {
-		case <-signal:
-		case <-time.After(time.Until(deadline)):
-			t.Fatal("the messages did not become visible")
-		}
-	}
+	q := queueHolding(t, b.eng, b.srv, "big", msgs)
 	runtime.GC()
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
