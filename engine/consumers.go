@@ -216,11 +216,13 @@ func (c *consumers) takeTrailLocked() []trailEntry {
 
 // writeTrail writes trail entries the loop took. A failed write loses
 // them from the histories, and says so: they are history, not state, and
-// the disk that refused them fails the writes that matter too.
+// the disk that refused them fails the writes that matter too. A log
+// failed for good stops the engine here as under any other append.
 func (c *consumers) writeTrail(es []trailEntry) {
 	c.gate.RLock()
 	defer c.gate.RUnlock()
 	if _, err := c.log.Append(encodeTrail(es)); err != nil {
 		c.opts.Logger.Error("trail record write failed: nacks and lease expiries are missing from message histories", "entries", len(es), "err", err)
+		c.life.storageErr(err)
 	}
 }
