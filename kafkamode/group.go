@@ -113,10 +113,16 @@ func (w *Worker) growStateTopic(ctx context.Context, n int32) error {
 	return nil
 }
 
-// onAssigned loads the state of newly assigned partitions before the
-// client fetches their committed offsets and starts consuming them (the
-// client calls it first), so no record of theirs is read without them.
+// onAssigned fences the open transactions of workers that left the group
+// (fenceDeparted), then loads the state of newly assigned partitions
+// before the client fetches their committed offsets and starts consuming
+// them (the client calls it first, after every rebalance), so no record
+// of theirs is read without them.
 func (w *Worker) onAssigned(ctx context.Context, _ *kgo.Client, assigned map[string][]int32) {
+	// At every rebalance, whatever it assigns: a departed worker's open
+	// transaction holds up every worker's forwards to the business
+	// partitions it wrote to, and its state writes the load below.
+	w.fenceDeparted(ctx)
 	ps := assigned[w.cfg.DelayTopic]
 	if len(ps) == 0 {
 		return

@@ -16,9 +16,10 @@ import (
 // rather than leave the group and join again for ever.
 var errSetup = errors.New("kafka mode: bad setting")
 
-// permanent reports whether err, from a session, ends the worker.
+// permanent reports whether err, from a session, ends the worker. A
+// fenced transactional ID is decided later (checkFenced).
 func permanent(err error) bool {
-	return errors.Is(err, errSetup) || errors.Is(err, kerr.ProducerFenced) ||
+	return errors.Is(err, errSetup) ||
 		errors.Is(err, kerr.TransactionalIDAuthorizationFailed) ||
 		errors.Is(err, kerr.InvalidSessionTimeout) || errors.Is(err, kerr.InvalidTransactionTimeout)
 }

@@ -2,6 +2,7 @@ package kafkamode
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -29,12 +30,21 @@ type session struct {
 	// lastSettle is how long the last completed settle wait took (ns),
 	// for the per-transaction debug line; written by the settle watch.
 	lastSettle atomic.Int64
+	// nonce tells this process's group memberships from another's with
+	// the same transactional ID (fence.go, memberClientID).
+	nonce string
+	// roster is the transactional IDs of the group's members at the last
+	// rebalance (fenceDeparted), under rosterMu: the group callbacks of
+	// one session and the next may overlap.
+	rosterMu sync.Mutex
+	roster   map[string]bool
 }
 
 // init readies the session; its request timings go to st.
 func (s *session) init(st *Stages) {
 	s.rtts = &rttHook{s: st}
 	s.settling = settledCtx()
+	s.nonce = newNonce()
 }
 
 // dial opens the admin client; closeAdmin closes it.

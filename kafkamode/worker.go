@@ -59,6 +59,10 @@ type Stats struct {
 	// CancelsDeferred counts cancels that waited for a copy forward of
 	// this worker's to be read back (deferral.go).
 	CancelsDeferred atomic.Int64
+	// FencedDeparted counts the open transactions of departed workers
+	// this worker aborted by fencing their transactional IDs at a
+	// take-over (fenceDeparted).
+	FencedDeparted atomic.Int64
 	// Spilled is the number of pending entries in the local spill files
 	// now (a gauge); SpillLoaded counts entries taken back into RAM;
 	// SpillErrors counts entries kept in RAM because a spill write failed,
@@ -169,8 +173,9 @@ func (w *Worker) Pending() map[int32]int64 {
 // the committed progress is all it needs. It returns an error only when it
 // cannot start (no topics), when a setting is refused for good (a session
 // or transaction timeout outside the brokers' range), or when another
-// live worker fenced its transactional ID (two workers with one WorkerID). On return it has left
-// the group; a transaction in progress is aborted.
+// live worker fenced its transactional ID (two workers with one WorkerID,
+// checkFenced). On return it has left the group; a transaction in
+// progress is aborted.
 func (w *Worker) Run(ctx context.Context) error {
 	log := w.cfg.Logger
 	cleanup, err := w.openSpill()
@@ -231,6 +236,9 @@ func (w *Worker) Run(ctx context.Context) error {
 		case <-ctx.Done():
 		case <-time.After(time.Second):
 		}
+		if err := w.checkFenced(ctx, err); err != nil {
+			return err
+		}
 	}
 	log.Info("kafka worker stopping", "forwarded", w.stats.Forwarded.Load(), "dead_lettered", w.stats.DeadLettered.Load(),
 		"cancelled", w.stats.Cancelled.Load(), "committed_txns", w.stats.Committed.Load(), "aborted_txns", w.stats.Aborted.Load(),
@@ -239,7 +247,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		"state_records_read", w.stats.StateRecordsRead.Load(), "bodies_loaded", w.stats.BodiesLoaded.Load(),
 		"snapshots", w.stats.Snapshots.Load(), "takeover_records_read", w.stats.TakeoverRecordsRead.Load(),
 		"copied_forward", w.stats.CopiedForward.Load(), "spill_loaded", w.stats.SpillLoaded.Load(), "spill_errors", w.stats.SpillErrors.Load(),
-		"cancels_deferred", w.stats.CancelsDeferred.Load(),
+		"cancels_deferred", w.stats.CancelsDeferred.Load(), "fenced_departed", w.stats.FencedDeparted.Load(),
 		"lateness_p50_ms", w.stats.Lateness.Quantile(0.5)*1000, "lateness_p99_ms", w.stats.Lateness.Quantile(0.99)*1000,
 		"max_lateness_ms", w.stats.MaxLatenessMs.Load(), "txn_us_total", w.stats.TxnMicros.Load(), "txn_us_max", w.stats.MaxTxnMicros.Load())
 	_, settled, _ := w.stats.Stages.Settle.Snapshot()
@@ -315,6 +323,9 @@ func (w *Worker) sessionOptions() []kgo.Opt {
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(w.cfg.Brokers...),
 		kgo.TransactionalID(w.txnID()),
+		// The group lists each member's client ID: it tells the other
+		// workers which transactional IDs are live (fenceDeparted).
+		kgo.ClientID(w.clientID()),
 		kgo.TransactionTimeout(w.cfg.TxnTimeout),
 		kgo.ConsumerGroup(w.cfg.Group),
 		kgo.ConsumeTopics(w.cfg.DelayTopic),

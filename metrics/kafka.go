@@ -24,7 +24,7 @@ type KafkaCollector struct {
 	snapshots, takeoverRead, copied                   *prometheus.Desc
 	partLateness                                      *prometheus.Desc
 	spilled, spillLoaded, spillErrors                 *prometheus.Desc
-	cancelsDeferred                                   *prometheus.Desc
+	cancelsDeferred, fencedDeparted                   *prometheus.Desc
 }
 
 // NewKafkaCollector returns a collector over w.
@@ -53,13 +53,15 @@ func NewKafkaCollector(w *kafkamode.Worker) *KafkaCollector {
 		spillErrors:  d("spill_errors_total", "Entries kept in RAM because a spill write failed, plus spill reads that failed (each rebuilds the index from Kafka)."),
 		cancelsDeferred: d("cancels_deferred_total",
 			"Cancels that waited for a copy forward of the worker's own to be read back, so that they reach the message it carries on."),
+		fencedDeparted: d("fenced_departed_total",
+			"Open transactions of workers that left the group, aborted at a rebalance by fencing their transactional IDs (rather than at their timeout)."),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *KafkaCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.forwarded, c.deadLettered, c.refused, c.cancelled, c.read, c.txns, c.partitions, c.rejoins, c.lateness, c.pending,
-		c.snapshots, c.takeoverRead, c.copied, c.partLateness, c.spilled, c.spillLoaded, c.spillErrors, c.cancelsDeferred} {
+		c.snapshots, c.takeoverRead, c.copied, c.partLateness, c.spilled, c.spillLoaded, c.spillErrors, c.cancelsDeferred, c.fencedDeparted} {
 		ch <- d
 	}
 }
@@ -88,6 +90,7 @@ func (c *KafkaCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.spillLoaded, st.SpillLoaded.Load())
 	counter(c.spillErrors, st.SpillErrors.Load())
 	counter(c.cancelsDeferred, st.CancelsDeferred.Load())
+	counter(c.fencedDeparted, st.FencedDeparted.Load())
 	for p, h := range st.PartitionLateness() {
 		ch <- histogram(c.partLateness, h, strconv.Itoa(int(p)))
 	}

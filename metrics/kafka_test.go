@@ -20,6 +20,7 @@ func TestKafkaCollectorFollowsTheWorker(t *testing.T) {
 	st.Lateness.Observe(0.004)
 	st.Spilled.Store(7)
 	st.SpillErrors.Add(3)
+	st.FencedDeparted.Add(4)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(NewKafkaCollector(w))
 	got := gatherValues(t, reg)
@@ -30,6 +31,7 @@ func TestKafkaCollectorFollowsTheWorker(t *testing.T) {
 		"hourglass_kafka_lateness_seconds":             1,
 		"hourglass_kafka_spilled":                      7,
 		"hourglass_kafka_spill_errors_total":           3,
+		"hourglass_kafka_fenced_departed_total":        4,
 	}
 	for k, v := range want {
 		if got[k] != v {
