@@ -65,7 +65,10 @@
 // clock step or a virtual-clock advance, are all sent: that is time
 // passing, not downtime. Fire times that pass while a schedule is paused
 // are skipped; pausing (and deleting) cancels every firing already sent
-// ahead: all those within the lead, about twenty for an @every 1s.
+// ahead: all those within the lead, about twenty for an @every 1s. If a
+// cancel fails, the pause (or delete) says so, the schedule stays paused
+// with what is left to cancel, and a pause again, a delete again or the
+// next start cancels it (invariant S3).
 //
 // # The journal
 //

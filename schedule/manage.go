@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
+	"time"
 
 	"github.com/hourglass-mq/hourglass/engine"
 	"github.com/hourglass-mq/hourglass/errs"
@@ -169,24 +171,77 @@ func (r *Runner) infoLocked(e *entry, now int64) Info { return r.snapLocked(e).i
 
 // Pause stops a schedule: the firings sent ahead are cancelled, and fire
 // times that pass while it is paused are skipped. Pausing a paused
-// schedule changes nothing.
+// schedule cancels what an earlier pause could not (see pause), and
+// changes nothing else. An error after the schedule is paused says which
+// firings sent ahead may still be delivered.
 func (r *Runner) Pause(id string) (Info, error) {
-	return r.change(id, func(e *entry, sc *Schedule, now int64) (cancel bool) {
-		if sc.Paused {
-			return false
-		}
+	r.opMu.Lock()
+	defer r.opMu.Unlock()
+	e, err := r.lookup(id)
+	if err != nil {
+		return Info{}, err
+	}
+	now := r.opts.Broker.Now()
+	err = r.pause(e, now)
+	r.mu.Lock()
+	info := r.infoLocked(e, now)
+	r.mu.Unlock()
+	r.wake()
+	return info, err
+}
+
+// pause makes e's schedule paused durably, then cancels the firings it
+// sent ahead of now (opMu held). The paused state is stored first and
+// keeps LastFire, the latest firing sent ahead, so that a start after a
+// crash, or a pause again after a cancel failed, still knows what to
+// cancel (invariant S3). Once every one is cancelled, LastFire becomes the
+// latest firing at or before now, so that a resume shows no "last" after
+// its "next" (a resume before their time sends them again). The cancels go
+// newest first and stop at the first failure: what is left pending is a
+// prefix of the firings sent ahead, which a resume looks up by key, as
+// after a restart (entry.uncertain), so that each fires once.
+func (r *Runner) pause(e *entry, now int64) error {
+	if !e.sc.Paused {
+		sc := e.sc.clone()
 		sc.Paused = true
 		if sc.LastFire > now {
-			// The firings sent ahead are cancelled below; a resume before
-			// their time sends them again. The last firing is then the
-			// latest at or before now, not one cancelled: otherwise a
-			// resume showed a "last" later than its "next".
 			sc.Through = now
-			sc.LastFire, sc.LastID = r.lastSent(sc, e.spec, now)
-			return true
 		}
-		return false
-	})
+		if err := r.put(e, sc); err != nil {
+			return err
+		}
+	}
+	if e.sc.LastFire <= now {
+		return nil
+	}
+	if err := r.cancelAhead(e.sc, e.spec, now); err != nil {
+		r.mu.Lock()
+		e.lastErr = "firings sent ahead not cancelled: " + err.Error()
+		r.mu.Unlock()
+		return errs.Wrap(errs.Unavailable, err, "schedule %q is paused, but firings it sent ahead (up to %s) could not all be cancelled and may still be delivered; pause it again to retry (a restart retries too)",
+			e.sc.ID, time.UnixMilli(e.sc.LastFire).UTC().Format(time.RFC3339))
+	}
+	sc := e.sc.clone()
+	sc.LastFire, sc.LastID = r.lastSent(sc, e.spec, now)
+	if err := r.put(e, sc); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	e.lastErr = ""
+	r.mu.Unlock()
+	return nil
+}
+
+// put stores sc as e's state and swaps it in (opMu held).
+func (r *Runner) put(e *entry, sc *Schedule) error {
+	if err := r.store.Put(sc); err != nil {
+		return errs.Wrap(errs.Unavailable, err, "schedule %q could not be stored", sc.ID)
+	}
+	r.mu.Lock()
+	e.sc = sc
+	r.due.set(e)
+	r.mu.Unlock()
+	return nil
 }
 
 // lastSent is the latest fire time of sc at or before now whose message
@@ -201,26 +256,24 @@ func (r *Runner) lastSent(sc *Schedule, spec *Spec, now int64) (int64, string) {
 }
 
 // Resume restarts a paused schedule from now; resuming an active one
-// changes nothing.
+// changes nothing. Firings sent ahead that a pause could not cancel are
+// looked up by key before their fire times are sent again.
 func (r *Runner) Resume(id string) (Info, error) {
-	return r.change(id, func(e *entry, sc *Schedule, now int64) bool {
+	return r.change(id, func(e *entry, sc *Schedule, now int64) {
 		if !sc.Paused {
-			return false
+			return
 		}
 		sc.Paused = false
 		sc.Through = max(sc.Through, now)
 		e.next = e.spec.Next(sc.Through, sc.Created)
 		e.due = e.next - r.opts.Lead.Milliseconds()
-		e.uncertain = false
-		return false
+		e.uncertain = sc.LastFire > now
 	})
 }
 
-// change applies f to a copy of schedule id's state, stores it, swaps it
-// in, and, when f says so, cancels the firings sent ahead of the state
-// before f (after the new state is durable, so a crash in between leaves
-// a paused schedule whose Open cancels them).
-func (r *Runner) change(id string, f func(e *entry, sc *Schedule, now int64) (cancelAhead bool)) (Info, error) {
+// change applies f to a copy of schedule id's state, stores it and swaps
+// it in.
+func (r *Runner) change(id string, f func(e *entry, sc *Schedule, now int64)) (Info, error) {
 	r.opMu.Lock()
 	defer r.opMu.Unlock()
 	e, err := r.lookup(id)
@@ -230,7 +283,7 @@ func (r *Runner) change(id string, f func(e *entry, sc *Schedule, now int64) (ca
 	now := r.opts.Broker.Now()
 	sc := e.sc.clone()
 	was := *e.sc
-	cancel := f(e, sc, now)
+	f(e, sc, now)
 	if sc.Paused != was.Paused || sc.Through != was.Through || sc.LastFire != was.LastFire {
 		if err := r.store.Put(sc); err != nil {
 			return Info{}, errs.Wrap(errs.Unavailable, err, "schedule %q could not be stored", id)
@@ -241,14 +294,13 @@ func (r *Runner) change(id string, f func(e *entry, sc *Schedule, now int64) (ca
 	r.due.set(e)
 	info := r.infoLocked(e, now)
 	r.mu.Unlock()
-	if cancel {
-		r.cancelAhead(&was, e.spec, now)
-	}
 	r.wake()
 	return info, nil
 }
 
-// Delete removes a schedule; the firing sent ahead, if any, is cancelled.
+// Delete removes a schedule; the firings sent ahead are cancelled first,
+// as by a pause. If they cannot all be, the schedule stays, paused, and
+// the error says so: a delete again finishes it.
 func (r *Runner) Delete(id string) (Info, error) {
 	r.opMu.Lock()
 	defer r.opMu.Unlock()
@@ -257,7 +309,9 @@ func (r *Runner) Delete(id string) (Info, error) {
 		return Info{}, err
 	}
 	now := r.opts.Broker.Now()
-	r.cancelAhead(e.sc, e.spec, now)
+	if err := r.pause(e, now); err != nil {
+		return Info{}, errs.Wrap(errs.Unavailable, err, "schedule %q is not deleted; delete it again", id)
+	}
 	if err := r.store.Delete(id); err != nil {
 		return Info{}, errs.Wrap(errs.Unavailable, err, "schedule %q could not be deleted", id)
 	}
@@ -323,17 +377,17 @@ func keyOf(sc *Schedule) string {
 const maxAhead = 10_000
 
 // cancelAhead cancels every firing of sc sent ahead of now: each fire time
-// in (now, sc.LastFire], found by its key (FireKey). The runner sends all
-// the firings due within its lead, so an @every schedule of a second has
-// about twenty waiting, not one. One already due or cancelled stays as it
-// is.
-func (r *Runner) cancelAhead(sc *Schedule, spec *Spec, now int64) {
-	if sc.LastFire <= now {
-		return
+// in (now, sc.LastFire], found by its key (FireKey), newest first. The
+// runner sends all the firings due within its lead, so an @every schedule
+// of a second has about twenty waiting, not one. One already due or
+// cancelled stays as it is. It stops at the first that fails, and returns
+// why: the firings left pending are then the oldest (see pause).
+func (r *Runner) cancelAhead(sc *Schedule, spec *Spec, now int64) error {
+	var times []int64
+	for t := spec.Next(now, sc.Created); t != 0 && t <= sc.LastFire && len(times) < maxAhead; t = spec.Next(t, sc.Created) {
+		times = append(times, t)
 	}
-	n := 0
-	for t := spec.Next(now, sc.Created); t != 0 && t <= sc.LastFire && n < maxAhead; t = spec.Next(t, sc.Created) {
-		n++
+	for _, t := range slices.Backward(times) {
 		id, err := r.opts.Broker.LookupKey(sc.Topic, FireKey(keyOf(sc), t))
 		if errors.Is(err, errs.ErrNotFound) {
 			continue
@@ -342,7 +396,8 @@ func (r *Runner) cancelAhead(sc *Schedule, spec *Spec, now int64) {
 			err = r.opts.Broker.Cancel(context.Background(), id)
 		}
 		if err != nil && !errors.Is(err, errs.ErrPrecondition) && !errors.Is(err, errs.ErrNotFound) {
-			r.opts.Logger.Warn("schedule: cancelling a firing sent ahead failed", "schedule", sc.ID, "fire", t, "err", err)
+			return fmt.Errorf("cancel the firing at %s: %w", time.UnixMilli(t).UTC().Format(time.RFC3339), err)
 		}
 	}
+	return nil
 }

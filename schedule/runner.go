@@ -166,9 +166,12 @@ func Open(opts Options) (*Runner, error) {
 		e := &entry{sc: sc, spec: spec, index: -1, uncertain: true}
 		r.addLocked(e)
 		if sc.Paused {
-			// A pause durably recorded whose cancel of the firing sent
-			// ahead may not have happened: do it now.
-			r.cancelAhead(sc, spec, now)
+			// A pause durably recorded whose cancels of the firings sent
+			// ahead may not have happened (a crash, a cancel that failed):
+			// do them now (invariant S3).
+			if err := r.pause(e, now); err != nil {
+				opts.Logger.Warn("schedule: cancelling the firings a paused schedule sent ahead failed; a pause again retries", "schedule", id, "err", err)
+			}
 			continue
 		}
 		r.planStart(e, now)

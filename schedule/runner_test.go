@@ -410,18 +410,7 @@ func TestPauseCancelsEveryFiringSentAhead(t *testing.T) {
 	if _, err := g.r.Create(Schedule{ID: "s", Topic: "t", Cron: "@every 1s"}); err != nil {
 		t.Fatal(err)
 	}
-	waitAhead := func() {
-		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-			if in, err := g.r.Get("s"); err == nil && in.LastFire >= g.clk.Now().Add(15*time.Second).UnixMilli() {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("the firings of the next 15 s were not sent ahead")
-			}
-		}
-	}
-	waitAhead()
+	g.aheadSent()
 	paused := g.clk.Now().UnixMilli()
 	if _, err := g.r.Pause("s"); err != nil {
 		t.Fatal(err)
@@ -449,7 +438,7 @@ func TestPauseCancelsEveryFiringSentAhead(t *testing.T) {
 	if after != 25 {
 		t.Fatalf("%d firings in the 25 s after the resume, want 25", after)
 	}
-	waitAhead()
+	g.aheadSent()
 	deleted := g.clk.Now().UnixMilli()
 	if _, err := g.r.Delete("s"); err != nil {
 		t.Fatal(err)
