@@ -154,3 +154,38 @@ func TestOffsetsSyncTheLogFirst(t *testing.T) {
 		t.Fatalf("after a failed log sync the file holds %d, want 7 still", got)
 	}
 }
+
+// TestOffsetSetTwiceIsDurableBeforeItsCommit: an offset a pull carried
+// (set in memory, made durable by the next flush) and then committed
+// with UPDATE_CONSUMER_OFFSET at the same value is in the file when that
+// commit returns: the commit is answered only once it is durable, even
+// though the value did not change.
+func TestOffsetSetTwiceIsDurableBeforeItsCommit(t *testing.T) {
+	dir := t.TempDir()
+	st, err := openOffsets(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := offsetKey{group: "g", topic: "t", queue: 0}
+	if _, err := st.set(k, 7); err != nil { // a pull's commit offset: no wait
+		t.Fatal(err)
+	}
+	gen, err := st.set(k, 7) // UPDATE_CONSUMER_OFFSET, the same value
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.commit(gen); err != nil {
+		t.Fatal(err)
+	}
+	again, err := openOffsets(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if off, ok := again.get(k); !ok || off != 7 {
+		t.Fatalf("after the commit returned the file holds %d (%v), want 7", off, ok)
+	}
+	// Once durable, setting the same value again needs no write.
+	if gen2, _ := st.set(k, 7); gen2 > gen {
+		t.Fatalf("an unchanged durable offset asks for generation %d, past %d", gen2, gen)
+	}
+}

@@ -47,6 +47,9 @@ type offsetStore struct {
 
 	mu      sync.Mutex
 	offsets map[offsetKey]int64
+	// setAt is the gen at which each offset took its value: a commit of
+	// the same value again waits for that gen, not less.
+	setAt map[offsetKey]uint64
 	// gen counts updates; durable is the gen the file holds.
 	gen, durable uint64
 	err          error // the last flush's error, sticky until one succeeds
@@ -63,7 +66,7 @@ type offsetStore struct {
 }
 
 func openOffsets(dir string) (*offsetStore, error) {
-	st := &offsetStore{dir: dir, offsets: map[offsetKey]int64{}}
+	st := &offsetStore{dir: dir, offsets: map[offsetKey]int64{}, setAt: map[offsetKey]uint64{}}
 	if dir == "" {
 		return st, nil // in memory only, for tests that say so
 	}
@@ -137,10 +140,13 @@ func (st *offsetStore) set(k offsetKey, off int64) (uint64, error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if cur, ok := st.offsets[k]; ok && cur == off {
-		return st.durable, nil
+		// Unchanged: durable once the gen that set it is, which may not
+		// be yet (a pull set it, and no flush has run since).
+		return st.setAt[k], nil
 	}
 	st.offsets[k] = off
 	st.gen++
+	st.setAt[k] = st.gen
 	return st.gen, nil
 }
 
