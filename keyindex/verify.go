@@ -48,10 +48,11 @@ func checkMark(fs vfs.FS, dir string, reset bool) error {
 // merge that read them): every block's check and count, the order, the
 // sum and the sparse index. onRead is called before each read with its
 // size (a pace; its error stops Verify and is returned). Damage is
-// returned as ErrCorrupt, and also recorded (sortedrun.Run.MarkDamaged:
-// the run's tail withdrawn, a mark in the directory), so that the next
-// Open refuses the state and the caller rebuilds the index from its log
-// (when neither record can be made, the error says so); this Index keeps answering, and a Get that reads a
+// returned as ErrCorrupt, and also recorded by the run (its tail
+// withdrawn, a mark in the directory: sortedrun's noteDamage, as for
+// damage a Get or a merge meets), so that the next Open refuses the state
+// and the caller rebuilds the index from its log (when neither record can
+// be made, the error says so); this Index keeps answering, and a Get that reads a
 // damaged block fails as it always does. The caller runs Verify in the
 // background, after Open, where its reads do not delay the start.
 func (x *Index) Verify(onRead func(n int) error) error {
@@ -70,15 +71,9 @@ func (x *Index) Verify(onRead func(n int) error) error {
 	x.mu.unverified = nil
 	x.mu.Unlock()
 	var err error
-	var damaged *sortedrun.Run
 	for i, r := range todo {
 		if err == nil {
-			err = r.Verify(onRead, nil)
-			switch {
-			case errors.Is(err, ErrCorrupt):
-				damaged = r // its reference is dropped once it is marked
-				continue
-			case err != nil:
+			if err = r.Verify(onRead, nil); err != nil && !errors.Is(err, ErrCorrupt) {
 				// Not checked: try again at the next Verify.
 				x.mu.Lock()
 				x.mu.unverified = append(x.mu.unverified, todo[i:]...)
@@ -86,12 +81,6 @@ func (x *Index) Verify(onRead func(n int) error) error {
 			}
 		}
 		r.Unref()
-	}
-	if damaged != nil {
-		defer damaged.Unref()
-		if merr := damaged.MarkDamaged(x.fs, x.dir, err); merr != nil {
-			return errors.Join(err, merr)
-		}
 	}
 	return err
 }

@@ -56,8 +56,8 @@
 //
 // Seeding the check with what the state records of the run binds the tail
 // to it. The tail is written with the blocks, before the file's one fsync.
-// Files written before tails have none and are read whole. A check that
-// finds the run damaged withdraws its tail (Run.MarkDamaged): the magic
+// Files written before tails have none and are read whole. A read that
+// finds the run damaged withdraws its tail (Run.noteDamage): the magic
 // becomes "dmgd", and the tail is never used again.
 //
 // # State layout
@@ -90,7 +90,7 @@
 // fsynced, twice: a job that fails deletes its file, and the next job
 // writes a new one under a new sequence number, so a failed fsync whose
 // pages Linux marked clean is never vouched for by a later one. The one
-// later write is a damaged run's tail withdrawal (Run.MarkDamaged), which
+// later write is a damaged run's tail withdrawal (Run.noteDamage), which
 // vouches for nothing: if its fsync fails, the damage mark still refuses
 // the run, and if both fail the caller is told.
 //
@@ -101,8 +101,10 @@
 // instead: the tail's check, and its first and last blocks checked and
 // compared with it; a tail that fails is never used (the caller reads the
 // run whole, which computes it again), and the rest of the run is checked
-// by Run.Verify, which the users run in the background; damage it finds
-// is recorded by Run.MarkDamaged, so that no later open trusts the tail. Every read after
+// by Run.Verify, which the users run in the background. Every read after
 // open checks every block it reads, and that the block's first entry is
-// the one the sparse index holds.
+// the one the sparse index holds; damage any read of a run meets (Verify,
+// ReadBlock(s), an iterator's Err) is recorded by the run, once (its tail
+// withdrawn, the damage mark written), so that no later open trusts the
+// tail.
 package sortedrun

@@ -3,6 +3,7 @@ package sortedrun_test
 import (
 	"errors"
 	"math/rand/v2"
+	"path"
 	"syscall"
 	"testing"
 
@@ -141,7 +142,8 @@ func TestReadErrorIsNotDamage(t *testing.T) {
 }
 
 // TestDamagedInputFailsMerge: a merge whose input run is damaged fails
-// with the damage and leaves no output file.
+// with the damage and leaves no output file, only the input and the mark
+// that records its damage.
 func TestDamagedInputFailsMerge(t *testing.T) {
 	forEach(t, func(t *testing.T, f *sortedrun.Format) {
 		mem, _ := faultyDir(t)
@@ -153,8 +155,8 @@ func TestDamagedInputFailsMerge(t *testing.T) {
 		if r != nil {
 			t.Fatal("a run from a damaged input")
 		}
-		if names, _ := mem.List(dir); len(names) != 1 {
-			t.Fatalf("files %v, want the input only", names)
+		if names, _ := mem.List(dir); len(names) != 2 || names[0] != path.Base(in.Name) || names[1] != sortedrun.DamageMark {
+			t.Fatalf("files %v, want the input and the damage mark", names)
 		}
 	})
 }

@@ -1,6 +1,7 @@
 package sortedrun
 
 import (
+	"errors"
 	"fmt"
 	"path"
 
@@ -14,23 +15,40 @@ import (
 // source; the rebuild deletes it.
 const DamageMark = "DAMAGED"
 
-// withdrawnMagic replaces the magic of a run's tail when a check finds the
-// run damaged (Run.MarkDamaged): a tail with it is never used, so the next
-// open reads the run whole and finds the damage itself.
+// withdrawnMagic replaces the magic of a run's tail when a reader finds
+// the run damaged (Run.noteDamage): a tail with it is never used, so the
+// next open reads the run whole and finds the damage itself.
 const withdrawnMagic = "dmgd"
 
-// MarkDamaged records durably that a check found run r of dir damaged
-// (damage says what), so that no later open takes the run's tail on
-// trust. It makes two records, either of which suffices. It withdraws
-// the run's tail in place (its magic overwritten, the file synced: an
+// noteDamage records damage err, met reading r, durably and once, so
+// that no later open takes the run's tail on trust: a reader that meets
+// damage in a block (a load, a lookup, a merge, Verify) may be the only
+// one to see it before the process stops, and the next start would
+// otherwise open the run from its tail again and meet it again, at every
+// start. It returns err, joined with why it could not be recorded (then
+// the next damage met tries again). An error that is not damage (a read
+// error) is returned as it is.
+func (r *Run) noteDamage(err error) error {
+	if err == nil || !errors.Is(err, r.format.Corrupt) || r.fs == nil || !r.marked.CompareAndSwap(false, true) {
+		return err
+	}
+	if merr := r.markDamaged(r.fs, path.Dir(r.Name), err); merr != nil {
+		r.marked.Store(false)
+		return errors.Join(err, merr)
+	}
+	return err
+}
+
+// markDamaged records durably that run r of dir is damaged (damage says
+// what). It makes two records, either of which suffices. It withdraws the
+// run's tail in place (its magic overwritten, the file synced: an
 // overwrite needs no new space, so a full disk does not stop it), so that
 // the next open reads the run whole and finds the damage from the data
 // itself; and it writes the damage mark in dir, which makes the next Open
 // of a state refuse at once and says what was found. It returns an error
 // only when neither is durable: the next open may then trust the run's
-// tail again, and the error names the file and both causes. The caller
-// holds a reference to r.
-func (r *Run) MarkDamaged(fs vfs.FS, dir string, damage error) error {
+// tail again, and the error names the file and both causes.
+func (r *Run) markDamaged(fs vfs.FS, dir string, damage error) error {
 	werr := r.withdrawTail()
 	merr := WriteDamageMark(fs, dir, damage)
 	if werr == nil || merr == nil {

@@ -2,45 +2,49 @@ package sortedrun_test
 
 import (
 	"errors"
-	"path"
 	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/hourglass-mq/hourglass/sortedrun"
+	"github.com/hourglass-mq/hourglass/sortedrun/sortedruntest"
 	"github.com/hourglass-mq/hourglass/vfs"
 )
 
-// TestMarkDamagedWithdrawsTheTail: MarkDamaged withdraws the run's tail
-// durably and writes the mark; on a disk too full for the mark the
-// withdrawal alone holds (an overwrite needs no new space), and after a
-// power loss the tail is still not used: OpenRunTail says it was
-// withdrawn and the caller reads the run whole. Only when neither can be
-// made durable is there an error, and it names the run file.
-func TestMarkDamagedWithdrawsTheTail(t *testing.T) {
+// TestDamageMetIsRecorded: a reader that meets damage in a block of a run
+// opened from its tail (here ReadBlocks; a lookup, a merge and Verify go
+// the same way) records it: the run's tail is withdrawn durably and the
+// mark written, so after a power loss the tail is not used (OpenRunTail
+// says it was withdrawn, and the caller reads the run whole). On a disk
+// too full for the mark the withdrawal alone holds (an overwrite needs no
+// new space). Only when neither can be made durable does the reader's
+// error say that the damage could not be recorded, naming the run file. A
+// read error is not damage, and records nothing.
+func TestDamageMetIsRecorded(t *testing.T) {
 	forEachTail(t, func(t *testing.T, f *sortedrun.Format) {
-		damage := errors.New("block 1 fails its check")
 		for _, c := range []struct {
-			what   string
-			hook   func(op vfs.Op, name string) error
-			failed bool
+			what       string
+			hook       func(op vfs.Op, name string) error
+			mark, tail bool // recorded after a power loss
 		}{
-			{"room", nil, false},
+			{"room", nil, true, true},
 			{"a disk full for the mark", func(op vfs.Op, name string) error {
 				if op == vfs.OpCreate && strings.HasSuffix(name, sortedrun.DamageMark) {
 					return syscall.ENOSPC
 				}
 				return nil
-			}, false},
+			}, false, true},
 			{"nothing written", func(op vfs.Op, name string) error {
 				if op == vfs.OpCreate || op == vfs.OpWrite || op == vfs.OpSync {
 					return syscall.EIO
 				}
 				return nil
-			}, true},
+			}, false, false},
 		} {
 			t.Run(c.what, func(t *testing.T) {
 				mem, _, m := tailRun(t, f, 4)
+				name := f.RunName(dir, 4)
+				sortedruntest.Patch(t, mem, name, sortedrun.BlockSize+40, 1, func(b []byte) { b[0] ^= 0x40 })
 				ff := vfs.NewFaulty(mem)
 				r, why, err := f.OpenRunTail(ff, dir, m)
 				if r == nil || err != nil {
@@ -48,28 +52,52 @@ func TestMarkDamagedWithdrawsTheTail(t *testing.T) {
 				}
 				defer r.Unref()
 				ff.Inject(c.hook)
-				err = r.MarkDamaged(ff, dir, damage)
-				if c.failed {
-					if err == nil || !errors.Is(err, syscall.EIO) || !strings.Contains(err.Error(), r.Name) {
-						t.Fatalf("MarkDamaged with nothing written: %v, want an error naming %s", err, r.Name)
-					}
-					return
+				err = r.ReadBlocks(1, 2, func([]byte, int) {})
+				if !errors.Is(err, f.Corrupt) {
+					t.Fatalf("reading the damaged block: %v, want the damage", err)
 				}
-				if err != nil {
-					t.Fatalf("MarkDamaged: %v", err)
+				if recorded := !strings.Contains(err.Error(), "could not be recorded"); recorded != (c.mark || c.tail) ||
+					!recorded && (!errors.Is(err, syscall.EIO) || !strings.Contains(err.Error(), name)) {
+					t.Fatalf("reading the damaged block: %v; want it recorded: %v", err, c.mark || c.tail)
 				}
 				img := mem.Crash(nil)
-				if r, why, err := f.OpenRunTail(img, dir, m); r != nil || err != nil || !strings.Contains(why, "withdrawn") {
-					t.Fatalf("after MarkDamaged and a power loss: run %v, %v, %q; want the tail withdrawn", r, err, why)
+				r2, why, err := f.OpenRunTail(img, dir, m)
+				if r2 != nil {
+					r2.Unref()
 				}
-				what, found, err := sortedrun.ReadDamageMark(img, dir)
-				if wantMark := c.hook == nil; found != wantMark || err != nil || found && what != damage.Error() {
-					t.Fatalf("mark after a power loss: %q %v %v, want it %v", what, found, err, wantMark)
+				if withdrawn := r2 == nil && err == nil && strings.Contains(why, "withdrawn"); withdrawn != c.tail {
+					t.Fatalf("after a power loss: run %v, %v, %q; want the tail withdrawn: %v", r2 != nil, err, why, c.tail)
 				}
-				if _, err := img.Open(path.Join(dir, sortedrun.DamageMark)); c.hook != nil && !vfs.IsNotExist(err) {
-					t.Fatalf("a mark on a full disk: %v", err)
+				if _, found, err := sortedrun.ReadDamageMark(img, dir); found != c.mark || err != nil {
+					t.Fatalf("mark after a power loss: %v %v, want %v", found, err, c.mark)
 				}
 			})
+		}
+	})
+}
+
+// TestReadErrorRecordsNoDamage: a read that fails (EIO) is not damage: the
+// run's tail stays and no mark is written.
+func TestReadErrorRecordsNoDamage(t *testing.T) {
+	forEachTail(t, func(t *testing.T, f *sortedrun.Format) {
+		mem, _, m := tailRun(t, f, 4)
+		ff := vfs.NewFaulty(mem)
+		r, why, err := f.OpenRunTail(ff, dir, m)
+		if r == nil || err != nil {
+			t.Fatalf("OpenRunTail: %v %s", err, why)
+		}
+		defer r.Unref()
+		sortedruntest.FailOn(ff, dir, syscall.EIO, vfs.OpRead)
+		if err := r.ReadBlocks(1, 2, func([]byte, int) {}); !errors.Is(err, syscall.EIO) || errors.Is(err, f.Corrupt) {
+			t.Fatalf("a read that failed: %v, want EIO and no damage", err)
+		}
+		if r2, why, err := f.OpenRunTail(mem, dir, m); r2 == nil || err != nil {
+			t.Fatalf("after a read error the tail is not used: %v %q", err, why)
+		} else {
+			r2.Unref()
+		}
+		if _, found, _ := sortedrun.ReadDamageMark(mem, dir); found {
+			t.Fatal("a read error left a damage mark")
 		}
 	})
 }

@@ -30,6 +30,10 @@ type Run struct {
 
 	format *Format
 	file   vfs.File
+	// fs is where the run lives, for recording damage a reader meets in it
+	// (noteDamage); marked says that it was recorded.
+	fs     vfs.FS
+	marked atomic.Bool
 	// refs counts the user's reference and the readers' (load plans,
 	// jobs, lookups); the last Unref closes the file.
 	refs atomic.Int32
@@ -64,13 +68,13 @@ func (f *Format) readFull(file vfs.File, name string, b []byte, off int64) error
 func (r *Run) ReadBlocks(start, end int, visit func(block []byte, n int)) error {
 	buf := make([]byte, (end-start)*BlockSize)
 	if err := r.format.readFull(r.file, r.Name, buf, int64(start)*BlockSize); err != nil {
-		return err
+		return r.noteDamage(err)
 	}
 	for k := range end - start {
 		b := buf[k*BlockSize : (k+1)*BlockSize]
 		n, err := r.checkRead(b, start+k)
 		if err != nil {
-			return err
+			return r.noteDamage(err)
 		}
 		visit(b, n)
 	}
@@ -92,9 +96,10 @@ func (r *Run) checkRead(b []byte, i int) (int, error) {
 // and returns its count: one pread, for lookups that keep b in a pool.
 func (r *Run) ReadBlock(b []byte, i int) (int, error) {
 	if err := r.format.readFull(r.file, r.Name, b, int64(i)*BlockSize); err != nil {
-		return 0, err
+		return 0, r.noteDamage(err)
 	}
-	return r.checkRead(b, i)
+	n, err := r.checkRead(b, i)
+	return n, r.noteDamage(err)
 }
 
 // OpenRun opens run m of dir and checks all of it: the file's size first
@@ -127,7 +132,7 @@ func (f *Format) OpenRun(fs vfs.FS, dir string, m Meta, visit func(e []byte)) (*
 		file.Close()
 		return nil, it.err
 	}
-	r := &Run{Meta: m, Name: name, First: it.first, Last: Lead(it.Entry()), format: f, file: file}
+	r := &Run{Meta: m, Name: name, First: it.first, Last: Lead(it.Entry()), format: f, file: file, fs: fs}
 	r.refs.Store(1)
 	return r, nil
 }
@@ -172,11 +177,18 @@ type Iter struct {
 	onRead func(n int) error
 	last   []byte // a copy of the last entry of the block before
 	err    error
+	// run, when not nil, is the run walked: damage that ends the walk is
+	// recorded there (Run.noteDamage) when Err reports it.
+	run *Run
 }
 
 // NewIter returns an iterator over run r as m describes it (the Meta the
 // reader captured: its DeadBelow may differ from r's by now).
-func (r *Run) NewIter(m Meta) *Iter { return r.format.newIter(m, r.Name, r.file, false) }
+func (r *Run) NewIter(m Meta) *Iter {
+	it := r.format.newIter(m, r.Name, r.file, false)
+	it.run = r
+	return it
+}
 
 func (f *Format) newIter(m Meta, name string, file vfs.File, collect bool) *Iter {
 	it := &Iter{Meta: m, format: f, name: name, file: file, block: -1, left: m.Entries, sum: f.Seed, size: f.EntrySize}
@@ -230,8 +242,15 @@ func (it *Iter) disorder(e []byte) bool {
 // Entry returns the current entry, valid until the next call of Next.
 func (it *Iter) Entry() []byte { return it.b[(it.i-1)*it.size : it.i*it.size : it.i*it.size] }
 
-// Err returns the error that ended the walk, nil at its end.
-func (it *Iter) Err() error { return it.err }
+// Err returns the error that ended the walk, nil at its end. Damage in a
+// run's iterator is recorded in the run first (Run.noteDamage).
+func (it *Iter) Err() error {
+	if it.err != nil && it.run != nil {
+		it.err = it.run.noteDamage(it.err)
+		it.run = nil
+	}
+	return it.err
+}
 
 // Offset returns the current entry's offset in the file.
 func (it *Iter) Offset() int64 {

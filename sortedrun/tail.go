@@ -117,6 +117,8 @@ func (f *Format) OpenRunTail(fs vfs.FS, dir string, m Meta) (*Run, string, error
 	r, why, err := f.openFromTail(file, name, m)
 	if r == nil {
 		file.Close()
+	} else {
+		r.fs = fs
 	}
 	return r, why, err
 }
@@ -189,10 +191,10 @@ func (r *Run) Verify(onRead func(n int) error, visit func(e []byte)) error {
 		}
 	}
 	if err := it.Err(); err != nil {
-		return err
+		return r.noteDamage(err)
 	}
 	if !slices.Equal(it.first, r.First) || Lead(it.Entry()) != r.Last {
-		return r.format.corrupt(r.Name, r.format.Blocks(m)*BlockSize, "the sparse index disagrees with the blocks")
+		return r.noteDamage(r.format.corrupt(r.Name, r.format.Blocks(m)*BlockSize, "the sparse index disagrees with the blocks"))
 	}
 	return nil
 }

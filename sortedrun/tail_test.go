@@ -172,7 +172,8 @@ func TestForgedTailIsCaught(t *testing.T) {
 
 // TestVerifyFindsDamageTheTailHid: a run opened from its tail reads only
 // its first and last blocks; damage in another is found by the read that
-// meets it and by Verify, naming the block.
+// meets it and by Verify, naming the block; damage in the first block is
+// found by the open.
 func TestVerifyFindsDamageTheTailHid(t *testing.T) {
 	forEachTail(t, func(t *testing.T, f *sortedrun.Format) {
 		fs, _, m := tailRun(t, f, 4)
@@ -185,6 +186,7 @@ func TestVerifyFindsDamageTheTailHid(t *testing.T) {
 		defer r.Unref()
 		wantCorrupt(t, f, r.Verify(nil, nil), name, sortedrun.BlockSize)
 		wantCorrupt(t, f, r.ReadBlocks(1, 2, func([]byte, int) {}), name, sortedrun.BlockSize)
+		fs, _, m = tailRun(t, f, 4) // the one above withdrew its tail
 		sortedruntest.Patch(t, fs, name, 100, 1, func(b []byte) { b[0] ^= 2 })
 		_, _, err = f.OpenRunTail(fs, dir, m)
 		wantCorrupt(t, f, err, name, 0)

@@ -230,6 +230,7 @@ func (f *Format) WriteRunAux(fs vfs.FS, dir string, seq uint64, srcs []Source, k
 	if err != nil {
 		return fail(err)
 	}
+	r.fs = fs
 	if err := fs.SyncDir(dir); err != nil {
 		r.Unref()
 		fs.Remove(name)

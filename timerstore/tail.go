@@ -4,7 +4,6 @@ package timerstore
 
 import (
 	"encoding/binary"
-	"errors"
 	"path"
 
 	"github.com/hourglass-mq/hourglass/sortedrun"
@@ -185,10 +184,10 @@ type RunsPlan struct {
 // the run's deadBelow when the plan was taken) to visit, in file order,
 // run after run. onRead, when not nil, is called before each read with its
 // size; its error stops Each and is returned. Damage is ErrCorrupt, and is
-// recorded (sortedrun.Run.MarkDamaged: the run's tail withdrawn, a mark
-// in the directory) so that the next Open refuses the state and the
-// engine rebuilds the index; when neither record can be made, the error
-// says so. Each may run without the owner's
+// recorded by the run (the run's tail withdrawn, a mark in the directory:
+// sortedrun's noteDamage, as for damage any read meets) so that the next
+// Open refuses the state and the engine rebuilds the index; when neither
+// record can be made, the error says so. Each may run without the owner's
 // lock and must be called once; it drops the plan's references.
 func (p *RunsPlan) Each(visit func(Entry), onRead func(n int) error) error {
 	if p.done {
@@ -206,11 +205,6 @@ func (p *RunsPlan) Each(visit func(Entry), onRead func(n int) error) error {
 				visit(e)
 			}
 		})
-		if errors.Is(err, ErrCorrupt) {
-			if merr := rp.r.MarkDamaged(p.fs, p.dir, err); merr != nil {
-				return errors.Join(err, merr)
-			}
-		}
 		if err != nil {
 			return err
 		}
