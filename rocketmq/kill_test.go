@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os/exec"
+	"regexp"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	rmq "github.com/apache/rocketmq-clients/golang/v5"
 	pb "github.com/apache/rocketmq-clients/golang/v5/protocol/v2"
 
+	hgbroker "github.com/hourglass-mq/hourglass/broker"
 	"github.com/hourglass-mq/hourglass/internal/clitest"
 )
 
@@ -26,35 +28,51 @@ var binaryOnce = sync.OnceValues(clitest.Binary)
 // proc is a running `hourglass serve` process with plaintext gRPC.
 type proc struct {
 	cmd    *exec.Cmd
-	out    *bytes.Buffer
+	out    *lockedBuffer
 	exited chan struct{}
 	broker broker
 }
 
-// freeAddr returns a loopback address whose port was free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
+// lockedBuffer holds a process's output: exec's copying goroutine writes
+// it while the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
 }
 
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// The lines serve writes once its HTTP listener and its gRPC service are
+// up, with the addresses they bound.
+var (
+	httpListening = regexp.MustCompile(`(?m)^listening on http://(\S+)$`)
+	grpcListening = regexp.MustCompile(`msg="` + regexp.QuoteMeta(hgbroker.GRPCListeningMsg) + `" addr=(\S+)`)
+)
+
 // startProc runs the real binary on dir, with extra flags, and waits until
-// /healthz answers and the gRPC port accepts connections.
+// /healthz answers and the gRPC port accepts connections. The process
+// binds free ports itself (port 0) and the test reads them from its
+// output: a port found free here and handed over could be taken by a
+// parallel test's listener before the process binds it.
 func startProc(t *testing.T, dir string, extra ...string) *proc {
 	t.Helper()
 	bin, err := binaryOnce()
 	if err != nil {
 		t.Fatal(err)
 	}
-	httpAddr, grpcAddr := freeAddr(t), freeAddr(t)
-	p := &proc{out: &bytes.Buffer{}, exited: make(chan struct{}),
-		broker: broker{grpc: grpcAddr, http: httpAddr, dataDir: dir}}
-	p.cmd = exec.Command(bin, append([]string{"serve", "--data-dir", dir, "--listen", httpAddr,
-		"--grpc-listen", grpcAddr, "--grpc-plaintext"}, extra...)...)
+	p := &proc{out: &lockedBuffer{}, exited: make(chan struct{}), broker: broker{dataDir: dir}}
+	p.cmd = exec.Command(bin, append([]string{"serve", "--data-dir", dir, "--listen", "127.0.0.1:0",
+		"--grpc-listen", "127.0.0.1:0", "--grpc-plaintext"}, extra...)...)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -68,13 +86,22 @@ func startProc(t *testing.T, dir string, extra ...string) *proc {
 			t.Fatalf("hourglass serve exited at start:\n%s", p.out)
 		default:
 		}
-		resp, err := http.Get("http://" + httpAddr + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if c, err := net.Dial("tcp", grpcAddr); err == nil {
-				c.Close()
-				if resp.StatusCode == http.StatusOK {
-					return p
+		out := p.out.String()
+		if m := httpListening.FindStringSubmatch(out); m != nil {
+			p.broker.http = m[1]
+		}
+		if m := grpcListening.FindStringSubmatch(out); m != nil {
+			p.broker.grpc = m[1]
+		}
+		if p.broker.http != "" && p.broker.grpc != "" {
+			resp, err := http.Get("http://" + p.broker.http + "/healthz")
+			if err == nil {
+				resp.Body.Close()
+				if c, err := net.Dial("tcp", p.broker.grpc); err == nil {
+					c.Close()
+					if resp.StatusCode == http.StatusOK {
+						return p
+					}
 				}
 			}
 		}
