@@ -2,6 +2,7 @@ package broker
 
 import (
 	"crypto/tls"
+	"fmt"
 	"log/slog"
 	"net"
 	"path/filepath"
@@ -68,11 +69,16 @@ func (r *remotingService) start() {
 }
 
 // stop closes the listener and every connection, ending long polls, and
-// makes the consumer offsets durable.
-func (r *remotingService) stop(logger *slog.Logger) {
+// makes the consumer offsets durable. An error means offsets the clients
+// committed (or pulls carried) may be lost: the groups move back and get
+// those messages again. Run returns it, so that the process exits
+// non-zero rather than report a clean stop.
+func (r *remotingService) stop(logger *slog.Logger) error {
 	if err := r.adapter.Close(); err != nil {
 		logger.Error("remoting: consumer offsets could not be made durable at shutdown", "err", err)
+		return fmt.Errorf("remoting: consumer offsets could not be made durable at shutdown: %w", err)
 	}
+	return nil
 }
 
 // errChan is the channel of Serve's failure; nil without a service.

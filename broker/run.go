@@ -75,7 +75,9 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, ready func(addr s
 		g.stop(cfg.DrainTimeout, logger)
 	}
 	if rm != nil {
-		rm.stop(logger)
+		if err := rm.stop(logger); err != nil && runErr == nil {
+			runErr = err
+		}
 	}
 	drainCtx, cancel := context.WithTimeout(context.Background(), cfg.DrainTimeout)
 	if err := srv.Shutdown(drainCtx); err != nil {
