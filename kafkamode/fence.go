@@ -106,13 +106,28 @@ func (w *Worker) groupMembers(ctx context.Context) (map[string][]string, error) 
 	if err != nil {
 		return nil, fmt.Errorf("describe group %s: %w", w.cfg.Group, err)
 	}
-	live := map[string][]string{}
+	cids := make([]string, 0, len(gs[w.cfg.Group].Members))
 	for _, m := range gs[w.cfg.Group].Members {
-		if id, nonce, ok := parseMemberClientID(m.ClientID); ok {
+		cids = append(cids, m.ClientID)
+	}
+	return workerMembers(w.cfg.Group, cids), nil
+}
+
+// workerMembers returns, for each transactional ID among client IDs cids
+// of group's members, the nonces it is listed with. Only the IDs of this
+// group's workers (txnID: group, '-', worker ID) count: any client that
+// may join the group chooses its own client ID, and one that named
+// another program's transactional ID and left would otherwise have the
+// workers fence it and abort that program's open transaction.
+func workerMembers(group string, cids []string) map[string][]string {
+	live := map[string][]string{}
+	prefix := group + "-"
+	for _, cid := range cids {
+		if id, nonce, ok := parseMemberClientID(cid); ok && len(id) > len(prefix) && strings.HasPrefix(id, prefix) {
 			live[id] = append(live[id], nonce)
 		}
 	}
-	return live, nil
+	return live
 }
 
 // fenceWait bounds how long a take-over waits for the coordinator to
@@ -157,7 +172,13 @@ func (w *Worker) fenceDeparted(ctx context.Context) {
 	}
 	for _, id := range gone {
 		t, ok := txns[id]
-		if !ok || t.Err != nil || t.State != "Ongoing" {
+		if ok && t.Err != nil {
+			// TRANSACTIONAL_ID_AUTHORIZATION_FAILED without Describe on
+			// the other workers' transactional IDs, for one.
+			log.Warn("cannot describe a departed worker's transaction; not fenced", "transactional_id", id, "err", t.Err)
+			continue
+		}
+		if !ok || t.State != "Ongoing" {
 			continue
 		}
 		began := time.Now()

@@ -55,3 +55,30 @@ func TestRosterSwapNamesTheDeparted(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkerMembersOnlyThisGroupsWorkers: a member's client ID names a
+// transactional ID a worker may fence once that member leaves; only the
+// transactional IDs of this group's workers (group + "-" + worker ID)
+// count, so that a client that joins the group with a made-up client ID
+// and leaves cannot make the workers abort another program's
+// transactions.
+func TestWorkerMembersOnlyThisGroupsWorkers(t *testing.T) {
+	n := newNonce()
+	got := workerMembers("hg", []string{
+		memberClientID("hg-w1", n),
+		memberClientID("hg-w2", "0123456789abcdef"),
+		memberClientID("payments-tx", n), // another program's transactional ID
+		memberClientID("hg", n),          // no worker ID
+		memberClientID("hgx-w1", n),
+		"kgo",
+	})
+	want := map[string][]string{"hg-w1": {n}, "hg-w2": {"0123456789abcdef"}}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for id, ns := range want {
+		if !slices.Equal(got[id], ns) {
+			t.Fatalf("got %v, want %v", got, want)
+		}
+	}
+}
