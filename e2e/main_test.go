@@ -10,12 +10,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -94,17 +94,6 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-// freePort returns a loopback port that was free a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // startServer runs hourglass serve on dataDir (a new temporary directory
 // if empty) and waits until /healthz answers. env entries are KEY=VALUE.
 func startServer(t *testing.T, dataDir string, env []string, args ...string) *server {
@@ -133,12 +122,17 @@ func startServer(t *testing.T, dataDir string, env []string, args ...string) *se
 	return s
 }
 
+// listeningLine is what serve prints once its HTTP listener is up.
+var listeningLine = regexp.MustCompile(`(?m)^listening on (http://\S+)$`)
+
 func (s *server) start() {
 	t := s.t
 	t.Helper()
-	port := freePort(t)
-	s.base = fmt.Sprintf("http://127.0.0.1:%d", port)
-	args := append([]string{"serve", "--data-dir", s.dataDir, "--listen", fmt.Sprintf("127.0.0.1:%d", port)}, s.args...)
+	// Port 0: the process binds a free port itself and prints it. A port
+	// found free here and handed over could be taken by another test's
+	// listener before the process binds it.
+	s.base = ""
+	args := append([]string{"serve", "--data-dir", s.dataDir, "--listen", "127.0.0.1:0"}, s.args...)
 	s.cmd = exec.Command(binary, args...)
 	s.cmd.Env = append(os.Environ(), s.env...)
 	s.logs = &syncBuffer{}
@@ -158,11 +152,18 @@ func (s *server) start() {
 			t.Fatalf("hourglass serve exited at start (%v); output:\n%s", s.exitErr, s.logs)
 		default:
 		}
-		resp, err := s.client.Get(s.base + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
+		if s.base == "" {
+			if m := listeningLine.FindStringSubmatch(s.logs.String()); m != nil {
+				s.base = m[1]
+			}
+		}
+		if s.base != "" {
+			resp, err := s.client.Get(s.base + "/healthz")
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					return
+				}
 			}
 		}
 		if time.Now().After(deadline) {
