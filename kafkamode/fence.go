@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -96,9 +97,9 @@ func parseMemberClientID(cid string) (txnID, nonce string, ok bool) {
 // clientID is this worker's client ID in the group.
 func (w *Worker) clientID() string { return memberClientID(w.txnID(), w.ses.nonce) }
 
-// groupMembers returns, for each transactional ID among the group's
-// members' client IDs, the nonces it is listed with.
-func (w *Worker) groupMembers(ctx context.Context) (map[string][]string, error) {
+// describeMembers returns the group's members as its coordinator lists
+// them.
+func (w *Worker) describeMembers(ctx context.Context) ([]kadm.DescribedGroupMember, error) {
 	gs, err := w.ses.admin().DescribeGroups(ctx, w.cfg.Group)
 	if err == nil {
 		err = gs.Error()
@@ -106,11 +107,26 @@ func (w *Worker) groupMembers(ctx context.Context) (map[string][]string, error) 
 	if err != nil {
 		return nil, fmt.Errorf("describe group %s: %w", w.cfg.Group, err)
 	}
-	cids := make([]string, 0, len(gs[w.cfg.Group].Members))
-	for _, m := range gs[w.cfg.Group].Members {
-		cids = append(cids, m.ClientID)
+	return gs[w.cfg.Group].Members, nil
+}
+
+// groupMembers returns, for each transactional ID among the group's
+// members' client IDs, the nonces it is listed with.
+func (w *Worker) groupMembers(ctx context.Context) (map[string][]string, error) {
+	ms, err := w.describeMembers(ctx)
+	if err != nil {
+		return nil, err
 	}
-	return workerMembers(w.cfg.Group, cids), nil
+	return workerMembers(w.cfg.Group, clientIDs(ms)), nil
+}
+
+// clientIDs returns the client IDs of ms.
+func clientIDs(ms []kadm.DescribedGroupMember) []string {
+	cids := make([]string, len(ms))
+	for i, m := range ms {
+		cids[i] = m.ClientID
+	}
+	return cids
 }
 
 // workerMembers returns, for each transactional ID among client IDs cids
@@ -212,21 +228,60 @@ func (s *session) rosterSwap(live map[string][]string, own string) []string {
 	return gone
 }
 
-// liveTwin returns the client ID of a group member that has this worker's
-// transactional ID but is another process (another nonce): a second live
-// worker with this WorkerID, which fenced this one. "" when there is none
-// (this worker was fenced as a departed one: it joins again).
+// liveTwin describes a group member that has this worker's
+// transactional ID but is another process: a second live worker with this
+// WorkerID, which fenced this one. "" when there is none (this worker was
+// fenced as a departed one: it joins again). A dynamic member is told by
+// the nonce in its client ID; a static one by its member ID (staticTwin).
 func (w *Worker) liveTwin(ctx context.Context) (string, error) {
-	live, err := w.groupMembers(ctx)
+	ms, err := w.describeMembers(ctx)
 	if err != nil {
 		return "", err
 	}
-	for _, nonce := range live[w.txnID()] {
+	if w.cfg.StaticMember {
+		if m := staticTwin(ms, w.cfg.WorkerID, w.ses.lastMemberID()); m != "" {
+			return "with member ID " + m, nil
+		}
+		return "", nil
+	}
+	for _, nonce := range workerMembers(w.cfg.Group, clientIDs(ms))[w.txnID()] {
 		if nonce != w.ses.nonce {
 			return memberClientID(w.txnID(), nonce), nil
 		}
 	}
 	return "", nil
+}
+
+// staticTwin returns the member ID of the member of ms with group
+// instance ID instance (this worker's WorkerID) when it is not own, the
+// member ID this worker last had (a static member that stops does not
+// leave: its membership stays listed until its session times out); ""
+// when there is none. The nonce cannot tell a static twin: a static member
+// that replaces another keeps the client ID of the member it replaced, so
+// the group lists the replaced process's nonce under the twin's
+// membership. A worker that never had a membership (own "") counts any
+// member with its instance ID: it was fenced before its first
+// assignment, which only a twin does.
+func staticTwin(ms []kadm.DescribedGroupMember, instance, own string) string {
+	for _, m := range ms {
+		if m.InstanceID != nil && *m.InstanceID == instance && m.MemberID != own {
+			return m.MemberID
+		}
+	}
+	return ""
+}
+
+// fencedErr reports whether err is how a fence of this worker's
+// transactional ID may reach it: PRODUCER_FENCED, INVALID_PRODUCER_EPOCH
+// or INVALID_TXN_STATE, depending on which request meets the new epoch
+// first and in which state (on Kafka 4.1 a twin's fence ended a session
+// with each). All are decided by checkFenced: a twin that took one for an
+// ordinary failure joined again, fenced the other in turn, and left which
+// of the two ends to chance. The last two also end a transaction the
+// coordinator aborted at its timeout; with no twin in the group the
+// worker joins again then, as before.
+func fencedErr(err error) bool {
+	return errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) || errors.Is(err, kerr.InvalidTxnState)
 }
 
 // checkFenced decides, a second after a session ended with err, whether a
@@ -239,7 +294,7 @@ func (w *Worker) liveTwin(ctx context.Context) (string, error) {
 // A group that cannot be described is taken as no twin: the next fence,
 // if any, is decided again.
 func (w *Worker) checkFenced(ctx context.Context, err error) error {
-	if !errors.Is(err, kerr.ProducerFenced) || ctx.Err() != nil {
+	if !fencedErr(err) || ctx.Err() != nil {
 		return nil
 	}
 	twin, derr := w.liveTwin(ctx)
@@ -250,6 +305,6 @@ func (w *Worker) checkFenced(ctx context.Context, err error) error {
 	if twin != "" {
 		return fmt.Errorf("%w: another live worker uses worker ID %q (group member %s)", err, w.cfg.WorkerID, twin)
 	}
-	w.cfg.Logger.Warn("fenced while out of the group (a pause past the session timeout?); joining again", "err", err)
+	w.cfg.Logger.Warn("fenced while out of the group (a pause past the session timeout?) or past the transaction timeout; joining again", "err", err)
 	return nil
 }

@@ -3,6 +3,8 @@ package kafkamode
 import (
 	"slices"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 // TestMemberClientIDRoundTrip: a worker's client ID gives back its
@@ -79,6 +81,33 @@ func TestWorkerMembersOnlyThisGroupsWorkers(t *testing.T) {
 	for id, ns := range want {
 		if !slices.Equal(got[id], ns) {
 			t.Fatalf("got %v, want %v", got, want)
+		}
+	}
+}
+
+// TestStaticTwinByMemberID: a static member's twin is the member with its
+// instance ID and another member ID, whatever client ID the group lists
+// (the coordinator keeps the replaced member's); its own membership,
+// still listed after its session ended, is no twin.
+func TestStaticTwinByMemberID(t *testing.T) {
+	inst, other := "w1", "w2"
+	m := func(member string, instance *string, cid string) kadm.DescribedGroupMember {
+		return kadm.DescribedGroupMember{MemberID: member, InstanceID: instance, ClientID: cid}
+	}
+	mine := memberClientID("g-w1", "0123456789abcdef")
+	cases := []struct {
+		ms        []kadm.DescribedGroupMember
+		own, want string
+	}{
+		{[]kadm.DescribedGroupMember{m("w1-a", &inst, mine), m("w2-a", &other, "x")}, "w1-a", ""},
+		{[]kadm.DescribedGroupMember{m("w1-b", &inst, mine), m("w2-a", &other, "x")}, "w1-a", "w1-b"}, // replaced: same client ID
+		{[]kadm.DescribedGroupMember{m("w2-a", &other, "x")}, "w1-a", ""},                             // removed: out of the group
+		{[]kadm.DescribedGroupMember{m("w1-b", &inst, mine)}, "", "w1-b"},                             // never a member itself
+		{[]kadm.DescribedGroupMember{m("w1-b", nil, mine)}, "w1-a", ""},                               // a dynamic member
+	}
+	for i, c := range cases {
+		if got := staticTwin(c.ms, inst, c.own); got != c.want {
+			t.Errorf("case %d: twin %q, want %q", i, got, c.want)
 		}
 	}
 }

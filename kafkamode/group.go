@@ -118,7 +118,8 @@ func (w *Worker) growStateTopic(ctx context.Context, n int32) error {
 // before the client fetches their committed offsets and starts consuming
 // them (the client calls it first, after every rebalance), so no record
 // of theirs is read without them.
-func (w *Worker) onAssigned(ctx context.Context, _ *kgo.Client, assigned map[string][]int32) {
+func (w *Worker) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[string][]int32) {
+	w.ses.setMemberID(cl)
 	// At every rebalance, whatever it assigns: a departed worker's open
 	// transaction holds up every worker's forwards to the business
 	// partitions it wrote to, and its state writes the load below.

@@ -38,6 +38,24 @@ type session struct {
 	// one session and the next may overlap.
 	rosterMu sync.Mutex
 	roster   map[string]bool
+	// memberID is the group member ID of this worker's last assignment,
+	// under rosterMu (staticTwin).
+	memberID string
+}
+
+// setMemberID records the member ID cl has in the group now.
+func (s *session) setMemberID(cl *kgo.Client) {
+	id, _ := cl.GroupMetadata()
+	s.rosterMu.Lock()
+	s.memberID = id
+	s.rosterMu.Unlock()
+}
+
+// lastMemberID returns the member ID setMemberID recorded last.
+func (s *session) lastMemberID() string {
+	s.rosterMu.Lock()
+	defer s.rosterMu.Unlock()
+	return s.memberID
 }
 
 // init readies the session; its request timings go to st.
