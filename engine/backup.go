@@ -29,6 +29,12 @@ import (
 //     writes of timer buckets, key runs and the overlay journal): while
 //     Backup holds gate.serial, those files are frozen, the commit log and
 //     the queue indexes only grow, and nothing Backup reads disappears.
+//     One write is outside it: a read that meets damage in a timer or key
+//     run withdraws that run's tail in place and writes the damage mark
+//     (sortedrun's noteDamage), at any time. The copy holds the same
+//     damaged blocks either way; if it got the tail before the withdrawal
+//     and not the mark, the restored broker trusts that tail until a read
+//     meets the damage and records it, as for damage not yet found.
 //  2. It writes a checkpoint (checkpointLocked). Sends wait only for its
 //     capture under the gate, as for any checkpoint; BackupInfo.Pause is
 //     that wait. Every message acknowledged before Backup was called is
