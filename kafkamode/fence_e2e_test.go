@@ -24,11 +24,12 @@ const (
 // and returns when it has: the worker is then frozen inside that
 // transaction, as a process killed there would be. It retries with the
 // worker running in between, for up to a minute.
-func freezeInTxn(t *testing.T, e *env, w *worker, txnID string) kadm.DescribedTransaction {
+func freezeInTxn(t *testing.T, e *env, w *worker, txnID string) (kadm.DescribedTransaction, int64) {
 	t.Helper()
 	adm := kadm.NewClient(e.cl)
 	deadline := time.Now().Add(time.Minute)
 	for try := 0; time.Now().Before(deadline); try++ {
+		stoppedAt := time.Now().UnixMilli()
 		if err := w.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
 		}
@@ -39,7 +40,7 @@ func freezeInTxn(t *testing.T, e *env, w *worker, txnID string) kadm.DescribedTr
 			if d := txns[txnID]; d.Err == nil && d.State == "Ongoing" {
 				if _, ok := d.Topics[e.biz]; ok {
 					t.Logf("froze %s inside a transaction open for %d ms, after %d tries", txnID, time.Now().UnixMilli()-d.StartTimestamp, try+1)
-					return d
+					return d, stoppedAt
 				}
 			}
 		}
@@ -49,7 +50,7 @@ func freezeInTxn(t *testing.T, e *env, w *worker, txnID string) kadm.DescribedTr
 		time.Sleep(time.Duration(3+try%7) * time.Millisecond)
 	}
 	t.Fatalf("never caught %s with a transaction open", txnID)
-	return kadm.DescribedTransaction{}
+	return kadm.DescribedTransaction{}, 0
 }
 
 // fenceLoad produces n messages due evenly over span from now+lead, so
@@ -91,10 +92,9 @@ func TestKafkaFenceDeadWorkersTxn(t *testing.T) {
 	w1 := e.startWorker("w1", args...)
 	w2 := e.startWorker("w2", args...)
 	fenceLoad(e, l, "m", 3000, 3*time.Second, 20*time.Second)
-	c.waitFor(t, 300, 30*time.Second) // both forward: the group is settled
-	freezeInTxn(t, e, w1, e.group+"-w1")
+	c.waitFor(t, 300, 30*time.Second)                 // both forward: the group is settled
+	_, killAt := freezeInTxn(t, e, w1, e.group+"-w1") // its last heartbeat was before
 	w1.kill(t)
-	killAt := time.Now().UnixMilli()
 	got := e.settle(c, l, 90*time.Second)
 	v := l.check(got)
 	worst := overdue(got, l, killAt)
@@ -127,8 +127,7 @@ func TestKafkaFenceSlowWorkerComesBack(t *testing.T) {
 	w2 := e.startWorker("w2", args...)
 	fenceLoad(e, l, "m", 4000, 3*time.Second, 25*time.Second)
 	c.waitFor(t, 300, 30*time.Second)
-	frozen := freezeInTxn(t, e, w1, e.group+"-w1")
-	frozeAt := time.Now().UnixMilli()
+	frozen, frozeAt := freezeInTxn(t, e, w1, e.group+"-w1")
 	defer func() { _ = w1.cmd.Process.Signal(syscall.SIGCONT) }()
 	// Wait until the survivor has fenced it: its transactional ID has a
 	// new epoch.

@@ -3,6 +3,7 @@ package kafkamode
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 )
@@ -108,6 +109,20 @@ func TestStaticTwinByMemberID(t *testing.T) {
 	for i, c := range cases {
 		if got := staticTwin(c.ms, inst, c.own); got != c.want {
 			t.Errorf("case %d: twin %q, want %q", i, got, c.want)
+		}
+	}
+}
+
+// TestHeartbeatInterval: a third of the session timeout, at most 500 ms,
+// so a survivor learns of a dead worker's expiry within half a second.
+func TestHeartbeatInterval(t *testing.T) {
+	for _, c := range []struct{ session, want time.Duration }{
+		{6 * time.Second, 500 * time.Millisecond},
+		{30 * time.Minute, 500 * time.Millisecond},
+		{900 * time.Millisecond, 300 * time.Millisecond},
+	} {
+		if got := heartbeatInterval(c.session); got != c.want {
+			t.Errorf("session timeout %v: heartbeat every %v, want %v", c.session, got, c.want)
 		}
 	}
 }

@@ -108,6 +108,9 @@ func runOnce(ctx context.Context, c *Config, opts Options, sys System, run int, 
 	if err != nil {
 		return res, err
 	}
+	if log != nil && os.Getenv("KAFKABENCH_VERBOSE") != "" && !killAt.IsZero() {
+		fmt.Fprintf(log, "killed at %s\n", killAt.UTC().Format("15:04:05.000"))
+	}
 	// Duplicates are what arrives until nothing has for 3 s after the
 	// last message (or the deadline).
 	col.quiet(ctx, 3*time.Second)
