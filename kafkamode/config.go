@@ -31,7 +31,9 @@ type Config struct {
 	// WorkerID names this worker; the transactional ID is Group + "-" +
 	// WorkerID. Give a restarted worker its old ID: its first transaction
 	// then fences (aborts) what the crashed one left open at once, rather
-	// than after TxnTimeout. Two live workers must never share an ID.
+	// than after TxnTimeout. Two live workers must never share an ID:
+	// they fence each other, and Run returns an error in the one fenced
+	// while the other is a member of the group (checkFenced).
 	WorkerID string
 	// Partitions and Replication are used when the worker creates a missing
 	// topic (delay, state, dead-letter). Replication -1 is the broker's
@@ -63,9 +65,11 @@ type Config struct {
 	// Delivery is DeliveryExactlyOnce (the default, "") or
 	// DeliveryAtLeastOnce (see there).
 	Delivery string
-	// TxnTimeout is the transaction timeout: how long a transaction a
-	// crashed worker left open blocks read_committed consumers, unless a
-	// restart with the same WorkerID fences it first. Zero means 10 s.
+	// TxnTimeout is the transaction timeout: the longest a transaction a
+	// worker left open blocks read_committed consumers. A crashed
+	// worker's is fenced sooner: by its restart with the same WorkerID,
+	// or, when it stays dead, by the other workers at the rebalance after
+	// its SessionTimeout (fenceDeparted). Zero means 10 s.
 	TxnTimeout time.Duration
 	// SnapshotInterval is how often the worker writes a snapshot of each
 	// owned partition's pending index to the state topic (in a

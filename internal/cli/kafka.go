@@ -32,7 +32,11 @@ compacted, with the delay topic's partition count).
 
 Give a restarted worker its old --worker-id: it then fences the crashed
 one's open transaction at once instead of after --txn-timeout. With
---static-membership it also gets its partitions back without a rebalance.` + kafkaAPIHelp,
+--static-membership it also gets its partitions back without a rebalance.
+A worker that dies for good is fenced by the others when its session
+expires (--session-timeout), at the rebalance that moves its partitions.
+Two live workers must not share a --worker-id: they fence each other, and
+the one fenced while the other is in the group exits, saying so.` + kafkaAPIHelp,
 		run: runKafka,
 	}
 }
@@ -53,7 +57,7 @@ func runKafka(ctx context.Context, a *App, c *command, args []string) int {
 	fs.DurationVar(&cfg.SessionTimeout, "session-timeout", 0, "group session timeout: how long a crashed (or, with --static-membership, stopped) worker holds its partitions; the broker allows 6s to 30m by default (default 10s)")
 	fs.StringVar(&cfg.Delivery, "delivery", kafkamode.DeliveryExactlyOnce, "exactly-once: forward in the transaction that commits progress; at-least-once: forward with the idempotent producer first (a consumer sees it one transaction sooner), commit after; a crash can then deliver a message twice, the second time with header hourglass-redelivery: 1")
 	fs.BoolVar(&cfg.StaticMember, "static-membership", false, "join as a static group member named --worker-id: a worker restarted with the same ID within --session-timeout resumes its partitions without a rebalance; a worker stopped for good then holds them for --session-timeout")
-	fs.DurationVar(&cfg.TxnTimeout, "txn-timeout", 0, "transaction timeout (default 10s)")
+	fs.DurationVar(&cfg.TxnTimeout, "txn-timeout", 0, "transaction timeout: the longest a transaction of a worker that hung may stay open (a crashed worker's is fenced sooner, at its restart or at the rebalance after --session-timeout) (default 10s)")
 	fs.DurationVar(&cfg.SnapshotInterval, "snapshot-interval", 0, "write each partition's pending index to the state topic this often; bounds what a take-over re-reads (default 30s)")
 	fs.DurationVar(&cfg.NearWindow, "near-window", 0, "keep pending entries due within this long in RAM; later ones go to --spill-dir and come back when due within it (default 2m; must exceed --body-lead)")
 	fs.StringVar(&cfg.SpillDir, "spill-dir", "", "directory for the spilled index (a local cache of Kafka: losing it loses nothing); the worker uses a subdirectory of its own, emptied at start (default: a temporary directory removed at exit)")
