@@ -208,7 +208,8 @@ func TestFlagsHelp(t *testing.T) {
 
 // TestDefaultsAreTheEngines: the server's defaults for engine settings map
 // onto exactly the engine's own defaults, so that running the broker
-// without flags and opening the engine without options mean the same.
+// without flags and opening the engine without options mean the same,
+// but for two deliberate differences (the scrub's delay, preallocation).
 func TestDefaultsAreTheEngines(t *testing.T) {
 	c := DefaultConfig()
 	c.DataDir = "d"
@@ -220,6 +221,12 @@ func TestDefaultsAreTheEngines(t *testing.T) {
 		t.Fatalf("scrub delay: serve %v, engine %v", got.ScrubDelay, want.ScrubDelay)
 	}
 	got.ScrubDelay = want.ScrubDelay
+	// And serve preallocates log segments, which the engine leaves to
+	// its user (engine.Options.Preallocate).
+	if !got.Preallocate || want.Preallocate {
+		t.Fatalf("preallocation: serve %v, engine %v", got.Preallocate, want.Preallocate)
+	}
+	got.Preallocate = want.Preallocate
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("server defaults give engine options\n%+v\nthe engine's defaults are\n%+v", got, want)
 	}

@@ -84,6 +84,22 @@
 // last is complete on disk, and a segment file without a valid header can
 // only be the last, empty one, whose creation a crash interrupted.
 //
+// # Preallocation
+//
+// Unless Options.NoPreallocate is set, segments are written over zeros
+// that are already in the file and synced, so that an append does not
+// grow the file and its fdatasync has no size to commit (prealloc.go). A
+// goroutine keeps one spare file, SpareName, written in full with zeros
+// and synced; a roll writes the header into it, syncs it, renames it to
+// the new segment's name and syncs the directory, or creates the segment
+// as above when no spare is ready. A new log's first, empty segment is
+// replaced by the spare the same way if one is ready at the first write.
+// The last segment's file therefore holds its records and then zeros; a
+// roll cuts the sealed segment back to its records (synced) before its
+// successor exists, so every other segment's file ends with its last
+// record. A frame of zeros has type 0 and never parses as a record, so
+// zeros after the last record are the log's clean end (see Recovery).
+//
 // # Failures
 //
 // A failed write (for example ENOSPC on a full disk) fails the Appends of
@@ -121,10 +137,13 @@
 //
 // # Recovery
 //
-// Open lists the segments, removes trailing files without a valid header
-// that are no longer than a header (interrupted creations), checks every
-// other header and that each segment starts where its predecessor ends,
-// and then reads the last segment record by record. Torn tails are only
+// Open lists the segments, removes a spare (SpareName) and trailing files
+// without a valid header that are no longer than a header or hold only
+// zeros (interrupted creations), checks every other header and that each
+// segment starts where its predecessor ends, and then reads the last
+// segment record by record. Zeros from a frame boundary to the end of the
+// last segment are its preallocated space: kept, counted in
+// RecoveryInfo.PreallocatedBytes, neither damage nor cut. Torn tails are only
 // ever in the last segment, so Open costs one segment's scan whatever the
 // log's size.
 //

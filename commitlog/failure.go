@@ -66,8 +66,11 @@ func (w *writer) syncFailed(cause error) error {
 	if w.written > w.synced {
 		if terr := w.active.f.Truncate(HeaderSize + w.synced); terr != nil {
 			err = fmt.Errorf("%w; cutting %s back to its last synced byte failed too: %w", err, w.active.name, terr)
-		} else if serr := w.active.f.Sync(); serr != nil {
-			err = fmt.Errorf("%w; syncing the cut failed too: %w", err, serr)
+		} else {
+			w.room = w.synced
+			if serr := w.active.f.Sync(); serr != nil {
+				err = fmt.Errorf("%w; syncing the cut failed too: %w", err, serr)
+			}
 		}
 		w.written = w.synced
 		w.pendingRecords, w.pendingBytes = 0, 0
@@ -95,7 +98,7 @@ func (w *writer) undo(to int64, cause error) error {
 	if err := w.active.f.Truncate(HeaderSize + to); err != nil {
 		return w.sticky(fmt.Errorf("%w; then truncate failed: %w", cause, err))
 	}
-	w.written = to
+	w.written, w.room = to, to
 	// Forced even if nothing is pending: the new length must be durable.
 	began := time.Now()
 	if err := w.active.f.Sync(); err != nil {

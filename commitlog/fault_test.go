@@ -31,7 +31,9 @@ func checkExactly(t *testing.T, l *Log, acked map[Pos][]byte) {
 func TestDiskFull(t *testing.T) {
 	mem := newMem(t)
 	fsys := vfs.NewFaulty(mem)
-	l := openLog(t, fsys, Options{SegmentBytes: 4096})
+	// The classic path: a roll creates its segment (the spare's own
+	// disk-full cases are in prealloc_test.go).
+	l := openLog(t, fsys, Options{SegmentBytes: 4096, NoPreallocate: true})
 	acked := map[Pos][]byte{}
 	seq := 0
 	appendOne := func() error {

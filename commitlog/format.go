@@ -131,6 +131,12 @@ func decodeFrameHeader(b []byte) frameHeader {
 // a zero type never comes from Append, and the frame must fit below limit
 // (the number of record bytes from the frame's start to the end of valid
 // data). It returns the reason, or "" if the header is plausible.
+//
+// Zeros never parse as a record, and preallocation (prealloc.go) relies on
+// it: a header of zeros (length 0, CRC 0, type 0) fails here on its type
+// before its length or checksum is looked at, and Append refuses type 0.
+// The checksum would not save it: CRC32C of a lone zero type byte is not 0
+// (0x527D5351), but the type check is what the format promises.
 func checkFrameHeader(h frameHeader, room int64) string {
 	switch {
 	case h.typ == 0:

@@ -90,6 +90,22 @@ type Options struct {
 	// durable. It runs on the writer goroutine, so a slow hook delays every
 	// Append; it must not call into the Log.
 	OnSync func(d time.Duration, records, bytes int)
+	// NoPreallocate turns off preallocation. By default (false) a
+	// goroutine writes the next segment in full with zeros and syncs it
+	// before the writer needs it (prealloc.go), so that appends overwrite
+	// bytes the file already holds and an fdatasync has no file size to
+	// commit. It costs disk space: the active segment's file is
+	// SegmentBytes long from its start, and one spare file (SpareName) of
+	// SegmentBytes waits beside it.
+	NoPreallocate bool
+	// OnPreallocate, if not nil, is called after each attempt to
+	// preallocate a spare segment, or to make a spare the next segment,
+	// with its duration and nil or the error (wrapping ErrDiskFull for
+	// ENOSPC). A failure fails no Append: the log creates its next
+	// segment as without preallocation. It is called from the
+	// preallocating goroutine or from the writer's, so it must be safe
+	// for concurrent use, quick, and not call into the Log.
+	OnPreallocate func(d time.Duration, err error)
 }
 
 // Segment describes one segment file.
@@ -120,9 +136,17 @@ type RecoveryInfo struct {
 	TruncatedAt    Pos
 	// Reason says why the tail was cut, or is empty if it was clean.
 	Reason string
+	// PreallocatedBytes counts the zeros after the valid records of the
+	// tail segment: space preallocated for records (prealloc.go), kept.
+	// Zeros are never a record, so they are neither damage nor cut.
+	PreallocatedBytes int64
 	// RemovedSegments are trailing segment files that were removed because
-	// their creation never completed (no valid header).
+	// their creation never completed (no valid header, and nothing but
+	// zeros after it).
 	RemovedSegments []string
+	// RemovedSpare is true when a spare segment (SpareName) was found
+	// and removed: a preallocated file that never held a record.
+	RemovedSpare bool
 	// Duration is how long recovery took.
 	Duration time.Duration
 	// tailSum is the running sum of the last segment's valid records,
@@ -182,6 +206,7 @@ type Log struct {
 	done      chan struct{} // closed when the writer goroutine exits
 	closeErr  error         // set by the writer before done is closed
 	w         writer        // owned by the writer goroutine
+	pre       *preallocator // nil under NoPreallocate
 
 	// deleteMu serializes DeleteBefore so that files are removed oldest
 	// first, which keeps the retained segments contiguous on disk.
@@ -255,12 +280,27 @@ func Open(opts Options) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
+	active := segs[len(segs)-1]
+	room, err := roomOf(active)
+	if err == nil {
+		err = removeSpare(opts.FS, opts.Dir, &info)
+	}
+	if err != nil {
+		for _, s := range segs {
+			_ = s.f.Close()
+		}
+		return nil, err
+	}
 	l.recovery = info
 	l.mu.segs = segs
-	active := segs[len(segs)-1]
 	l.mu.head = active.end()
 	l.mu.durable, l.mu.durableCh = l.mu.head, make(chan struct{})
-	l.w = writer{log: l, active: active, written: active.size, synced: active.size, sum: info.tailSum}
+	l.w = writer{log: l, active: active, written: active.size, synced: active.size, room: room, sum: info.tailSum}
+	if !opts.NoPreallocate {
+		l.pre = newPreallocator(opts)
+		l.pre.request()
+		l.w.awaitSpare = room == 0
+	}
 	go l.run()
 	return l, nil
 }

@@ -76,7 +76,7 @@ func recoverDir(fsys vfs.FS, dir string) (segs []*segment, info RecoveryInfo, er
 	// tail (nothing valid after it: cut it) from media damage (valid
 	// records follow: refuse, and leave the file as it is for Repair).
 	last := segs[len(segs)-1]
-	sc, err := scanSegment(last)
+	sc, err := scanSegment(last, true)
 	if err != nil {
 		return segs, info, err
 	}
@@ -85,6 +85,9 @@ func recoverDir(fsys vfs.FS, dir string) (segs []*segment, info RecoveryInfo, er
 	info.tailSum = sc.sum
 	info.TruncatedAt = sc.validEnd
 	if len(sc.ranges) == 0 {
+		// A zero tail stays: it is preallocated space (prealloc.go).
+		info.PreallocatedBytes = sc.zeroTail
+		last.size = int64(sc.validEnd - last.base)
 		return segs, info, nil
 	}
 	if len(sc.ranges) > 1 || !sc.ranges[0].Tail {
@@ -117,15 +120,23 @@ func openSegments(fsys vfs.FS, dir string, names []string, info *RecoveryInfo) (
 		if err != nil {
 			return segs, nextBase, fmt.Errorf("commitlog: size of %s: %w", last.name, err)
 		}
-		if size > HeaderSize {
-			break
-		}
 		h, err := readHeader(last)
 		if err != nil {
 			return segs, nextBase, err
 		}
-		if size == HeaderSize && checkHeader(h, last.base) == nil {
-			break // an empty but complete segment
+		if size >= HeaderSize && checkHeader(h, last.base) == nil {
+			break // a complete segment
+		}
+		if size > HeaderSize {
+			// Without a valid header, only zeros are an interrupted
+			// creation: no record was ever written to the file.
+			zero, err := allZero(last.f, last.name, 0, size)
+			if err != nil {
+				return segs, nextBase, err
+			}
+			if !zero {
+				break // checked, and refused, below
+			}
 		}
 		_ = last.f.Close()
 		if err := fsys.Remove(path.Join(dir, last.name)); err != nil {
@@ -156,9 +167,10 @@ func openSegments(fsys vfs.FS, dir string, names []string, info *RecoveryInfo) (
 			return segs, nextBase, fmt.Errorf("%w: segment %s: %v", ErrCorrupt, s.name, herr)
 		}
 		s.size = size - HeaderSize
-		if i > 0 && segs[i-1].end() != s.base {
-			return segs, nextBase, fmt.Errorf("%w: segment %s starts at %d but its predecessor ends at %d",
-				ErrCorrupt, s.name, s.base, segs[i-1].end())
+		if i > 0 {
+			if err := chainTo(segs[i-1], s.base); err != nil {
+				return segs, nextBase, err
+			}
 		}
 	}
 
@@ -326,12 +338,15 @@ type segmentScan struct {
 	skips    int // skip frames before validEnd
 	ranges   []DamagedRange
 	sum      uint32 // CRC32C of the frames before validEnd (sum.go)
+	zeroTail int64  // zero bytes from validEnd to the end (last segment only)
 }
 
 // scanSegment validates s frame by frame. Up to the first bad frame it
 // streams; from there on (damage is rare) it reads the rest of the segment
-// into memory and delimits the damaged ranges with findDamage.
-func scanSegment(s *segment) (segmentScan, error) {
+// into memory and delimits the damaged ranges with findDamage. In the last
+// segment (last set), zeros from a frame boundary to the end of the file
+// are its preallocated space, not damage: its records end there.
+func scanSegment(s *segment, last bool) (segmentScan, error) {
 	var sc segmentScan
 	it := frameIter{f: s.f, base: s.base, pos: s.base, limit: s.end(), sum: &sc.sum}
 	ce, records, skips, err := walkToDamage(&it, s.name, nil)
@@ -344,11 +359,24 @@ func scanSegment(s *segment) (segmentScan, error) {
 		return sc, nil
 	}
 	sc.validEnd = ce.pos
+	if zero, err := zeroTail(s, ce.pos, last); err != nil || zero {
+		if zero {
+			sc.zeroTail = int64(s.end() - ce.pos)
+		}
+		return sc, err
+	}
 	rest, err := readRest(s, ce.pos)
 	if err != nil {
 		return sc, err
 	}
 	sc.ranges = findDamage(rest, ce.pos, ce.reason)
+	// Valid records after damage, then the preallocated zeros: the zeros
+	// are no damage of their own.
+	if k := len(sc.ranges) - 1; last && k > 0 && sc.ranges[k].Tail &&
+		isZero(rest[sc.ranges[k].Pos-ce.pos:]) {
+		sc.zeroTail = sc.ranges[k].Length
+		sc.ranges = sc.ranges[:k]
+	}
 	for i := range sc.ranges {
 		sc.ranges[i].Segment = s.name
 		sc.ranges[i].Offset = HeaderSize + int64(sc.ranges[i].Pos-s.base)

@@ -23,7 +23,9 @@ type damageFixture struct {
 func newDamageFixture(t *testing.T, records int, segmentBytes int64) damageFixture {
 	t.Helper()
 	fsys := newMem(t)
-	opts := Options{FS: fsys, Dir: testDir, SegmentBytes: segmentBytes}
+	// Not preallocated, so that the last segment's file ends with its
+	// records and damage tests can aim at its end.
+	opts := Options{FS: fsys, Dir: testDir, SegmentBytes: segmentBytes, NoPreallocate: true}
 	l, err := Open(opts)
 	if err != nil {
 		t.Fatal(err)

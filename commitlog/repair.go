@@ -139,7 +139,7 @@ func Repair(opts Options, mode RepairMode) (RepairReport, error) {
 	rep.Segments = len(segs)
 	q := quarantiner{fsys: fsys, dir: dir, taken: names}
 	for i, s := range segs {
-		sc, err := scanSegment(s)
+		sc, err := scanSegment(s, i == len(segs)-1)
 		if err != nil {
 			return rep, err
 		}

@@ -133,8 +133,10 @@ func TestOpenRefusesMediaDamage(t *testing.T) {
 }
 
 // TestTornTailKinds: what a crash leaves after the last acknowledged
-// record (a partial frame, zeros, garbage that frames nothing) is cut as
-// before, and Recovery says it was a torn tail.
+// record (a partial frame, garbage that frames nothing, zeros then
+// garbage) is cut as before, and Recovery says it was a torn tail. Zeros
+// alone are no torn tail but preallocated space: kept, not cut, and
+// counted in PreallocatedBytes.
 func TestTornTailKinds(t *testing.T) {
 	f := newDamageFixture(t, 30, 1<<20)
 	name, last, file := f.lastSegment(t, f.fs)
@@ -149,20 +151,24 @@ func TestTornTailKinds(t *testing.T) {
 		name  string
 		image []byte
 		keep  int // records that survive
+		zeros int // the zeros after them, when nothing else follows
 	}{
-		{"partial frame", append(slices.Clone(file), next[:len(next)-3]...), len(f.pos)},
-		{"partial header", append(slices.Clone(file), next[:5]...), len(f.pos)},
-		{"zeros", append(slices.Clone(file), make([]byte, 4096)...), len(f.pos)},
-		{"garbage", append(slices.Clone(file), garbage...), len(f.pos)},
-		{"zeroed last record", append(slices.Clone(file[:lastOff]), make([]byte, len(file)-lastOff)...), lastRec},
-		{"zeros then garbage", append(append(slices.Clone(file), make([]byte, 100)...), garbage...), len(f.pos)},
+		{"partial frame", append(slices.Clone(file), next[:len(next)-3]...), len(f.pos), 0},
+		{"partial header", append(slices.Clone(file), next[:5]...), len(f.pos), 0},
+		{"zeros", append(slices.Clone(file), make([]byte, 4096)...), len(f.pos), 4096},
+		{"garbage", append(slices.Clone(file), garbage...), len(f.pos), 0},
+		{"zeroed last record", append(slices.Clone(file[:lastOff]), make([]byte, len(file)-lastOff)...), lastRec, len(file) - lastOff},
+		{"zeros then garbage", append(append(slices.Clone(file), make([]byte, 100)...), garbage...), len(f.pos), 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			img := f.fs.Clone()
 			writeFile(t, img, name, tc.image)
 			l := openLog(t, img, Options{})
 			info := l.Recovery()
-			if info.TruncatedBytes == 0 || !strings.HasPrefix(info.Reason, "torn tail") {
+			switch {
+			case tc.zeros > 0 && (info.TruncatedBytes != 0 || info.Reason != "" || info.PreallocatedBytes != int64(tc.zeros)):
+				t.Fatalf("zeros: recovery %+v", info)
+			case tc.zeros == 0 && (info.TruncatedBytes == 0 || !strings.HasPrefix(info.Reason, "torn tail")):
 				t.Fatalf("recovery %+v", info)
 			}
 			f.expectPrefix(t, l, tc.keep)

@@ -11,7 +11,8 @@ import (
 // VerifyReport is what Verify found in a log directory.
 type VerifyReport struct {
 	// Segments are the segments whose header validated, oldest first; End
-	// is the end of each file's data (torn tail included).
+	// is the end of each file's data (torn tail included, the last
+	// segment's preallocated zeros not).
 	Segments []Segment
 	// Start is the first segment's base and Head the end of the valid
 	// records of the last one: what Open would make of the log.
@@ -84,18 +85,15 @@ func Verify(fsys vfs.FS, dir string, fn func(Pos, Record) error) (VerifyReport, 
 		s.size = max(0, size-HeaderSize)
 	}
 	// Trailing interrupted creations, as Open removes them.
-	for len(segs) > 0 {
-		last := segs[len(segs)-1]
-		h, err := readHeader(last)
-		if err != nil {
+	if segs, err = rep.dropIncomplete(segs); err != nil {
+		return rep, err
+	}
+	// A sealed segment's zero tail beyond its successor's base, as Open
+	// takes it (chainTo); a failed check is reported as Broken below.
+	for i := 1; i < len(segs); i++ {
+		if err := chainTo(segs[i-1], segs[i].base); err != nil && !errors.Is(err, ErrCorrupt) {
 			return rep, err
 		}
-		if last.size > 0 || len(h) == HeaderSize && checkHeader(h, last.base) == nil {
-			break
-		}
-		rep.Incomplete = append(rep.Incomplete, last.name)
-		last.f.Close()
-		segs = segs[:len(segs)-1]
 	}
 	var prevEnd Pos
 	for i, s := range segs {
@@ -114,10 +112,11 @@ func Verify(fsys vfs.FS, dir string, fn func(Pos, Record) error) (VerifyReport, 
 		prevEnd = s.end()
 		rep.Segments = append(rep.Segments, Segment{Base: s.base, End: s.end(), Name: s.name})
 		damaged := len(rep.Damage)
-		validEnd, sum, err := rep.verifySegment(s, fn)
+		validEnd, sum, err := rep.verifySegment(s, fn, i == len(segs)-1)
 		if err != nil {
 			return rep, err
 		}
+		rep.Segments[len(rep.Segments)-1].End = s.end()
 		rep.Head = validEnd
 		if i < len(segs)-1 && len(rep.Damage) == damaged {
 			if err := rep.checkSum(fsys, dir, s, sum); err != nil {
@@ -135,7 +134,7 @@ func Verify(fsys vfs.FS, dir string, fn func(Pos, Record) error) (VerifyReport, 
 // the valid records between damaged ranges. It returns the end of the
 // segment's valid records (where a torn tail starts), and the sum of its
 // frames, which is the segment's sum when it has no damage.
-func (rep *VerifyReport) verifySegment(s *segment, fn func(Pos, Record) error) (Pos, uint32, error) {
+func (rep *VerifyReport) verifySegment(s *segment, fn func(Pos, Record) error, last bool) (Pos, uint32, error) {
 	from := s.base
 	var sum uint32
 	for {
@@ -149,6 +148,12 @@ func (rep *VerifyReport) verifySegment(s *segment, fn func(Pos, Record) error) (
 		}
 		if ce == nil {
 			return s.end(), sum, nil
+		}
+		if zero, err := zeroTail(s, ce.pos, last); err != nil || zero {
+			// The last segment's preallocated zeros, as Open takes them:
+			// the segment ends with its records.
+			s.size = int64(ce.pos - s.base)
+			return ce.pos, sum, err
 		}
 		rest, err := readRest(s, ce.pos)
 		if err != nil {
@@ -226,4 +231,33 @@ func readRest(s *segment, pos Pos) ([]byte, error) {
 		return nil, fmt.Errorf("commitlog: read damaged tail of %s: %w", s.name, err)
 	}
 	return rest, nil
+}
+
+// dropIncomplete takes the trailing interrupted creations off segs, as
+// Open removes them (no valid header, and nothing but zeros after it),
+// lists them in Incomplete and closes them.
+func (rep *VerifyReport) dropIncomplete(segs []*segment) ([]*segment, error) {
+	for len(segs) > 0 {
+		last := segs[len(segs)-1]
+		h, err := readHeader(last)
+		if err != nil {
+			return segs, err
+		}
+		if len(h) == HeaderSize && checkHeader(h, last.base) == nil {
+			break
+		}
+		if last.size > 0 {
+			zero, err := allZero(last.f, last.name, 0, HeaderSize+last.size)
+			if err != nil {
+				return segs, err
+			}
+			if !zero {
+				break
+			}
+		}
+		rep.Incomplete = append(rep.Incomplete, last.name)
+		last.f.Close()
+		segs = segs[:len(segs)-1]
+	}
+	return segs, nil
 }

@@ -59,6 +59,13 @@ type writer struct {
 	active  *segment
 	written int64 // record bytes in the active file
 	synced  int64 // record bytes of the active file known durable
+	// room is how many record bytes the active file holds, written ones
+	// and the preallocated zeros after them (room >= written): a write
+	// past it grows the file.
+	room int64
+	// awaitSpare is set by Open when the active segment is empty and not
+	// preallocated: the first write waits for a spare (adoptSpare).
+	awaitSpare bool
 	// Records and bytes written since the last data sync, for OnSync.
 	pendingRecords int
 	pendingBytes   int
@@ -277,6 +284,7 @@ func (l *Log) finish() {
 		}
 	}
 	l.mu.Unlock()
+	l.pre.stop()
 	l.closeErr = errors.Join(errs...)
 	close(l.done)
 }
@@ -302,6 +310,12 @@ func (w *writer) commit(buf []byte, reqs []*request) {
 			w.syncs = append(w.syncs, r)
 		} else {
 			w.data = append(w.data, r)
+		}
+	}
+	if w.awaitSpare && len(w.data) > 0 {
+		if err := w.adoptSpare(); err != nil {
+			answer(reqs, err)
+			return
 		}
 	}
 	limit := w.log.opts.SegmentBytes
@@ -361,6 +375,7 @@ func (w *writer) writeChunk(buf []byte, chunk []*request) (answered int, err err
 		return 0, w.undo(w.written, fmt.Errorf("commitlog: write %s: %w", w.active.name, classify(err)))
 	}
 	w.written += int64(to - from)
+	w.room = max(w.room, w.written)
 	w.sum = crc32.Update(w.sum, castagnoli, buf[from:to])
 	w.pendingBytes += to - from
 	for _, r := range chunk {
@@ -411,9 +426,20 @@ func (w *writer) roll() error {
 			return w.syncFailed(fmt.Errorf("sync %s before roll: %w", w.active.name, err))
 		}
 	}
+	if err := w.trim(); err != nil {
+		return err
+	}
 	w.seal()
+	base := w.active.base + Pos(w.written)
+	if s, err := w.installSpare(base); s != nil || err != nil {
+		if err != nil {
+			return err
+		}
+		w.start(s, l.opts.SegmentBytes)
+		return nil
+	}
 	watch := &syncWatch{FS: l.opts.FS}
-	s, err := createSegment(watch, l.opts.Dir, w.active.base+Pos(w.written))
+	s, err := createSegment(watch, l.opts.Dir, base)
 	if err != nil {
 		if watch.failed {
 			// The new file's header or its directory entry could not be
@@ -428,11 +454,18 @@ func (w *writer) roll() error {
 	if f, ok := s.f.(*syncWatchFile); ok {
 		s.f = f.File
 	}
+	w.start(s, 0)
+	return nil
+}
+
+// start makes s, whose file holds room record bytes (zeros), the active
+// segment.
+func (w *writer) start(s *segment, room int64) {
+	l := w.log
 	l.mu.Lock()
 	l.mu.segs = append(l.mu.segs, s)
 	l.mu.Unlock()
-	w.active, w.written, w.synced, w.sum = s, 0, 0, 0
-	return nil
+	w.active, w.written, w.synced, w.room, w.sum = s, 0, 0, room, 0
 }
 
 // seal writes the sum file of the active segment, which is synced in full

@@ -177,9 +177,17 @@ func Open(opts Options) (*Engine, error) {
 		Flush:          opts.Flush.logPolicy(),
 		FlushInterval:  opts.FlushInterval,
 		MaxRecordBytes: logRecordBound,
+		NoPreallocate:  !opts.Preallocate,
 		OnSync: func(d time.Duration, records, bytes int) {
 			e.stats.FsyncSeconds.Observe(d.Seconds())
 			e.ckpt.logSynced(bytes)
+		},
+		// A failed preallocation fails nothing: the log creates its next
+		// segment as it would without one. It is worth a line.
+		OnPreallocate: func(d time.Duration, err error) {
+			if err != nil {
+				e.opts.Logger.Warn("commit log: preallocating the next segment failed; segments are created as they are needed", "err", err, "took", d)
+			}
 		},
 	})
 	if err != nil {

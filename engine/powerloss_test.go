@@ -40,6 +40,7 @@ func plOptions(fs vfs.FS, clk clock.Clock) Options {
 		SegmentBytes: 512, DefaultQueues: 2, BucketWidth: time.Second,
 		CheckpointInterval: 1000 * time.Hour, // checkpoints are called by the run, at known points
 		Retention:          2 * time.Second,
+		Preallocate:        true, // as the broker runs: images over preallocated zeros
 	}
 }
 
@@ -74,7 +75,13 @@ func (r *plRun) capture(durable bool) {
 	if r.states == nil {
 		return
 	}
+	// The images are taken under mu, as the ledger is read: an operation
+	// that begins or ends meanwhile waits, so an image holds nothing the
+	// ledger has not seen begin. (Captures come from every goroutine that
+	// writes a file, the commit log's preallocator among them, not only
+	// from the operation in flight.)
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	n := r.images
 	r.images += 2
 	evs := r.events[:len(r.events):len(r.events)]
@@ -85,7 +92,6 @@ func (r *plRun) capture(durable bool) {
 	for _, d := range r.inflight {
 		evs = append(evs, d)
 	}
-	r.mu.Unlock()
 	at := r.clk.Now()
 	if durable {
 		// Only the synced state: what the disk surely holds.

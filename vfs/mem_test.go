@@ -249,7 +249,8 @@ func TestMemCrashImagesAreIndependent(t *testing.T) {
 }
 
 // TestMemCrashRandomPrefix checks that a crash with an rng keeps the durable
-// bytes and a prefix of the unsynced tail, never anything else, and that the
+// bytes and a prefix, in offset order, of the unsynced changes (an
+// overwrite in place, then the tail), never anything else, and that the
 // cut falls at different places.
 func TestMemCrashRandomPrefix(t *testing.T) {
 	m := newMemDir(t)
@@ -263,12 +264,17 @@ func TestMemCrashRandomPrefix(t *testing.T) {
 	current := "Durable|" + tail
 
 	lengths := make(map[int]bool)
+	overwritten := make(map[bool]bool)
 	for seed := range uint64(200) {
 		c := m.Crash(rand.New(rand.NewPCG(seed, 1)))
 		got := string(readFile(t, c, "d/log"))
-		if len(got) < 8 || got[:8] != "durable|" {
+		if len(got) < 8 || got[1:8] != "urable|" || got[0] != 'd' && got[0] != 'D' {
 			t.Fatalf("seed %d: durable part lost or changed: %q", seed, got)
 		}
+		if len(got) > 8 && got[0] != 'D' {
+			t.Fatalf("seed %d: the tail reached the disk before the overwrite at offset 0: %q", seed, got)
+		}
+		overwritten[got[0] == 'D'] = true
 		if !bytes.HasPrefix([]byte(current[8:]), []byte(got[8:])) {
 			t.Fatalf("seed %d: tail %q is not a prefix of the unsynced %q", seed, got[8:], tail)
 		}
@@ -280,6 +286,9 @@ func TestMemCrashRandomPrefix(t *testing.T) {
 	}
 	if len(lengths) < 10 {
 		t.Fatalf("200 crashes cut the tail at only %d places", len(lengths))
+	}
+	if !overwritten[true] || !overwritten[false] {
+		t.Fatalf("the unsynced overwrite was always or never kept: %v", overwritten)
 	}
 	// Same seed, same image.
 	a := readFile(t, m.Crash(rand.New(rand.NewPCG(7, 7))), "d/log")

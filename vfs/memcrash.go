@@ -12,11 +12,13 @@ import (
 // run.
 //
 // With a non-nil rng each file additionally keeps a random prefix (possibly
-// empty, possibly all) of its current bytes beyond its durable length (with
-// the pages a failed Sync dropped holding zeros instead: see the type): the
-// writes of an append-only file reach the disk in order but may be cut at
-// any byte. Bytes below the durable length are always the durable ones, and
-// no byte is ever made up. Directory entries are not randomized: an unsynced
+// empty, possibly all) of its unsynced changes, taken in offset order: the
+// bytes it overwrote in place below its durable length (a preallocated
+// file's zeros, say), then its bytes beyond that length (with the pages a
+// failed Sync dropped keeping their durable bytes instead: see the type).
+// Writes reach the disk in offset order but may be cut at any byte: an
+// unsynced record written over zeros may be whole, torn, or zeros again.
+// Every other byte is the durable one, and no byte is ever made up. Directory entries are not randomized: an unsynced
 // entry is always lost. Files and directories are visited in sorted order,
 // so the same rng seed gives the same image.
 func (m *Mem) Crash(rng *rand.Rand) *Mem {
@@ -24,11 +26,33 @@ func (m *Mem) Crash(rng *rand.Rand) *Mem {
 	defer m.mu.Unlock()
 	image := func(n *memNode) *memNode {
 		data := slices.Clone(n.synced)
-		if rng != nil && len(n.data) > len(n.synced) {
-			// Lost pages were marked clean: writeback never sends them.
-			wb := n.writebackLocked()
-			extra := len(wb) - len(n.synced)
-			k := rng.IntN(extra + 1)
+		if rng == nil {
+			return &memNode{data: data, synced: slices.Clone(data)}
+		}
+		// Lost pages were marked clean: writeback never sends them.
+		wb := n.writebackLocked()
+		runs := n.overwrittenLocked(wb)
+		extra := max(0, len(wb)-len(n.synced))
+		if len(runs) == 0 {
+			if extra > 0 {
+				k := rng.IntN(extra + 1)
+				data = append(data, wb[len(n.synced):len(n.synced)+k]...)
+			}
+			return &memNode{data: data, synced: slices.Clone(data)}
+		}
+		// Bytes overwritten in place (a preallocated file's zeros, say)
+		// reach the disk in offset order too, before those appended.
+		total := extra
+		for _, r := range runs {
+			total += r[1] - r[0]
+		}
+		k := rng.IntN(total + 1)
+		for _, r := range runs {
+			m := min(k, r[1]-r[0])
+			copy(data[r[0]:r[0]+m], wb[r[0]:r[0]+m])
+			k -= m
+		}
+		if k > 0 {
 			data = append(data, wb[len(n.synced):len(n.synced)+k]...)
 		}
 		return &memNode{data: data, synced: slices.Clone(data)}

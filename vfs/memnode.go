@@ -113,3 +113,27 @@ func (n *memNode) resizeLocked(size int64) {
 	}
 	n.data = append(n.data, make([]byte, size-old)...)
 }
+
+// overwrittenLocked returns the runs [lo, hi) of bytes below the durable
+// length whose writeback wb (writebackLocked's) differs from the durable
+// bytes: what was overwritten in place and not synced since.
+func (n *memNode) overwrittenLocked(wb []byte) [][2]int {
+	if n.shared && len(n.lost) == 0 {
+		return nil // synced is a prefix of data: nothing differs
+	}
+	var runs [][2]int
+	end := min(len(wb), len(n.synced))
+	for i := 0; i < end; {
+		if wb[i] == n.synced[i] {
+			i++
+			continue
+		}
+		j := i + 1
+		for j < end && wb[j] != n.synced[j] {
+			j++
+		}
+		runs = append(runs, [2]int{i, j})
+		i = j
+	}
+	return runs
+}
