@@ -86,14 +86,18 @@ func (a *App) demo(ctx context.Context, opts engine.Options, delay time.Duration
 	}
 	step("sent %q with key order-123, delay %v: id %s, due %s", "close unpaid order 123", delay, r.ID, clockTime(r.Due))
 
-	r2, err := eng.Send(ctx, message.Message{Topic: topic, Key: "order-456", Body: []byte("close unpaid order 456")}, message.When{Delay: delay})
+	// order-456 is due a minute later than order-123, so that its cancel
+	// comes before its due time even on a machine slow enough to take the
+	// whole short delay between the send and the cancel (a cancel after
+	// the due time is refused: the message was already delivered).
+	r2, err := eng.Send(ctx, message.Message{Topic: topic, Key: "order-456", Body: []byte("close unpaid order 456")}, message.When{Delay: delay + time.Minute})
 	if err != nil {
 		return err
 	}
 	if err := eng.Cancel(ctx, r2.ID); err != nil {
 		return err
 	}
-	step("sent order-456 the same way, then it got paid: cancelled %s, it will never be delivered", r2.ID)
+	step("sent order-456, delay %v, then it got paid: cancelled %s, it will never be delivered", delay+time.Minute, r2.ID)
 
 	info, err := eng.InspectKey(topic, "order-123")
 	if err != nil {

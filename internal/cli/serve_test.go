@@ -158,7 +158,10 @@ func TestServeRejectsBadConfig(t *testing.T) {
 
 func TestDemo(t *testing.T) {
 	r := newRunner(t, nil)
-	res := r.run("demo", "--delay", "200ms", "--dir", t.TempDir())
+	// 2 s: the inspect step must see order-123 still pending on a loaded
+	// machine, where the two sends and the cancel before it can take longer
+	// than a short delay.
+	res := r.run("demo", "--delay", "2s", "--dir", t.TempDir())
 	res.wantCode(t, ExitOK)
 	for _, want := range []string{
 		"inspect by key order-123: state pending",
