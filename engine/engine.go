@@ -186,6 +186,7 @@ func Open(opts Options) (*Engine, error) {
 		// segment as it would without one. It is worth a line.
 		OnPreallocate: func(d time.Duration, err error) {
 			if err != nil {
+				e.stats.PreallocErrors.Add(1)
 				e.opts.Logger.Warn("commit log: preallocating the next segment failed; segments are created as they are needed", "err", err, "took", d)
 			}
 		},

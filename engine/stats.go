@@ -96,6 +96,10 @@ type Stats struct {
 	// ReadErrors counts message reads that failed with an I/O error while
 	// delivering; the messages stayed in place.
 	ReadErrors atomic.Uint64
+	// PreallocErrors counts failed preallocations of the commit log's
+	// next segment (Options.Preallocate): nothing failed with them, but
+	// segments are then created as needed, and a full disk is near.
+	PreallocErrors atomic.Uint64
 	// RetentionSkipped counts messages a group was about to receive whose
 	// records retention had already removed: skipped, not delivered.
 	RetentionSkipped atomic.Uint64

@@ -31,6 +31,7 @@ type Collector struct {
 	recovery, replayed                  *prometheus.Desc
 	clockJumps, checkpoints, segsDel    *prometheus.Desc
 	fireErrs, loadErrs, ckErrs          *prometheus.Desc
+	preallocErrs                        *prometheus.Desc
 	failed, readErrs, rebuilds          *prometheus.Desc
 	retentionSkipped                    *prometheus.Desc
 	buildInfo                           *prometheus.Desc
@@ -72,6 +73,7 @@ func NewCollector(eng *engine.Engine) *Collector {
 		fireErrs:         d("fire_errors_total", "Failures to write a fire record (due messages are retried)."),
 		loadErrs:         d("timer_load_errors_total", "Failures to load a timer bucket into the wheel."),
 		ckErrs:           d("checkpoint_errors_total", "Failed checkpoints."),
+		preallocErrs:     d("prealloc_errors_total", "Failed preallocations of the next commit-log segment (nothing failed with them; segments are then created as needed)."),
 		failed:           d("storage_failed", "1 once the broker stopped after a failed fsync (fail-stop); it then exits."),
 		readErrs:         d("read_errors_total", "Message reads that failed with an I/O error while delivering; the messages stayed in place."),
 		retentionSkipped: d("retention_skipped_total", "Messages a group was about to receive whose records retention had already removed: skipped, not delivered (-retention shorter than the group's lag)."),
@@ -103,7 +105,7 @@ func (c *Collector) descs() []*prometheus.Desc {
 	return []*prometheus.Desc{
 		c.sent, c.fired, c.cancelled, c.rescheduled, c.pending, c.lateness, c.fsync, c.checkpoint,
 		c.recovery, c.replayed, c.clockJumps, c.checkpoints, c.segsDel, c.fireErrs, c.loadErrs, c.ckErrs,
-		c.failed, c.readErrs, c.rebuilds, c.retentionSkipped, c.buildInfo,
+		c.preallocErrs, c.failed, c.readErrs, c.rebuilds, c.retentionSkipped, c.buildInfo,
 		c.dedupHits, c.dedupConflicts, c.expired, c.windowMissed, c.clockHeld,
 		c.topicSent, c.topicFired, c.topicCancelled, c.topicPending, c.topicVisible,
 		c.groupDelivered, c.groupAcked, c.groupRedelivered, c.groupDead, c.groupBacklog, c.groupInFlight,
@@ -145,6 +147,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.fireErrs, s.FireErrors.Load())
 	counter(c.loadErrs, s.TimerLoadErrors.Load())
 	counter(c.ckErrs, s.CheckpointErrors.Load())
+	counter(c.preallocErrs, s.PreallocErrors.Load())
 	failed := 0.0
 	if s.Failed.Load() {
 		failed = 1
