@@ -44,6 +44,15 @@ func Seeds(list string) kgo.Opt {
 	return kgo.SeedBrokers(out...)
 }
 
+// delayTopicOf is the topic a run sends its delayed records to: -delay-topic
+// when set, else one of the run's own.
+func delayTopicOf(c *Config, prefix string) string {
+	if c.DelayTopic != "" {
+		return c.DelayTopic
+	}
+	return prefix + ".delay"
+}
+
 // runOnce runs one system once on topics of its own and scores it.
 func runOnce(ctx context.Context, c *Config, opts Options, sys System, run int, log io.Writer) (res Result, err error) {
 	res.LoadStart = loadAvg()
@@ -96,11 +105,7 @@ func runOnce(ctx context.Context, c *Config, opts Options, sys System, run int, 
 		return res, err
 	}
 	defer col.close()
-	delayTopic := prefix + ".delay"
-	if c.DelayTopic != "" {
-		delayTopic = c.DelayTopic
-	}
-	due, err := produce(ctx, cl, c, sys, prefix, delayTopic, biz)
+	due, err := produce(ctx, cl, c, sys, prefix, delayTopicOf(c, prefix), biz)
 	if err != nil {
 		return res, err
 	}
