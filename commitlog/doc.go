@@ -197,7 +197,12 @@
 // acknowledged frames after a hole in the unsynced tail. Open then refuses
 // too: the error costs a restart, never data. Repair salvage keeps those
 // records (a producer that saw no acknowledgement may have sent them
-// again); truncate mode drops them.
+// again); truncate mode drops them. Preallocation makes this likelier: on
+// ext4 (data=ordered) the blocks of an append join the file only at the
+// journal commit of its fdatasync, so a power loss drops the unsynced
+// batch whole, while a batch written over preallocated zeros has no such
+// commit, and the disk may keep a later page of it without an earlier one
+// (zeros, then valid frames of the batch).
 //
 // Repair (offline: the log must not be open) checks every segment. Each
 // damaged range is first copied to <segment>.damaged-<position> beside
