@@ -136,8 +136,10 @@ type Config struct {
 	SegmentBytes int64
 	// Preallocate writes log segments over preallocated zeros (flag
 	// -preallocate; engine.Options.Preallocate): cheaper fdatasyncs for
-	// up to two segments of disk. On by default here, unlike the
-	// engine's own default, which suits embedded use.
+	// up to two segments of disk. Off by default, as in the engine: a
+	// batch written over zeros is no longer all-or-nothing at a power
+	// loss (invariant E22), and the start may then refuse an image that
+	// a growing file would have cut cleanly.
 	Preallocate bool
 
 	// MaxBodyBytes bounds one message body, in bytes (flag -max-body-bytes).
@@ -272,7 +274,7 @@ func DefaultConfig() Config {
 		Flush:              eng.Flush.String(),
 		FlushInterval:      eng.FlushInterval,
 		SegmentBytes:       eng.SegmentBytes,
-		Preallocate:        true,
+		Preallocate:        false,
 		MaxBodyBytes:       int64(eng.Limits.MaxBodyBytes),
 		MaxProperties:      eng.Limits.MaxProperties,
 		MaxDelay:           eng.Limits.MaxDelay,

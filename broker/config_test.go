@@ -221,12 +221,6 @@ func TestDefaultsAreTheEngines(t *testing.T) {
 		t.Fatalf("scrub delay: serve %v, engine %v", got.ScrubDelay, want.ScrubDelay)
 	}
 	got.ScrubDelay = want.ScrubDelay
-	// And serve preallocates log segments, which the engine leaves to
-	// its user (engine.Options.Preallocate).
-	if !got.Preallocate || want.Preallocate {
-		t.Fatalf("preallocation: serve %v, engine %v", got.Preallocate, want.Preallocate)
-	}
-	got.Preallocate = want.Preallocate
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("server defaults give engine options\n%+v\nthe engine's defaults are\n%+v", got, want)
 	}

@@ -338,14 +338,11 @@ func dataDir(c config) (string, func(), error) {
 }
 
 // engineOptions are the defaults on dir (vfs.OS, sync flush, real clock)
-// with the broker's preallocation and logs at warning level and above.
+// and logs at warning level and above.
 func engineOptions(dir string) engine.Options {
 	return engine.Options{
-		Dir: dir,
-		// As `hourglass serve` runs, so that in-process figures stay
-		// comparable with the broker's.
-		Preallocate: true,
-		Logger:      slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Dir:    dir,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
 }
 
