@@ -5,9 +5,11 @@ package remoting
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
+	"github.com/apache/rocketmq-client-go/v2"
 	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 
@@ -26,11 +28,28 @@ func TestClientRebalance(t *testing.T) {
 	p := newProducer(t, b)
 	ca, gotA := newPush(t, b, "workers", "tasks", consumer.MessageSelector{}, nil)
 	cb, gotB := newPush(t, b, "workers", "tasks", consumer.MessageSelector{}, nil)
-	_ = ca
 	// Both are members, and each was told of the other.
 	for deadline := time.Now().Add(15 * time.Second); len(b.srv.clients.members("workers")) < 2 || b.srv.Requests(codeGetConsumerListByGroup) < 2; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("members %v", b.srv.clients.members("workers"))
+		}
+	}
+	// Wait for the rebalances the member change set off: until each
+	// holds a share of the 8 queues and none is held by both (a fixed
+	// 2 s wait let a message through to both consumers under load).
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		qa, qb := heldQueues(ca, "tasks"), heldQueues(cb, "tasks")
+		shared := 0
+		for q := range qa {
+			if qb[q] {
+				shared++
+			}
+		}
+		if len(qa) > 0 && len(qb) > 0 && shared == 0 && len(qa)+len(qb) == 8 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("queues held after 15 s: a %v, b %v", qa, qb)
 		}
 	}
 	send := func(from, n int) {
@@ -59,8 +78,6 @@ func TestClientRebalance(t *testing.T) {
 			seen[string(d.msg.Body)] = who
 		}
 	}
-	// Rebalancing takes a moment: send once both hold queues.
-	time.Sleep(2 * time.Second)
 	send(0, 80)
 	take(80)
 	count := map[string]int{}
@@ -73,4 +90,18 @@ func TestClientRebalance(t *testing.T) {
 	cb.Shutdown()
 	send(80, 40)
 	take(120)
+}
+
+// heldQueues returns the IDs of topic's queues that c holds now, from the
+// running info the client reports to a broker's admin request (its type
+// is internal to the client, hence the reflection).
+func heldQueues(c rocketmq.PushConsumer, topic string) map[int]bool {
+	info := reflect.ValueOf(c).MethodByName("GetConsumerRunningInfo").Call([]reflect.Value{reflect.ValueOf(false)})[0]
+	held := map[int]bool{}
+	for _, k := range info.Elem().FieldByName("MQTable").MapKeys() {
+		if mq := k.Interface().(primitive.MessageQueue); mq.Topic == topic {
+			held[mq.QueueId] = true
+		}
+	}
+	return held
 }
