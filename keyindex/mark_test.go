@@ -17,15 +17,8 @@ import (
 // the run: it reads it whole and refuses it, naming the run file and the
 // damaged block, so that the caller rebuilds the index.
 func TestVerifyDamageOutlivesAFailedMark(t *testing.T) {
-	for _, c := range []struct {
-		what string
-		err  error
-		ops  []vfs.Op
-	}{
-		{"disk full", syscall.ENOSPC, []vfs.Op{vfs.OpCreate, vfs.OpWrite}},
-		{"failed fsync", syscall.EIO, []vfs.Op{vfs.OpSync, vfs.OpSyncDir}},
-	} {
-		t.Run(c.what, func(t *testing.T) {
+	for _, c := range sortedruntest.MarkFaults {
+		t.Run(c.What, func(t *testing.T) {
 			mem, st := threeBlocks(t)
 			name := runName(dir, 1)
 			sortedruntest.Patch(t, mem, name, BlockSize+7, 1, func(b []byte) { b[0] ^= 4 })
@@ -34,7 +27,7 @@ func TestVerifyDamageOutlivesAFailedMark(t *testing.T) {
 			if !fromTail(x) {
 				t.Fatal("not opened from the tail")
 			}
-			sortedruntest.FailOn(ff, damageMark, c.err, c.ops...)
+			sortedruntest.FailOn(ff, damageMark, c.Err, c.Ops...)
 			if err := x.Verify(nil); !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("Verify: %v, want the damage", err)
 			}

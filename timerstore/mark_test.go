@@ -18,15 +18,8 @@ import (
 // damaged block. Otherwise the engine, stopped by the damage, would open
 // the same tail again at every start and stop again.
 func TestEachDamageOutlivesAFailedMark(t *testing.T) {
-	for _, c := range []struct {
-		what string
-		err  error
-		ops  []vfs.Op
-	}{
-		{"disk full", syscall.ENOSPC, []vfs.Op{vfs.OpCreate, vfs.OpWrite}},
-		{"failed fsync", syscall.EIO, []vfs.Op{vfs.OpSync, vfs.OpSyncDir}},
-	} {
-		t.Run(c.what, func(t *testing.T) {
+	for _, c := range sortedruntest.MarkFaults {
+		t.Run(c.What, func(t *testing.T) {
 			mem, st, _ := tailStore(t)
 			name := path.Join(dir, runFiles(t, mem)[0])
 			sortedruntest.Patch(t, mem, name, BlockSize+100, 1, func(b []byte) { b[0] ^= 0x10 })
@@ -35,12 +28,12 @@ func TestEachDamageOutlivesAFailedMark(t *testing.T) {
 			if !fromTail(s) {
 				t.Fatal("not opened from the tail")
 			}
-			sortedruntest.FailOn(ff, damageMark, c.err, c.ops...)
+			sortedruntest.FailOn(ff, damageMark, c.Err, c.Ops...)
 			if err := s.RunsPlan().Each(func(Entry) {}, nil); !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("Each: %v, want the damage", err)
 			}
 			s.Close()
-			if _, err := mem.Open(path.Join(dir, damageMark)); c.what == "disk full" && !vfs.IsNotExist(err) {
+			if _, err := mem.Open(path.Join(dir, damageMark)); c.What == "disk full" && !vfs.IsNotExist(err) {
 				t.Fatalf("the mark was written on a full disk: %v", err)
 			}
 			_, err := Open(mem.Crash(nil), dir, width, st, nil)

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/hourglass-mq/hourglass/vfs"
@@ -26,6 +27,22 @@ func FailOn(ff *vfs.Faulty, part string, err error, ops ...vfs.Op) {
 		}
 		return nil
 	})
+}
+
+// MarkFault is a way a damage mark's write fails: the error, and the
+// operations on the mark that return it (FailOn).
+type MarkFault struct {
+	What string
+	Err  error
+	Ops  []vfs.Op
+}
+
+// MarkFaults are the failures a damage mark's write is tested against: a
+// full disk (its create and write fail) and a failed fsync (its sync and
+// the directory's fail). The first is "disk full".
+var MarkFaults = []MarkFault{
+	{"disk full", syscall.ENOSPC, []vfs.Op{vfs.OpCreate, vfs.OpWrite}},
+	{"failed fsync", syscall.EIO, []vfs.Op{vfs.OpSync, vfs.OpSyncDir}},
 }
 
 // Patch reads n bytes at off of name, lets change alter them and writes
