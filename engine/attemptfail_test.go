@@ -65,11 +65,7 @@ func TestReceiveAttemptRecordOnFailedLogStops(t *testing.T) {
 	if rs, err := h.e.Receive(context.Background(), req); errs.CodeOf(err) != errs.Unavailable || len(rs) != 0 {
 		t.Fatalf("receive after the failure: %d messages, %v; want none and unavailable", len(rs), err)
 	}
-	img := mem.Crash(nil)
-	h.e.Close()
-	h.e = nil
-	h.opt.FS = img
-	h.open()
+	h.powerLossRestart(mem)
 	for _, r := range h.receiveN("t", "g", 3, time.Minute) {
 		if r.Attempt != 1 {
 			t.Errorf("after the restart a message came with attempt %d, want 1", r.Attempt)

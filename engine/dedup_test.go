@@ -173,11 +173,7 @@ func TestDedupPowerLoss(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	img := h.fs.Crash(nil)
-	h.e.Close()
-	h.e = nil
-	h.opt.FS = img
-	h.open()
+	h.powerLossRestart(h.fs)
 	r, err := h.sendDedup("t", "op", "a", message.When{Delay: time.Hour})
 	if err != nil || !r.Duplicate || r.ID != first.ID {
 		t.Fatalf("after power loss: %+v %v", r, err)

@@ -60,6 +60,19 @@ func (h *harness) restart() {
 	h.open()
 }
 
+// powerLossRestart reopens h's engine on what mem held durably: the
+// image is taken before the engine closes, so no final checkpoint or
+// flush reaches it. The engine may have failed; its Close error is not
+// looked at.
+func (h *harness) powerLossRestart(mem *vfs.Mem) {
+	h.t.Helper()
+	img := mem.Crash(nil)
+	h.e.Close()
+	h.e = nil
+	h.opt.FS = img
+	h.open()
+}
+
 func (h *harness) send(topic, key string, w message.When) Receipt {
 	h.t.Helper()
 	r, err := h.e.Send(context.Background(), message.Message{Topic: topic, Key: key, Body: []byte("body-" + key)}, w)

@@ -71,11 +71,7 @@ func TestFsyncFailureStops(t *testing.T) {
 				t.Fatalf("send after the failure: %v, want unavailable", err)
 			}
 			// Power loss, then a restart on what is durable.
-			img := mem.Crash(nil)
-			h.e.Close()
-			h.e = nil
-			h.opt.FS = img
-			h.open()
+			h.powerLossRestart(mem)
 			for i, r := range sent {
 				info, err := h.e.Inspect(r.ID)
 				if err != nil {
@@ -111,11 +107,7 @@ func TestLogFsyncFailureStops(t *testing.T) {
 	if _, err := h.e.Send(t.Context(), message.Message{Topic: "t", Body: []byte("c")}, message.When{}); errs.CodeOf(err) != errs.Unavailable {
 		t.Fatalf("send after the failure: %v, want unavailable", err)
 	}
-	img := mem.Crash(nil)
-	h.e.Close()
-	h.e = nil
-	h.opt.FS = img
-	h.open()
+	h.powerLossRestart(mem)
 	if info, err := h.e.Inspect(ok.ID); err != nil || info.State != StatePending {
 		t.Fatalf("acknowledged message after the failure: %+v %v", info, err)
 	}

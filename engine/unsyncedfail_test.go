@@ -57,11 +57,7 @@ func TestFireFdatasyncFailsAfterItsAnswer(t *testing.T) {
 		t.Fatal("the engine did not stop after its log's fdatasync failed")
 	}
 
-	img := mem.Crash(nil)
-	h.e.Close()
-	h.e = nil
-	h.opt.FS = img
-	h.open()
+	h.powerLossRestart(mem)
 	info, err := h.e.Inspect(r.ID)
 	if err != nil {
 		t.Fatalf("message lost: %v", err)
@@ -109,11 +105,7 @@ func TestCancelAfterFireFdatasyncFailedStops(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the engine did not stop after its log's fdatasync failed")
 	}
-	img := mem.Crash(nil)
-	h.e.Close()
-	h.e = nil
-	h.opt.FS = img
-	h.open()
+	h.powerLossRestart(mem)
 	if info, err := h.e.Inspect(later.ID); err != nil || info.State != StatePending || info.Due != later.Due {
 		t.Fatalf("the message the refused cancel named: %+v %v, want pending due %d", info, err, later.Due)
 	}
