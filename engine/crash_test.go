@@ -42,8 +42,7 @@ func crashOptions(dir string, ckpt time.Duration) Options {
 	return Options{
 		Dir: dir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Flush: FlushSync,
 		SegmentBytes: 32 << 10, DefaultQueues: 3, CheckpointInterval: ckpt, CheckpointBytes: 16 << 10,
-		Preallocate: true, // as the broker runs
-		Limits:      message.Limits{DelayLevels: []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 300 * time.Millisecond}},
+		Limits: message.Limits{DelayLevels: []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 300 * time.Millisecond}},
 	}
 }
 

@@ -40,7 +40,6 @@ func plOptions(fs vfs.FS, clk clock.Clock) Options {
 		SegmentBytes: 512, DefaultQueues: 2, BucketWidth: time.Second,
 		CheckpointInterval: 1000 * time.Hour, // checkpoints are called by the run, at known points
 		Retention:          2 * time.Second,
-		Preallocate:        true, // as the broker runs: images over preallocated zeros
 	}
 }
 
@@ -274,6 +273,10 @@ func (r *plRun) open() bool {
 	r.clk = clock.NewFake(t0.Add(time.Duration(r.id) * time.Hour))
 	r.seen = map[string]bool{}
 	opts := plOptions(&crashFS{mem: r.mem, hook: r.capture}, r.clk)
+	// Odd runs write over preallocated zeros (-preallocate), even ones
+	// grow their segments (the default); recovery always opens with the
+	// default, as a broker whose flag was turned off would.
+	opts.Preallocate = r.id%2 == 1
 	if r.async {
 		opts.Flush, opts.FlushInterval = FlushAsync, 2*time.Millisecond
 		if r.flushEvery > 0 {
