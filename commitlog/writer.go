@@ -53,8 +53,7 @@ const maxSpareBuf = 8 << 20
 //
 // Invariants: synced <= written; bytes [0, written) of active's records are
 // in the file and their Appends are answered or being answered; under
-// FlushSync, written == synced between batches, except after batches of
-// only AppendUnsynced records, whose fdatasync is deferred (deferSync).
+// FlushSync, written == synced between batches.
 type writer struct {
 	log     *Log
 	active  *segment
@@ -80,15 +79,6 @@ type writer struct {
 	syncs     []*request // scratch: the Sync requests of a batch
 	rest      []*request // scratch: a chunk's requests answered after its fdatasync
 }
-
-// unsyncedSyncDelay bounds how long AppendUnsynced records written alone
-// wait for their fdatasync when no Append comes to share one. A round of
-// only such records (the engine's fire records) used to sync at once, and
-// the receive that followed each fire, whose attempt record must be
-// durable before it hands anything out, waited for that fdatasync to end
-// and then for its own: one and a half fdatasyncs a delivery instead of
-// one (docs/benchmarks.md, group-lateness).
-var unsyncedSyncDelay = time.Millisecond // a variable for the tests
 
 // errCleanup marks an error whose cleanup failed too, leaving files the log
 // cannot vouch for; the writer makes such errors sticky.
@@ -136,10 +126,8 @@ func (l *Log) enqueue(req *request, recs []Record, crcs []uint32, total int) err
 func (l *Log) Append(recs ...Record) ([]Pos, error) { return l.append(recs, false) }
 
 // AppendUnsynced is Append, but under FlushSync it returns once the records
-// are written, before their fdatasync: the one of their group commit if it
-// holds an Append too, else the next Append's or Sync's, or one of their
-// own within unsyncedSyncDelay (1 ms) if none comes; under FlushAsync it is
-// Append. It is for records that the log's
+// are written, before the fdatasync that follows at once in the same group
+// commit; under FlushAsync it is Append. It is for records that the log's
 // owner can lose in a crash without losing anything it acknowledged: the
 // engine's fire records (a fire lost is fired again at recovery, since its
 // messages are still pending in the log). Everything else about the
@@ -228,13 +216,6 @@ func (l *Log) run() {
 		defer t.Stop()
 		tick = t.C
 	}
-	// lazy is the deferred fdatasync of AppendUnsynced records written by
-	// a round that held nothing else (writeChunk): armed when the writer
-	// goes idle with such records unsynced.
-	lazy := time.NewTimer(time.Hour)
-	lazy.Stop()
-	defer lazy.Stop()
-	var lazyAt time.Time // when it is due; zero: nothing deferred
 	for {
 		l.q.mu.Lock()
 		buf, reqs, closed := l.q.buf, l.q.reqs, l.q.closed
@@ -244,7 +225,6 @@ func (l *Log) run() {
 		n := len(reqs)
 		if n > 0 {
 			w.commit(buf, reqs)
-			lazyAt = w.deferSync(lazyAt)
 			// Let the appenders just answered run before the next round's
 			// fdatasync. This goroutine spends most of its time in short
 			// syscalls and keeps its P through each of them; the appenders
@@ -271,41 +251,12 @@ func (l *Log) run() {
 			l.finish()
 			return
 		}
-		var deferred <-chan time.Time
-		if !lazyAt.IsZero() {
-			lazy.Reset(time.Until(lazyAt))
-			deferred = lazy.C
-		}
 		select {
 		case <-l.wake:
-			lazy.Stop()
 		case <-tick:
 			w.background()
-		case <-deferred:
-			w.background()
-			lazyAt = w.deferSync(lazyAt)
 		}
 	}
-}
-
-// deferSync returns when the deferred fdatasync of AppendUnsynced records
-// is due, given when it was due before (zero: nothing was deferred), after
-// making it if that time has passed: a stream of such rounds with no
-// Append among them defers it by at most unsyncedSyncDelay, not forever.
-// Zero when nothing written is unsynced, or the log has failed.
-func (w *writer) deferSync(at time.Time) time.Time {
-	if w.log.opts.Flush != FlushSync || w.written == w.synced || w.stickyErr() != nil {
-		return time.Time{}
-	}
-	now := time.Now()
-	if at.IsZero() {
-		return now.Add(unsyncedSyncDelay)
-	}
-	if now.Before(at) {
-		return at
-	}
-	w.background()
-	return time.Time{}
 }
 
 // finish runs on the writer goroutine once the queue is closed and empty.
@@ -432,13 +383,6 @@ func (w *writer) writeChunk(buf []byte, chunk []*request) (answered int, err err
 	}
 	if l.opts.Flush == FlushSync {
 		rest := w.answerUnsynced(chunk)
-		if len(rest) == 0 {
-			// Only AppendUnsynced records: their fdatasync is deferred to
-			// the next round that must sync (a consumer's attempt record
-			// usually follows a fire within a fraction of a millisecond),
-			// or to unsyncedSyncDelay after the writer goes idle.
-			return len(chunk), nil
-		}
 		// Not undone and retried: the retry could succeed without writing
 		// the pages the failure dropped (see syncFailed).
 		if err := w.fdatasync(); err != nil {

@@ -30,9 +30,8 @@ const dispatchBurstMs = 100
 // fire makes a batch visible: one fire record, then the queue indexes.
 //
 // The batch is applied once its record is written, not once it is
-// durable: the record's fdatasync is the next syncing append's (the
-// receive it wakes writes one), or the log's own within a millisecond,
-// and the messages do not wait for it (invariant E21). Under a
+// durable: the record's fdatasync follows at once in the same group
+// commit, but the messages do not wait for it (invariant E21). Under a
 // send load the fsync that a fire record waited for was most of the
 // lateness consumers saw. A fire record lost in a crash loses nothing:
 // its messages are still pending in the log and fire again at recovery,
