@@ -51,6 +51,11 @@ type preallocator struct {
 	mu struct {
 		sync.Mutex
 		ready vfs.File // the synced spare, or nil
+		// taken: the writer holds a spare it took and has not yet renamed
+		// or removed, so SpareName is still that file's path. No new
+		// spare is created meanwhile: creating one at that path would
+		// truncate and zero the file the writer is making a segment of.
+		taken bool
 	}
 }
 
@@ -95,7 +100,27 @@ func (p *preallocator) take() vfs.File {
 	defer p.mu.Unlock()
 	f := p.mu.ready
 	p.mu.ready = nil
+	p.mu.taken = f != nil
 	return f
+}
+
+// release tells p that the spare the writer took is renamed into the log
+// or removed: SpareName is free for the next spare.
+func (p *preallocator) release() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	p.mu.taken = false
+	p.mu.Unlock()
+}
+
+// needed reports whether a spare should be written now: none is ready,
+// and none is taken and still under SpareName.
+func (p *preallocator) needed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mu.ready == nil && !p.mu.taken
 }
 
 // stop ends the goroutine, waiting for a spare being written to be
@@ -120,24 +145,35 @@ func (p *preallocator) run() {
 			return
 		case <-p.wake:
 		}
-		if p.ready() {
-			continue
-		}
-		began := time.Now()
-		f, err := p.write()
-		if errors.Is(err, errStopped) {
+		if p.step() {
 			return
 		}
-		if err != nil {
-			_ = p.fs.Remove(path.Join(p.dir, SpareName))
-			err = fmt.Errorf("commitlog: preallocate %s: %w", SpareName, classify(err))
-		} else {
-			p.mu.Lock()
-			p.mu.ready = f
-			p.mu.Unlock()
-		}
-		p.report(time.Since(began), err)
 	}
+}
+
+// step answers one request: it writes a spare if one is needed, and
+// reports whether stop interrupted it. A request can be stale (sent
+// while the last spare was being written, and read after the writer took
+// that spare), so need is checked here, not assumed.
+func (p *preallocator) step() (stopped bool) {
+	if !p.needed() {
+		return false
+	}
+	began := time.Now()
+	f, err := p.write()
+	if errors.Is(err, errStopped) {
+		return true
+	}
+	if err != nil {
+		_ = p.fs.Remove(path.Join(p.dir, SpareName))
+		err = fmt.Errorf("commitlog: preallocate %s: %w", SpareName, classify(err))
+	} else {
+		p.mu.Lock()
+		p.mu.ready = f
+		p.mu.Unlock()
+	}
+	p.report(time.Since(began), err)
+	return false
 }
 
 // errStopped is write's answer when stop interrupted it.
@@ -314,8 +350,10 @@ func (w *writer) trim() error {
 // after its rename failed.
 func (w *writer) installSpare(base Pos) (*segment, error) {
 	l := w.log
-	defer l.pre.request()
 	f := l.pre.take()
+	// When install returns, the spare is renamed or removed: only then may
+	// the next one be created under SpareName.
+	defer func() { l.pre.release(); l.pre.request() }()
 	if f == nil {
 		return nil, nil
 	}
