@@ -20,23 +20,24 @@ type Stats struct {
 	// RecordsReread counts delay records the consumer delivered again
 	// below the read position (ignored): a rewind, which an abort does
 	// not make (rewindAfterAbort).
-	RecordsReread atomic.Int64
-	Forwarded     atomic.Int64 // records forwarded in committed transactions
+	RecordsReread    atomic.Int64
+	Forwarded        atomic.Int64 // records forwarded in committed transactions
+	DeadLettered     atomic.Int64 // records dead-lettered in committed transactions
+	Cancelled        atomic.Int64 // pending records cancelled in committed transactions
+	Committed        atomic.Int64 // transactions committed
+	Aborted          atomic.Int64 // transactions aborted (a rebalance, an error)
+	Refused          atomic.Int64 // outputs Kafka refused for good, dead-lettered instead
+	Assigned         atomic.Int64 // partitions assigned, summed over rebalances
+	Revoked          atomic.Int64 // partitions revoked or lost, summed
+	BodiesLoaded     atomic.Int64 // bodies fetched again before their due time
+	StateRecordsRead atomic.Int64 // state-topic records read at take-over
+	Rejoins          atomic.Int64 // sessions rebuilt after a failed transaction
+	MaxLatenessMs    atomic.Int64 // largest (forward time - due) seen
+
 	// ForwardedWhileEnding counts at-least-once forwards Kafka
 	// acknowledged while a transaction's end ran on its own goroutine
 	// (endInBackground): forwards the progress commit did not hold up.
 	ForwardedWhileEnding atomic.Int64
-	DeadLettered         atomic.Int64 // records dead-lettered in committed transactions
-	Cancelled            atomic.Int64 // pending records cancelled in committed transactions
-	Committed            atomic.Int64 // transactions committed
-	Aborted              atomic.Int64 // transactions aborted (a rebalance, an error)
-	Refused              atomic.Int64 // outputs Kafka refused for good, dead-lettered instead
-	Assigned             atomic.Int64 // partitions assigned, summed over rebalances
-	Revoked              atomic.Int64 // partitions revoked or lost, summed
-	BodiesLoaded         atomic.Int64 // bodies fetched again before their due time
-	StateRecordsRead     atomic.Int64 // state-topic records read at take-over
-	Rejoins              atomic.Int64 // sessions rebuilt after a failed transaction
-	MaxLatenessMs        atomic.Int64 // largest (forward time - due) seen
 	// Lateness is the histogram of (forward time - due time), in seconds,
 	// of records forwarded in committed transactions, with the embedded
 	// engine's buckets. The forward time is the worker's clock when the
