@@ -94,50 +94,30 @@ func (s *Server) pull(c *conn, req *Command) *Command {
 	if p.sysFlag&pullSuspend != 0 {
 		wait = min(max(p.suspend, 0), s.opts.MaxLongPoll)
 	}
-	return s.longPoll(c, p, filter, time.Now().Add(wait))
-}
-
-// longPoll reads the queue until it finds a message or the deadline
-// passes, waiting for the engine's visible signal in between. A signal
-// that left this queue's length as the last read found it (a fire into
-// another queue or topic: the signal is the engine's, one for all) is
-// waited out again without a read: the read would wait for the log's
-// fdatasync under way (durableLen) to hand out nothing new, and every
-// held pull of the broker woke to do so at each fire. The answer at the
-// deadline is then the last read's, whose offsets that read made durable.
-func (s *Server) longPoll(c *conn, p pullRequest, filter tagFilter, deadline time.Time) *Command {
+	deadline := time.Now().Add(wait)
 	holding := false
 	defer func() {
 		if holding { // pullOnce panicked: the token goes back
 			c.releaseAnswer()
 		}
 	}()
-	var last *Command // the last read's answer: nothing found
-	var lastLen uint64
 	for {
 		signal := s.eng.VisibleSignal() // before the read: a message made visible after it wakes us
-		if last != nil && s.queueLen(p.topic, p.queue) == lastLen {
-			if !time.Now().Before(deadline) {
-				return last
-			}
-		} else {
-			if !c.holdAnswer(s.done) {
-				return errResp(respSystemBusy, "the broker is closing")
-			}
-			holding = true
-			resp, found, n := s.pullOnce(c, p, filter)
-			holding = false
-			if found || !time.Now().Before(deadline) {
-				if len(resp.Body) > 0 {
-					resp.release = c.releaseAnswer // held until the answer is written
-				} else {
-					c.releaseAnswer()
-				}
-				return resp
-			}
-			c.releaseAnswer()
-			last, lastLen = resp, n
+		if !c.holdAnswer(s.done) {
+			return errResp(respSystemBusy, "the broker is closing")
 		}
+		holding = true
+		resp, found := s.pullOnce(c, p, filter)
+		holding = false
+		if found || !time.Now().Before(deadline) {
+			if len(resp.Body) > 0 {
+				resp.release = c.releaseAnswer // held until the answer is written
+			} else {
+				c.releaseAnswer()
+			}
+			return resp
+		}
+		c.releaseAnswer()
 		t := time.NewTimer(time.Until(deadline))
 		select {
 		case <-signal:
@@ -147,42 +127,40 @@ func (s *Server) longPoll(c *conn, p pullRequest, filter tagFilter, deadline tim
 		t.Stop()
 		select {
 		case <-s.done:
-			return last
+			return resp
 		default:
 		}
 	}
 }
 
 // pullOnce reads the queue at the pull's offset; found is false when
-// there is nothing at or past it yet (a long poll waits then), and n is
-// then the queue's length that the answer hands out as its max offset,
-// durable (durableLen; 0 for an unknown topic).
-func (s *Server) pullOnce(c *conn, p pullRequest, filter tagFilter) (resp *Command, found bool, n uint64) {
-	queues, _, ok := s.eng.TopicKind(p.topic)
+// there is nothing at or past it yet (a long poll waits then).
+func (s *Server) pullOnce(c *conn, p pullRequest, filter tagFilter) (*Command, bool) {
+	n, _, ok := s.eng.TopicKind(p.topic)
 	if !ok {
-		return s.pullResp(respPullNotFound, p.offset, 0, nil), false, 0
+		return s.pullResp(respPullNotFound, p.offset, 0, nil), false
 	}
-	if p.queue >= queues {
-		return errResp(respInvalidParameter, fmt.Sprintf("topic %q has queues 0 to %d, not %d", p.topic, queues-1, p.queue)), true, 0
+	if p.queue >= n {
+		return errResp(respInvalidParameter, fmt.Sprintf("topic %q has queues 0 to %d, not %d", p.topic, n-1, p.queue)), true
 	}
 	maxOff, err := s.durableLen(p.topic, p.queue)
 	if err != nil {
-		return durableLenErr(err), true, 0
+		return durableLenErr(err), true
 	}
 	switch {
 	case uint64(p.offset) > maxOff:
-		return s.pullResp(respPullOffsetMoved, int64(maxOff), maxOff, nil), true, maxOff
+		return s.pullResp(respPullOffsetMoved, int64(maxOff), maxOff, nil), true
 	case uint64(p.offset) == maxOff:
-		return s.pullResp(respPullNotFound, p.offset, maxOff, nil), false, maxOff
+		return s.pullResp(respPullNotFound, p.offset, maxOff, nil), false
 	}
 	body, matched, next, err := s.readPull(c, p, filter, maxOff)
 	if err != nil {
-		return engineErr(err, respPullNotFound), true, maxOff
+		return engineErr(err, respPullNotFound), true
 	}
 	if matched == 0 {
-		return s.pullResp(respPullRetryImmediately, next, maxOff, nil), true, maxOff
+		return s.pullResp(respPullRetryImmediately, next, maxOff, nil), true
 	}
-	return s.pullResp(respSuccess, next, maxOff, body), true, maxOff
+	return s.pullResp(respSuccess, next, maxOff, body), true
 }
 
 // readPull reads a pull's messages from its offset in chunks of
