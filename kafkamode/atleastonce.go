@@ -91,15 +91,14 @@ func (w *Worker) forwarderOptions() []kgo.Opt {
 
 // aloCommitEvery is how often, at least once, a transaction commits the
 // progress of the forwards made since the last one; between two, due
-// records are forwarded as they fall due (forwardDue), and during one
-// too: its end runs on another goroutine (endInBackground). Run on the
-// loop, a transaction held up the records falling due meanwhile for its
-// flush, offset commit, heartbeat and EndTxn (5 ms typically, 30 ms and
-// more at its p99): with a commit every 50 ms that made the lateness p99
-// at 1,000/s the length of a transaction. What a crash costs grows with
-// the interval: the forwards of the last interval, and of the transaction
-// in flight, are made again by the next owner, each marked
-// (HeaderRedelivery).
+// records are forwarded as they fall due (forwardDue). A transaction
+// holds the loop for its produce, offset commit, heartbeat and EndTxn
+// (5 ms typically, 25 ms and more at its p99 on a busy machine): run
+// after every forward, as at first, it held up the records falling due
+// meanwhile, and the lateness p99 at 1,000/s was no better than scheme
+// C's. What a crash costs grows with it: the forwards of the last
+// interval, and of the transaction in flight, are made again by the next
+// owner, each marked (HeaderRedelivery).
 const aloCommitEvery = 50 * time.Millisecond
 
 // commitDue reports whether the loop may start a transaction now: at
@@ -119,73 +118,5 @@ func (w *Worker) forwardDue(ctx context.Context, now int64) {
 	}
 	if batch := w.idx.collectDue(now); len(batch) > 0 {
 		w.idx.stashForwarded(w.forwardFirst(ctx, batch))
-	}
-}
-
-// endInBackground (at-least-once) runs the end of t, which only commits
-// the progress of forwards Kafka has acknowledged (forwardFirst), on its
-// own goroutine; the loop goes on forwarding (whileEnding) and applies
-// the end once done (endedTxn). Nothing can be early or lost by it: a
-// forward is made only when due, and its progress is applied only once
-// committed; an abort puts the entries back, marked forwarded, for the
-// next transaction. While the end runs the loop does not poll or begin
-// (the group transact session forbids both during End), and leaves the
-// entries of t, their partitions' progress and copy records alone: it
-// only collects forwards and dead letters (collectForwards).
-func (w *Worker) endInBackground(ctx context.Context, t *openTxn) {
-	t.done = make(chan struct{})
-	w.ending = t
-	go func() {
-		defer close(t.done)
-		w.endTxn(ctx, t)
-	}()
-}
-
-// whileEnding is one turn of the loop while a transaction's end runs
-// (endInBackground): it waits until the next entry is due or the end is
-// done, then applies the end (returning its error) or forwards what is
-// due.
-func (w *Worker) whileEnding(ctx context.Context) error {
-	t := w.ending
-	wait := pollWait
-	if due, ok := w.idx.nextDue(); ok {
-		wait = min(wait, time.Until(time.UnixMilli(due)))
-	}
-	if wait > 0 {
-		tm := time.NewTimer(wait)
-		select {
-		case <-t.done:
-		case <-tm.C:
-		case <-ctx.Done():
-		}
-		tm.Stop()
-	}
-	select {
-	case <-t.done:
-		w.ending = nil
-		return w.endedTxn(ctx, t)
-	default:
-	}
-	if ctx.Err() != nil {
-		return nil
-	}
-	if batch := w.idx.collectForwards(time.Now().UnixMilli()); len(batch) > 0 {
-		batch = w.forwardFirst(ctx, batch)
-		for _, e := range batch {
-			if e.forwarded {
-				w.stats.ForwardedWhileEnding.Add(1)
-			}
-		}
-		w.idx.stashForwarded(batch)
-	}
-	return nil
-}
-
-// waitEnding waits for the end in background, if any, to return (the
-// session is over: it is not applied).
-func (w *Worker) waitEnding() {
-	if w.ending != nil {
-		<-w.ending.done
-		w.ending = nil
 	}
 }

@@ -28,11 +28,8 @@
 //     with the idempotent producer, as records fall due, and
 //     acknowledged before the transaction that commits their progress,
 //     at most every 50 ms (aloCommitEvery; copies forward and cancels
-//     stay in it). That transaction's end runs on its own goroutine
-//     (endInBackground), so forwarding never waits for a commit; the
-//     progress is applied once it committed. A crash or a lost
-//     partition between the two makes the next owner forward them
-//     again; it marks every forward of
+//     stay in it). A crash or a lost partition between the two
+//     makes the next owner forward them again; it marks every forward of
 //     a record that was in the partition and due (within 2 s) when the
 //     partition came to it with HeaderRedelivery, so a consumer that has
 //     seen that hourglass-source drops it. An abort that keeps the

@@ -201,26 +201,7 @@ func (x *loopIndex) takeBodies() {
 // collectDue pops the entries due at now whose body is loaded, at most
 // MaxBatch, oldest due first. An entry due but still waiting for its body
 // stops the batch: it is late, never early.
-func (x *loopIndex) collectDue(now int64) []*entry { return x.collect(now, false) }
-
-// collectForwards is collectDue while a transaction's end runs on another
-// goroutine (at least once, endInBackground): forwards and dead letters
-// only. A cancel stops the batch (what it cancels, or reschedules, may be
-// in that transaction, which the loop leaves alone until it ended), and
-// copies forward wait: both are late by the end's duration, never early.
-func (x *loopIndex) collectForwards(now int64) []*entry { return x.collect(now, true) }
-
-// nextDue returns the due time (Unix ms) of the earliest pending entry in
-// RAM, and false when there is none.
-func (x *loopIndex) nextDue() (int64, bool) {
-	if e := x.due.peek(); e != nil {
-		return e.due, true
-	}
-	return 0, false
-}
-
-// collect is collectDue, or collectForwards when plain.
-func (x *loopIndex) collect(now int64, plain bool) []*entry {
+func (x *loopIndex) collectDue(now int64) []*entry {
 	x.releaseDeferred()
 	var batch []*entry
 	for len(batch) < x.cfg.MaxBatch {
@@ -228,8 +209,8 @@ func (x *loopIndex) collect(now int64, plain bool) []*entry {
 		if e == nil || e.due > now {
 			break
 		}
-		if e.rec == nil || plain && e.isCancel() {
-			break // its body is being fetched (requestBodies asked), or collectForwards
+		if e.rec == nil {
+			break // its body is being fetched (requestBodies asked)
 		}
 		x.due.pop()
 		if e.inBatch {
@@ -255,9 +236,6 @@ func (x *loopIndex) collect(now int64, plain bool) []*entry {
 				batch = x.settleReschedule(batch, sc, matched, now)
 			}
 		}
-	}
-	if plain {
-		return batch
 	}
 	// Copies forward ride in the same transaction.
 	keep := x.copyReady[:0]

@@ -37,20 +37,10 @@ const settlePoll = 500 * time.Microsecond
 // the same runs, its p99 no worse. An earlier pass had found the p99 no
 // better, and worse when the broker was short of CPU: the floor pays the
 // same extra transactions, and it is the bar.
-//
-// At least once there is no watch: the next transaction begins
-// aloCommitEvery later (more than settleMax), and its flush runs beside
-// the loop (endInBackground), so a produce held up by a completion still
-// in progress holds up no forward; asking the coordinator every 0.5 ms
-// would only load the broker the forwards go through.
 func (w *Worker) watchSettle(ctx context.Context, committedAt time.Time) {
-	w.ses.endedAt = committedAt
-	if w.cfg.atLeastOnce() {
-		w.ses.settling = settledCtx()
-		return
-	}
 	done, cancel := context.WithCancel(context.Background())
 	w.ses.settling = done
+	w.ses.endedAt = committedAt
 	go func() {
 		defer cancel()
 		if !w.awaitCompletion(ctx, committedAt.Add(settleMax)) {

@@ -19,56 +19,8 @@ import (
 // tombstones its progress needs, and commits the new group offsets, in one
 // transaction. On commit the progress is applied; on abort the entries go
 // back into the index (and the session rewinds the consumer to the
-// committed offsets; the records it reads again are ignored). At least
-// once, the end runs on its own goroutine (endInBackground) and is
-// applied when the loop sees it done.
+// committed offsets; the records it reads again are ignored).
 func (w *Worker) transact(ctx context.Context, batch []*entry, snap []*partProgress) error {
-	t, err := w.beginTxn(ctx, batch, snap)
-	if t == nil || err != nil {
-		return err
-	}
-	if w.cfg.atLeastOnce() {
-		w.endInBackground(ctx, t)
-		return nil
-	}
-	w.endTxn(ctx, t)
-	return w.endedTxn(ctx, t)
-}
-
-// openTxn is one transaction from its Begin until its end is applied.
-// Between beginTxn and endedTxn only endTxn touches it; the fields below
-// the line are endTxn's results.
-type openTxn struct {
-	batch      []*entry
-	snaps      []*snapWrite
-	plans      []*partPlan
-	outputs    map[*kgo.Record]*entry
-	commitFn   func(*kmsg.TxnOffsetCommitRequest) error
-	produceErr atomic.Value
-	refused    refusals
-	now        int64 // Unix ms at Begin: the forward time of its records
-	began      time.Time
-
-	flushed, endedAt time.Time
-	flushErr, endErr error
-	committed        bool
-	// done is closed once endTxn returned (endInBackground).
-	done chan struct{}
-}
-
-// promise is the callback of the transaction's produces: it keeps the
-// first error, and every record refused.
-func (t *openTxn) promise(r *kgo.Record, err error) {
-	if err != nil {
-		t.produceErr.CompareAndSwap(nil, err)
-		t.refused.add(r, err)
-	}
-}
-
-// beginTxn begins the transaction of batch (forwarded first, at least
-// once) and the snapshots of snap, and produces its outputs, snapshots
-// and resolution records; nil when there is nothing to commit.
-func (w *Worker) beginTxn(ctx context.Context, batch []*entry, snap []*partProgress) (*openTxn, error) {
 	if w.cfg.atLeastOnce() {
 		batch = w.forwardFirst(ctx, batch)
 	}
@@ -80,17 +32,33 @@ func (w *Worker) beginTxn(ctx context.Context, batch []*entry, snap []*partProgr
 	}
 	snaps := w.buildSnapshots(snap, byPart)
 	if len(batch) == 0 && len(snaps) == 0 {
-		return nil, nil // every transaction commits offsets (see doc.go): none to commit
+		return nil // every transaction commits offsets (see doc.go): none to commit
 	}
-	t := &openTxn{batch: batch, snaps: snaps, began: time.Now(), outputs: make(map[*kgo.Record]*entry, len(batch))}
+	began := time.Now()
+	defer func() {
+		us := time.Since(began).Microseconds()
+		w.stats.TxnMicros.Add(us)
+		if us > w.stats.MaxTxnMicros.Load() {
+			w.stats.MaxTxnMicros.Store(us)
+		}
+	}()
 	if err := w.ses.begin(); err != nil {
-		return nil, fmt.Errorf("begin transaction: %w", err)
+		return fmt.Errorf("begin transaction: %w", err)
 	}
-	t.now = time.Now().UnixMilli()
+	var produceErr atomic.Value
+	var refused refusals
+	promise := func(r *kgo.Record, err error) {
+		if err != nil {
+			produceErr.CompareAndSwap(nil, err)
+			refused.add(r, err)
+		}
+	}
+	now := time.Now().UnixMilli()
+	outputs := make(map[*kgo.Record]*entry, len(batch))
 	for _, e := range batch {
 		if out := w.output(e); out != nil {
-			t.outputs[out] = e
-			w.ses.produce(ctx, out, t.promise)
+			outputs[out] = e
+			w.ses.produce(ctx, out, promise)
 		}
 	}
 	for _, sn := range snaps {
@@ -98,56 +66,36 @@ func (w *Worker) beginTxn(ctx context.Context, batch []*entry, snap []*partProgr
 			byPart[sn.pp] = nil // commit its unchanged offset with the snapshot
 		}
 		for _, r := range sn.records {
-			w.ses.produce(ctx, r, t.promise)
+			w.ses.produce(ctx, r, promise)
 		}
 	}
-	t.plans = w.producePlans(ctx, byPart, snaps, t.promise)
-	t.commitFn = w.offsetCommit(t.plans, snaps)
-	return t, nil
-}
-
-// endTxn flushes the transaction's records (and its copies records) and
-// ends it: commit, or abort if a produce failed. It touches nothing the
-// loop changes meanwhile (see endInBackground): the index and the
-// progress are applied afterwards, by endedTxn.
-func (w *Worker) endTxn(ctx context.Context, t *openTxn) {
-	t.flushErr = w.ses.flush(ctx)
-	if t.flushErr == nil && t.produceErr.Load() == nil {
-		t.flushErr = w.recordCopies(ctx, t.outputs, t.promise)
+	plans := w.producePlans(ctx, byPart, snaps, promise)
+	commitFn := w.offsetCommit(plans, snaps)
+	flushErr := w.ses.flush(ctx)
+	if flushErr == nil && produceErr.Load() == nil {
+		flushErr = w.recordCopies(ctx, outputs, promise)
 	}
-	t.flushed = time.Now()
+	flushed := time.Now()
+	defer w.observeStages(batch, now, began, flushed)
 	try := kgo.TryCommit
-	if t.flushErr != nil || t.produceErr.Load() != nil {
+	if flushErr != nil || produceErr.Load() != nil {
 		try = kgo.TryAbort
 	}
-	t.committed, t.endErr = w.ses.end(ctx, t.commitFn, try)
-	t.endedAt = time.Now()
-	us := t.endedAt.Sub(t.began).Microseconds()
-	w.stats.TxnMicros.Add(us)
-	if us > w.stats.MaxTxnMicros.Load() {
-		w.stats.MaxTxnMicros.Store(us)
-	}
-}
-
-// endedTxn applies the end of t, on the loop: the progress and stats of a
-// commit, or the entries put back after an abort. It returns the end's
-// error, if the session cannot go on.
-func (w *Worker) endedTxn(ctx context.Context, t *openTxn) error {
-	w.observeStages(t)
-	w.watchSettle(ctx, t.endedAt)
-	for _, e := range t.batch {
+	committed, err := w.ses.end(ctx, commitFn, try)
+	w.watchSettle(ctx, time.Now())
+	for _, e := range batch {
 		e.inBatch = false
 	}
-	if t.committed {
-		w.committed(t.batch, t.plans, t.snaps, t.now)
-		w.noteCopies(t.outputs, t.plans)
+	if committed {
+		w.committed(batch, plans, snaps, now)
+		w.noteCopies(outputs, plans)
 		return nil
 	}
-	w.aborted(t.batch, t.plans)
+	w.aborted(batch, plans)
 	w.rewindAfterAbort()
-	w.deadLetterRefused(t.refused.take(), t.outputs)
-	perr, _ := t.produceErr.Load().(error)
-	return w.abortError(len(t.batch), perr, t.flushErr, t.endErr)
+	w.deadLetterRefused(refused.take(), outputs)
+	perr, _ := produceErr.Load().(error)
+	return w.abortError(len(batch), perr, flushErr, err)
 }
 
 // rewindAfterAbort sets the consumer of each partition this worker owns
@@ -418,24 +366,24 @@ func (w *Worker) abortError(n int, perr, flushErr, err error) error {
 }
 
 // observeStages records a transaction's steps (Stages) and logs them at
-// debug level: how late its oldest record was when it began, the flush,
-// the end and the latest round trip of each request kind.
-func (w *Worker) observeStages(t *openTxn) {
-	end := t.endedAt.Sub(t.flushed)
-	oldest := t.now
-	for _, e := range t.batch {
+// debug level: how late its oldest record was when it began (now, Unix
+// ms), the flush, the end and the latest round trip of each request kind.
+func (w *Worker) observeStages(batch []*entry, now int64, began, flushed time.Time) {
+	end := time.Since(flushed)
+	oldest := now
+	for _, e := range batch {
 		if e.due > 0 && e.due < oldest {
 			oldest = e.due
 		}
 	}
 	st := &w.stats.Stages
-	if len(t.batch) > 0 {
-		st.Wait.Observe(float64(t.now-oldest) / 1000)
+	if len(batch) > 0 {
+		st.Wait.Observe(float64(now-oldest) / 1000)
 	}
-	st.Flush.Observe(t.flushed.Sub(t.began).Seconds())
+	st.Flush.Observe(flushed.Sub(began).Seconds())
 	st.End.Observe(end.Seconds())
 	if w.cfg.Logger.Enabled(context.Background(), slog.LevelDebug) {
-		w.cfg.Logger.Debug("transaction", append([]any{"records", len(t.batch), "late_ms", t.now - oldest,
-			"flush", t.flushed.Sub(t.began), "end", end}, w.ses.debugTimes()...)...)
+		w.cfg.Logger.Debug("transaction", append([]any{"records", len(batch), "late_ms", now - oldest,
+			"flush", flushed.Sub(began), "end", end}, w.ses.debugTimes()...)...)
 	}
 }

@@ -33,11 +33,6 @@ type Stats struct {
 	StateRecordsRead atomic.Int64 // state-topic records read at take-over
 	Rejoins          atomic.Int64 // sessions rebuilt after a failed transaction
 	MaxLatenessMs    atomic.Int64 // largest (forward time - due) seen
-
-	// ForwardedWhileEnding counts at-least-once forwards Kafka
-	// acknowledged while a transaction's end ran on its own goroutine
-	// (endInBackground): forwards the progress commit did not hold up.
-	ForwardedWhileEnding atomic.Int64
 	// Lateness is the histogram of (forward time - due time), in seconds,
 	// of records forwarded in committed transactions, with the embedded
 	// engine's buckets. The forward time is the worker's clock when the
@@ -139,11 +134,6 @@ type Worker struct {
 	idx   loopIndex
 
 	queries indexQueries // read-only questions for the loop (query.go)
-
-	// ending is the transaction whose end runs on another goroutine (at
-	// least once, endInBackground), until the loop applies it; nil when
-	// none. Only the loop goroutine reads or writes it.
-	ending *openTxn
 }
 
 // seededPart is a partition's snapshot entries, ready to index.
@@ -250,7 +240,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	log.Info("kafka worker stopping", "forwarded", w.stats.Forwarded.Load(), "forwarded_while_ending", w.stats.ForwardedWhileEnding.Load(), "dead_lettered", w.stats.DeadLettered.Load(),
+	log.Info("kafka worker stopping", "forwarded", w.stats.Forwarded.Load(), "dead_lettered", w.stats.DeadLettered.Load(),
 		"cancelled", w.stats.Cancelled.Load(), "committed_txns", w.stats.Committed.Load(), "aborted_txns", w.stats.Aborted.Load(),
 		"rejoins", w.stats.Rejoins.Load(), "assigned", w.stats.Assigned.Load(), "revoked", w.stats.Revoked.Load(),
 		"records_read", w.stats.RecordsRead.Load(), "skipped_by_marker", w.stats.SkippedByMarker.Load(), "records_reread", w.stats.RecordsReread.Load(),
@@ -285,14 +275,7 @@ func (w *Worker) runSession(ctx context.Context) error {
 		return fmt.Errorf("%w: %w", errSetup, err)
 	}
 	defer w.ses.leave()
-	defer w.waitEnding() // before leave: End must not race Close
 	for sctx.Err() == nil {
-		if w.ending != nil {
-			if err := w.whileEnding(sctx); err != nil {
-				return err
-			}
-			continue
-		}
 		w.answerQueries()
 		w.poll(sctx)
 		w.idx.takeBodies()
