@@ -4,14 +4,17 @@ package remoting
 
 import (
 	"context"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/apache/rocketmq-client-go/v2"
 	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/apache/rocketmq-client-go/v2/producer"
 )
 
 // TestClientTimerProperties: RocketMQ 5's timer properties set the due
@@ -133,14 +136,66 @@ func TestClientTagFilter(t *testing.T) {
 }
 
 // TestClientSQLFilterRefused: SQL92 filtering answers clearly that it is
-// not supported.
+// not supported, naming the group; the heartbeat's other consumer group and
+// its producer group are recorded all the same (one client instance
+// heartbeats for all of a process's groups).
 func TestClientSQLFilterRefused(t *testing.T) {
 	b := startTest(t, nil)
-	c := &Command{Code: codeHeartBeat, Body: []byte(`{"clientID":"c1","consumerDataSet":[{"groupName":"g","messageModel":"CLUSTERING",` +
-		`"subscriptionDataSet":[{"topic":"t","subString":"a > 1","expressionType":"SQL92"}]}]}`)}
+	c := &Command{Code: codeHeartBeat, Body: []byte(`{"clientID":"c1","producerDataSet":[{"groupName":"pg"}],"consumerDataSet":[` +
+		`{"groupName":"g","messageModel":"CLUSTERING","subscriptionDataSet":[{"topic":"t","subString":"a > 1","expressionType":"SQL92"}]},` +
+		`{"groupName":"tagged","messageModel":"CLUSTERING","subscriptionDataSet":[{"topic":"t","subString":"x","expressionType":"TAG"}]}]}`)}
 	resp := b.request(t, c)
-	if resp.Code != respSubscriptionParse || resp.Remark == "" {
+	if resp.Code != respSubscriptionParse || !strings.Contains(resp.Remark, `"g"`) || !strings.Contains(resp.Remark, "SQL92") {
 		t.Fatalf("got %d %q", resp.Code, resp.Remark)
+	}
+	// The request's connection is closed by now: members were dropped
+	// with it, so ask on a connection that stays open.
+	nc, err := net.Dial("tcp", b.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	exchange(t, nc, c)
+	if m := b.srv.clients.members("tagged"); len(m) != 1 || len(b.srv.clients.members("g")) != 0 || b.srv.clients.producer("pg") == nil {
+		t.Fatalf("members: tagged %v, g %v; producer pg %v", m, b.srv.clients.members("g"), b.srv.clients.producer("pg"))
+	}
+	if _, _, ok := b.eng.TopicKind("%RETRY%tagged"); !ok {
+		t.Fatal("the TAG group's retry topic was not created")
+	}
+}
+
+// TestClientSQLConsumerBesideOthers: a SQL92 push consumer, refused, does
+// not stop the other consumers of its client instance (one heartbeat
+// carries them all, as with the clients' default instance name).
+func TestClientSQLConsumerBesideOthers(t *testing.T) {
+	b := startTest(t, nil)
+	shared := instance(t)
+	ns := consumer.WithNsResolver(primitive.NewPassthroughResolver([]string{b.addr}))
+	sq, err := rocketmq.NewPushConsumer(consumer.WithGroupName("bysql"), consumer.WithInstance(shared), ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = sq.Subscribe("sqltopic", consumer.MessageSelector{Type: consumer.SQL92, Expression: "a > 1"},
+		func(context.Context, ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+			return consumer.ConsumeSuccess, nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sq.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sq.Shutdown() })
+	_, got := newPush(t, b, "bytag", "tagtopic", consumer.MessageSelector{}, nil, consumer.WithInstance(shared))
+	p := newProducer(t, b, producer.WithInstanceName(shared))
+	if _, err := p.SendSync(context.Background(), primitive.NewMessage("tagtopic", []byte("hello"))); err != nil {
+		t.Fatal(err)
+	}
+	if d := waitFor(t, got, 15*time.Second); string(d.msg.Body) != "hello" {
+		t.Fatalf("got %q", d.msg.Body)
+	}
+	if m := b.srv.clients.members("bysql"); len(m) != 0 {
+		t.Fatalf("the SQL92 group was registered: %v", m)
 	}
 }
 

@@ -2,6 +2,7 @@ package remoting
 
 import (
 	"encoding/json"
+	"fmt"
 	"sort"
 	"strings"
 	"sync"
@@ -51,7 +52,13 @@ func newRegistry(notify func(string, []*conn)) *registry {
 }
 
 // heartbeat answers HEART_BEAT: it records the client's groups, and
-// creates each consumer group's retry topic, as RocketMQ does.
+// creates each consumer group's retry topic, as RocketMQ does. A consumer
+// group that subscribes with an expression other than TAG (SQL92) is
+// refused, and the answer says so; the heartbeat's other groups and its
+// producers are recorded all the same: one client instance (the clients'
+// default) heartbeats for every producer and consumer of a process, and one
+// SQL92 subscription must not cut the others off their rebalancing and
+// transaction checks.
 func (s *Server) heartbeat(c *conn, req *Command) *Command {
 	var hb heartbeatData
 	if err := json.Unmarshal(req.Body, &hb); err != nil {
@@ -60,15 +67,20 @@ func (s *Server) heartbeat(c *conn, req *Command) *Command {
 	if hb.ClientID == "" {
 		return badRequest(errs.New(errs.InvalidArgument, "heartbeat has no clientID"))
 	}
+	var refused []string
+	kept := hb.ConsumerDataSet[:0]
 	for _, cd := range hb.ConsumerDataSet {
 		if err := checkTopic(retryPrefix + cd.GroupName); err != nil {
 			return badRequest(err)
 		}
-		for _, sd := range cd.SubscriptionDataSet {
-			if sd.ExpressionType != "" && !strings.EqualFold(sd.ExpressionType, "TAG") {
-				return errResp(respSubscriptionParse, "expression type "+sd.ExpressionType+" is not supported by hourglass: only TAG filtering is")
-			}
+		if sd, ok := unsupportedSub(cd.SubscriptionDataSet); ok {
+			refused = append(refused, fmt.Sprintf("group %q subscribes to %q with %s", cd.GroupName, sd.Topic, sd.ExpressionType))
+			continue
 		}
+		kept = append(kept, cd)
+	}
+	hb.ConsumerDataSet = kept
+	for _, cd := range hb.ConsumerDataSet {
 		if strings.EqualFold(cd.MessageModel, "CLUSTERING") || cd.MessageModel == "" {
 			if err := s.ensureTopic(retryPrefix + cd.GroupName); err != nil && errs.CodeOf(err) != errs.AlreadyExists {
 				return engineErr(err, respTopicNotExist)
@@ -79,7 +91,21 @@ func (s *Server) heartbeat(c *conn, req *Command) *Command {
 	for _, g := range changed {
 		s.clients.notifyMembers(g)
 	}
+	if len(refused) > 0 {
+		return errResp(respSubscriptionParse, "only TAG filtering is supported by hourglass: "+strings.Join(refused, "; ")+
+			" (not registered; the heartbeat's other groups are)")
+	}
 	return okResp(nil)
+}
+
+// unsupportedSub returns a subscription whose expression type is not TAG.
+func unsupportedSub(subs []subscriptionData) (subscriptionData, bool) {
+	for _, sd := range subs {
+		if sd.ExpressionType != "" && !strings.EqualFold(sd.ExpressionType, "TAG") {
+			return sd, true
+		}
+	}
+	return subscriptionData{}, false
 }
 
 // heartbeat records hb and returns the consumer groups whose members
