@@ -13,6 +13,9 @@ import (
 // dispatch answers one request; nil means no answer.
 func (s *Server) dispatch(c *conn, req *Command) *Command {
 	s.count(req.Code)
+	if resp := systemTopicRefusal(req); resp != nil {
+		return resp
+	}
 	switch req.Code {
 	case codeGetRouteInfoByTopic:
 		return s.route(c, req)
