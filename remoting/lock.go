@@ -2,6 +2,7 @@ package remoting
 
 import (
 	"encoding/json"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -34,19 +35,41 @@ type lockHolder struct {
 	until  time.Time
 }
 
+// maxConnLocks bounds the queue locks taken on one connection, so that a
+// client naming made-up groups, topics and queues cannot grow the table
+// without end: an orderly consumer locks the queues its rebalance gave it,
+// of each group and topic it consumes, far fewer.
+const maxConnLocks = 4096
+
 // lockTable holds the queue locks of orderly consumers: one client of a
 // group per queue, until it unlocks, stops renewing, or disconnects.
 type lockTable struct {
 	mu    sync.Mutex
 	locks map[lockKey]lockHolder
+	// byConn counts the locks taken on each connection.
+	byConn map[*conn]int
 }
 
-func newLockTable() *lockTable { return &lockTable{locks: map[lockKey]lockHolder{}} }
+func newLockTable() *lockTable {
+	return &lockTable{locks: map[lockKey]lockHolder{}, byConn: map[*conn]int{}}
+}
 
-// lock takes or renews the locks it can, and returns those it holds.
-func (t *lockTable) lock(c *conn, b *lockBody, now time.Time) []mqRef {
+// errTooManyLocks refuses a lock request that would take a connection past
+// maxConnLocks.
+var errTooManyLocks = fmt.Errorf("a connection holds at most %d queue locks", maxConnLocks)
+
+// lock takes or renews the locks it can, and returns those it holds. A
+// request that would take c past maxConnLocks, once c's expired locks are
+// dropped, takes none and fails.
+func (t *lockTable) lock(c *conn, b *lockBody, now time.Time) ([]mqRef, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if n := t.byConn[c] + t.newLocksLocked(c, b); n > maxConnLocks {
+		t.dropExpiredLocked(c, now)
+		if t.byConn[c]+t.newLocksLocked(c, b) > maxConnLocks {
+			return nil, errTooManyLocks
+		}
+	}
 	out := []mqRef{}
 	for _, mq := range b.MQSet {
 		k := lockKey{b.ConsumerGroup, mq.Topic, mq.QueueID}
@@ -54,10 +77,36 @@ func (t *lockTable) lock(c *conn, b *lockBody, now time.Time) []mqRef {
 		if held && h.client != b.ClientID && now.Before(h.until) {
 			continue
 		}
+		if held {
+			t.byConn[h.c]--
+		}
 		t.locks[k] = lockHolder{client: b.ClientID, c: c, until: now.Add(lockTTL)}
+		t.byConn[c]++
 		out = append(out, mq)
 	}
-	return out
+	return out, nil
+}
+
+// newLocksLocked counts the queues of b that c does not hold yet: at most
+// the locks the request would add to c. t.mu held.
+func (t *lockTable) newLocksLocked(c *conn, b *lockBody) int {
+	n := 0
+	for _, mq := range b.MQSet {
+		if h, ok := t.locks[lockKey{b.ConsumerGroup, mq.Topic, mq.QueueID}]; !ok || h.c != c {
+			n++
+		}
+	}
+	return n
+}
+
+// dropExpiredLocked drops c's locks that have expired. t.mu held.
+func (t *lockTable) dropExpiredLocked(c *conn, now time.Time) {
+	for k, h := range t.locks {
+		if h.c == c && !now.Before(h.until) {
+			delete(t.locks, k)
+			t.byConn[c]--
+		}
+	}
 }
 
 func (t *lockTable) unlock(b *lockBody) {
@@ -67,6 +116,7 @@ func (t *lockTable) unlock(b *lockBody) {
 		k := lockKey{b.ConsumerGroup, mq.Topic, mq.QueueID}
 		if h, ok := t.locks[k]; ok && h.client == b.ClientID {
 			delete(t.locks, k)
+			t.byConn[h.c]--
 		}
 	}
 }
@@ -80,6 +130,7 @@ func (t *lockTable) dropConn(c *conn) {
 			delete(t.locks, k)
 		}
 	}
+	delete(t.byConn, c)
 }
 
 // lockBatch answers LOCK_BATCH_MQ.
@@ -88,8 +139,32 @@ func (s *Server) lockBatch(c *conn, req *Command) *Command {
 	if err := json.Unmarshal(req.Body, &b); err != nil || b.ClientID == "" || b.ConsumerGroup == "" {
 		return errResp(respInvalidParameter, "lock body is not RocketMQ's LockBatchRequestBody with a consumerGroup and a clientId")
 	}
-	body, _ := json.Marshal(map[string][]mqRef{"lockOKMQSet": s.locks.lock(c, &b, time.Now())})
+	if err := checkLockQueues(&b); err != nil {
+		return badRequest(err)
+	}
+	held, err := s.locks.lock(c, &b, time.Now())
+	if err != nil {
+		return badRequest(err)
+	}
+	body, _ := json.Marshal(map[string][]mqRef{"lockOKMQSet": held})
 	return &Command{Code: respSuccess, Body: body}
+}
+
+// checkLockQueues checks the group, topics and queue IDs a lock request
+// names, as a request that names one queue is checked.
+func checkLockQueues(b *lockBody) error {
+	if err := checkTopic(retryPrefix + b.ConsumerGroup); err != nil {
+		return fmt.Errorf("consumerGroup: %w", err)
+	}
+	for _, mq := range b.MQSet {
+		if err := checkTopic(mq.Topic); err != nil {
+			return err
+		}
+		if mq.QueueID < 0 || mq.QueueID > 1<<16 {
+			return fmt.Errorf("queueId %d of topic %q is out of range", mq.QueueID, mq.Topic)
+		}
+	}
+	return nil
 }
 
 // unlockBatch answers UNLOCK_BATCH_MQ.
