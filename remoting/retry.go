@@ -70,7 +70,11 @@ func (s *Server) sendBack(c *conn, req *Command) *Command {
 		props[propDelay] = strconv.Itoa(level)
 		props[propRealTopic], props[propRealQueueID] = out.Topic, "0"
 	}
-	if _, err := s.sendEngine([]engine.SendRequest{{Message: out, When: w, SystemProperties: systemOf(props)}}, internal); err != nil {
+	reqs := []engine.SendRequest{{Message: out, When: w, SystemProperties: systemOf(props)}}
+	if _, ok := s.storedElsewhere(reqs, retryPrefix+group); ok {
+		return okResp(nil)
+	}
+	if _, err := s.sendEngine(reqs, internal); err != nil {
 		return engineErr(err, respTopicNotExist)
 	}
 	return okResp(nil)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"testing"
+
+	"github.com/hourglass-mq/hourglass/engine"
 )
 
 // TestRetryStoredOnce: a consumer whose send-back was answered late sends
@@ -132,5 +134,98 @@ func TestRetryOfARetryClimbs(t *testing.T) {
 	back("%RETRY%billing", off)
 	if st, err := b.eng.DescribeTopic(dlqTopicOf("billing")); err != nil || st.Sent != 1 {
 		t.Fatalf("%s holds %d (%v), want 1", dlqTopicOf("billing"), st.Sent, err)
+	}
+}
+
+// TestRetryAtMaximumDeadLettered: a message sent as a normal message to
+// %RETRY%<group> with a reconsume count at the group's maximum goes to
+// %DLQ%<group>, RocketMQ's rule, which the Java client's orderly consumer
+// relies on (past its maximum it sends the message so, with its count,
+// and counts on the broker to dead-letter it; it came back as a retry
+// forever before). A consumer's send-back and its fallback send of one
+// retry, landing on either side of the maximum, store one copy, whichever
+// comes first.
+func TestRetryAtMaximumDeadLettered(t *testing.T) {
+	b := startTest(t, nil)
+	normal := func(uniq, reconsume, max string) {
+		t.Helper()
+		props := formatProperties(map[string]string{propUniqKey: uniq, propKeys: "k", propRetryTopic: "orders",
+			propOriginMsgID: uniq, propDelay: "6"})
+		req := &Command{Code: codeSendMessage, Body: []byte("body"), ExtFields: map[string]string{"producerGroup": "CLIENT_INNER_PRODUCER",
+			"topic": "%RETRY%billing", "queueId": "0", "properties": props, "reconsumeTimes": reconsume, "maxReconsumeTimes": max}}
+		if resp := b.request(t, req); resp.Code != respSuccess {
+			t.Fatalf("send to the retry topic: %d %q", resp.Code, resp.Remark)
+		}
+	}
+	sent := func(topic string) uint64 {
+		st, err := b.eng.DescribeTopic(topic)
+		if err != nil {
+			return 0
+		}
+		return st.Sent
+	}
+	// The Java orderly consumer's send at its maximum of 3.
+	normal("0A0000010000ABCD0000000000000001", "3", "3")
+	if d, r := sent("%DLQ%billing"), sent("%RETRY%billing"); d != 1 || r != 0 {
+		t.Fatalf("at the maximum: %d dead letters, %d retries; want 1, 0", d, r)
+	}
+	var vs []engine.Visible
+	var err error
+	for {
+		signal := b.eng.VisibleSignal()
+		if vs, err = b.eng.ReadQueue("%DLQ%billing", 0, 0, 1); err != nil || len(vs) > 0 {
+			break
+		}
+		<-signal
+	}
+	if err != nil || len(vs) != 1 || vs[0].Message.Properties[propUniqKey] != "0A0000010000ABCD0000000000000001" || vs[0].Message.Key != "k" {
+		t.Fatalf("dead letter: %v, %v", vs, err)
+	}
+	// Below it, a retry.
+	normal("0A0000010000ABCD0000000000000002", "2", "3")
+	if d, r := sent("%DLQ%billing"), sent("%RETRY%billing"); d != 1 || r != 1 {
+		t.Fatalf("below the maximum: %d dead letters, %d retries; want 1, 1", d, r)
+	}
+	// A send-back at count 0 of a group whose maximum is 1 makes retry
+	// copy 1; the fallback of the same retry (count 1, at the maximum)
+	// finds it: one copy. And the other way round.
+	for i, sendBackFirst := range []bool{true, false} {
+		uniq := fmt.Sprintf("0A0000010000ABCD00000000000001%02X", i)
+		send := &Command{Code: codeSendMessage, Body: []byte("body"), ExtFields: map[string]string{"producerGroup": "p",
+			"topic": "orders", "queueId": "0", "properties": formatProperties(map[string]string{propUniqKey: uniq})}}
+		resp := b.request(t, send)
+		if resp.Code != respSuccess {
+			t.Fatalf("send: %d %q", resp.Code, resp.Remark)
+		}
+		q, _ := strconv.Atoi(resp.ExtFields["queueId"])
+		off := uint64(0)
+		for {
+			signal := b.eng.VisibleSignal()
+			vs, _ := b.eng.ReadQueue("orders", q, 0, 8)
+			if n := len(vs); n > 0 && vs[n-1].Message.Properties[propUniqKey] == uniq {
+				off = vs[n-1].Offset
+				break
+			}
+			<-signal
+		}
+		back := func() {
+			req := &Command{Code: codeConsumerSendMsgBack, ExtFields: map[string]string{"group": "billing",
+				"offset": strconv.FormatInt(b.srv.commitHandle("orders", q, off), 10), "delayLevel": "0",
+				"originMsgId": uniq, "originTopic": "orders", "maxReconsumeTimes": "1"}}
+			if resp := b.request(t, req); resp.Code != respSuccess {
+				t.Fatalf("send-back: %d %q", resp.Code, resp.Remark)
+			}
+		}
+		d0, r0 := sent("%DLQ%billing"), sent("%RETRY%billing")
+		if sendBackFirst {
+			back()
+			normal(uniq, "1", "1")
+		} else {
+			normal(uniq, "1", "1")
+			back()
+		}
+		if d, r := sent("%DLQ%billing")-d0, sent("%RETRY%billing")-r0; d+r != 1 {
+			t.Fatalf("send-back first %v: %d dead letters and %d retries of one retry, want one copy", sendBackFirst, d, r)
+		}
 	}
 }

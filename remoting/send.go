@@ -116,12 +116,15 @@ func (s *Server) send(c *conn, req *Command) *Command {
 }
 
 // store sends items to h.topic, or to the group's dead-letter topic when
-// h is a retry past its group's maximum (RocketMQ's rule for a consumer
-// that sends a message back as a normal message).
+// h is a retry at or past its group's maximum: RocketMQ's rule for a
+// consumer that sends a message back as a normal message. The Java
+// client's orderly consumer relies on it: past its maximum it sends the
+// message with its reconsume count (not one more) to be dead-lettered.
 func (s *Server) store(h sendHeader, items []batchItem) *Command {
 	now := s.eng.Now()
 	internal := false
-	if g, ok := strings.CutPrefix(h.topic, retryPrefix); ok && h.reconsume > h.maxReconsume {
+	retryTopic := h.topic
+	if g, ok := strings.CutPrefix(h.topic, retryPrefix); ok && h.reconsume >= h.maxReconsume {
 		h.topic, internal = dlqPrefix+g, true
 	}
 	reqs := make([]engine.SendRequest, 0, len(items))
@@ -134,9 +137,12 @@ func (s *Server) store(h sendHeader, items []batchItem) *Command {
 		reqs = append(reqs, r)
 		uniq = append(uniq, r.Message.Properties[propUniqKey])
 	}
-	rs, err := s.sendEngine(reqs, internal)
-	if err != nil {
-		return engineErr(err, respTopicNotExist)
+	rs, ok := s.storedElsewhere(reqs, retryTopic)
+	if !ok {
+		var err error
+		if rs, err = s.sendEngine(reqs, internal); err != nil {
+			return engineErr(err, respTopicNotExist)
+		}
 	}
 	ids := make([]string, len(rs))
 	for i, r := range rs {
@@ -172,6 +178,35 @@ func (s *Server) sendEngine(reqs []engine.SendRequest, internal bool) ([]engine.
 		}
 	}
 	return rs, err
+}
+
+// storedElsewhere finds the copy of a retry stored already in the other
+// of its group's retry and dead-letter topics, under the same dedup ID
+// (retryDedupID): a consumer's send-back and its fallback send of one
+// retry can land on either side of the maximum (the send-back counts the
+// reconsumes done, the fallback one more), and the first copy stands.
+// other is the topic a send named (the retry topic for a send-back).
+func (s *Server) storedElsewhere(reqs []engine.SendRequest, other string) ([]engine.Receipt, bool) {
+	if len(reqs) != 1 || reqs[0].Message.DedupID == "" {
+		return nil, false
+	}
+	m := reqs[0].Message
+	var topic string
+	if g, ok := strings.CutPrefix(m.Topic, dlqPrefix); ok && other == retryPrefix+g {
+		topic = other
+	} else if g, ok := strings.CutPrefix(m.Topic, retryPrefix); ok {
+		topic = dlqTopicOf(g)
+	} else {
+		return nil, false
+	}
+	if _, _, exists := s.eng.TopicKind(topic); !exists {
+		return nil, false
+	}
+	id, err := s.eng.LookupDedup(topic, m.DedupID)
+	if err != nil {
+		return nil, false
+	}
+	return []engine.Receipt{{ID: id, Topic: topic}}, true
 }
 
 func isRetryOrDLQ(topic string) bool {
@@ -217,8 +252,12 @@ func (s *Server) toEngine(h sendHeader, it batchItem, now int64) (engine.SendReq
 			return engine.SendRequest{}, fmt.Errorf("property %q: names starting with %q are reserved", k, hidPrefix)
 		}
 	}
-	w, err := s.when(props, h, now)
-	if err != nil {
+	var w message.When
+	if strings.HasPrefix(h.topic, dlqPrefix) {
+		// A retry past its maximum, dead-lettered now: RocketMQ clears
+		// its delay level, as a send-back to %DLQ% does.
+		delete(props, propDelay)
+	} else if w, err = s.when(props, h, now); err != nil {
 		return engine.SendRequest{}, err
 	}
 	tag := props[propTags]
