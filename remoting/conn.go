@@ -1,12 +1,14 @@
 package remoting
 
 import (
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // conn is one client connection. Its reader goroutine reads frames and
@@ -77,6 +79,9 @@ func (c *conn) serve() {
 		handlers.Wait()
 		c.s.dropConn(c)
 	}()
+	if !c.handshake() {
+		return
+	}
 	r := newFrameReader(c)
 	for {
 		buf, err := r.next()
@@ -100,6 +105,29 @@ func (c *conn) serve() {
 			c.handle(cmd)
 		}()
 	}
+}
+
+// handshake completes a TLS connection's handshake within the read
+// timeout, as a frame must arrive once begun: a client that trickles its
+// handshake is cut off then, not after the idle timeout. A plaintext
+// client on a TLS listener fails here, with a log line. False when the
+// connection is to be closed.
+func (c *conn) handshake() bool {
+	tc, ok := c.nc.(*tls.Conn)
+	if !ok {
+		return true
+	}
+	tc.SetDeadline(time.Now().Add(c.s.opts.ReadTimeout))
+	if err := tc.Handshake(); err != nil {
+		select {
+		case <-c.s.done:
+		default:
+			c.s.log.Warn("remoting: closing a connection whose TLS handshake failed", "remote", c.nc.RemoteAddr().String(), "err", err)
+		}
+		return false
+	}
+	tc.SetDeadline(time.Time{})
+	return true
 }
 
 func (c *conn) logReadErr(err error) {
