@@ -33,6 +33,7 @@ type subscriptionData struct {
 type member struct {
 	c    *conn
 	subs map[string]subscriptionData // by topic
+	size int                         // counted against c's maxConnRegistry
 }
 
 // registry holds the clients of each consumer and producer group, as
@@ -45,10 +46,14 @@ type registry struct {
 	mu        sync.Mutex
 	consumers map[string]map[string]*member // group -> client ID -> member
 	producers map[string]map[string]*conn   // group -> client ID -> conn
+	// used is what each connection's entries count against
+	// maxConnRegistry (registry_budget.go).
+	used map[*conn]int
 }
 
 func newRegistry(notify func(string, []*conn)) *registry {
-	return &registry{notify: notify, consumers: map[string]map[string]*member{}, producers: map[string]map[string]*conn{}}
+	return &registry{notify: notify, consumers: map[string]map[string]*member{}, producers: map[string]map[string]*conn{},
+		used: map[*conn]int{}}
 }
 
 // heartbeat answers HEART_BEAT: it records the client's groups, and
@@ -87,7 +92,10 @@ func (s *Server) heartbeat(c *conn, req *Command) *Command {
 			}
 		}
 	}
-	changed := s.clients.heartbeat(c, &hb)
+	changed, err := s.clients.heartbeat(c, &hb)
+	if err != nil {
+		return badRequest(err)
+	}
 	for _, g := range changed {
 		s.clients.notifyMembers(g)
 	}
@@ -109,10 +117,13 @@ func unsupportedSub(subs []subscriptionData) (subscriptionData, bool) {
 }
 
 // heartbeat records hb and returns the consumer groups whose members
-// changed.
-func (r *registry) heartbeat(c *conn, hb *heartbeatData) []string {
+// changed; it records nothing when hb would take c past maxConnRegistry.
+func (r *registry) heartbeat(c *conn, hb *heartbeatData) ([]string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if err := r.fitsLocked(c, hb); err != nil {
+		return nil, err
+	}
 	var changed []string
 	for _, cd := range hb.ConsumerDataSet {
 		ms := r.consumers[cd.GroupName]
@@ -124,10 +135,16 @@ func (r *registry) heartbeat(c *conn, hb *heartbeatData) []string {
 		for _, sd := range cd.SubscriptionDataSet {
 			subs[sd.Topic] = sd
 		}
-		if old, ok := ms[hb.ClientID]; !ok || old.c != c {
+		old, ok := ms[hb.ClientID]
+		if !ok || old.c != c {
 			changed = append(changed, cd.GroupName)
 		}
-		ms[hb.ClientID] = &member{c: c, subs: subs}
+		if ok {
+			r.used[old.c] -= old.size
+		}
+		size := memberSize(cd.GroupName, hb.ClientID, cd.SubscriptionDataSet)
+		ms[hb.ClientID] = &member{c: c, subs: subs, size: size}
+		r.used[c] += size
 	}
 	for _, pd := range hb.ProducerDataSet {
 		ps := r.producers[pd.GroupName]
@@ -135,9 +152,13 @@ func (r *registry) heartbeat(c *conn, hb *heartbeatData) []string {
 			ps = map[string]*conn{}
 			r.producers[pd.GroupName] = ps
 		}
+		if old, ok := ps[hb.ClientID]; ok {
+			r.used[old] -= producerSize(pd.GroupName, hb.ClientID)
+		}
 		ps[hb.ClientID] = c
+		r.used[c] += producerSize(pd.GroupName, hb.ClientID)
 	}
-	return changed
+	return changed, nil
 }
 
 // unregister answers UNREGISTER_CLIENT.
@@ -147,13 +168,13 @@ func (s *Server) unregister(c *conn, req *Command) *Command {
 	s.clients.mu.Lock()
 	if g := req.ExtFields["consumerGroup"]; g != "" {
 		if m, ok := s.clients.consumers[g][id]; ok && m.c == c {
-			delete(s.clients.consumers[g], id)
+			s.clients.dropConsumerLocked(g, id)
 			changed = append(changed, g)
 		}
 	}
 	if g := req.ExtFields["producerGroup"]; g != "" {
 		if pc, ok := s.clients.producers[g][id]; ok && pc == c {
-			delete(s.clients.producers[g], id)
+			s.clients.dropProducerLocked(g, id)
 		}
 	}
 	s.clients.mu.Unlock()
@@ -170,18 +191,19 @@ func (r *registry) dropConn(c *conn) {
 	for g, ms := range r.consumers {
 		for id, m := range ms {
 			if m.c == c {
-				delete(ms, id)
+				r.dropConsumerLocked(g, id)
 				changed = append(changed, g)
 			}
 		}
 	}
-	for _, ps := range r.producers {
+	for g, ps := range r.producers {
 		for id, pc := range ps {
 			if pc == c {
-				delete(ps, id)
+				r.dropProducerLocked(g, id)
 			}
 		}
 	}
+	delete(r.used, c)
 	r.mu.Unlock()
 	for _, g := range changed {
 		r.notifyMembers(g)
