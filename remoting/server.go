@@ -8,6 +8,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/hourglass-mq/hourglass/access"
@@ -176,6 +177,10 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 	s.lns = append(s.lns, ln)
 	s.mu.Unlock()
+	// backoff is the wait after a failed accept; logged says a run of
+	// failures was logged (once, then at each wait of a second).
+	var backoff time.Duration
+	logged := false
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
@@ -184,13 +189,26 @@ func (s *Server) Serve(ln net.Listener) error {
 				return nil
 			default:
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				time.Sleep(10 * time.Millisecond)
-				continue
+			if !transientAccept(err) {
+				return fmt.Errorf("accept remoting connections: %w", err)
 			}
-			return fmt.Errorf("accept remoting connections: %w", err)
+			// Out of file descriptors (clients holding many connections)
+			// or a connection reset before it was accepted: the listener
+			// is sound, so wait and accept again rather than end the
+			// service, and the broker with it.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			if backoff == time.Second || !logged {
+				logged = true
+				s.log.Warn("remoting: accepting a connection failed; trying again", "err", err, "wait", backoff)
+			}
+			select {
+			case <-time.After(backoff):
+			case <-s.done:
+				return nil
+			}
+			continue
 		}
+		backoff, logged = 0, false
 		c := newConn(s, nc)
 		s.mu.Lock()
 		select {
@@ -240,6 +258,22 @@ func (s *Server) count(code int32) {
 		v, _ = s.requests.LoadOrStore(code, new(atomic.Int64))
 	}
 	v.(*atomic.Int64).Add(1)
+}
+
+// transientAccept says whether an accept error leaves the listener
+// usable: a timeout, a connection aborted before it was accepted, or the
+// process or system out of file descriptors or buffers for now.
+func transientAccept(err error) bool {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	for _, e := range []error{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM, syscall.ECONNABORTED} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *Server) dropConn(c *conn) {
