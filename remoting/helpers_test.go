@@ -31,19 +31,19 @@ type testBroker struct {
 
 // startTest opens an engine and serves the remoting protocol on a free
 // port until the test ends.
-func startTest(t *testing.T, edit func(*Options)) *testBroker {
+func startTest(t testing.TB, edit func(*Options)) *testBroker {
 	t.Helper()
 	dir := t.TempDir()
 	return startAt(t, dir, "127.0.0.1:0", edit)
 }
 
-func startAt(t *testing.T, dir, addr string, edit func(*Options)) *testBroker {
+func startAt(t testing.TB, dir, addr string, edit func(*Options)) *testBroker {
 	t.Helper()
 	return startWrapped(t, dir, addr, edit, nil)
 }
 
 // startWrapped is startAt with the listener wrapped (TLS).
-func startWrapped(t *testing.T, dir, addr string, edit func(*Options), wrap func(net.Listener) net.Listener) *testBroker {
+func startWrapped(t testing.TB, dir, addr string, edit func(*Options), wrap func(net.Listener) net.Listener) *testBroker {
 	t.Helper()
 	lim := message.Limits{DelayLevels: testLevels}
 	eng, err := engine.Open(engine.Options{Dir: dir + "/engine", Limits: lim, DefaultQueues: 4})
@@ -72,7 +72,7 @@ func startWrapped(t *testing.T, dir, addr string, edit func(*Options), wrap func
 	return b
 }
 
-func (b *testBroker) close(t *testing.T) {
+func (b *testBroker) close(t testing.TB) {
 	if b.srv == nil {
 		return
 	}
