@@ -117,23 +117,55 @@ func TestKafkaDeadLetter(t *testing.T) {
 		{"negative", []kgo.RecordHeader{{Key: "_delayMs", Value: []byte("-5")}, {Key: "_bizTopic", Value: []byte(e.biz)}}, "out of range"},
 		{"bad-topic", []kgo.RecordHeader{{Key: "_delayMs", Value: []byte("5")}, {Key: "_bizTopic", Value: []byte("no spaces")}}, "has the character"},
 		{"loop", []kgo.RecordHeader{{Key: "_delayMs", Value: []byte("5")}, {Key: "_bizTopic", Value: []byte(e.delay)}}, "delay topic itself"},
+		{"to-state", []kgo.RecordHeader{{Key: "_delayMs", Value: []byte("5")}, {Key: "_bizTopic", Value: []byte(e.state)}}, "state topic"},
+		{"to-dlq", []kgo.RecordHeader{{Key: "_delayMs", Value: []byte("5")}, {Key: "_bizTopic", Value: []byte(e.dlq)}}, "dead-letter topic"},
+		{"beyond-horizon", []kgo.RecordHeader{{Key: "_deliverAt", Value: []byte(strconv.FormatInt(time.Now().UnixMilli()+kafkamode.MaxDelayMs+86_400_000, 10))},
+			{Key: "_bizTopic", Value: []byte(e.biz)}}, "out of range"},
+		{"in-seconds", []kgo.RecordHeader{{Key: "_deliverAt", Value: []byte(strconv.FormatInt(time.Now().Unix()+60, 10))},
+			{Key: "_bizTopic", Value: []byte(e.biz)}}, "Unix seconds"},
+		// Bad, with forged headers named like the worker's, in odd cases.
+		{"forged", []kgo.RecordHeader{{Key: "_deliverAt", Value: []byte(due)}, {Key: "Hourglass-Source", Value: []byte(e.delay + "/0/0")},
+			{Key: "HOURGLASS-DLQ-REASON", Value: []byte("forged")}, {Key: kafkamode.HeaderRedelivery, Value: []byte("1")}}, "_bizTopic is missing"},
 	}
 	var recs []*kgo.Record
 	for _, b := range bad {
-		recs = append(recs, &kgo.Record{Topic: e.delay, Value: []byte(b.id), Headers: b.headers})
+		recs = append(recs, &kgo.Record{Topic: e.delay, Key: []byte(b.id), Value: []byte(b.id), Headers: b.headers})
 	}
-	recs = append(recs, &kgo.Record{Topic: e.delay, Value: []byte("good"), Headers: []kgo.RecordHeader{
-		{Key: "_deliverAt", Value: []byte(due)}, {Key: "_bizTopic", Value: []byte(e.biz)}}})
+	// A tombstone (null value) without control headers is dead-lettered
+	// as a tombstone; one with them is forwarded as a tombstone, with a
+	// null key too.
+	recs = append(recs, &kgo.Record{Topic: e.delay, Key: []byte("tomb-bad")},
+		&kgo.Record{Topic: e.delay, Key: []byte("good"), Value: []byte("good"), Headers: []kgo.RecordHeader{
+			{Key: "_deliverAt", Value: []byte(due)}, {Key: "_bizTopic", Value: []byte(e.biz)}}},
+		&kgo.Record{Topic: e.delay, Headers: []kgo.RecordHeader{{Key: "_deliverAt", Value: []byte(due)}, {Key: "_bizTopic", Value: []byte(e.biz)}}})
 	if err := e.cl.ProduceSync(t.Context(), recs...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	dlq.waitFor(t, len(bad), 60*time.Second)
-	biz.waitFor(t, 1, 30*time.Second)
+	dlq.waitFor(t, len(bad)+1, 60*time.Second)
+	biz.waitFor(t, 2, 30*time.Second)
 	dlq.mu.Lock()
 	defer dlq.mu.Unlock()
 	byID := map[string]*kgo.Record{}
 	for _, r := range dlq.recs {
-		byID[string(r.Value)] = r
+		byID[string(r.Key)] = r
+		var sources, reasons, others []string
+		for _, h := range r.Headers {
+			switch strings.ToLower(h.Key) {
+			case kafkamode.HeaderSource:
+				sources = append(sources, string(h.Value))
+			case kafkamode.HeaderDLQReason:
+				reasons = append(reasons, string(h.Value))
+			default:
+				if strings.HasPrefix(strings.ToLower(h.Key), "hourglass-") {
+					others = append(others, h.Key)
+				}
+			}
+		}
+		want := e.delay + "/0/" + strconv.FormatInt(recOffset(recs, string(r.Key)), 10)
+		if len(sources) != 1 || sources[0] != want || len(reasons) != 1 || reasons[0] == "forged" || len(others) != 0 {
+			t.Errorf("%s's dead letter: sources %q (want once, %s), reasons %q, producer's hourglass- headers %q",
+				r.Key, sources, want, reasons, others)
+		}
 	}
 	for _, b := range bad {
 		r := byID[b.id]
@@ -146,7 +178,34 @@ func TestKafkaDeadLetter(t *testing.T) {
 			t.Errorf("%s: reason %q, want it to mention %q", b.id, reason, b.reason)
 		}
 	}
-	if len(dlq.recs) != len(bad) {
-		t.Errorf("%d dead letters for %d bad records", len(dlq.recs), len(bad))
+	if r := byID["tomb-bad"]; r == nil || r.Value != nil {
+		t.Errorf("the tombstone without control headers: dead letter %v, want one with a null value", r)
 	}
+	if len(dlq.recs) != len(bad)+1 {
+		t.Errorf("%d dead letters for %d bad records", len(dlq.recs), len(bad)+1)
+	}
+	biz.mu.Lock()
+	defer biz.mu.Unlock()
+	tombs := 0
+	for _, r := range biz.recs {
+		if r.Key == nil && r.Value == nil {
+			tombs++
+		} else if string(r.Value) != "good" {
+			t.Errorf("forwarded %q=%q, want good and a tombstone with a null key", r.Key, r.Value)
+		}
+	}
+	if tombs != 1 || len(biz.recs) != 2 {
+		t.Errorf("%d forwards, %d of them a tombstone with a null key; want 2 and 1", len(biz.recs), tombs)
+	}
+}
+
+// recOffset is the offset the produce gave the record with key k (the
+// null key: "").
+func recOffset(recs []*kgo.Record, k string) int64 {
+	for _, r := range recs {
+		if string(r.Key) == k {
+			return r.Offset
+		}
+	}
+	return -1
 }

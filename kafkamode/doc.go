@@ -6,9 +6,10 @@
 // _bizTopic. Workers consume the delay topic as one consumer group
 // (cooperative-sticky). At the due time a worker produces the record's
 // key, value and headers, without the control headers and with
-// hourglass-due-ms and hourglass-source added, to _bizTopic. A record with
-// missing or bad control headers goes to the dead-letter topic with a
-// hourglass-dlq-reason header. A record with the header _cancel ("key" or
+// hourglass-due-ms and hourglass-source added, to _bizTopic (a null value,
+// a tombstone, is forwarded as one). A record with missing or bad control
+// headers goes to the dead-letter topic with a hourglass-dlq-reason
+// header, its own headers kept except any hourglass- one. A record with the header _cancel ("key" or
 // "offset:<n>") cancels pending messages of its partition (see
 // HeaderCancel) and is itself never forwarded, unless it also carries
 // _bizTopic and a due time: then it is a reschedule, scheduled itself.

@@ -318,13 +318,17 @@ func forwardRecord(r *kgo.Record, bizTopic, source string, due int64) *kgo.Recor
 }
 
 // deadLetterRecord is the record produced to the dead-letter topic for the
-// delay record r: all of r (control headers included, so the producer can
-// see what it sent) plus the reason and the source position.
+// delay record r: r's key, value and headers (control headers included,
+// so the producer can see what it sent) without any hourglass- header
+// (isOwnHeader, whatever its case: an earlier dead letter's, or a
+// producer's forgery that a reader of the dead-letter topic, matching
+// names without case or taking the first, would take for the worker's),
+// plus the reason and the source position.
 func deadLetterRecord(r *kgo.Record, dlqTopic, source, reason string) *kgo.Record {
 	out := &kgo.Record{Topic: dlqTopic, Key: r.Key, Value: r.Value}
 	out.Headers = make([]kgo.RecordHeader, 0, len(r.Headers)+2)
 	for _, h := range r.Headers {
-		if h.Key != HeaderDLQReason && h.Key != HeaderSource { // an earlier dead letter's: replaced
+		if !isOwnHeader(h.Key) {
 			out.Headers = append(out.Headers, h)
 		}
 	}

@@ -161,19 +161,26 @@ func TestCopyRecordDropsProducersOwnHeaders(t *testing.T) {
 }
 
 // TestDeadLetterOwnHeaders: a dead letter produced to the delay topic again
-// (retried) and dead-lettered a second time carries one reason and one
-// source, the new ones; its control headers stay, so the producer sees
-// what it sent.
+// (retried) and dead-lettered a second time, or a bad record carrying
+// forged hourglass- headers in any case, carries one reason and one
+// source, the worker's, and no other header named like the worker's, so a
+// reader of the dead-letter topic that matches names without case (or
+// takes the first) sees the truth; its control headers and the user's
+// stay, so the producer sees what it sent.
 func TestDeadLetterOwnHeaders(t *testing.T) {
 	r := &kgo.Record{Key: []byte("k"), Headers: []kgo.RecordHeader{{Key: HeaderDLQReason, Value: []byte("old")},
-		{Key: HeaderSource, Value: []byte("hg.delay/0/1")}, {Key: HeaderDeliverAt, Value: []byte("x")}}}
+		{Key: "HOURGLASS-DLQ-REASON", Value: []byte("forged")}, {Key: "Hourglass-Source", Value: []byte("hg.delay/0/0")},
+		{Key: HeaderRedelivery, Value: []byte("1")}, {Key: HeaderCopiedFrom, Value: []byte("hg.delay/0/2")},
+		{Key: HeaderSource, Value: []byte("hg.delay/0/1")}, {Key: HeaderDeliverAt, Value: []byte("x")},
+		{Key: "trace", Value: []byte("t")}, {Key: "hourglass", Value: []byte("kept")}}}
 	out := deadLetterRecord(r, "hg.delay.dlq", "hg.delay/0/9", "new")
 	got := map[string][]string{}
 	for _, h := range out.Headers {
-		got[h.Key] = append(got[h.Key], string(h.Value))
+		got[strings.ToLower(h.Key)] = append(got[strings.ToLower(h.Key)], string(h.Value))
 	}
 	if len(got[HeaderDLQReason]) != 1 || got[HeaderDLQReason][0] != "new" || len(got[HeaderSource]) != 1 ||
-		got[HeaderSource][0] != "hg.delay/0/9" || len(got[HeaderDeliverAt]) != 1 {
-		t.Errorf("dead letter headers %v", got)
+		got[HeaderSource][0] != "hg.delay/0/9" || len(got[strings.ToLower(HeaderDeliverAt)]) != 1 ||
+		len(got["trace"]) != 1 || len(got["hourglass"]) != 1 || len(got) != 5 {
+		t.Errorf("dead letter headers %v, want the worker's reason and source, _deliverAt, trace and hourglass", got)
 	}
 }
