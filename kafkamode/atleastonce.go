@@ -120,3 +120,38 @@ func (w *Worker) forwardDue(ctx context.Context, now int64) {
 		w.idx.stashForwarded(w.forwardFirst(ctx, batch))
 	}
 }
+
+// commitForwardedAtStop (at least once) commits, when the worker stops
+// (endAtStop), the progress of the forwards it made and has not
+// committed: those made since its last transaction, and those of a
+// transaction the stop aborted (back in the index, entry.forwarded).
+// Left uncommitted, the next owner would forward them a second time, and
+// a second delivery is promised only after a crash. It is one last
+// transaction, as the loop would run next: with what is due now, which it
+// forwards. ctx is its own, not the session's (done by then); the worker
+// is still a member of the group (it leaves after this), so the commit is
+// fenced as any other. A failure is logged: those forwards are then made
+// again by the next owner, marked (HeaderRedelivery), as after a crash.
+func (w *Worker) commitForwardedAtStop(ctx context.Context) {
+	batch := append(w.idx.takeForwarded(), w.idx.collectDue(time.Now().UnixMilli())...)
+	forwarded := 0
+	for _, e := range batch {
+		if e.forwarded {
+			forwarded++
+		}
+	}
+	if forwarded == 0 {
+		return // the index is dropped with the session: the next owner forwards the rest, once
+	}
+	select { // the last transaction's settle watch ends with the session's context
+	case <-w.ses.settleDone().Done():
+	case <-ctx.Done():
+	}
+	before := w.stats.Committed.Load()
+	if err := w.transact(ctx, batch, nil); err != nil || w.stats.Committed.Load() == before {
+		w.cfg.Logger.Warn("stopping: the progress of the last forwards was not committed; the next owner forwards them again, marked",
+			"forwarded", forwarded, "err", err)
+		return
+	}
+	w.cfg.Logger.Info("stopping: committed the progress of the last forwards", "forwarded", forwarded, "batch", len(batch))
+}

@@ -34,7 +34,11 @@
 //     a record that was in the partition and due (within 2 s) when the
 //     partition came to it with HeaderRedelivery, so a consumer that has
 //     seen that hourglass-source drops it. An abort that keeps the
-//     partition does not forward again (entry.forwarded).
+//     partition does not forward again (entry.forwarded), and a worker
+//     that stops (SIGTERM) commits what it forwarded first
+//     (commitForwardedAtStop): a stop is not a crash. In either mode a
+//     stop aborts the transaction it interrupted (endAtStop), which
+//     leaving the group does not.
 //
 // # Progress model (durable)
 //

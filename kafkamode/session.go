@@ -114,6 +114,14 @@ func (s *session) end(ctx context.Context, commitFn func(*kmsg.TxnOffsetCommitRe
 	return s.gts.End(kgo.PreTxnCommitFnContext(ctx, commitFn), try)
 }
 
+// abortOpen aborts the transaction a failed end left open (an end whose
+// context was cancelled returns before its EndTxn); without one it does
+// nothing.
+func (s *session) abortOpen(ctx context.Context) error {
+	_, err := s.gts.End(ctx, kgo.TryAbort)
+	return err
+}
+
 // setOffsets sets where the consumer of each partition resumes.
 func (s *session) setOffsets(topic string, at map[int32]kgo.EpochOffset) {
 	s.gts.Client().SetOffsets(map[string]map[int32]kgo.EpochOffset{topic: at})

@@ -300,12 +300,37 @@ func (w *Worker) runSession(ctx context.Context) error {
 		if len(batch) == 0 && len(snap) == 0 {
 			continue
 		}
-		if err := w.transact(sctx, batch, snap); err != nil {
+		if err := w.transact(sctx, batch, snap); err != nil && sctx.Err() == nil {
 			return err
-		}
+		} // else the stop aborted it: what it forwarded is committed below
 	}
+	w.endAtStop()
 	return nil
 }
+
+// endAtStop ends the session's work when the worker stops (SIGTERM, a
+// cancelled Run). A transaction the stop interrupted is still open: kgo's
+// end returns at the cancelled context before its EndTxn, and leaving the
+// group does not end it, so read_committed consumers of every business
+// partition it wrote to would stall until the transaction timeout (or
+// until a worker fences it). It is aborted here, with a context of its
+// own; then, at least once, the forwards made are committed
+// (commitForwardedAtStop).
+func (w *Worker) endAtStop() {
+	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	defer cancel()
+	if err := w.ses.abortOpen(ctx); err != nil {
+		w.cfg.Logger.Warn("stopping: the transaction in progress could not be aborted; it ends at the transaction timeout", "err", err)
+		return
+	}
+	if w.cfg.atLeastOnce() {
+		w.commitForwardedAtStop(ctx)
+	}
+}
+
+// stopTimeout bounds what a stopping worker does before it leaves the
+// group (endAtStop).
+const stopTimeout = 5 * time.Second
 
 // heartbeatInterval is how often the worker heartbeats to the group
 // coordinator: a third of the session timeout (Kafka's advice), at most
