@@ -95,34 +95,11 @@ public final class RetryCase implements Compat.Case {
             problems.add("delivered " + a.size() + " times, want " + (MAX_RECONSUME + 1));
         }
 
-        // In Apache RocketMQ the dead-letter topic comes into being with the
-        // last send-back, which the client makes after the listener
-        // returned: a consumer of it started before its route exists would
-        // wait for the client's next route refresh (30 s). So wait for the
-        // topic's readable queues first, through the name server (a lite
-        // pull consumer's fetchMessageQueues; a push consumer's answers only
-        // for topics it subscribes, and the producer's only for writable
-        // ones).
         String dlq = "%DLQ%" + group;
-        DefaultLitePullConsumer routes = new DefaultLitePullConsumer(c.name("routes"));
-        routes.setNamesrvAddr(c.namesrv);
-        routes.setMqClientApiTimeout(10_000);
-        routes.setInstanceName(c.name + "-routes");
-        routes.start();
-        c.onClose(routes::shutdown);
-        long until = System.currentTimeMillis() + 45_000;
-        while (true) {
-            try {
-                if (!routes.fetchMessageQueues(dlq).isEmpty()) {
-                    break;
-                }
-            } catch (Exception e) {
-                if (System.currentTimeMillis() > until) {
-                    problems.add(dlq + " has no readable queue 45 s after the last retry: " + QueryCase.firstLine(e));
-                    throw Ctx.fail("%s", String.join("; ", problems));
-                }
-            }
-            Thread.sleep(200);
+        String unreadable = awaitReadable(c, dlq);
+        if (unreadable != null) {
+            problems.add(unreadable);
+            throw Ctx.fail("%s", String.join("; ", problems));
         }
         Probe dead = new Probe();
         DefaultMQPushConsumer dlqConsumer = c.consumer("dlq", dlq, "*", dead, null);
@@ -139,6 +116,38 @@ public final class RetryCase implements Compat.Case {
         }
         if (!problems.isEmpty()) {
             throw Ctx.fail("%s", String.join("; ", problems));
+        }
+    }
+
+    /**
+     * Waits until topic has readable queues through the name server, and
+     * returns null, or what went wrong after 45 s. In Apache RocketMQ a
+     * dead-letter topic comes into being with the send that fills it, which
+     * the client makes after the listener returned: a consumer of it
+     * started before its route exists would wait for the client's next
+     * route refresh (30 s). A lite pull consumer's fetchMessageQueues asks
+     * the name server (a push consumer's answers only for topics it
+     * subscribes, and the producer's only for writable ones).
+     */
+    static String awaitReadable(Ctx c, String topic) throws Exception {
+        DefaultLitePullConsumer routes = new DefaultLitePullConsumer(c.name("routes"));
+        routes.setNamesrvAddr(c.namesrv);
+        routes.setMqClientApiTimeout(10_000);
+        routes.setInstanceName(c.name + "-routes");
+        routes.start();
+        c.onClose(routes::shutdown);
+        long until = System.currentTimeMillis() + 45_000;
+        while (true) {
+            try {
+                if (!routes.fetchMessageQueues(topic).isEmpty()) {
+                    return null;
+                }
+            } catch (Exception e) {
+                if (System.currentTimeMillis() > until) {
+                    return topic + " has no readable queue 45 s after the last retry: " + QueryCase.firstLine(e);
+                }
+            }
+            Thread.sleep(200);
         }
     }
 }
