@@ -130,6 +130,30 @@ func TestClientDelayLevel(t *testing.T) {
 	}
 }
 
+// TestClientDelayLevelPastTable: a level above the table's length is its
+// last level, as in RocketMQ: delivered no earlier than the last level,
+// and saying the last level in DELAY, as RocketMQ's broker rewrites it.
+func TestClientDelayLevelPastTable(t *testing.T) {
+	b := startTest(t, nil)
+	p := newProducer(t, b)
+	_, got := newPush(t, b, "late", "capped", consumer.MessageSelector{}, nil)
+	sent := time.Now()
+	if _, err := p.SendSync(context.Background(), primitive.NewMessage("capped", []byte("x")).WithDelayTimeLevel(99)); err != nil {
+		t.Fatal(err)
+	}
+	d := waitFor(t, got, 15*time.Second)
+	last := testLevels[len(testLevels)-1]
+	if early := sent.Add(last).Sub(d.at); early > 0 {
+		t.Fatalf("delivered %v before the last level", early)
+	}
+	if late := d.at.Sub(sent.Add(last)); late > 5*time.Second {
+		t.Fatalf("delivered %v after the last level", late)
+	}
+	if lv := d.msg.GetProperty("DELAY"); lv != strconv.Itoa(len(testLevels)) {
+		t.Fatalf("DELAY is %q, want the last level, %d", lv, len(testLevels))
+	}
+}
+
 // TestClientQueries: QUERY_MESSAGE finds a message by its first key, and
 // by its message ID or its offset message ID (the clients' unique-key
 // query); VIEW_MESSAGE_BY_ID by the offset of its offset message ID; each

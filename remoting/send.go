@@ -318,10 +318,14 @@ func (s *Server) when(props map[string]string, h sendHeader, now int64) (message
 			delete(props, propTimerDelayMs)
 			delete(props, propTimerDeliverMs)
 			props[propRealTopic], props[propRealQueueID] = h.topic, strconv.Itoa(h.queue)
+			if n := len(s.opts.Limits.DelayLevels); level > n {
+				// The last level, and the message says so, as
+				// RocketMQ's broker sets it.
+				level, props[propDelay] = n, strconv.Itoa(n)
+			}
 			// The broker's clock counts whole milliseconds, so the send
 			// happened up to 1 ms after the instant it reads: 1 ms more
 			// keeps the delivery from being early by that fraction.
-			level = min(level, len(s.opts.Limits.DelayLevels))
 			return message.When{Delay: s.opts.Limits.DelayLevels[level-1] + time.Millisecond}, nil
 		}
 	}
