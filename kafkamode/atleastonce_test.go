@@ -1,6 +1,7 @@
 package kafkamode
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -41,5 +42,22 @@ func TestMayRedeliver(t *testing.T) {
 		if got := mayRedeliver(&entry{pp: pp, offset: c.offset, due: c.due}); got != c.want {
 			t.Errorf("offset %d due %d: %v, want %v", c.offset, c.due, got, c.want)
 		}
+	}
+}
+
+// TestWorkerIDLength: a worker ID too long to name the worker's Kafka
+// client is refused before the worker starts, saying how long it may be;
+// one that just fits is taken.
+func TestWorkerIDLength(t *testing.T) {
+	base := Config{Brokers: []string{"k:9092"}, DelayTopic: "d", Group: "g", Partitions: 1, Replication: 1}
+	most := maxClientID - len("g-~") - nonceLen
+	base.WorkerID = strings.Repeat("w", most)
+	if _, err := base.withDefaults(); err != nil {
+		t.Fatalf("a worker ID of %d bytes: %v", most, err)
+	}
+	base.WorkerID += "w"
+	if _, err := base.withDefaults(); err == nil || !strings.Contains(err.Error(), "worker ID") ||
+		!strings.Contains(err.Error(), fmt.Sprintf("at most %d", most+1)) {
+		t.Fatalf("a worker ID of %d bytes: %v, want refused, at most %d with the group", most+1, err, most+1)
 	}
 }

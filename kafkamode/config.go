@@ -151,6 +151,10 @@ func (c Config) withDefaults() (Config, error) {
 	if c.WorkerID == "" {
 		return c, errors.New("kafka mode: the worker ID must not be empty")
 	}
+	if n := len(memberClientID(c.Group+"-"+c.WorkerID, newNonce())); n > maxClientID {
+		return c, fmt.Errorf("kafka mode: the group and the worker ID are %d bytes together; at most %d: they name the worker's Kafka client (and its transactional ID)",
+			len(c.Group)+len(c.WorkerID), len(c.Group)+len(c.WorkerID)-n+maxClientID)
+	}
 	if c.Partitions < 1 {
 		return c, fmt.Errorf("kafka mode: partitions %d must be at least 1", c.Partitions)
 	}
@@ -181,6 +185,11 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	return c, nil
 }
+
+// maxClientID is the longest client ID the Kafka client takes; the
+// worker's is its transactional ID (group "-" worker ID) and a nonce
+// (memberClientID).
+const maxClientID = 256
 
 // The delivery modes (Config.Delivery).
 const (
