@@ -135,3 +135,56 @@ func TestKafkaAtLeastOnceCommitsOnInterval(t *testing.T) {
 		t.Fatalf("%d transactions committed for 300 forwards over 3 s; want 1 to %d (one per 50 ms at most)", n, most)
 	}
 }
+
+// TestKafkaAtLeastOnceScaleOut: at least once, workers joining while
+// messages fall due take partitions from the first: a forward whose
+// progress the old owner had not committed when it gave the partition up
+// is made again by the new owner, each second arrival marked
+// hourglass-redelivery; dropping the marked repeats leaves every message
+// once, none early.
+func TestKafkaAtLeastOnceScaleOut(t *testing.T) {
+	e := newEnv(t, 6)
+	c := e.collect(e.biz)
+	l := &ledger{due: map[string]int64{}}
+	alo := []string{"--delivery", kafkamode.DeliveryAtLeastOnce}
+	w1 := e.startWorker("w1", alo...)
+	waitAssigned(t, w1)
+	now := time.Now().UnixMilli()
+	var ms []msg
+	for i := 0; i < 3000; i++ {
+		ms = append(ms, msg{id: fmt.Sprintf("m%04d", i), due: now + 500 + int64(i)*2})
+	}
+	e.produce(l, ms)
+	c.waitFor(t, 500, 30*time.Second)
+	w2 := e.startWorker("w2", alo...)
+	waitAssigned(t, w2)
+	w3 := e.startWorker("w3", alo...)
+	waitAssigned(t, w3)
+	got := e.settle(c, l, 2*time.Minute)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	seen := map[string]bool{}
+	var kept []arrival
+	dups := 0
+	for i, r := range c.recs {
+		if string(r.Value) == "sentinel" {
+			continue
+		}
+		src, _ := header(r, kafkamode.HeaderSource)
+		_, marked := header(r, kafkamode.HeaderRedelivery)
+		if seen[src] {
+			dups++
+			if !marked {
+				t.Errorf("%s (%s) arrived a second time without %s", r.Value, src, kafkamode.HeaderRedelivery)
+			}
+			continue
+		}
+		seen[src] = true
+		kept = append(kept, c.arr[i])
+	}
+	v := l.check(kept)
+	t.Logf("at least once, two workers joining: %d arrivals, %d second deliveries; deduplicated: %s", len(got), dups, v)
+	if !v.ok() {
+		t.Fatalf("after dropping marked repeats: %s", v)
+	}
+}
