@@ -106,6 +106,26 @@ func (s *Server) heartbeat(c *conn, req *Command) *Command {
 	return okResp(nil)
 }
 
+// checkClientConfig answers CHECK_CLIENT_CONFIG, which the Java client
+// sends as a consumer starts, for each subscription not by TAG: a SQL92
+// one is refused, saying so, and the consumer's start fails with that
+// reason (as against a RocketMQ broker without property filtering), not
+// with "request code not supported".
+func (s *Server) checkClientConfig(req *Command) *Command {
+	var body struct {
+		Group            string           `json:"group"`
+		SubscriptionData subscriptionData `json:"subscriptionData"`
+	}
+	if err := json.Unmarshal(req.Body, &body); err != nil {
+		return badRequest(errs.New(errs.InvalidArgument, "CHECK_CLIENT_CONFIG body is not RocketMQ's CheckClientRequestBody JSON: %v", err))
+	}
+	if sd, ok := unsupportedSub([]subscriptionData{body.SubscriptionData}); ok {
+		return errResp(respSubscriptionParse, fmt.Sprintf("only TAG filtering is supported by hourglass: group %q subscribes to %q with %s",
+			body.Group, sd.Topic, sd.ExpressionType))
+	}
+	return okResp(nil)
+}
+
 // unsupportedSub returns a subscription whose expression type is not TAG.
 func unsupportedSub(subs []subscriptionData) (subscriptionData, bool) {
 	for _, sd := range subs {

@@ -21,6 +21,7 @@ const (
 	codeNotifyConsumerIDs      = 40
 	codeLockBatchMQ            = 41
 	codeUnlockBatchMQ          = 42
+	codeCheckClientConfig      = 46
 	codeGetRouteInfoByTopic    = 105
 	codeGetBrokerClusterInfo   = 106
 	codeSendMessageV2          = 310

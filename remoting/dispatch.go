@@ -25,6 +25,8 @@ func (s *Server) dispatch(c *conn, req *Command) *Command {
 		return s.heartbeat(c, req)
 	case codeUnregisterClient:
 		return s.unregister(c, req)
+	case codeCheckClientConfig:
+		return s.checkClientConfig(req)
 	case codeGetConsumerListByGroup:
 		return s.consumerList(req)
 	case codeSendMessage, codeSendMessageV2, codeSendBatchMessage:

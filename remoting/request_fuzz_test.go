@@ -24,7 +24,7 @@ var servedCodes = []int32{codeGetRouteInfoByTopic, codeGetBrokerClusterInfo, cod
 	codeGetConsumerListByGroup, codeSendMessage, codeSendMessageV2, codeSendBatchMessage, codePullMessage,
 	codeLitePullMessage, codeQueryConsumerOffset, codeUpdateConsumerOffset, codeGetMaxOffset, codeGetMinOffset,
 	codeSearchOffsetByTime, codeGetEarliestMsgTime, codeConsumerSendMsgBack, codeLockBatchMQ, codeUnlockBatchMQ,
-	codeEndTransaction, codeViewMessageByID, codeQueryMessage}
+	codeEndTransaction, codeViewMessageByID, codeQueryMessage, codeCheckClientConfig}
 
 // FuzzRequest: any request of a served code, whatever its fields and
 // body, is answered (an error or not) without a panic, and a response
