@@ -7,7 +7,7 @@
 #
 #   scripts/compat-java-remoting.sh [CASE...]      (make compat-java-remoting)
 #
-# Cases (default: all): delay timer retry orderly orderlyDead broadcast litePull
+# Cases (default: all): delay timer retry orderly orderlyDead sqlRefused broadcast litePull
 # transaction query kill acl; CASE@PREFIX runs a case only with the client
 # versions that start with PREFIX (litePull@4.). "timer" needs the 5.x
 # client's timer API and is not run with 4.x. What is not run is said in the
@@ -32,7 +32,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-all_cases=(delay timer retry orderly orderlyDead broadcast litePull transaction query kill acl)
+all_cases=(delay timer retry orderly orderlyDead sqlRefused broadcast litePull transaction query kill acl)
 cases=("$@")
 [ ${#cases[@]} -eq 0 ] && cases=("${all_cases[@]}")
 for c in "${cases[@]}"; do
