@@ -209,3 +209,45 @@ func recOffset(recs []*kgo.Record, k string) int64 {
 	}
 	return -1
 }
+
+// TestKafkaHugeHeaderDeadLettered: a control header of 600 KB (a digit
+// string, a negative number, a cancel) is refused with a reason of a
+// bounded size, so the dead letter keeps the record whole, body and
+// headers, within Kafka's 1 MB limit: a reason quoting the whole value
+// made the dead letter twice the record, refused, and the worker sent it
+// again without its body.
+func TestKafkaHugeHeaderDeadLettered(t *testing.T) {
+	e := newEnv(t, 1)
+	dlq := e.collect(e.dlq)
+	e.startWorker("w1")
+	huge := strings.Repeat("9", 600_000)
+	cases := []struct {
+		id      string
+		headers []kgo.RecordHeader
+		reason  string
+	}{
+		{"huge-at", []kgo.RecordHeader{{Key: "_deliverAt", Value: []byte(huge)}, {Key: "_bizTopic", Value: []byte(e.biz)}}, "out of range"},
+		{"huge-negative", []kgo.RecordHeader{{Key: "_delayMs", Value: []byte("-" + huge)}, {Key: "_bizTopic", Value: []byte(e.biz)}}, "out of range"},
+		{"huge-junk", []kgo.RecordHeader{{Key: "_delayMs", Value: []byte(huge + "x")}, {Key: "_bizTopic", Value: []byte(e.biz)}}, "not a number"},
+		{"huge-cancel", []kgo.RecordHeader{{Key: "_cancel", Value: []byte("offset:" + huge + "x")}}, "_cancel"},
+	}
+	for _, c := range cases {
+		r := &kgo.Record{Topic: e.delay, Key: []byte(c.id), Value: []byte(c.id), Headers: c.headers}
+		if err := e.cl.ProduceSync(t.Context(), r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dlq.waitFor(t, len(cases), 60*time.Second)
+	dlq.mu.Lock()
+	defer dlq.mu.Unlock()
+	for i, c := range cases {
+		r := dlq.recs[i]
+		reason, _ := header(r, kafkamode.HeaderDLQReason)
+		if string(r.Key) != c.id || string(r.Value) != c.id || len(r.Headers) != len(c.headers)+2 {
+			t.Errorf("dead letter %d: key %q, value %q, %d headers; want %s whole, with %d headers", i, r.Key, r.Value, len(r.Headers), c.id, len(c.headers)+2)
+		}
+		if !strings.Contains(reason, c.reason) || len(reason) > 1000 {
+			t.Errorf("%s: reason of %d bytes %.200q, want at most 1,000 mentioning %q", c.id, len(reason), reason, c.reason)
+		}
+	}
+}

@@ -75,11 +75,11 @@ func parseCancel(r *kgo.Record) (spec *cancelSpec, ok bool, err error) {
 	case strings.HasPrefix(*v, "offset:"):
 		o, err := parseDecimal((*v)[len("offset:"):])
 		if err != nil || o >= r.Offset {
-			return nil, true, fmt.Errorf("%s=%q: want offset:<n> with n an offset before the cancel record's own (%d)", HeaderCancel, *v, r.Offset)
+			return nil, true, fmt.Errorf("%s=%s: want offset:<n> with n an offset before the cancel record's own (%d)", HeaderCancel, quoteShort(*v), r.Offset)
 		}
 		return &cancelSpec{offset: o}, true, nil
 	}
-	return nil, true, fmt.Errorf("%s=%q: want \"key\" or \"offset:<n>\"", HeaderCancel, *v)
+	return nil, true, fmt.Errorf("%s=%s: want \"key\" or \"offset:<n>\"", HeaderCancel, quoteShort(*v))
 }
 
 // The headers the worker adds.
@@ -125,21 +125,40 @@ const (
 	secondsCeil  = 100_000_000_000
 )
 
-// errNegative is parseDecimal's answer to a negative number.
-var errNegative = errors.New("negative")
+// errOutOfRange is parseDecimal's answer to a negative number, or one
+// beyond int64.
+var errOutOfRange = errors.New("out of range")
 
 // parseDecimal reads a header's number: decimal ASCII digits, nothing
-// else (no '+', no spaces), as documented; a '-' and digits is refused
-// with errNegative.
+// else (no '+', no spaces), as documented; a '-' and digits, or more
+// digits than int64 holds, is refused with errOutOfRange.
 func parseDecimal(v string) (int64, error) {
 	digits, neg := strings.CutPrefix(v, "-")
 	if digits == "" || strings.Trim(digits, "0123456789") != "" {
-		return 0, fmt.Errorf("%q is not decimal digits", v)
+		return 0, fmt.Errorf("%s is not decimal digits", quoteShort(v))
 	}
 	if neg {
-		return 0, errNegative
+		return 0, errOutOfRange
 	}
-	return strconv.ParseInt(v, 10, 64)
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, errOutOfRange
+	}
+	return n, nil
+}
+
+// maxQuoted bounds how much of a header's value a refusal quotes.
+const maxQuoted = 64
+
+// quoteShort quotes a header's value for a refusal (a dead letter's
+// reason), at most maxQuoted bytes of it: a reason quoting a value of
+// any size made the dead letter as large again as the record, past
+// Kafka's size limit, and it was dead-lettered without its body.
+func quoteShort(v string) string {
+	if len(v) <= maxQuoted {
+		return strconv.Quote(v)
+	}
+	return fmt.Sprintf("%s... (%d bytes)", strconv.Quote(v[:maxQuoted]), len(v))
 }
 
 // maxTimestampMs is the last millisecond of year 9999: a record timestamp
@@ -198,11 +217,11 @@ func (c *Config) scheduleOf(r *kgo.Record) (schedule, error) {
 		return s, fmt.Errorf("both %s and %s are set; set one", HeaderDeliverAt, HeaderDelayMs)
 	case at != nil:
 		ms, err := parseDecimal(*at)
-		if errors.Is(err, errNegative) {
-			return s, fmt.Errorf("header %s=%s is out of range (0 to 100 years after the record's timestamp)", HeaderDeliverAt, *at)
+		if errors.Is(err, errOutOfRange) {
+			return s, fmt.Errorf("header %s=%s is out of range (0 to 100 years after the record's timestamp)", HeaderDeliverAt, quoteShort(*at))
 		}
 		if err != nil {
-			return s, fmt.Errorf("header %s=%q is not a Unix time in milliseconds (decimal digits)", HeaderDeliverAt, *at)
+			return s, fmt.Errorf("header %s=%s is not a Unix time in milliseconds (decimal digits)", HeaderDeliverAt, quoteShort(*at))
 		}
 		if ms >= secondsFloor && ms < secondsCeil {
 			return s, fmt.Errorf("header %s=%d looks like Unix seconds (as milliseconds it is %s); give Unix milliseconds",
@@ -214,11 +233,11 @@ func (c *Config) scheduleOf(r *kgo.Record) (schedule, error) {
 		s.due = ms
 	case delay != nil:
 		ms, err := parseDecimal(*delay)
-		if errors.Is(err, errNegative) {
-			return s, fmt.Errorf("header %s=%s is out of range (0 to 100 years)", HeaderDelayMs, *delay)
+		if errors.Is(err, errOutOfRange) {
+			return s, fmt.Errorf("header %s=%s is out of range (0 to 100 years)", HeaderDelayMs, quoteShort(*delay))
 		}
 		if err != nil {
-			return s, fmt.Errorf("header %s=%q is not a number of milliseconds (decimal digits)", HeaderDelayMs, *delay)
+			return s, fmt.Errorf("header %s=%s is not a number of milliseconds (decimal digits)", HeaderDelayMs, quoteShort(*delay))
 		}
 		if ms > MaxDelayMs {
 			return s, fmt.Errorf("header %s=%d is out of range (0 to 100 years)", HeaderDelayMs, ms)

@@ -44,7 +44,12 @@ func TestParseScheduleHostileHeaders(t *testing.T) {
 		{"delay space", []string{HeaderDelayMs, " 5", HeaderBizTopic, "orders"}, 0, "not a number"},
 		{"negative", []string{HeaderDeliverAt, "-1", HeaderBizTopic, "orders"}, 0, "out of range"},
 		{"float", []string{HeaderDeliverAt, at + ".0", HeaderBizTopic, "orders"}, 0, "not a Unix time"},
-		{"huge", []string{HeaderDeliverAt, "99999999999999999999", HeaderBizTopic, "orders"}, 0, "not a Unix time"},
+		{"huge", []string{HeaderDeliverAt, "99999999999999999999", HeaderBizTopic, "orders"}, 0, "out of range"},
+		{"huge delay", []string{HeaderDelayMs, "99999999999999999999", HeaderBizTopic, "orders"}, 0, "out of range"},
+		// A value of any size is quoted in part: the reason (a dead
+		// letter's header) stays small.
+		{"long junk", []string{HeaderDeliverAt, strings.Repeat("x", 100_000), HeaderBizTopic, "orders"}, 0, "(100000 bytes)"},
+		{"long negative", []string{HeaderDelayMs, "-" + strings.Repeat("9", 100_000), HeaderBizTopic, "orders"}, 0, "(100001 bytes)"},
 		{"non-UTF-8", []string{HeaderDeliverAt, "\xff", HeaderBizTopic, "orders"}, 0, "not a Unix time"},
 		// Topics a forward must never write to: the worker's own.
 		{"delay topic", []string{HeaderDeliverAt, at, HeaderBizTopic, "hg.delay"}, 0, "delay topic"},
@@ -65,7 +70,9 @@ func TestParseScheduleHostileHeaders(t *testing.T) {
 		case c.reason != "" && err == nil:
 			t.Errorf("%s: accepted (due %d, topic %s), want refused saying %q", c.name, s.due, s.bizTopic, c.reason)
 		case c.reason != "" && !strings.Contains(err.Error(), c.reason):
-			t.Errorf("%s: reason %q, want it to mention %q", c.name, err, c.reason)
+			t.Errorf("%s: reason %.300q, want it to mention %q", c.name, err, c.reason)
+		case c.reason != "" && len(err.Error()) > 300:
+			t.Errorf("%s: reason of %d bytes, want at most 300", c.name, len(err.Error()))
 		}
 	}
 }
