@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/hourglass-mq/hourglass/access"
 	"github.com/hourglass-mq/hourglass/errs"
 )
 
@@ -29,6 +30,15 @@ type subscriptionData struct {
 	ExpressionType string `json:"expressionType"`
 }
 
+// producerEntry is a producer group's client: the connection it
+// heartbeats on, and who the heartbeat was signed as (nil without ACL):
+// a transaction is checked back only with a producer its principal
+// could have sent it as.
+type producerEntry struct {
+	c *conn
+	p *access.Principal
+}
+
 // member is one client of a group, on the connection it heartbeats on.
 type member struct {
 	c    *conn
@@ -44,15 +54,15 @@ type registry struct {
 	notify func(group string, to []*conn)
 
 	mu        sync.Mutex
-	consumers map[string]map[string]*member // group -> client ID -> member
-	producers map[string]map[string]*conn   // group -> client ID -> conn
+	consumers map[string]map[string]*member       // group -> client ID -> member
+	producers map[string]map[string]producerEntry // group -> client ID -> its connection
 	// used is what each connection's entries count against
 	// maxConnRegistry (registry_budget.go).
 	used map[*conn]int
 }
 
 func newRegistry(notify func(string, []*conn)) *registry {
-	return &registry{notify: notify, consumers: map[string]map[string]*member{}, producers: map[string]map[string]*conn{},
+	return &registry{notify: notify, consumers: map[string]map[string]*member{}, producers: map[string]map[string]producerEntry{},
 		used: map[*conn]int{}}
 }
 
@@ -92,7 +102,7 @@ func (s *Server) heartbeat(c *conn, req *Command) *Command {
 			}
 		}
 	}
-	changed, err := s.clients.heartbeat(c, &hb)
+	changed, err := s.clients.heartbeat(c, &hb, req.principal)
 	if err != nil {
 		return badRequest(err)
 	}
@@ -138,7 +148,7 @@ func unsupportedSub(subs []subscriptionData) (subscriptionData, bool) {
 
 // heartbeat records hb and returns the consumer groups whose members
 // changed; it records nothing when hb would take c past maxConnRegistry.
-func (r *registry) heartbeat(c *conn, hb *heartbeatData) ([]string, error) {
+func (r *registry) heartbeat(c *conn, hb *heartbeatData, p *access.Principal) ([]string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err := r.fitsLocked(c, hb); err != nil {
@@ -169,13 +179,13 @@ func (r *registry) heartbeat(c *conn, hb *heartbeatData) ([]string, error) {
 	for _, pd := range hb.ProducerDataSet {
 		ps := r.producers[pd.GroupName]
 		if ps == nil {
-			ps = map[string]*conn{}
+			ps = map[string]producerEntry{}
 			r.producers[pd.GroupName] = ps
 		}
 		if old, ok := ps[hb.ClientID]; ok {
-			r.used[old] -= producerSize(pd.GroupName, hb.ClientID)
+			r.used[old.c] -= producerSize(pd.GroupName, hb.ClientID)
 		}
-		ps[hb.ClientID] = c
+		ps[hb.ClientID] = producerEntry{c: c, p: p}
 		r.used[c] += producerSize(pd.GroupName, hb.ClientID)
 	}
 	return changed, nil
@@ -193,7 +203,7 @@ func (s *Server) unregister(c *conn, req *Command) *Command {
 		}
 	}
 	if g := req.ExtFields["producerGroup"]; g != "" {
-		if pc, ok := s.clients.producers[g][id]; ok && pc == c {
+		if pe, ok := s.clients.producers[g][id]; ok && pe.c == c {
 			s.clients.dropProducerLocked(g, id)
 		}
 	}
@@ -217,8 +227,8 @@ func (r *registry) dropConn(c *conn) {
 		}
 	}
 	for g, ps := range r.producers {
-		for id, pc := range ps {
-			if pc == c {
+		for id, pe := range ps {
+			if pe.c == c {
 				r.dropProducerLocked(g, id)
 			}
 		}
@@ -276,12 +286,22 @@ func (r *registry) subscription(group, topic string) (subscriptionData, bool) {
 	return subscriptionData{}, false
 }
 
-// producer returns a connection of a client of the producer group.
+// producer returns a connection of a client of the producer group; nil
+// if none.
 func (r *registry) producer(group string) *conn {
+	return r.producerThat(group, func(*access.Principal) bool { return true })
+}
+
+// producerThat returns a connection of a client of the producer group
+// whose heartbeat's principal may(do what is asked); nil if none. Without
+// ACL (no principal) any client of the group may.
+func (r *registry) producerThat(group string, may func(*access.Principal) bool) *conn {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, c := range r.producers[group] {
-		return c
+	for _, pe := range r.producers[group] {
+		if pe.p == nil || may(pe.p) {
+			return pe.c
+		}
 	}
 	return nil
 }

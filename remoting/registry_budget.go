@@ -47,7 +47,7 @@ func (r *registry) fitsLocked(c *conn, hb *heartbeatData) error {
 			continue
 		}
 		seen[pd.GroupName] = true
-		if old, ok := r.producers[pd.GroupName][hb.ClientID]; !ok || old != c {
+		if old, ok := r.producers[pd.GroupName][hb.ClientID]; !ok || old.c != c {
 			n += producerSize(pd.GroupName, hb.ClientID)
 		}
 	}
@@ -74,8 +74,8 @@ func (r *registry) dropConsumerLocked(group, id string) {
 // once it has none. r.mu held.
 func (r *registry) dropProducerLocked(group, id string) {
 	ps := r.producers[group]
-	if pc, ok := ps[id]; ok {
-		r.used[pc] -= producerSize(group, id)
+	if pe, ok := ps[id]; ok {
+		r.used[pe.c] -= producerSize(group, id)
 		delete(ps, id)
 	}
 	if len(ps) == 0 {

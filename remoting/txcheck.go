@@ -1,6 +1,7 @@
 package remoting
 
 import (
+	"github.com/hourglass-mq/hourglass/access"
 	"strconv"
 	"time"
 
@@ -137,9 +138,14 @@ func (s *Server) checkOne(v *engine.Visible) bool {
 		s.log.Warn("remoting: transaction rolled back after its producer was asked too often", "msgId", props[propUniqKey], "checks", n)
 		return true
 	}
-	c := s.clients.producer(props[propProducerGroup])
+	// Only a producer that could have sent the half message is shown it
+	// and asked: a principal that heartbeats as another's producer group
+	// reads none of its uncommitted messages.
+	c := s.clients.producerThat(props[propProducerGroup], func(p *access.Principal) bool {
+		return p.Allowed(access.Send, props[propRealTopic])
+	})
 	if c == nil {
-		return false // no producer of the group is connected: ask later
+		return false // no producer of the group that may is connected: ask later
 	}
 	q, _ := strconv.Atoi(props[propRealQueueID])
 	w := s.wire(c, props[propRealTopic], q, v)
