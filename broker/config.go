@@ -10,6 +10,7 @@ import (
 
 	"github.com/hourglass-mq/hourglass/api"
 	"github.com/hourglass-mq/hourglass/engine"
+	"github.com/hourglass-mq/hourglass/remoting"
 	"github.com/hourglass-mq/hourglass/rocketmq"
 	"github.com/hourglass-mq/hourglass/server"
 )
@@ -56,6 +57,10 @@ type Config struct {
 	// -grpc-key-file, or a self-signed one kept in <data-dir>/remoting-tls.
 	// Plaintext by default, as RocketMQ 4.x's own.
 	RemotingTLS bool
+	// RemotingMaxConns bounds the remoting connections open at once
+	// (flag -remoting-max-conns; remoting.Options.MaxConns); 0 means no
+	// bound.
+	RemotingMaxConns int
 	// GRPCLongPoll bounds a RocketMQ receive's long poll and is the
 	// long-polling timeout announced to consumers (flag -grpc-long-poll).
 	GRPCLongPoll time.Duration
@@ -270,6 +275,7 @@ func DefaultConfig() Config {
 		GRPCLongPoll:       rocketmq.DefaultLongPoll,
 		GRPCSignatureSkew:  rocketmq.DefaultSignatureSkew,
 		RemotingListen:     "127.0.0.1:9876",
+		RemotingMaxConns:   remoting.DefaultMaxConns,
 		Clock:              api.ClockSystem,
 		Flush:              eng.Flush.String(),
 		FlushInterval:      eng.FlushInterval,
@@ -329,6 +335,7 @@ func (c *Config) settings() []setting {
 		{"grpc-signature-skew", "how far a signed RocketMQ call's x-mq-date-time may be from the broker's clock, 1s to 15m; also how long a captured signature can be replayed", (*durationValue)(&c.GRPCSignatureSkew)},
 		{"remoting-listen", "TCP address of RocketMQ's remoting protocol (4.x clients: name server and broker in one), host:port; empty disables it", (*stringValue)(&c.RemotingListen)},
 		{"remoting-tls", "serve the remoting protocol over TLS (certificate of -grpc-cert-file, or a self-signed one in <data-dir>/remoting-tls)", (*boolValue)(&c.RemotingTLS)},
+		{"remoting-max-conns", "most remoting connections open at once (one past it is closed, with a log line); 0 means no bound", (*intValue)(&c.RemotingMaxConns)},
 		{"auth-token", "bearer token required on every /v1 request; empty disables auth (prefer HOURGLASS_AUTH_TOKEN: flags show in the process list)", (*secretValue)(&c.AuthToken)},
 		{"metrics-token", "bearer token required on GET /metrics (the -auth-token is accepted too); empty leaves /metrics open to anyone who reaches the port (prefer HOURGLASS_METRICS_TOKEN)", (*secretValue)(&c.MetricsToken)},
 		{"credentials", "credentials file of the principals and their rules (hourglass principal add); reread when it changes", (*stringValue)(&c.Credentials)},

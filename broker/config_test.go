@@ -145,6 +145,7 @@ func TestValidate(t *testing.T) {
 		{func(c *Config) { c.DedupTopics = "%DLQ%x.g=1h" }, "dead-letter topic"},
 		{func(c *Config) { c.MetricsToken = "scrape\n" }, "-metrics-token"},
 		{func(c *Config) { c.MetricsToken = "a\x00b" }, "-metrics-token"},
+		{func(c *Config) { c.RemotingMaxConns = -1 }, "-remoting-max-conns -1 must not be negative"},
 	} {
 		c := DefaultConfig()
 		tc.mutate(&c)

@@ -16,9 +16,13 @@ import (
 // the bound address.
 const RemotingListeningMsg = "serving the RocketMQ remoting protocol"
 
-// validateRemoting checks -remoting-listen (empty, or host:port).
+// validateRemoting checks -remoting-listen (empty, or host:port) and
+// -remoting-max-conns.
 func (c Config) validateRemoting(bad func(format string, args ...any)) {
 	validateListen("remoting-listen", c.RemotingListen, bad)
+	if c.RemotingMaxConns < 0 {
+		bad("-remoting-max-conns %d must not be negative (0 means no bound)", c.RemotingMaxConns)
+	}
 }
 
 // remotingService is the remoting protocol of a running server.
@@ -47,12 +51,21 @@ func newRemoting(c Config, eng *engine.Engine, logger *slog.Logger, sec *securit
 	o := c.EngineOptions(logger)
 	a, err := remoting.New(eng, remoting.Options{Limits: o.Limits, DefaultQueues: o.DefaultQueues, MaxBatch: o.MaxBatch,
 		AutoCreateTopics: !o.NoAutoCreate, Access: sec.store, Audit: sec.audit, OffsetsDir: filepath.Join(c.DataDir, "remoting"),
-		MaxFrame: int(c.MaxRequestBytes), Logger: logger})
+		MaxFrame: int(c.MaxRequestBytes), MaxConns: remotingMaxConns(c.RemotingMaxConns), Logger: logger})
 	if err != nil {
 		ln.Close()
 		return nil, err
 	}
 	return &remotingService{adapter: a, ln: ln, errc: make(chan error, 1)}, nil
+}
+
+// remotingMaxConns maps -remoting-max-conns onto Options.MaxConns, where
+// 0 is the default and a negative count no bound.
+func remotingMaxConns(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }
 
 // remotingTLS is the TLS of the remoting port: the gRPC port's

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hourglass-mq/hourglass/remoting"
 )
 
 // syncBuffer is a log sink several goroutines write to.
@@ -125,5 +127,18 @@ func TestRunFailsWhenOffsetsAreNotDurableAtShutdown(t *testing.T) {
 	}
 	if out := logs.String(); !strings.Contains(out, `"level":"ERROR","msg":"remoting: consumer offsets could not be made durable at shutdown"`) {
 		t.Errorf("no error line naming the cause:\n%s", out)
+	}
+}
+
+// TestRemotingMaxConnsFlag: -remoting-max-conns reaches the adapter, its
+// 0 meaning no bound (the adapter's own 0 is its default).
+func TestRemotingMaxConnsFlag(t *testing.T) {
+	for flagValue, want := range map[int]int{0: -1, 1: 1, 10000: 10000} {
+		if got := remotingMaxConns(flagValue); got != want {
+			t.Errorf("-remoting-max-conns %d: MaxConns %d, want %d", flagValue, got, want)
+		}
+	}
+	if c := DefaultConfig(); c.RemotingMaxConns != remoting.DefaultMaxConns {
+		t.Errorf("default -remoting-max-conns %d, want %d", c.RemotingMaxConns, remoting.DefaultMaxConns)
 	}
 }

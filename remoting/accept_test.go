@@ -2,6 +2,7 @@ package remoting
 
 import (
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -66,5 +67,64 @@ func TestAcceptOutOfDescriptors(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Serve went on after a listener error that is not transient")
+	}
+}
+
+// TestConnectionLimit: past MaxConns a new connection is closed at once
+// with a log line, unanswered, while those open are served; once one
+// closes, a new one is served again.
+func TestConnectionLimit(t *testing.T) {
+	logs := &syncBuffer{}
+	b := startTest(t, func(o *Options) {
+		o.MaxConns = 3
+		o.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	})
+	var open []net.Conn
+	defer func() {
+		for _, nc := range open {
+			nc.Close()
+		}
+	}()
+	for i := 0; i < 3; i++ {
+		nc, err := net.Dial("tcp", b.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		open = append(open, nc)
+		if resp := exchange(t, nc, &Command{Code: codeGetBrokerClusterInfo}); resp.Code != respSuccess {
+			t.Fatalf("connection %d: %d %q", i, resp.Code, resp.Remark)
+		}
+	}
+	extra, err := net.Dial("tcp", b.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer extra.Close()
+	out, _ := (&Command{Code: codeGetBrokerClusterInfo, Opaque: 42}).encode()
+	extra.Write(out)
+	extra.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if got, err := io.ReadAll(extra); len(got) != 0 || (err != nil && !errors.Is(err, syscall.ECONNRESET)) {
+		t.Fatalf("a connection past the limit: %d bytes, %v; want it closed unanswered", len(got), err)
+	}
+	if !strings.Contains(logs.String(), "refusing a connection") {
+		t.Fatalf("no log line for the refused connection:\n%s", logs)
+	}
+	if resp := exchange(t, open[0], &Command{Code: codeGetBrokerClusterInfo}); resp.Code != respSuccess {
+		t.Fatalf("an open connection after the refusal: %d %q", resp.Code, resp.Remark)
+	}
+	open[2].Close()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		b.srv.mu.Lock()
+		n := len(b.srv.conns)
+		b.srv.mu.Unlock()
+		if n == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections held after one of 3 closed", n)
+		}
+	}
+	if resp := b.request(t, &Command{Code: codeGetBrokerClusterInfo}); resp.Code != respSuccess {
+		t.Fatalf("a new connection below the limit again: %d %q", resp.Code, resp.Remark)
 	}
 }

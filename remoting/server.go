@@ -56,6 +56,12 @@ type Options struct {
 	// IdleTimeout closes a connection that sends nothing for that long
 	// (clients heartbeat every 30 s); 0 means DefaultIdleTimeout.
 	IdleTimeout time.Duration
+	// MaxConns bounds the connections open at once: each holds a read
+	// buffer and a goroutine even when idle, so many clients holding
+	// connections would otherwise grow the broker's memory (and file
+	// descriptors) without end. A connection past it is closed at once,
+	// with a log line. 0 means DefaultMaxConns; negative, no bound.
+	MaxConns int
 	// TransactionTimeout is how long a half message may stay open before
 	// its producer is asked for its state; 0 means 6 s, as RocketMQ.
 	TransactionTimeout time.Duration
@@ -71,7 +77,10 @@ const (
 	DefaultLongPoll    = 15 * time.Second
 	DefaultReadTimeout = 30 * time.Second
 	DefaultIdleTimeout = 120 * time.Second
-	writeTimeout       = 30 * time.Second
+	// DefaultMaxConns is MaxConns's default: a client process holds one
+	// connection (clients share one per broker address).
+	DefaultMaxConns = 10000
+	writeTimeout    = 30 * time.Second
 	// maxInflight bounds the requests of one connection being handled at
 	// once (a push consumer holds one long poll per queue).
 	maxInflight = 1024
@@ -129,6 +138,9 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 	if opts.IdleTimeout <= 0 {
 		opts.IdleTimeout = DefaultIdleTimeout
 	}
+	if opts.MaxConns == 0 {
+		opts.MaxConns = DefaultMaxConns
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
@@ -181,6 +193,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	// failures was logged (once, then at each wait of a second).
 	var backoff time.Duration
 	logged := false
+	var lastRefusal time.Time // when a connection past MaxConns was last logged
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
@@ -209,7 +222,6 @@ func (s *Server) Serve(ln net.Listener) error {
 			continue
 		}
 		backoff, logged = 0, false
-		c := newConn(s, nc)
 		s.mu.Lock()
 		select {
 		case <-s.done:
@@ -218,6 +230,17 @@ func (s *Server) Serve(ln net.Listener) error {
 			continue
 		default:
 		}
+		if n := len(s.conns); s.opts.MaxConns > 0 && n >= s.opts.MaxConns {
+			s.mu.Unlock()
+			nc.Close()
+			if now := time.Now(); now.Sub(lastRefusal) >= 10*time.Second {
+				lastRefusal = now
+				s.log.Warn("remoting: refusing a connection: as many are open as allowed (logged at most every 10 s)",
+					"remote", nc.RemoteAddr().String(), "open", n, "max", s.opts.MaxConns)
+			}
+			continue
+		}
+		c := newConn(s, nc)
 		s.conns[c] = struct{}{}
 		s.wg.Add(1)
 		s.mu.Unlock()
