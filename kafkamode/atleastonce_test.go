@@ -61,3 +61,26 @@ func TestWorkerIDLength(t *testing.T) {
 		t.Fatalf("a worker ID of %d bytes: %v, want refused, at most %d with the group", most+1, err, most+1)
 	}
 }
+
+// TestWorkerIDPlain: a worker ID or group with a control character, invalid
+// UTF-8 or white space at an end is refused, naming the setting; inner
+// spaces, dots and non-ASCII letters are taken.
+func TestWorkerIDPlain(t *testing.T) {
+	base := Config{Brokers: []string{"k:9092"}, DelayTopic: "d", Group: "g", Partitions: 1, Replication: 1}
+	for _, id := range []string{"w1", "pod-7.example", "wörker", "worker 1"} {
+		base.WorkerID = id
+		if _, err := base.withDefaults(); err != nil {
+			t.Errorf("worker ID %q: %v", id, err)
+		}
+	}
+	for _, id := range []string{" ", "w1 ", " w1", "a\nb", "a\x1b[31mb", "\xff", "a\tb", "a\u2028b"} {
+		base.WorkerID = id
+		if _, err := base.withDefaults(); err == nil || !strings.Contains(err.Error(), "worker ID") {
+			t.Errorf("worker ID %q: %v, want refused naming the worker ID", id, err)
+		}
+	}
+	base.WorkerID, base.Group = "w1", "g\n"
+	if _, err := base.withDefaults(); err == nil || !strings.Contains(err.Error(), "group") {
+		t.Errorf("group %q: %v, want refused naming the group", base.Group, err)
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/hourglass-mq/hourglass/vfs"
 )
@@ -151,6 +153,11 @@ func (c Config) withDefaults() (Config, error) {
 	if c.WorkerID == "" {
 		return c, errors.New("kafka mode: the worker ID must not be empty")
 	}
+	for name, v := range map[string]string{"group": c.Group, "worker ID": c.WorkerID} {
+		if err := plainName(v); err != nil {
+			return c, fmt.Errorf("kafka mode: the %s %s", name, err)
+		}
+	}
 	if n := len(memberClientID(c.Group+"-"+c.WorkerID, newNonce())); n > maxClientID {
 		return c, fmt.Errorf("kafka mode: the group and the worker ID are %d bytes together; at most %d: they name the worker's Kafka client (and its transactional ID)",
 			len(c.Group)+len(c.WorkerID), len(c.Group)+len(c.WorkerID)-n+maxClientID)
@@ -184,6 +191,28 @@ func (c Config) withDefaults() (Config, error) {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return c, nil
+}
+
+// plainName checks a group or worker ID: they name the worker's
+// transactional ID, its group membership and its spill directory, and
+// appear in its log, so a control character (a newline forging a log
+// line, an escape sequence) or invalid UTF-8 is refused, and so is
+// leading or trailing white space, which would make "w1 " a worker other
+// than "w1" (two workers meant to be one, or a restart that fences
+// nothing).
+func plainName(v string) error {
+	if !utf8.ValidString(v) {
+		return fmt.Errorf("%q is not UTF-8", v)
+	}
+	if strings.TrimSpace(v) != v {
+		return fmt.Errorf("%q begins or ends with white space", v)
+	}
+	for _, r := range v {
+		if !unicode.IsPrint(r) {
+			return fmt.Errorf("%q has the unprintable character %U", v, r)
+		}
+	}
+	return nil
 }
 
 // maxClientID is the longest client ID the Kafka client takes; the
