@@ -69,6 +69,11 @@ func (s *Server) sendBack(c *conn, req *Command) *Command {
 		w = message.When{Delay: s.opts.Limits.DelayLevels[level-1] + time.Millisecond} // as a send's level
 		props[propDelay] = strconv.Itoa(level)
 		props[propRealTopic], props[propRealQueueID] = out.Topic, "0"
+		// A delay level removes the timer properties, as a send's does
+		// (a retried timer message carried them on).
+		delete(props, propTimerDelaySec)
+		delete(props, propTimerDelayMs)
+		delete(props, propTimerDeliverMs)
 	}
 	reqs := []engine.SendRequest{{Message: out, When: w, SystemProperties: systemOf(props)}}
 	if _, ok := s.storedElsewhere(reqs, retryPrefix+group); ok {

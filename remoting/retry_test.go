@@ -229,3 +229,47 @@ func TestRetryAtMaximumDeadLettered(t *testing.T) {
 		}
 	}
 }
+
+// TestRetryOfTimerMessageDropsTimer: the retry copy of a timer message
+// goes at its delay level, which removes the timer properties, as a delay
+// level on a send does (RocketMQ's broker clears them from a message with
+// a level); its user properties stay.
+func TestRetryOfTimerMessageDropsTimer(t *testing.T) {
+	b := startTest(t, nil)
+	const uniq = "0A0000010000ABCD0000000000000042"
+	props := formatProperties(map[string]string{propUniqKey: uniq, "tenant": "acme",
+		propTimerDeliverMs: "1", propTimerDelaySec: "-1", propTimerDelayMs: "-1"}) // all past: due now
+	send := &Command{Code: codeSendMessage, Body: []byte("body"),
+		ExtFields: map[string]string{"producerGroup": "p", "topic": "jobs", "queueId": "0", "properties": props}}
+	resp := b.request(t, send)
+	if resp.Code != respSuccess {
+		t.Fatalf("send: %d %q", resp.Code, resp.Remark)
+	}
+	q, _ := strconv.Atoi(resp.ExtFields["queueId"])
+	// visible waits until queue q of topic holds a message and returns it.
+	visible := func(topic string, q int) engine.Visible {
+		for {
+			signal := b.eng.VisibleSignal()
+			if vs, err := b.eng.ReadQueue(topic, q, 0, 1); err == nil && len(vs) == 1 {
+				return vs[0]
+			}
+			<-signal
+		}
+	}
+	v := visible("jobs", q)
+	back := &Command{Code: codeConsumerSendMsgBack, ExtFields: map[string]string{"group": "workers",
+		"offset": strconv.FormatInt(b.srv.commitHandle("jobs", q, v.Offset), 10), "delayLevel": "0",
+		"originMsgId": uniq, "originTopic": "jobs", "maxReconsumeTimes": "16"}}
+	if resp := b.request(t, back); resp.Code != respSuccess {
+		t.Fatalf("send-back: %d %q", resp.Code, resp.Remark)
+	}
+	got := visible("%RETRY%workers", 0).Message.Properties
+	for _, k := range []string{propTimerDeliverMs, propTimerDelaySec, propTimerDelayMs, propTimerOutMs} {
+		if _, ok := got[k]; ok {
+			t.Errorf("the retry copy kept %s: %v", k, got)
+		}
+	}
+	if got[propDelay] != "3" || got["tenant"] != "acme" || got[propUniqKey] != uniq {
+		t.Errorf("the retry copy: %v", got)
+	}
+}
