@@ -47,6 +47,11 @@ type offsetStore struct {
 
 	mu      sync.Mutex
 	offsets map[offsetKey]int64
+	// groups counts the offsets of each group; at most maxGroups groups
+	// and maxOffsets offsets in all are kept (maxOffsetGroups and
+	// maxOffsets but in tests).
+	groups                map[string]int
+	maxGroups, maxOffsets int
 	// setAt is the gen at which each offset took its value: a commit of
 	// the same value again waits for that gen, not less.
 	setAt map[offsetKey]uint64
@@ -66,7 +71,8 @@ type offsetStore struct {
 }
 
 func openOffsets(dir string) (*offsetStore, error) {
-	st := &offsetStore{dir: dir, offsets: map[offsetKey]int64{}, setAt: map[offsetKey]uint64{}}
+	st := &offsetStore{dir: dir, offsets: map[offsetKey]int64{}, setAt: map[offsetKey]uint64{}, groups: map[string]int{},
+		maxGroups: maxOffsetGroups, maxOffsets: maxOffsets}
 	if dir == "" {
 		return st, nil // in memory only, for tests that say so
 	}
@@ -82,6 +88,9 @@ func openOffsets(dir string) (*offsetStore, error) {
 	}
 	if st.offsets, err = parseOffsets(b); err != nil {
 		return nil, fmt.Errorf("consumer offsets file %s: %w", filepath.Join(dir, offsetsFile), err)
+	}
+	for k := range st.offsets {
+		st.groups[k.group]++
 	}
 	return st, nil
 }
@@ -144,10 +153,37 @@ func (st *offsetStore) set(k offsetKey, off int64) (uint64, error) {
 		// be yet (a pull set it, and no flush has run since).
 		return st.setAt[k], nil
 	}
+	if _, ok := st.offsets[k]; !ok {
+		if err := st.roomLocked(k.group); err != nil {
+			return 0, err
+		}
+		st.groups[k.group]++
+	}
 	st.offsets[k] = off
 	st.gen++
 	st.setAt[k] = st.gen
 	return st.gen, nil
+}
+
+// The offsets kept are bounded, so that clients naming made-up groups
+// cannot grow the file (rewritten whole at each commit) without end: as
+// many groups as hourglass's own -max-groups allows by default, and at
+// most maxOffsets offsets in all. An offset past either is refused.
+const (
+	maxOffsetGroups = 10000
+	maxOffsets      = 1 << 20
+)
+
+// roomLocked says whether a new offset of group fits the bounds; st.mu
+// held.
+func (st *offsetStore) roomLocked(group string) error {
+	if st.groups[group] == 0 && len(st.groups) >= st.maxGroups {
+		return fmt.Errorf("consumer offsets are kept for %d groups, the most there may be: group %q is not kept", len(st.groups), group)
+	}
+	if len(st.offsets) >= st.maxOffsets {
+		return fmt.Errorf("%d consumer offsets are kept, the most there may be", len(st.offsets))
+	}
+	return nil
 }
 
 // commit returns once the file holds generation gen (or a later one).
