@@ -68,8 +68,8 @@ func newRegistry(notify func(string, []*conn)) *registry {
 
 // heartbeat answers HEART_BEAT: it records the client's groups, and
 // creates each consumer group's retry topic, as RocketMQ does. A consumer
-// group that subscribes with an expression other than TAG (SQL92) is
-// refused, and the answer says so; the heartbeat's other groups and its
+// group that subscribes with an expression other than TAG (SQL92), or whose
+// retry topic's name would be invalid, is refused, and the answer says so; the heartbeat's other groups and its
 // producers are recorded all the same: one client instance (the clients'
 // default) heartbeats for every producer and consumer of a process, and one
 // SQL92 subscription must not cut the others off their rebalancing and
@@ -82,11 +82,13 @@ func (s *Server) heartbeat(c *conn, req *Command) *Command {
 	if hb.ClientID == "" {
 		return badRequest(errs.New(errs.InvalidArgument, "heartbeat has no clientID"))
 	}
-	var refused []string
+	var refused, invalid []string
 	kept := hb.ConsumerDataSet[:0]
 	for _, cd := range hb.ConsumerDataSet {
 		if err := checkTopic(retryPrefix + cd.GroupName); err != nil {
-			return badRequest(err)
+			// Its retry topic cannot be: that group only is refused.
+			invalid = append(invalid, fmt.Sprintf("group %q: %v", cd.GroupName, err))
+			continue
 		}
 		if sd, ok := unsupportedSub(cd.SubscriptionDataSet); ok {
 			refused = append(refused, fmt.Sprintf("group %q subscribes to %q with %s", cd.GroupName, sd.Topic, sd.ExpressionType))
@@ -108,6 +110,10 @@ func (s *Server) heartbeat(c *conn, req *Command) *Command {
 	}
 	for _, g := range changed {
 		s.clients.notifyMembers(g)
+	}
+	if len(invalid) > 0 {
+		return badRequest(errs.New(errs.InvalidArgument, "%s (not registered; the heartbeat's other groups are)",
+			strings.Join(append(invalid, refused...), "; ")))
 	}
 	if len(refused) > 0 {
 		return errResp(respSubscriptionParse, "only TAG filtering is supported by hourglass: "+strings.Join(refused, "; ")+
