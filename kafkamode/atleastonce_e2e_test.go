@@ -3,6 +3,8 @@ package kafkamode_test
 import (
 	"fmt"
 	"math/rand"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -161,6 +163,19 @@ func TestKafkaAtLeastOnceScaleOut(t *testing.T) {
 	w3 := e.startWorker("w3", alo...)
 	waitAssigned(t, w3)
 	got := e.settle(c, l, 2*time.Minute)
+	v, dups := dropMarkedRepeats(t, c, l)
+	t.Logf("at least once, two workers joining: %d arrivals, %d second deliveries; deduplicated: %s", len(got), dups, v)
+	if !v.ok() {
+		t.Fatalf("after dropping marked repeats: %s", v)
+	}
+}
+
+// dropMarkedRepeats checks what the collector read at least once: every
+// second arrival of a hourglass-source carries hourglass-redelivery. It
+// returns the ledger's verdict on the first arrivals and the number of
+// repeats.
+func dropMarkedRepeats(t *testing.T, c *collector, l *ledger) (verdict, int) {
+	t.Helper()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	seen := map[string]bool{}
@@ -182,8 +197,42 @@ func TestKafkaAtLeastOnceScaleOut(t *testing.T) {
 		seen[src] = true
 		kept = append(kept, c.arr[i])
 	}
-	v := l.check(kept)
-	t.Logf("at least once, two workers joining: %d arrivals, %d second deliveries; deduplicated: %s", len(got), dups, v)
+	return l.check(kept), dups
+}
+
+// TestKafkaAtLeastOnceBrokerRestart: at least once, the Kafka broker
+// restarts (HOURGLASS_KAFKA_RESTART, as TestKafkaBrokerRestart) while
+// messages fall due. The worker's session fails and it joins again; the
+// forwards it had not committed are made again, each repeat marked
+// hourglass-redelivery, and dropping the marked repeats leaves every
+// message once, none early.
+func TestKafkaAtLeastOnceBrokerRestart(t *testing.T) {
+	e := newEnv(t, 3)
+	restart := os.Getenv("HOURGLASS_KAFKA_RESTART")
+	if restart == "" {
+		if os.Getenv("HOURGLASS_KAFKA_REQUIRED") == "1" {
+			t.Fatal("HOURGLASS_KAFKA_REQUIRED=1 but HOURGLASS_KAFKA_RESTART (a command that restarts the broker) is not set")
+		}
+		t.Skip("SKIPPED: HOURGLASS_KAFKA_RESTART is not set; run `make test-kafka`")
+	}
+	c := e.collect(e.biz)
+	l := &ledger{due: map[string]int64{}}
+	w := e.startWorker("w1", "--delivery", kafkamode.DeliveryAtLeastOnce)
+	waitAssigned(t, w)
+	now := time.Now().UnixMilli()
+	var ms []msg
+	for i := 0; i < 1500; i++ {
+		ms = append(ms, msg{id: fmt.Sprintf("k%04d", i), due: now + 500 + int64(i)*4})
+	}
+	e.produce(l, ms)
+	c.waitFor(t, 200, 30*time.Second)
+	if out, err := exec.Command("sh", "-c", restart).CombinedOutput(); err != nil {
+		t.Fatalf("restart: %v\n%s", err, out)
+	}
+	t.Logf("broker restarted with %d of %d delivered", c.count(), len(l.due))
+	got := e.settle(c, l, 2*time.Minute)
+	v, dups := dropMarkedRepeats(t, c, l)
+	t.Logf("at least once, across a broker restart: %d arrivals, %d repeats; deduplicated: %s", len(got), dups, v)
 	if !v.ok() {
 		t.Fatalf("after dropping marked repeats: %s", v)
 	}
