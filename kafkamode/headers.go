@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -111,7 +112,7 @@ const (
 	// and drops this header, so a copied message reaches its business
 	// topic just as it would have uncopied. The worker never reads it: it
 	// knows its copies from its own state (copyState), and drops every
-	// hourglass- header a record of the delay topic carries (isOwnHeader).
+	// hourglass- header a record of the delay topic carries (IsOwnHeader).
 	HeaderCopiedFrom = "hourglass-copied-from"
 )
 
@@ -300,15 +301,27 @@ func isControlHeader(key string) bool {
 // bridge) may match them without case, so the prefix is matched that way.
 const ownHeaderPrefix = "hourglass-"
 
-// isOwnHeader reports whether a header is named like one the worker
-// writes. On a record read from the delay topic such a header came from a
-// producer (a forward produced to the delay topic again, or a forgery):
-// it is never trusted and never forwarded. What the worker itself knows
-// about a record (where its message was first sent, for a copy forward)
-// it keeps in its own state (copyState, the snapshots' back), never in a
-// header it reads back.
-func isOwnHeader(key string) bool {
-	return len(key) >= len(ownHeaderPrefix) && strings.EqualFold(key[:len(ownHeaderPrefix)], ownHeaderPrefix)
+// IsOwnHeader reports whether a header is named like one the worker
+// writes: its name begins with "hourglass-" in any case, rune by rune
+// under Unicode's simple case folding, as a consumer that matches names
+// without case (Java's equalsIgnoreCase) reads it, so "HOURGLAſS-source"
+// (a long s) is one too. On a record read from the delay topic such a
+// header came from a producer (a forward produced to the delay topic
+// again, or a forgery): it is never trusted and never forwarded. What
+// the worker itself knows about a record (where its message was first
+// sent, for a copy forward) it keeps in its own state (copyState, the
+// snapshots' back), never in a header it reads back. The HTTP API refuses
+// a property so named, which the worker would drop.
+func IsOwnHeader(key string) bool {
+	rest := key
+	for _, p := range ownHeaderPrefix {
+		r, n := utf8.DecodeRuneInString(rest)
+		if n == 0 || r != p && !strings.EqualFold(string(r), string(p)) {
+			return false
+		}
+		rest = rest[n:]
+	}
+	return true
 }
 
 // forwardRecord is the record produced to the business topic for the delay
@@ -326,7 +339,7 @@ func forwardRecord(r *kgo.Record, bizTopic, source string, due int64) *kgo.Recor
 	out := &kgo.Record{Topic: bizTopic, Key: r.Key, Value: r.Value}
 	out.Headers = make([]kgo.RecordHeader, 0, len(r.Headers)+2)
 	for _, h := range r.Headers {
-		if !isControlHeader(h.Key) && !isOwnHeader(h.Key) {
+		if !isControlHeader(h.Key) && !IsOwnHeader(h.Key) {
 			out.Headers = append(out.Headers, h)
 		}
 	}
@@ -339,7 +352,7 @@ func forwardRecord(r *kgo.Record, bizTopic, source string, due int64) *kgo.Recor
 // deadLetterRecord is the record produced to the dead-letter topic for the
 // delay record r: r's key, value and headers (control headers included,
 // so the producer can see what it sent) without any hourglass- header
-// (isOwnHeader, whatever its case: an earlier dead letter's, or a
+// (IsOwnHeader, whatever its case: an earlier dead letter's, or a
 // producer's forgery that a reader of the dead-letter topic, matching
 // names without case or taking the first, would take for the worker's),
 // plus the reason and the source position.
@@ -347,7 +360,7 @@ func deadLetterRecord(r *kgo.Record, dlqTopic, source, reason string) *kgo.Recor
 	out := &kgo.Record{Topic: dlqTopic, Key: r.Key, Value: r.Value}
 	out.Headers = make([]kgo.RecordHeader, 0, len(r.Headers)+2)
 	for _, h := range r.Headers {
-		if !isOwnHeader(h.Key) {
+		if !IsOwnHeader(h.Key) {
 			out.Headers = append(out.Headers, h)
 		}
 	}
@@ -372,7 +385,7 @@ func copyRecord(r *kgo.Record, delayTopic string, p int32, origin string, due in
 	out.Headers = make([]kgo.RecordHeader, 0, len(r.Headers)+1)
 	for _, h := range r.Headers {
 		switch {
-		case h.Key == HeaderDeliverAt, h.Key == HeaderDelayMs, h.Key == HeaderCancel, isOwnHeader(h.Key):
+		case h.Key == HeaderDeliverAt, h.Key == HeaderDelayMs, h.Key == HeaderCancel, IsOwnHeader(h.Key):
 		default:
 			out.Headers = append(out.Headers, h)
 		}

@@ -191,3 +191,27 @@ func TestDeadLetterOwnHeaders(t *testing.T) {
 		t.Errorf("dead letter headers %v, want the worker's reason and source, _deliverAt, trace and hourglass", got)
 	}
 }
+
+// TestIsOwnHeader: a header name beginning with "hourglass-" in any case,
+// under Unicode's simple folding too (a long s, which Java's
+// equalsIgnoreCase takes for an s), is the worker's; a name that only
+// looks alike, or is shorter, is the user's.
+func TestIsOwnHeader(t *testing.T) {
+	for _, k := range []string{"hourglass-", "hourglass-source", "Hourglass-Source", "HOURGLASS-DUE-MS", "hourglaſs-source", "HOURGLAſſ-x", "hOuRgLaSs-redelivery"} {
+		if !IsOwnHeader(k) {
+			t.Errorf("%q: not the worker's, want it to be", k)
+		}
+	}
+	for _, k := range []string{"", "hourglass", "hourglass_source", "hourglas-source", "x-hourglass-source", "hourglass\u2010source", "\xffhourglass-", "hourglasss-"} {
+		if IsOwnHeader(k) {
+			t.Errorf("%q: the worker's, want the user's", k)
+		}
+	}
+	r := &kgo.Record{Headers: []kgo.RecordHeader{{Key: "HOURGLAſS-source", Value: []byte("forged")}, {Key: "trace", Value: []byte("t")}}}
+	out := forwardRecord(r, "orders", "hg.delay/0/1", 5)
+	for _, h := range out.Headers {
+		if string(h.Value) == "forged" {
+			t.Errorf("forwarded the producer's %q", h.Key)
+		}
+	}
+}

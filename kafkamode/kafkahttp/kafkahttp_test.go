@@ -108,6 +108,10 @@ func TestValidation(t *testing.T) {
 		{"POST", send, `{"body":"x","at":99999999999999999}`, 400, "100 years"},
 		{"POST", send, `{"body":"x","properties":{"_bizTopic":"other"}}`, 400, "reserved"},
 		{"POST", send, `{"body":"x","properties":{"hourglass-due-ms":"1"}}`, 400, "reserved"},
+		// The worker drops such headers whatever their case: a property
+		// so named would vanish.
+		{"POST", send, `{"body":"x","properties":{"Hourglass-Trace":"1"}}`, 400, "reserved"},
+		{"POST", send, `{"body":"x","properties":{"HOURGLA\u017fS-source":"1"}}`, 400, "reserved"},
 		{"POST", send, `{"body":"x","properties":{"":"v"}}`, 400, "empty"},
 		{"POST", send, `{"body":"x","properties":{"a":null}}`, 400, "null"},
 		{"POST", "/v1/topics/bad%20topic/messages", `{"body":"x"}`, 400, "character"},

@@ -93,7 +93,7 @@ func (h *Handler) send(w http.ResponseWriter, r *http.Request) error {
 		switch {
 		case k == "":
 			return errorf("a property name is empty")
-		case isControl(k) || strings.HasPrefix(k, "hourglass-"):
+		case isControl(k) || kafkamode.IsOwnHeader(k):
 			return errorf("property %q is reserved in Kafka mode (the control headers %v and the hourglass-* headers the worker sets)", k, controlHeaders)
 		}
 		rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: k, Value: []byte(m.Properties[k])})
