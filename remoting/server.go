@@ -232,12 +232,12 @@ func (s *Server) Serve(ln net.Listener) error {
 		}
 		if n := len(s.conns); s.opts.MaxConns > 0 && n >= s.opts.MaxConns {
 			s.mu.Unlock()
-			nc.Close()
 			if now := time.Now(); now.Sub(lastRefusal) >= 10*time.Second {
 				lastRefusal = now
 				s.log.Warn("remoting: refusing a connection: as many are open as allowed (logged at most every 10 s)",
 					"remote", nc.RemoteAddr().String(), "open", n, "max", s.opts.MaxConns)
 			}
+			nc.Close() // after the log line: a client that sees the close finds it
 			continue
 		}
 		c := newConn(s, nc)
