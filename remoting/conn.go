@@ -241,8 +241,14 @@ func okResp(ext map[string]string) *Command { return &Command{Code: respSuccess,
 // unsupported answers a request code hourglass does not serve, and logs
 // it once per code.
 func (s *Server) unsupported(req *Command) *Command {
-	if _, seen := s.reported.LoadOrStore(req.Code, true); !seen {
-		s.log.Warn("remoting: request code not supported (logged once per code)", "code", req.Code, "language", req.Language)
+	code := trackedCode(&s.reported, &s.reportedCodes, req.Code)
+	if _, seen := s.reported.LoadOrStore(code, true); !seen {
+		s.reportedCodes.Add(1)
+		if code == codeOther {
+			s.log.Warn("remoting: request code not supported; so many codes were logged already that no other is (logged once)", "code", req.Code, "language", req.Language, "logged", maxCountedCodes)
+		} else {
+			s.log.Warn("remoting: request code not supported (logged once per code)", "code", req.Code, "language", req.Language)
+		}
 	}
 	return errResp(respRequestCodeNotSupp, "request code "+strconv.Itoa(int(req.Code))+" not supported by hourglass")
 }

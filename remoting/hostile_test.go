@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -175,5 +176,53 @@ func TestConnBudget(t *testing.T) {
 	c.release(60)
 	if c.mustWaitLocked(1000) {
 		t.Fatal("a frame alone must not wait, whatever its size")
+	}
+}
+
+// TestUnknownCodesBounded: a client cycling through request codes cannot
+// grow the broker's per-code counts and log lines without bound: past
+// maxCountedCodes distinct codes, the rest are counted together and
+// logged once, and every one is still answered.
+func TestUnknownCodesBounded(t *testing.T) {
+	b, logs := startLogged(t, nil)
+	nc, err := net.Dial("tcp", b.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	const extra = 50
+	for i := int32(0); i < maxCountedCodes+extra; i++ {
+		code := 20000 + i
+		resp := exchange(t, nc, &Command{Code: code, Serialize: serializeJSON})
+		if resp.Code != respRequestCodeNotSupp || !strings.Contains(resp.Remark, strconv.Itoa(int(code))) {
+			t.Fatalf("code %d: got %d %q", code, resp.Code, resp.Remark)
+		}
+	}
+	if resp := exchange(t, nc, &Command{Code: codeGetBrokerClusterInfo}); resp.Code != respSuccess {
+		t.Fatalf("cluster info after unknown codes: %d %q", resp.Code, resp.Remark)
+	}
+	if n := strings.Count(logs.String(), "logged once per code"); n != maxCountedCodes {
+		t.Fatalf("%d log lines for single codes, want %d", n, maxCountedCodes)
+	}
+	if n := strings.Count(logs.String(), "no other is"); n != 1 {
+		t.Fatalf("%d log lines for the codes past the bound, want 1", n)
+	}
+	size := func(m *sync.Map) int {
+		n := 0
+		m.Range(func(any, any) bool { n++; return true })
+		return n
+	}
+	if n := size(&b.srv.reported); n != maxCountedCodes+1 {
+		t.Fatalf("reported holds %d codes, want %d", n, maxCountedCodes+1)
+	}
+	if n := size(&b.srv.requests); n > maxCountedCodes+1 {
+		t.Fatalf("requests holds %d codes, want at most %d", n, maxCountedCodes+1)
+	}
+	if n := b.srv.Requests(int(codeOther)); n < extra {
+		t.Fatalf("%d requests counted past the bound, want at least %d", n, extra)
+	}
+	// A code counted before the bound keeps its own count.
+	if n := b.srv.Requests(20000); n != 1 {
+		t.Fatalf("code 20000 counted %d times, want 1", n)
 	}
 }

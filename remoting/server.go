@@ -101,10 +101,14 @@ type Server struct {
 	access  *access.Store
 	audit   *access.Audit
 
-	// reported holds the request codes already logged as unsupported.
-	reported sync.Map
-	// requests counts the requests served, by code (*atomic.Int64).
-	requests sync.Map
+	// reported holds the request codes already logged as unsupported;
+	// reportedCodes is how many (both bounded by maxCountedCodes).
+	reported      sync.Map
+	reportedCodes atomic.Int64
+	// requests counts the requests served, by code (*atomic.Int64);
+	// requestCodes is how many codes it holds.
+	requests     sync.Map
+	requestCodes atomic.Int64
 
 	done      chan struct{}
 	closeOnce sync.Once
@@ -275,10 +279,39 @@ func (s *Server) Requests(code int) int64 {
 	return 0
 }
 
+// maxCountedCodes bounds the distinct request codes counted and logged
+// one by one: a client may cycle through all 65,536 codes a frame can
+// carry, and each new one would otherwise cost a log line and stay in
+// requests and reported for the life of the process. RocketMQ's own codes
+// number a few hundred.
+const maxCountedCodes = 1024
+
+// codeOther is the key that counts the requests of codes past
+// maxCountedCodes, in requests and in reported.
+const codeOther int32 = -1 << 31
+
+// trackedCode is code, or codeOther once m holds maxCountedCodes codes
+// and not this one. The bound may be passed by a few codes when several
+// connections add new ones at once; it only keeps the maps from growing
+// with what clients send.
+func trackedCode(m *sync.Map, n *atomic.Int64, code int32) int32 {
+	if _, ok := m.Load(code); ok {
+		return code
+	}
+	if n.Load() >= maxCountedCodes {
+		return codeOther
+	}
+	return code
+}
+
 func (s *Server) count(code int32) {
+	code = trackedCode(&s.requests, &s.requestCodes, code)
 	v, ok := s.requests.Load(code)
 	if !ok {
-		v, _ = s.requests.LoadOrStore(code, new(atomic.Int64))
+		var loaded bool
+		if v, loaded = s.requests.LoadOrStore(code, new(atomic.Int64)); !loaded {
+			s.requestCodes.Add(1)
+		}
 	}
 	v.(*atomic.Int64).Add(1)
 }
