@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -76,6 +77,12 @@ func runKafka(ctx context.Context, a *App, c *command, args []string) int {
 	if *brokers == "" {
 		return a.usageError(c, "--brokers is required (host:port,...)")
 	}
+	if cfg.StaticMember && !flagSet(fs, "worker-id") {
+		// The default ID has the process ID in it: a restarted worker
+		// would be another static member, and the old one's partitions
+		// would wait --session-timeout at every restart.
+		return a.usageError(c, "--static-membership needs --worker-id: the default (%s) changes at every restart", cfg.WorkerID)
+	}
 	for _, b := range strings.Split(*brokers, ",") {
 		if b = strings.TrimSpace(b); b != "" {
 			cfg.Brokers = append(cfg.Brokers, b)
@@ -135,4 +142,11 @@ func serveKafkaMetrics(a *App, w *kafkamode.Worker, addr string) (func(), error)
 	go func() { _ = srv.Serve(ln) }()
 	fmt.Fprintf(a.Stdout, "metrics on http://%s/metrics\n", ln.Addr())
 	return func() { srv.Close() }, nil
+}
+
+// flagSet reports whether the command line set the flag name.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }

@@ -26,6 +26,8 @@ func TestKafkaUsageErrors(t *testing.T) {
 		{[]string{"kafka", "--brokers", "127.0.0.1:1", "extra"}, "unexpected argument"},
 		{[]string{"kafka", "--brokers", "127.0.0.1:1", "--near-window", "2s"}, "near window"},
 		{[]string{"kafka", "--brokers", "127.0.0.1:1", "--near-window", "-1m"}, "near window"},
+		{[]string{"kafka", "--brokers", "127.0.0.1:1", "--static-membership"}, "--static-membership needs --worker-id"},
+		{[]string{"kafka", "--brokers", "127.0.0.1:1", "--worker-id", "w1\n"}, "worker ID"},
 	}
 	for _, tc := range cases {
 		res := r.run(tc.args...)
