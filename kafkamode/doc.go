@@ -217,6 +217,8 @@
 // NearWindow/2 of due time), appended to once per poll:
 //
 //	<spill dir>/<group>-<worker ID>/p<partition>-<n>/<bucket>.spill
+//	    (in the name, characters other than [a-zA-Z0-9._-] become '_',
+//	     and a hash of the group and worker ID follows if any did)
 //	    header  "HGSPILL" 0x02
 //	    entry   offset u64 | due i64 | timestamp i64 | key hash u64 |
 //	            back u64 | CRC-32C u32 of the 40 bytes before it

@@ -301,3 +301,23 @@ func TestSpillFileChecksum(t *testing.T) {
 		}
 	}
 }
+
+// TestSpillDirName: workers whose IDs differ only in characters a
+// directory name does not take get directories of their own; a plain ID
+// is used as it is.
+func TestSpillDirName(t *testing.T) {
+	if got := spillDirName("hourglass", "pod-7.a_b"); got != "hourglass-pod-7.a_b" {
+		t.Errorf("plain ID: %q", got)
+	}
+	seen := map[string]string{}
+	for _, id := range []string{"w 1", "w_1", "w/1", "w:1", "wö1", "w..1"} {
+		d := spillDirName("g", id)
+		if strings.ContainsAny(d, " /:\\") || d == "." || d == ".." {
+			t.Errorf("%q: directory name %q", id, d)
+		}
+		if other, dup := seen[d]; dup {
+			t.Errorf("%q and %q share the spill directory %q", id, other, d)
+		}
+		seen[d] = id
+	}
+}

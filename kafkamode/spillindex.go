@@ -3,6 +3,7 @@ package kafkamode
 import (
 	"container/heap"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,13 +35,7 @@ func (w *Worker) openSpill() (cleanup func(), err error) {
 		w.idx.spill = newSpiller(w.idx.fs(), root, w.cfg.NearWindow.Milliseconds())
 		return func() { _ = os.RemoveAll(root) }, nil
 	}
-	name := strings.Map(func(r rune) rune {
-		if r == '.' || r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
-			return r
-		}
-		return '_'
-	}, w.cfg.Group+"-"+w.cfg.WorkerID)
-	dir := filepath.Join(w.cfg.SpillDir, name)
+	dir := filepath.Join(w.cfg.SpillDir, spillDirName(w.cfg.Group, w.cfg.WorkerID))
 	if w.cfg.SpillFS == nil {
 		if err := os.RemoveAll(dir); err != nil {
 			return nil, fmt.Errorf("kafka mode: spill directory %s is not writable: %w", w.cfg.SpillDir, err)
@@ -65,6 +60,27 @@ func (w *Worker) openSpill() (cleanup func(), err error) {
 		return func() { w.idx.spill.reset() }, nil
 	}
 	return func() { _ = os.RemoveAll(dir) }, nil
+}
+
+// spillDirName is the name of a worker's own spill directory: its group
+// and worker ID with every character but [a-zA-Z0-9._-] replaced by '_',
+// and, when that changed anything, a hash of the two: "w 1" and "w_1"
+// are two workers, and one emptying the other's directory at its start
+// would end the other's session.
+func spillDirName(group, workerID string) string {
+	orig := group + "-" + workerID
+	name := strings.Map(func(r rune) rune {
+		if r == '.' || r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
+			return r
+		}
+		return '_'
+	}, orig)
+	if name != orig {
+		h := fnv.New32a()
+		_, _ = h.Write([]byte(orig))
+		name += fmt.Sprintf("-%08x", h.Sum32())
+	}
+	return name
 }
 
 // place indexes a pending entry that has no body: in a spill file when
