@@ -135,15 +135,14 @@ func decodeFrame(buf []byte, lim Limits) (*Command, error) {
 }
 
 func decodeJSONHeader(h []byte) (*Command, error) {
+	// A JSON code is a Java int in RocketMQ's clients: one past the
+	// binary header's int16 is only a code not served, answered so.
 	c, ok := decodeJSONFast(h)
 	if !ok {
 		c = &Command{}
 		if err := json.Unmarshal(h, c); err != nil {
 			return nil, frameErr("header is not a JSON command: %v", err)
 		}
-	}
-	if c.Code < -32768 || c.Code > 32767 {
-		return nil, frameErr("code %d is out of range", c.Code)
 	}
 	return c, nil
 }

@@ -70,7 +70,6 @@ func TestFrameRefusals(t *testing.T) {
 		"too many extFields":     frame(1, manyBin, nil),
 		"binary header short":    frame(1, []byte{0, 10, 0}, nil),
 		"binary remark too long": frame(1, append([]byte{0, 10, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0}, 0x7F, 0, 0, 0), nil),
-		"code out of range":      frame(0, []byte(`{"code":70000}`), nil),
 		"extFields not strings":  frame(0, []byte(`{"code":10,"extFields":{"a":1}}`), nil),
 	}
 	for name, b := range cases {
