@@ -40,9 +40,12 @@ func (s *Server) dispatch(c *conn, req *Command) *Command {
 	case codeGetMaxOffset, codeGetMinOffset:
 		return s.minMaxOffset(req)
 	case codeSearchOffsetByTime:
-		return s.searchOffset(req)
+		// Each step of the search reads a whole message, as a pull does:
+		// with a token of the connection's answers held, so a client's
+		// searches in flight read at most maxPullsAnswering at once.
+		return s.holdingAnswer(c, func() *Command { return s.searchOffset(req) })
 	case codeGetEarliestMsgTime:
-		return s.earliestTime(req)
+		return s.holdingAnswer(c, func() *Command { return s.earliestTime(req) })
 	case codeConsumerSendMsgBack:
 		return s.sendBack(c, req)
 	case codeLockBatchMQ:
