@@ -74,25 +74,41 @@ func frameErr(format string, a ...any) error {
 	return fmt.Errorf("%w: %s", errFrame, fmt.Sprintf(format, a...))
 }
 
-// readFrame reads one frame from r. It never allocates more than the
-// length field says, and refuses a length over lim.MaxFrame before
-// reading further, so a connection holds at most one frame of MaxFrame.
-// A short read is io.ErrUnexpectedEOF (io.EOF before the first byte).
+// eagerFrame is the largest frame whose buffer is made whole before its
+// bytes arrive; a larger one's grows as they do.
+const eagerFrame = 64 << 10
+
+// readFrame reads one frame from r. It refuses a length over
+// lim.MaxFrame before reading further, so a connection holds at most one
+// frame of MaxFrame; and it allocates for a large frame as its bytes
+// arrive, not as its length field says, so a client that declares frames
+// of MaxFrame and sends a few bytes of each (until the read timeout) makes
+// the broker hold what it sent, not MaxFrame per connection. A short
+// read is io.ErrUnexpectedEOF (io.EOF before the first byte).
 func readFrame(r io.Reader, lim Limits) ([]byte, error) {
 	var hdr [4]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return nil, err
 	}
-	n := int64(int32(binary.BigEndian.Uint32(hdr[:])))
-	if n < 4 || n > int64(lim.MaxFrame) {
+	n := int(int32(binary.BigEndian.Uint32(hdr[:])))
+	if n < 4 || n > lim.MaxFrame {
 		return nil, frameErr("length %d is not in [4, %d]", n, lim.MaxFrame)
 	}
-	buf := make([]byte, n)
-	if _, err := io.ReadFull(r, buf); err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
+	buf := make([]byte, 0, min(n, eagerFrame))
+	for len(buf) < n {
+		if len(buf) == cap(buf) {
+			grown := make([]byte, len(buf), min(2*cap(buf), n))
+			copy(grown, buf)
+			buf = grown
 		}
-		return nil, err
+		m, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+m]
+		if err != nil && len(buf) < n {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
 	}
 	return buf, nil
 }
