@@ -7,6 +7,7 @@ import (
 	"io"
 	"runtime"
 	"testing"
+	"testing/iotest"
 )
 
 // TestLargeFrameAllocatesAsItArrives: a frame that declares the largest
@@ -29,8 +30,12 @@ func TestLargeFrameAllocatesAsItArrives(t *testing.T) {
 		t.Fatalf("a frame declaring %d MiB with 100 bytes sent allocated %d KiB", lim.MaxFrame>>20, grew>>10)
 	}
 	whole := append(binary.BigEndian.AppendUint32(nil, 3<<20+5), bytes.Repeat([]byte{7}, 3<<20+5)...)
-	buf, err := readFrame(bytes.NewReader(whole), lim)
-	if err != nil || len(buf) != 3<<20+5 || !bytes.Equal(buf, whole[4:]) {
-		t.Fatalf("a whole 3 MiB frame: %d bytes, %v", len(buf), err)
+	// However its bytes come: one at a time, in halves, the last with EOF.
+	for name, r := range map[string]io.Reader{"at once": bytes.NewReader(whole), "bytewise": iotest.OneByteReader(bytes.NewReader(whole)),
+		"halves": iotest.HalfReader(bytes.NewReader(whole)), "EOF with data": iotest.DataErrReader(bytes.NewReader(whole))} {
+		buf, err := readFrame(r, lim)
+		if err != nil || len(buf) != 3<<20+5 || !bytes.Equal(buf, whole[4:]) {
+			t.Fatalf("a whole 3 MiB frame read %s: %d bytes, %v", name, len(buf), err)
+		}
 	}
 }
