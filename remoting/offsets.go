@@ -177,6 +177,9 @@ const (
 // roomLocked says whether a new offset of group fits the bounds; st.mu
 // held.
 func (st *offsetStore) roomLocked(group string) error {
+	if group == txGroup {
+		return nil // the broker's own, one offset: never crowded out by clients
+	}
 	if st.groups[group] == 0 && len(st.groups) >= st.maxGroups {
 		return fmt.Errorf("consumer offsets are kept for %d groups, the most there may be: group %q is not kept", len(st.groups), group)
 	}

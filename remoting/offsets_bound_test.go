@@ -49,14 +49,19 @@ func TestOffsetsBounded(t *testing.T) {
 	if resp := update("g1", 0); resp.Code != respSuccess {
 		t.Fatalf("an offset already kept: %d %q", resp.Code, resp.Remark)
 	}
+	// The broker's own offset (the transactions' low mark) is kept past
+	// the clients' bounds.
+	if _, err := st.set(offsetKey{txGroup, halfTopic, 0}, 1); err != nil {
+		t.Fatalf("the transactions' offset past the bounds: %v", err)
+	}
 	b.close(t)
 	b = startAt(t, dir, "127.0.0.1:0", nil)
 	b.srv.offsets.mu.Lock()
 	groups, n := len(b.srv.offsets.groups), len(b.srv.offsets.offsets)
-	b.srv.offsets.maxGroups = 3
+	b.srv.offsets.maxGroups = 4
 	b.srv.offsets.mu.Unlock()
-	if groups != 3 || n != 5 {
-		t.Fatalf("after a restart: %d groups, %d offsets; want 3, 5", groups, n)
+	if groups != 4 || n != 6 {
+		t.Fatalf("after a restart: %d groups, %d offsets; want 4, 6 (the transactions' one among them)", groups, n)
 	}
 	if resp := update("g4", 0); resp.Code != respInvalidParameter {
 		t.Fatalf("after a restart, a fourth group: %d %q", resp.Code, resp.Remark)
