@@ -52,3 +52,25 @@ func TestUnknownCodesPastInt16Answered(t *testing.T) {
 		t.Fatalf("a code past int32: read %d bytes, %v; want the connection closed", n, err)
 	}
 }
+
+// TestSendIntFieldsPastInt32Refused: a send's sysFlag or flag past a Java
+// int is refused, naming the field, and stores nothing: wrapped, a
+// sysFlag of 2^32+4 would read as a transaction's half message.
+func TestSendIntFieldsPastInt32Refused(t *testing.T) {
+	b := startTest(t, nil)
+	for _, field := range []string{"sysFlag", "flag"} {
+		for _, v := range []string{"4294967300", "-2147483649", "9223372036854775807"} {
+			resp := b.request(t, &Command{Code: codeSendMessage, Body: []byte("x"),
+				ExtFields: map[string]string{"producerGroup": "p", "topic": "orders", "queueId": "0", field: v,
+					"properties": formatProperties(map[string]string{propUniqKey: "0A000001000000000000000000000001", propProducerGroup: "p"})}})
+			if resp.Code != respInvalidParameter || !strings.Contains(resp.Remark, field) {
+				t.Errorf("%s=%s: %d %q, want INVALID_PARAMETER naming the field", field, v, resp.Code, resp.Remark)
+			}
+		}
+	}
+	for _, topic := range []string{"orders", halfTopic} {
+		if _, _, ok := b.eng.TopicKind(topic); ok {
+			t.Errorf("a refused send created topic %s", topic)
+		}
+	}
+}

@@ -115,6 +115,17 @@ func (f *fields) optInt64(name string, def int64) int64 {
 	return f.int64(name)
 }
 
+// optInt32 is an optional field of a Java int (a flag, a sysFlag): one
+// past int32 is an error, not wrapped into another value (a sysFlag of
+// 2^32+4 would read as a transaction's half message).
+func (f *fields) optInt32(name string, def int32) int32 {
+	n := f.optInt64(name, int64(def))
+	if f.err == nil && n != int64(int32(n)) {
+		f.err = fmt.Errorf("field %q is %d, past a Java int", name, n)
+	}
+	return int32(n)
+}
+
 func (f *fields) bool(name string) bool {
 	b, _ := strconv.ParseBool(f.opt(name))
 	return b

@@ -79,9 +79,9 @@ func readSendHeader(req *Command) (sendHeader, error) {
 	}
 	h := sendHeader{group: f.opt("producerGroup")}
 	h.topic, h.queue = f.queue()
-	h.sysFlag = int32(f.optInt64("sysFlag", 0))
+	h.sysFlag = f.optInt32("sysFlag", 0)
 	h.born = f.optInt64("bornTimestamp", 0)
-	h.flag = int32(f.optInt64("flag", 0))
+	h.flag = f.optInt32("flag", 0)
 	h.props = f.opt("properties")
 	h.reconsume = int(f.optInt64("reconsumeTimes", 0))
 	h.maxReconsume = int(f.optInt64("maxReconsumeTimes", 16))
