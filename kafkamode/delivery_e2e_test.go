@@ -123,6 +123,11 @@ func TestKafkaDeadLetter(t *testing.T) {
 			{Key: "_bizTopic", Value: []byte(e.biz)}}, "out of range"},
 		{"in-seconds", []kgo.RecordHeader{{Key: "_deliverAt", Value: []byte(strconv.FormatInt(time.Now().Unix()+60, 10))},
 			{Key: "_bizTopic", Value: []byte(e.biz)}}, "Unix seconds"},
+		{"twice", []kgo.RecordHeader{{Key: "_deliverAt", Value: []byte(due)}, {Key: "_deliverAt", Value: []byte(due)},
+			{Key: "_bizTopic", Value: []byte(e.biz)}}, "more than once"},
+		{"empty-topic", []kgo.RecordHeader{{Key: "_deliverAt", Value: []byte(due)}, {Key: "_bizTopic"}}, "not a valid topic name"},
+		{"empty-time", []kgo.RecordHeader{{Key: "_deliverAt"}, {Key: "_bizTopic", Value: []byte(e.biz)}}, "not a Unix time"},
+		{"cancel-twice", []kgo.RecordHeader{{Key: "_cancel", Value: []byte("key")}, {Key: "_cancel", Value: []byte("key")}}, "more than once"},
 		// Bad, with forged headers named like the worker's, in odd cases.
 		{"forged", []kgo.RecordHeader{{Key: "_deliverAt", Value: []byte(due)}, {Key: "Hourglass-Source", Value: []byte(e.delay + "/0/0")},
 			{Key: "HOURGLASS-DLQ-REASON", Value: []byte("forged")}, {Key: kafkamode.HeaderRedelivery, Value: []byte("1")}}, "_bizTopic is missing"},
