@@ -263,7 +263,7 @@ func (r *registry) notifyMembers(group string) {
 
 func (s *Server) notifyGroup(group string, to []*conn) {
 	for _, c := range to {
-		go c.notify(codeNotifyConsumerIDs, map[string]string{"consumerGroup": group})
+		c.noticeChanged(group)
 	}
 }
 

@@ -41,6 +41,12 @@ type conn struct {
 	answering chan struct{}
 	// heldMax is the most tokens of answering held at once (for tests).
 	heldMax atomic.Int32
+
+	// notices holds the groups whose NOTIFY_CONSUMER_IDS_CHANGED is being
+	// sent on this connection, each with whether another change came
+	// meanwhile (noticeChanged).
+	nmu     sync.Mutex
+	notices map[string]bool
 }
 
 // maxPullsAnswering bounds a connection's pulls reading or answering
@@ -216,6 +222,38 @@ func (c *conn) write(cmd *Command) error {
 		return err
 	}
 	return c.w.write(b)
+}
+
+// noticeChanged tells the client that group's members changed, with at
+// most one notice of a group being sent at a time: changes that come
+// while one is being sent make one more, after it. A client that does
+// not read, in a group whose members churn, would otherwise hold a
+// goroutine per change, each waiting up to the write timeout.
+func (c *conn) noticeChanged(group string) {
+	c.nmu.Lock()
+	if _, sending := c.notices[group]; sending {
+		c.notices[group] = true
+		c.nmu.Unlock()
+		return
+	}
+	if c.notices == nil {
+		c.notices = map[string]bool{}
+	}
+	c.notices[group] = false
+	c.nmu.Unlock()
+	go func() {
+		for {
+			c.notify(codeNotifyConsumerIDs, map[string]string{"consumerGroup": group})
+			c.nmu.Lock()
+			if !c.notices[group] {
+				delete(c.notices, group)
+				c.nmu.Unlock()
+				return
+			}
+			c.notices[group] = false
+			c.nmu.Unlock()
+		}
+	}()
 }
 
 // notify sends a one-way request to the client.
