@@ -47,6 +47,9 @@ type conn struct {
 	// meanwhile (noticeChanged).
 	nmu     sync.Mutex
 	notices map[string]bool
+
+	// checking counts the transaction checks being sent (txcheck.go).
+	checking atomic.Int32
 }
 
 // maxPullsAnswering bounds a connection's pulls reading or answering

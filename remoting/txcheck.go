@@ -147,13 +147,39 @@ func (s *Server) checkOne(v *engine.Visible) bool {
 	if c == nil {
 		return false // no producer of the group that may is connected: ask later
 	}
+	// Sent beside the loop, at most maxChecksSending per connection: a
+	// producer that does not read would otherwise stall every group's
+	// checks for the write timeout per half message. One past the bound
+	// is asked at a later round.
+	if !c.startCheck() {
+		return false
+	}
 	q, _ := strconv.Atoi(props[propRealQueueID])
 	w := s.wire(c, props[propRealTopic], q, v)
 	w.commitOffset = int64(s.handles.seal(v.ID.Pos))
 	w.sysFlag |= sysTranPrepared
-	c.notifyBody(codeCheckTransactionState, map[string]string{
+	ext := map[string]string{
 		"tranStateTableOffset": strconv.FormatUint(v.Offset, 10), "commitLogOffset": strconv.FormatInt(int64(s.handles.seal(v.ID.Pos)), 10), // a Java long
 		"msgId": props[propUniqKey], "transactionId": props[propUniqKey], "offsetMsgId": offsetMsgID(c.local, s.handles.seal(v.ID.Pos)),
-	}, appendWire(nil, w))
+	}
+	body := appendWire(nil, w)
+	go func() {
+		defer c.checking.Add(-1)
+		c.notifyBody(codeCheckTransactionState, ext, body)
+	}()
 	return false
+}
+
+// maxChecksSending bounds the transaction checks being sent on one
+// connection (each holds its half message).
+const maxChecksSending = 4
+
+// startCheck takes a place among c's checks being sent; false when
+// maxChecksSending are.
+func (c *conn) startCheck() bool {
+	if c.checking.Add(1) > maxChecksSending {
+		c.checking.Add(-1)
+		return false
+	}
+	return true
 }

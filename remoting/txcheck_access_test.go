@@ -1,6 +1,8 @@
 package remoting
 
 import (
+	"bytes"
+	"fmt"
 	"net"
 	"strconv"
 	"testing"
@@ -72,6 +74,7 @@ func TestTxCheckOnlyToProducersThatMaySend(t *testing.T) {
 	if err := b.srv.checkTransactions(); err != nil {
 		t.Fatal(err)
 	}
+	waitChecksSent(t, b)
 	if n := checksBefore(other, "elsewhere"); n != 0 {
 		t.Fatalf("a principal that may not send to orders was asked about %d of pg's half messages", n)
 	}
@@ -80,7 +83,76 @@ func TestTxCheckOnlyToProducersThatMaySend(t *testing.T) {
 	if err := b.srv.checkTransactions(); err != nil {
 		t.Fatal(err)
 	}
+	waitChecksSent(t, b)
 	if n := checksBefore(owner, "producer"); n != 1 {
 		t.Fatalf("the producer that may send to orders was asked %d times, want 1", n)
+	}
+}
+
+// waitChecksSent waits until no connection has a transaction check being
+// sent: each one started is written by then, before any later answer.
+func waitChecksSent(t *testing.T, b *testBroker) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+		sending := int32(0)
+		b.srv.mu.Lock()
+		for c := range b.srv.conns {
+			sending += c.checking.Load()
+		}
+		b.srv.mu.Unlock()
+		if sending == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d transaction checks still being sent", sending)
+		}
+	}
+}
+
+// TestTxCheckNotStalledByNonReader: a producer that never reads its
+// connection, with many large half messages open, does not stall the
+// transaction checks: a round returns at once (not after the write
+// timeout per message), and its connection holds at most
+// maxChecksSending checks being sent.
+func TestTxCheckNotStalledByNonReader(t *testing.T) {
+	b := startTest(t, func(o *Options) { o.TransactionTimeout, o.TransactionCheckInterval = time.Millisecond, time.Hour })
+	nc, err := net.Dial("tcp", b.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.(*net.TCPConn).SetReadBuffer(4 << 10)
+	if r := exchange(t, nc, &Command{Code: codeHeartBeat, Body: []byte(`{"clientID":"mute","producerDataSet":[{"groupName":"pg"}]}`)}); r.Code != respSuccess {
+		t.Fatalf("heartbeat: %d %q", r.Code, r.Remark)
+	}
+	big := bytes.Repeat([]byte{'x'}, 512<<10)
+	for i := 0; i < 24; i++ {
+		half := &Command{Code: codeSendMessage, Body: big, ExtFields: map[string]string{"producerGroup": "pg",
+			"topic": "orders", "queueId": "0", "sysFlag": strconv.Itoa(sysTranPrepared),
+			"properties": formatProperties(map[string]string{propUniqKey: fmt.Sprintf("0A0000010000000000000000%08X", i), propProducerGroup: "pg"})}}
+		if r := b.request(t, half); r.Code != respSuccess {
+			t.Fatalf("half message %d: %d %q", i, r.Code, r.Remark)
+		}
+	}
+	for start := b.eng.Now(); b.eng.Now() <= start+1; time.Sleep(time.Millisecond) {
+	}
+	for round := 0; round < 3; round++ {
+		done := make(chan error, 1)
+		go func() { done <- b.srv.checkTransactions() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("check round %d stalled on a producer that does not read", round)
+		}
+	}
+	b.srv.mu.Lock()
+	defer b.srv.mu.Unlock()
+	for c := range b.srv.conns {
+		if n := c.checking.Load(); n > maxChecksSending {
+			t.Fatalf("%d checks being sent on one connection, the bound is %d", n, maxChecksSending)
+		}
 	}
 }
