@@ -43,7 +43,7 @@ func freezeInTxn(t *testing.T, e *env, w *worker, txnID string) (kadm.DescribedT
 		txns, err := adm.DescribeTransactions(ctx, txnID)
 		cancel()
 		if err == nil {
-			if d := txns[txnID]; d.Err == nil && d.State == "Ongoing" {
+			if d := txns[txnID]; d.Err == nil && d.State == "Ongoing" && stillOpen(adm, d) {
 				if _, ok := d.Topics[e.biz]; ok {
 					t.Logf("froze %s inside a transaction open for %d ms, after %d tries", txnID, time.Now().UnixMilli()-d.StartTimestamp, try+1)
 					return d, stoppedAt
@@ -57,6 +57,25 @@ func freezeInTxn(t *testing.T, e *env, w *worker, txnID string) (kadm.DescribedT
 	}
 	t.Fatalf("never caught %s with a transaction open", txnID)
 	return kadm.DescribedTransaction{}, 0
+}
+
+// stillOpen reports whether the transaction d, seen Ongoing just after
+// its worker was frozen, is still open a moment later at the same epoch.
+// An EndTxn the worker wrote to its socket just before SIGSTOP reaches
+// the coordinator after the first look and ends the transaction (and,
+// under transaction version 2, bumps the epoch, which the fence check
+// would take for a fence): such a freeze is no freeze inside a
+// transaction.
+func stillOpen(adm *kadm.Client, d kadm.DescribedTransaction) bool {
+	time.Sleep(200 * time.Millisecond) // a request in flight lands within it
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	txns, err := adm.DescribeTransactions(ctx, d.TxnID)
+	if err != nil {
+		return false
+	}
+	now := txns[d.TxnID]
+	return now.Err == nil && now.State == "Ongoing" && now.ProducerID == d.ProducerID && now.ProducerEpoch == d.ProducerEpoch
 }
 
 // fenceLoad produces n messages due evenly over span from now+lead, so
