@@ -46,12 +46,38 @@ const maxConnLocks = 4096
 type lockTable struct {
 	mu    sync.Mutex
 	locks map[lockKey]lockHolder
-	// byConn counts the locks taken on each connection.
-	byConn map[*conn]int
+	// byConn holds the locks taken on each connection, so that what is
+	// done for one connection (its bound, its end) costs what it holds,
+	// not the whole table.
+	byConn map[*conn]map[lockKey]struct{}
 }
 
 func newLockTable() *lockTable {
-	return &lockTable{locks: map[lockKey]lockHolder{}, byConn: map[*conn]int{}}
+	return &lockTable{locks: map[lockKey]lockHolder{}, byConn: map[*conn]map[lockKey]struct{}{}}
+}
+
+// setLocked records that c holds k, and no other connection. t.mu held.
+func (t *lockTable) setLocked(k lockKey, h lockHolder) {
+	if old, ok := t.locks[k]; ok {
+		t.forgetLocked(old.c, k)
+	}
+	t.locks[k] = h
+	set := t.byConn[h.c]
+	if set == nil {
+		set = map[lockKey]struct{}{}
+		t.byConn[h.c] = set
+	}
+	set[k] = struct{}{}
+}
+
+// forgetLocked drops k from c's locks (not from the table). t.mu held.
+func (t *lockTable) forgetLocked(c *conn, k lockKey) {
+	if set := t.byConn[c]; set != nil {
+		delete(set, k)
+		if len(set) == 0 {
+			delete(t.byConn, c)
+		}
+	}
 }
 
 // errTooManyLocks refuses a lock request that would take a connection past
@@ -64,9 +90,9 @@ var errTooManyLocks = fmt.Errorf("a connection holds at most %d queue locks", ma
 func (t *lockTable) lock(c *conn, b *lockBody, now time.Time) ([]mqRef, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if n := t.byConn[c] + t.newLocksLocked(c, b); n > maxConnLocks {
+	if n := len(t.byConn[c]) + t.newLocksLocked(c, b); n > maxConnLocks {
 		t.dropExpiredLocked(c, now)
-		if t.byConn[c]+t.newLocksLocked(c, b) > maxConnLocks {
+		if len(t.byConn[c])+t.newLocksLocked(c, b) > maxConnLocks {
 			return nil, errTooManyLocks
 		}
 	}
@@ -77,11 +103,7 @@ func (t *lockTable) lock(c *conn, b *lockBody, now time.Time) ([]mqRef, error) {
 		if held && h.client != b.ClientID && now.Before(h.until) {
 			continue
 		}
-		if held {
-			t.byConn[h.c]--
-		}
-		t.locks[k] = lockHolder{client: b.ClientID, c: c, until: now.Add(lockTTL)}
-		t.byConn[c]++
+		t.setLocked(k, lockHolder{client: b.ClientID, c: c, until: now.Add(lockTTL)})
 		out = append(out, mq)
 	}
 	return out, nil
@@ -101,10 +123,10 @@ func (t *lockTable) newLocksLocked(c *conn, b *lockBody) int {
 
 // dropExpiredLocked drops c's locks that have expired. t.mu held.
 func (t *lockTable) dropExpiredLocked(c *conn, now time.Time) {
-	for k, h := range t.locks {
-		if h.c == c && !now.Before(h.until) {
+	for k := range t.byConn[c] {
+		if !now.Before(t.locks[k].until) {
 			delete(t.locks, k)
-			t.byConn[c]--
+			t.forgetLocked(c, k)
 		}
 	}
 }
@@ -116,7 +138,7 @@ func (t *lockTable) unlock(b *lockBody) {
 		k := lockKey{b.ConsumerGroup, mq.Topic, mq.QueueID}
 		if h, ok := t.locks[k]; ok && h.client == b.ClientID {
 			delete(t.locks, k)
-			t.byConn[h.c]--
+			t.forgetLocked(h.c, k)
 		}
 	}
 }
@@ -125,10 +147,8 @@ func (t *lockTable) unlock(b *lockBody) {
 func (t *lockTable) dropConn(c *conn) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for k, h := range t.locks {
-		if h.c == c {
-			delete(t.locks, k)
-		}
+	for k := range t.byConn[c] {
+		delete(t.locks, k)
 	}
 	delete(t.byConn, c)
 }
