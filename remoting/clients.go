@@ -57,13 +57,15 @@ type registry struct {
 	consumers map[string]map[string]*member       // group -> client ID -> member
 	producers map[string]map[string]producerEntry // group -> client ID -> its connection
 	// used is what each connection's entries count against
-	// maxConnRegistry (registry_budget.go).
+	// maxConnRegistry, and keys the entries themselves, so that a
+	// connection's end costs what it registered (registry_budget.go).
 	used map[*conn]int
+	keys map[*conn]map[regKey]struct{}
 }
 
 func newRegistry(notify func(string, []*conn)) *registry {
 	return &registry{notify: notify, consumers: map[string]map[string]*member{}, producers: map[string]map[string]producerEntry{},
-		used: map[*conn]int{}}
+		used: map[*conn]int{}, keys: map[*conn]map[regKey]struct{}{}}
 }
 
 // heartbeat answers HEART_BEAT: it records the client's groups, and
@@ -175,12 +177,15 @@ func (r *registry) heartbeat(c *conn, hb *heartbeatData, p *access.Principal) ([
 		if !ok || old.c != c {
 			changed = append(changed, cd.GroupName)
 		}
+		key := regKey{group: cd.GroupName, id: hb.ClientID}
 		if ok {
 			r.used[old.c] -= old.size
+			r.unindexLocked(old.c, key)
 		}
 		size := memberSize(cd.GroupName, hb.ClientID, cd.SubscriptionDataSet)
 		ms[hb.ClientID] = &member{c: c, subs: subs, size: size}
 		r.used[c] += size
+		r.indexLocked(c, key)
 	}
 	for _, pd := range hb.ProducerDataSet {
 		ps := r.producers[pd.GroupName]
@@ -188,11 +193,14 @@ func (r *registry) heartbeat(c *conn, hb *heartbeatData, p *access.Principal) ([
 			ps = map[string]producerEntry{}
 			r.producers[pd.GroupName] = ps
 		}
+		key := regKey{producer: true, group: pd.GroupName, id: hb.ClientID}
 		if old, ok := ps[hb.ClientID]; ok {
 			r.used[old.c] -= producerSize(pd.GroupName, hb.ClientID)
+			r.unindexLocked(old.c, key)
 		}
 		ps[hb.ClientID] = producerEntry{c: c, p: p}
 		r.used[c] += producerSize(pd.GroupName, hb.ClientID)
+		r.indexLocked(c, key)
 	}
 	return changed, nil
 }
@@ -224,21 +232,17 @@ func (s *Server) unregister(c *conn, req *Command) *Command {
 func (r *registry) dropConn(c *conn) {
 	var changed []string
 	r.mu.Lock()
-	for g, ms := range r.consumers {
-		for id, m := range ms {
-			if m.c == c {
-				r.dropConsumerLocked(g, id)
-				changed = append(changed, g)
+	for k := range r.keys[c] {
+		if k.producer {
+			if pe, ok := r.producers[k.group][k.id]; ok && pe.c == c {
+				r.dropProducerLocked(k.group, k.id)
 			}
+		} else if m, ok := r.consumers[k.group][k.id]; ok && m.c == c {
+			r.dropConsumerLocked(k.group, k.id)
+			changed = append(changed, k.group)
 		}
 	}
-	for g, ps := range r.producers {
-		for id, pe := range ps {
-			if pe.c == c {
-				r.dropProducerLocked(g, id)
-			}
-		}
-	}
+	delete(r.keys, c)
 	delete(r.used, c)
 	r.mu.Unlock()
 	for _, g := range changed {

@@ -63,6 +63,7 @@ func (r *registry) dropConsumerLocked(group, id string) {
 	ms := r.consumers[group]
 	if m, ok := ms[id]; ok {
 		r.used[m.c] -= m.size
+		r.unindexLocked(m.c, regKey{group: group, id: id})
 		delete(ms, id)
 	}
 	if len(ms) == 0 {
@@ -76,9 +77,37 @@ func (r *registry) dropProducerLocked(group, id string) {
 	ps := r.producers[group]
 	if pe, ok := ps[id]; ok {
 		r.used[pe.c] -= producerSize(group, id)
+		r.unindexLocked(pe.c, regKey{producer: true, group: group, id: id})
 		delete(ps, id)
 	}
 	if len(ps) == 0 {
 		delete(r.producers, group)
+	}
+}
+
+// regKey names an entry of the registry: a consumer or producer group's
+// client.
+type regKey struct {
+	producer  bool
+	group, id string
+}
+
+// indexLocked records that c registered k. r.mu held.
+func (r *registry) indexLocked(c *conn, k regKey) {
+	keys := r.keys[c]
+	if keys == nil {
+		keys = map[regKey]struct{}{}
+		r.keys[c] = keys
+	}
+	keys[k] = struct{}{}
+}
+
+// unindexLocked forgets that c registered k. r.mu held.
+func (r *registry) unindexLocked(c *conn, k regKey) {
+	if keys := r.keys[c]; keys != nil {
+		delete(keys, k)
+		if len(keys) == 0 {
+			delete(r.keys, c)
+		}
 	}
 }

@@ -37,10 +37,16 @@ func broadcastHeartbeat(id string, n int) *Command {
 	return &Command{Code: codeHeartBeat, Body: body}
 }
 
+// counts is the registry's groups, and what c's entries use (their
+// bytes, and one more if any is still indexed under c).
 func (r *registry) counts(c *conn) (groups, used int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.consumers) + len(r.producers), r.used[c]
+	used = r.used[c]
+	if len(r.keys[c]) > 0 && used == 0 {
+		used = 1
+	}
+	return len(r.consumers) + len(r.producers), used
 }
 
 // TestHeartbeatRegistryBounded: what one connection's heartbeats keep is
