@@ -71,30 +71,9 @@ func runKafka(ctx context.Context, a *App, c *command, args []string) int {
 	if !ok {
 		return code
 	}
-	if len(pos) > 0 {
-		return a.usageError(c, "unexpected argument %q", pos[0])
+	if code, ok := checkKafkaFlags(a, c, fs, &cfg, pos, *brokers, *partitions, *replication); !ok {
+		return code
 	}
-	if *brokers == "" {
-		return a.usageError(c, "--brokers is required (host:port,...)")
-	}
-	if cfg.StaticMember && !flagSet(fs, "worker-id") {
-		// The default ID has the process ID in it: a restarted worker
-		// would be another static member, and the old one's partitions
-		// would wait --session-timeout at every restart.
-		return a.usageError(c, "--static-membership needs --worker-id: the default (%s) changes at every restart", cfg.WorkerID)
-	}
-	for _, b := range strings.Split(*brokers, ",") {
-		if b = strings.TrimSpace(b); b != "" {
-			cfg.Brokers = append(cfg.Brokers, b)
-		}
-	}
-	if *partitions < 1 || *partitions > 1<<20 {
-		return a.usageError(c, "--partitions %d must be between 1 and %d", *partitions, 1<<20)
-	}
-	if *replication < -1 || *replication == 0 || *replication > 1<<14 {
-		return a.usageError(c, "--replication %d must be -1 or between 1 and %d", *replication, 1<<14)
-	}
-	cfg.Partitions, cfg.Replication = int32(*partitions), int16(*replication)
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return a.usageError(c, "--log-level %q: want debug, info, warn or error", *logLevel)
@@ -127,6 +106,37 @@ func runKafka(ctx context.Context, a *App, c *command, args []string) int {
 		return a.failed(c, err)
 	}
 	return ExitOK
+}
+
+// checkKafkaFlags checks what parseFlags left of the kafka command's line
+// and sets cfg's brokers, partitions and replication from it; when a flag
+// is wrong it returns the usage error's exit code and false.
+func checkKafkaFlags(a *App, c *command, fs *flag.FlagSet, cfg *kafkamode.Config, pos []string, brokers string, partitions, replication int) (int, bool) {
+	if len(pos) > 0 {
+		return a.usageError(c, "unexpected argument %q", pos[0]), false
+	}
+	if brokers == "" {
+		return a.usageError(c, "--brokers is required (host:port,...)"), false
+	}
+	if cfg.StaticMember && !flagSet(fs, "worker-id") {
+		// The default ID has the process ID in it: a restarted worker
+		// would be another static member, and the old one's partitions
+		// would wait --session-timeout at every restart.
+		return a.usageError(c, "--static-membership needs --worker-id: the default (%s) changes at every restart", cfg.WorkerID), false
+	}
+	for _, b := range strings.Split(brokers, ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			cfg.Brokers = append(cfg.Brokers, b)
+		}
+	}
+	if partitions < 1 || partitions > 1<<20 {
+		return a.usageError(c, "--partitions %d must be between 1 and %d", partitions, 1<<20), false
+	}
+	if replication < -1 || replication == 0 || replication > 1<<14 {
+		return a.usageError(c, "--replication %d must be -1 or between 1 and %d", replication, 1<<14), false
+	}
+	cfg.Partitions, cfg.Replication = int32(partitions), int16(replication)
+	return ExitOK, true
 }
 
 // serveKafkaMetrics serves the worker's Prometheus metrics on addr
