@@ -661,14 +661,31 @@
     $("#ga-seek").addEventListener("click", seekGroup);
   }
 
-  // confirmAction asks in a modal dialog (Escape or Back says no).
+  // confirmAction asks in a modal dialog (Escape or Back says no). The
+  // answer is taken when a button submits the dialog's form, which happens
+  // at once; the dialog's close event comes in a later task, after the
+  // dialog may have been opened again for the next question, so it answers
+  // no only for a question still open when it closed (Escape).
+  let confirmResolve = null;
+  let confirmWired = false;
+  function settleConfirm(ok) {
+    const r = confirmResolve;
+    confirmResolve = null;
+    if (r) r(ok);
+  }
   function confirmAction(text, okLabel) {
     const d = $("#confirm");
+    if (!confirmWired) {
+      confirmWired = true;
+      d.querySelector("form").addEventListener("submit", (ev) => settleConfirm(!!ev.submitter && ev.submitter.value === "ok"));
+      d.addEventListener("close", () => { if (!d.open) settleConfirm(false); });
+    }
+    settleConfirm(false); // a question still waiting is answered no
     setText("#confirm-text", text);
     setText("#confirm-ok", okLabel);
     d.returnValue = "";
     d.showModal();
-    return new Promise((resolve) => d.addEventListener("close", () => resolve(d.returnValue === "ok"), { once: true }));
+    return new Promise((resolve) => { confirmResolve = resolve; });
   }
 
   // ---- find a message ----
