@@ -280,7 +280,7 @@ func (s *Server) Requests(code int) int64 {
 }
 
 // maxCountedCodes bounds the distinct request codes counted and logged
-// one by one: a client may cycle through all 65,536 codes a frame can
+// one by one: a client may cycle through the 2^32 codes a JSON header can
 // carry, and each new one would otherwise cost a log line and stay in
 // requests and reported for the life of the process. RocketMQ's own codes
 // number a few hundred.
