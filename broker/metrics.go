@@ -12,13 +12,20 @@ import (
 )
 
 // metricsHandler serves the engine's metrics, the runtime's, the process's
-// and, when the gRPC service runs, its per-RPC metrics.
-func metricsHandler(eng *engine.Engine, g *grpcService) http.Handler {
-	if g == nil {
+// and, for each protocol adapter that runs (RocketMQ gRPC, remoting), its
+// per-request metrics.
+func metricsHandler(eng *engine.Engine, g *grpcService, rm *remotingService) http.Handler {
+	if g == nil && rm == nil {
 		return metrics.Handler(eng)
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(metrics.NewCollector(eng), collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), g.adapter.Collector())
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if g != nil {
+		reg.MustRegister(g.adapter.Collector())
+	}
+	if rm != nil {
+		reg.MustRegister(rm.adapter.Collector())
+	}
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 }

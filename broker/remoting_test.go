@@ -142,3 +142,34 @@ func TestRemotingMaxConnsFlag(t *testing.T) {
 		t.Errorf("default -remoting-max-conns %d, want %d", c.RemotingMaxConns, remoting.DefaultMaxConns)
 	}
 }
+
+// TestRemotingMetricsServed: with remoting on and gRPC off, /metrics
+// carries the remoting adapter's series beside the engine's.
+func TestRemotingMetricsServed(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.DataDir = t.TempDir()
+	cfg.Listen, cfg.GRPCListen, cfg.RemotingListen = "127.0.0.1:0", "", "127.0.0.1:0"
+	logs := &syncBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	base, runErr := startRun(ctx, t, cfg, slog.New(slog.NewJSONHandler(logs, nil)))
+	if code := remotingCall(t, remotingAddr(t, logs), 106, nil); code != 0 {
+		t.Fatalf("GET_BROKER_CLUSTER_INFO answered %d", code)
+	}
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`hourglass_remoting_requests_total{code="SUCCESS",request="GET_BROKER_CLUSTER_INFO"} 1`,
+		"hourglass_remoting_connections ", "hourglass_messages_sent_total "} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	cancel()
+	if err := <-runErr; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+}

@@ -57,7 +57,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, ready func(addr s
 	defer func() { stopWatch(); <-watched }()
 	opts := c.serverOptions(cfg)
 	opts.Access, opts.Audit = sec.store, sec.audit
-	h := server.New(eng, opts, logger, metricsHandler(eng, g))
+	h := server.New(eng, opts, logger, metricsHandler(eng, g, rm))
 	srv := server.NewHTTPServer(h, opts, logger)
 	serveErr := serveHTTP(srv, ln, httpTLS, logger)
 	addr := ln.Addr().String()

@@ -100,6 +100,7 @@ func (c *conn) serve() {
 		}
 		cmd, err := decodeFrame(buf, c.s.lim)
 		if err != nil {
+			c.s.metrics.closed.WithLabelValues(closeMalformed).Inc()
 			c.s.log.Warn("remoting: closing a connection that sent a malformed frame", "remote", c.nc.RemoteAddr().String(), "err", err)
 			return
 		}
@@ -131,6 +132,7 @@ func (c *conn) handshake() bool {
 		select {
 		case <-c.s.done:
 		default:
+			c.s.metrics.closed.WithLabelValues(closeTLS).Inc()
 			c.s.log.Warn("remoting: closing a connection whose TLS handshake failed", "remote", c.nc.RemoteAddr().String(), "err", err)
 		}
 		return false
@@ -149,10 +151,13 @@ func (c *conn) logReadErr(err error) {
 	switch {
 	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
 	case errors.Is(err, errFrame):
+		c.s.metrics.closed.WithLabelValues(closeMalformed).Inc()
 		c.s.log.Warn("remoting: closing a connection that sent a malformed frame", "remote", c.nc.RemoteAddr().String(), "err", err)
 	case errors.As(err, &ne) && ne.Timeout():
+		c.s.metrics.closed.WithLabelValues(closeTimeout).Inc()
 		c.s.log.Info("remoting: closing a connection that was idle or too slow to send a frame", "remote", c.nc.RemoteAddr().String())
 	case errors.Is(err, io.ErrUnexpectedEOF):
+		c.s.metrics.closed.WithLabelValues(closeTruncated).Inc()
 		c.s.log.Warn("remoting: a connection ended inside a frame", "remote", c.nc.RemoteAddr().String())
 	default:
 		c.s.log.Info("remoting: connection read failed", "remote", c.nc.RemoteAddr().String(), "err", err)
@@ -187,6 +192,7 @@ func (c *conn) release(n int) {
 // handle answers one request (not a one-way one), and never panics: a
 // handler's panic is logged and answered as a system error.
 func (c *conn) handle(req *Command) {
+	start := time.Now()
 	resp := func() (resp *Command) {
 		defer func() {
 			if p := recover(); p != nil {
@@ -206,6 +212,7 @@ func (c *conn) handle(req *Command) {
 		defer resp.release()
 	}
 	if resp == nil || req.isOneway() {
+		c.s.metrics.observe(req, nil, start)
 		return
 	}
 	resp.Opaque = req.Opaque
@@ -213,6 +220,9 @@ func (c *conn) handle(req *Command) {
 	resp.Serialize = req.Serialize
 	resp.Language = "JAVA"
 	resp.Version = brokerVersion
+	// Counted before the write, so that a client that has read its answer
+	// finds it counted.
+	c.s.metrics.observe(req, resp, start)
 	if err := c.write(resp); err != nil {
 		c.nc.Close()
 	}

@@ -109,6 +109,8 @@ type Server struct {
 	// requestCodes is how many codes it holds.
 	requests     sync.Map
 	requestCodes atomic.Int64
+	// metrics is what /metrics shows of the adapter.
+	metrics *metrics
 
 	done      chan struct{}
 	closeOnce sync.Once
@@ -167,6 +169,7 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 		s.access, _ = access.Open(access.Options{AuthToken: opts.AccessSecret, Logger: opts.Logger})
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.metrics = newMetrics(s.openConns)
 	s.clients = newRegistry(s.notifyGroup)
 	s.locks = newLockTable()
 	if opts.TransactionTimeout <= 0 {
@@ -241,6 +244,7 @@ func (s *Server) Serve(ln net.Listener) error {
 				s.log.Warn("remoting: refusing a connection: as many are open as allowed (logged at most every 10 s)",
 					"remote", nc.RemoteAddr().String(), "open", n, "max", s.opts.MaxConns)
 			}
+			s.metrics.closed.WithLabelValues(closeLimit).Inc()
 			nc.Close() // after the log line: a client that sees the close finds it
 			continue
 		}
@@ -330,6 +334,13 @@ func transientAccept(err error) bool {
 		}
 	}
 	return false
+}
+
+// openConns is how many connections are open, for the metrics.
+func (s *Server) openConns() float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return float64(len(s.conns))
 }
 
 func (s *Server) dropConn(c *conn) {
