@@ -112,7 +112,7 @@ bench:
 bench-rocketmq:
 	scripts/bench-rocketmq.sh $(RMQBENCH_OUT)
 
-## bench-rocketmq-remoting: hourglass's remoting listener against RocketMQ 5.3.3's name server and broker through the official remoting Java client 4.9.8, delay levels at push consumers, 3 runs (about 10 min, ~1.6 GiB; needs Java 17 and Maven; not part of test)
+## bench-rocketmq-remoting: hourglass's remoting listener against RocketMQ 5.3.3's name server and broker through the official remoting Java client 4.9.8, delay levels at push consumers, 3 runs (about 16 min, ~1.6 GiB; needs Java 17 and Maven; not part of test)
 bench-rocketmq-remoting:
 	scripts/bench-rocketmq-remoting.sh $(RMQBENCH_OUT)
 

@@ -9,9 +9,12 @@
 #
 #   scripts/bench-rocketmq-remoting.sh [OUTDIR]     (make bench-rocketmq-remoting)
 #
-# Each run has two phases of 20,000 messages of 256 B (BENCH_N), measured at
-# a push consumer: "spread", delay levels 1 to 4 in turn, and "herd", all at
-# level 3 (Bench.java says how each figure is taken). hourglass runs with its
+# Each run has three phases of 20,000 messages of 256 B (BENCH_N), measured
+# at a push consumer: "spread", delay levels 1 to 4 in turn, sent as fast as
+# the broker answers; "herd", all at level 3; and "paced", the spread's
+# levels sent at 1,000 a second (RMQBENCH_PACED_RATE; 0 skips the phase),
+# so that the client's senders do not take the consumer's CPU (Bench.java
+# says how each figure is taken). hourglass runs with its
 # defaults (sync flush: a send is answered after fdatasync) on a fresh data
 # directory per run; RocketMQ with its broker's defaults (async flush) plus
 # the settings of scripts/rocketmq.sh, reached through its name server
@@ -68,7 +71,7 @@ else
 fi
 
 bench() { # system flush namesrv run
-	java -Duser.home="$work/home" -Dbench.n="$n" -cp "$work/classes:$cache/lib/*" \
+	java -Duser.home="$work/home" -Dbench.n="$n" -Dbench.pacedRate="${RMQBENCH_PACED_RATE:-1000}" -cp "$work/classes:$cache/lib/*" \
 		Bench "$3" "$1" "$2" "$4" "rb_$1_$4_$RANDOM" "$out/$1-$4.json"
 }
 

@@ -184,6 +184,11 @@ type report struct {
 	Started   time.Time    `json:"started"`
 	Spread    *phaseResult `json:"spread,omitempty"`
 	Herd      *phaseResult `json:"herd,omitempty"`
+	// PacedRate and Paced are the remoting Java bench's third phase
+	// (compat/java-remoting/src/bench/java/Bench.java): the spread's
+	// levels with the sends paced at PacedRate a second.
+	PacedRate int          `json:"paced_rate,omitempty"`
+	Paced     *phaseResult `json:"paced,omitempty"`
 }
 
 func main() {

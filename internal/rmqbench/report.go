@@ -19,7 +19,7 @@ func printReport(w io.Writer, r report) {
 	for _, ph := range []struct {
 		name string
 		res  *phaseResult
-	}{{"spread", r.Spread}, {"herd", r.Herd}} {
+	}{{"spread", r.Spread}, {"herd", r.Herd}, {fmt.Sprintf("paced at %d/s", r.PacedRate), r.Paced}} {
 		if ph.res == nil {
 			continue
 		}
@@ -97,6 +97,17 @@ func latenessOf(ph func(report) *phaseResult, l func(*phaseResult) *benchreport.
 
 func spreadPh(r report) *phaseResult { return r.Spread }
 func herdPh(r report) *phaseResult   { return r.Herd }
+func pacedPh(r report) *phaseResult  { return r.Paced }
+
+// pacedOf reads a figure of the paced phase, where the report has one.
+func pacedOf(f func(*phaseResult) float64) func(report) (float64, bool) {
+	return func(r report) (float64, bool) {
+		if r.Paced == nil {
+			return 0, false
+		}
+		return f(r.Paced), true
+	}
+}
 
 func fromStore(x *phaseResult) *benchreport.Lateness  { return x.LatenessFromStore }
 func fromAck(x *phaseResult) *benchreport.Lateness    { return x.LatenessFromAck }
@@ -137,6 +148,13 @@ var metrics = []metric{
 	{"herd: send rate (msgs/s)", herdOf(func(x *phaseResult) float64 { return x.SendRate })},
 	{"spread: broker side, visible - due, p99 at most (ms)", brokerOf(func(r report) *phaseResult { return r.Spread }, func(b *brokerLateness) float64 { return b.P99LeMs })},
 	{"herd: broker side, all visible at most (ms) after the instant", brokerOf(func(r report) *phaseResult { return r.Herd }, func(b *brokerLateness) float64 { return b.MaxLeMs })},
+	{"paced (the spread's levels, sends paced): lateness p50 (ms)", pacedOf(func(x *phaseResult) float64 { return x.Lateness.P50 })},
+	{"paced: lateness p99 (ms)", pacedOf(func(x *phaseResult) float64 { return x.Lateness.P99 })},
+	{"paced: lateness max (ms)", pacedOf(func(x *phaseResult) float64 { return x.Lateness.Max })},
+	{"paced: lateness from the broker's store time p99 (ms)", latenessOf(pacedPh, fromStore, p99)},
+	{"paced: early", pacedOf(func(x *phaseResult) float64 { return float64(x.Early) })},
+	{"paced: lost", pacedOf(func(x *phaseResult) float64 { return float64(x.Lost) })},
+	{"load average during paced, mean", pacedOf(func(x *phaseResult) float64 { return x.Load.Mean })},
 	{"load average during spread, mean", spreadOf(func(x *phaseResult) float64 { return x.Load.Mean })},
 	{"load average during herd, mean", herdOf(func(x *phaseResult) float64 { return x.Load.Mean })},
 }

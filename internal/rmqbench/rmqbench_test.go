@@ -125,6 +125,18 @@ func TestSummarize(t *testing.T) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
 		}
 	}
+	if !strings.Contains(out, "| paced: lateness p99 (ms) | – | – | – |") {
+		t.Errorf("reports without a paced phase got figures of it:\n%s", out)
+	}
+	for i := range reps {
+		reps[i].PacedRate = 1000
+		reps[i].Paced = &phaseResult{Lateness: benchreport.Lateness{P99: float64(10 * (i + 1))}}
+	}
+	buf.Reset()
+	summarize(reps, &buf)
+	if out = buf.String(); !strings.Contains(out, "| paced: lateness p99 (ms) | 40 [20 – 60] (3 runs) | 30 [10 – 50] (3 runs) | 1.33 |") {
+		t.Errorf("the paced phase's p99 is not its own:\n%s", out)
+	}
 	if m := median([]float64{4, 1, 3, 2}); m != 2.5 {
 		t.Errorf("median of 1..4 = %v, want 2.5", m)
 	}

@@ -10,6 +10,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -37,7 +38,13 @@ import org.apache.rocketmq.common.message.MessageExt;
  * spread: WARMUP plain messages, received and not measured, then N
  *   messages at delay levels 1 to 4 in turn (1 s, 5 s, 10 s, 30 s);
  * herd: N messages at delay level HERD_LEVEL (10 s by default: the sends
- *   end before the first is due).
+ *   end before the first is due);
+ * paced: N messages at delay levels 1 to 4 in turn, as in spread, but
+ *   sent at PACED_RATE a second (1,000 by default: 20 s for 20,000), as
+ *   a producer that is not itself the bottleneck sends; the spread's
+ *   senders run as fast as the broker answers and, on a machine shared
+ *   with the broker and the consumer, take the CPU the consumer needs,
+ *   so its lateness is the client's as much as the broker's. 0 skips it.
  *
  * A level's delay counts from when the broker stored the message, which the
  * client sees only as somewhere between the start of its send and the
@@ -60,7 +67,7 @@ import org.apache.rocketmq.common.message.MessageExt;
  *
  * Usage: java Bench NAMESRV SYSTEM FLUSH RUN TOPIC_PREFIX JSON_OUT
  * (system properties bench.n, bench.warmup, bench.herdLevel, bench.senders,
- * bench.producers, bench.grace.ms, bench.viewers)
+ * bench.producers, bench.grace.ms, bench.viewers, bench.pacedRate)
  */
 public final class Bench {
     static final long[] LEVEL_MS = {0, 1_000, 5_000, 10_000, 30_000, 60_000, 120_000};
@@ -72,6 +79,7 @@ public final class Bench {
     static final long GRACE_MS = Long.getLong("bench.grace.ms", 30_000);
     static final int VIEWERS = Integer.getInteger("bench.viewers", 8);
     static final int SIZE = 256;
+    static final int PACED_RATE = Integer.getInteger("bench.pacedRate", 1_000);
 
     public static void main(String[] a) throws Exception {
         if (a.length != 6) {
@@ -81,19 +89,21 @@ public final class Bench {
         String namesrv = a[0], system = a[1], flush = a[2], prefix = a[4];
         int run = Integer.parseInt(a[3]);
         String started = Instant.now().toString();
-        String spread = phase(namesrv, system, prefix + "_spread", false);
-        String herd = phase(namesrv, system, prefix + "_herd", true);
+        String spread = phase(namesrv, system, prefix + "_spread", false, 0);
+        String herd = phase(namesrv, system, prefix + "_herd", true, 0);
+        String paced = PACED_RATE > 0 ? phase(namesrv, system, prefix + "_paced", false, PACED_RATE) : null;
         String json = String.format(Locale.ROOT,
             "{\"system\":\"%s\",\"flush\":\"%s\",\"endpoint\":\"%s\",\"tls\":false,\"run\":%d,\"n\":%d,\"size\":%d,"
                 + "\"spread_s\":0,\"producers\":%d,\"senders\":%d,\"receivers\":1,\"started\":\"%s\","
-                + "\"spread\":%s,\"herd\":%s}\n",
-            system, flush, namesrv, run, N, SIZE, PRODUCERS, SENDERS, started, spread, herd);
+                + "\"spread\":%s,\"herd\":%s%s}\n",
+            system, flush, namesrv, run, N, SIZE, PRODUCERS, SENDERS, started, spread, herd,
+            paced == null ? "" : String.format(Locale.ROOT, ",\"paced_rate\":%d,\"paced\":%s", PACED_RATE, paced));
         Files.writeString(Path.of(a[5]), json);
         Runtime.getRuntime().halt(0);
     }
 
-    /** Runs one phase and returns its JSON object. */
-    static String phase(String namesrv, String system, String topic, boolean herd) throws Exception {
+    /** Runs one phase and returns its JSON object; rate > 0 paces its sends. */
+    static String phase(String namesrv, String system, String topic, boolean herd, int rate) throws Exception {
         String group = topic + "_g";
         long nonce = ThreadLocalRandom.current().nextLong();
         Collector col = new Collector(nonce, N);
@@ -128,10 +138,10 @@ public final class Bench {
         }
         Load load = new Load();
         if (!herd && WARMUP > 0) {
-            send(producers, topic, nonce, WARMUP, i -> 0, (byte) 'w');
+            send(producers, topic, nonce, WARMUP, i -> 0, (byte) 'w', 0);
         }
-        System.err.printf("%s %s: sending %d to %s%n", system, herd ? "herd" : "spread", N, topic);
-        Sends s = send(producers, topic, nonce, N, i -> herd ? HERD_LEVEL : 1 + i % 4, herd ? (byte) 'h' : (byte) 's');
+        System.err.printf("%s %s: sending %d to %s%n", system, herd ? "herd" : rate > 0 ? "paced" : "spread", N, topic);
+        Sends s = send(producers, topic, nonce, N, i -> herd ? HERD_LEVEL : 1 + i % 4, herd ? (byte) 'h' : (byte) 's', rate);
         long lastDue = Arrays.stream(s.dueMs).max().getAsLong();
         col.awaitAll(s.sent, lastDue + GRACE_MS);
         load.stop();
@@ -173,9 +183,12 @@ public final class Bench {
         }
     }
 
-    /** Sends n messages from SENDERS threads; index i at levelOf(i) (0: none). */
-    static Sends send(DefaultMQProducer[] producers, String topic, long nonce, int n, LevelOf levelOf, byte phase)
-            throws InterruptedException {
+    /**
+     * Sends n messages from SENDERS threads; index i at levelOf(i) (0:
+     * none); with rate > 0, not before i / rate seconds after the start.
+     */
+    static Sends send(DefaultMQProducer[] producers, String topic, long nonce, int n, LevelOf levelOf, byte phase,
+            int rate) throws InterruptedException {
         Sends s = new Sends(n);
         AtomicInteger next = new AtomicInteger();
         CountDownLatch done = new CountDownLatch(SENDERS);
@@ -185,6 +198,12 @@ public final class Bench {
             new Thread(() -> {
                 try {
                     for (int i = next.getAndIncrement(); i < n; i = next.getAndIncrement()) {
+                        if (rate > 0) {
+                            long wait = s.startMicros + (long) i * 1_000_000L / rate - nowMicros();
+                            if (wait > 0) {
+                                LockSupport.parkNanos(wait * 1_000);
+                            }
+                        }
                         int level = levelOf.level(i);
                         long before = System.currentTimeMillis();
                         long due = before + LEVEL_MS[level];
