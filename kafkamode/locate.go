@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -93,84 +92,6 @@ type Locator struct {
 // caller closes cl after the Locator's last use.
 func NewLocator(cfg Config, cl *kgo.Client) *Locator {
 	return &Locator{cfg: cfg, cl: cl, adm: kadm.NewClient(cl)}
-}
-
-// Locate reads the delay record at (partition, offset) and tells where it
-// is. Its errors wrap ErrNoMessage when there is no message there. Without
-// search, a resolved message that is not a dead letter is reported
-// WhereResolved without searching its business topic. A message copied
-// forward is followed to its latest copy (Location.Copied): its original
-// is resolved by the copy, not cancelled.
-//
-// A copy found resolved is looked past again (at most maxCopyHops times):
-// the copy that resolved it may have committed after the search for
-// copies read the partition and before the group offset was fetched, and
-// the message would then read as cancelled while a newer copy holds it.
-func (l *Locator) Locate(ctx context.Context, partition int32, offset int64, search bool) (Location, error) {
-	loc, err := l.locateAt(ctx, partition, offset, search)
-	if err != nil || !resolvedHere(loc) {
-		return loc, err
-	}
-	out, cur := loc, loc
-	for range maxCopyHops {
-		c, found, err := l.latestCopy(ctx, cur)
-		if err != nil {
-			return loc, err
-		}
-		if !found {
-			return out, nil
-		}
-		cl, err := l.locateAt(ctx, partition, c, search)
-		if err != nil {
-			return loc, fmt.Errorf("message %d/%d was copied forward to offset %d: %w", partition, offset, c, err)
-		}
-		cl.Copied, cl.Origin = true, offset
-		out, cur = cl, cl
-		if !resolvedHere(cl) {
-			break
-		}
-	}
-	return out, nil
-}
-
-// maxCopyHops bounds how many times Locate looks past a resolved copy for
-// a newer one.
-const maxCopyHops = 4
-
-// resolvedHere reports whether loc is a message resolved without a
-// forward found: cancelled, or carried on by a copy forward.
-func resolvedHere(loc Location) bool {
-	return loc.Problem == "" && (loc.Where == WhereResolved || loc.Where == WhereCancelled)
-}
-
-// latestCopy finds the latest copy forward of loc's message in its
-// partition: a later record whose hourglass-copied-from names the
-// message's first position (copies of copies keep naming it) and whose key
-// and value are the message's (a header alone, which any producer can
-// write, does not make a copy). It reads at most MaxForwardSearch records;
-// beyond that it reports none.
-func (l *Locator) latestCopy(ctx context.Context, loc Location) (offset int64, found bool, err error) {
-	origin := []byte(l.cfg.DelayTopic + "/" + strconv.Itoa(int(loc.Partition)) + "/" + strconv.FormatInt(loc.Offset, 10))
-	for _, h := range loc.Record.Headers {
-		if h.Key == HeaderCopiedFrom {
-			origin = h.Value
-		}
-	}
-	err = l.scan(ctx, l.cfg.DelayTopic, map[int32]int64{loc.Partition: loc.Offset + 1}, MaxForwardSearch, func(r *kgo.Record) bool {
-		if !bytes.Equal(r.Key, loc.Record.Key) || !bytes.Equal(r.Value, loc.Record.Value) {
-			return true
-		}
-		for _, h := range r.Headers {
-			if h.Key == HeaderCopiedFrom && bytes.Equal(h.Value, origin) {
-				offset, found = r.Offset, true
-			}
-		}
-		return true
-	})
-	if errors.Is(err, errSearchBound) {
-		return 0, false, nil
-	}
-	return offset, found, err
 }
 
 // locateAt is Locate without following copies.
@@ -288,9 +209,10 @@ func (l *Locator) marked(ctx context.Context, partition int32, offset int64) (bo
 }
 
 // findForward searches loc's business topic, from a minute before its
-// due time, for its forward: a record whose hourglass-source names it.
+// due time, for its forward: a record whose hourglass-source names it
+// (isForwardOf).
 func (l *Locator) findForward(ctx context.Context, loc Location) (where string, at int64, err error) {
-	source := []byte(l.cfg.DelayTopic + "/" + strconv.Itoa(int(loc.Partition)) + "/" + strconv.FormatInt(loc.Offset, 10))
+	forwardOf := l.isForwardOf(loc)
 	// The forward's timestamp is its produce time, at or after the due
 	// time on the worker's clock; a minute covers clocks that differ.
 	from, err := l.adm.ListOffsetsAfterMilli(ctx, max(loc.Due-60_000, 0), loc.BizTopic)
@@ -305,11 +227,9 @@ func (l *Locator) findForward(ctx context.Context, loc Location) (where string, 
 	})
 	found := false
 	err = l.scan(ctx, loc.BizTopic, starts, MaxForwardSearch, func(r *kgo.Record) bool {
-		for _, h := range r.Headers {
-			if h.Key == HeaderSource && bytes.Equal(h.Value, source) {
-				found, at = true, r.Timestamp.UnixMilli()
-				return false
-			}
+		if forwardOf(r) {
+			found, at = true, r.Timestamp.UnixMilli()
+			return false
 		}
 		return true
 	})
