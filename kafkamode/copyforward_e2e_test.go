@@ -14,6 +14,7 @@ import (
 	"github.com/hourglass-mq/hourglass/api"
 	"github.com/hourglass-mq/hourglass/client"
 	"github.com/hourglass-mq/hourglass/kafkamode"
+	"github.com/hourglass-mq/hourglass/kafkamode/kafkahttp"
 )
 
 // TestKafkaCopyForward: the delay topic keeps records 4 s (retention.ms),
@@ -56,6 +57,7 @@ func TestKafkaCopyForward(t *testing.T) {
 	if !v.ok() {
 		t.Fatalf("%s", v)
 	}
+	inspectDelivered(t, addr)
 	st := w.stop(t)
 	t.Logf("worker: %v", st)
 	if st["dead_lettered"] != 0 {
@@ -107,7 +109,8 @@ func waitCopies(t *testing.T, ctx context.Context, url, id string) api.KafkaMess
 // raw-copied) with a cancel record a plain Kafka client produces, naming
 // that original offset, after two copies forward: the cancel must reach
 // the latest copy, though no copy record ties it to the original any
-// more (the copy's entry does). It is not in the ledger: a delivery would
+// more (the copy's entry does), and though the original itself is gone
+// (deleteOriginal, run before, deletes it too: it lies below). It is not in the ledger: a delivery would
 // be an unknown ID.
 func cancelACopiedRecord(t *testing.T, ctx context.Context, e *env, addr string, off int64) {
 	t.Helper()
@@ -135,9 +138,11 @@ func cancelACopiedRecord(t *testing.T, ctx context.Context, e *env, addr string,
 // inspect by its ID names a copy forward (the original, deleted by
 // retention soon, is no longer the message) and then a second one (a
 // copy of the copy: by then the first copy's record, which tied it to the
-// original offset, has been read back and pruned), and cancels it by its
-// original ID: the cancel must reach the latest copy, which is then never
-// delivered (it is not in the ledger: a delivery would be an unknown ID).
+// original offset, has been read back and pruned), deletes its original
+// as retention would (deleteOriginal), and cancels it by its original ID:
+// the cancel must reach the latest copy, which is then never delivered
+// (it is not in the ledger: a delivery would be an unknown ID), and
+// inspect by that ID must then say cancelled, not 404.
 func cancelACopiedMessage(t *testing.T, ctx context.Context, e *env, addr string) {
 	t.Helper()
 	cl := client.New("http://"+addr, client.WithToken(""))
@@ -153,11 +158,68 @@ func cancelACopiedMessage(t *testing.T, ctx context.Context, e *env, addr string
 	if in.ID != r.ID || in.State != "pending" || in.Due != r.Due {
 		t.Fatalf("inspect of a copied message: %+v; want id %s, pending, due %d", in, r.ID, r.Due)
 	}
+	deleteOriginal(t, ctx, e, "http://"+addr+"/v1/messages/"+r.ID)
+	if in = inspect(); in.ID != r.ID || in.State != "pending" || in.CopyID == "" {
+		t.Fatalf("inspect of a copied message whose original retention deleted: %+v; want id %s, pending, with its copy's ID", in, r.ID)
+	}
 	if err := cl.Cancel(ctx, r.ID); err != nil {
 		t.Fatalf("cancel %s by its original ID after it was copied: %v", r.ID, err)
 	}
 	if in := inspect(); in.State != "cancelled" || in.CopyID == "" {
 		t.Fatalf("inspect %s after its cancel: %+v; want cancelled, with its copy's ID", r.ID, in)
+	}
+}
+
+// deleteOriginal does to the message inspected at url (a copied one,
+// still pending) what the delay topic's retention does to its original
+// record. This test's retention.ms allows that after 4 s, but the broker
+// deletes only when its retention check runs (by Kafka's defaults 30 s
+// after it starts, then every 5 minutes), so a run met it only now and
+// then, and failed with a 404 from inspect or cancel by the original ID.
+// It deletes the partition's records up to and including the original,
+// once the group's committed offset is past it (so every record it
+// deletes is resolved, as retention would find them after copy-forward).
+// The message keeps its ID: inspect, cancel and reschedule by it must
+// still follow its copies.
+func deleteOriginal(t *testing.T, ctx context.Context, e *env, url string) {
+	t.Helper()
+	in := inspectKafka(t, ctx, url)
+	p, o, err := kafkahttp.ParseID(in.ID)
+	if err != nil {
+		t.Fatalf("inspect answered ID %q: %v", in.ID, err)
+	}
+	for in.CommittedOffset <= o {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the group's committed offset stays at %d, not past %s", in.CommittedOffset, in.ID)
+		case <-time.After(100 * time.Millisecond):
+		}
+		in = inspectKafka(t, ctx, url)
+	}
+	to := kadm.Offsets{}
+	to.Add(kadm.Offset{Topic: e.delay, Partition: p, At: o + 1})
+	rs, err := kadm.NewClient(e.cl).DeleteRecords(ctx, to)
+	if err == nil {
+		err = rs.Error()
+	}
+	if err != nil {
+		t.Fatalf("delete the records of %s/%d below %d: %v", e.delay, p, o+1, err)
+	}
+}
+
+// inspectDelivered inspects c0, the first record of the delay topic
+// (offset 0), after its delivery: it was copied forward and its original
+// deleted (deleteOriginal deletes the records below the HTTP message's,
+// c0's among them), so inspect reaches it through a copy, and its forward
+// names the original's position, not the copy's. Delivered, it must read
+// as visible, not as cancelled.
+func inspectDelivered(t *testing.T, addr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	in := inspectKafka(t, ctx, "http://"+addr+"/v1/messages/k:0:0")
+	if in.Key != "c0" || in.State != "visible" || in.CopyID == "" {
+		t.Errorf("inspect k:0:0 (c0, copied forward, its original deleted, then delivered): %+v; want key c0, visible, with a copy's ID", in)
 	}
 }
 

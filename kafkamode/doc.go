@@ -265,7 +265,10 @@
 // delay record carries is dropped from its forward and its copies. A cancel by key still finds the copy (same
 // key, same partition, lower offset than the cancel), and so does a cancel
 // by offset naming the original's offset: the copy's entry knows it
-// (entry.back, deferral.go).
+// (entry.back, deferral.go). The Locator (inspect, and the HTTP API's
+// cancel and reschedule) follows the original's ID to the latest copy,
+// also once retention has deleted the original: then the earliest copy
+// still in the partition stands for it (locatecopy.go).
 //
 // # Caveats
 //

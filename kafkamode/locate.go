@@ -114,11 +114,11 @@ func (l *Locator) locateAt(ctx context.Context, partition int32, offset int64, s
 		return loc, fmt.Errorf("%w: partition %d of %s ends at offset %d (committed records), before %d",
 			ErrNoMessage, partition, l.cfg.DelayTopic, eo.Offset, offset)
 	case offset < so.Offset:
-		return loc, fmt.Errorf("%w: offset %d of partition %d was deleted by the delay topic's retention (it starts at %d)",
-			ErrNoMessage, offset, partition, so.Offset)
+		return loc, fmt.Errorf("%w: offset %d of partition %d was %w (it starts at %d)",
+			ErrNoMessage, offset, partition, errDeleted, so.Offset)
 	}
 	if loc.Record, err = l.readAt(ctx, partition, offset); err != nil {
-		return loc, err
+		return loc, l.deletedMeanwhile(ctx, partition, offset, err)
 	}
 	r := loc.Record
 	if _, isCancel, _ := parseCancel(r); isCancel && !hasScheduleHeaders(r) {
