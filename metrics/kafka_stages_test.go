@@ -3,7 +3,7 @@ package metrics
 import (
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/hourglass-mq/hourglass/internal/promtest"
 )
 
 // TestKafkaStagesCollector: each stage and request kind is its own
@@ -15,9 +15,7 @@ func TestKafkaStagesCollector(t *testing.T) {
 	s.Settle.Observe(0.002)
 	s.Settle.Observe(0.003)
 	s.Heartbeat.Observe(0.0002)
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(NewKafkaStagesCollector(w))
-	got := gatherValues(t, reg)
+	got := promtest.Values(t, NewKafkaStagesCollector(w))
 	want := map[string]float64{
 		"hourglass_kafka_transaction_stage_seconds/wait":        1,
 		"hourglass_kafka_transaction_stage_seconds/flush":       0,

@@ -3,8 +3,7 @@ package metrics
 import (
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-
+	"github.com/hourglass-mq/hourglass/internal/promtest"
 	"github.com/hourglass-mq/hourglass/kafkamode"
 )
 
@@ -21,9 +20,7 @@ func TestKafkaCollectorFollowsTheWorker(t *testing.T) {
 	st.Spilled.Store(7)
 	st.SpillErrors.Add(3)
 	st.FencedDeparted.Add(4)
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(NewKafkaCollector(w))
-	got := gatherValues(t, reg)
+	got := promtest.Values(t, NewKafkaCollector(w))
 	want := map[string]float64{
 		"hourglass_kafka_forwarded_total":              5,
 		"hourglass_kafka_transactions_total/committed": 2,
@@ -38,34 +35,6 @@ func TestKafkaCollectorFollowsTheWorker(t *testing.T) {
 			t.Errorf("%s = %v, want %v (all: %v)", k, got[k], v, got)
 		}
 	}
-}
-
-// gatherValues gathers reg into a map from "name/label values..." to the
-// series' value (a histogram's: its sample count).
-func gatherValues(t *testing.T, reg *prometheus.Registry) map[string]float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]float64{}
-	for _, mf := range mfs {
-		for _, m := range mf.Metric {
-			key := mf.GetName()
-			for _, l := range m.Label {
-				key += "/" + l.GetValue()
-			}
-			switch {
-			case m.Counter != nil:
-				got[key] = m.Counter.GetValue()
-			case m.Histogram != nil:
-				got[key] = float64(m.Histogram.GetSampleCount())
-			case m.Gauge != nil:
-				got[key] = m.Gauge.GetValue()
-			}
-		}
-	}
-	return got
 }
 
 // idleWorker returns a Kafka mode worker that is never run: its counters

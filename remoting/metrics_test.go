@@ -7,51 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
+	"github.com/hourglass-mq/hourglass/internal/promtest"
 )
-
-// gathered reads the adapter's metrics as name{label=value,...} -> value
-// (a histogram's by its sample count).
-func gathered(t *testing.T, s *Server) map[string]float64 {
-	t.Helper()
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(s.Collector())
-	fams, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]float64{}
-	for _, f := range fams {
-		for _, m := range f.GetMetric() {
-			key := f.GetName()
-			for i, l := range m.GetLabel() {
-				sep := ","
-				if i == 0 {
-					sep = "{"
-				}
-				key += sep + l.GetName() + "=" + l.GetValue()
-			}
-			if len(m.GetLabel()) > 0 {
-				key += "}"
-			}
-			out[key] = value(f.GetType(), m)
-		}
-	}
-	return out
-}
-
-func value(typ dto.MetricType, m *dto.Metric) float64 {
-	switch typ {
-	case dto.MetricType_COUNTER:
-		return m.GetCounter().GetValue()
-	case dto.MetricType_GAUGE:
-		return m.GetGauge().GetValue()
-	case dto.MetricType_HISTOGRAM:
-		return float64(m.GetHistogram().GetSampleCount())
-	}
-	return -1
-}
 
 // waitMetric waits until the metric key reaches want (a handler counts a
 // one-way request, and a connection is dropped, after the client can see
@@ -60,12 +17,12 @@ func waitMetric(t *testing.T, s *Server, key string, want float64) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		got := gathered(t, s)[key]
+		got := promtest.Values(t, s.Collector())[key]
 		if got == want {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s = %v, want %v; all: %v", key, got, want, gathered(t, s))
+			t.Fatalf("%s = %v, want %v; all: %v", key, got, want, promtest.Values(t, s.Collector()))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -101,16 +58,16 @@ func TestMetrics(t *testing.T) {
 	if _, err := nc.Write(out); err != nil {
 		t.Fatal(err)
 	}
-	waitMetric(t, b.srv, "hourglass_remoting_requests_total{code=ONEWAY,request=GET_BROKER_CLUSTER_INFO}", 1)
-	m := gathered(t, b.srv)
+	waitMetric(t, b.srv, "hourglass_remoting_requests_total/ONEWAY/GET_BROKER_CLUSTER_INFO", 1)
+	m := promtest.Values(t, b.srv.Collector())
 	for key, want := range map[string]float64{
-		"hourglass_remoting_requests_total{code=SUCCESS,request=GET_BROKER_CLUSTER_INFO}":        1,
-		"hourglass_remoting_requests_total{code=REQUEST_CODE_NOT_SUPPORTED,request=unsupported}": 2,
-		"hourglass_remoting_requests_total{code=INVALID_PARAMETER,request=QUERY_MESSAGE}":        1,
-		"hourglass_remoting_request_seconds{request=GET_BROKER_CLUSTER_INFO}":                    2,
-		"hourglass_remoting_request_seconds{request=unsupported}":                                2,
-		"hourglass_remoting_connections":                                                         1,
-		"hourglass_remoting_connections_closed_total{reason=" + closeMalformed + "}":             0,
+		"hourglass_remoting_requests_total/SUCCESS/GET_BROKER_CLUSTER_INFO":        1,
+		"hourglass_remoting_requests_total/REQUEST_CODE_NOT_SUPPORTED/unsupported": 2,
+		"hourglass_remoting_requests_total/INVALID_PARAMETER/QUERY_MESSAGE":        1,
+		"hourglass_remoting_request_seconds/GET_BROKER_CLUSTER_INFO":               2,
+		"hourglass_remoting_request_seconds/unsupported":                           2,
+		"hourglass_remoting_connections":                                           1,
+		"hourglass_remoting_connections_closed_total/" + closeMalformed:            0,
 	} {
 		if m[key] != want {
 			t.Errorf("%s = %v, want %v; all: %v", key, m[key], want, m)
@@ -132,7 +89,7 @@ func TestMetrics(t *testing.T) {
 	if _, err := io.ReadAll(bad); err != nil {
 		t.Fatalf("reading until the broker closes: %v", err)
 	}
-	waitMetric(t, b.srv, "hourglass_remoting_connections_closed_total{reason="+closeMalformed+"}", 1)
+	waitMetric(t, b.srv, "hourglass_remoting_connections_closed_total/"+closeMalformed, 1)
 	nc.Close()
 	waitMetric(t, b.srv, "hourglass_remoting_connections", 0)
 }
