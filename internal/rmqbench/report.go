@@ -55,23 +55,21 @@ type metric struct {
 	get  func(r report) (float64, bool)
 }
 
-func spreadOf(f func(*phaseResult) float64) func(report) (float64, bool) {
+// phaseOf reads a figure of the phase ph picks (false when the report
+// lacks that phase).
+func phaseOf(ph func(report) *phaseResult, f func(*phaseResult) float64) func(report) (float64, bool) {
 	return func(r report) (float64, bool) {
-		if r.Spread == nil {
+		x := ph(r)
+		if x == nil {
 			return 0, false
 		}
-		return f(r.Spread), true
+		return f(x), true
 	}
 }
 
-func herdOf(f func(*phaseResult) float64) func(report) (float64, bool) {
-	return func(r report) (float64, bool) {
-		if r.Herd == nil {
-			return 0, false
-		}
-		return f(r.Herd), true
-	}
-}
+func spreadOf(f func(*phaseResult) float64) func(report) (float64, bool) { return phaseOf(spreadPh, f) }
+func herdOf(f func(*phaseResult) float64) func(report) (float64, bool)   { return phaseOf(herdPh, f) }
+func pacedOf(f func(*phaseResult) float64) func(report) (float64, bool)  { return phaseOf(pacedPh, f) }
 
 // brokerOf reads a broker-side figure of a phase, where there is one.
 func brokerOf(ph func(report) *phaseResult, f func(*brokerLateness) float64) func(report) (float64, bool) {
@@ -98,16 +96,6 @@ func latenessOf(ph func(report) *phaseResult, l func(*phaseResult) *benchreport.
 func spreadPh(r report) *phaseResult { return r.Spread }
 func herdPh(r report) *phaseResult   { return r.Herd }
 func pacedPh(r report) *phaseResult  { return r.Paced }
-
-// pacedOf reads a figure of the paced phase, where the report has one.
-func pacedOf(f func(*phaseResult) float64) func(report) (float64, bool) {
-	return func(r report) (float64, bool) {
-		if r.Paced == nil {
-			return 0, false
-		}
-		return f(r.Paced), true
-	}
-}
 
 func fromStore(x *phaseResult) *benchreport.Lateness  { return x.LatenessFromStore }
 func fromAck(x *phaseResult) *benchreport.Lateness    { return x.LatenessFromAck }
