@@ -24,10 +24,7 @@ func (s *Server) permit(c *conn, req *Command) error {
 	allowed := true
 	switch req.Code {
 	case codeSendMessage, codeSendMessageV2, codeSendBatchMessage:
-		topic := ext["topic"]
-		if topic == "" {
-			topic = ext["b"]
-		}
+		topic := sendTopic(req)
 		if g, ok := internalGroup(topic); ok {
 			a, res, allowed = access.Receive, "*/"+g, p.ConsumesGroup(g)
 		} else {

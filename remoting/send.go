@@ -71,12 +71,30 @@ type sendHeader struct {
 	transactionSet bool
 }
 
-func readSendHeader(req *Command) (sendHeader, error) {
+// sendFields reads a send request's fields by the names it uses: a
+// SEND_MESSAGE_V2 (and a batch that names its topic only by "b") by the
+// short names first. Whatever checks a send's topic (its permission, the
+// system topics) reads it through sendFields, as the send does: a
+// request carrying both "topic" and "b" must not be checked for one and
+// stored in the other.
+func sendFields(req *Command) fields {
 	ext := req.ExtFields
-	f := &fields{m: ext}
+	f := fields{m: ext}
 	if req.Code == codeSendMessageV2 || (req.Code == codeSendBatchMessage && ext["b"] != "" && ext["topic"] == "") {
 		f.short = v2Short
 	}
+	return f
+}
+
+// sendTopic is the topic a send request stores its messages in.
+func sendTopic(req *Command) string {
+	f := sendFields(req)
+	return f.opt("topic")
+}
+
+func readSendHeader(req *Command) (sendHeader, error) {
+	sf := sendFields(req)
+	f := &sf
 	h := sendHeader{group: f.opt("producerGroup")}
 	h.topic, h.queue = f.queue()
 	h.sysFlag = f.optInt32("sysFlag", 0)

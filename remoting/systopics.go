@@ -12,7 +12,9 @@ import "fmt"
 // one queue.
 var (
 	// noSendTopics answer NO_PERMISSION to a send, as RocketMQ does.
-	noSendTopics = map[string]bool{"SCHEDULE_TOPIC_XXXX": true, halfTopic: true, opTopic: true,
+	// (The transaction topics, refused to every request, are in
+	// brokerOnlyTopics.)
+	noSendTopics = map[string]bool{"SCHEDULE_TOPIC_XXXX": true,
 		"TRANS_CHECK_MAX_TIME_TOPIC": true, "SELF_TEST_TOPIC": true, "OFFSET_MOVED_EVENT": true}
 	// reservedWordTopics answer SYSTEM_ERROR to a send, as RocketMQ does.
 	reservedWordTopics = map[string]bool{"TBW102": true}
@@ -23,12 +25,15 @@ var (
 )
 
 // systemTopicRefusal answers a request that names a system topic a
-// client may not use that way; nil for any other. A send's topic is
-// "topic", or "b" in SEND_MESSAGE_V2's short names.
+// client may not use that way; nil for any other. A send's topic is read
+// as the send reads it (sendTopic).
 func systemTopicRefusal(req *Command) *Command {
-	topic, ok := req.ExtFields["topic"]
-	if !ok {
-		topic = req.ExtFields["b"]
+	var topic string
+	switch req.Code {
+	case codeSendMessage, codeSendMessageV2, codeSendBatchMessage:
+		topic = sendTopic(req)
+	default:
+		topic = req.ExtFields["topic"]
 	}
 	if topic == "" {
 		return nil

@@ -61,3 +61,45 @@ func TestSystemTopicsRefused(t *testing.T) {
 		t.Fatalf("half topic: %+v %v, want the one half message", st, err)
 	}
 }
+
+// TestSendTopicReadOnce: a send carrying both "topic" and "b" (or a batch
+// naming its topic only by "b") is checked for the topic it is stored in:
+// the system-topic refusal and the access check read a send's topic as
+// the send does, so neither can be shown one topic while the messages go
+// to another.
+func TestSendTopicReadOnce(t *testing.T) {
+	b := startTest(t, nil)
+	v2 := &Command{Code: codeSendMessageV2, Body: []byte("x"), ExtFields: map[string]string{"a": "p",
+		"topic": "orders", "b": halfTopic, "e": "0"}}
+	if resp := b.request(t, v2); resp.Code != respNoPermission {
+		t.Errorf("V2 send with topic orders and b %s: %d %q, want NO_PERMISSION", halfTopic, resp.Code, resp.Remark)
+	}
+	batch := &Command{Code: codeSendBatchMessage, Body: []byte("x"), ExtFields: map[string]string{
+		"producerGroup": "p", "topic": "", "b": opTopic, "queueId": "0"}}
+	if resp := b.request(t, batch); resp.Code != respNoPermission {
+		t.Errorf("batch naming %s by b: %d %q, want NO_PERMISSION", opTopic, resp.Code, resp.Remark)
+	}
+	for _, topic := range []string{halfTopic, opTopic} {
+		if _, _, ok := b.eng.TopicKind(topic); ok {
+			t.Errorf("a refused send created %s", topic)
+		}
+	}
+
+	// Under access control: "producer" may send to orders only. Naming
+	// orders in "topic" and invoices in "b" is refused, and invoices gets
+	// nothing; naming orders in "b" is allowed.
+	a, secrets, ca, _, _ := accessBroker(t)
+	v2send := func(ext map[string]string) *Command {
+		c := &Command{Code: codeSendMessageV2, Body: []byte("x"), ExtFields: ext}
+		return tlsRequest(t, a, ca, nil, signAs(c, "producer", secrets["producer"]))
+	}
+	if resp := v2send(map[string]string{"a": "p", "topic": "orders", "b": "invoices", "e": "0"}); resp.Code != respNoPermission {
+		t.Errorf("V2 send with topic orders and b invoices: %d %q, want NO_PERMISSION", resp.Code, resp.Remark)
+	}
+	if _, err := a.eng.DescribeTopic("invoices"); err == nil {
+		t.Errorf("a refused send reached invoices")
+	}
+	if resp := v2send(map[string]string{"a": "p", "b": "orders", "e": "0"}); resp.Code != respSuccess {
+		t.Errorf("V2 send to orders: %d %q, want SUCCESS", resp.Code, resp.Remark)
+	}
+}
