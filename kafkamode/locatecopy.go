@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -123,7 +122,7 @@ func (l *Locator) locateFirst(ctx context.Context, partition int32, offset int64
 // every copy of the message first sent at (partition, offset): copies of
 // copies keep naming that first position (Worker.output).
 func (l *Locator) originOf(partition int32, offset int64) []byte {
-	return []byte(l.cfg.DelayTopic + "/" + strconv.Itoa(int(partition)) + "/" + strconv.FormatInt(offset, 10))
+	return markerKey(l.cfg.DelayTopic, partition, offset)
 }
 
 // earliestCopy finds the first record still in partition whose
@@ -137,7 +136,7 @@ func (l *Locator) originOf(partition int32, offset int64) []byte {
 func (l *Locator) earliestCopy(ctx context.Context, partition int32, offset int64) (copyAt int64, found bool, err error) {
 	origin := l.originOf(partition, offset)
 	err = l.scan(ctx, l.cfg.DelayTopic, map[int32]int64{partition: offset + 1}, MaxForwardSearch, func(r *kgo.Record) bool {
-		if namesOrigin(r, origin) {
+		if hasHeader(r, HeaderCopiedFrom, origin) {
 			copyAt, found = r.Offset, true
 			return false
 		}
@@ -149,14 +148,31 @@ func (l *Locator) earliestCopy(ctx context.Context, partition int32, offset int6
 	return copyAt, found, err
 }
 
-// namesOrigin reports whether r's hourglass-copied-from is origin.
-func namesOrigin(r *kgo.Record, origin []byte) bool {
+// hasHeader reports whether r has a header key of value v.
+func hasHeader(r *kgo.Record, key string, v []byte) bool {
 	for _, h := range r.Headers {
-		if h.Key == HeaderCopiedFrom && bytes.Equal(h.Value, origin) {
+		if h.Key == key && bytes.Equal(h.Value, v) {
 			return true
 		}
 	}
 	return false
+}
+
+// copiedFrom is r's hourglass-copied-from (the last, if several), the
+// position its message was first sent at when r is a copy forward.
+func copiedFrom(r *kgo.Record) (origin []byte, ok bool) {
+	for _, h := range r.Headers {
+		if h.Key == HeaderCopiedFrom {
+			origin, ok = h.Value, true
+		}
+	}
+	return origin, ok
+}
+
+// sameMessage reports whether r carries m's key and value, as a copy
+// forward of m and the forward of such a copy do.
+func sameMessage(r, m *kgo.Record) bool {
+	return bytes.Equal(r.Key, m.Key) && bytes.Equal(r.Value, m.Value)
 }
 
 // latestCopy finds the latest copy forward of loc's message in its
@@ -167,13 +183,11 @@ func namesOrigin(r *kgo.Record, origin []byte) bool {
 // beyond that it reports none.
 func (l *Locator) latestCopy(ctx context.Context, loc Location) (offset int64, found bool, err error) {
 	origin := l.originOf(loc.Partition, loc.Offset)
-	for _, h := range loc.Record.Headers {
-		if h.Key == HeaderCopiedFrom {
-			origin = h.Value
-		}
+	if v, ok := copiedFrom(loc.Record); ok {
+		origin = v
 	}
 	err = l.scan(ctx, l.cfg.DelayTopic, map[int32]int64{loc.Partition: loc.Offset + 1}, MaxForwardSearch, func(r *kgo.Record) bool {
-		if bytes.Equal(r.Key, loc.Record.Key) && bytes.Equal(r.Value, loc.Record.Value) && namesOrigin(r, origin) {
+		if sameMessage(r, loc.Record) && hasHeader(r, HeaderCopiedFrom, origin) {
 			offset, found = r.Offset, true
 		}
 		return true
@@ -201,23 +215,9 @@ func (l *Locator) latestCopy(ctx context.Context, loc Location) (offset int64, f
 // loc's headers say.
 func (l *Locator) isForwardOf(loc Location) func(*kgo.Record) bool {
 	own := l.originOf(loc.Partition, loc.Offset)
-	var first []byte
-	for _, h := range loc.Record.Headers {
-		if h.Key == HeaderCopiedFrom {
-			first = h.Value
-		}
-	}
+	first, _ := copiedFrom(loc.Record)
 	return func(r *kgo.Record) bool {
-		for _, h := range r.Headers {
-			switch {
-			case h.Key != HeaderSource:
-			case bytes.Equal(h.Value, own):
-				return true
-			case first != nil && bytes.Equal(h.Value, first) &&
-				bytes.Equal(r.Key, loc.Record.Key) && bytes.Equal(r.Value, loc.Record.Value):
-				return true
-			}
-		}
-		return false
+		return hasHeader(r, HeaderSource, own) ||
+			first != nil && sameMessage(r, loc.Record) && hasHeader(r, HeaderSource, first)
 	}
 }
