@@ -5,7 +5,6 @@ import (
 	"maps"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/hourglass-mq/hourglass/engine"
 	"github.com/hourglass-mq/hourglass/message"
@@ -65,15 +64,10 @@ func (s *Server) sendBack(c *conn, req *Command) *Command {
 		if level == 0 {
 			level = 3 + times
 		}
-		level = min(level, len(s.opts.Limits.DelayLevels))
-		w = message.When{Delay: s.opts.Limits.DelayLevels[level-1] + time.Millisecond} // as a send's level
+		// As a send's level (a retried timer message loses its timer
+		// properties).
 		props[propDelay] = strconv.Itoa(level)
-		props[propRealTopic], props[propRealQueueID] = out.Topic, "0"
-		// A delay level removes the timer properties, as a send's does
-		// (a retried timer message carried them on).
-		delete(props, propTimerDelaySec)
-		delete(props, propTimerDelayMs)
-		delete(props, propTimerDeliverMs)
+		w = s.levelWhen(props, level, out.Topic, 0)
 	}
 	reqs := []engine.SendRequest{{Message: out, When: w, SystemProperties: systemOf(props)}}
 	if _, ok := s.storedElsewhere(reqs, retryPrefix+group); ok {

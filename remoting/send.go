@@ -325,6 +325,26 @@ func (s *Server) toEngine(h sendHeader, it batchItem, now int64) (engine.SendReq
 // else RocketMQ 5's timer properties, TIMER_DELAY_SEC first, then
 // TIMER_DELAY_MS, then TIMER_DELIVER_MS. It adds the properties RocketMQ
 // adds: REAL_TOPIC, REAL_QID, and TIMER_OUT_MS for a timer.
+// levelWhen is when a message at delay level level (> 0) is due, and
+// sets in props what such a message carries, as RocketMQ's broker does: a
+// level above the table is the last one, and DELAY then says so; the
+// message's own topic and queue in REAL_TOPIC and REAL_QID; no timer
+// properties, which a level removes. A send's level and a retry's
+// (sendBack) are the same rule.
+func (s *Server) levelWhen(props map[string]string, level int, topic string, queue int) message.When {
+	delete(props, propTimerDelaySec)
+	delete(props, propTimerDelayMs)
+	delete(props, propTimerDeliverMs)
+	props[propRealTopic], props[propRealQueueID] = topic, strconv.Itoa(queue)
+	if n := len(s.opts.Limits.DelayLevels); level > n {
+		level, props[propDelay] = n, strconv.Itoa(n)
+	}
+	// The broker's clock counts whole milliseconds, so the send happened
+	// up to 1 ms after the instant it reads: 1 ms more keeps the delivery
+	// from being early by that fraction.
+	return message.When{Delay: s.opts.Limits.DelayLevels[level-1] + time.Millisecond}
+}
+
 func (s *Server) when(props map[string]string, h sendHeader, now int64) (message.When, error) {
 	if v, ok := props[propDelay]; ok && v != "" {
 		level, err := strconv.Atoi(v)
@@ -332,19 +352,7 @@ func (s *Server) when(props map[string]string, h sendHeader, now int64) (message
 			return message.When{}, fmt.Errorf("property DELAY is %q, not a delay level", v)
 		}
 		if level > 0 {
-			delete(props, propTimerDelaySec)
-			delete(props, propTimerDelayMs)
-			delete(props, propTimerDeliverMs)
-			props[propRealTopic], props[propRealQueueID] = h.topic, strconv.Itoa(h.queue)
-			if n := len(s.opts.Limits.DelayLevels); level > n {
-				// The last level, and the message says so, as
-				// RocketMQ's broker sets it.
-				level, props[propDelay] = n, strconv.Itoa(n)
-			}
-			// The broker's clock counts whole milliseconds, so the send
-			// happened up to 1 ms after the instant it reads: 1 ms more
-			// keeps the delivery from being early by that fraction.
-			return message.When{Delay: s.opts.Limits.DelayLevels[level-1] + time.Millisecond}, nil
+			return s.levelWhen(props, level, h.topic, h.queue), nil
 		}
 	}
 	var w message.When
