@@ -132,13 +132,17 @@ func (f *fields) bool(name string) bool {
 }
 
 // queue reads a topic and queue ID and checks both.
+// maxQueueID bounds the queue IDs a request may name: above any queue
+// count a topic can have, and small enough for an int everywhere.
+const maxQueueID = 1 << 16
+
 func (f *fields) queue() (string, int) {
 	topic := f.str("topic")
 	q := f.int64("queueId")
 	if f.err == nil {
 		if err := message.ValidateTopic(topic); err != nil {
 			f.err = err
-		} else if q < 0 || q > 1<<16 {
+		} else if q < 0 || q > maxQueueID {
 			f.err = fmt.Errorf("queueId %d is out of range", q)
 		}
 	}

@@ -180,7 +180,7 @@ func checkLockQueues(b *lockBody) error {
 		if err := checkTopic(mq.Topic); err != nil {
 			return err
 		}
-		if mq.QueueID < 0 || mq.QueueID > 1<<16 {
+		if mq.QueueID < 0 || mq.QueueID > maxQueueID {
 			return fmt.Errorf("queueId %d of topic %q is out of range", mq.QueueID, mq.Topic)
 		}
 	}
