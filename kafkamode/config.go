@@ -153,14 +153,15 @@ func (c Config) withDefaults() (Config, error) {
 	if c.WorkerID == "" {
 		return c, errors.New("kafka mode: the worker ID must not be empty")
 	}
-	for name, v := range map[string]string{"group": c.Group, "worker ID": c.WorkerID} {
-		if err := plainName(v); err != nil {
-			return c, fmt.Errorf("kafka mode: the %s %s", name, err)
-		}
+	if err := plainName(c.Group); err != nil {
+		return c, fmt.Errorf("kafka mode: the group %s", err)
 	}
-	if n := len(memberClientID(c.Group+"-"+c.WorkerID, newNonce())); n > maxClientID {
+	if err := plainName(c.WorkerID); err != nil {
+		return c, fmt.Errorf("kafka mode: the worker ID %s", err)
+	}
+	if n := len(c.Group) + len(c.WorkerID); n > maxGroupAndWorkerID {
 		return c, fmt.Errorf("kafka mode: the group and the worker ID are %d bytes together; at most %d: they name the worker's Kafka client (and its transactional ID)",
-			len(c.Group)+len(c.WorkerID), len(c.Group)+len(c.WorkerID)-n+maxClientID)
+			n, maxGroupAndWorkerID)
 	}
 	if c.Partitions < 1 {
 		return c, fmt.Errorf("kafka mode: partitions %d must be at least 1", c.Partitions)
@@ -219,6 +220,10 @@ func plainName(v string) error {
 // worker's is its transactional ID (group "-" worker ID) and a nonce
 // (memberClientID).
 const maxClientID = 256
+
+// maxGroupAndWorkerID is the longest group and worker ID together whose
+// member client ID (group "-" worker ID "~" nonce) fits maxClientID.
+const maxGroupAndWorkerID = maxClientID - len("-~") - nonceLen
 
 // The delivery modes (Config.Delivery).
 const (
