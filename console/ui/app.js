@@ -667,19 +667,18 @@
   // dialog may have been opened again for the next question, so it answers
   // no only for a question still open when it closed (Escape).
   let confirmResolve = null;
-  let confirmWired = false;
   function settleConfirm(ok) {
     const r = confirmResolve;
     confirmResolve = null;
     if (r) r(ok);
   }
+  function bindConfirm() {
+    const d = $("#confirm");
+    d.querySelector("form").addEventListener("submit", (ev) => settleConfirm(!!ev.submitter && ev.submitter.value === "ok"));
+    d.addEventListener("close", () => { if (!d.open) settleConfirm(false); });
+  }
   function confirmAction(text, okLabel) {
     const d = $("#confirm");
-    if (!confirmWired) {
-      confirmWired = true;
-      d.querySelector("form").addEventListener("submit", (ev) => settleConfirm(!!ev.submitter && ev.submitter.value === "ok"));
-      d.addEventListener("close", () => { if (!d.open) settleConfirm(false); });
-    }
     settleConfirm(false); // a question still waiting is answered no
     setText("#confirm-text", text);
     setText("#confirm-ok", okLabel);
@@ -910,6 +909,7 @@
     $("#fc-topic").addEventListener("change", () => refreshForecast().catch((e) => setText("#fc-summary", "forecast failed: " + e.message)));
     $("#fc-log").addEventListener("change", () => refreshForecast().catch((e) => setText("#fc-summary", "forecast failed: " + e.message)));
     bindGroupAdmin();
+    bindConfirm();
     $("#find-id").addEventListener("submit", findByID);
     $("#find-key").addEventListener("submit", findByKey);
     $("#msg-cancel").addEventListener("click", cancelShown);
