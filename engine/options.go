@@ -63,6 +63,9 @@ func (p FlushPolicy) logPolicy() commitlog.FlushPolicy {
 // DefaultMaxBatch is MaxBatch when it is not set.
 const DefaultMaxBatch = 1000
 
+// DefaultMaxGroups is MaxGroups when it is not set.
+const DefaultMaxGroups = 10000
+
 // Options configure an Engine. The zero value of every field means its
 // default, so NewOptions() and Options{Dir: d} behave the same.
 type Options struct {
@@ -219,7 +222,7 @@ func (o *Options) setDefaults() {
 		o.MaxTopics = 10000
 	}
 	if o.MaxGroups == 0 {
-		o.MaxGroups = 10000
+		o.MaxGroups = DefaultMaxGroups
 	}
 	if o.MaxBatch == 0 {
 		o.MaxBatch = DefaultMaxBatch

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/hourglass-mq/hourglass/engine"
 	"github.com/hourglass-mq/hourglass/message"
 )
 
@@ -170,7 +171,7 @@ func (st *offsetStore) set(k offsetKey, off int64) (uint64, error) {
 // many groups as hourglass's own -max-groups allows by default, and at
 // most maxOffsets offsets in all. An offset past either is refused.
 const (
-	maxOffsetGroups = 10000
+	maxOffsetGroups = engine.DefaultMaxGroups
 	maxOffsets      = 1 << 20
 )
 
