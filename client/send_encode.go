@@ -1,7 +1,6 @@
 package client
 
 import (
-	"slices"
 	"strconv"
 
 	"github.com/hourglass-mq/hourglass/api"
@@ -72,20 +71,7 @@ func appendSendMessage(b []byte, m *api.SendMessage) []byte {
 	b = appendString(b, "tag", m.Tag)
 	b = appendString(b, "group", m.Group)
 	if len(m.Properties) > 0 {
-		b = append(member(b, "properties"), '{')
-		keys := make([]string, 0, len(m.Properties))
-		for k := range m.Properties {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for i, k := range keys {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(jsonenc.AppendString(b, k), ':')
-			b = jsonenc.AppendString(b, m.Properties[k])
-		}
-		b = append(b, '}')
+		b = jsonenc.AppendStringMap(member(b, "properties"), m.Properties)
 	}
 	if m.Body != nil {
 		b = jsonenc.AppendString(member(b, "body"), *m.Body)

@@ -109,11 +109,11 @@ func (c *conn) serve() {
 		}
 		c.acquire(len(buf))
 		handlers.Add(1)
-		go func() {
+		c.s.workers.run(func() {
 			defer handlers.Done()
 			defer c.release(len(buf))
 			c.handle(cmd)
-		}()
+		})
 	}
 }
 

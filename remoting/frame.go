@@ -236,23 +236,21 @@ func decodeBinaryHeader(h []byte, lim Limits) (*Command, error) {
 }
 
 // encode renders c as a whole frame, length field first, in c.Serialize.
+// The header is appended in place after the two length fields, which are
+// filled in last: one allocation for the frame.
 func (c *Command) encode() ([]byte, error) {
-	var h []byte
+	out := make([]byte, 8, 8+256+len(c.Body))
 	if c.Serialize == serializeRocketMQ {
-		h = c.binaryHeader()
+		out = append(out, c.binaryHeader()...)
 	} else {
-		var err error
-		if h, err = json.Marshal(c); err != nil {
-			return nil, err
-		}
+		out = appendJSONHeader(out, c)
 	}
-	if len(h) > 0xFFFFFF {
-		return nil, fmt.Errorf("header of %d bytes does not fit a frame", len(h))
+	h := len(out) - 8
+	if h > 0xFFFFFF {
+		return nil, fmt.Errorf("header of %d bytes does not fit a frame", h)
 	}
-	out := make([]byte, 8, 8+len(h)+len(c.Body))
-	binary.BigEndian.PutUint32(out, uint32(4+len(h)+len(c.Body)))
-	binary.BigEndian.PutUint32(out[4:], uint32(c.Serialize)<<24|uint32(len(h)))
-	out = append(out, h...)
+	binary.BigEndian.PutUint32(out, uint32(4+h+len(c.Body)))
+	binary.BigEndian.PutUint32(out[4:], uint32(c.Serialize)<<24|uint32(h))
 	return append(out, c.Body...), nil
 }
 

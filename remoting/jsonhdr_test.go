@@ -3,6 +3,7 @@ package remoting
 import (
 	"encoding/json"
 	"reflect"
+	"strconv"
 	"testing"
 )
 
@@ -71,6 +72,64 @@ func FuzzJSONHeaderFast(f *testing.F) {
 		}
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("%q:\nfast %+v\njson %+v", h, got, want)
+		}
+	})
+}
+
+// encodeCases are responses as the broker writes them, and the strings
+// encoding/json escapes in its own way: HTML characters, U+2028 and
+// U+2029, control bytes, invalid UTF-8, keys that sort by byte.
+var encodeCases = []*Command{
+	{},
+	{Code: 0, Language: "JAVA", Version: brokerVersion, Opaque: 7, Flag: 1,
+		ExtFields: map[string]string{"msgId": "7F000001", "queueId": "0", "queueOffset": "-1", "MSG_REGION": "DefaultRegion", "TRACE_ON": "true"}},
+	{Code: -1, Opaque: -2147483648, Flag: 3, Remark: `topic "a<b>&c" ` + "\u2028\u2029\x00\x1f\x7f\xff" + ` é`, ExtFields: map[string]string{}},
+	{Code: 2147483647, Language: "GO", Remark: "\\\n\r\t\b\f", ExtFields: map[string]string{"b": "", "a": "\x01", "B": "<", "é": "\xed\xa0\x80", "": "empty"}},
+}
+
+// TestJSONHeaderEncode: the header the broker writes is encoding/json's,
+// byte for byte, and a frame carrying it decodes back to the command.
+func TestJSONHeaderEncode(t *testing.T) {
+	many := &Command{Code: 1, ExtFields: map[string]string{}}
+	for i := range 40 { // more keys than appendJSONHeader's inline array
+		many.ExtFields[string(rune('a'+i%26))+strconv.Itoa(i)] = strconv.Itoa(i * i)
+	}
+	for _, c := range append(encodeCases, many) {
+		want, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendJSONHeader(nil, c); string(got) != string(want) {
+			t.Fatalf("header of %+v:\ngot  %s\nwant %s", c, got, want)
+		}
+		c.Body = []byte("body")
+		frame, err := c.encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := decodeFrame(frame[4:], Limits{MaxFrame: 1 << 20, MaxHeader: 1 << 16, MaxExtFields: 64})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if back.Code != c.Code || back.Opaque != c.Opaque || string(back.Body) != "body" || len(back.ExtFields) != len(c.ExtFields) {
+			t.Fatalf("frame of %+v decodes to %+v", c, back)
+		}
+	}
+}
+
+// FuzzJSONHeaderEncode: for any strings, the header is encoding/json's.
+func FuzzJSONHeaderEncode(f *testing.F) {
+	f.Add(int32(0), "", "", "", "")
+	f.Add(int32(310), "JAVA", "remark <&>", "key\u2028", "\xff\x00value")
+	f.Fuzz(func(t *testing.T, code int32, lang, remark, k, v string) {
+		c := &Command{Code: code, Language: lang, Opaque: code ^ 0x5a5a, Flag: 1, Remark: remark,
+			ExtFields: map[string]string{k: v, v: remark}}
+		want, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendJSONHeader([]byte("prefix"), c); string(got) != "prefix"+string(want) {
+			t.Fatalf("got  %s\nwant %s", got[6:], want)
 		}
 	})
 }

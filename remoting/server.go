@@ -113,6 +113,7 @@ type Server struct {
 	metrics *metrics
 
 	done      chan struct{}
+	workers   workers // run the connections' request handlers
 	closeOnce sync.Once
 	// ctx ends with Close: engine calls in flight end with it.
 	ctx    context.Context
@@ -164,6 +165,7 @@ func New(eng *engine.Engine, opts Options) (*Server, error) {
 	s := &Server{eng: eng, opts: opts, log: opts.Logger, offsets: offs, handles: hs,
 		lim:  Limits{MaxFrame: opts.MaxFrame, MaxHeader: opts.Limits.MaxHeaderBytes + 32<<10, MaxExtFields: 64},
 		done: make(chan struct{}), conns: map[*conn]struct{}{}, access: opts.Access, audit: opts.Audit}
+	s.workers.done = s.done
 	if s.access == nil {
 		// A token alone cannot make Open fail: no file is read.
 		s.access, _ = access.Open(access.Options{AuthToken: opts.AccessSecret, Logger: opts.Logger})

@@ -8,6 +8,7 @@ package jsonenc
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"unicode/utf8"
 	"unsafe"
 )
@@ -96,4 +97,26 @@ func AppendString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// AppendStringMap appends m as a JSON object, its keys sorted by byte as
+// encoding/json sorts a map's, each key and value escaped as AppendString
+// does: what encoding/json.Marshal gives for a map[string]string that is
+// not empty (a nil or empty map gives {}).
+func AppendStringMap(b []byte, m map[string]string) []byte {
+	var inline [16]string // headers and properties rarely have more keys
+	keys := inline[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(AppendString(b, k), ':')
+		b = AppendString(b, m[k])
+	}
+	return append(b, '}')
 }

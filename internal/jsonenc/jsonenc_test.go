@@ -32,3 +32,18 @@ func FuzzAppendString(f *testing.F) {
 		}
 	})
 }
+
+// TestAppendStringMapMatchesJSON: a map's object is encoding/json's, its
+// keys in encoding/json's order, with more keys than the inline array.
+func TestAppendStringMapMatchesJSON(t *testing.T) {
+	big := map[string]string{}
+	for i := range 40 {
+		big[strings.Repeat("k", i%7)+string(rune('A'+i))] = strings.Repeat("<v>", i%3)
+	}
+	for _, m := range []map[string]string{{}, {"": ""}, {"b": "1", "a": "2", "B": "\u2028", "é": "\xff", "a<": "&"}, big} {
+		want, _ := json.Marshal(m)
+		if got := AppendStringMap(nil, m); !bytes.Equal(got, want) {
+			t.Errorf("%v:\n got  %s\n want %s", m, got, want)
+		}
+	}
+}
