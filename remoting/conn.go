@@ -12,7 +12,7 @@ import (
 )
 
 // conn is one client connection. Its reader goroutine reads frames and
-// starts a handler goroutine per request; handlers answer through write,
+// hands each request to a handler on the server's workers; handlers answer through write,
 // which serialises and coalesces frames. Memory is bounded: a read
 // buffer of readBufSize, one frame being read, and the frames being handled hold at most budget bytes (the reader waits
 // for handlers to finish before it reads more), and at most maxInflight

@@ -237,9 +237,10 @@ func decodeBinaryHeader(h []byte, lim Limits) (*Command, error) {
 
 // encode renders c as a whole frame, length field first, in c.Serialize.
 // The header is appended in place after the two length fields, which are
-// filled in last: one allocation for the frame.
+// filled in last: one allocation for the frame unless escapes make the
+// header longer than headerEstimate.
 func (c *Command) encode() ([]byte, error) {
-	out := make([]byte, 8, 8+256+len(c.Body))
+	out := make([]byte, 8, 8+c.headerEstimate()+len(c.Body))
 	if c.Serialize == serializeRocketMQ {
 		out = append(out, c.binaryHeader()...)
 	} else {
@@ -252,6 +253,16 @@ func (c *Command) encode() ([]byte, error) {
 	binary.BigEndian.PutUint32(out, uint32(4+h+len(c.Body)))
 	binary.BigEndian.PutUint32(out[4:], uint32(c.Serialize)<<24|uint32(h))
 	return append(out, c.Body...), nil
+}
+
+// headerEstimate is the length of c's header without escapes: its fixed
+// members, the remark, and each extField with its quotes and separators.
+func (c *Command) headerEstimate() int {
+	n := 128 + len(c.Language) + len(c.Remark)
+	for k, v := range c.ExtFields {
+		n += len(k) + len(v) + 8
+	}
+	return n
 }
 
 func (c *Command) binaryHeader() []byte {

@@ -274,6 +274,7 @@ func (s *Server) Close() error {
 		s.mu.Unlock()
 	})
 	s.wg.Wait()
+	s.workers.wait() // the connections' handlers have returned: their workers leave
 	return s.offsets.close()
 }
 

@@ -16,9 +16,11 @@ import (
 // A handler may block for as long as a long poll holds (MaxLongPoll), so
 // workers are never a fixed pool: a request that finds none idle gets a
 // new one, as before. At most maxIdleWorkers wait for work, each at most
-// workerIdle, and all leave when the server closes (done).
+// workerIdle, and all leave when the server closes (done); wait returns
+// once they have.
 type workers struct {
 	done <-chan struct{}
+	live sync.WaitGroup // one per worker goroutine
 	mu   sync.Mutex
 	idle []chan func() // last in, first out: the most recently busy stack is the warmest
 }
@@ -42,12 +44,18 @@ func (w *workers) run(f func()) {
 		return
 	}
 	w.mu.Unlock()
+	w.live.Add(1)
 	go w.loop(f)
 }
+
+// wait returns once every worker has left: after done is closed and the
+// functions running have returned.
+func (w *workers) wait() { w.live.Wait() }
 
 // loop calls f, then waits for the next function until it has waited
 // workerIdle, or the server closes.
 func (w *workers) loop(f func()) {
+	defer w.live.Done()
 	ch := make(chan func(), 1)
 	var t *time.Timer
 	for {

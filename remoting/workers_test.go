@@ -116,3 +116,21 @@ func TestWorkersConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestServerCloseEndsWorkers: the workers that served a broker's requests
+// have all left when its Close returns.
+func TestServerCloseEndsWorkers(t *testing.T) {
+	b := startTest(t, nil)
+	for i := range 3 {
+		if resp := b.request(t, &Command{Code: codeSendMessage, Opaque: int32(i + 1), Body: []byte("x"),
+			ExtFields: map[string]string{"topic": "orders", "queueId": "0"}}); resp.Code != respSuccess {
+			t.Fatalf("send: %d %q", resp.Code, resp.Remark)
+		}
+	}
+	w := &b.srv.workers
+	waitUntil(t, "a worker is idle", func() bool { return w.idleCount() > 0 })
+	b.close(t)
+	if n := w.idleCount(); n != 0 {
+		t.Fatalf("%d workers idle after Close returned", n)
+	}
+}
