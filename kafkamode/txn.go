@@ -128,10 +128,17 @@ func (f *refusals) add(r *kgo.Record, err error) {
 	f.recs[r] = err
 }
 
+// take hands the refusals collected so far to the caller, who reads
+// them without the lock: a promise can still fail after the transaction
+// ended (kgo fails the records of a batch it drops at a stop or an
+// abort), and its add goes to a map of its own, never to the one handed
+// over (a data race a worker built with -race reported at SIGTERM).
 func (f *refusals) take() map[*kgo.Record]error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.recs
+	recs := f.recs
+	f.recs = nil
+	return recs
 }
 
 // permanentProduceError reports whether Kafka refused a record for what it
