@@ -242,7 +242,7 @@ func decodeBinaryHeader(h []byte, lim Limits) (*Command, error) {
 func (c *Command) encode() ([]byte, error) {
 	out := make([]byte, 8, 8+c.headerEstimate()+len(c.Body))
 	if c.Serialize == serializeRocketMQ {
-		out = append(out, c.binaryHeader()...)
+		out = c.appendBinaryHeader(out)
 	} else {
 		out = appendJSONHeader(out, c)
 	}
@@ -265,13 +265,16 @@ func (c *Command) headerEstimate() int {
 	return n
 }
 
-func (c *Command) binaryHeader() []byte {
+// binaryHeader is c's header in the RocketMQ binary encoding.
+func (c *Command) binaryHeader() []byte { return c.appendBinaryHeader(nil) }
+
+// appendBinaryHeader appends c's binary header to b.
+func (c *Command) appendBinaryHeader(b []byte) []byte {
 	keys := make([]string, 0, len(c.ExtFields))
 	for k := range c.ExtFields {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys) // a stable encoding, for tests and captures
-	var b []byte
 	b = binary.BigEndian.AppendUint16(b, uint16(c.Code))
 	b = append(b, 0) // JAVA: what a RocketMQ broker says it is
 	b = binary.BigEndian.AppendUint16(b, uint16(c.Version))
@@ -279,15 +282,16 @@ func (c *Command) binaryHeader() []byte {
 	b = binary.BigEndian.AppendUint32(b, uint32(c.Flag))
 	b = binary.BigEndian.AppendUint32(b, uint32(len(c.Remark)))
 	b = append(b, c.Remark...)
-	var ext []byte
+	at := len(b) // the extFields' length, filled in once they are written
+	b = append(b, 0, 0, 0, 0)
 	for _, k := range keys {
-		ext = binary.BigEndian.AppendUint16(ext, uint16(len(k)))
-		ext = append(ext, k...)
-		ext = binary.BigEndian.AppendUint32(ext, uint32(len(c.ExtFields[k])))
-		ext = append(ext, c.ExtFields[k]...)
+		b = binary.BigEndian.AppendUint16(b, uint16(len(k)))
+		b = append(b, k...)
+		b = binary.BigEndian.AppendUint32(b, uint32(len(c.ExtFields[k])))
+		b = append(b, c.ExtFields[k]...)
 	}
-	b = binary.BigEndian.AppendUint32(b, uint32(len(ext)))
-	return append(b, ext...)
+	binary.BigEndian.PutUint32(b[at:], uint32(len(b)-at-4))
+	return b
 }
 
 // isResponse and isOneway read the flag bits.
