@@ -3,6 +3,7 @@ package remoting
 import (
 	"bufio"
 	"net"
+	"runtime"
 	"sync"
 	"time"
 )
@@ -104,6 +105,19 @@ func (w *frameWriter) write(b []byte) error {
 		// frame among it), then hands over to any that queued meanwhile.
 		w.writing = true
 		w.rounds++
+		// Yield once before taking the queue. The answers to one group
+		// commit's sends are woken together and queued on this P: the
+		// first to get here used to write its frame alone while the
+		// others were still being encoded, and the client then read
+		// about one answer per read syscall and woke its threads for
+		// each. Run first, they queue their frames behind this writer
+		// and go out in this write (0.5 to 0.6 reads an answer in the
+		// remoting bench's sends, against 1.0; docs/benchmarks.md,
+		// rmq-remoting-yield). With nothing else runnable the yield
+		// returns at once.
+		w.mu.Unlock()
+		runtime.Gosched()
+		w.mu.Lock()
 		batch, upto := w.queue, w.queued
 		w.queue = nil
 		w.mu.Unlock()
