@@ -12,10 +12,11 @@ import (
 )
 
 // conn is one client connection. Its reader goroutine reads frames and
-// hands each request to a handler on the server's workers; handlers answer through write,
-// which serialises and coalesces frames. Memory is bounded: a read
-// buffer of readBufSize, one frame being read, and the frames being handled hold at most budget bytes (the reader waits
-// for handlers to finish before it reads more), and at most maxInflight
+// hands each request to a handler on the server's workers; handlers
+// answer through write, which serialises and coalesces frames. Memory is
+// bounded: a read buffer of readBufSize, one frame being read, and the
+// frames being handled hold at most budget bytes (the reader waits for
+// handlers to finish before it reads more), and at most maxInflight
 // of them; of the answers, at most maxPullsAnswering pulls' messages
 // (the largest answers) are being read or wait to be written at once.
 type conn struct {

@@ -265,10 +265,8 @@ func (c *Command) headerEstimate() int {
 	return n
 }
 
-// binaryHeader is c's header in the RocketMQ binary encoding.
-func (c *Command) binaryHeader() []byte { return c.appendBinaryHeader(nil) }
-
-// appendBinaryHeader appends c's binary header to b.
+// appendBinaryHeader appends c's header in the RocketMQ binary encoding
+// to b.
 func (c *Command) appendBinaryHeader(b []byte) []byte {
 	keys := make([]string, 0, len(c.ExtFields))
 	for k := range c.ExtFields {

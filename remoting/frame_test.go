@@ -59,7 +59,7 @@ func TestFrameRefusals(t *testing.T) {
 	for i := 0; i < 65; i++ {
 		manyFields.ExtFields[strings.Repeat("k", i+1)] = "v"
 	}
-	manyBin := manyFields.binaryHeader()
+	manyBin := manyFields.appendBinaryHeader(nil)
 	cases := map[string][]byte{
 		"length over the limit":  binary.BigEndian.AppendUint32(nil, 1<<30),
 		"negative length":        binary.BigEndian.AppendUint32(nil, 0xFFFFFFFF),
