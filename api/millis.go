@@ -26,7 +26,16 @@ func (m Millis) Time() time.Time { return time.UnixMilli(int64(m)) }
 // RFC3339 renders m in RFC 3339, UTC, with milliseconds: the form of
 // every *_time field of a response.
 func (m Millis) RFC3339() string {
-	return m.Time().UTC().Format("2006-01-02T15:04:05.000Z07:00")
+	var b [len(rfc3339Millis)]byte
+	return string(m.AppendRFC3339(b[:0]))
+}
+
+// rfc3339Millis is the layout of RFC3339.
+const rfc3339Millis = "2006-01-02T15:04:05.000Z07:00"
+
+// AppendRFC3339 appends m's RFC3339 form to b.
+func (m Millis) AppendRFC3339(b []byte) []byte {
+	return m.Time().UTC().AppendFormat(b, rfc3339Millis)
 }
 
 // String is RFC3339, or "-" for zero.

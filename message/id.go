@@ -35,7 +35,17 @@ const IDLen = 32
 // String renders the ID as 32 hex digits, position first so that the text
 // sorts like the ID.
 func (id ID) String() string {
-	return fmt.Sprintf("%016x%016x", id.Pos, id.Tag)
+	var b [IDLen]byte
+	return string(id.Append(b[:0]))
+}
+
+// Append appends the ID's text form (String) to b: the form a response
+// writes for each message it names, without a string of its own.
+func (id ID) Append(b []byte) []byte {
+	var raw [16]byte
+	binary.BigEndian.PutUint64(raw[:8], id.Pos)
+	binary.BigEndian.PutUint64(raw[8:], id.Tag)
+	return hex.AppendEncode(b, raw[:])
 }
 
 // ParseID parses the text form of an ID. It checks the form only; whether

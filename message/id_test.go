@@ -1,6 +1,9 @@
 package message
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 func TestSealerTags(t *testing.T) {
 	k1 := make([]byte, SealKeySize)
@@ -43,4 +46,21 @@ func BenchmarkSealerTag(b *testing.B) {
 		x ^= s.Tag(uint64(i), x)
 	}
 	_ = x
+}
+
+// TestIDText: String and Append give 32 lower-case hex digits, the
+// position's first, and ParseID reads them back.
+func TestIDText(t *testing.T) {
+	for _, id := range []ID{{}, {Pos: 1, Tag: 2}, {Pos: 1<<64 - 1, Tag: 0xfedcba9876543210}, {Pos: 0xa0, Tag: 1 << 63}} {
+		want := fmt.Sprintf("%016x%016x", id.Pos, id.Tag)
+		if got := id.String(); got != want {
+			t.Errorf("String of %+v = %q, want %q", id, got, want)
+		}
+		if got := string(id.Append([]byte("x"))); got != "x"+want {
+			t.Errorf("Append of %+v = %q, want %q", id, got, "x"+want)
+		}
+		if back, err := ParseID(want); err != nil || back != id {
+			t.Errorf("ParseID(%q) = %+v, %v; want %+v", want, back, err, id)
+		}
+	}
 }

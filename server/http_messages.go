@@ -75,11 +75,13 @@ func (h *Handler) send(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, err)
 		return
 	}
-	writeReceipts(w, []api.Receipt{receiptOf(rc)}, false)
+	writeReceipts(w, []engine.Receipt{rc}, false)
 }
 
 func (h *Handler) sendBatch(w http.ResponseWriter, r *http.Request) {
-	var in api.BatchRequest
+	pooled := takeBatch()
+	in := api.BatchRequest{Messages: *pooled}
+	defer func() { putBatch(pooled, in.Messages) }()
 	body, err := h.readBody(w, r)
 	if err == nil && !readBatchFast(body, &in) {
 		err = decodeBody(body, &in, false)
@@ -111,11 +113,7 @@ func (h *Handler) sendBatch(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, err)
 		return
 	}
-	out := make([]api.Receipt, len(rcs))
-	for i, rc := range rcs {
-		out[i] = receiptOf(rc)
-	}
-	writeReceipts(w, out, true)
+	writeReceipts(w, rcs, true)
 }
 
 // pathID parses the {id} path value.

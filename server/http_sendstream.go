@@ -206,9 +206,9 @@ func (h *Handler) writeSendAnswers(slots <-chan *sendSlot, out *lineWriter, rc *
 // appendSendAnswer appends one answer line: the receipt, or the refusal.
 func appendSendAnswer(b []byte, slot *sendSlot) []byte {
 	if slot.err == nil {
-		rc := receiptOf(slot.rc)
+		var dues dueTexts
 		b = append(b, `{"receipt":`...)
-		b = appendReceipt(b, &rc)
+		b = dues.appendReceipt(b, &slot.rc)
 		return append(b, "}\n"...)
 	}
 	code, msg := errs.CodeOf(slot.err), slot.err.Error()

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/hourglass-mq/hourglass/api"
+	"github.com/hourglass-mq/hourglass/engine"
+	"github.com/hourglass-mq/hourglass/message"
 )
 
 // sendBodies are messages of the shape producers send (the fast reader
@@ -123,19 +125,29 @@ func FuzzReadSendFast(f *testing.F) {
 // byte for byte what writeJSON (encoding/json) made of it, for strings
 // that need escaping too.
 func TestWriteReceiptsMatchesJSON(t *testing.T) {
-	rcs := []api.Receipt{
-		{ID: "0001HX3K2Z5V9Q7M", Topic: "orders", Queue: 3, Due: 1700000000123, DueTime: "2023-11-14T22:13:20.123Z"},
-		{ID: "x", Topic: `a<b>&"c\` + "\u2028\x01é", Queue: 0, Due: -5, DueTime: "", Duplicate: true},
+	// Dues repeated, alternating and new: the answer reuses the text of
+	// the last due_time only for the same due.
+	rcs := []engine.Receipt{
+		{ID: message.ID{Pos: 1, Tag: 0xfedcba9876543210}, Topic: "orders", Queue: 3, Due: 1700000000123},
+		{ID: message.ID{Pos: 1 << 63, Tag: 7}, Topic: "orders", Queue: 3, Due: 1700000000123},
+		{ID: message.ID{}, Topic: `a<b>&"c\` + "\u2028\x01é", Queue: 0, Due: -5, Duplicate: true},
+		{ID: message.ID{Pos: 2, Tag: 2}, Topic: "orders", Queue: 1, Due: 1700000000123},
+		{ID: message.ID{Pos: 3, Tag: 3}, Topic: "orders", Queue: 1, Due: 1700000000124},
+		{ID: message.ID{Pos: 4, Tag: 4}, Topic: "orders", Queue: 1, Due: 253402300800000}, // year 10000
+	}
+	refs := make([]api.Receipt, len(rcs))
+	for i, rc := range rcs {
+		refs[i] = receiptOf(rc)
 	}
 	for _, batch := range []bool{false, true} {
 		got := httptest.NewRecorder()
 		want := httptest.NewRecorder()
 		if batch {
 			writeReceipts(got, rcs, true)
-			writeJSON(want, 200, api.BatchReceipts{Receipts: rcs})
+			writeJSON(want, 200, api.BatchReceipts{Receipts: refs})
 		} else {
-			writeReceipts(got, rcs[1:], false)
-			writeJSON(want, 200, rcs[1])
+			writeReceipts(got, rcs[2:3], false)
+			writeJSON(want, 200, refs[2])
 		}
 		if !bytes.Equal(got.Body.Bytes(), want.Body.Bytes()) || got.Code != want.Code ||
 			got.Header().Get("Content-Type") != want.Header().Get("Content-Type") {
@@ -143,11 +155,46 @@ func TestWriteReceiptsMatchesJSON(t *testing.T) {
 				want.Code, want.Header().Get("Content-Type"), want.Body)
 		}
 		var back api.BatchReceipts
-		if batch && (json.Unmarshal(got.Body.Bytes(), &back) != nil || !reflect.DeepEqual(back.Receipts, rcs)) {
+		if batch && (json.Unmarshal(got.Body.Bytes(), &back) != nil || !reflect.DeepEqual(back.Receipts, refs)) {
 			t.Errorf("the batch answer does not read back: %s", got.Body)
 		}
 	}
 	if strings.Contains(jsonContentType[0], " ") {
 		t.Fatal("the shared Content-Type was changed")
+	}
+}
+
+// TestBatchBufferReuse: a batch read into a pooled buffer starts from
+// zero messages whatever the buffer held: a body the fast reader refuses
+// halfway leaves what it read cleared, and clearBatch clears the rest.
+func TestBatchBufferReuse(t *testing.T) {
+	p := takeBatch()
+	in := api.BatchRequest{Messages: *p}
+	if readBatchFast([]byte(`{"messages":[{"key":"a","body":"x"},{"key":"b","tag":"\u0041"}]}`), &in) {
+		t.Fatal("the fast reader took an escaped string")
+	}
+	if len(in.Messages) != 0 {
+		t.Fatalf("a refused body left %d messages", len(in.Messages))
+	}
+	for i, m := range in.Messages[:2] {
+		if !reflect.DeepEqual(m, api.SendMessage{}) {
+			t.Fatalf("a refused body left message %d in the buffer: %+v", i, m)
+		}
+	}
+	if !readBatchFast([]byte(`{"messages":[{"body":"y"}]}`), &in) || len(in.Messages) != 1 ||
+		in.Messages[0].Key != "" || in.Messages[0].Body == nil || *in.Messages[0].Body != "y" {
+		t.Fatalf("a batch read after a refused one: %+v", in.Messages)
+	}
+	back := clearBatch(in.Messages)
+	if len(back) != 0 || cap(back) != cap(in.Messages) {
+		t.Fatalf("clearBatch gave %d messages of %d, want 0 of %d", len(back), cap(back), cap(in.Messages))
+	}
+	for i, m := range back[:cap(back)] {
+		if !reflect.DeepEqual(m, api.SendMessage{}) {
+			t.Fatalf("clearBatch left message %d: %+v", i, m)
+		}
+	}
+	if clearBatch(make([]api.SendMessage, 1, maxPooledBatch+1)) != nil {
+		t.Fatal("clearBatch kept a buffer over maxPooledBatch")
 	}
 }
