@@ -72,12 +72,20 @@ const maxErrorBody = 64 << 10
 // connect and close.
 const DefaultIdleConns = 64
 
+// writeBufferSize is the default transport's write buffer per connection:
+// a batch's body fits beside its headers and goes out in one write. With
+// the 4 KiB default, net/http handed the rest of a larger body to the
+// connection's ReadFrom, which copied it through a 32 KiB buffer made
+// for each request.
+const writeBufferSize = 64 << 10
+
 // defaultTransport is shared by the clients built without
 // WithHTTPClient, as http.DefaultTransport would be.
 var defaultTransport = func() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConnsPerHost = DefaultIdleConns
 	t.MaxIdleConns = max(t.MaxIdleConns, DefaultIdleConns)
+	t.WriteBufferSize = writeBufferSize
 	return t
 }()
 

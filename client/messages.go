@@ -44,7 +44,7 @@ func (c *Client) SendBatch(ctx context.Context, topic string, msgs []Message) ([
 		}
 	}
 	var out api.BatchReceipts
-	err := c.doRetry(ctx, http.MethodPost, "/v1"+path("topics", topic, "batch"), batchBody{&in}, batchAnswer{&out}, safe)
+	err := c.doRetry(ctx, http.MethodPost, "/v1"+path("topics", topic, "batch"), batchBody{&in}, batchAnswer{&out, len(msgs)}, safe)
 	return out.Receipts, err
 }
 

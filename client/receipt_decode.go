@@ -22,7 +22,7 @@ type receiptAnswer struct{ r *Receipt }
 func (a receiptAnswer) decodeRaw(b []byte) error {
 	s := scan{b: b}
 	var r Receipt
-	if s.receipt(&r) {
+	if s.receipt(&r, nil) {
 		if s.ws(); s.i == len(s.b) {
 			*a.r = r
 			return nil
@@ -31,8 +31,12 @@ func (a receiptAnswer) decodeRaw(b []byte) error {
 	return json.Unmarshal(b, a.r)
 }
 
-// batchAnswer is the answer to a batch send.
-type batchAnswer struct{ out *api.BatchReceipts }
+// batchAnswer is the answer to a batch send; n, the messages sent, sizes
+// the receipts.
+type batchAnswer struct {
+	out *api.BatchReceipts
+	n   int
+}
 
 func (a batchAnswer) decodeRaw(b []byte) error {
 	s := scan{b: b}
@@ -41,13 +45,14 @@ func (a batchAnswer) decodeRaw(b []byte) error {
 		if string(key) != "receipts" || !s.next('[') {
 			return false
 		}
-		out.Receipts = []Receipt{}
+		out.Receipts = make([]Receipt, 0, a.n)
 		if s.next(']') {
 			return true
 		}
+		var same repeats
 		for {
 			var r Receipt
-			if !s.receipt(&r) {
+			if !s.receipt(&r, &same) {
 				return false
 			}
 			out.Receipts = append(out.Receipts, r)
@@ -65,18 +70,32 @@ func (a batchAnswer) decodeRaw(b []byte) error {
 	return json.Unmarshal(b, a.out)
 }
 
+// repeats holds the last topic and due_time a batch's receipts gave:
+// they mostly repeat from one receipt to the next, and each string of its
+// own was an allocation.
+type repeats struct{ topic, due string }
+
+// again returns last if raw spells it, or else a new string, which
+// becomes last.
+func again(raw []byte, last *string) string {
+	if string(raw) != *last {
+		*last = string(raw)
+	}
+	return *last
+}
+
 // receipt reads one api.Receipt: its known members, each a string, a
 // non-negative integer or true/false as its type says.
-func (s *scan) receipt(r *Receipt) bool {
+func (s *scan) receipt(r *Receipt, same *repeats) bool {
 	return s.object(func(key []byte) bool {
 		var ok bool
 		switch string(key) {
 		case "id":
 			r.ID, ok = s.str()
 		case "topic":
-			r.Topic, ok = s.str()
+			r.Topic, ok = s.repeated(same, false)
 		case "due_time":
-			r.DueTime, ok = s.str()
+			r.DueTime, ok = s.repeated(same, true)
 		case "queue":
 			var n int64
 			n, ok = s.int()
@@ -107,4 +126,21 @@ func (s *scan) boolean(v *bool) bool {
 		return false
 	}
 	return true
+}
+
+// repeated is str, through again when same is not nil, with the last
+// due_time if due or else the last topic.
+func (s *scan) repeated(same *repeats, due bool) (string, bool) {
+	if same == nil {
+		return s.str()
+	}
+	last := &same.topic
+	if due {
+		last = &same.due
+	}
+	raw, escaped, ok := s.token()
+	if !ok || !escaped {
+		return again(raw, last), ok
+	}
+	return s.unescape(raw)
 }

@@ -39,7 +39,7 @@ func TestReceiptDecodeMatchesJSON(t *testing.T) {
 		checkReceiptDecode(t, []byte(c.body))
 		s := scan{b: []byte(c.body)}
 		var r Receipt
-		took := s.receipt(&r)
+		took := s.receipt(&r, nil)
 		s.ws()
 		if took = took && s.i == len(s.b); took != c.fast {
 			t.Errorf("%s: fast reader took it: %v, want %v", c.body, took, c.fast)
@@ -47,6 +47,19 @@ func TestReceiptDecodeMatchesJSON(t *testing.T) {
 		checkReceiptDecode(t, []byte(`{"receipts":[`+c.body+`,`+c.body+`]}`))
 	}
 	checkReceiptDecode(t, []byte(`{"receipts":[]}`))
+	// Topics and due times that repeat, change, come back and hold
+	// escapes: each receipt keeps its own.
+	var mixed []byte
+	for i, c := range receiptAnswers[:4] {
+		for _, j := range []int{i, 0, i} {
+			if len(mixed) > 0 {
+				mixed = append(mixed, ',')
+			}
+			mixed = append(mixed, receiptAnswers[j].body...)
+		}
+		_ = c
+	}
+	checkReceiptDecode(t, []byte(`{"receipts":[`+string(mixed)+`,{"topic":"a\u003cb","due_time":"a\"b"},{"topic":"a<b","due_time":"a\"b"},{"topic":"","due_time":""}]}`))
 }
 
 func checkReceiptDecode(t *testing.T, body []byte) {
@@ -58,7 +71,7 @@ func checkReceiptDecode(t *testing.T, body []byte) {
 		t.Errorf("%q:\n fast %+v %v\n json %+v %v", body, fast, errFast, slow, errSlow)
 	}
 	var fastB, slowB api.BatchReceipts
-	errFast = batchAnswer{&fastB}.decodeRaw(body)
+	errFast = batchAnswer{&fastB, 2}.decodeRaw(body)
 	errSlow = json.Unmarshal(body, &slowB)
 	if (errFast == nil) != (errSlow == nil) || errSlow == nil && !reflect.DeepEqual(fastB, slowB) {
 		t.Errorf("%q as a batch:\n fast %+v %v\n json %+v %v", body, fastB, errFast, slowB, errSlow)

@@ -155,6 +155,12 @@ func (s *scan) str() (string, bool) {
 	if !ok || !escaped {
 		return string(raw), ok
 	}
+	return s.unescape(raw)
+}
+
+// unescape is the string of raw, the token just read, which holds an
+// escape: encoding/json reads it, quotes and all.
+func (s *scan) unescape(raw []byte) (string, bool) {
 	var v string
 	return v, json.Unmarshal(s.b[s.i-len(raw)-2:s.i], &v) == nil
 }

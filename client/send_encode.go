@@ -1,6 +1,7 @@
 package client
 
 import (
+	"slices"
 	"strconv"
 
 	"github.com/hourglass-mq/hourglass/api"
@@ -17,7 +18,9 @@ type jsonAppender interface{ appendJSON(b []byte) []byte }
 // sendBody is the body of a send: one api.SendMessage.
 type sendBody struct{ m *api.SendMessage }
 
-func (s sendBody) appendJSON(b []byte) []byte { return appendSendMessage(b, s.m) }
+func (s sendBody) appendJSON(b []byte) []byte {
+	return appendSendMessage(slices.Grow(b, messageSize(s.m)), s.m)
+}
 
 // batchBody is the body of a batch send: an api.BatchRequest.
 type batchBody struct{ r *api.BatchRequest }
@@ -26,7 +29,11 @@ func (s batchBody) appendJSON(b []byte) []byte {
 	if s.r.Messages == nil {
 		return append(b, `{"messages":null}`...)
 	}
-	b = append(b, `{"messages":[`...)
+	n := 16
+	for i := range s.r.Messages {
+		n += messageSize(&s.r.Messages[i])
+	}
+	b = append(slices.Grow(b, n), `{"messages":[`...)
 	for i := range s.r.Messages {
 		if i > 0 {
 			b = append(b, ',')
@@ -34,6 +41,23 @@ func (s batchBody) appendJSON(b []byte) []byte {
 		b = appendSendMessage(b, &s.r.Messages[i])
 	}
 	return append(b, "]}"...)
+}
+
+// messageSize is about the length of m's JSON when nothing in it needs an
+// escape: what a request's buffer is made with, so that it is not grown
+// (and copied) several times over a batch of bodies.
+func messageSize(m *api.SendMessage) int {
+	n := 128 + len(m.Key) + len(m.Tag) + len(m.Group) + len(m.DedupID) + len(m.TTL) + len(m.Delay)
+	if m.Body != nil {
+		n += len(*m.Body)
+	}
+	if m.BodyBase64 != nil {
+		n += len(*m.BodyBase64)
+	}
+	for k, v := range m.Properties {
+		n += len(k) + len(v) + 6
+	}
+	return n
 }
 
 // member appends a member's key, after a comma unless it is the first.

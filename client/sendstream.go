@@ -35,6 +35,8 @@ type SendStream struct {
 	done    chan struct{}     // closed when the reader has finished
 	wdone   chan struct{}     // closed when the writer has finished
 	endErr  error             // what ended the stream: an error line, a failed transport
+
+	same repeats // the reader's (answer's) last topic and due_time
 }
 
 // sendAnswer is the answer to one line.
@@ -186,7 +188,7 @@ func (s *SendStream) answer(line []byte) error {
 	var fast Receipt
 	if rest, ok := bytes.CutPrefix(line, []byte(`{"receipt":`)); ok {
 		sc := scan{b: rest}
-		if sc.receipt(&fast) && sc.next('}') {
+		if sc.receipt(&fast, &s.same) && sc.next('}') {
 			if sc.ws(); sc.i == len(sc.b) {
 				a.Receipt = &fast
 			}
