@@ -70,7 +70,8 @@ func (a batchAnswer) decodeRaw(b []byte) error {
 	return json.Unmarshal(b, a.out)
 }
 
-// repeats holds the last topic and due_time a batch's receipts gave:
+// repeats holds the last topic and due_time that a batch's receipts (or
+// a send stream's answers, read by its one reader) gave:
 // they mostly repeat from one receipt to the next, and each string of its
 // own was an allocation.
 type repeats struct{ topic, due string }

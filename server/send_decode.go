@@ -47,7 +47,10 @@ func readSendFast(body []byte, in *api.SendMessage) bool {
 func readBatchFast(body []byte, in *api.BatchRequest) bool {
 	msgs, ok := scanBatch(reqScan{b: body}, in.Messages[:0])
 	if !ok {
+		// Both arrays: past the buffer's capacity the scan moved to
+		// another, and the buffer keeps what it read before that.
 		clear(msgs)
+		clear(in.Messages[:cap(in.Messages)])
 		return false
 	}
 	in.Messages = msgs
@@ -200,9 +203,10 @@ func putBatch(p *[]api.SendMessage, msgs []api.SendMessage) {
 }
 
 // clearBatch is msgs emptied, its whole capacity zeroed (its strings and
-// maps go to the collector), or nil when it is too large to keep.
+// maps go to the collector), or nil when it is too large to keep or has
+// no room at all (encoding/json's answer to "messages":[]).
 func clearBatch(msgs []api.SendMessage) []api.SendMessage {
-	if msgs == nil || cap(msgs) > maxPooledBatch {
+	if cap(msgs) == 0 || cap(msgs) > maxPooledBatch {
 		return nil
 	}
 	clear(msgs[:cap(msgs)])
@@ -258,7 +262,8 @@ type dueTexts struct {
 }
 
 // appendReceipt appends the JSON of receiptOf(*r), its fields in
-// api.Receipt's order, to b, an answer that dues has seen every byte of.
+// api.Receipt's order, to b. The bytes d last wrote (b[d.start:d.end])
+// must be unchanged since: b only grew, or d is new.
 func (d *dueTexts) appendReceipt(b []byte, r *engine.Receipt) []byte {
 	b = append(b, `{"id":"`...)
 	b = r.ID.Append(b)

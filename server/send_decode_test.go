@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"reflect"
 	"strings"
@@ -196,5 +197,27 @@ func TestBatchBufferReuse(t *testing.T) {
 	}
 	if clearBatch(make([]api.SendMessage, 1, maxPooledBatch+1)) != nil {
 		t.Fatal("clearBatch kept a buffer over maxPooledBatch")
+	}
+}
+
+// TestBatchRefusedPastTheBuffer: a refused batch longer than the pooled
+// buffer leaves nothing in it either (the scan had moved to a larger
+// array; the buffer still held the first messages).
+func TestBatchRefusedPastTheBuffer(t *testing.T) {
+	p := takeBatch()
+	in := api.BatchRequest{Messages: *p}
+	var sb strings.Builder
+	sb.WriteString(`{"messages":[`)
+	for i := 0; i <= cap(in.Messages); i++ {
+		fmt.Fprintf(&sb, `{"key":"k%d","tag":"secret"},`, i)
+	}
+	sb.WriteString(`{"tag":"\u0041"}]}`)
+	if readBatchFast([]byte(sb.String()), &in) {
+		t.Fatal("the fast reader took an escaped string")
+	}
+	for i, m := range in.Messages[:cap(in.Messages)] {
+		if !reflect.DeepEqual(m, api.SendMessage{}) {
+			t.Fatalf("a refused body left message %d in the buffer: %+v", i, m)
+		}
 	}
 }
