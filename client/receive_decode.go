@@ -3,8 +3,10 @@ package client
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"math"
+	"math/bits"
 	"net/http"
 	"sync"
 	"unicode/utf8"
@@ -69,8 +71,29 @@ func (a *receiveAnswer) decodeRaw(b []byte) error {
 // scan is a position in a JSON text. Its methods return false where the
 // text is not what they expect; the caller then falls back.
 type scan struct {
-	b []byte
-	i int
+	b     []byte
+	i     int
+	names map[string]string // the property names read so far (name)
+}
+
+// maxNames bounds the property names one answer's scan keeps.
+const maxNames = 64
+
+// name is key as a string: one already made for the same bytes in this
+// answer, if any. Property names repeat from message to message, and
+// each was a string of its own.
+func (s *scan) name(key []byte) string {
+	if n, ok := s.names[string(key)]; ok {
+		return n
+	}
+	n := string(key)
+	if len(s.names) < maxNames {
+		if s.names == nil {
+			s.names = make(map[string]string)
+		}
+		s.names[n] = n
+	}
+	return n
 }
 
 func (s *scan) ws() {
@@ -104,9 +127,14 @@ func (s *scan) token() (raw []byte, escaped, ok bool) {
 		return nil, false, false
 	}
 	start := s.i
-	// Most strings hold no escape: jump to the closing quote, then check
-	// the bytes before it (IndexByte is vectorised; the check below is
-	// the loop's, once per byte, without the branches on each).
+	// Most strings are printable ASCII: one pass, eight bytes at a time,
+	// to the closing quote (plainEnd). Then, for the others, jump to the
+	// closing quote and check the bytes before it (IndexByte is
+	// vectorised; the loop below is once per byte, without branches).
+	if n := start + plainEnd(s.b[start:]); n < len(s.b) && s.b[n] == '"' {
+		s.i = n + 1
+		return s.b[start:n], false, true
+	}
 	if q := bytes.IndexByte(s.b[s.i:], '"'); q >= 0 {
 		raw = s.b[s.i : s.i+q]
 		if bytes.IndexByte(raw, '\\') < 0 {
@@ -135,6 +163,37 @@ func (s *scan) token() (raw []byte, escaped, ok bool) {
 		}
 	}
 	return nil, false, false
+}
+
+// Eight bytes at a time, with lsb and msb the lowest and highest bit of
+// each byte: a byte equal to c is a zero byte of w ^ c*lsb, and
+// (x - lsb) &^ x & msb flags the zero bytes of x, (w - 0x20*lsb) &^ w &
+// msb the bytes below 0x20, and w & msb the bytes from 0x80. A flag can
+// be wrong only above a byte rightly flagged (a borrow travels upwards),
+// so the lowest flag is exact.
+const (
+	lsb = 0x0101010101010101
+	msb = 0x8080808080808080
+)
+
+// plainEnd is the index of the first byte of b that a string's fast
+// path stops at (a quote, a backslash, a control character, or a byte of
+// a multi-byte UTF-8 sequence), or len(b).
+func plainEnd(b []byte) int {
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		w := binary.LittleEndian.Uint64(b[i:])
+		q, bs := w^'"'*lsb, w^'\\'*lsb
+		if m := ((q-lsb)&^q | (bs-lsb)&^bs | (w-0x20*lsb)&^w | w) & msb; m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+	}
+	for ; i < len(b); i++ {
+		if c := b[i]; c == '"' || c == '\\' || c < 0x20 || c >= 0x80 {
+			return i
+		}
+	}
+	return i
 }
 
 // bytes reads a string as its unescaped bytes, copied.
@@ -287,7 +346,7 @@ func (s *scan) properties(r *Received) bool {
 	r.Properties = map[string]string{}
 	return s.object(func(key []byte) bool {
 		v, ok := s.str()
-		r.Properties[string(key)] = v
+		r.Properties[s.name(key)] = v
 		return ok
 	})
 }
