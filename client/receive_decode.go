@@ -3,10 +3,9 @@ package client
 import (
 	"bytes"
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/json"
+	"github.com/hourglass-mq/hourglass/internal/jsonenc"
 	"math"
-	"math/bits"
 	"net/http"
 	"sync"
 	"unicode/utf8"
@@ -128,10 +127,10 @@ func (s *scan) token() (raw []byte, escaped, ok bool) {
 	}
 	start := s.i
 	// Most strings are printable ASCII: one pass, eight bytes at a time,
-	// to the closing quote (plainEnd). Then, for the others, jump to the
+	// to the closing quote (jsonenc.PlainEnd). Then, for the others, jump to the
 	// closing quote and check the bytes before it (IndexByte is
 	// vectorised; the loop below is once per byte, without branches).
-	if n := start + plainEnd(s.b[start:]); n < len(s.b) && s.b[n] == '"' {
+	if n := start + jsonenc.PlainEnd(s.b[start:]); n < len(s.b) && s.b[n] == '"' {
 		s.i = n + 1
 		return s.b[start:n], false, true
 	}
@@ -163,37 +162,6 @@ func (s *scan) token() (raw []byte, escaped, ok bool) {
 		}
 	}
 	return nil, false, false
-}
-
-// Eight bytes at a time, with lsb and msb the lowest and highest bit of
-// each byte: a byte equal to c is a zero byte of w ^ c*lsb, and
-// (x - lsb) &^ x & msb flags the zero bytes of x, (w - 0x20*lsb) &^ w &
-// msb the bytes below 0x20, and w & msb the bytes from 0x80. A flag can
-// be wrong only above a byte rightly flagged (a borrow travels upwards),
-// so the lowest flag is exact.
-const (
-	lsb = 0x0101010101010101
-	msb = 0x8080808080808080
-)
-
-// plainEnd is the index of the first byte of b that a string's fast
-// path stops at (a quote, a backslash, a control character, or a byte of
-// a multi-byte UTF-8 sequence), or len(b).
-func plainEnd(b []byte) int {
-	i := 0
-	for ; i+8 <= len(b); i += 8 {
-		w := binary.LittleEndian.Uint64(b[i:])
-		q, bs := w^'"'*lsb, w^'\\'*lsb
-		if m := ((q-lsb)&^q | (bs-lsb)&^bs | (w-0x20*lsb)&^w | w) & msb; m != 0 {
-			return i + bits.TrailingZeros64(m)/8
-		}
-	}
-	for ; i < len(b); i++ {
-		if c := b[i]; c == '"' || c == '\\' || c < 0x20 || c >= 0x80 {
-			return i
-		}
-	}
-	return i
 }
 
 // bytes reads a string as its unescaped bytes, copied.

@@ -1,7 +1,6 @@
 package client
 
 import (
-	"bytes"
 	"encoding/json"
 	"reflect"
 	"testing"
@@ -65,40 +64,4 @@ func FuzzReceiveDecode(f *testing.F) {
 			t.Errorf("%q:\n fast %+v %v\n json %+v %v", body, fast, errFast, slow, errSlow)
 		}
 	})
-}
-
-// TestPlainEndMatchesLoop: the word-at-a-time scan stops where the byte
-// loop stops, for every byte value at every position of strings of 0 to
-// 17 bytes, with neighbours that borrow (0x00, a quote) just above.
-func TestPlainEndMatchesLoop(t *testing.T) {
-	loop := func(b []byte) int {
-		for i, c := range b {
-			if c == '"' || c == '\\' || c < 0x20 || c >= 0x80 {
-				return i
-			}
-		}
-		return len(b)
-	}
-	for n := 0; n <= 17; n++ {
-		for pos := 0; pos < n; pos++ {
-			for _, fill := range []byte{'a', ' ', 0x7f, '!', '#', '[', ']'} {
-				for v := 0; v < 256; v++ {
-					b := bytes.Repeat([]byte{fill}, n)
-					b[pos] = byte(v)
-					if got, want := plainEnd(b), loop(b); got != want {
-						t.Fatalf("plainEnd(%q) = %d, want %d", b, got, want)
-					}
-					for _, next := range []byte{0x00, '"', 0xff, '\\'} {
-						if pos+1 < n {
-							c := bytes.Clone(b)
-							c[pos+1] = next
-							if got, want := plainEnd(c), loop(c); got != want {
-								t.Fatalf("plainEnd(%q) = %d, want %d", c, got, want)
-							}
-						}
-					}
-				}
-			}
-		}
-	}
 }

@@ -1,10 +1,8 @@
 package server
 
 import (
-	"bytes"
-	"encoding/binary"
-
 	"github.com/hourglass-mq/hourglass/api"
+	"github.com/hourglass-mq/hourglass/internal/jsonenc"
 )
 
 // A consumer sends a receive request per batch, carrying the receipts of
@@ -95,7 +93,7 @@ func (s *reqScan) next(c byte) bool {
 	return false
 }
 
-// str reads a string of printable ASCII other than the backslash.
+// str reads a string of ASCII without escapes or control characters.
 func (s *reqScan) str() (string, bool) {
 	raw, ok := s.raw()
 	return string(raw), ok
@@ -107,44 +105,13 @@ func (s *reqScan) raw() ([]byte, bool) {
 	if !s.next('"') {
 		return nil, false
 	}
-	// The string ends at the first quote: a quote escaped would follow a
-	// backslash, which printable refuses.
-	q := bytes.IndexByte(s.b[s.i:], '"')
-	if q < 0 || !printable(s.b[s.i:s.i+q]) {
-		return nil, false
+	n := s.i + jsonenc.PlainEnd(s.b[s.i:])
+	if n == len(s.b) || s.b[n] != '"' {
+		return nil, false // an escape, a control or non-ASCII byte, or no end
 	}
-	raw := s.b[s.i : s.i+q]
-	s.i += q + 1
+	raw := s.b[s.i:n]
+	s.i = n + 1
 	return raw, true
-}
-
-// Eight bytes at a time (the loop over a body was the decoder's largest
-// cost): with lsb and msb the lowest and highest bit of every byte,
-// (w - n*lsb) &^ w & msb is non-zero if and only if some byte of w is
-// below n (for n <= 0x80), (w + (0x7f-n)*lsb | w) & msb if some byte is
-// above n, and a byte equal to c is a zero byte of w ^ c*lsb.
-const (
-	lsb = 0x0101010101010101
-	msb = 0x8080808080808080
-)
-
-// printable reports whether b is all printable ASCII (0x20 to 0x7e) other
-// than the backslash.
-func printable(b []byte) bool {
-	i := 0
-	for ; i+8 <= len(b); i += 8 {
-		w := binary.LittleEndian.Uint64(b[i:])
-		bs := w ^ '\\'*lsb
-		if ((w-0x20*lsb)&^w|(w+(0x7f-0x7e)*lsb|w)|(bs-lsb)&^bs)&msb != 0 {
-			return false
-		}
-	}
-	for _, c := range b[i:] {
-		if c < 0x20 || c > 0x7e || c == '\\' {
-			return false
-		}
-	}
-	return true
 }
 
 // small reads a non-negative integer of at most 9 digits, without a

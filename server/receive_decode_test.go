@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"reflect"
 	"strings"
 	"testing"
@@ -77,43 +76,4 @@ func FuzzReadReceiveFast(f *testing.F) {
 	}
 	f.Add([]byte(`{"ack":[` + strings.Repeat(`"AAIAAAAAAAAAAAAAAAE",`, 20) + `"x"]}`))
 	f.Fuzz(func(t *testing.T, body []byte) { checkFastAgrees(t, body) })
-}
-
-// TestPrintableMatchesLoop: the word-at-a-time check agrees with the
-// byte loop for every byte value at every position of strings of 0 to
-// 17 bytes, with neighbours that carry and borrow (0x00, 0x7f, 0xff).
-func TestPrintableMatchesLoop(t *testing.T) {
-	loop := func(b []byte) bool {
-		for _, c := range b {
-			if c < 0x20 || c > 0x7e || c == '\\' {
-				return false
-			}
-		}
-		return true
-	}
-	for n := 0; n <= 17; n++ {
-		for pos := 0; pos < n; pos++ {
-			for _, fill := range []byte{'a', ' ', '~', '[', ']'} {
-				for v := 0; v < 256; v++ {
-					b := bytes.Repeat([]byte{fill}, n)
-					b[pos] = byte(v)
-					if got, want := printable(b), loop(b); got != want {
-						t.Fatalf("printable(%q) = %v, want %v", b, got, want)
-					}
-					for _, next := range []byte{0x00, 0x7f, 0xff, '\\'} {
-						if pos+1 < n {
-							c := bytes.Clone(b)
-							c[pos+1] = next
-							if got, want := printable(c), loop(c); got != want {
-								t.Fatalf("printable(%q) = %v, want %v", c, got, want)
-							}
-						}
-					}
-				}
-			}
-		}
-	}
-	if !printable(nil) {
-		t.Fatal("the empty string is printable")
-	}
 }

@@ -2,12 +2,14 @@
 // writes them, for the hand-written encoders of the hot answers and
 // requests (the broker's receipts and receive answers, the client's
 // sends): encoding/json's reflection and its buffer cost more than the
-// bytes they produce there.
+// bytes they produce there. PlainEnd serves the hand-written decoders
+// of the same paths.
 package jsonenc
 
 import (
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"slices"
 	"unicode/utf8"
 	"unsafe"
@@ -33,6 +35,33 @@ const (
 	lsb = 0x0101010101010101
 	msb = 0x8080808080808080
 )
+
+// PlainEnd is the index of the first byte of b that ends the plain
+// stretch of a JSON string: a quote, a backslash, a control character or
+// a byte of a multi-byte UTF-8 sequence; len(b) if there is none. A
+// decoder's fast path reads a string as b[:PlainEnd(b)] when the byte
+// there is its closing quote, and takes its slow path otherwise.
+//
+// Eight bytes at a time, as plain8: a byte equal to c is a zero byte of
+// x = w ^ c*lsb, (x - lsb) &^ x & msb flags the zero bytes of x, and w &
+// msb the bytes from 0x80. A flag can be wrong only above a byte rightly
+// flagged (a borrow travels upwards), so the lowest flag is exact.
+func PlainEnd(b []byte) int {
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		w := binary.LittleEndian.Uint64(b[i:])
+		q, bs := w^'"'*lsb, w^'\\'*lsb
+		if m := ((q-lsb)&^q | (bs-lsb)&^bs | (w-0x20*lsb)&^w | w) & msb; m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+	}
+	for ; i < len(b); i++ {
+		if c := b[i]; c == '"' || c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
+			return i
+		}
+	}
+	return i
+}
 
 // plain8 reports whether the 8 bytes of s are all ASCII that a JSON
 // string holds as they are (jsonPlain).

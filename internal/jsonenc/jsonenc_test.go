@@ -47,3 +47,40 @@ func TestAppendStringMapMatchesJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestPlainEndMatchesLoop: the word-at-a-time scan stops where the byte
+// loop stops, for every byte value at every position of strings of 0 to
+// 17 bytes, with neighbours that borrow or carry (0x00, a quote, 0xff, a
+// backslash) just above.
+func TestPlainEndMatchesLoop(t *testing.T) {
+	loop := func(b []byte) int {
+		for i, c := range b {
+			if c == '"' || c == '\\' || c < 0x20 || c >= 0x80 {
+				return i
+			}
+		}
+		return len(b)
+	}
+	for n := 0; n <= 17; n++ {
+		for pos := 0; pos < n; pos++ {
+			for _, fill := range []byte{'a', ' ', 0x7f, '!', '#', '[', ']'} {
+				for v := 0; v < 256; v++ {
+					b := bytes.Repeat([]byte{fill}, n)
+					b[pos] = byte(v)
+					if got, want := PlainEnd(b), loop(b); got != want {
+						t.Fatalf("PlainEnd(%q) = %d, want %d", b, got, want)
+					}
+					for _, next := range []byte{0x00, '"', 0xff, '\\'} {
+						if pos+1 < n {
+							c := bytes.Clone(b)
+							c[pos+1] = next
+							if got, want := PlainEnd(c), loop(c); got != want {
+								t.Fatalf("PlainEnd(%q) = %d, want %d", c, got, want)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
