@@ -88,15 +88,19 @@ func again(raw []byte, last *string) string {
 // receipt reads one api.Receipt: its known members, each a string, a
 // non-negative integer or true/false as its type says.
 func (s *scan) receipt(r *Receipt, same *repeats) bool {
+	var topic, due *string // the last ones, if same is given
+	if same != nil {
+		topic, due = &same.topic, &same.due
+	}
 	return s.object(func(key []byte) bool {
 		var ok bool
 		switch string(key) {
 		case "id":
 			r.ID, ok = s.str()
 		case "topic":
-			r.Topic, ok = s.repeated(same, false)
+			r.Topic, ok = s.repeated(topic)
 		case "due_time":
-			r.DueTime, ok = s.repeated(same, true)
+			r.DueTime, ok = s.repeated(due)
 		case "queue":
 			var n int64
 			n, ok = s.int()
@@ -129,15 +133,10 @@ func (s *scan) boolean(v *bool) bool {
 	return true
 }
 
-// repeated is str, through again when same is not nil, with the last
-// due_time if due or else the last topic.
-func (s *scan) repeated(same *repeats, due bool) (string, bool) {
-	if same == nil {
+// repeated is str, through again with last when last is not nil.
+func (s *scan) repeated(last *string) (string, bool) {
+	if last == nil {
 		return s.str()
-	}
-	last := &same.topic
-	if due {
-		last = &same.due
 	}
 	raw, escaped, ok := s.token()
 	if !ok || !escaped {

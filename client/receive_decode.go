@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
-	"github.com/hourglass-mq/hourglass/internal/jsonenc"
 	"math"
 	"net/http"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/hourglass-mq/hourglass/internal/jsonenc"
 )
 
 // A receive answer is the largest and most frequent body the client
@@ -127,31 +128,33 @@ func (s *scan) token() (raw []byte, escaped, ok bool) {
 	}
 	start := s.i
 	// Most strings are printable ASCII: one pass, eight bytes at a time,
-	// to the closing quote (jsonenc.PlainEnd). Then, for the others, jump to the
+	// to the closing quote (jsonenc.PlainEnd). The others go on from
+	// where that pass stopped (the bytes before are plain): jump to the
 	// closing quote and check the bytes before it (IndexByte is
 	// vectorised; the loop below is once per byte, without branches).
-	if n := start + jsonenc.PlainEnd(s.b[start:]); n < len(s.b) && s.b[n] == '"' {
+	n := start + jsonenc.PlainEnd(s.b[start:])
+	if n < len(s.b) && s.b[n] == '"' {
 		s.i = n + 1
 		return s.b[start:n], false, true
 	}
-	if q := bytes.IndexByte(s.b[s.i:], '"'); q >= 0 {
-		raw = s.b[s.i : s.i+q]
-		if bytes.IndexByte(raw, '\\') < 0 {
-			for _, c := range raw {
+	s.i = n
+	if q := bytes.IndexByte(s.b[n:], '"'); q >= 0 {
+		rest := s.b[n : n+q]
+		if bytes.IndexByte(rest, '\\') < 0 {
+			for _, c := range rest {
 				if c < 0x20 {
 					return nil, false, false
 				}
 			}
-			s.i += q + 1
-			return raw, false, utf8.Valid(raw)
+			s.i = n + q + 1
+			return s.b[start : n+q], false, utf8.Valid(rest)
 		}
 	}
 	for s.i < len(s.b) {
 		switch c := s.b[s.i]; {
 		case c == '"':
 			s.i++
-			raw = s.b[start : s.i-1]
-			return raw, escaped, utf8.Valid(raw)
+			return s.b[start : s.i-1], escaped, utf8.Valid(s.b[n : s.i-1])
 		case c == '\\':
 			escaped = true
 			s.i += 2
