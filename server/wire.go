@@ -8,6 +8,9 @@ import (
 // The JSON shapes of API v1 are package api's types; this file turns the
 // engine's answers into them.
 
+// receiptOf is r as the API's receipt: the definition that the send
+// answers, written by hand from engine.Receipt (dueTexts.appendReceipt),
+// follow; TestWriteReceiptsMatchesJSON holds the two together.
 func receiptOf(r engine.Receipt) api.Receipt {
 	due := api.Millis(r.Due)
 	return api.Receipt{ID: r.ID.String(), Topic: r.Topic, Queue: r.Queue, Due: due, DueTime: due.RFC3339(), Duplicate: r.Duplicate}
