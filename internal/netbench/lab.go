@@ -21,6 +21,7 @@ type lab struct {
 	c       config
 	eng     *engine.Engine
 	api     *client.Client
+	httpURL string // the broker's HTTP API, http://host:port
 	grpc    string // the broker's gRPC address
 	stop    func() error
 	profile *os.File // the CPU profile still to take, if any
@@ -95,7 +96,8 @@ func openLab(c config, dir string, quiet *slog.Logger) (*lab, error) {
 		l.close()
 		return nil, fmt.Errorf("the broker's gRPC service did not report its address")
 	}
-	l.api = client.New("http://"+addr, client.WithRetries(0))
+	l.httpURL = "http://" + addr
+	l.api = client.New(l.httpURL, client.WithRetries(0))
 	os.Setenv("mq.consoleAppender.enabled", "true")
 	os.Setenv("rocketmq.client.logLevel", "error")
 	rmq.ResetLogger()
@@ -134,6 +136,16 @@ func (l *lab) sides(name string) (base, netw func() (float64, error)) {
 			func() (float64, error) { return l.httpSend(c.producers, 1) }
 	case "sendstream":
 		return func() (float64, error) { return l.engineSend(c.producers, 1) }, l.streamSend
+	case "httpfloor":
+		return func() (float64, error) { return l.httpFloor(false) },
+			func() (float64, error) { return l.httpSend(c.producers, 1) }
+	case "grpcfloor":
+		return func() (float64, error) { return l.grpcFloor(c.rmqSenders, c.rmqProducers, false) }, l.rmqSend
+	case "ackfloor":
+		return func() (float64, error) { return l.grpcFloor(c.consumers, 1, true) }, l.rmqReceive
+	case "h2cfloor":
+		return func() (float64, error) { return l.httpFloor(true) },
+			func() (float64, error) { return l.httpFloor(false) }
 	case "batch":
 		return func() (float64, error) { return l.engineSend(c.batchProducers, c.batch) },
 			func() (float64, error) { return l.httpSend(c.batchProducers, c.batch) }

@@ -20,6 +20,22 @@
 //	rmqrecv   the same baseline, against the official RocketMQ 5 Go
 //	          SimpleConsumer: -consumers receivers of -max, acks one
 //	          message per call from as many ackers (the client's only way)
+//	httpfloor the send pair's network side against the transport alone:
+//	          a bare net/http client and server (floor.go) moving the
+//	          same request and answer, -producers callers
+//	h2cfloor  that bare HTTP/1.1 floor against the same over HTTP/2
+//	          cleartext: whether h2c would raise the floor
+//	grpcfloor rmqsend's network side against a bare gRPC server that
+//	          answers SendMessage at once (floor_grpc.go), called by
+//	          -rmq-senders goroutines on -rmq-producers connections
+//	ackfloor  rmqrecv's network side against the same server's AckMessage
+//	          of one entry, -consumers callers on one connection: the
+//	          official client acks one message a call
+//
+// The floor pairs' baseline is the transport alone, with nothing of
+// hourglass on either side; the others' is the engine in process. Every
+// side also reports the cores the process used meanwhile: a side well
+// under the machine's cores waits on something other than the CPU.
 //
 // Send pairs run for -duration each; receive pairs drain -n messages
 // made visible beforehand (not timed). Every pair runs in-process first
@@ -52,6 +68,7 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -79,7 +96,7 @@ type config struct {
 }
 
 // pairNames are the pairs in the order they run.
-var pairNames = []string{"send", "sendstream", "batch", "rmqsend", "recv", "stream", "rmqrecv"}
+var pairNames = []string{"send", "sendstream", "batch", "rmqsend", "recv", "stream", "rmqrecv", "httpfloor", "h2cfloor", "grpcfloor", "ackfloor"}
 
 func parseFlags() config {
 	var c config
@@ -131,8 +148,9 @@ func main() {
 
 // sample is one run of one pair.
 type sample struct {
-	base, net float64 // msgs/s
-	load      string  // 1-minute load average when the pair started
+	base, net           float64 // msgs/s
+	baseCores, netCores float64 // cores the process used during each side
+	load                string  // 1-minute load average when the pair started
 }
 
 func run(c config) error {
@@ -166,7 +184,8 @@ func run(c config) error {
 			if err != nil {
 				return fmt.Errorf("run %d, %s: %w", r, name, err)
 			}
-			fmt.Fprintf(os.Stderr, "run %d %-8s in-process %9.0f msgs/s, network %9.0f msgs/s, ratio %.2f (load %s)\n", r, name, s.base, s.net, s.net/s.base, s.load)
+			fmt.Fprintf(os.Stderr, "run %d %-9s baseline %9.0f msgs/s (%.2f cores), network %9.0f msgs/s (%.2f cores), ratio %.2f (load %s)\n",
+				r, name, s.base, s.baseCores, s.net, s.netCores, s.net/s.base, s.load)
 			results[name] = append(results[name], s)
 		}
 	}
@@ -204,14 +223,22 @@ func writeProfile(name, file string) error {
 func (l *lab) pair(name string, run int) (sample, error) {
 	s := sample{load: loadAvg()}
 	base, netw := l.sides(name)
+	runNet := func() (err error) {
+		s.net, s.netCores, err = metered(func() (float64, error) { return l.profiled(netw) })
+		return err
+	}
+	runBase := func() (err error) {
+		s.base, s.baseCores, err = metered(base)
+		return err
+	}
 	var err error
 	if run%2 == 1 {
-		if s.base, err = base(); err == nil {
-			s.net, err = l.profiled(netw)
+		if err = runBase(); err == nil {
+			err = runNet()
 		}
 	} else {
-		if s.net, err = l.profiled(netw); err == nil {
-			s.base, err = base()
+		if err = runNet(); err == nil {
+			err = runBase()
 		}
 	}
 	return s, err
@@ -227,6 +254,24 @@ func (l *lab) profiled(f func() (float64, error)) (float64, error) {
 		l.profile = nil // one profile per file: the first network side
 	}
 	return f()
+}
+
+// metered runs one side and returns its rate and the cores the whole
+// process used meanwhile (user and system time over wall time): a side
+// that leaves the machine idle waits on something other than the CPU.
+func metered(f func() (float64, error)) (rate, cores float64, err error) {
+	c0, t0 := processCPU(), time.Now()
+	rate, err = f()
+	return rate, (processCPU() - c0).Seconds() / time.Since(t0).Seconds(), err
+}
+
+// processCPU is the user and system time of this process so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // loadAvg is the 1-minute load average, as text.

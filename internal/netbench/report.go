@@ -24,6 +24,16 @@ func pairTitle(c config, name string) (network, baseline string) {
 		return fmt.Sprintf("HTTP receive+ack requests (acks carried), %d consumers, max %d", c.consumers, c.max), fmt.Sprintf("`Receive` carrying acks, %d callers, max %d", c.consumers, c.max)
 	case "stream":
 		return fmt.Sprintf("HTTP streams, %d consumers, batches of up to %d", c.consumers, c.max), fmt.Sprintf("`Receive` carrying acks, %d callers, max %d", c.consumers, c.max)
+	case "httpfloor":
+		return fmt.Sprintf("HTTP, 1 message a request, %d producers", c.producers), fmt.Sprintf("bare net/http, canned answer, %d callers", c.producers)
+	case "grpcfloor":
+		return fmt.Sprintf("RocketMQ 5 gRPC send, %d senders on %d producers", c.rmqSenders, c.rmqProducers),
+			fmt.Sprintf("bare gRPC `SendMessage`, canned answer, %d callers on %d connections", c.rmqSenders, c.rmqProducers)
+	case "ackfloor":
+		return fmt.Sprintf("RocketMQ 5 gRPC SimpleConsumer, %d receivers of %d, %d ackers", c.consumers, c.max, c.consumers),
+			fmt.Sprintf("bare gRPC `AckMessage` of one entry, canned answer, %d callers on 1 connection", c.consumers)
+	case "h2cfloor":
+		return fmt.Sprintf("bare net/http, canned answer, %d callers", c.producers), fmt.Sprintf("the same over HTTP/2 cleartext, %d callers", c.producers)
 	case "rmqrecv":
 		acks := "acks after fdatasync"
 		if c.earlyAcks {
@@ -50,20 +60,22 @@ func printReport(w io.Writer, c config, results map[string][]sample, took time.D
 	commit, _ := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
 	fmt.Fprintf(w, "netbench: %d runs, %v in all, commit %s, %s UTC; %d B bodies, send pairs %v each side, receive pairs %d messages each side\n\n",
 		c.runs, took.Round(time.Second), strings.TrimSpace(string(commit)), time.Now().UTC().Format("2006-01-02 15:04"), c.body, c.duration, c.n)
-	fmt.Fprintln(w, "| network side | msgs/s, median [range] | in-process baseline | msgs/s, median [range] | ratio, median [range] | load average at each run |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| network side | msgs/s, median [range] | cores | baseline | msgs/s, median [range] | cores | ratio, median [range] | load average at each run |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
 	for _, name := range c.only {
 		ss := results[name]
 		if len(ss) == 0 {
 			continue
 		}
-		var base, netw, ratio []float64
+		var base, netw, ratio, baseCores, netCores []float64
 		var loads []string
 		for _, s := range ss {
 			base, netw, ratio = append(base, s.base), append(netw, s.net), append(ratio, s.net/s.base)
+			baseCores, netCores = append(baseCores, s.baseCores), append(netCores, s.netCores)
 			loads = append(loads, s.load)
 		}
 		nt, bt := pairTitle(c, name)
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", nt, medRange(netw, "%.0f"), bt, medRange(base, "%.0f"), medRange(ratio, "%.2f"), strings.Join(loads, ", "))
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", nt, medRange(netw, "%.0f"), medRange(netCores, "%.2f"),
+			bt, medRange(base, "%.0f"), medRange(baseCores, "%.2f"), medRange(ratio, "%.2f"), strings.Join(loads, ", "))
 	}
 }
