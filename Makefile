@@ -162,7 +162,7 @@ soak-kafka:
 bench-nats:
 	scripts/bench-nats.sh $(NATSBENCH_OUT)
 
-## bench-net: issue 31's network paths against the engine in process, in one run (internal/netbench): HTTP one message a request, the send stream, batches, RocketMQ 5 gRPC sends, and receive+ack by request, stream and SimpleConsumer; 3 runs, median, range and ratios (about 5 min; not part of test)
+## bench-net: issue 31's network paths against the engine in process, in one run (internal/netbench): HTTP one message a request, the send stream, batches, RocketMQ 5 gRPC sends, and receive+ack by request, stream and SimpleConsumer, and those against the bare transports (httpfloor, h2cfloor, grpcfloor, ackfloor); 3 runs, median, range and ratios (about 8 min; not part of test)
 .PHONY: bench-net
 bench-net:
 	$(GO) run ./internal/netbench -runs 3
