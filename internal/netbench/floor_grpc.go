@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"hash/crc32"
 	"net"
 	"strconv"
 	"sync/atomic"
@@ -53,9 +54,11 @@ func (l *lab) grpcFloor(callers, conns int, ack bool) (float64, error) {
 	pb.RegisterMessagingServiceServer(srv, floorRMQ{})
 	go srv.Serve(ln)
 	defer srv.Stop()
+	target := ln.Addr().String()
+	topic := &pb.Resource{Name: "floor"}
 	clients := make([]pb.MessagingServiceClient, conns)
 	for i := range clients {
-		cc, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+		cc, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
 		if err != nil {
 			return 0, err
 		}
@@ -63,7 +66,7 @@ func (l *lab) grpcFloor(callers, conns int, ack bool) (float64, error) {
 		clients[i] = pb.NewMessagingServiceClient(cc)
 	}
 	var next, seq atomic.Int64
-	topic := &pb.Resource{Name: "floor"}
+	digest := fmt.Sprintf("%X", crc32.ChecksumIEEE(l.body))
 	return during(callers, l.c.duration, func(ctx context.Context) (int, error) {
 		c := clients[next.Add(1)%int64(len(clients))]
 		id := fmt.Sprintf("01%030X", seq.Add(1))
@@ -82,7 +85,7 @@ func (l *lab) grpcFloor(callers, conns int, ack bool) (float64, error) {
 		m := &pb.Message{Topic: topic, Body: l.body, SystemProperties: &pb.SystemProperties{
 			MessageId: id, BodyEncoding: pb.Encoding_IDENTITY, MessageType: pb.MessageType_DELAY,
 			BornTimestamp: timestamppb.New(now), BornHost: "netbench", DeliveryTimestamp: timestamppb.New(now.Add(l.c.delay)),
-			BodyDigest: &pb.Digest{Type: pb.DigestType_CRC32, Checksum: "00000000"}}}
+			BodyDigest: &pb.Digest{Type: pb.DigestType_CRC32, Checksum: digest}}}
 		r, err := c.SendMessage(ctx, &pb.SendMessageRequest{Messages: []*pb.Message{m}})
 		if err == nil && r.GetStatus().GetCode() != pb.Code_OK {
 			err = fmt.Errorf("floor send: %v", r.GetStatus())
