@@ -56,12 +56,14 @@ func (e *Engine) fire(batch []fireEntry, visible int64) {
 		e.stats.FireErrors.Add(1)
 		e.side.health.fireFailed(err, e.Now())
 		e.disp.fireFailedLocked(batch)
+		e.disp.recycleBatchLocked(batch)
 		return
 	}
 	e.disp.fireWrittenLocked()
 	e.side.health.fireOK()
 	e.applyFireLocked(visible, batch, true)
 	e.stats.WindowMissed.Add(missed)
+	e.disp.recycleBatchLocked(batch)
 }
 
 // applyFireLocked appends fired messages to their queue indexes and

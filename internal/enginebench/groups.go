@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -84,6 +86,9 @@ func runGroupLateness(c config, dir string) (*report, error) {
 	}
 	w.note(r, c, eo, count, e.Stats().Pending.Load())
 	mon := startCheckpointMonitor(e)
+	if c.allocprofile != "" {
+		go windowAllocs(c.allocprofile, time.UnixMilli(w.plan.t0), c.window)
+	}
 	g, err := consumeGroupWindow(e, c, body, w.plan.t0, count)
 	if c.bgRate > 0 {
 		r.note("from 5 s before the window to its end, %s far-future messages with keys were also sent (%s/s in batches of 100, due like the preload)", humanInt(int64(g.bgSent)), humanInt(int64(c.bgRate)))
@@ -93,6 +98,27 @@ func runGroupLateness(c config, dir string) (*report, error) {
 	}
 	r.note("consumers: %d goroutines, each looping Receive (Max 256, Wait 1 s, Invisible 30 s) on one group, then Ack of the receipts; lateness = time.Now() when Receive returned minus the due instant", c.consumers)
 	return r, reportGroupLateness(r, e, mon, w, g, count)
+}
+
+// windowAllocs writes the allocation profile to file.start at start and
+// to file.end once window has passed: their difference is what the
+// window allocated, which sets how often the garbage collector runs in it
+// (its collections were the window's lateness tail: docs/benchmarks.md,
+// group-lateness). A failure only loses the profile.
+func windowAllocs(file string, start time.Time, window time.Duration) {
+	write := func(name string) {
+		f, err := os.Create(name)
+		if err == nil {
+			err = errors.Join(pprof.Lookup("allocs").WriteTo(f, 0), f.Close())
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "enginebench: allocation profile:", err)
+		}
+	}
+	time.Sleep(time.Until(start))
+	write(file + ".start")
+	time.Sleep(window)
+	write(file + ".end")
 }
 
 // groupWindow is what the grouplateness scenario sent before its window.

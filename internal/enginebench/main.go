@@ -126,6 +126,7 @@ type config struct {
 
 	inspectSamples int    // pending: InspectKey calls timed after sending (0: none)
 	memprofile     string // pending: heap profile written after sending
+	allocprofile   string // grouplateness: allocation profiles at the window's start and end
 
 	rounds int // backup: rounds of baseline load, then load during a backup
 
@@ -184,6 +185,7 @@ func defineFlags(c *config) (marks, batches *string) {
 	flag.Float64Var(&c.cancelFrac, "cancel-frac", 0, "rss: share of the messages cancelled by ID after sending (0.1: every 10th)")
 	marks = flag.String("rss-at", "", "rss: comma-separated pending counts at which RSS is also read (e.g. 1000000), besides -n")
 	batches = flag.String("engine-batches", "8,64,512", "produce: SendBatch sizes of the engine sweep, comma-separated (the engine's MaxBatch is 1,000)")
+	flag.StringVar(&c.allocprofile, "allocprofile", "", "grouplateness: write the allocation profile to FILE.start when the window starts and to FILE.end when it ends; go tool pprof -sample_index=alloc_space -base FILE.start BINARY FILE.end shows what the window allocated")
 	flag.StringVar(&c.memprofile, "memprofile", "", "pending: write a heap profile (live objects after a GC) to this file once everything is sent")
 	flag.IntVar(&c.inspectSamples, "inspect-samples", 10_000, "pending: InspectKey calls of random keys timed after sending, against as many random 64 B preads of the commit log (with -drop-caches also with the page cache emptied first)")
 	flag.Int64Var(&c.childCkpt, "checkpoint-bytes", 0, "restart: Options.CheckpointBytes of the kill -9 child (0: the engine's default, negative: only the interval)")
