@@ -35,6 +35,8 @@ type frameIter struct {
 	pace func(n int64) error
 	// onSkip, if not nil, is told of each skip frame walkToDamage passes.
 	onSkip func(pos, end Pos)
+	// hdr holds a frame's header bytes for sum.
+	hdr [FrameHeaderSize]byte
 
 	// buf caches file bytes of positions [bufPos, bufPos+len(buf)).
 	buf    []byte
@@ -141,11 +143,11 @@ func (it *frameIter) next() (Record, Pos, error) {
 		return Record{}, at, &corruptError{pos: at, reason: "checksum mismatch"}
 	}
 	if it.sum != nil {
-		var hdr [FrameHeaderSize]byte
+		hdr := it.hdr[:] // in the iterator: a local array escaped, one allocation a frame
 		binary.LittleEndian.PutUint32(hdr[0:4], h.length)
 		binary.LittleEndian.PutUint32(hdr[4:8], h.crc)
 		hdr[8] = byte(h.typ)
-		*it.sum = crc32.Update(crc32.Update(*it.sum, castagnoli, hdr[:]), castagnoli, payload)
+		*it.sum = crc32.Update(crc32.Update(*it.sum, castagnoli, hdr), castagnoli, payload)
 	}
 	it.pos = at + Pos(total)
 	if h.typ == TypeSkip {
@@ -157,6 +159,9 @@ func (it *frameIter) next() (Record, Pos, error) {
 // isSkip reports whether err is the skip frame report of next, after which
 // the iterator has moved past the frame.
 func isSkip(err error) bool {
+	if err == nil {
+		return false // before ce, which escapes into errors.As: one allocation a record
+	}
 	var ce *corruptError
 	return errors.As(err, &ce) && ce.skip
 }

@@ -348,7 +348,7 @@ type segmentScan struct {
 // are its preallocated space, not damage: its records end there.
 func scanSegment(s *segment, last bool) (segmentScan, error) {
 	var sc segmentScan
-	it := frameIter{f: s.f, base: s.base, pos: s.base, limit: s.end(), sum: &sc.sum}
+	it := frameIter{f: s.f, base: s.base, pos: s.base, limit: s.end(), sum: &sc.sum, view: true} // checked, not kept
 	ce, records, skips, err := walkToDamage(&it, s.name, nil)
 	sc.records, sc.skips = records, skips
 	if err != nil {
