@@ -46,9 +46,10 @@ type dispatcher struct {
 	inflight    []fireEntry                // in the fire record being written
 	// spare is the fire batches' buffer while no fire is in flight: a fire
 	// takes it (takeBatchLocked) and gives it back once applied or put
-	// back (recycleBatchLocked). A batch is made for up to the whole
-	// staged heap, most of it not due yet, so a buffer made per fire
-	// was 15 % of what a steady stream of small fires allocated.
+	// back (recycleBatchLocked). A batch is made for up to a full batch
+	// (or the whole staged heap, if smaller), most of it not due yet, so
+	// a buffer made per fire was 15 % of what a steady stream of small
+	// fires allocated.
 	spare     []fireEntry
 	fires     sync.WaitGroup // the fire in flight, if any (not under mu)
 	batchRamp int            // the next fire batch's bound since the dispatcher was idle (batchSizeLocked)

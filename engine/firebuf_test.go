@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/hourglass-mq/hourglass/message"
+	"github.com/hourglass-mq/hourglass/vfs"
 )
 
 // TestFiresReuseOneBuffer: fires one after another take their batch from
@@ -45,5 +46,43 @@ func TestFiresReuseOneBuffer(t *testing.T) {
 		} else if p != first {
 			t.Fatalf("fire %d used a new buffer", i)
 		}
+	}
+}
+
+// TestFailedFireGivesItsBufferBack: a fire whose record cannot be written
+// puts its messages back and gives its buffer back too, so the retry after
+// the pause takes the same buffer, and every message still becomes
+// visible once the disk has room again.
+func TestFailedFireGivesItsBufferBack(t *testing.T) {
+	ffs := vfs.NewFaulty(vfs.NewMem())
+	h := newHarness(t, func(o *Options) { o.FS = ffs })
+	e := h.e
+	sendHerd(t, e, "t", 10, e.Now()+1000)
+	waitParked(e, h.clk)
+	ffs.SetLimit(ffs.Used())
+	h.clk.Advance(time.Second)
+	deadline := time.Now().Add(5 * time.Second)
+	for e.Stats().FireErrors.Load() < 1 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	e.disp.fires.Wait()
+	e.mu.Lock()
+	failed, inflight := unsafe.SliceData(e.disp.spare), len(e.disp.inflight)
+	e.mu.Unlock()
+	if e.Stats().FireErrors.Load() < 1 || failed == nil || inflight != 0 {
+		t.Fatalf("after %d failed fires the dispatcher holds buffer %p, %d in flight; want the failed fire's buffer back",
+			e.Stats().FireErrors.Load(), failed, inflight)
+	}
+	ffs.SetLimit(-1)
+	h.clk.Advance(time.Second)
+	if n := waitVisible(h, "t", 10); n != 10 {
+		t.Fatalf("%d of 10 visible after space came back", n)
+	}
+	e.disp.fires.Wait()
+	e.mu.Lock()
+	after := unsafe.SliceData(e.disp.spare)
+	e.mu.Unlock()
+	if after != failed {
+		t.Fatal("the fire after the failure used a new buffer")
 	}
 }

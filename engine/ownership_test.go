@@ -22,7 +22,7 @@ var partFiles = map[string][]string{
 	// The dispatcher's white-box tests (rate, staging, sharing, herd
 	// memory, the settled state) are its own.
 	"dispatcher": {"dispatcher.go", "dispatch.go", "dispatchtimers.go", "dispatchchange.go", "dueheap.go", "near.go", "share.go",
-		"dispatcher_peek_test.go", "burst_test.go", "stage_test.go", "share_test.go", "herdmem_test.go", "settle_test.go"},
+		"dispatcher_peek_test.go", "burst_test.go", "stage_test.go", "share_test.go", "herdmem_test.go", "settle_test.go", "firebuf_test.go"},
 	"overlayState": {"overlaystate.go", "overlay.go"},
 	"segTable":     {"segtable.go"},
 	"lifecycle":    {"lifecycle.go", "fail.go", "lifecycle_peek_test.go"},

@@ -223,15 +223,19 @@ func TestEmptyTakeAllocatesNothing(t *testing.T) {
 // before its next receive empties the queue each time, and the queue then
 // lets its chunk go; the next receive's chunk comes from slotChunks, not
 // from a new allocation (it was one 1.5 KiB chunk for every few messages
-// of a steady stream), and it comes zeroed. A garbage collection during
-// the loop may empty the pool once; that costs one chunk in 200 receives.
+// of a steady stream), and it comes zeroed. Garbage collections during
+// the loop may empty the pool (two in a row do); that costs a chunk.
 func TestKeepingUpRecyclesChunks(t *testing.T) {
 	gq := newGroupQueue()
 	off := uint64(0)
+	var leases [5]lease // the engine's own, not what is measured
 	receiveAndAck := func() {
 		for i := 0; i < 5; i++ {
 			gq.setAttempts(off+uint64(i), 1)
-			gq.setLease(off+uint64(i), nil)
+			gq.setLease(off+uint64(i), &leases[i])
+		}
+		for i := 0; i < 5; i++ {
+			gq.setLease(off+uint64(i), nil) // the acks end the leases
 		}
 		for i := 0; i < 5; i++ {
 			gq.markDone(off + uint64(i))
@@ -242,7 +246,9 @@ func TestKeepingUpRecyclesChunks(t *testing.T) {
 		}
 	}
 	// Bytes, not allocations: the queue's slice of chunk pointers (one
-	// word) is still made again after each release.
+	// word) is still made again after each release. Under -race the pool
+	// drops some chunks on purpose; the receives still run, and the
+	// zeroing below is still checked.
 	receiveAndAck() // the pool's first chunk
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
@@ -251,7 +257,7 @@ func TestKeepingUpRecyclesChunks(t *testing.T) {
 		receiveAndAck()
 	}
 	runtime.ReadMemStats(&after)
-	if per := (after.TotalAlloc - before.TotalAlloc) / n; per >= 256 {
+	if per := (after.TotalAlloc - before.TotalAlloc) / n; per >= 256 && !raceEnabled {
 		t.Fatalf("a receive and its acks allocated %d B; want the chunk (%d B) recycled", per, slotChunk*24)
 	}
 	// A recycled chunk is zero: nothing of the offsets it held before
