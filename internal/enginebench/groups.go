@@ -152,9 +152,10 @@ func sendGroupWindow(e *engine.Engine, c config, eo engine.Options, count int, b
 // grid; pending is the engine's pending count when the wait began.
 func (w groupWindow) note(r *report, c config, eo engine.Options, count int, pending int64) {
 	plan := w.plan
-	r.note("size: %s messages due uniformly over a %v window (%s/s), sent first (in %s) while they were still far-future: the window starts %.0f s after sending began, so they went to the timer index on disk, not to the in-memory wheel; then %s far-future pending messages with keys (due over %v from %v after the start; sent in %s); %s pending when the wait began; 16 B bodies, topic of %d queues, engine defaults (sync flush, BucketWidth %v, Lookahead %v, DispatchRate 200,000/s)",
+	r.note("size: %s messages due uniformly over a %v window (%s/s), sent first (in %s) while they were still far-future: the window starts %.0f s after sending began, so they went to the timer index on disk, not to the in-memory wheel; then %s far-future pending messages with keys (due over %v from %v after the start; sent in %s); %s pending when the wait began; 16 B bodies, topic of %d queues, engine defaults (sync flush, BucketWidth %v, Lookahead %v, DispatchRate %s/s)",
 		humanInt(int64(count)), c.window, humanInt(int64(c.rate)), secs(w.win.took), float64(plan.t0-w.sendStart)/1000,
-		humanInt(int64(c.preload)), c.horizon, c.offset, secs(w.pre.took), humanInt(pending), latenessQueues, eo.BucketWidth, eo.Lookahead)
+		humanInt(int64(c.preload)), c.horizon, c.offset, secs(w.pre.took), humanInt(pending), latenessQueues, eo.BucketWidth, eo.Lookahead,
+		humanInt(int64(eo.DispatchRate)))
 	r.note("bucket loads: the bucket holding the first %.0f s of the window was loaded %.0f s before it; the bucket holding the rest was loaded %.0f s into the window, while messages were firing",
 		float64(plan.boundary-plan.t0)/1000, float64(plan.t0-(plan.boundary-eo.BucketWidth.Milliseconds()-eo.Lookahead.Milliseconds()))/1000,
 		float64(plan.boundary-eo.Lookahead.Milliseconds()-plan.t0)/1000)
