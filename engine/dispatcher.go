@@ -414,12 +414,9 @@ func (d *dispatcher) fireFailedLocked(batch []fireEntry) {
 
 // recycleBatchLocked takes back the buffer of a fire that has ended
 // (applied, or its entries put back after a failed write): nothing holds
-// a fire batch after that.
-func (d *dispatcher) recycleBatchLocked(batch []fireEntry) {
-	if cap(batch) > cap(d.spare) {
-		d.spare = batch[:0]
-	}
-}
+// a fire batch after that, and spare is empty while a fire is in flight
+// (takeBatchLocked took it).
+func (d *dispatcher) recycleBatchLocked(batch []fireEntry) { d.spare = batch[:0] }
 
 // fireWrittenLocked ends the fire in flight once its record is durable;
 // its entries leave taken as they are applied (firedLocked).

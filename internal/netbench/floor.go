@@ -3,11 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/hourglass-mq/hourglass/api"
 )
 
 // The floor pairs measure the transport alone: a bare net/http server on
@@ -70,7 +73,10 @@ func (l *lab) sendSample() (req, answer []byte, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	req = fmt.Appendf(nil, `{"body":%q,"delay":%q}`, l.body, l.c.delay.String())
+	body := string(l.body)
+	if req, err = json.Marshal(api.SendMessage{Body: &body, Delivery: api.Delivery{Delay: l.c.delay.String()}}); err != nil {
+		return nil, nil, err
+	}
 	ctx, cancel := withTimeout(10 * time.Second)
 	defer cancel()
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, l.httpURL+"/v1/topics/"+topic+"/messages", bytes.NewReader(req))
