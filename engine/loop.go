@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/hourglass-mq/hourglass/clock"
 	"github.com/hourglass-mq/hourglass/message"
 	"github.com/hourglass-mq/hourglass/queueindex"
 )
@@ -137,6 +138,8 @@ const herdShrink = 1 << 16
 func (e *Engine) loop() {
 	defer e.life.loopExited()
 	defer e.disp.waitFires() // no fire outlives the loop
+	sleeper := newLoopWait(e.opts.Clock, e.life)
+	defer sleeper.close()
 	for {
 		e.mu.Lock()
 		if e.life.failureLocked() != nil {
@@ -184,24 +187,66 @@ func (e *Engine) loop() {
 			runtime.Gosched()
 			continue
 		}
-		timer := e.opts.Clock.NewTimer(wait)
-		if e.opts.Clock.Since()-base >= time.Millisecond {
-			// The clock moved on between computing wait and starting the
-			// timer (a preempted loop; a test's clock advanced): the timer
-			// would fire that much too late, or, on a manual clock, never.
-			// Compute again.
-			timer.Stop()
-			continue
-		}
-		select {
-		case <-timer.C():
-		case <-e.life.kicked():
-			timer.Stop()
-		case <-e.life.stopping():
-			timer.Stop()
+		if !sleeper.sleep(wait, base) {
 			return
 		}
 	}
+}
+
+// loopWait is how the loop sleeps between its steps: on the clock's
+// waker when it has one (the system clock: clock.WakerClock), else on a
+// timer of its own a wait (the manual clocks of tests). Only the loop's
+// goroutine uses it.
+type loopWait struct {
+	clock clock.Clock
+	waker clock.Waker // nil: a timer a wait
+	life  *lifecycle
+}
+
+func newLoopWait(c clock.Clock, life *lifecycle) *loopWait {
+	w := &loopWait{clock: c, life: life}
+	if wc, ok := c.(clock.WakerClock); ok {
+		w.waker = wc.NewWaker()
+	}
+	return w
+}
+
+// close releases the waker.
+func (w *loopWait) close() {
+	if w.waker != nil {
+		w.waker.Close()
+	}
+}
+
+// sleep waits until wait has passed, the loop is kicked, or the engine
+// stops (it then reports false). base is the clock's Since when wait
+// was computed.
+func (w *loopWait) sleep(wait, base time.Duration) bool {
+	var fired <-chan struct{}
+	var tc <-chan time.Time
+	if w.waker != nil {
+		w.waker.Arm(wait)
+		fired = w.waker.C()
+	} else {
+		timer := w.clock.NewTimer(wait)
+		defer timer.Stop()
+		tc = timer.C()
+	}
+	if w.clock.Since()-base >= time.Millisecond {
+		// The clock moved on between computing wait and starting the
+		// timer (a preempted loop; a test's clock advanced): the timer
+		// would fire that much too late, or, on a manual clock, never.
+		// Compute again.
+		return true
+	}
+	select {
+	case <-fired: // perhaps a spurious wake (clock.Waker): the loop computes again
+	case <-tc:
+	case <-w.life.kicked():
+	case <-w.life.stopping():
+		return false
+	}
+	return true
 }
 
 // windowMissed counts the fired messages of batch, made visible at

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime/pprof"
+	"runtime/trace"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -89,6 +90,9 @@ func runGroupLateness(c config, dir string) (*report, error) {
 	if c.allocprofile != "" {
 		go windowAllocs(c.allocprofile, time.UnixMilli(w.plan.t0), c.window)
 	}
+	if c.tracefile != "" {
+		go windowTrace(c.tracefile, time.UnixMilli(w.plan.t0), c.window)
+	}
 	g, err := consumeGroupWindow(e, c, body, w.plan.t0, count)
 	if c.bgRate > 0 {
 		r.note("from 5 s before the window to its end, %s far-future messages with keys were also sent (%s/s in batches of 100, due like the preload)", humanInt(int64(g.bgSent)), humanInt(int64(c.bgRate)))
@@ -119,6 +123,24 @@ func windowAllocs(file string, start time.Time, window time.Duration) {
 	write(file + ".start")
 	time.Sleep(window)
 	write(file + ".end")
+}
+
+// windowTrace writes a runtime execution trace of the window alone to
+// file (the preload before it would make the trace of the whole
+// scenario too large to read).
+func windowTrace(file string, start time.Time, window time.Duration) {
+	f, err := os.Create(file)
+	if err == nil {
+		time.Sleep(time.Until(start))
+		if err = trace.Start(f); err == nil {
+			time.Sleep(window)
+			trace.Stop()
+		}
+		err = errors.Join(err, f.Close())
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "enginebench: trace:", err)
+	}
 }
 
 // groupWindow is what the grouplateness scenario sent before its window.

@@ -142,7 +142,7 @@ func defineFlags(c *config) (marks, batches *string) {
 	flag.BoolVar(&c.keep, "keep", false, "keep the data directory (for a later -scenario restart)")
 	flag.StringVar(&c.cpuprofile, "cpuprofile", "", "write a CPU profile of the scenario to this file")
 	flag.StringVar(&c.mutexprof, "mutexprofile", "", "write a mutex contention profile (who held the locks others waited for) to this file")
-	flag.StringVar(&c.tracefile, "trace", "", "write a runtime execution trace of the scenario to this file (large)")
+	flag.StringVar(&c.tracefile, "trace", "", "write a runtime execution trace of the scenario (grouplateness: of its window) to this file (large)")
 	flag.IntVar(&c.n, "n", 10_000_000, "pending: messages")
 	flag.IntVar(&c.batch, "batch", 1000, "messages per SendBatch (pending, lateness, herd)")
 	flag.IntVar(&c.senders, "senders", 1, "concurrent SendBatch callers (pending, lateness preload, herd)")
@@ -285,7 +285,7 @@ func run(c config) error {
 			}
 		}()
 	}
-	if c.tracefile != "" {
+	if c.tracefile != "" && c.scenario != "grouplateness" { // grouplateness traces its window (windowTrace)
 		f, err := os.Create(c.tracefile)
 		if err != nil {
 			return err

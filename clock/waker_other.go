@@ -1,0 +1,7 @@
+//go:build !linux
+
+package clock
+
+// NewWaker returns a Waker on the runtime's timers (the timerfd of the
+// Linux build has no portable equivalent).
+func (r *Real) NewWaker() Waker { return newTimerWaker() }
