@@ -14,7 +14,8 @@ type Waker interface {
 	Arm(d time.Duration)
 	// C delivers the wake-ups.
 	C() <-chan struct{}
-	// Close releases the waker; C delivers nothing after it.
+	// Close releases the waker. The waiter must not Arm it after: what
+	// C then delivers is unspecified.
 	Close()
 }
 

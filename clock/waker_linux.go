@@ -17,15 +17,16 @@ import (
 //
 // Why: a runtime timer is run only by a P that enters the scheduler, and
 // during a GC mark phase on a small machine every P can be held by a mark
-// worker for 10 to 25 ms at a time (fractional and idle workers check for
-// runnable goroutines and for network events, not for expired timers;
-// golang/go#45632). On 2 cores that held the engine's loop, and every
-// message due meanwhile, for up to 23 ms at each GC cycle (a runtime
-// trace of the grouplateness scenario, docs/benchmarks.md,
-// group-lateness). An idle mark worker polls the network between bits of
-// work and yields once a poll readies a goroutine, so a timerfd's expiry
-// reaches the loop within microseconds; sysmon polls the network at
-// least every 10 ms besides.
+// worker for 10 to 25 ms at a time (golang/go#45632). On 2 cores that
+// held the engine's loop, and every message due meanwhile, for up to 23
+// ms at a GC cycle (a runtime trace of the grouplateness scenario,
+// docs/benchmarks.md, group-lateness). An idle mark worker polls the
+// network between bits of work and yields once a poll readies a
+// goroutine, so a timerfd's expiry reaches the loop within the poll; a
+// fractional worker (GOMAXPROCS 2 has those, not dedicated ones) stops
+// only at its time quota or when preempted, and sysmon polls the network
+// at least every 10 ms besides. Against an expired runtime timer neither
+// helps.
 func (r *Real) NewWaker() Waker {
 	if w, err := newFDWaker(); err == nil {
 		return w
@@ -96,6 +97,14 @@ func (w *fdWaker) Arm(d time.Duration) {
 	var err error
 	if cerr := w.rc.Control(func(fd uintptr) { err = unix.TimerfdSettime(int(fd), 0, &spec, nil) }); cerr != nil || err != nil {
 		wake(w.c) // cannot arm (closed): wake at once rather than never
+		return
+	}
+	if w.broken.Load() {
+		// The reader broke after the check above, and drain may have
+		// taken the wake it sent: no one reads the timerfd any more.
+		// (read sets broken before it wakes, so this check or the
+		// waiter's C sees it.)
+		w.backup.Arm(d)
 	}
 }
 

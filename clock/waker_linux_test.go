@@ -29,3 +29,23 @@ func TestRealWakerIsATimerfdOnLinux(t *testing.T) {
 		t.Fatalf("interval %v: a waker is one-shot", time.Duration(cur.Interval.Nano()))
 	}
 }
+
+func TestRealWakerWakesAfterItsReaderBreaks(t *testing.T) {
+	w := NewReal().NewWaker().(*fdWaker)
+	defer w.Close()
+	// A read deadline in the past fails the reader's Read with an error
+	// other than Close's: the waker must wake the waiter and go on
+	// waking it, on its backup timer.
+	if err := w.f.SetReadDeadline(time.Now().Add(-time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	awaitWake(t, w, time.Now(), 10*time.Second) // the reader's last wake
+	if !w.broken.Load() {
+		t.Fatal("the reader failed but the waker is not marked broken")
+	}
+	start := time.Now()
+	w.Arm(5 * time.Millisecond)
+	if got := awaitWake(t, w, start, 10*time.Second); got < 5*time.Millisecond {
+		t.Fatalf("woke after %v, armed for 5ms", got)
+	}
+}
