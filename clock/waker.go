@@ -22,7 +22,10 @@ type Waker interface {
 // WakerClock is a Clock that can make a Waker. Real is one; the manual
 // clocks of tests are not, and their users arm a Timer for each wait.
 type WakerClock interface {
-	NewWaker() Waker
+	// NewWaker returns a usable Waker, and a non-nil error when it is not
+	// the kind the platform prefers (the waker then works, on the
+	// runtime's timers): for the caller to log.
+	NewWaker() (Waker, error)
 }
 
 // timerWaker is the portable Waker, on the runtime's timers.

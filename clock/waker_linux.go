@@ -2,6 +2,7 @@ package clock
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"sync/atomic"
 	"syscall"
@@ -27,11 +28,12 @@ import (
 // only at its time quota or when preempted, and sysmon polls the network
 // at least every 10 ms besides. Against an expired runtime timer neither
 // helps.
-func (r *Real) NewWaker() Waker {
-	if w, err := newFDWaker(); err == nil {
-		return w
+func (r *Real) NewWaker() (Waker, error) {
+	w, err := newFDWaker()
+	if err != nil {
+		return newTimerWaker(), fmt.Errorf("timerfd: %w; waking on the runtime's timers, which a GC mark phase can delay", err)
 	}
-	return newTimerWaker()
+	return w, nil
 }
 
 // fdWaker is a Waker on a timerfd read by one goroutine.

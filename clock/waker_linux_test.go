@@ -8,15 +8,15 @@ import (
 )
 
 func TestRealWakerIsATimerfdOnLinux(t *testing.T) {
-	w, ok := NewReal().NewWaker().(*fdWaker)
-	if !ok {
-		t.Fatal("Real's waker on Linux is not the timerfd one")
+	wk, err := NewReal().NewWaker()
+	w, ok := wk.(*fdWaker)
+	if !ok || err != nil {
+		t.Fatalf("Real's waker on Linux is not the timerfd one (%v)", err)
 	}
 	defer w.Close()
 	w.Arm(10 * time.Millisecond)
 	w.Arm(time.Hour)
 	var cur unix.ItimerSpec
-	var err error
 	if cerr := w.rc.Control(func(fd uintptr) { err = unix.TimerfdGettime(int(fd), &cur) }); cerr != nil || err != nil {
 		t.Fatal(cerr, err)
 	}
@@ -31,7 +31,8 @@ func TestRealWakerIsATimerfdOnLinux(t *testing.T) {
 }
 
 func TestRealWakerWakesAfterItsReaderBreaks(t *testing.T) {
-	w := NewReal().NewWaker().(*fdWaker)
+	wk, _ := NewReal().NewWaker()
+	w := wk.(*fdWaker)
 	defer w.Close()
 	// A read deadline in the past fails the reader's Read with an error
 	// other than Close's: the waker must wake the waiter and go on

@@ -10,7 +10,7 @@ import (
 // portable one on the runtime's timers (Real's is that one off Linux).
 func wakers() map[string]func() Waker {
 	return map[string]func() Waker{
-		"real":  func() Waker { return NewReal().NewWaker() },
+		"real":  func() Waker { w, _ := NewReal().NewWaker(); return w },
 		"timer": func() Waker { return newTimerWaker() },
 	}
 }
@@ -91,7 +91,7 @@ func TestWakerCloseEndsItsReader(t *testing.T) {
 	before := runtime.NumGoroutine()
 	ws := make([]Waker, 20)
 	for i := range ws {
-		ws[i] = NewReal().NewWaker()
+		ws[i], _ = NewReal().NewWaker()
 	}
 	for _, w := range ws {
 		w.Close()

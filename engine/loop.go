@@ -138,7 +138,7 @@ const herdShrink = 1 << 16
 func (e *Engine) loop() {
 	defer e.life.loopExited()
 	defer e.disp.waitFires() // no fire outlives the loop
-	sleeper := newLoopWait(e.opts.Clock, e.life)
+	sleeper := newLoopWait(e.opts.Clock, e.life, e.opts.Logger)
 	defer sleeper.close()
 	for {
 		e.mu.Lock()
@@ -203,10 +203,13 @@ type loopWait struct {
 	life  *lifecycle
 }
 
-func newLoopWait(c clock.Clock, life *lifecycle) *loopWait {
+func newLoopWait(c clock.Clock, life *lifecycle, log *slog.Logger) *loopWait {
 	w := &loopWait{clock: c, life: life}
 	if wc, ok := c.(clock.WakerClock); ok {
-		w.waker = wc.NewWaker()
+		var err error
+		if w.waker, err = wc.NewWaker(); err != nil {
+			log.Warn("the dispatch loop's waker", "err", err)
+		}
 	}
 	return w
 }
