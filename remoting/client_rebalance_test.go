@@ -73,7 +73,13 @@ func TestClientRebalance(t *testing.T) {
 				t.Fatalf("%d of %d consumed", len(seen), n)
 			}
 			if prev, dup := seen[string(d.msg.Body)]; dup {
-				t.Fatalf("message %s consumed by %s and by %s", d.msg.Body, prev, who)
+				// What each side saw, for a failure seen once in CI
+				// and never alone: the queues each client held and
+				// its message's queue, the members the broker lists
+				// and how often clients asked for them.
+				t.Fatalf("message %s (queue %d) consumed by %s and by %s; queues held now: a %v, b %v; members %v; member list requests %d",
+					d.msg.Body, queueOf(d.msg), prev, who, heldQueues(ca, "tasks"), heldQueues(cb, "tasks"),
+					b.srv.clients.members("workers"), b.srv.Requests(codeGetConsumerListByGroup))
 			}
 			seen[string(d.msg.Body)] = who
 		}
@@ -90,6 +96,15 @@ func TestClientRebalance(t *testing.T) {
 	cb.Shutdown()
 	send(80, 40)
 	take(120)
+}
+
+// queueOf is the ID of the queue msg came from, -1 if the client did not
+// say.
+func queueOf(msg *primitive.MessageExt) int {
+	if msg.Queue == nil {
+		return -1
+	}
+	return msg.Queue.QueueId
 }
 
 // heldQueues returns the IDs of topic's queues that c holds now, from the
