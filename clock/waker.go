@@ -34,8 +34,10 @@ type timerWaker struct {
 	c chan struct{}
 }
 
-func newTimerWaker() *timerWaker {
-	w := &timerWaker{c: make(chan struct{}, 1)}
+// newTimerWaker returns a disarmed timerWaker that delivers to c (a
+// channel of capacity 1), the fdWaker's own when it is its backup.
+func newTimerWaker(c chan struct{}) *timerWaker {
+	w := &timerWaker{c: c}
 	w.t = time.AfterFunc(time.Hour, func() { wake(w.c) })
 	w.t.Stop()
 	return w

@@ -31,7 +31,7 @@ import (
 func (r *Real) NewWaker() (Waker, error) {
 	w, err := newFDWaker()
 	if err != nil {
-		return newTimerWaker(), fmt.Errorf("timerfd: %w; waking on the runtime's timers, which a GC mark phase can delay", err)
+		return newTimerWaker(make(chan struct{}, 1)), fmt.Errorf("timerfd: %w; waking on the runtime's timers, which a GC mark phase can delay", err)
 	}
 	return w, nil
 }
@@ -65,9 +65,7 @@ func newFDWaker() (*fdWaker, error) {
 		return nil, err
 	}
 	w := &fdWaker{f: f, rc: rc, c: make(chan struct{}, 1), done: make(chan struct{})}
-	w.backup = &timerWaker{c: w.c}
-	w.backup.t = time.AfterFunc(time.Hour, func() { wake(w.c) })
-	w.backup.t.Stop()
+	w.backup = newTimerWaker(w.c)
 	go w.read()
 	return w, nil
 }

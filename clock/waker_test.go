@@ -11,7 +11,7 @@ import (
 func wakers() map[string]func() Waker {
 	return map[string]func() Waker{
 		"real":  func() Waker { w, _ := NewReal().NewWaker(); return w },
-		"timer": func() Waker { return newTimerWaker() },
+		"timer": func() Waker { return newTimerWaker(make(chan struct{}, 1)) },
 	}
 }
 
