@@ -75,9 +75,13 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, opts Opt
 	if !ok {
 		return code
 	}
-	if role == "floor" {
-		if err := runFloor(ctx, c.Brokers, prefix); err != nil {
-			fmt.Fprintf(stderr, "%s: floor: %v\n", opts.Name, err)
+	if role != "" {
+		run := runFloor
+		if role == "floor-alo" {
+			run = runFloorALO
+		}
+		if err := run(ctx, c.Brokers, prefix); err != nil {
+			fmt.Fprintf(stderr, "%s: %s: %v\n", opts.Name, role, err)
 			return 1
 		}
 		return 0

@@ -104,12 +104,12 @@ func rowStarts(text, prefix string) bool {
 }
 
 // TestBenchKafkaFloorAndHourglass runs `hourglass bench kafka` on a real
-// Kafka with the floor and hourglass in both delivery modes, a few
+// Kafka with both floors and hourglass in both delivery modes, a few
 // hundred messages each: every message arrives once and none early, the
 // report has a row per system with the load average, and -strict passes.
 func TestBenchKafkaFloorAndHourglass(t *testing.T) {
 	addr := kafkaAddr(t)
-	systems := []string{"floor", "hourglass", "hourglass-alo"}
+	systems := []string{"floor", "floor-alo", "hourglass", "hourglass-alo"}
 	code, stdout, stderr, rep := benchKafka(t, "-brokers", addr, "-n", "300", "-tiers", "1s,2s",
 		"-produce-in", "1s", "-runs", "1", "-systems", strings.Join(systems, ","), "-strict")
 	if code != 0 {

@@ -100,7 +100,7 @@ func parseConfig(args []string, stderr io.Writer, opts Options) (c Config, role,
 	fs.DurationVar(&c.Warmup, "warmup", 500*time.Millisecond, "the warm p99 leaves out the messages due this soon after the first")
 	fs.StringVar(&c.JSONPath, "json", "", "also write the report as JSON to this file")
 	fs.BoolVar(&c.KeepTopics, "keep-topics", false, "keep each run's topics (prefix kb-); by default a run deletes them when it ends")
-	fs.StringVar(&role, "role", "", internalUsage+"'floor' runs the floor's process")
+	fs.StringVar(&role, "role", "", internalUsage+"'floor' or 'floor-alo' runs that floor's process")
 	fs.StringVar(&prefix, "prefix", "", internalUsage+"the topic prefix of -role")
 	fs.Usage = func() { usage(fs, opts) }
 	if err := fs.Parse(args); err != nil {
@@ -111,8 +111,8 @@ func parseConfig(args []string, stderr io.Writer, opts Options) (c Config, role,
 	}
 	var err error
 	if role != "" {
-		if role != "floor" || prefix == "" || c.Brokers == "" {
-			err = fmt.Errorf("-role %q is internal: only 'floor', with -prefix and -brokers", role)
+		if (role != "floor" && role != "floor-alo") || prefix == "" || c.Brokers == "" {
+			err = fmt.Errorf("-role %q is internal: only 'floor' or 'floor-alo', with -prefix and -brokers", role)
 		}
 	} else {
 		err = c.check(fs.Args(), tiers, systems, opts)

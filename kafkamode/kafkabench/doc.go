@@ -19,7 +19,11 @@
 //     kind of delay topic, holds each record in RAM until due, and
 //     forwards what is due in one transaction with the consumed offsets,
 //     waiting for the coordinator to complete each before the next: the
-//     least any exactly-once delay forwarder can cost on that cluster.
+//     least any exactly-once delay forwarder can cost on that cluster;
+//   - floor-alo: a bare at-least-once loop (flooralo.go) that holds each
+//     record in RAM until due and produces it at once with the
+//     idempotent producer, committing offsets every 100 ms: the least any
+//     at-least-once forwarder can cost, hourglass-alo's floor.
 //
 // Every worker is a child process (this binary run as `hourglass kafka`,
 // or as the floor), so a kill is a real SIGKILL and an RSS is the

@@ -74,7 +74,9 @@ const DelayPartitions = delayPartitions
 // builtin are the shipped systems.
 func builtin() []System {
 	return []System{
-		{Name: "floor", Help: "a bare exactly-once loop: Kafka's own floor", NoKill: true, Prepare: prepareFloor},
+		{Name: "floor", Help: "a bare exactly-once loop: Kafka's own floor", NoKill: true, Prepare: prepareFloor("floor")},
+		{Name: "floor-alo", Help: "a bare at-least-once loop: Kafka's own floor for --delivery at-least-once",
+			NoKill: true, Prepare: prepareFloor("floor-alo")},
 		HourglassSystem("hourglass", "hourglass kafka, exactly once", "exactly-once", ""),
 		HourglassSystem("hourglass-alo", "hourglass kafka --delivery at-least-once", "at-least-once", ""),
 	}
@@ -119,14 +121,18 @@ func (o Options) systemHelp() string {
 	return out
 }
 
-func prepareFloor(env Env) (Start, error) {
-	if err := env.Create(env.Prefix+".delay", delayPartitions, nil); err != nil {
-		return nil, err
+// prepareFloor creates the delay topic and starts the floor of the role
+// ("floor" or "floor-alo") in a process of this benchmark run again.
+func prepareFloor(role string) func(Env) (Start, error) {
+	return func(env Env) (Start, error) {
+		if err := env.Create(env.Prefix+".delay", delayPartitions, nil); err != nil {
+			return nil, err
+		}
+		return func(int) (*Child, error) {
+			args := append(append([]string{}, env.Reexec[1:]...), "-role", role, "-prefix", env.Prefix, "-brokers", env.Config.Brokers)
+			return StartChild(env.Reexec[0], args...)
+		}, nil
 	}
-	return func(int) (*Child, error) {
-		args := append(append([]string{}, env.Reexec[1:]...), "-role", "floor", "-prefix", env.Prefix, "-brokers", env.Config.Brokers)
-		return StartChild(env.Reexec[0], args...)
-	}, nil
 }
 
 // prepareHourglass creates the delay topic, its state topic (compacted)
