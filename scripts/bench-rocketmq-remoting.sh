@@ -22,6 +22,10 @@
 # RocketMQ's name server and broker (its proxy, which this client does not
 # use, is left out). Takes about 10 minutes and up to ~1.6 GiB of RAM.
 #
+# RMQBENCH_RMQ_FLUSH=sync runs RocketMQ's broker with SYNC_FLUSH (a send
+# answered once the commit log is flushed: hourglass's durability), to
+# compare the two at equal durability; the report's flush field says which.
+#
 # RMQBENCH_BASELINE=BIN compares with another hourglass binary instead of
 # RocketMQ (system "baseline", the same flags, alternating as above): a
 # before-and-after of a change in one run, with no RocketMQ started.
@@ -64,6 +68,11 @@ export HOURGLASS_RMQ_GRPC_PORT="${HOURGLASS_RMQ_GRPC_PORT:-$(freeport)}"
 export HOURGLASS_RMQ_REMOTING_PORT="${HOURGLASS_RMQ_REMOTING_PORT:-$(freeport)}"
 [ -n "${RMQBENCH_BASELINE:-}" ] || echo "bench-rocketmq-remoting: starting RocketMQ 5.3.3 (scripts/rocketmq.sh)" >&2
 baseline="${RMQBENCH_BASELINE:-}"
+case "${RMQBENCH_RMQ_FLUSH:-async}" in
+async) rmqflush=async ;;
+sync) rmqflush=sync; export HOURGLASS_RMQ_FLUSH=SYNC_FLUSH ;;
+*) echo "bench-rocketmq-remoting: RMQBENCH_RMQ_FLUSH must be async or sync" >&2; exit 2 ;;
+esac
 if [ -n "$baseline" ]; then
 	[ -x "$baseline" ] || { echo "bench-rocketmq-remoting: RMQBENCH_BASELINE=$baseline is not an executable" >&2; exit 2; }
 else
@@ -97,7 +106,7 @@ run_rocketmq() { # run
 		run_hourglass "$1" baseline "$baseline"
 		return
 	fi
-	bench rocketmq async 127.0.0.1:9876 "$1"
+	bench rocketmq "$rmqflush" 127.0.0.1:9876 "$1"
 	local total=0 name
 	for name in namesrv broker; do
 		total=$((total + $(rss "$(cat "$rmqdir/$name.pid")")))
@@ -110,7 +119,7 @@ run_rocketmq() { # run
 if [ -z "$baseline" ]; then
 	echo "bench-rocketmq-remoting: warming RocketMQ up (not recorded)" >&2
 	java -Duser.home="$work/home" -Dbench.n=5000 -cp "$work/classes:$cache/lib/*" \
-		Bench 127.0.0.1:9876 rocketmq-warm-up async 0 "rb_warm_$RANDOM" "$work/warm-up.json" >/dev/null
+		Bench 127.0.0.1:9876 rocketmq-warm-up "$rmqflush" 0 "rb_warm_$RANDOM" "$work/warm-up.json" >/dev/null
 fi
 
 for r in $(seq "$runs"); do

@@ -21,7 +21,9 @@
 # Settings: the broker keeps its defaults (ASYNC_FLUSH among them) except for
 # the timer, which delayed messages need: timerWheelEnable=true,
 # timerPrecisionMs=1000, recallMessageEnable=true, timerMaxDelaySec=259200
-# (3 days; the proxy still refuses more than 1 day). Name server 9876,
+# (3 days; the proxy still refuses more than 1 day). HOURGLASS_RMQ_FLUSH=SYNC_FLUSH
+# sets flushDiskType (the broker answers a send once its commit log is
+# flushed, as hourglass always does); the default keeps ASYNC_FLUSH. Name server 9876,
 # broker 10911 (and 10909, 10912), proxy gRPC $HOURGLASS_RMQ_GRPC_PORT
 # (default 8081, also hourglass's default gRPC port) and remoting
 # $HOURGLASS_RMQ_REMOTING_PORT (default 8080). The proxy's two ports and the
@@ -35,6 +37,14 @@ run="${HOURGLASS_RMQ_DIR:-${TMPDIR:-/tmp}/hourglass-rocketmq}"
 namesrv=127.0.0.1:9876
 grpc_port="${HOURGLASS_RMQ_GRPC_PORT:-8081}"
 remoting_port="${HOURGLASS_RMQ_REMOTING_PORT:-8080}"
+flush="${HOURGLASS_RMQ_FLUSH:-ASYNC_FLUSH}"
+case "$flush" in
+ASYNC_FLUSH | SYNC_FLUSH) ;;
+*)
+	echo "rocketmq.sh: HOURGLASS_RMQ_FLUSH must be ASYNC_FLUSH or SYNC_FLUSH, not $flush" >&2
+	exit 2
+	;;
+esac
 
 fetch() {
 	[ -f "$cache/.complete" ] && return 0
@@ -153,6 +163,7 @@ timerWheelEnable=true
 timerPrecisionMs=1000
 recallMessageEnable=true
 timerMaxDelaySec=259200
+flushDiskType=$flush
 EOF
 	cat >"$run/rmq-proxy.json" <<EOF
 {"rocketMQClusterName": "DefaultCluster", "namesrvAddr": "$namesrv", "grpcServerPort": $grpc_port, "remotingListenPort": $remoting_port}
