@@ -115,7 +115,9 @@ func (w *worker) logged(s string) bool {
 // forward, which held up the records falling due meanwhile. 300 messages
 // due 10 ms apart over 3 s: every one arrives once and none early, in at
 // most 3 s / 50 ms transactions plus a few (the start, snapshots, the
-// stop); a transaction after each forward made one per message.
+// stop); a transaction after each forward made one per message. And the
+// records that fall due while a transaction ends are forwarded beside it
+// (endBeside), not after it.
 func TestKafkaAtLeastOnceCommitsOnInterval(t *testing.T) {
 	e := newEnv(t, 2)
 	c := e.collect(e.biz)
@@ -135,6 +137,11 @@ func TestKafkaAtLeastOnceCommitsOnInterval(t *testing.T) {
 	const most = 3000/50 + 15
 	if n := counters["committed_txns"]; n < 1 || n > most {
 		t.Fatalf("%d transactions committed for 300 forwards over 3 s; want 1 to %d (one per 50 ms at most)", n, most)
+	}
+	// With a message due every 10 ms and a transaction ending every 50
+	// ms, some fall due while one ends: they are forwarded beside it.
+	if n := counters["forwarded_while_ending"]; n < 1 {
+		t.Fatalf("no forward made while a transaction ended (forwarded_while_ending %d): the ends hold up the loop", n)
 	}
 }
 

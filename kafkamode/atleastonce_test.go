@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestDeliveryConfig: exactly once is the default, at least once is
@@ -83,4 +84,72 @@ func TestWorkerIDPlain(t *testing.T) {
 	if _, err := base.withDefaults(); err == nil || !strings.Contains(err.Error(), "group") {
 		t.Errorf("group %q: %v, want refused naming the group", base.Group, err)
 	}
+}
+
+// TestCollectForwardable: while a transaction ends beside the loop, only
+// plain due entries with their bodies are taken, in due order, and the
+// first entry that is anything else stops the collection with its slot
+// still in the due heap: an entry of the transaction in flight (which an
+// aborted end puts back, and which must then still have its slot) and a
+// cancel (whose targets may be in that transaction). After the end,
+// collectDue takes them as before.
+func TestCollectForwardable(t *testing.T) {
+	s := newCopyScene(t, time.Hour, false)
+	w := s.w
+	now := s.now
+	s.index(s.rec(10, now-30, "", nil))
+	s.index(s.rec(11, now-20, "", nil))
+	s.index(s.rec(12, now-10, "", nil))
+	s.index(s.rec(13, now-5, "", nil))
+	s.index(s.rec(14, now+50, "", nil))
+	byOffset := map[int64]*entry{}
+	for _, e := range w.idx.due {
+		byOffset[e.offset] = e
+	}
+	inFlight := byOffset[12]
+	inFlight.inBatch = true // taken by the transaction whose end runs
+	got := w.idx.collectForwardable(now)
+	if len(got) != 2 || got[0].offset != 10 || got[1].offset != 11 {
+		t.Fatalf("collected %v, want offsets 10 and 11", offsets(got))
+	}
+	for _, e := range got {
+		if !e.inBatch {
+			t.Errorf("offset %d collected but not marked in a batch", e.offset)
+		}
+	}
+	if head := w.idx.due.peek(); head != inFlight {
+		t.Fatalf("the head after collecting is %v, want the entry of the transaction in flight (offset 12) in its slot", head)
+	}
+	if again := w.idx.collectForwardable(now); len(again) != 0 {
+		t.Fatalf("collected %v behind an entry in flight", offsets(again))
+	}
+	if _, ok := w.idx.nextForwardable(); ok {
+		t.Error("with an entry of the transaction in flight at the head, the loop would wake for it")
+	}
+	if forwardableBeside(byOffset[14], now) {
+		t.Error("an entry due 50 ms from now is forwardable now")
+	}
+	inFlight.inBatch = false // an aborted end put it back
+	rest := w.idx.collectDue(now)
+	if len(rest) != 2 || rest[0] != inFlight || rest[1].offset != 13 {
+		t.Fatalf("after the end collectDue took %v, want offsets 12 and 13", offsets(rest))
+	}
+	if due, ok := w.idx.nextForwardable(); !ok || due != now+50 {
+		t.Fatalf("next forwardable due %d (%v), want offset 14's, %d", due, ok, now+50)
+	}
+	s.index(s.rec(20, 0, "key", nil)) // a cancel by key, due when written (now)
+	if c := w.idx.due.peek(); c == nil || !c.isCancel() {
+		t.Fatalf("the head is %v, want the cancel", c)
+	}
+	if got := w.idx.collectForwardable(now); len(got) != 0 {
+		t.Fatalf("a cancel at the head let %v be collected beside an end", offsets(got))
+	}
+}
+
+func offsets(es []*entry) []int64 {
+	var out []int64
+	for _, e := range es {
+		out = append(out, e.offset)
+	}
+	return out
 }

@@ -254,6 +254,51 @@ func (x *loopIndex) collectDue(now int64) []*entry {
 	return batch
 }
 
+// collectForwardable is collectDue for the time a transaction's end runs
+// beside the loop (at least once, endBeside). It takes, in due order, the
+// entries due by now that forwardableBeside allows, and stops at the first
+// it does not, which waits with those behind it for the end. It pops only
+// the slots it takes: an aborted end puts the transaction's entries back
+// and would find a slot popped here gone, and an entry with no slot is
+// never forwarded.
+func (x *loopIndex) collectForwardable(now int64) []*entry {
+	var batch []*entry
+	for len(batch) < x.cfg.MaxBatch {
+		e := x.due.peek()
+		if e == nil || !forwardableBeside(e, now) {
+			break
+		}
+		x.due.pop()
+		e.inBatch = true
+		e.copy = false // due: forwarded, not copied (as collectDue)
+		batch = append(batch, e)
+	}
+	return batch
+}
+
+// nextForwardable is the due time of the head of the due heap if
+// collectForwardable may take it once due; ok is false when the head is
+// one it may not take (or there is none): then nothing can be taken
+// until the end returns.
+func (x *loopIndex) nextForwardable() (due int64, ok bool) {
+	e := x.due.peek()
+	if e == nil || !forwardableBeside(e, e.due) {
+		return 0, false
+	}
+	return e.due, true
+}
+
+// forwardableBeside reports whether e may be forwarded at now while a
+// transaction ends: due, its body loaded, and a plain message or dead
+// letter. Not an entry of the transaction in flight (inBatch), not a
+// cancel (its targets may be in that transaction, and a reschedule
+// settles inside one), and not one of a partition with cancels deferred
+// behind copies (deciding whether it is held changes that partition's
+// deferral list, which the transaction's copies read).
+func forwardableBeside(e *entry, now int64) bool {
+	return e.due <= now && e.rec != nil && !e.inBatch && !e.isCancel() && len(e.pp.copies.deferred) == 0
+}
+
 // settleReschedule decides the scheduled half sc of a reschedule once its
 // cancel half ran. If the cancel replaced a pending message, sc is
 // resolved in the same transaction: forwarded when due, else copied

@@ -19,8 +19,10 @@ import (
 // tombstones its progress needs, and commits the new group offsets, in one
 // transaction. On commit the progress is applied; on abort the entries go
 // back into the index (and the session rewinds the consumer to the
-// committed offsets; the records it reads again are ignored).
-func (w *Worker) transact(ctx context.Context, batch []*entry, snap []*partProgress) error {
+// committed offsets; the records it reads again are ignored). With beside
+// (at least once, from the loop) its flush and end run beside the
+// forwarding of what falls due meanwhile (endBeside).
+func (w *Worker) transact(ctx context.Context, batch []*entry, snap []*partProgress, beside bool) error {
 	if w.cfg.atLeastOnce() {
 		batch = w.forwardFirst(ctx, batch)
 	}
@@ -71,17 +73,14 @@ func (w *Worker) transact(ctx context.Context, batch []*entry, snap []*partProgr
 	}
 	plans := w.producePlans(ctx, byPart, snaps, promise)
 	commitFn := w.offsetCommit(plans, snaps)
-	flushErr := w.ses.flush(ctx)
-	if flushErr == nil && produceErr.Load() == nil {
-		flushErr = w.recordCopies(ctx, outputs, promise)
+	te := &txnEnd{w: w, ctx: ctx, outputs: outputs, promise: promise, produceErr: &produceErr, commitFn: commitFn}
+	end := te.run
+	if beside {
+		end = func() (bool, error) { return w.endBeside(ctx, te.run) }
 	}
-	flushed := time.Now()
-	defer w.observeStages(batch, now, began, flushed)
-	try := kgo.TryCommit
-	if flushErr != nil || produceErr.Load() != nil {
-		try = kgo.TryAbort
-	}
-	committed, err := w.ses.end(ctx, commitFn, try)
+	committed, err := end()
+	flushErr := te.flushErr
+	defer w.observeStages(batch, now, began, te.flushed)
 	w.watchSettle(ctx, time.Now())
 	for _, e := range batch {
 		e.inBatch = false
@@ -96,6 +95,36 @@ func (w *Worker) transact(ctx context.Context, batch []*entry, snap []*partProgr
 	w.deadLetterRefused(refused.take(), outputs)
 	perr, _ := produceErr.Load().(error)
 	return w.abortError(len(batch), perr, flushErr, err)
+}
+
+// txnEnd is the waiting part of a transaction: its flush, the copies
+// records that need the flushed offsets (recordCopies), and End. It reads
+// only the transaction's own outputs and plans, which the loop leaves
+// alone while it runs beside it (endBeside).
+type txnEnd struct {
+	w          *Worker
+	ctx        context.Context
+	outputs    map[*kgo.Record]*entry
+	promise    func(*kgo.Record, error)
+	produceErr *atomic.Value
+	commitFn   func(*kmsg.TxnOffsetCommitRequest) error
+	flushErr   error     // set by run
+	flushed    time.Time // set by run: when the flush ended
+}
+
+// run flushes and ends the transaction: it commits unless a produce or
+// the flush failed.
+func (t *txnEnd) run() (committed bool, err error) {
+	t.flushErr = t.w.ses.flush(t.ctx)
+	if t.flushErr == nil && t.produceErr.Load() == nil {
+		t.flushErr = t.w.recordCopies(t.ctx, t.outputs, t.promise)
+	}
+	t.flushed = time.Now()
+	try := kgo.TryCommit
+	if t.flushErr != nil || t.produceErr.Load() != nil {
+		try = kgo.TryAbort
+	}
+	return t.w.ses.end(t.ctx, t.commitFn, try)
 }
 
 // rewindAfterAbort sets the consumer of each partition this worker owns

@@ -32,7 +32,10 @@ type Stats struct {
 	BodiesLoaded     atomic.Int64 // bodies fetched again before their due time
 	StateRecordsRead atomic.Int64 // state-topic records read at take-over
 	Rejoins          atomic.Int64 // sessions rebuilt after a failed transaction
-	MaxLatenessMs    atomic.Int64 // largest (forward time - due) seen
+	// ForwardedWhileEnding counts forwards made, at least once, while the
+	// transaction before them ended beside the loop (endBeside).
+	ForwardedWhileEnding atomic.Int64
+	MaxLatenessMs        atomic.Int64 // largest (forward time - due) seen
 	// Lateness is the histogram of (forward time - due time), in seconds,
 	// of records forwarded in committed transactions, with the embedded
 	// engine's buckets. The forward time is the worker's clock when the
@@ -248,6 +251,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		"snapshots", w.stats.Snapshots.Load(), "takeover_records_read", w.stats.TakeoverRecordsRead.Load(),
 		"copied_forward", w.stats.CopiedForward.Load(), "spill_loaded", w.stats.SpillLoaded.Load(), "spill_errors", w.stats.SpillErrors.Load(),
 		"cancels_deferred", w.stats.CancelsDeferred.Load(), "fenced_departed", w.stats.FencedDeparted.Load(),
+		"forwarded_while_ending", w.stats.ForwardedWhileEnding.Load(),
 		"lateness_p50_ms", w.stats.Lateness.Quantile(0.5)*1000, "lateness_p99_ms", w.stats.Lateness.Quantile(0.99)*1000,
 		"max_lateness_ms", w.stats.MaxLatenessMs.Load(), "txn_us_total", w.stats.TxnMicros.Load(), "txn_us_max", w.stats.MaxTxnMicros.Load())
 	_, settled, _ := w.stats.Stages.Settle.Snapshot()
@@ -300,7 +304,7 @@ func (w *Worker) runSession(ctx context.Context) error {
 		if len(batch) == 0 && len(snap) == 0 {
 			continue
 		}
-		if err := w.transact(sctx, batch, snap); err != nil && sctx.Err() == nil {
+		if err := w.transact(sctx, batch, snap, w.cfg.atLeastOnce()); err != nil && sctx.Err() == nil {
 			return err
 		} // else the stop aborted it: what it forwarded is committed below
 	}
