@@ -167,9 +167,15 @@ func (w *Worker) commitForwardedAtStop(ctx context.Context) {
 // until the end returns: it does not poll or begin (the group transact
 // session forbids both during End), and what it forwards are entries
 // outside the transaction in flight, so nothing that transaction holds,
-// and nothing the end reads, changes under it. It sleeps until the next
-// forwardable entry is due, or until the end returns: never spinning on
-// an entry it may not take.
+// and nothing the end reads, changes under it.
+//
+// It returns as soon as the end has, without forwarding more first: the
+// loop's own work (commits, polls, cancels) waits for nothing else. It
+// never spins: it sleeps until the next forwardable entry is due or the
+// end returns, and once a forward fails (put back in the index, as a
+// SIGTERM's cancelled context or a refusal that is not for good does at
+// once) or the session ends, it only waits for the end, since taking the
+// same entry again would fail again.
 func (w *Worker) endBeside(ctx context.Context, end func() (bool, error)) (bool, error) {
 	type result struct {
 		committed bool
@@ -182,15 +188,25 @@ func (w *Worker) endBeside(ctx context.Context, end func() (bool, error)) (bool,
 	}()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	failed := false
 	for {
-		now := time.Now().UnixMilli()
-		if batch := w.idx.collectForwardable(now); len(batch) > 0 {
-			w.stats.ForwardedWhileEnding.Add(int64(len(batch)))
-			w.idx.stashForwarded(w.forwardFirst(ctx, batch))
-			continue
+		select {
+		case r := <-done:
+			return r.committed, r.err
+		default:
+		}
+		forward := !failed && ctx.Err() == nil
+		if forward {
+			if batch := w.idx.collectForwardable(time.Now().UnixMilli()); len(batch) > 0 {
+				kept := w.forwardFirst(ctx, batch)
+				w.stats.ForwardedWhileEnding.Add(int64(len(kept)))
+				w.idx.stashForwarded(kept)
+				failed = len(kept) < len(batch)
+				continue
+			}
 		}
 		var wake <-chan time.Time
-		if due, ok := w.idx.nextForwardable(); ok {
+		if due, ok := w.idx.nextForwardable(); ok && forward {
 			timer.Reset(time.Until(time.UnixMilli(due)))
 			wake = timer.C
 		}

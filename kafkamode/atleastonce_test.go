@@ -1,6 +1,8 @@
 package kafkamode
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -152,4 +154,56 @@ func offsets(es []*entry) []int64 {
 		out = append(out, e.offset)
 	}
 	return out
+}
+
+// TestEndBesideStopsOnFailedForwards: at SIGTERM the session's context is
+// cancelled while a transaction ends beside the loop, and every forward
+// then fails at once and goes back to the index. endBeside must not take
+// the same entry again and again (a livelock that kept the worker from
+// ever stopping, found by a review): it waits for the end, returns its
+// outcome, and leaves the entry in the index for the stop's last
+// transaction or the next owner.
+func TestEndBesideStopsOnFailedForwards(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Brokers = []string{"127.0.0.1:1"}
+	cfg.Delivery = DeliveryAtLeastOnce
+	w, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.ses.dialForwarder(w.forwarderOptions()); err != nil {
+		t.Fatal(err)
+	}
+	defer w.ses.closeForwarder()
+	w.parts.parts[0] = newPartProgress(0, nil)
+	now := time.Now().UnixMilli()
+	s := &copyScene{t: t, w: w, now: now}
+	s.index(s.rec(10, now-5, "", nil))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // SIGTERM
+	release := make(chan struct{})
+	type out struct {
+		committed bool
+		err       error
+	}
+	done := make(chan out, 1)
+	go func() {
+		c, err := w.endBeside(ctx, func() (bool, error) {
+			<-release
+			return false, ctx.Err()
+		})
+		done <- out{c, err}
+	}()
+	close(release)
+	select {
+	case o := <-done:
+		if o.committed || !errors.Is(o.err, context.Canceled) {
+			t.Errorf("endBeside returned %v, %v; want the end's outcome: not committed, context canceled", o.committed, o.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("endBeside has not returned 10 s after the end did (forwarded_while_ending %d)", w.stats.ForwardedWhileEnding.Load())
+	}
+	if e := w.idx.due.peek(); e == nil || e.offset != 10 || e.inBatch {
+		t.Fatalf("the entry whose forward failed is not back at the head of the index: %+v", e)
+	}
 }
