@@ -207,3 +207,21 @@ func TestEndBesideStopsOnFailedForwards(t *testing.T) {
 		t.Fatalf("the entry whose forward failed is not back at the head of the index: %+v", e)
 	}
 }
+
+// TestTakeForwardedLeavesRevoked: forwards kept for the next transaction
+// whose partition was revoked meanwhile are not committed by it; those
+// of partitions still owned are.
+func TestTakeForwardedLeavesRevoked(t *testing.T) {
+	kept, gone := newPartProgress(0, nil), newPartProgress(1, nil)
+	a, b, c := &entry{pp: kept, offset: 1}, &entry{pp: gone, offset: 2}, &entry{pp: kept, offset: 3}
+	var x loopIndex
+	x.stashForwarded([]*entry{a, b, c})
+	gone.dropped.Store(true) // revoked after the forwards
+	got := x.takeForwarded()
+	if len(got) != 2 || got[0] != a || got[1] != c {
+		t.Fatalf("took %v, want offsets 1 and 3 (offset 2's partition was revoked)", offsets(got))
+	}
+	if x.hasForwarded() {
+		t.Fatal("the stash still holds entries after takeForwarded")
+	}
+}

@@ -138,9 +138,19 @@ func (x *loopIndex) stashForwarded(es []*entry) { x.forwarded = append(x.forward
 // hasForwarded reports whether stashForwarded keeps entries.
 func (x *loopIndex) hasForwarded() bool { return len(x.forwarded) > 0 }
 
-// takeForwarded returns the entries stashForwarded kept, and forgets them.
+// takeForwarded returns the entries stashForwarded kept that are still
+// live, and forgets them all. An entry of a partition revoked since its
+// forward is left out: its progress is the new owner's to commit (it
+// forwards the entry again, marked, as mayRedeliver says), and a commit
+// of this worker's for a partition it no longer owns could move the
+// group's offset under the new owner.
 func (x *loopIndex) takeForwarded() []*entry {
-	es := x.forwarded
+	es := x.forwarded[:0:0]
+	for _, e := range x.forwarded {
+		if e.live() {
+			es = append(es, e)
+		}
+	}
 	x.forwarded = nil
 	return es
 }
