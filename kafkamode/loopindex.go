@@ -145,7 +145,7 @@ func (x *loopIndex) hasForwarded() bool { return len(x.forwarded) > 0 }
 // of this worker's for a partition it no longer owns could move the
 // group's offset under the new owner.
 func (x *loopIndex) takeForwarded() []*entry {
-	es := x.forwarded[:0:0]
+	es := x.forwarded[:0] // filtered in place: the stash is forgotten below
 	for _, e := range x.forwarded {
 		if e.live() {
 			es = append(es, e)

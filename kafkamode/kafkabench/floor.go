@@ -60,21 +60,7 @@ func runFloor(ctx context.Context, brokers, prefix string) error {
 		return nil
 	}
 	for ctx.Err() == nil {
-		wait := 50 * time.Millisecond
-		if len(held) > 0 {
-			wait = min(wait, time.Until(time.UnixMilli(held[0].due)))
-		}
-		fs := s.PollRecords(nil, 10000) //nolint:staticcheck // nil: what is buffered, no wait
-		if fs.NumRecords() == 0 && wait > 0 {
-			pctx, cancel := context.WithTimeout(ctx, wait)
-			fs = s.PollRecords(pctx, 10000)
-			cancel()
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			read[r.Partition] = r.Offset + 1
-			d, _ := strconv.ParseInt(headerOf(r, "_delayMs"), 10, 64)
-			heap.Push(&held, floorRec{due: r.Timestamp.UnixMilli() + d, r: r})
-		})
+		pollHeld(ctx, s.PollRecords, &held, func(r *kgo.Record) { read[r.Partition] = r.Offset + 1 })
 		now := time.Now().UnixMilli()
 		if len(held) == 0 || held[0].due > now {
 			continue
@@ -111,6 +97,28 @@ func awaitComplete(ctx context.Context, cl *kgo.Client, txnID string) {
 		}
 		time.Sleep(500 * time.Microsecond)
 	}
+}
+
+// pollHeld is one read of a floor's loop: it takes what the consumer has
+// buffered or, with nothing buffered, waits for records until the first
+// held record is due (at most 50 ms), and holds each record it read until
+// its due time (its timestamp plus _delayMs), after passing it to seen.
+func pollHeld(ctx context.Context, poll func(context.Context, int) kgo.Fetches, held *floorHeap, seen func(*kgo.Record)) {
+	wait := 50 * time.Millisecond
+	if len(*held) > 0 {
+		wait = min(wait, time.Until(time.UnixMilli((*held)[0].due)))
+	}
+	fs := poll(nil, 10000) //nolint:staticcheck // nil: what is buffered, no wait
+	if fs.NumRecords() == 0 && wait > 0 {
+		pctx, cancel := context.WithTimeout(ctx, wait)
+		fs = poll(pctx, 10000)
+		cancel()
+	}
+	fs.EachRecord(func(r *kgo.Record) {
+		seen(r)
+		d, _ := strconv.ParseInt(headerOf(r, "_delayMs"), 10, 64)
+		heap.Push(held, floorRec{due: r.Timestamp.UnixMilli() + d, r: r})
+	})
 }
 
 func headerOf(r *kgo.Record, key string) string {

@@ -4,7 +4,6 @@ import (
 	"container/heap"
 	"context"
 	"os/signal"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -56,20 +55,7 @@ func runFloorALO(ctx context.Context, brokers, prefix string) error {
 		}
 	}
 	for ctx.Err() == nil {
-		wait := 50 * time.Millisecond
-		if len(held) > 0 {
-			wait = min(wait, time.Until(time.UnixMilli(held[0].due)))
-		}
-		fs := cl.PollRecords(nil, 10000) //nolint:staticcheck // nil: what is buffered, no wait
-		if fs.NumRecords() == 0 && wait > 0 {
-			pctx, cancel := context.WithTimeout(ctx, wait)
-			fs = cl.PollRecords(pctx, 10000)
-			cancel()
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			d, _ := strconv.ParseInt(headerOf(r, "_delayMs"), 10, 64)
-			heap.Push(&held, floorRec{due: r.Timestamp.UnixMilli() + d, r: r})
-		})
+		pollHeld(ctx, cl.PollRecords, &held, func(*kgo.Record) {})
 		now := time.Now().UnixMilli()
 		for len(held) > 0 && held[0].due <= now {
 			in := heap.Pop(&held).(floorRec).r
